@@ -1,0 +1,202 @@
+//! One sub-filter: a bit array and the parameters that address it.
+
+use crate::error::Error;
+use crate::hash::HashPair;
+use crate::sizing::Shape;
+
+/// `x mod d` for a divisor fixed when the filter is built.
+///
+/// Every probe of a RedisBloom filter is a 64-bit modulo by the bit count, and a
+/// hardware division costs tens of cycles. Lemire's direct remainder
+/// ("Faster Remainder by Direct Computation", 2019) with a 128-bit reciprocal is
+/// exact for every 64-bit numerator and divisor, and costs three multiplies.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Modulus {
+    divisor: u64,
+    reciprocal: u128,
+    /// `divisor - 1` when the divisor is a power of two: a mask then suffices.
+    mask: Option<u64>,
+}
+
+impl Modulus {
+    pub(crate) fn new(divisor: u64) -> Modulus {
+        assert!(divisor > 0, "modulus of zero");
+        let mask = divisor.is_power_of_two().then(|| divisor - 1);
+        Modulus { divisor, reciprocal: (u128::MAX / u128::from(divisor)).wrapping_add(1), mask }
+    }
+
+    #[inline(always)]
+    pub(crate) fn reduce(&self, x: u64) -> u64 {
+        if let Some(mask) = self.mask {
+            return x & mask;
+        }
+        let low = self.reciprocal.wrapping_mul(u128::from(x));
+        // High 64 bits of the 192-bit product `low * divisor`.
+        let d = u128::from(self.divisor);
+        let bottom = ((low & u128::from(u64::MAX)) * d) >> 64;
+        let top = (low >> 64) * d;
+        ((bottom + top) >> 64) as u64
+    }
+}
+
+/// A sub-filter of a chain, laid out as RedisBloom lays it out.
+#[derive(Debug)]
+pub struct SubFilter {
+    pub shape: Shape,
+    /// Items added to this sub-filter (RedisBloom's per-link `size`).
+    pub items: u64,
+    bits: Box<[u8]>,
+    modulus: Modulus,
+}
+
+impl SubFilter {
+    /// An empty sub-filter of the given shape.
+    pub fn new(shape: Shape) -> Result<SubFilter, Error> {
+        let bits = zeroed_bytes(shape.bytes)?;
+        SubFilter::from_parts(shape, 0, bits)
+    }
+
+    /// A sub-filter over existing bytes, after checking that every probe the
+    /// shape can produce lands inside them (a decoder's last line of defence).
+    pub fn from_parts(shape: Shape, items: u64, bits: Box<[u8]>) -> Result<SubFilter, Error> {
+        let available = (bits.len() as u64).checked_mul(8).ok_or(Error::BadData)?;
+        let modulus = if shape.n2 > 0 {
+            if shape.n2 > 63 {
+                return Err(Error::BadData);
+            }
+            1u64 << shape.n2
+        } else {
+            shape.bits
+        };
+        let valid = modulus >= 1
+            && modulus <= available
+            && shape.bytes == bits.len() as u64
+            && shape.hashes >= 1
+            && shape.hashes <= MAX_HASHES
+            && shape.error > 0.0
+            && shape.error < 1.0
+            && shape.bpe > 0.0
+            && shape.capacity >= 1;
+        if !valid {
+            return Err(Error::BadData);
+        }
+        Ok(SubFilter { shape, items, bits, modulus: Modulus::new(modulus) })
+    }
+
+    /// True when every bit of the item is set.
+    #[inline]
+    pub fn contains(&self, h: HashPair) -> bool {
+        let mut x = h.a;
+        for _ in 0..self.shape.hashes {
+            let bit = self.modulus.reduce(x);
+            // In bounds: `from_parts` checked the modulus against the length.
+            if self.bits[(bit >> 3) as usize] & (1 << (bit & 7)) == 0 {
+                return false;
+            }
+            x = x.wrapping_add(h.b);
+        }
+        true
+    }
+
+    /// Sets the item's bits; true when at least one was newly set.
+    #[inline]
+    pub fn insert(&mut self, h: HashPair) -> bool {
+        let mut x = h.a;
+        let mut newly_set = false;
+        for _ in 0..self.shape.hashes {
+            let bit = self.modulus.reduce(x);
+            let byte = &mut self.bits[(bit >> 3) as usize];
+            let mask = 1 << (bit & 7);
+            newly_set |= *byte & mask == 0;
+            *byte |= mask;
+            x = x.wrapping_add(h.b);
+        }
+        newly_set
+    }
+
+    /// Brings the cache line of the item's first probe in ahead of use.
+    #[inline]
+    pub fn prefetch(&self, h: HashPair) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let bit = self.modulus.reduce(h.a);
+            let ptr = self.bits.as_ptr().wrapping_add((bit >> 3) as usize);
+            // SAFETY: prefetch is a hint; it never faults, whatever the address.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch(ptr as *const i8, std::arch::x86_64::_MM_HINT_T0)
+            };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = h;
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bits
+    }
+
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.bits
+    }
+
+    /// Counts set bits, for fill and estimated false-positive rate.
+    pub fn bits_set(&self) -> u64 {
+        self.bits.iter().map(|b| u64::from(b.count_ones())).sum()
+    }
+
+    pub fn try_clone(&self) -> Result<SubFilter, Error> {
+        let mut bits = zeroed_bytes(self.shape.bytes)?;
+        bits.copy_from_slice(&self.bits);
+        Ok(SubFilter { shape: self.shape, items: self.items, bits, modulus: self.modulus })
+    }
+}
+
+/// More hashes than any error rate above the smallest double can ask for
+/// (ceil(ln2 x -ln(4.9e-324) / ln2^2) = 1075); larger counts are corrupt data.
+pub const MAX_HASHES: u32 = 1100;
+
+/// Zeroed memory that reports failure instead of aborting the process.
+pub fn zeroed_bytes(len: u64) -> Result<Box<[u8]>, Error> {
+    let len = usize::try_from(len).map_err(|_| Error::OutOfMemory)?;
+    if len == 0 {
+        return Ok(Box::new([]));
+    }
+    let layout = std::alloc::Layout::array::<u8>(len).map_err(|_| Error::OutOfMemory)?;
+    // SAFETY: layout has a non-zero size; a null result is handled; the
+    // pointer and length describe exactly the block just allocated, which
+    // `Box<[u8]>` frees with the same layout.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout);
+        if ptr.is_null() {
+            return Err(Error::OutOfMemory);
+        }
+        Ok(Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn modulus_matches_division(x: u64, d in 1u64..) {
+            prop_assert_eq!(Modulus::new(d).reduce(x), x % d);
+        }
+
+        #[test]
+        fn modulus_matches_division_small(x: u64, d in 1u64..100_000) {
+            prop_assert_eq!(Modulus::new(d).reduce(x), x % d);
+        }
+    }
+
+    #[test]
+    fn modulus_edges() {
+        for d in [1, 2, 3, 7, 64, 1152, u64::MAX, u64::MAX - 1, 1 << 63] {
+            let m = Modulus::new(d);
+            for x in [0, 1, d - 1, d, d.wrapping_add(1), u64::MAX, u64::MAX - 1] {
+                assert_eq!(m.reduce(x), x % d, "x={x} d={d}");
+            }
+        }
+    }
+}

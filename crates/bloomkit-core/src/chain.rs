@@ -1,0 +1,266 @@
+//! The scalable filter: the single source of truth for what `BF.ADD` does.
+
+use crate::bloom::SubFilter;
+use crate::error::Error;
+use crate::hash::{HashPair, HashWidth};
+use crate::sizing::{options, Shape};
+
+/// Each new sub-filter halves the error rate, so the chain's total stays
+/// below the rate asked for (a geometric series).
+pub const TIGHTENING_RATIO: f64 = 0.5;
+
+/// Bytes RedisBloom counts for the chain header and for each sub-filter's
+/// bookkeeping in `BF.INFO Size` and `MEMORY USAGE`.
+const CHAIN_OVERHEAD: u64 = 32;
+const LINK_OVERHEAD: u64 = 64;
+
+/// The limit on one filter's size, from `bf.max-filter-bytes`; `None` when a
+/// replicated or loading client replays what the primary already accepted.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_bytes: Option<u64>,
+}
+
+impl Limits {
+    pub const NONE: Limits = Limits { max_bytes: None };
+
+    fn check(&self, bytes: u64) -> Result<(), Error> {
+        match self.max_bytes {
+            Some(limit) if bytes > limit => Err(Error::TooLarge { bytes, limit }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Parameters of a new chain, as given to `BF.RESERVE` / `BF.INSERT`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChainParams {
+    pub capacity: u64,
+    pub error: f64,
+    pub expansion: u32,
+    pub scaling: bool,
+}
+
+#[derive(Debug)]
+pub struct Chain {
+    items: u64,
+    options: u32,
+    growth: u32,
+    width: HashWidth,
+    filters: Vec<SubFilter>,
+}
+
+impl Chain {
+    /// A new chain as `BF.RESERVE` creates it.
+    pub fn new(params: ChainParams, limits: Limits) -> Result<Chain, Error> {
+        let mut chain_options = options::DEFAULT;
+        let error = if params.scaling {
+            params.error * TIGHTENING_RATIO
+        } else {
+            chain_options |= options::NO_SCALING;
+            params.error
+        };
+        let shape = Shape::new(params.capacity, error, chain_options).ok_or(Error::CannotScale)?;
+        limits.check(CHAIN_OVERHEAD + LINK_OVERHEAD + shape.bytes)?;
+        let first = SubFilter::new(shape)?;
+        Chain::from_parts(0, chain_options, params.expansion, vec![first])
+    }
+
+    /// A chain from decoded parts (RDB, SCANDUMP header), checked for consistency.
+    pub fn from_parts(
+        items: u64,
+        options: u32,
+        growth: u32,
+        filters: Vec<SubFilter>,
+    ) -> Result<Chain, Error> {
+        if filters.is_empty() {
+            return Err(Error::BadData);
+        }
+        let width =
+            if options & options::FORCE64 != 0 { HashWidth::Bits64 } else { HashWidth::Bits32 };
+        Ok(Chain { items, options, growth, width, filters })
+    }
+
+    #[inline]
+    pub fn hash(&self, item: &[u8]) -> HashPair {
+        self.width.hash(item)
+    }
+
+    #[inline]
+    pub fn contains(&self, item: &[u8]) -> bool {
+        self.contains_hash(self.hash(item))
+    }
+
+    #[inline]
+    pub fn contains_hash(&self, h: HashPair) -> bool {
+        self.filters.iter().rev().any(|f| f.contains(h))
+    }
+
+    /// Adds an item: `Ok(true)` when new, `Ok(false)` when probably present.
+    #[inline]
+    pub fn add(&mut self, item: &[u8], limits: Limits) -> Result<bool, Error> {
+        self.add_hash(self.hash(item), limits)
+    }
+
+    /// RedisBloom's `SBChain_Add`: a present item changes nothing; a full newest
+    /// sub-filter is followed by a larger, tighter one before the item goes in.
+    pub fn add_hash(&mut self, h: HashPair, limits: Limits) -> Result<bool, Error> {
+        if self.contains_hash(h) {
+            return Ok(false);
+        }
+        let newest = self.filters.last().expect("a chain has at least one sub-filter");
+        if newest.items >= newest.shape.capacity {
+            self.grow(limits)?;
+        }
+        let newest = self.filters.last_mut().expect("a chain has at least one sub-filter");
+        let newly_set = newest.insert(h);
+        if newly_set {
+            newest.items += 1;
+            self.items += 1;
+        }
+        Ok(newly_set)
+    }
+
+    fn grow(&mut self, limits: Limits) -> Result<(), Error> {
+        if self.options & options::NO_SCALING != 0 {
+            return Err(Error::NonScalingFull);
+        }
+        let newest = &self.filters.last().expect("a chain has at least one sub-filter").shape;
+        let capacity =
+            newest.capacity.checked_mul(u64::from(self.growth)).ok_or(Error::CannotScale)?;
+        let shape = Shape::new(capacity, newest.error * TIGHTENING_RATIO, self.options)
+            .ok_or(Error::CannotScale)?;
+        let total = self
+            .size_bytes()
+            .checked_add(LINK_OVERHEAD + shape.bytes)
+            .ok_or(Error::CannotScale)?;
+        limits.check(total)?;
+        self.filters.try_reserve(1).map_err(|_| Error::OutOfMemory)?;
+        self.filters.push(SubFilter::new(shape)?);
+        Ok(())
+    }
+
+    /// Items added (`BF.CARD`, `Number of items inserted`).
+    pub fn items(&self) -> u64 {
+        self.items
+    }
+
+    /// Sum of the sub-filters' capacities (`BF.INFO Capacity`).
+    pub fn capacity(&self) -> u64 {
+        self.filters.iter().map(|f| f.shape.capacity).fold(0, u64::saturating_add)
+    }
+
+    /// `BF.INFO Size`, also the `MEMORY USAGE` figure: RedisBloom's accounting.
+    pub fn size_bytes(&self) -> u64 {
+        let data = self.filters.iter().map(|f| f.shape.bytes).fold(0, u64::saturating_add);
+        Chain::accounted_size(self.filters.len() as u64, data).unwrap_or(u64::MAX)
+    }
+
+    /// The `Size` of a chain of `nfilters` sub-filters holding `data_bytes` of bits.
+    pub fn accounted_size(nfilters: u64, data_bytes: u64) -> Option<u64> {
+        LINK_OVERHEAD.checked_mul(nfilters)?.checked_add(CHAIN_OVERHEAD)?.checked_add(data_bytes)
+    }
+
+    /// `None` for a non-scaling filter (`Expansion rate` is nil then).
+    pub fn expansion(&self) -> Option<u32> {
+        (self.options & options::NO_SCALING == 0).then_some(self.growth)
+    }
+
+    pub fn options(&self) -> u32 {
+        self.options
+    }
+
+    /// The stored growth factor, also for non-scaling filters.
+    pub fn growth(&self) -> u32 {
+        self.growth
+    }
+
+    pub fn width(&self) -> HashWidth {
+        self.width
+    }
+
+    pub fn filters(&self) -> &[SubFilter] {
+        &self.filters
+    }
+
+    pub fn filters_mut(&mut self) -> &mut [SubFilter] {
+        &mut self.filters
+    }
+
+    /// Estimated false-positive rate at the current fill, from the bits set.
+    pub fn estimated_false_positive_rate(&self) -> f64 {
+        let miss_all: f64 = self
+            .filters
+            .iter()
+            .map(|f| {
+                let fill = f.bits_set() as f64 / (f.shape.bytes * 8) as f64;
+                1.0 - fill.powf(f64::from(f.shape.hashes))
+            })
+            .product();
+        1.0 - miss_all
+    }
+
+    /// A deep copy that reports allocation failure (for `COPY`).
+    pub fn try_clone(&self) -> Result<Chain, Error> {
+        let mut filters = Vec::new();
+        filters.try_reserve_exact(self.filters.len()).map_err(|_| Error::OutOfMemory)?;
+        for f in &self.filters {
+            filters.push(f.try_clone()?);
+        }
+        Ok(Chain { filters, ..*self })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(capacity: u64, error: f64, expansion: u32, scaling: bool) -> ChainParams {
+        ChainParams { capacity, error, expansion, scaling }
+    }
+
+    #[test]
+    fn scales_like_redisbloom() {
+        // BF.INSERT f CAPACITY 1 ITEMS a a b c d on RedisBloom 2.8.2:
+        // replies 1 0 1 1 1; sub-filters of capacity 1, 2, 4 with hashes 8, 9, 10.
+        let mut c = Chain::new(params(1, 0.01, 2, true), Limits::NONE).unwrap();
+        let got: Vec<bool> =
+            [&b"a"[..], b"a", b"b", b"c", b"d"].iter().map(|i| c.add(i, Limits::NONE).unwrap()).collect();
+        assert_eq!(got, [true, false, true, true, true]);
+        let shapes: Vec<(u64, u32, u64)> =
+            c.filters().iter().map(|f| (f.shape.capacity, f.shape.hashes, f.items)).collect();
+        assert_eq!(shapes, [(1, 8, 1), (2, 9, 2), (4, 10, 1)]);
+        assert_eq!((c.capacity(), c.size_bytes(), c.items()), (7, 248, 4));
+    }
+
+    #[test]
+    fn non_scaling_filter_refuses_new_items_when_full() {
+        let mut c = Chain::new(params(3, 0.1, 2, false), Limits::NONE).unwrap();
+        for item in [b"a", b"b", b"c"] {
+            assert_eq!(c.add(item, Limits::NONE), Ok(true));
+        }
+        assert_eq!(c.add(b"d", Limits::NONE), Err(Error::NonScalingFull));
+        assert_eq!(c.add(b"a", Limits::NONE), Ok(false));
+        assert_eq!(c.expansion(), None);
+        assert_eq!(c.size_bytes(), 104);
+    }
+
+    #[test]
+    fn size_limit_refuses_creation_and_growth() {
+        let limits = Limits { max_bytes: Some(300) };
+        assert!(matches!(
+            Chain::new(params(1000, 0.01, 2, true), limits),
+            Err(Error::TooLarge { .. })
+        ));
+        let mut c = Chain::new(params(100, 0.01, 2, true), limits).unwrap();
+        let mut refused = None;
+        for i in 0..200u32 {
+            if let Err(e) = c.add(&i.to_le_bytes(), limits) {
+                refused = Some(e);
+                break;
+            }
+        }
+        assert!(matches!(refused, Some(Error::TooLarge { limit: 300, .. })));
+        assert_eq!(c.filters().len(), 1, "a refused growth leaves the chain as it was");
+    }
+}

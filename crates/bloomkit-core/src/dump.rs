@@ -1,0 +1,227 @@
+//! `BF.SCANDUMP` / `BF.LOADCHUNK`: RedisBloom's header and chunk stream.
+//!
+//! The header (iterator 0 → 1) is packed little-endian:
+//! `items u64, nfilters u32, options u32, growth u32`, then per sub-filter
+//! `bytes u64, bits u64, items u64, error f64, bpe f64, hashes u32, capacity u64, n2 u8`.
+//! After it come the bit arrays in order, at most [`MAX_CHUNK`] bytes at a
+//! time and never across a sub-filter; each chunk's iterator is one past its
+//! end offset in the concatenated arrays.
+//!
+//! Decoding trusts nothing: every length, count and product is checked before
+//! anything is allocated, and against the caller's size limit.
+
+use crate::bloom::SubFilter;
+use crate::chain::{Chain, Limits};
+use crate::error::Error;
+use crate::sizing::Shape;
+
+/// The largest chunk `BF.SCANDUMP` returns (RedisBloom's figure).
+pub const MAX_CHUNK: u64 = 16 * 1024 * 1024;
+const HEADER_LEN: usize = 8 + 4 + 4 + 4;
+const LINK_LEN: usize = 8 + 8 + 8 + 8 + 8 + 4 + 8 + 1;
+
+/// The header that iterator 0 returns and `BF.LOADCHUNK key 1` accepts.
+pub fn encode_header(chain: &Chain) -> Vec<u8> {
+    let filters = chain.filters();
+    let mut out = Vec::with_capacity(HEADER_LEN + LINK_LEN * filters.len());
+    out.extend_from_slice(&chain.items().to_le_bytes());
+    out.extend_from_slice(&(filters.len() as u32).to_le_bytes());
+    out.extend_from_slice(&chain.options().to_le_bytes());
+    out.extend_from_slice(&chain.growth().to_le_bytes());
+    for f in filters {
+        let s = &f.shape;
+        out.extend_from_slice(&s.bytes.to_le_bytes());
+        out.extend_from_slice(&s.bits.to_le_bytes());
+        out.extend_from_slice(&f.items.to_le_bytes());
+        out.extend_from_slice(&s.error.to_le_bytes());
+        out.extend_from_slice(&s.bpe.to_le_bytes());
+        out.extend_from_slice(&s.hashes.to_le_bytes());
+        out.extend_from_slice(&s.capacity.to_le_bytes());
+        out.push(s.n2);
+    }
+    out
+}
+
+/// Little-endian reads over a slice, failing on the first short read.
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], Error> {
+        let (head, rest) = self.0.split_first_chunk::<N>().ok_or(Error::BadData)?;
+        self.0 = rest;
+        Ok(*head)
+    }
+    fn u8(&mut self) -> Result<u8, Error> {
+        Ok(self.take::<1>()?[0])
+    }
+    fn u32(&mut self) -> Result<u32, Error> {
+        Ok(u32::from_le_bytes(self.take()?))
+    }
+    fn u64(&mut self) -> Result<u64, Error> {
+        Ok(u64::from_le_bytes(self.take()?))
+    }
+    fn f64(&mut self) -> Result<f64, Error> {
+        Ok(f64::from_le_bytes(self.take()?))
+    }
+}
+
+/// An empty chain of the shape a header describes (bits arrive in chunks).
+pub fn decode_header(buf: &[u8], limits: Limits) -> Result<Chain, Error> {
+    let mut r = Reader(buf);
+    let items = r.u64()?;
+    let nfilters = r.u32()?;
+    let options = r.u32()?;
+    let growth = r.u32()?;
+    let expected_len = (nfilters as u64)
+        .checked_mul(LINK_LEN as u64)
+        .and_then(|links| links.checked_add(HEADER_LEN as u64));
+    if expected_len != Some(buf.len() as u64) || nfilters == 0 {
+        return Err(Error::BadData);
+    }
+    // Read every shape before allocating any bit array, so that a header
+    // asking for more than the limit costs nothing.
+    let mut shapes = Vec::with_capacity(nfilters as usize);
+    let mut total: u64 = 0;
+    for _ in 0..nfilters {
+        let bytes = r.u64()?;
+        let bits = r.u64()?;
+        let link_items = r.u64()?;
+        let error = r.f64()?;
+        let bpe = r.f64()?;
+        let hashes = r.u32()?;
+        let capacity = r.u64()?;
+        let n2 = r.u8()?;
+        total = total.checked_add(bytes).ok_or(Error::BadData)?;
+        shapes.push((Shape { capacity, error, bpe, hashes, bits, bytes, n2 }, link_items));
+    }
+    let size = Chain::accounted_size(nfilters as u64, total).ok_or(Error::BadData)?;
+    if let Some(limit) = limits.max_bytes {
+        if size > limit {
+            return Err(Error::TooLarge { bytes: size, limit });
+        }
+    }
+    let mut filters = Vec::new();
+    filters.try_reserve_exact(shapes.len()).map_err(|_| Error::OutOfMemory)?;
+    for (shape, link_items) in shapes {
+        validate_shape(&shape)?;
+        let bits = crate::bloom::zeroed_bytes(shape.bytes)?;
+        filters.push(SubFilter::from_parts(shape, link_items, bits)?);
+    }
+    Chain::from_parts(items, options, growth, filters)
+}
+
+/// Cheap checks before allocation; `SubFilter::from_parts` re-checks bounds.
+fn validate_shape(s: &Shape) -> Result<(), Error> {
+    let modulus_fits = if s.n2 > 0 {
+        s.n2 <= 63 && (1u64 << s.n2) <= s.bytes.saturating_mul(8)
+    } else {
+        s.bits >= 1 && s.bits <= s.bytes.saturating_mul(8)
+    };
+    if modulus_fits && s.bytes > 0 {
+        Ok(())
+    } else {
+        Err(Error::BadData)
+    }
+}
+
+/// Where offset `pos` of the concatenated bit arrays falls: (sub-filter, offset in it).
+/// `pos` is unsigned, as in RedisBloom, so that negative iterators find nothing.
+fn locate(chain: &Chain, pos: u64) -> Option<(usize, u64)> {
+    let mut start: u64 = 0;
+    for (i, f) in chain.filters().iter().enumerate() {
+        let end = start.saturating_add(f.shape.bytes);
+        if pos < end {
+            return Some((i, pos - start));
+        }
+        start = end;
+    }
+    None
+}
+
+/// The reply to `BF.SCANDUMP key iter` for `iter != 0`: the next iterator and
+/// the chunk, or `(0, [])` once the arrays are exhausted.
+pub fn chunk_at(chain: &Chain, iter: i64) -> (i64, &[u8]) {
+    let Some((index, offset)) = locate(chain, (iter as u64).wrapping_sub(1)) else {
+        return (0, &[]);
+    };
+    let bytes = chain.filters()[index].bytes();
+    let len = (bytes.len() as u64 - offset).min(MAX_CHUNK);
+    let start = offset as usize;
+    (iter.wrapping_add(len as i64), &bytes[start..start + len as usize])
+}
+
+/// `BF.LOADCHUNK key iter data` on an existing chain: copies the chunk that
+/// ends just before `iter` into place.
+pub fn load_chunk(chain: &mut Chain, iter: i64, data: &[u8]) -> Result<(), Error> {
+    if iter <= 0 || (iter as u64) < data.len() as u64 {
+        return Err(Error::BadData);
+    }
+    let start = (iter as u64 - data.len() as u64).wrapping_sub(1);
+    let (index, offset) = locate(chain, start).ok_or(Error::NoLinkAtOffset)?;
+    let target = chain.filters_mut()[index].bytes_mut();
+    if data.len() as u64 > target.len() as u64 - offset {
+        return Err(Error::ChunkTooBig);
+    }
+    let offset = offset as usize;
+    target[offset..offset + data.len()].copy_from_slice(data);
+    Ok(())
+}
+
+/// Every `(iter, chunk)` pair a full SCANDUMP returns after the header.
+pub fn chunks(chain: &Chain) -> impl Iterator<Item = (i64, &[u8])> {
+    let mut iter = 1i64;
+    std::iter::from_fn(move || {
+        let (next, data) = chunk_at(chain, iter);
+        iter = next;
+        (next != 0).then_some((next, data))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::ChainParams;
+
+    fn sample() -> Chain {
+        let p = ChainParams { capacity: 10, error: 0.1, expansion: 3, scaling: true };
+        let mut c = Chain::new(p, Limits::NONE).unwrap();
+        for i in 0..100u32 {
+            c.add(&i.to_le_bytes(), Limits::NONE).unwrap();
+        }
+        c
+    }
+
+    #[test]
+    fn round_trip() {
+        let c = sample();
+        let header = encode_header(&c);
+        let mut copy = decode_header(&header, Limits::NONE).unwrap();
+        for (iter, data) in chunks(&c) {
+            load_chunk(&mut copy, iter, data).unwrap();
+        }
+        assert_eq!(encode_header(&copy), header);
+        for (a, b) in c.filters().iter().zip(copy.filters()) {
+            assert_eq!(a.bytes(), b.bytes());
+        }
+    }
+
+    #[test]
+    fn every_truncation_of_a_header_is_refused() {
+        let header = encode_header(&sample());
+        for len in 0..header.len() {
+            assert_eq!(decode_header(&header[..len], Limits::NONE).err(), Some(Error::BadData));
+        }
+        let mut longer = header.clone();
+        longer.push(0);
+        assert!(decode_header(&longer, Limits::NONE).is_err());
+    }
+
+    #[test]
+    fn header_limits_are_checked_before_allocation() {
+        let mut header = encode_header(&sample());
+        // bytes of the first sub-filter: 2^60
+        header[20..28].copy_from_slice(&(1u64 << 60).to_le_bytes());
+        let limits = Limits { max_bytes: Some(1 << 30) };
+        assert!(matches!(decode_header(&header, limits), Err(Error::TooLarge { .. })));
+    }
+}

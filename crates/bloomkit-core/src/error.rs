@@ -1,0 +1,101 @@
+//! Every error a command can answer with, and its exact text.
+//!
+//! The texts of RedisBloom 2.8.2 are kept to the letter (clients match on
+//! them); the errors bloomkit adds say what was wrong and what is allowed.
+
+use std::borrow::Cow;
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Error {
+    // BF.RESERVE
+    BadErrorRate,
+    ErrorRateRange,
+    BadCapacity,
+    CapacityRange,
+    NoExpansion,
+    BadExpansion,
+    ExpansionRange,
+    NonScalingCannotExpand,
+    ItemExists,
+    // BF.INSERT
+    InsertBadCapacity,
+    InsertBadErrorRate,
+    InsertBadExpansion,
+    InsertBadArgument,
+    UnknownArgument,
+    // lookups and adds
+    NotFound,
+    NonScalingFull,
+    InvalidInfoField,
+    // BF.SCANDUMP / BF.LOADCHUNK
+    ScanDumpIterNotNumeric,
+    LoadChunkIterNotNumeric,
+    BadData,
+    NoLinkAtOffset,
+    ChunkTooBig,
+    // bloomkit's own
+    /// Expansion above what bloomkit accepts (RedisBloom 2.8 silently truncated it to 32 bits).
+    ExpansionTooLarge,
+    /// A filter would grow past the configured `bf.max-filter-bytes`.
+    TooLarge { bytes: u64, limit: u64 },
+    /// A size that cannot be computed at all (capacity x expansion overflows,
+    /// the error rate underflows after many scalings).
+    CannotScale,
+    OutOfMemory,
+}
+
+/// The largest expansion accepted, as in current RedisBloom releases.
+pub const MAX_EXPANSION: i64 = 32768;
+
+impl Error {
+    /// The error reply, exactly as sent to the client.
+    pub fn message(&self) -> Cow<'static, str> {
+        use Error::*;
+        Cow::Borrowed(match self {
+            BadErrorRate => "ERR bad error rate",
+            ErrorRateRange => "ERR (0 < error rate range < 1) ",
+            BadCapacity => "ERR bad capacity",
+            CapacityRange => "ERR (capacity should be larger than 0)",
+            NoExpansion => "ERR no expansion",
+            BadExpansion => "ERR bad expansion",
+            ExpansionRange => "ERR expansion should be greater or equal to 1",
+            NonScalingCannotExpand => "Nonscaling filters cannot expand",
+            ItemExists => "ERR item exists",
+            InsertBadCapacity => "Bad capacity",
+            InsertBadErrorRate => "Bad error rate",
+            InsertBadExpansion => "Bad expansion",
+            InsertBadArgument => "Bad argument received",
+            UnknownArgument => "Unknown argument received",
+            NotFound => "ERR not found",
+            NonScalingFull => "ERR non scaling filter is full",
+            InvalidInfoField => "Invalid information value",
+            ScanDumpIterNotNumeric => "Second argument must be numeric",
+            LoadChunkIterNotNumeric => "ERR Second argument must be numeric",
+            BadData => "ERR received bad data",
+            NoLinkAtOffset => "ERR invalid offset - no link found",
+            ChunkTooBig => "ERR invalid chunk - Too big for current filter",
+            ExpansionTooLarge => "ERR expansion must be in the range [1, 32768]",
+            CannotScale => {
+                "ERR the filter cannot grow further: its next sub-filter's size is not \
+                 representable; create a filter with a larger capacity or expansion"
+            }
+            OutOfMemory => "ERR out of memory while allocating the filter; nothing was changed",
+            TooLarge { bytes, limit } => {
+                return Cow::Owned(format!(
+                    "ERR the filter would take {bytes} bytes, more than bf.max-filter-bytes \
+                     ({limit}); use a larger error rate or capacity step, or raise the limit \
+                     with CONFIG SET bf.max-filter-bytes"
+                ))
+            }
+        })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message())
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,20 @@
+//! Bloom filters as RedisBloom lays them out, with no Redis in sight.
+//!
+//! Everything `BF.*` does to a filter lives here, in plain Rust: hashing
+//! ([`hash`]), sizing ([`sizing`]), one sub-filter ([`bloom`]), the scalable
+//! chain ([`chain`]), the SCANDUMP and RDB formats ([`dump`], [`rdb`]) and
+//! argument parsing ([`args`]). The module crate only moves bytes between
+//! Redis and these types, so all of it is testable and fuzzable on its own.
+
+pub mod args;
+pub mod bloom;
+pub mod chain;
+pub mod dump;
+pub mod error;
+pub mod fmt;
+pub mod hash;
+pub mod rdb;
+pub mod sizing;
+
+pub use chain::{Chain, ChainParams, Limits};
+pub use error::Error;
