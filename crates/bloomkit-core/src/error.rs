@@ -26,6 +26,8 @@ pub enum Error {
     UnknownArgument,
     // lookups and adds
     NotFound,
+    /// The key holds a value of another type (the server's standard text).
+    WrongType,
     NonScalingFull,
     InvalidInfoField,
     // BF.SCANDUMP / BF.LOADCHUNK
@@ -68,6 +70,7 @@ impl Error {
             InsertBadArgument => "Bad argument received",
             UnknownArgument => "Unknown argument received",
             NotFound => "ERR not found",
+            WrongType => "WRONGTYPE Operation against a key holding the wrong kind of value",
             NonScalingFull => "ERR non scaling filter is full",
             InvalidInfoField => "Invalid information value",
             ScanDumpIterNotNumeric => "Second argument must be numeric",

@@ -1,0 +1,67 @@
+//! The global allocator: the server's, so that filters count in `used_memory`,
+//! `maxmemory` and `MEMORY USAGE`, and the fallible variants where the server
+//! has them, so that a huge filter that cannot be allocated is an error reply
+//! rather than an aborted server.
+
+use std::alloc::{GlobalAlloc, Layout};
+
+use redis_module::raw;
+
+pub struct ServerAllocator;
+
+/// The allocation must never be attempted before RedisModule_Init filled the
+/// API table; printing and aborting beats corrupting the heap.
+fn missing_api() -> ! {
+    const MESSAGE: &[u8] = b"bloomkit: allocation before the module API was initialised\n";
+    // SAFETY: writing a static buffer to stderr.
+    unsafe { libc_write(2, MESSAGE.as_ptr(), MESSAGE.len()) };
+    std::process::abort()
+}
+
+extern "C" {
+    #[link_name = "write"]
+    fn libc_write(fd: i32, buf: *const u8, count: usize) -> isize;
+}
+
+/// Sizes padded to the alignment, as the redis-module crate does. The
+/// server's allocators return 16-byte aligned blocks, which covers every type
+/// bloomkit allocates.
+fn padded(layout: Layout) -> usize {
+    (layout.size() + layout.align() - 1) & !(layout.align() - 1)
+}
+
+unsafe impl GlobalAlloc for ServerAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let size = padded(layout);
+        match (raw::RedisModule_TryAlloc, raw::RedisModule_Alloc) {
+            (Some(try_alloc), _) => try_alloc(size).cast(),
+            (None, Some(alloc)) => alloc(size).cast(),
+            _ => missing_api(),
+        }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let size = padded(layout);
+        match (raw::RedisModule_TryCalloc, raw::RedisModule_Calloc) {
+            (Some(try_calloc), _) => try_calloc(1, size).cast(),
+            (None, Some(calloc)) => calloc(1, size).cast(),
+            _ => missing_api(),
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let size = padded(Layout::from_size_align_unchecked(new_size, layout.align()));
+        match (raw::RedisModule_TryRealloc, raw::RedisModule_Realloc) {
+            (Some(try_realloc), _) => try_realloc(ptr.cast(), size).cast(),
+            (None, Some(realloc)) => realloc(ptr.cast(), size).cast(),
+            _ => missing_api(),
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+        match raw::RedisModule_Free {
+            Some(free) => free(ptr.cast()),
+            None => missing_api(),
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! The BF.* commands: parse, open the key, call core, reply, replicate, notify.
+//!
+//! Reply shapes, error texts and quirks follow RedisBloom 2.8.2 as measured
+//! (see the differential tests); where bloomkit differs on purpose, README says so.
+
+use std::ffi::CStr;
+use std::ptr::NonNull;
+
+use bloomkit_core::args::{parse_insert, parse_long_long, parse_reserve, ArgError, InfoField};
+use bloomkit_core::fmt::format_g;
+use bloomkit_core::{dump, Chain, ChainParams, Error, Limits};
+use redis_module::raw;
+
+use crate::data_type::{bf_type, into_value};
+use crate::ffi::{api, Arg, Ctx, Key, Slot};
+use crate::{config, stats};
+
+pub type Outcome = Result<(), ArgError>;
+
+/// The chain in a key: `Ok(None)` when the key is empty.
+fn lookup(key: &Key) -> Result<Option<NonNull<Chain>>, Error> {
+    match key.slot::<Chain>(bf_type()) {
+        Slot::Ours(chain) => Ok(Some(chain)),
+        Slot::Empty => Ok(None),
+        Slot::OtherType => Err(Error::WrongType),
+    }
+}
+
+/// A new chain stored in an empty key opened for writing.
+fn create(key: &Key, ctx: Ctx, make: impl FnOnce(Limits) -> Result<Chain, Error>) -> Result<NonNull<Chain>, Error> {
+    let chain = make(config::limits(ctx)).inspect_err(|_| stats::refused())?;
+    let value = into_value(chain);
+    // SAFETY: a key opened for writing and a value of our type; on success
+    // the keyspace owns it and frees it through the type's free callback.
+    let status = unsafe { api!(RedisModule_ModuleTypeSetValue)(key.raw(), bf_type(), value) };
+    if status != raw::REDISMODULE_OK as i32 {
+        // SAFETY: refused, so still ours; the free callback undoes the count.
+        unsafe { crate::data_type::free_value(value) };
+        return Err(Error::OutOfMemory);
+    }
+    Ok(NonNull::new(value.cast()).expect("into_value never returns null"))
+}
+
+/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
+pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    let params = parse_reserve(argv, &config::defaults())?;
+    let key = Key::open(ctx, &argv[1], true);
+    if lookup(&key)?.is_some() {
+        return Err(Error::ItemExists.into());
+    }
+    create(&key, ctx, |limits| Chain::new(params, limits))?;
+    ctx.reply_simple(c"OK");
+    ctx.replicate_verbatim();
+    ctx.notify(c"bf.reserve", &argv[1]);
+    Ok(())
+}
+
+/// `BF.ADD key item` → 1 new, 0 probably present.
+pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() != 3 {
+        return Err(ArgError::WrongArity);
+    }
+    insert_items(ctx, argv, 2, Some(config::defaults().params()), false, c"bf.add")
+}
+
+/// `BF.MADD key item...` → one reply per item.
+pub fn madd(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() < 3 {
+        return Err(ArgError::WrongArity);
+    }
+    insert_items(ctx, argv, 2, Some(config::defaults().params()), true, c"bf.madd")
+}
+
+/// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...`
+pub fn insert(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    let parsed = parse_insert(argv, &config::defaults())?;
+    let create_with = parsed.create.then_some(parsed.params);
+    insert_items(ctx, argv, parsed.items_from, create_with, true, c"bf.insert")
+}
+
+/// The body of ADD, MADD and INSERT: RedisBloom's `bfInsertCommon`.
+fn insert_items(
+    ctx: Ctx,
+    argv: &[Arg],
+    items_from: usize,
+    create_with: Option<ChainParams>,
+    multi: bool,
+    event: &'static CStr,
+) -> Outcome {
+    let key = Key::open(ctx, &argv[1], true);
+    let (mut chain, created) = match (lookup(&key)?, create_with) {
+        (Some(chain), _) => (chain, None),
+        (None, Some(params)) => (create(&key, ctx, |limits| Chain::new(params, limits))?, Some(params)),
+        (None, None) => return Err(Error::NotFound.into()),
+    };
+    // SAFETY: the keyspace owns the chain and nothing else touches it while
+    // this command runs (commands run one at a time on the main thread).
+    let chain = unsafe { chain.as_mut() };
+    let limits = config::limits(ctx);
+    let (size_before, filters_before) = (chain.size_bytes(), chain.filters().len());
+    let items = &argv[items_from..];
+    if multi {
+        // SAFETY: valid context; the length is set below.
+        unsafe { api!(RedisModule_ReplyWithArray)(ctx.0, raw::REDISMODULE_POSTPONED_LEN as _) };
+    }
+    let mut added = 0u64;
+    let mut replied = 0usize;
+    for item in items {
+        replied += 1;
+        match chain.add(item.bytes(), limits) {
+            Ok(new) => {
+                added += u64::from(new);
+                ctx.reply_bool(new);
+            }
+            Err(e) => {
+                if !matches!(e, Error::NonScalingFull) {
+                    stats::refused();
+                }
+                ctx.reply_error(&e.message());
+                break;
+            }
+        }
+    }
+    if multi {
+        // SAFETY: closes the postponed array opened above.
+        unsafe { api!(RedisModule_ReplySetArrayLength)(ctx.0, replied as _) };
+    }
+    stats::wrote(added, size_before, chain, filters_before);
+    // An add that changed nothing is not replicated: replicas already agree.
+    if let Some(params) = created {
+        replicate_as_insert(ctx, &argv[1], params, items);
+    } else if added > 0 {
+        ctx.replicate_verbatim();
+    }
+    if created.is_some() || added > 0 {
+        ctx.notify(event, &argv[1]);
+    }
+    Ok(())
+}
+
+/// A write that created its filter from the defaults reaches replicas and the
+/// AOF with the parameters it used, so that a server with other defaults
+/// builds the same filter.
+fn replicate_as_insert(ctx: Ctx, key: &Arg, p: ChainParams, items: &[Arg]) {
+    let error = format!("{}", p.error);
+    let fmt: &CStr = if p.scaling { c"sclcbclcv" } else { c"sclcbclccv" };
+    // SAFETY: the format string matches the arguments one for one: s=string,
+    // c=C string, l=long long, b=buffer+length, v=string array+count.
+    unsafe {
+        let replicate = api!(RedisModule_Replicate);
+        if p.scaling {
+            replicate(
+                ctx.0, c"BF.INSERT".as_ptr(), fmt.as_ptr(), key.raw(),
+                c"CAPACITY".as_ptr(), p.capacity as std::ffi::c_longlong,
+                c"ERROR".as_ptr(), error.as_ptr(), error.len(),
+                c"EXPANSION".as_ptr(), std::ffi::c_longlong::from(p.expansion),
+                c"ITEMS".as_ptr(), items.as_ptr(), items.len(),
+            );
+        } else {
+            replicate(
+                ctx.0, c"BF.INSERT".as_ptr(), fmt.as_ptr(), key.raw(),
+                c"CAPACITY".as_ptr(), p.capacity as std::ffi::c_longlong,
+                c"ERROR".as_ptr(), error.as_ptr(), error.len(),
+                c"EXPANSION".as_ptr(), std::ffi::c_longlong::from(p.expansion),
+                c"NONSCALING".as_ptr(),
+                c"ITEMS".as_ptr(), items.as_ptr(), items.len(),
+            );
+        }
+    }
+}
+
+/// Runs `f` on the key's chain for a read; a missing key or one of another
+/// type reads as empty (RedisBloom answers 0 there, never an error).
+fn with_chain_for_read<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&Chain>) -> T) -> T {
+    let key = Key::open(ctx, name, false);
+    match key.slot::<Chain>(bf_type()) {
+        // SAFETY: owned by the keyspace, read only while the key is open.
+        Slot::Ours(chain) => f(Some(unsafe { chain.as_ref() })),
+        _ => f(None),
+    }
+}
+
+/// `BF.EXISTS key item`
+pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() != 3 {
+        return Err(ArgError::WrongArity);
+    }
+    let found = with_chain_for_read(ctx, &argv[1], |chain| chain.is_some_and(|c| c.contains(argv[2].bytes())));
+    stats::looked_up(1);
+    ctx.reply_bool(found);
+    Ok(())
+}
+
+/// `BF.MEXISTS key item...`
+pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() < 3 {
+        return Err(ArgError::WrongArity);
+    }
+    let items = &argv[2..];
+    with_chain_for_read(ctx, &argv[1], |chain| {
+        ctx.reply_array(items.len());
+        for item in items {
+            ctx.reply_bool(chain.is_some_and(|c| c.contains(item.bytes())));
+        }
+    });
+    stats::looked_up(items.len() as u64);
+    Ok(())
+}
+
+/// The chain in a key for commands that report on it: errors when missing.
+fn with_existing<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(&Chain) -> T) -> Result<T, Error> {
+    let key = Key::open(ctx, name, false);
+    match lookup(&key)? {
+        // SAFETY: owned by the keyspace, read only while the key is open.
+        Some(chain) => Ok(f(unsafe { chain.as_ref() })),
+        None => Err(Error::NotFound),
+    }
+}
+
+/// `BF.CARD key` → items added; 0 for a missing key.
+pub fn card(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() != 2 {
+        return Err(ArgError::WrongArity);
+    }
+    let key = Key::open(ctx, &argv[1], false);
+    // SAFETY: owned by the keyspace, read only while the key is open.
+    let items = lookup(&key)?.map_or(0, |c| unsafe { c.as_ref() }.items());
+    ctx.reply_i64(items as i64);
+    Ok(())
+}
+
+/// `BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]`
+pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if !(2..=3).contains(&argv.len()) {
+        return Err(ArgError::WrongArity);
+    }
+    with_existing(ctx, &argv[1], |chain| {
+        let value = |field: InfoField| match field {
+            InfoField::Capacity => Some(chain.capacity()),
+            InfoField::Size => Some(chain.size_bytes()),
+            InfoField::Filters => Some(chain.filters().len() as u64),
+            InfoField::Items => Some(chain.items()),
+            InfoField::Expansion => chain.expansion().map(u64::from),
+        };
+        let reply_value = |v: Option<u64>| match v {
+            Some(v) => ctx.reply_i64(v as i64),
+            None => ctx.reply_null(),
+        };
+        match argv.get(2) {
+            None => {
+                ctx.reply_map(InfoField::ALL.len());
+                for field in InfoField::ALL {
+                    ctx.reply_simple(label(field));
+                    reply_value(value(field));
+                }
+                Ok(())
+            }
+            Some(word) => {
+                let field = InfoField::parse(word.bytes())?;
+                // RESP2: a one-element array; RESP3: a one-entry map.
+                if ctx.is_resp3() {
+                    ctx.reply_map(1);
+                    ctx.reply_simple(label(field));
+                } else {
+                    ctx.reply_array(1);
+                }
+                reply_value(value(field));
+                Ok::<(), Error>(())
+            }
+        }
+    })??;
+    Ok(())
+}
+
+fn label(field: InfoField) -> &'static CStr {
+    match field {
+        InfoField::Capacity => c"Capacity",
+        InfoField::Size => c"Size",
+        InfoField::Filters => c"Number of filters",
+        InfoField::Items => c"Number of items inserted",
+        InfoField::Expansion => c"Expansion rate",
+    }
+}
+
+/// `BF.DEBUG key` → `size:<items>` then one line per sub-filter.
+pub fn debug(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() != 2 {
+        return Err(ArgError::WrongArity);
+    }
+    with_existing(ctx, &argv[1], |chain| {
+        ctx.reply_array(1 + chain.filters().len());
+        ctx.reply_bulk(format!("size:{}", chain.items()).as_bytes());
+        for f in chain.filters() {
+            let s = &f.shape;
+            let bits = if s.bits != 0 { s.bits } else { 1u64 << s.n2 };
+            let line = format!(
+                "bytes:{} bits:{} hashes:{} hashwidth:{} capacity:{} size:{} ratio:{}",
+                s.bytes, bits, s.hashes, chain.width().bits(), s.capacity, f.items, format_g(s.error)
+            );
+            ctx.reply_bulk(line.as_bytes());
+        }
+    })?;
+    Ok(())
+}
+
+/// `BF.SCANDUMP key iter` → `[next_iter, data]`; iter 0 gives the header.
+pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() != 3 {
+        return Err(ArgError::WrongArity);
+    }
+    with_existing(ctx, &argv[1], |chain| {
+        let iter = parse_long_long(argv[2].bytes()).ok_or(Error::ScanDumpIterNotNumeric)?;
+        ctx.reply_array(2);
+        if iter == 0 {
+            ctx.reply_i64(1);
+            ctx.reply_bulk(&dump::encode_header(chain));
+        } else {
+            let (next, data) = dump::chunk_at(chain, iter);
+            ctx.reply_i64(next);
+            ctx.reply_bulk(data);
+        }
+        Ok::<(), Error>(())
+    })??;
+    Ok(())
+}
+
+/// `BF.LOADCHUNK key iter data`: iter 1 on an empty key is the header.
+pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() != 4 {
+        return Err(ArgError::WrongArity);
+    }
+    let iter = parse_long_long(argv[2].bytes()).ok_or(Error::LoadChunkIterNotNumeric)?;
+    let data = argv[3].bytes();
+    let key = Key::open(ctx, &argv[1], true);
+    match lookup(&key)? {
+        None if iter == 1 => {
+            create(&key, ctx, |limits| dump::decode_header(data, limits))?;
+        }
+        None => return Err(Error::NotFound.into()),
+        Some(mut chain) => {
+            // SAFETY: owned by the keyspace; commands run one at a time.
+            dump::load_chunk(unsafe { chain.as_mut() }, iter, data)?;
+        }
+    }
+    ctx.reply_simple(c"OK");
+    ctx.replicate_verbatim();
+    ctx.notify(c"bf.loadchunk", &argv[1]);
+    Ok(())
+}

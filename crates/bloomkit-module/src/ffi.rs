@@ -1,0 +1,249 @@
+//! The few module-API calls bloomkit makes, behind small safe wrappers.
+//!
+//! Handlers see argv as `&[Arg]` (a view, no copy) and a `Ctx` that replies;
+//! nothing here allocates on the hot path.
+
+use std::ffi::{c_int, CString};
+use std::ptr::NonNull;
+
+use redis_module::raw;
+
+/// Calls a module-API function that every supported server provides.
+macro_rules! api {
+    ($name:ident) => {{
+        // SAFETY: the function pointers are filled in once by RedisModule_Init
+        // on the main thread before any command or callback runs.
+        #[allow(unused_unsafe)]
+        let function = unsafe { raw::$name }.expect(concat!("the server does not export ", stringify!($name)));
+        function
+    }};
+}
+pub(crate) use api;
+
+/// Whether the server provides an optional API (newer servers only).
+macro_rules! has_api {
+    ($name:ident) => {{
+        // SAFETY: as for `api!`.
+        #[allow(unused_unsafe)]
+        let present = unsafe { raw::$name }.is_some();
+        present
+    }};
+}
+pub(crate) use has_api;
+
+/// One command argument; `&[Arg]` is a view of the server's argv.
+#[repr(transparent)]
+pub struct Arg(*mut raw::RedisModuleString);
+
+impl Arg {
+    /// The argument's bytes, valid for the duration of the command.
+    #[inline]
+    pub fn bytes(&self) -> &[u8] {
+        let mut len = 0usize;
+        // SAFETY: the server keeps argv alive until the handler returns; the
+        // pointer and length it gives describe the string's bytes.
+        unsafe {
+            let ptr = api!(RedisModule_StringPtrLen)(self.0, &mut len);
+            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+        }
+    }
+
+    pub fn raw(&self) -> *mut raw::RedisModuleString {
+        self.0
+    }
+
+    /// Wraps a string the server lends to a callback.
+    pub fn from_raw(s: *mut raw::RedisModuleString) -> Arg {
+        Arg(s)
+    }
+}
+
+impl AsRef<[u8]> for Arg {
+    fn as_ref(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
+/// # Safety
+/// `argv` must point to `argc` valid strings for the lifetime of the result.
+pub unsafe fn args<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> &'a [Arg] {
+    if argv.is_null() || argc <= 0 {
+        return &[];
+    }
+    std::slice::from_raw_parts(argv.cast::<Arg>(), argc as usize)
+}
+
+/// The command's context: replies, replication, notifications.
+#[derive(Clone, Copy)]
+pub struct Ctx(pub *mut raw::RedisModuleCtx);
+
+impl Ctx {
+    pub fn flags(self) -> u32 {
+        // SAFETY: a valid context for the duration of the call.
+        unsafe { api!(RedisModule_GetContextFlags)(self.0) as u32 }
+    }
+
+    pub fn is_resp3(self) -> bool {
+        self.flags() & raw::REDISMODULE_CTX_FLAGS_RESP3 != 0
+    }
+
+    /// True for commands from a primary or replayed from the AOF: what they do
+    /// was already accepted once and must not be refused now.
+    pub fn is_replaying(self) -> bool {
+        self.flags() & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING)
+            != 0
+    }
+
+    pub fn reply_i64(self, v: i64) {
+        // SAFETY: valid context.
+        unsafe { api!(RedisModule_ReplyWithLongLong)(self.0, v) };
+    }
+
+    /// `:1`/`:0` in RESP2, `#t`/`#f` in RESP3, as RedisBloom answers.
+    #[inline]
+    pub fn reply_bool(self, v: bool) {
+        // SAFETY: valid context.
+        unsafe {
+            match raw::RedisModule_ReplyWithBool {
+                Some(f) => f(self.0, c_int::from(v)),
+                None => api!(RedisModule_ReplyWithLongLong)(self.0, i64::from(v)),
+            }
+        };
+    }
+
+    pub fn reply_simple(self, s: &'static std::ffi::CStr) {
+        // SAFETY: valid context and NUL-terminated string.
+        unsafe { api!(RedisModule_ReplyWithSimpleString)(self.0, s.as_ptr()) };
+    }
+
+    pub fn reply_bulk(self, bytes: &[u8]) {
+        // SAFETY: valid context; the server copies the bytes.
+        unsafe { api!(RedisModule_ReplyWithStringBuffer)(self.0, bytes.as_ptr().cast(), bytes.len()) };
+    }
+
+    pub fn reply_null(self) {
+        // SAFETY: valid context.
+        unsafe { api!(RedisModule_ReplyWithNull)(self.0) };
+    }
+
+    pub fn reply_array(self, len: usize) {
+        // SAFETY: valid context.
+        unsafe { api!(RedisModule_ReplyWithArray)(self.0, len as _) };
+    }
+
+    /// A map of `len` pairs: a flat array of `2 * len` in RESP2.
+    pub fn reply_map(self, len: usize) {
+        // SAFETY: valid context.
+        unsafe {
+            match raw::RedisModule_ReplyWithMap {
+                Some(f) => f(self.0, len as _),
+                None => api!(RedisModule_ReplyWithArray)(self.0, (2 * len) as _),
+            }
+        };
+    }
+
+    pub fn reply_error(self, message: &str) {
+        let message = CString::new(message.replace(['\r', '\n', '\0'], " "))
+            .expect("NUL bytes were replaced");
+        // SAFETY: valid context and NUL-terminated string; the server copies it.
+        unsafe { api!(RedisModule_ReplyWithError)(self.0, message.as_ptr()) };
+    }
+
+    pub fn wrong_arity(self) {
+        // SAFETY: valid context.
+        unsafe { api!(RedisModule_WrongArity)(self.0) };
+    }
+
+    pub fn replicate_verbatim(self) {
+        // SAFETY: valid context.
+        unsafe { api!(RedisModule_ReplicateVerbatim)(self.0) };
+    }
+
+    pub fn notify(self, event: &'static std::ffi::CStr, key: &Arg) {
+        // SAFETY: valid context, event name and key string.
+        unsafe {
+            api!(RedisModule_NotifyKeyspaceEvent)(
+                self.0,
+                raw::REDISMODULE_NOTIFY_GENERIC as c_int,
+                event.as_ptr(),
+                key.raw(),
+            )
+        };
+    }
+}
+
+/// Writes to the server log (`ctx` may be null).
+pub fn log(ctx: *mut raw::RedisModuleCtx, level: &'static std::ffi::CStr, message: &str) {
+    let Ok(message) = CString::new(message.replace('\0', " ")) else { return };
+    // SAFETY: NUL-terminated strings; "%s" consumes exactly one.
+    unsafe {
+        api!(RedisModule_Log)(ctx, level.as_ptr(), c"%s".as_ptr(), message.as_ptr());
+    }
+}
+
+/// What a key holds, from bloomkit's point of view.
+pub enum Slot<T> {
+    Empty,
+    Ours(NonNull<T>),
+    OtherType,
+}
+
+/// An open key, closed on drop.
+pub struct Key {
+    ctx: Ctx,
+    ptr: *mut raw::RedisModuleKey,
+}
+
+impl Key {
+    pub fn open(ctx: Ctx, name: &Arg, write: bool) -> Key {
+        let mode = if write { raw::REDISMODULE_READ | raw::REDISMODULE_WRITE } else { raw::REDISMODULE_READ };
+        // SAFETY: valid context and key name.
+        let ptr = unsafe { api!(RedisModule_OpenKey)(ctx.0, name.raw(), mode as c_int) };
+        Key { ctx, ptr: ptr.cast() }
+    }
+
+    /// The value, if the key holds one of `ty`.
+    pub fn slot<T>(&self, ty: *mut raw::RedisModuleType) -> Slot<T> {
+        if self.ptr.is_null() {
+            return Slot::Empty;
+        }
+        // SAFETY: an open key.
+        unsafe {
+            let kind = api!(RedisModule_KeyType)(self.ptr);
+            if kind == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
+                return Slot::Empty;
+            }
+            if kind == raw::REDISMODULE_KEYTYPE_MODULE as c_int
+                && api!(RedisModule_ModuleTypeGetType)(self.ptr) == ty
+            {
+                match NonNull::new(api!(RedisModule_ModuleTypeGetValue)(self.ptr).cast::<T>()) {
+                    Some(v) => Slot::Ours(v),
+                    None => Slot::Empty,
+                }
+            } else {
+                Slot::OtherType
+            }
+        }
+    }
+
+    pub fn raw(&self) -> *mut raw::RedisModuleKey {
+        self.ptr
+    }
+}
+
+impl Drop for Key {
+    fn drop(&mut self) {
+        if !self.ptr.is_null() {
+            // SAFETY: opened by us, closed once.
+            unsafe { api!(RedisModule_CloseKey)(self.ptr) };
+        }
+        let _ = self.ctx;
+    }
+}
+
+/// C strings for the API, built at registration (not on any hot path).
+pub fn cstring(s: &str) -> CString {
+    CString::new(s).expect("static names have no NUL")
+}
+
+pub type RawArgv = *mut *mut raw::RedisModuleString;

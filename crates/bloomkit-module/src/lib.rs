@@ -1,0 +1,222 @@
+//! `bf`: RedisBloom's BF.* commands for Redis 7.x and Valkey 8/9.
+//!
+//! This file is the table of commands and the module's entry point; the
+//! commands are in [`commands`], the data type in [`data_type`], and every
+//! filter operation in `bloomkit-core`.
+
+mod alloc;
+mod commands;
+mod config;
+mod data_type;
+mod ffi;
+mod stats;
+
+use std::ffi::{c_int, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use bloomkit_core::args::ArgError;
+use redis_module::raw;
+
+use ffi::{api, has_api, Arg, Ctx, RawArgv};
+
+#[cfg(not(test))]
+#[global_allocator]
+static ALLOCATOR: alloc::ServerAllocator = alloc::ServerAllocator;
+
+/// The version `MODULE LIST` reports: the RedisBloom release whose interface
+/// bloomkit implements, because clients gate features on it.
+const MODULE_VERSION: c_int = 20802;
+
+/// One command: name, handler, server flags, key-spec flags and docs.
+/// Names are lowercase as RedisBloom registers them: the server's
+/// wrong-arity error quotes the registered name.
+struct Command {
+    name: &'static CStr,
+    handler: extern "C" fn(*mut raw::RedisModuleCtx, RawArgv, c_int) -> c_int,
+    flags: &'static CStr,
+    key_flags: u32,
+    summary: &'static CStr,
+    complexity: &'static CStr,
+}
+
+/// Wraps a handler so that it runs behind `catch_unwind`, with its errors replied.
+macro_rules! entry {
+    ($handler:path) => {{
+        extern "C" fn entry(ctx: *mut raw::RedisModuleCtx, argv: RawArgv, argc: c_int) -> c_int {
+            // SAFETY: the server passes argc valid strings that outlive the call.
+            run(Ctx(ctx), unsafe { ffi::args(argv, argc) }, $handler)
+        }
+        entry
+    }};
+}
+
+const RO: u32 = raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS;
+const RW_INSERT: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_INSERT;
+const RW_UPDATE: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE;
+
+const COMMANDS: &[Command] = &[
+    Command { name: c"bf.reserve", handler: entry!(commands::reserve), flags: c"write deny-oom", key_flags: RW_INSERT,
+        summary: c"Creates an empty Bloom filter with an error rate and initial capacity", complexity: c"O(1)" },
+    Command { name: c"bf.add", handler: entry!(commands::add), flags: c"write deny-oom", key_flags: RW_INSERT,
+        summary: c"Adds an item, creating the filter if needed", complexity: c"O(k), k the number of hash functions" },
+    Command { name: c"bf.madd", handler: entry!(commands::madd), flags: c"write deny-oom", key_flags: RW_INSERT,
+        summary: c"Adds items, creating the filter if needed", complexity: c"O(k * n), n the number of items" },
+    Command { name: c"bf.insert", handler: entry!(commands::insert), flags: c"write deny-oom", key_flags: RW_INSERT,
+        summary: c"Adds items, creating the filter with the given parameters if needed", complexity: c"O(k * n)" },
+    Command { name: c"bf.exists", handler: entry!(commands::exists), flags: c"readonly fast", key_flags: RO,
+        summary: c"Checks whether an item may have been added", complexity: c"O(k)" },
+    Command { name: c"bf.mexists", handler: entry!(commands::mexists), flags: c"readonly fast", key_flags: RO,
+        summary: c"Checks whether items may have been added", complexity: c"O(k * n)" },
+    Command { name: c"bf.info", handler: entry!(commands::info), flags: c"readonly fast", key_flags: RO,
+        summary: c"Returns information about a Bloom filter", complexity: c"O(1)" },
+    Command { name: c"bf.card", handler: entry!(commands::card), flags: c"readonly fast", key_flags: RO,
+        summary: c"Returns the number of items added to a Bloom filter", complexity: c"O(1)" },
+    Command { name: c"bf.debug", handler: entry!(commands::debug), flags: c"readonly", key_flags: RO,
+        summary: c"Returns the layout of a Bloom filter's sub-filters", complexity: c"O(s), s the number of sub-filters" },
+    Command { name: c"bf.scandump", handler: entry!(commands::scandump), flags: c"readonly", key_flags: RO,
+        summary: c"Returns the next chunk of a Bloom filter's dump", complexity: c"O(c), c the chunk size" },
+    Command { name: c"bf.loadchunk", handler: entry!(commands::loadchunk), flags: c"write deny-oom", key_flags: RW_UPDATE,
+        summary: c"Restores a Bloom filter from chunks returned by BF.SCANDUMP", complexity: c"O(c)" },
+];
+
+/// Runs a callback, turning a panic into `fallback` so that it never unwinds
+/// into the server.
+pub(crate) fn guard<T>(fallback: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
+}
+
+fn run(ctx: Ctx, argv: &[Arg], handler: fn(Ctx, &[Arg]) -> commands::Outcome) -> c_int {
+    match catch_unwind(AssertUnwindSafe(|| handler(ctx, argv))) {
+        Ok(Ok(())) => {}
+        Ok(Err(ArgError::WrongArity)) => ctx.wrong_arity(),
+        Ok(Err(ArgError::Reply(e))) => ctx.reply_error(&e.message()),
+        Err(_) => ctx.reply_error(
+            "ERR bloomkit internal error (the server log has details); nothing else was affected, please report it",
+        ),
+    }
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Registers one command with its key spec and documentation.
+fn register_command(ctx: *mut raw::RedisModuleCtx, c: &Command) -> Result<(), String> {
+    let name = c.name.to_string_lossy();
+    // SAFETY: valid context during OnLoad; first/last/step key = 1 for every BF command.
+    let status = unsafe {
+        api!(RedisModule_CreateCommand)(ctx, c.name.as_ptr(), Some(c.handler), c.flags.as_ptr(), 1, 1, 1)
+    };
+    if status != raw::REDISMODULE_OK as c_int {
+        return Err(format!("could not register {name}"));
+    }
+    if !has_api!(RedisModule_SetCommandInfo) {
+        return Ok(());
+    }
+    // SAFETY: the command was just created.
+    let command = unsafe { api!(RedisModule_GetCommand)(ctx, c.name.as_ptr()) };
+    // One key, at argument 1; the array ends with a zeroed entry.
+    // SAFETY: all-zero is the terminator the API expects.
+    let mut key_specs: [raw::RedisModuleCommandKeySpec; 2] = unsafe { std::mem::zeroed() };
+    key_specs[0].flags = u64::from(c.key_flags);
+    key_specs[0].begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+    key_specs[0].bs.index.pos = 1;
+    key_specs[0].find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+    key_specs[0].fk.range.lastkey = 0;
+    key_specs[0].fk.range.keystep = 1;
+    key_specs[0].fk.range.limit = 0;
+    let version = raw::RedisModuleCommandInfoVersion {
+        version: 1,
+        sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
+        sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
+        sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
+    };
+    // SAFETY: all-zero means "not given" for the remaining fields.
+    let mut info: raw::RedisModuleCommandInfo = unsafe { std::mem::zeroed() };
+    info.version = &version;
+    info.summary = c.summary.as_ptr();
+    info.complexity = c.complexity.as_ptr();
+    info.since = c"1.0.0".as_ptr();
+    info.key_specs = key_specs.as_mut_ptr();
+    // SAFETY: the server copies everything it keeps from `info` during the call.
+    let status = unsafe { api!(RedisModule_SetCommandInfo)(command, &info) };
+    if status != raw::REDISMODULE_OK as c_int {
+        return Err(format!("could not set the command info of {name}"));
+    }
+    if has_api!(RedisModule_SetCommandACLCategories) && has_api!(RedisModule_AddACLCategory) {
+        // SAFETY: a command of this module and a category it added.
+        let status = unsafe { api!(RedisModule_SetCommandACLCategories)(command, c"bloom".as_ptr()) };
+        if status != raw::REDISMODULE_OK as c_int {
+            return Err(format!("could not put {name} in the ACL category bloom"));
+        }
+    }
+    Ok(())
+}
+
+/// `INFO bf`: the module's counters.
+extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
+    guard((), || {
+        let fields: [(&CStr, u64); 6] = [
+            (c"filters", stats::get(&stats::FILTERS)),
+            (c"bytes", stats::get(&stats::BYTES)),
+            (c"items_added", stats::get(&stats::ITEMS_ADDED)),
+            (c"lookups", stats::get(&stats::LOOKUPS)),
+            (c"scale_outs", stats::get(&stats::SCALE_OUTS)),
+            (c"refused_creations", stats::get(&stats::REFUSED)),
+        ];
+        // SAFETY: valid info context; NUL-terminated names.
+        unsafe {
+            api!(RedisModule_InfoAddSection)(ctx, c"stats".as_ptr());
+            for (name, value) in fields {
+                api!(RedisModule_InfoAddFieldULongLong)(ctx, name.as_ptr(), value);
+            }
+            api!(RedisModule_InfoAddFieldCString)(
+                ctx,
+                c"bloomkit_version".as_ptr(),
+                concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast(),
+            );
+        }
+    })
+}
+
+fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
+    // A corrupt value in RESTORE or an RDB file must be an error, not an exit.
+    // SAFETY: valid context during OnLoad.
+    unsafe { api!(RedisModule_SetModuleOptions)(ctx, raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int) };
+    config::apply_load_args(args)?;
+    data_type::register(ctx)?;
+    if has_api!(RedisModule_AddACLCategory) {
+        // SAFETY: valid context during OnLoad.
+        if unsafe { api!(RedisModule_AddACLCategory)(ctx, c"bloom".as_ptr()) } != raw::REDISMODULE_OK as c_int {
+            return Err("could not add the ACL category bloom".into());
+        }
+    }
+    for command in COMMANDS {
+        register_command(ctx, command)?;
+    }
+    // SAFETY: valid context during OnLoad.
+    if unsafe { api!(RedisModule_RegisterInfoFunc)(ctx, Some(info)) } != raw::REDISMODULE_OK as c_int {
+        return Err("could not register the INFO section".into());
+    }
+    config::register(Ctx(ctx))
+}
+
+/// The entry point the server calls on `loadmodule` / `MODULE LOAD`.
+///
+/// # Safety
+/// Called by the server with a valid context and `argc` arguments.
+#[no_mangle]
+pub unsafe extern "C" fn RedisModule_OnLoad(ctx: *mut raw::RedisModuleCtx, argv: RawArgv, argc: c_int) -> c_int {
+    // Nothing may allocate before this: the allocator is the server's.
+    if raw::Export_RedisModule_Init(ctx, c"bf".as_ptr(), MODULE_VERSION, raw::REDISMODULE_APIVER_1 as c_int)
+        == raw::Status::Err as c_int
+    {
+        return raw::Status::Err as c_int;
+    }
+    let args = ffi::args(argv, argc);
+    match catch_unwind(AssertUnwindSafe(|| load(ctx, args))) {
+        Ok(Ok(())) => raw::REDISMODULE_OK as c_int,
+        Ok(Err(message)) => {
+            ffi::log(ctx, c"warning", &format!("bloomkit: not loaded: {message}"));
+            raw::REDISMODULE_ERR as c_int
+        }
+        Err(_) => raw::REDISMODULE_ERR as c_int,
+    }
+}

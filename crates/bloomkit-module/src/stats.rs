@@ -1,0 +1,50 @@
+//! Counters for the module's INFO section (`INFO bf`).
+//!
+//! Relaxed atomics: they are plain tallies read by INFO, and lazy-free may
+//! drop a filter on a background thread.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use bloomkit_core::Chain;
+
+pub static FILTERS: AtomicU64 = AtomicU64::new(0);
+pub static BYTES: AtomicU64 = AtomicU64::new(0);
+pub static ITEMS_ADDED: AtomicU64 = AtomicU64::new(0);
+pub static LOOKUPS: AtomicU64 = AtomicU64::new(0);
+pub static SCALE_OUTS: AtomicU64 = AtomicU64::new(0);
+pub static REFUSED: AtomicU64 = AtomicU64::new(0);
+
+/// A filter now owned by the keyspace.
+pub fn created(chain: &Chain) {
+    FILTERS.fetch_add(1, Relaxed);
+    BYTES.fetch_add(chain.size_bytes(), Relaxed);
+}
+
+/// A filter freed by the keyspace.
+pub fn freed(chain: &Chain) {
+    FILTERS.fetch_sub(1, Relaxed);
+    BYTES.fetch_sub(chain.size_bytes(), Relaxed);
+}
+
+/// A write ran on a filter: items newly added and bytes it grew by.
+pub fn wrote(new_items: u64, size_before: u64, chain: &Chain, filters_before: usize) {
+    ITEMS_ADDED.fetch_add(new_items, Relaxed);
+    let grown = chain.size_bytes() - size_before;
+    if grown > 0 {
+        BYTES.fetch_add(grown, Relaxed);
+        SCALE_OUTS.fetch_add((chain.filters().len() - filters_before) as u64, Relaxed);
+    }
+}
+
+pub fn looked_up(n: u64) {
+    LOOKUPS.fetch_add(n, Relaxed);
+}
+
+/// A creation or growth refused by the size limit or memory.
+pub fn refused() {
+    REFUSED.fetch_add(1, Relaxed);
+}
+
+pub fn get(counter: &AtomicU64) -> u64 {
+    counter.load(Relaxed)
+}

@@ -1,0 +1,236 @@
+//! Real servers for tests: `TestServer` starts a `redis-server` or
+//! `valkey-server` on a free loopback port with modules loaded, waits until
+//! it answers, and stops it on drop. `Conn` is a raw RESP client that keeps
+//! every reply's exact bytes, so differential tests compare byte for byte.
+//!
+//! Where things are found (override with environment variables):
+//! - `BLOOMKIT_REDIS_SERVER`: redis-server (default: on PATH)
+//! - `BLOOMKIT_VALKEY_SERVER`: valkey-server (default: `.test-servers/valkey-server`)
+//! - `BLOOMKIT_REDISBLOOM`: RedisBloom 2.8.2 (default: `.test-servers/redisbloom.so`)
+//! - `BLOOMKIT_MODULE`: libbloomkit.so (default: the target directory of the running test)
+//!
+//! `scripts/test-servers.sh` installs them.
+
+mod resp;
+
+pub use resp::{Conn, Reply};
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Which server binary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Server {
+    Redis,
+    Valkey,
+}
+
+/// Which module to load.
+#[derive(Clone, Debug)]
+pub enum Module {
+    Bloomkit(Vec<String>),
+    RedisBloom,
+}
+
+impl Module {
+    pub fn bloomkit() -> Module {
+        Module::Bloomkit(Vec::new())
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
+}
+
+fn from_env_or(var: &str, default: PathBuf) -> PathBuf {
+    std::env::var_os(var).map(PathBuf::from).unwrap_or(default)
+}
+
+fn require(path: PathBuf, what: &str) -> PathBuf {
+    assert!(path.exists(), "{what} not found at {}; run scripts/test-servers.sh", path.display());
+    path
+}
+
+pub fn server_binary(server: Server) -> PathBuf {
+    match server {
+        Server::Redis => from_env_or("BLOOMKIT_REDIS_SERVER", PathBuf::from("redis-server")),
+        Server::Valkey => require(
+            from_env_or("BLOOMKIT_VALKEY_SERVER", workspace_root().join(".test-servers/valkey-server")),
+            "valkey-server",
+        ),
+    }
+}
+
+/// The module built for the running test: `target/<profile>/libbloomkit.so`.
+pub fn bloomkit_module() -> PathBuf {
+    if let Some(path) = std::env::var_os("BLOOMKIT_MODULE") {
+        return PathBuf::from(path);
+    }
+    // Test binaries live in target/<profile>/deps; the cdylib one level up.
+    let exe = std::env::current_exe().expect("current exe");
+    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
+    require(profile_dir.join("libbloomkit.so"), "libbloomkit.so (cargo build -p bloomkit-module)")
+}
+
+pub fn redisbloom_module() -> PathBuf {
+    require(
+        from_env_or("BLOOMKIT_REDISBLOOM", workspace_root().join(".test-servers/redisbloom.so")),
+        "redisbloom.so",
+    )
+}
+
+/// A server process, stopped and cleaned up on drop.
+pub struct TestServer {
+    pub server: Server,
+    pub port: u16,
+    modules: Vec<Module>,
+    extra: Vec<String>,
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+/// How long a server may take to answer PING after starting.
+const START_DEADLINE: Duration = Duration::from_secs(20);
+
+impl TestServer {
+    /// Starts a server with these modules and extra `--name value` arguments.
+    pub fn start(server: Server, modules: &[Module], extra: &[&str]) -> TestServer {
+        let dir = tempfile::Builder::new().prefix("bloomkit-test-").tempdir().expect("temp dir");
+        let mut s = TestServer {
+            server,
+            port: 0,
+            modules: modules.to_vec(),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            dir,
+            child: None,
+        };
+        s.launch();
+        s
+    }
+
+    pub fn with_bloomkit(server: Server) -> TestServer {
+        TestServer::start(server, &[Module::bloomkit()], &[])
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    fn launch(&mut self) {
+        let mut last_error = String::new();
+        for _ in 0..5 {
+            let port = if self.port != 0 { self.port } else { free_port() };
+            let mut cmd = Command::new(server_binary(self.server));
+            cmd.arg("--port").arg(port.to_string())
+                .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+                .arg("--dir").arg(self.dir.path())
+                .args(["--logfile", "server.log", "--enable-debug-command", "yes"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            for m in &self.modules {
+                cmd.arg("--loadmodule");
+                match m {
+                    Module::Bloomkit(args) => {
+                        cmd.arg(bloomkit_module()).args(args);
+                    }
+                    Module::RedisBloom => {
+                        cmd.arg(redisbloom_module());
+                    }
+                }
+            }
+            cmd.args(&self.extra);
+            let child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {:?}: {e}", self.server));
+            self.child = Some(child);
+            self.port = port;
+            match self.wait_ready() {
+                Ok(()) => return,
+                Err(e) => {
+                    last_error = e;
+                    self.kill();
+                    if self.port != 0 && !last_error.contains("Address already in use") {
+                        break;
+                    }
+                }
+            }
+        }
+        panic!("{:?} did not start: {last_error}\n--- server log ---\n{}", self.server, self.log());
+    }
+
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + START_DEADLINE;
+        loop {
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                return Err(format!("exited with {status}: {}", self.log()));
+            }
+            if let Ok(mut conn) = Conn::connect(self.port) {
+                // LOADING replies mean the server is up but still reading data.
+                if let Ok(Reply::Simple(s)) = conn.try_call(&["PING"]) {
+                    if s == "PONG" {
+                        return Ok(());
+                    }
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(format!("no PONG within {START_DEADLINE:?}"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A new connection.
+    pub fn conn(&self) -> Conn {
+        Conn::connect(self.port).unwrap_or_else(|e| panic!("connect to {}: {e}\n{}", self.port, self.log()))
+    }
+
+    /// Stops the process abruptly (kill -9).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Stops the server (persisting per its config) and starts it again on
+    /// the same port and directory, with the same arguments plus `extra`.
+    pub fn restart(&mut self, extra: &[&str]) {
+        if self.child.is_some() {
+            let _ = self.conn().try_call(&["SHUTDOWN"]);
+            if let Some(mut child) = self.child.take() {
+                let _ = child.wait();
+            }
+        }
+        self.extra.extend(extra.iter().map(|s| s.to_string()));
+        self.launch();
+    }
+
+    /// Whether the process is still running.
+    pub fn is_alive(&mut self) -> bool {
+        self.child.as_mut().is_some_and(|c| c.try_wait().ok().flatten().is_none())
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A port nothing listens on right now.
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    listener.local_addr().expect("local addr").port()
+}
+
+/// Polls `check` until it returns true or the deadline passes.
+pub fn wait_until(what: &str, deadline: Duration, mut check: impl FnMut() -> bool) {
+    let end = Instant::now() + deadline;
+    while !check() {
+        assert!(Instant::now() < end, "timed out after {deadline:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

