@@ -48,9 +48,10 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if lookup(&key)?.is_some() {
         return Err(Error::ItemExists.into());
     }
-    create(&key, ctx, |limits| Chain::new(params, limits))?;
+    let chain = create(&key, ctx, |limits| Chain::new(params, limits))?;
     ctx.reply_simple(c"OK");
-    ctx.replicate_verbatim();
+    // SAFETY: just stored in the key, which is still open.
+    replicate_creation(ctx, &argv[1], unsafe { chain.as_ref() });
     ctx.notify(c"bf.reserve", &argv[1]);
     Ok(())
 }
@@ -89,13 +90,16 @@ fn insert_items(
 ) -> Outcome {
     let key = Key::open(ctx, &argv[1], true);
     let (mut chain, created) = match (lookup(&key)?, create_with) {
-        (Some(chain), _) => (chain, None),
-        (None, Some(params)) => (create(&key, ctx, |limits| Chain::new(params, limits))?, Some(params)),
+        (Some(chain), _) => (chain, false),
+        (None, Some(params)) => (create(&key, ctx, |limits| Chain::new(params, limits))?, true),
         (None, None) => return Err(Error::NotFound.into()),
     };
     // SAFETY: the keyspace owns the chain and nothing else touches it while
     // this command runs (commands run one at a time on the main thread).
     let chain = unsafe { chain.as_mut() };
+    if created {
+        replicate_creation(ctx, &argv[1], chain);
+    }
     let limits = config::limits(ctx);
     let (size_before, filters_before) = (chain.size_bytes(), chain.filters().len());
     let items = &argv[items_from..];
@@ -127,46 +131,33 @@ fn insert_items(
     }
     stats::wrote(added, size_before, chain, filters_before);
     // An add that changed nothing is not replicated: replicas already agree.
-    if let Some(params) = created {
-        replicate_as_insert(ctx, &argv[1], params, items);
-    } else if added > 0 {
+    if added > 0 {
         ctx.replicate_verbatim();
     }
-    if created.is_some() || added > 0 {
+    if created || added > 0 {
         ctx.notify(event, &argv[1]);
     }
     Ok(())
 }
 
-/// A write that created its filter from the defaults reaches replicas and the
-/// AOF with the parameters it used, so that a server with other defaults
-/// builds the same filter.
-fn replicate_as_insert(ctx: Ctx, key: &Arg, p: ChainParams, items: &[Arg]) {
-    let error = format!("{}", p.error);
-    let fmt: &CStr = if p.scaling { c"sclcbclcv" } else { c"sclcbclccv" };
-    // SAFETY: the format string matches the arguments one for one: s=string,
-    // c=C string, l=long long, b=buffer+length, v=string array+count.
+/// A new filter reaches replicas and the AOF as `BF.LOADCHUNK key 1 <header>`:
+/// the exact parameters it was made with, whatever the defaults, expansion
+/// and limits configured on the other side. Items added by the same command
+/// follow as the command itself (the server wraps both in MULTI/EXEC).
+fn replicate_creation(ctx: Ctx, key: &Arg, chain: &Chain) {
+    let header = dump::encode_header(chain);
+    // SAFETY: "slb" = a module string, a long long, a buffer and its length.
     unsafe {
-        let replicate = api!(RedisModule_Replicate);
-        if p.scaling {
-            replicate(
-                ctx.0, c"BF.INSERT".as_ptr(), fmt.as_ptr(), key.raw(),
-                c"CAPACITY".as_ptr(), p.capacity as std::ffi::c_longlong,
-                c"ERROR".as_ptr(), error.as_ptr(), error.len(),
-                c"EXPANSION".as_ptr(), std::ffi::c_longlong::from(p.expansion),
-                c"ITEMS".as_ptr(), items.as_ptr(), items.len(),
-            );
-        } else {
-            replicate(
-                ctx.0, c"BF.INSERT".as_ptr(), fmt.as_ptr(), key.raw(),
-                c"CAPACITY".as_ptr(), p.capacity as std::ffi::c_longlong,
-                c"ERROR".as_ptr(), error.as_ptr(), error.len(),
-                c"EXPANSION".as_ptr(), std::ffi::c_longlong::from(p.expansion),
-                c"NONSCALING".as_ptr(),
-                c"ITEMS".as_ptr(), items.as_ptr(), items.len(),
-            );
-        }
-    }
+        api!(RedisModule_Replicate)(
+            ctx.0,
+            c"BF.LOADCHUNK".as_ptr(),
+            c"slb".as_ptr(),
+            key.raw(),
+            1 as std::ffi::c_longlong,
+            header.as_ptr(),
+            header.len(),
+        )
+    };
 }
 
 /// Runs `f` on the key's chain for a read; a missing key or one of another

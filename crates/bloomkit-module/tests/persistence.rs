@@ -1,0 +1,184 @@
+//! Nothing is lost across save, reload, AOF (with and without RDB preamble),
+//! AOF rewrite, restart and replication (full and partial sync), on both servers.
+
+use std::time::Duration;
+
+use bloomkit_testkit::{wait_until, Conn, Module, Reply, Server, TestServer};
+
+const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
+
+/// Writes of every kind; returns the items that must stay present.
+fn write_everything(c: &mut Conn, tag: &str) -> Vec<(String, String)> {
+    let mut present = Vec::new();
+    c.ok(&format!("BF.RESERVE {tag}:scaled 0.01 50 EXPANSION 3"));
+    c.ok(&format!("BF.RESERVE {tag}:fixed 0.001 500 NONSCALING"));
+    for i in 0..400 {
+        let item = format!("{tag}-{i}");
+        c.call(&["BF.ADD", &format!("{tag}:scaled"), &item]);
+        present.push((format!("{tag}:scaled"), item));
+    }
+    let items: Vec<String> = (0..300).map(|i| format!("m{i}")).collect();
+    let mut madd = vec!["BF.MADD".to_string(), format!("{tag}:fixed")];
+    madd.extend(items.iter().cloned());
+    c.call(&madd);
+    present.extend(items.iter().map(|i| (format!("{tag}:fixed"), i.clone())));
+    // Created from defaults, by each write command.
+    c.ok(&format!("BF.ADD {tag}:implicit-add x"));
+    c.ok(&format!("BF.MADD {tag}:implicit-madd x y"));
+    c.ok(&format!("BF.INSERT {tag}:implicit-insert CAPACITY 20 ITEMS a b c"));
+    c.ok(&format!("BF.INSERT {tag}:implicit-nonscaling NONSCALING EXPANSION 5 ITEMS a"));
+    present.push((format!("{tag}:implicit-add"), "x".into()));
+    present.push((format!("{tag}:implicit-insert"), "c".into()));
+    let binary = vec![0u8, 1, 2, 255, 13, 10];
+    c.call(&[b"BF.ADD".to_vec(), format!("{tag}:scaled").into_bytes(), binary]);
+    // A copy made with LOADCHUNK.
+    let mut iter = 0i64;
+    loop {
+        let reply = c.call(&["BF.SCANDUMP", &format!("{tag}:scaled"), &iter.to_string()]);
+        let parts = reply.as_array().to_vec();
+        iter = parts[0].as_int();
+        if iter == 0 {
+            break;
+        }
+        let load_iter = if parts.len() == 2 && reply_is_header(&parts) { 1 } else { iter };
+        c.call(&[b"BF.LOADCHUNK".to_vec(), format!("{tag}:chunked").into_bytes(), load_iter.to_string().into_bytes(), parts[1].as_bytes().to_vec()]);
+    }
+    present.push((format!("{tag}:chunked"), format!("{tag}-7")));
+    present
+}
+
+fn reply_is_header(parts: &[Reply]) -> bool {
+    parts[0].as_int() == 1
+}
+
+fn digest(c: &mut Conn) -> Reply {
+    c.cmd("DEBUG DIGEST")
+}
+
+fn assert_present(c: &mut Conn, present: &[(String, String)], context: &str) {
+    for (key, item) in present {
+        assert_eq!(c.call(&["BF.EXISTS", key, item]), Reply::Int(1), "{context}: {key} {item}");
+    }
+}
+
+#[test]
+fn rdb_save_and_restart() {
+    for server in SERVERS {
+        let mut s = TestServer::with_bloomkit(server);
+        let mut c = s.conn();
+        let present = write_everything(&mut c, "r");
+        let before = digest(&mut c);
+        c.ok("SAVE");
+        s.restart(&[]);
+        let mut c = s.conn();
+        assert_eq!(digest(&mut c), before, "{server:?}");
+        assert_present(&mut c, &present, "after RDB restart");
+    }
+}
+
+fn aof_args(preamble: bool) -> Vec<&'static str> {
+    vec!["--appendonly", "yes", "--appendfsync", "always", "--aof-use-rdb-preamble", if preamble { "yes" } else { "no" }]
+}
+
+fn wait_for_rewrite(c: &mut Conn) {
+    wait_until("the AOF rewrite to finish", Duration::from_secs(30), || {
+        let info = String::from_utf8(c.cmd("INFO persistence").as_bytes().to_vec()).unwrap();
+        info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0")
+    });
+}
+
+#[test]
+fn aof_replay_rewrite_and_restart() {
+    for server in SERVERS {
+        for preamble in [false, true] {
+            let context = format!("{server:?}, preamble {preamble}");
+            let mut s = TestServer::start(server, &[Module::bloomkit()], &aof_args(preamble));
+            let mut c = s.conn();
+            wait_for_rewrite(&mut c);
+            let mut present = write_everything(&mut c, "a");
+            let before = digest(&mut c);
+            // Replay of the plain command log.
+            s.restart(&[]);
+            let mut c = s.conn();
+            assert_eq!(digest(&mut c), before, "{context}: replayed AOF");
+            // A rewrite, then more writes on top of it.
+            c.ok("BGREWRITEAOF");
+            wait_for_rewrite(&mut c);
+            present.extend(write_everything(&mut c, "b"));
+            let before = digest(&mut c);
+            s.restart(&[]);
+            let mut c = s.conn();
+            assert_eq!(digest(&mut c), before, "{context}: rewritten AOF");
+            assert_present(&mut c, &present, &context);
+            if !preamble {
+                let base = std::fs::read_dir(s.dir().join("appendonlydir")).unwrap()
+                    .filter_map(|e| e.ok())
+                    .find(|e| e.file_name().to_string_lossy().contains(".base."))
+                    .expect("a base AOF");
+                let text = std::fs::read(base.path()).unwrap();
+                assert!(text.windows(12).any(|w| w == b"BF.LOADCHUNK"), "{context}: rewrite emits LOADCHUNK");
+            }
+        }
+    }
+}
+
+fn wait_for_sync(replica: &mut Conn) {
+    wait_until("the replica to sync", Duration::from_secs(30), || {
+        let info = String::from_utf8(replica.cmd("INFO replication").as_bytes().to_vec()).unwrap();
+        info.contains("master_link_status:up") && info.contains("master_sync_in_progress:0")
+    });
+}
+
+fn info_field(c: &mut Conn, section: &str, field: &str) -> i64 {
+    let info = String::from_utf8(c.cmd(&format!("INFO {section}")).as_bytes().to_vec()).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{field} in INFO {section}"))
+}
+
+#[test]
+fn replicas_answer_exactly_like_their_primary() {
+    for server in SERVERS {
+        let primary = TestServer::with_bloomkit(server);
+        let mut p = primary.conn();
+        let early = write_everything(&mut p, "early");
+        // The replica has other defaults and a far smaller size limit: what the
+        // primary accepted must still arrive identically.
+        let replica_module = Module::Bloomkit(
+            ["ERROR_RATE", "0.2", "INITIAL_SIZE", "7", "EXPANSION", "9", "MAX_FILTER_BYTES", "1024"].map(String::from).to_vec(),
+        );
+        let port = primary.port.to_string();
+        let mut replica = TestServer::start(server, &[replica_module], &["--replicaof", "127.0.0.1", &port]);
+        let mut r = replica.conn();
+        wait_for_sync(&mut r);
+        let late = write_everything(&mut p, "late");
+        p.ok("BF.RESERVE big 0.0001 100000");
+        p.ok("BF.ADD big a");
+        assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1));
+        assert_eq!(digest(&mut r), digest(&mut p), "{server:?}: full sync then stream");
+        assert_present(&mut r, &early, "full sync");
+        assert_present(&mut r, &late, "replication stream");
+
+        // Partial resync after a dropped link.
+        let partial_before = info_field(&mut p, "stats", "sync_partial_ok");
+        r.ok("CLIENT KILL TYPE master");
+        let more = write_everything(&mut p, "after-drop");
+        wait_for_sync(&mut r);
+        assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1));
+        assert!(info_field(&mut p, "stats", "sync_partial_ok") > partial_before, "{server:?}: partial sync");
+        assert_eq!(digest(&mut r), digest(&mut p), "{server:?}: after partial sync");
+        assert_present(&mut r, &more, "partial sync");
+
+        // Same answers, then promotion.
+        let probe: Vec<String> = ["BF.MEXISTS", "late:scaled"].iter().map(|s| s.to_string())
+            .chain((0..500).map(|i| format!("late-{i}"))).collect();
+        assert_eq!(r.call(&probe), p.call(&probe));
+        assert_eq!(r.cmd("BF.INFO late:implicit-add"), p.cmd("BF.INFO late:implicit-add"));
+        r.ok("REPLICAOF NO ONE");
+        assert_eq!(r.cmd("BF.ADD late:scaled late-3"), Reply::Int(0));
+        assert_eq!(r.cmd("BF.ADD late:scaled brand-new"), Reply::Int(1));
+        drop(p);
+        replica.kill();
+    }
+}
