@@ -32,12 +32,7 @@ impl Defaults {
     pub const REDISBLOOM: Defaults = Defaults { error: 0.01, capacity: 100, expansion: 2 };
 
     pub fn params(&self) -> ChainParams {
-        ChainParams {
-            capacity: self.capacity,
-            error: self.error,
-            expansion: self.expansion,
-            scaling: true,
-        }
+        ChainParams { capacity: self.capacity, error: self.error, expansion: self.expansion, scaling: true }
     }
 }
 
@@ -267,19 +262,43 @@ mod tests {
 
     #[test]
     fn long_long_follows_string2ll() {
-        for (s, v) in [("0", Some(0)), ("7", Some(7)), ("-7", Some(-7)), ("+7", None), ("007", None),
-            ("-0", None), ("", None), (" 1", None), ("1 ", None), ("1e3", None),
-            ("9223372036854775807", Some(i64::MAX)), ("9223372036854775808", None),
-            ("-9223372036854775808", Some(i64::MIN)), ("-9223372036854775809", None)] {
+        for (s, v) in [
+            ("0", Some(0)),
+            ("7", Some(7)),
+            ("-7", Some(-7)),
+            ("+7", None),
+            ("007", None),
+            ("-0", None),
+            ("", None),
+            (" 1", None),
+            ("1 ", None),
+            ("1e3", None),
+            ("9223372036854775807", Some(i64::MAX)),
+            ("9223372036854775808", None),
+            ("-9223372036854775808", Some(i64::MIN)),
+            ("-9223372036854775809", None),
+        ] {
             assert_eq!(parse_long_long(s.as_bytes()), v, "{s:?}");
         }
     }
 
     #[test]
     fn double_follows_string2d() {
-        for (s, ok) in [("0.01", true), (".5", true), ("1e-5", true), ("0x10", true), ("inf", true),
-            ("nan", false), ("", false), (" 1", false), ("1 ", false), ("1e-400", false),
-            ("4.9e-320", true), ("1e999", false), ("abc", false)] {
+        for (s, ok) in [
+            ("0.01", true),
+            (".5", true),
+            ("1e-5", true),
+            ("0x10", true),
+            ("inf", true),
+            ("nan", false),
+            ("", false),
+            (" 1", false),
+            ("1 ", false),
+            ("1e-400", false),
+            ("4.9e-320", true),
+            ("1e999", false),
+            ("abc", false),
+        ] {
             assert_eq!(parse_double(s.as_bytes()).is_some(), ok, "{s:?}");
         }
     }

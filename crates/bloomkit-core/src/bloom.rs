@@ -122,9 +122,7 @@ impl SubFilter {
             let bit = self.modulus.reduce(h.a);
             let ptr = self.bits.as_ptr().wrapping_add((bit >> 3) as usize);
             // SAFETY: prefetch is a hint; it never faults, whatever the address.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch(ptr as *const i8, std::arch::x86_64::_MM_HINT_T0)
-            };
+            unsafe { std::arch::x86_64::_mm_prefetch(ptr as *const i8, std::arch::x86_64::_MM_HINT_T0) };
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = h;

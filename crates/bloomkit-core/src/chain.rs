@@ -76,8 +76,7 @@ impl Chain {
         if filters.is_empty() {
             return Err(Error::BadData);
         }
-        let width =
-            if options & options::FORCE64 != 0 { HashWidth::Bits64 } else { HashWidth::Bits32 };
+        let width = if options & options::FORCE64 != 0 { HashWidth::Bits64 } else { HashWidth::Bits32 };
         Ok(Chain { items, options, growth, width, filters })
     }
 
@@ -126,14 +125,10 @@ impl Chain {
             return Err(Error::NonScalingFull);
         }
         let newest = &self.filters.last().expect("a chain has at least one sub-filter").shape;
-        let capacity =
-            newest.capacity.checked_mul(u64::from(self.growth)).ok_or(Error::CannotScale)?;
-        let shape = Shape::new(capacity, newest.error * TIGHTENING_RATIO, self.options)
-            .ok_or(Error::CannotScale)?;
-        let total = self
-            .size_bytes()
-            .checked_add(LINK_OVERHEAD + shape.bytes)
-            .ok_or(Error::CannotScale)?;
+        let capacity = newest.capacity.checked_mul(u64::from(self.growth)).ok_or(Error::CannotScale)?;
+        let shape =
+            Shape::new(capacity, newest.error * TIGHTENING_RATIO, self.options).ok_or(Error::CannotScale)?;
+        let total = self.size_bytes().checked_add(LINK_OVERHEAD + shape.bytes).ok_or(Error::CannotScale)?;
         limits.check(total)?;
         self.filters.try_reserve(1).map_err(|_| Error::OutOfMemory)?;
         self.filters.push(SubFilter::new(shape)?);
@@ -248,10 +243,7 @@ mod tests {
     #[test]
     fn size_limit_refuses_creation_and_growth() {
         let limits = Limits { max_bytes: Some(300) };
-        assert!(matches!(
-            Chain::new(params(1000, 0.01, 2, true), limits),
-            Err(Error::TooLarge { .. })
-        ));
+        assert!(matches!(Chain::new(params(1000, 0.01, 2, true), limits), Err(Error::TooLarge { .. })));
         let mut c = Chain::new(params(100, 0.01, 2, true), limits).unwrap();
         let mut refused = None;
         for i in 0..200u32 {

@@ -72,9 +72,8 @@ pub fn decode_header(buf: &[u8], limits: Limits) -> Result<Chain, Error> {
     let nfilters = r.u32()?;
     let options = r.u32()?;
     let growth = r.u32()?;
-    let expected_len = (nfilters as u64)
-        .checked_mul(LINK_LEN as u64)
-        .and_then(|links| links.checked_add(HEADER_LEN as u64));
+    let expected_len =
+        (nfilters as u64).checked_mul(LINK_LEN as u64).and_then(|links| links.checked_add(HEADER_LEN as u64));
     if expected_len != Some(buf.len() as u64) || nfilters == 0 {
         return Err(Error::BadData);
     }

@@ -40,7 +40,10 @@ pub enum Error {
     /// Expansion above what bloomkit accepts (RedisBloom 2.8 silently truncated it to 32 bits).
     ExpansionTooLarge,
     /// A filter would grow past the configured `bf.max-filter-bytes`.
-    TooLarge { bytes: u64, limit: u64 },
+    TooLarge {
+        bytes: u64,
+        limit: u64,
+    },
     /// A size that cannot be computed at all (capacity x expansion overflows,
     /// the error rate underflows after many scalings).
     CannotScale,

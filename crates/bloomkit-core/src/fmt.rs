@@ -7,14 +7,20 @@ pub fn format_g(v: f64) -> String {
         return if v.is_sign_negative() { "-0".into() } else { "0".into() };
     }
     if !v.is_finite() {
-        return if v.is_nan() { "nan".into() } else if v > 0.0 { "inf".into() } else { "-inf".into() };
+        return if v.is_nan() {
+            "nan".into()
+        } else if v > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        };
     }
     const PRECISION: i32 = 6;
     // The exponent after rounding to the precision decides the style.
     let sci = format!("{:.*e}", (PRECISION - 1) as usize, v);
     let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
     let exp: i32 = exp.parse().expect("{:e} exponent is an integer");
-    if exp < -4 || exp >= PRECISION {
+    if !(-4..PRECISION).contains(&exp) {
         let mantissa = trim_zeros(mantissa);
         let sign = if exp < 0 { '-' } else { '+' };
         format!("{mantissa}e{sign}{:02}", exp.abs())
@@ -38,10 +44,21 @@ mod tests {
 
     #[test]
     fn like_printf() {
-        for (v, s) in [(0.005, "0.005"), (5e-7, "5e-07"), (0.0025, "0.0025"), (0.00125, "0.00125"),
-            (0.05, "0.05"), (0.0125, "0.0125"), (1e-4, "0.0001"), (1.5e-5, "1.5e-05"),
-            (123456.0, "123456"), (1234567.0, "1.23457e+06"), (0.1 * 0.5 * 0.5 * 0.5, "0.0125"),
-            (0.000244140625, "0.000244141"), (2.44140625e-5, "2.44141e-05")] {
+        for (v, s) in [
+            (0.005, "0.005"),
+            (5e-7, "5e-07"),
+            (0.0025, "0.0025"),
+            (0.00125, "0.00125"),
+            (0.05, "0.05"),
+            (0.0125, "0.0125"),
+            (1e-4, "0.0001"),
+            (1.5e-5, "1.5e-05"),
+            (123456.0, "123456"),
+            (1234567.0, "1.23457e+06"),
+            (0.1 * 0.5 * 0.5 * 0.5, "0.0125"),
+            (0.000244140625, "0.000244141"),
+            (2.44140625e-5, "2.44141e-05"),
+        ] {
             assert_eq!(format_g(v), s, "{v}");
         }
     }

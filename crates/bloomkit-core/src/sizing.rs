@@ -62,7 +62,7 @@ impl Shape {
         } else {
             let exact = capacity as f64 * bpe;
             let log2 = exact.log2().floor();
-            if !(log2 < 63.0) {
+            if log2.is_nan() || log2 >= 63.0 {
                 return None;
             }
             n2 = log2 as u8 + 1;
@@ -71,7 +71,7 @@ impl Shape {
             let spare_items = ((raw_bits - exact) as u64 as f64 / bpe) as u64;
             capacity = capacity.checked_add(spare_items)?;
         }
-        if !(raw_bits < 1.8e19) {
+        if raw_bits.is_nan() || raw_bits >= 1.8e19 {
             return None;
         }
         let raw_bits = raw_bits as u64;

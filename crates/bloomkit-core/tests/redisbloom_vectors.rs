@@ -37,7 +37,13 @@ fn debug_lines(c: &Chain) -> Vec<String> {
         let s = &f.shape;
         lines.push(format!(
             "bytes:{} bits:{} hashes:{} hashwidth:{} capacity:{} size:{} ratio:{}",
-            s.bytes, s.bits, s.hashes, c.width().bits(), s.capacity, f.items, format_g(s.error)
+            s.bytes,
+            s.bits,
+            s.hashes,
+            c.width().bits(),
+            s.capacity,
+            f.items,
+            format_g(s.error)
         ));
     }
     lines
@@ -92,12 +98,8 @@ fn every_case_matches_redisbloom() {
         }
         let absent = hex_list(&case["probe_absent_hex"]);
         let answers: Vec<i64> = absent.iter().map(|i| i64::from(chain.contains(i))).collect();
-        let expected: Vec<i64> = case["probe_absent_exists"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_i64().unwrap())
-            .collect();
+        let expected: Vec<i64> =
+            case["probe_absent_exists"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
         assert_eq!(answers, expected, "{name}: BF.MEXISTS of absent items");
     }
 }

@@ -27,7 +27,11 @@ fn lookup(key: &Key) -> Result<Option<NonNull<Chain>>, Error> {
 }
 
 /// A new chain stored in an empty key opened for writing.
-fn create(key: &Key, ctx: Ctx, make: impl FnOnce(Limits) -> Result<Chain, Error>) -> Result<NonNull<Chain>, Error> {
+fn create(
+    key: &Key,
+    ctx: Ctx,
+    make: impl FnOnce(Limits) -> Result<Chain, Error>,
+) -> Result<NonNull<Chain>, Error> {
     let chain = make(config::limits(ctx)).inspect_err(|_| stats::refused())?;
     let value = into_value(chain);
     // SAFETY: a key opened for writing and a value of our type; on success
@@ -176,7 +180,8 @@ pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 3 {
         return Err(ArgError::WrongArity);
     }
-    let found = with_chain_for_read(ctx, &argv[1], |chain| chain.is_some_and(|c| c.contains(argv[2].bytes())));
+    let found =
+        with_chain_for_read(ctx, &argv[1], |chain| chain.is_some_and(|c| c.contains(argv[2].bytes())));
     stats::looked_up(1);
     ctx.reply_bool(found);
     Ok(())
@@ -286,7 +291,13 @@ pub fn debug(ctx: Ctx, argv: &[Arg]) -> Outcome {
             let bits = if s.bits != 0 { s.bits } else { 1u64 << s.n2 };
             let line = format!(
                 "bytes:{} bits:{} hashes:{} hashwidth:{} capacity:{} size:{} ratio:{}",
-                s.bytes, bits, s.hashes, chain.width().bits(), s.capacity, f.items, format_g(s.error)
+                s.bytes,
+                bits,
+                s.hashes,
+                chain.width().bits(),
+                s.capacity,
+                f.items,
+                format_g(s.error)
             );
             ctx.reply_bulk(line.as_bytes());
         }

@@ -175,7 +175,13 @@ extern "C" fn set_error_rate(
         }
         Err(message) => {
             // SAFETY: the server takes ownership of the error string.
-            unsafe { *err = api!(RedisModule_CreateString)(std::ptr::null_mut(), message.as_ptr().cast(), message.len()) };
+            unsafe {
+                *err = api!(RedisModule_CreateString)(
+                    std::ptr::null_mut(),
+                    message.as_ptr().cast(),
+                    message.len(),
+                )
+            };
             raw::REDISMODULE_ERR as c_int
         }
     }

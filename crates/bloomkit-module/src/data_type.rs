@@ -36,9 +36,8 @@ pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
     methods.copy = Some(copy);
     let name = cstring(rdb::TYPE_NAME);
     // SAFETY: valid context during OnLoad; the server copies the methods.
-    let ty = unsafe {
-        api!(RedisModule_CreateDataType)(ctx, name.as_ptr(), rdb::ENCODING_VERSION, &mut methods)
-    };
+    let ty =
+        unsafe { api!(RedisModule_CreateDataType)(ctx, name.as_ptr(), rdb::ENCODING_VERSION, &mut methods) };
     if ty.is_null() {
         return Err(format!("could not register data type {}", rdb::TYPE_NAME));
     }
@@ -130,7 +129,11 @@ extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_voi
         match rdb::load(&mut IoReader(io), encver, config::limits_for_load(loading)) {
             Ok(chain) => into_value(chain),
             Err(e) => {
-                log(std::ptr::null_mut(), c"warning", &format!("bloomkit: refused a {} value: {e}", rdb::TYPE_NAME));
+                log(
+                    std::ptr::null_mut(),
+                    c"warning",
+                    &format!("bloomkit: refused a {} value: {e}", rdb::TYPE_NAME),
+                );
                 std::ptr::null_mut()
             }
         }
@@ -143,7 +146,11 @@ extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
 }
 
 /// Rewrites the filter as RedisBloom does: its SCANDUMP stream as `BF.LOADCHUNK`s.
-extern "C" fn aof_rewrite(aof: *mut raw::RedisModuleIO, key: *mut raw::RedisModuleString, value: *mut c_void) {
+extern "C" fn aof_rewrite(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
     guard((), || {
         // SAFETY: the server passes a value of this type.
         let chain = unsafe { chain_ref(value) };

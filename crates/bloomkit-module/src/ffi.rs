@@ -14,7 +14,8 @@ macro_rules! api {
         // SAFETY: the function pointers are filled in once by RedisModule_Init
         // on the main thread before any command or callback runs.
         #[allow(unused_unsafe)]
-        let function = unsafe { raw::$name }.expect(concat!("the server does not export ", stringify!($name)));
+        let function =
+            unsafe { raw::$name }.expect(concat!("the server does not export ", stringify!($name)));
         function
     }};
 }
@@ -90,8 +91,7 @@ impl Ctx {
     /// True for commands from a primary or replayed from the AOF: what they do
     /// was already accepted once and must not be refused now.
     pub fn is_replaying(self) -> bool {
-        self.flags() & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING)
-            != 0
+        self.flags() & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) != 0
     }
 
     pub fn reply_i64(self, v: i64) {
@@ -143,8 +143,8 @@ impl Ctx {
     }
 
     pub fn reply_error(self, message: &str) {
-        let message = CString::new(message.replace(['\r', '\n', '\0'], " "))
-            .expect("NUL bytes were replaced");
+        let message =
+            CString::new(message.replace(['\r', '\n', '\0'], " ")).expect("NUL bytes were replaced");
         // SAFETY: valid context and NUL-terminated string; the server copies it.
         unsafe { api!(RedisModule_ReplyWithError)(self.0, message.as_ptr()) };
     }

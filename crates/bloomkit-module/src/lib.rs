@@ -4,6 +4,7 @@
 //! commands are in [`commands`], the data type in [`data_type`], and every
 //! filter operation in `bloomkit-core`.
 
+#[cfg(not(test))]
 mod alloc;
 mod commands;
 mod config;
@@ -55,28 +56,94 @@ const RW_INSERT: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_IN
 const RW_UPDATE: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE;
 
 const COMMANDS: &[Command] = &[
-    Command { name: c"bf.reserve", handler: entry!(commands::reserve), flags: c"write deny-oom", key_flags: RW_INSERT,
-        summary: c"Creates an empty Bloom filter with an error rate and initial capacity", complexity: c"O(1)" },
-    Command { name: c"bf.add", handler: entry!(commands::add), flags: c"write deny-oom", key_flags: RW_INSERT,
-        summary: c"Adds an item, creating the filter if needed", complexity: c"O(k), k the number of hash functions" },
-    Command { name: c"bf.madd", handler: entry!(commands::madd), flags: c"write deny-oom", key_flags: RW_INSERT,
-        summary: c"Adds items, creating the filter if needed", complexity: c"O(k * n), n the number of items" },
-    Command { name: c"bf.insert", handler: entry!(commands::insert), flags: c"write deny-oom", key_flags: RW_INSERT,
-        summary: c"Adds items, creating the filter with the given parameters if needed", complexity: c"O(k * n)" },
-    Command { name: c"bf.exists", handler: entry!(commands::exists), flags: c"readonly fast", key_flags: RO,
-        summary: c"Checks whether an item may have been added", complexity: c"O(k)" },
-    Command { name: c"bf.mexists", handler: entry!(commands::mexists), flags: c"readonly fast", key_flags: RO,
-        summary: c"Checks whether items may have been added", complexity: c"O(k * n)" },
-    Command { name: c"bf.info", handler: entry!(commands::info), flags: c"readonly fast", key_flags: RO,
-        summary: c"Returns information about a Bloom filter", complexity: c"O(1)" },
-    Command { name: c"bf.card", handler: entry!(commands::card), flags: c"readonly fast", key_flags: RO,
-        summary: c"Returns the number of items added to a Bloom filter", complexity: c"O(1)" },
-    Command { name: c"bf.debug", handler: entry!(commands::debug), flags: c"readonly", key_flags: RO,
-        summary: c"Returns the layout of a Bloom filter's sub-filters", complexity: c"O(s), s the number of sub-filters" },
-    Command { name: c"bf.scandump", handler: entry!(commands::scandump), flags: c"readonly", key_flags: RO,
-        summary: c"Returns the next chunk of a Bloom filter's dump", complexity: c"O(c), c the chunk size" },
-    Command { name: c"bf.loadchunk", handler: entry!(commands::loadchunk), flags: c"write deny-oom", key_flags: RW_UPDATE,
-        summary: c"Restores a Bloom filter from chunks returned by BF.SCANDUMP", complexity: c"O(c)" },
+    Command {
+        name: c"bf.reserve",
+        handler: entry!(commands::reserve),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Creates an empty Bloom filter with an error rate and initial capacity",
+        complexity: c"O(1)",
+    },
+    Command {
+        name: c"bf.add",
+        handler: entry!(commands::add),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Adds an item, creating the filter if needed",
+        complexity: c"O(k), k the number of hash functions",
+    },
+    Command {
+        name: c"bf.madd",
+        handler: entry!(commands::madd),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Adds items, creating the filter if needed",
+        complexity: c"O(k * n), n the number of items",
+    },
+    Command {
+        name: c"bf.insert",
+        handler: entry!(commands::insert),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Adds items, creating the filter with the given parameters if needed",
+        complexity: c"O(k * n)",
+    },
+    Command {
+        name: c"bf.exists",
+        handler: entry!(commands::exists),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"Checks whether an item may have been added",
+        complexity: c"O(k)",
+    },
+    Command {
+        name: c"bf.mexists",
+        handler: entry!(commands::mexists),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"Checks whether items may have been added",
+        complexity: c"O(k * n)",
+    },
+    Command {
+        name: c"bf.info",
+        handler: entry!(commands::info),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"Returns information about a Bloom filter",
+        complexity: c"O(1)",
+    },
+    Command {
+        name: c"bf.card",
+        handler: entry!(commands::card),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"Returns the number of items added to a Bloom filter",
+        complexity: c"O(1)",
+    },
+    Command {
+        name: c"bf.debug",
+        handler: entry!(commands::debug),
+        flags: c"readonly",
+        key_flags: RO,
+        summary: c"Returns the layout of a Bloom filter's sub-filters",
+        complexity: c"O(s), s the number of sub-filters",
+    },
+    Command {
+        name: c"bf.scandump",
+        handler: entry!(commands::scandump),
+        flags: c"readonly",
+        key_flags: RO,
+        summary: c"Returns the next chunk of a Bloom filter's dump",
+        complexity: c"O(c), c the chunk size",
+    },
+    Command {
+        name: c"bf.loadchunk",
+        handler: entry!(commands::loadchunk),
+        flags: c"write deny-oom",
+        key_flags: RW_UPDATE,
+        summary: c"Restores a Bloom filter from chunks returned by BF.SCANDUMP",
+        complexity: c"O(c)",
+    },
 ];
 
 /// Runs a callback, turning a panic into `fallback` so that it never unwinds
@@ -184,7 +251,8 @@ fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
     data_type::register(ctx)?;
     if has_api!(RedisModule_AddACLCategory) {
         // SAFETY: valid context during OnLoad.
-        if unsafe { api!(RedisModule_AddACLCategory)(ctx, c"bloom".as_ptr()) } != raw::REDISMODULE_OK as c_int {
+        if unsafe { api!(RedisModule_AddACLCategory)(ctx, c"bloom".as_ptr()) } != raw::REDISMODULE_OK as c_int
+        {
             return Err("could not add the ACL category bloom".into());
         }
     }
@@ -203,7 +271,11 @@ fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
 /// # Safety
 /// Called by the server with a valid context and `argc` arguments.
 #[no_mangle]
-pub unsafe extern "C" fn RedisModule_OnLoad(ctx: *mut raw::RedisModuleCtx, argv: RawArgv, argc: c_int) -> c_int {
+pub unsafe extern "C" fn RedisModule_OnLoad(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: RawArgv,
+    argc: c_int,
+) -> c_int {
     // Nothing may allocate before this: the allocator is the server's.
     if raw::Export_RedisModule_Init(ctx, c"bf".as_ptr(), MODULE_VERSION, raw::REDISMODULE_APIVER_1 as c_int)
         == raw::Status::Err as c_int

@@ -80,7 +80,10 @@ fn errors_say_what_was_wrong() {
         assert_eq!(c.cmd("BF.INFO missing"), err("ERR not found"));
         assert_eq!(c.cmd("BF.ADD k"), err("ERR wrong number of arguments for 'bf.add' command"));
         assert_eq!(c.cmd("BF.RESERVE k 2 100"), err("ERR (0 < error rate range < 1) "));
-        assert_eq!(c.cmd("BF.RESERVE k 0.01 100 EXPANSION 40000"), err("ERR expansion must be in the range [1, 32768]"));
+        assert_eq!(
+            c.cmd("BF.RESERVE k 0.01 100 EXPANSION 40000"),
+            err("ERR expansion must be in the range [1, 32768]")
+        );
         assert_eq!(c.cmd("BF.INSERT k NOCREATE ITEMS a"), err("ERR not found"));
         c.ok("BF.RESERVE full 0.1 2 NONSCALING");
         assert_eq!(
@@ -98,9 +101,23 @@ fn command_metadata_routes_keys() {
     for server in SERVERS {
         let s = TestServer::with_bloomkit(server);
         let mut c = s.conn();
-        for line in ["BF.ADD k a", "BF.MADD k a b", "BF.EXISTS k a", "BF.INSERT k ITEMS a", "BF.SCANDUMP k 0",
-            "BF.RESERVE k 0.1 10", "BF.LOADCHUNK k 1 x", "BF.INFO k", "BF.CARD k", "BF.DEBUG k"] {
-            assert_eq!(c.cmd(&format!("COMMAND GETKEYS {line}")), Reply::Array(vec![Reply::Bulk(b"k".to_vec())]), "{line}");
+        for line in [
+            "BF.ADD k a",
+            "BF.MADD k a b",
+            "BF.EXISTS k a",
+            "BF.INSERT k ITEMS a",
+            "BF.SCANDUMP k 0",
+            "BF.RESERVE k 0.1 10",
+            "BF.LOADCHUNK k 1 x",
+            "BF.INFO k",
+            "BF.CARD k",
+            "BF.DEBUG k",
+        ] {
+            assert_eq!(
+                c.cmd(&format!("COMMAND GETKEYS {line}")),
+                Reply::Array(vec![Reply::Bulk(b"k".to_vec())]),
+                "{line}"
+            );
         }
         let info = format!("{:?}", c.cmd("COMMAND INFO bf.exists bf.add"));
         assert!(info.contains("readonly") && info.contains("fast") && info.contains("denyoom"), "{info}");
@@ -126,7 +143,14 @@ fn info_section_counts() {
         c.ok("CONFIG SET bf.max-filter-bytes 1000");
         assert!(c.cmd("BF.RESERVE b 0.0001 100000").is_error());
         let info = String::from_utf8(c.cmd("INFO bf").as_bytes().to_vec()).unwrap();
-        for field in ["bf_filters:1", "bf_items_added:12", "bf_lookups:3", "bf_scale_outs:1", "bf_refused_creations:1", "bf_bytes:"] {
+        for field in [
+            "bf_filters:1",
+            "bf_items_added:12",
+            "bf_lookups:3",
+            "bf_scale_outs:1",
+            "bf_refused_creations:1",
+            "bf_bytes:",
+        ] {
             assert!(info.contains(field), "{field} in {info}");
         }
         c.ok("DEL a");
@@ -154,8 +178,10 @@ fn runtime_configs_and_limits() {
         let refused = c.cmd("CONFIG SET bf.error-rate 1.5");
         assert!(refused.error_text().contains("strictly between 0 and 1"), "{refused:?}");
         assert!(c.cmd("CONFIG SET bf.expansion-factor 0").is_error());
-        assert_eq!(c.cmd("CONFIG GET bf.error-rate"), Reply::Array(vec![
-            Reply::Bulk(b"bf.error-rate".to_vec()), Reply::Bulk(b"0.001".to_vec())]));
+        assert_eq!(
+            c.cmd("CONFIG GET bf.error-rate"),
+            Reply::Array(vec![Reply::Bulk(b"bf.error-rate".to_vec()), Reply::Bulk(b"0.001".to_vec())])
+        );
 
         c.ok("CONFIG SET bf.max-filter-bytes 10000");
         let refused = c.cmd("BF.RESERVE big 0.01 100000");
@@ -180,7 +206,8 @@ fn runtime_configs_and_limits() {
 #[test]
 fn load_time_arguments() {
     for server in SERVERS {
-        let module = Module::Bloomkit(vec!["ERROR_RATE".into(), "0.001".into(), "INITIAL_SIZE".into(), "500".into()]);
+        let module =
+            Module::Bloomkit(vec!["ERROR_RATE".into(), "0.001".into(), "INITIAL_SIZE".into(), "500".into()]);
         let s = TestServer::start(server, &[module], &[]);
         let mut c = s.conn();
         c.ok("BF.ADD k a");
@@ -203,7 +230,11 @@ fn bad_load_arguments_refuse_to_load_with_a_message() {
         .unwrap();
     assert!(!out.status.success());
     let log = String::from_utf8_lossy(&out.stdout);
-    assert!(log.contains("bf.error-rate must be a number strictly between 0 and 1") || log.contains("strictly between"), "{log}");
+    assert!(
+        log.contains("bf.error-rate must be a number strictly between 0 and 1")
+            || log.contains("strictly between"),
+        "{log}"
+    );
 }
 
 fn tempfile_dir() -> std::path::PathBuf {
@@ -255,7 +286,7 @@ fn copy_rename_move_digest_and_memory() {
         c.ok("SELECT 1");
         assert_eq!(c.cmd("DEBUG DIGEST-VALUE k3"), digest);
         let size = c.cmd("BF.INFO k3 size").as_array()[0].as_int();
-        assert_eq!(c.cmd("MEMORY USAGE k3 SAMPLES 0").as_int() >= size, true);
+        assert!(c.cmd("MEMORY USAGE k3 SAMPLES 0").as_int() >= size);
         c.ok("DEBUG RELOAD");
         assert_eq!(c.cmd("DEBUG DIGEST-VALUE k3"), digest);
         assert_eq!(c.cmd("BF.EXISTS k3 item7"), int(1));
@@ -294,7 +325,12 @@ fn copy_by_chunks(c: &mut Conn, from: &str, to: &str) {
         if iter == 0 {
             break;
         }
-        let loaded = c.call(&[b"BF.LOADCHUNK".to_vec(), to.as_bytes().to_vec(), iter.to_string().into_bytes(), parts[1].as_bytes().to_vec()]);
+        let loaded = c.call(&[
+            b"BF.LOADCHUNK".to_vec(),
+            to.as_bytes().to_vec(),
+            iter.to_string().into_bytes(),
+            parts[1].as_bytes().to_vec(),
+        ]);
         assert_eq!(loaded, Reply::Simple("OK".into()));
     }
 }

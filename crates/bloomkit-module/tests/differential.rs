@@ -30,10 +30,13 @@ impl Rng {
 }
 
 const KEYS: &[&str] = &["k0", "k1", "k2", "k3", "str"];
-const ERROR_RATES: &[&str] = &["0.01", "0.1", "0.001", "0.5", "0.05", "1e-3", "0", "1", "-1", "abc", "inf", "nan", "0x10", " 0.1", "0.3"];
+const ERROR_RATES: &[&str] = &[
+    "0.01", "0.1", "0.001", "0.5", "0.05", "1e-3", "0", "1", "-1", "abc", "inf", "nan", "0x10", " 0.1", "0.3",
+];
 const CAPACITIES: &[&str] = &["1", "2", "5", "10", "50", "100", "0", "-3", "x", "1.5", "007", "+7", "3"];
 const EXPANSIONS: &[&str] = &["1", "2", "3", "4", "0", "-1", "x", "10"];
-const INFO_FIELDS: &[&str] = &["CAPACITY", "size", "Filters", "ITEMS", "expansion", "capacityX", "cap", "bogus", ""];
+const INFO_FIELDS: &[&str] =
+    &["CAPACITY", "size", "Filters", "ITEMS", "expansion", "capacityX", "cap", "bogus", ""];
 
 fn item(rng: &mut Rng) -> Vec<u8> {
     match rng.below(10) {
@@ -55,7 +58,8 @@ fn command(rng: &mut Rng) -> Vec<Vec<u8>> {
             cmd.push(rng.pick(ERROR_RATES).into());
             cmd.push(rng.pick(CAPACITIES).into());
             for _ in 0..rng.below(5) {
-                let w = rng.pick(&["EXPANSION", "NONSCALING", "expansion", "nonscaling", "foo", "EXPANSIONX"]);
+                let w =
+                    rng.pick(&["EXPANSION", "NONSCALING", "expansion", "nonscaling", "foo", "EXPANSIONX"]);
                 cmd.push(w.into());
                 if w.eq_ignore_ascii_case("expansion") && rng.chance(80) {
                     cmd.push(rng.pick(EXPANSIONS).into());
@@ -80,8 +84,22 @@ fn command(rng: &mut Rng) -> Vec<Vec<u8>> {
             cmd = words(&["BF.INSERT"]);
             cmd.push(key);
             for _ in 0..rng.below(4) {
-                let w = rng.pick(&["CAPACITY", "ERROR", "EXPANSION", "NOCREATE", "NONSCALING", "Cx", "ERR", "E",
-                    "N", "NOPE", "X", "", "cap", "Ezz"]);
+                let w = rng.pick(&[
+                    "CAPACITY",
+                    "ERROR",
+                    "EXPANSION",
+                    "NOCREATE",
+                    "NONSCALING",
+                    "Cx",
+                    "ERR",
+                    "E",
+                    "N",
+                    "NOPE",
+                    "X",
+                    "",
+                    "cap",
+                    "Ezz",
+                ]);
                 cmd.push(w.into());
                 let first = w.as_bytes().first().map(u8::to_ascii_lowercase);
                 if matches!(first, Some(b'c')) {
@@ -129,7 +147,9 @@ fn command(rng: &mut Rng) -> Vec<Vec<u8>> {
         82..=89 => {
             cmd = words(&["BF.SCANDUMP"]);
             cmd.push(key);
-            cmd.push(rng.pick(&["0", "1", "2", "9", "17", "100", "145", "-1", "x", "99999999999999999999"]).into());
+            cmd.push(
+                rng.pick(&["0", "1", "2", "9", "17", "100", "145", "-1", "x", "99999999999999999999"]).into(),
+            );
         }
         90..=95 => {
             cmd = words(&["BF.LOADCHUNK"]);
@@ -221,7 +241,12 @@ fn run_stream(seed: u64, steps: usize, resp3: bool) {
                 let to = format!("copy{step}");
                 for (i, (iter, data)) in chunks.into_iter().enumerate() {
                     let iter = if i == 0 { 1 } else { iter };
-                    let cmd = vec![b"BF.LOADCHUNK".to_vec(), to.clone().into_bytes(), iter.to_string().into_bytes(), data];
+                    let cmd = vec![
+                        b"BF.LOADCHUNK".to_vec(),
+                        to.clone().into_bytes(),
+                        iter.to_string().into_bytes(),
+                        data,
+                    ];
                     same(&mut rb, &mut bk, &cmd, &format!("seed {seed} step {step} loadchunk"));
                 }
             }
@@ -271,8 +296,11 @@ fn dump_restore_both_directions() {
     let pair = Pair::start();
     for reverse in [false, true] {
         let (mut rb, mut bk) = pair.conns();
-        let (from, to, name) =
-            if reverse { (&mut bk, &mut rb, "bloomkit -> RedisBloom") } else { (&mut rb, &mut bk, "RedisBloom -> bloomkit") };
+        let (from, to, name) = if reverse {
+            (&mut bk, &mut rb, "bloomkit -> RedisBloom")
+        } else {
+            (&mut rb, &mut bk, "RedisBloom -> bloomkit")
+        };
         let items = fill(from, "src");
         let payload = from.call(&["DUMP", "src"]).as_bytes().to_vec();
         let restored = to.call(&[b"RESTORE".to_vec(), b"dst".to_vec(), b"0".to_vec(), payload]);
@@ -290,19 +318,28 @@ fn scandump_loadchunk_both_directions() {
     let pair = Pair::start();
     for reverse in [false, true] {
         let (mut rb, mut bk) = pair.conns();
-        let (from, to, name) =
-            if reverse { (&mut bk, &mut rb, "bloomkit -> RedisBloom") } else { (&mut rb, &mut bk, "RedisBloom -> bloomkit") };
+        let (from, to, name) = if reverse {
+            (&mut bk, &mut rb, "bloomkit -> RedisBloom")
+        } else {
+            (&mut rb, &mut bk, "RedisBloom -> bloomkit")
+        };
         let items = fill(from, "src");
         let chunks = scandump(from, "src").unwrap();
         for (i, (iter, data)) in chunks.iter().enumerate() {
             let iter = if i == 0 { 1 } else { *iter };
-            let reply = to.call(&[b"BF.LOADCHUNK".to_vec(), b"dst".to_vec(), iter.to_string().into_bytes(), data.clone()]);
+            let reply = to.call(&[
+                b"BF.LOADCHUNK".to_vec(),
+                b"dst".to_vec(),
+                iter.to_string().into_bytes(),
+                data.clone(),
+            ]);
             assert_eq!(reply, Reply::Simple("OK".into()), "{name}");
         }
         assert_all_present(to, "dst", &items);
         assert_eq!(scandump(to, "dst"), Some(chunks), "{name}");
         // Both keep working the same after the move.
-        let more: Vec<Vec<u8>> = ["BF.MADD", "dst", "new1", "new2", "u5"].iter().map(|s| s.as_bytes().to_vec()).collect();
+        let more: Vec<Vec<u8>> =
+            ["BF.MADD", "dst", "new1", "new2", "u5"].iter().map(|s| s.as_bytes().to_vec()).collect();
         assert_eq!(to.call(&more), from.call(&["BF.MADD", "src", "new1", "new2", "u5"]), "{name}");
         from.ok("DEL src");
         to.ok("DEL dst");
@@ -314,7 +351,8 @@ fn scandump_loadchunk_both_directions() {
 #[test]
 fn captured_dump_payloads_restore() {
     let doc: serde_json::Value =
-        serde_json::from_str(include_str!("../../bloomkit-core/tests/fixtures/redisbloom-2.8.2.json")).unwrap();
+        serde_json::from_str(include_str!("../../bloomkit-core/tests/fixtures/redisbloom-2.8.2.json"))
+            .unwrap();
     let s = TestServer::with_bloomkit(Server::Redis);
     let mut c = s.conn();
     for case in doc["cases"].as_array().unwrap() {
@@ -323,17 +361,36 @@ fn captured_dump_payloads_restore() {
         let payload = hex::decode(case["dump_payload_hex"].as_str().unwrap()).unwrap();
         let reply = c.call(&[b"RESTORE".to_vec(), key.as_bytes().to_vec(), b"0".to_vec(), payload]);
         assert_eq!(reply, Reply::Simple("OK".into()), "{name}");
-        let items: Vec<Vec<u8>> = case["items_hex"].as_array().unwrap().iter()
-            .map(|h| hex::decode(h.as_str().unwrap()).unwrap()).collect();
+        let items: Vec<Vec<u8>> = case["items_hex"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| hex::decode(h.as_str().unwrap()).unwrap())
+            .collect();
         for item in &items {
-            assert_eq!(c.call(&[b"BF.EXISTS".to_vec(), key.as_bytes().to_vec(), item.clone()]), Reply::Int(1), "{name}");
+            assert_eq!(
+                c.call(&[b"BF.EXISTS".to_vec(), key.as_bytes().to_vec(), item.clone()]),
+                Reply::Int(1),
+                "{name}"
+            );
         }
-        let expected_debug: Vec<Reply> = case["debug"].as_array().unwrap().iter()
-            .map(|l| Reply::Bulk(l.as_str().unwrap().as_bytes().to_vec())).collect();
+        let expected_debug: Vec<Reply> = case["debug"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| Reply::Bulk(l.as_str().unwrap().as_bytes().to_vec()))
+            .collect();
         assert_eq!(c.call(&["BF.DEBUG", key]), Reply::Array(expected_debug), "{name}");
-        assert_eq!(c.call(&["MEMORY", "USAGE", key]).as_int(), case["memory_usage"].as_i64().unwrap(), "{name}");
+        assert_eq!(
+            c.call(&["MEMORY", "USAGE", key]).as_int(),
+            case["memory_usage"].as_i64().unwrap(),
+            "{name}"
+        );
         let chunks = scandump(&mut c, key).unwrap();
-        let expected: Vec<(i64, Vec<u8>)> = case["scandump"].as_array().unwrap().iter()
+        let expected: Vec<(i64, Vec<u8>)> = case["scandump"]
+            .as_array()
+            .unwrap()
+            .iter()
             .map(|c| (c["iter"].as_i64().unwrap(), hex::decode(c["hex"].as_str().unwrap()).unwrap()))
             .filter(|(iter, _)| *iter != 0)
             .collect();

@@ -41,7 +41,12 @@ fn write_everything(c: &mut Conn, tag: &str) -> Vec<(String, String)> {
             break;
         }
         let load_iter = if parts.len() == 2 && reply_is_header(&parts) { 1 } else { iter };
-        c.call(&[b"BF.LOADCHUNK".to_vec(), format!("{tag}:chunked").into_bytes(), load_iter.to_string().into_bytes(), parts[1].as_bytes().to_vec()]);
+        c.call(&[
+            b"BF.LOADCHUNK".to_vec(),
+            format!("{tag}:chunked").into_bytes(),
+            load_iter.to_string().into_bytes(),
+            parts[1].as_bytes().to_vec(),
+        ]);
     }
     present.push((format!("{tag}:chunked"), format!("{tag}-7")));
     present
@@ -77,7 +82,14 @@ fn rdb_save_and_restart() {
 }
 
 fn aof_args(preamble: bool) -> Vec<&'static str> {
-    vec!["--appendonly", "yes", "--appendfsync", "always", "--aof-use-rdb-preamble", if preamble { "yes" } else { "no" }]
+    vec![
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--aof-use-rdb-preamble",
+        if preamble { "yes" } else { "no" },
+    ]
 }
 
 fn wait_for_rewrite(c: &mut Conn) {
@@ -111,7 +123,8 @@ fn aof_replay_rewrite_and_restart() {
             assert_eq!(digest(&mut c), before, "{context}: rewritten AOF");
             assert_present(&mut c, &present, &context);
             if !preamble {
-                let base = std::fs::read_dir(s.dir().join("appendonlydir")).unwrap()
+                let base = std::fs::read_dir(s.dir().join("appendonlydir"))
+                    .unwrap()
                     .filter_map(|e| e.ok())
                     .find(|e| e.file_name().to_string_lossy().contains(".base."))
                     .expect("a base AOF");
@@ -146,7 +159,9 @@ fn replicas_answer_exactly_like_their_primary() {
         // The replica has other defaults and a far smaller size limit: what the
         // primary accepted must still arrive identically.
         let replica_module = Module::Bloomkit(
-            ["ERROR_RATE", "0.2", "INITIAL_SIZE", "7", "EXPANSION", "9", "MAX_FILTER_BYTES", "1024"].map(String::from).to_vec(),
+            ["ERROR_RATE", "0.2", "INITIAL_SIZE", "7", "EXPANSION", "9", "MAX_FILTER_BYTES", "1024"]
+                .map(String::from)
+                .to_vec(),
         );
         let port = primary.port.to_string();
         let mut replica = TestServer::start(server, &[replica_module], &["--replicaof", "127.0.0.1", &port]);
@@ -171,8 +186,11 @@ fn replicas_answer_exactly_like_their_primary() {
         assert_present(&mut r, &more, "partial sync");
 
         // Same answers, then promotion.
-        let probe: Vec<String> = ["BF.MEXISTS", "late:scaled"].iter().map(|s| s.to_string())
-            .chain((0..500).map(|i| format!("late-{i}"))).collect();
+        let probe: Vec<String> = ["BF.MEXISTS", "late:scaled"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain((0..500).map(|i| format!("late-{i}")))
+            .collect();
         assert_eq!(r.call(&probe), p.call(&probe));
         assert_eq!(r.cmd("BF.INFO late:implicit-add"), p.cmd("BF.INFO late:implicit-add"));
         r.ok("REPLICAOF NO ONE");

@@ -126,9 +126,11 @@ impl TestServer {
         for _ in 0..5 {
             let port = if self.port != 0 { self.port } else { free_port() };
             let mut cmd = Command::new(server_binary(self.server));
-            cmd.arg("--port").arg(port.to_string())
+            cmd.arg("--port")
+                .arg(port.to_string())
                 .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-                .arg("--dir").arg(self.dir.path())
+                .arg("--dir")
+                .arg(self.dir.path())
                 .args(["--logfile", "server.log", "--enable-debug-command", "yes"])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());

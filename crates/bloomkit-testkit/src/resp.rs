@@ -178,7 +178,8 @@ fn parse_len(bytes: &[u8]) -> io::Result<i64> {
 
 fn read_reply(r: &mut impl BufRead, raw: &mut Vec<u8>) -> io::Result<Reply> {
     let line = read_line(r, raw)?;
-    let (kind, rest) = line.split_first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "empty line"))?;
+    let (kind, rest) =
+        line.split_first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "empty line"))?;
     let text = || String::from_utf8_lossy(rest).into_owned();
     Ok(match kind {
         b'+' => Reply::Simple(text()),
