@@ -60,7 +60,7 @@ impl Chain {
             chain_options |= options::NO_SCALING;
             params.error
         };
-        let shape = Shape::new(params.capacity, error, chain_options).ok_or(Error::CannotScale)?;
+        let shape = Shape::new(params.capacity, error, chain_options).ok_or(Error::CannotCreate)?;
         limits.check(CHAIN_OVERHEAD + LINK_OVERHEAD + shape.bytes)?;
         let first = SubFilter::new(shape)?;
         Chain::from_parts(0, chain_options, params.expansion, vec![first])

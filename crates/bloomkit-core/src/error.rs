@@ -44,6 +44,8 @@ pub enum Error {
         bytes: u64,
         limit: u64,
     },
+    /// A new filter's size cannot be computed (the halved error rate underflows to 0).
+    CannotCreate,
     /// A size that cannot be computed at all (capacity x expansion overflows,
     /// the error rate underflows after many scalings).
     CannotScale,
@@ -82,6 +84,7 @@ impl Error {
             NoLinkAtOffset => "ERR invalid offset - no link found",
             ChunkTooBig => "ERR invalid chunk - Too big for current filter",
             ExpansionTooLarge => "ERR expansion must be in the range [1, 32768]",
+            CannotCreate => "ERR could not create filter",
             CannotScale => {
                 "ERR the filter cannot grow further: its next sub-filter's size is not \
                  representable; create a filter with a larger capacity or expansion"

@@ -243,7 +243,16 @@ extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) 
     })
 }
 
+/// Panics are caught at every entry point; this puts their message and
+/// location in the server log, where the error reply points.
+fn log_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        ffi::log(std::ptr::null_mut(), c"warning", &format!("bloomkit: internal error: {info}"));
+    }));
+}
+
 fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
+    log_panics();
     // A corrupt value in RESTORE or an RDB file must be an error, not an exit.
     // SAFETY: valid context during OnLoad.
     unsafe { api!(RedisModule_SetModuleOptions)(ctx, raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int) };
