@@ -42,18 +42,35 @@ unsafe impl GlobalAlloc for ServerAllocator {
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         let size = padded(layout);
-        match (raw::RedisModule_TryCalloc, raw::RedisModule_Calloc) {
-            (Some(try_calloc), _) => try_calloc(1, size).cast(),
-            (None, Some(calloc)) => calloc(1, size).cast(),
+        // Redis 7.0 has TryAlloc but not TryCalloc: zero by hand rather than
+        // fall back to an allocator that aborts the server when it fails.
+        match (raw::RedisModule_TryCalloc, raw::RedisModule_TryAlloc, raw::RedisModule_Calloc) {
+            (Some(try_calloc), _, _) => try_calloc(1, size).cast(),
+            (None, Some(try_alloc), _) => {
+                let ptr = try_alloc(size).cast::<u8>();
+                if !ptr.is_null() {
+                    std::ptr::write_bytes(ptr, 0, size);
+                }
+                ptr
+            }
+            (None, None, Some(calloc)) => calloc(1, size).cast(),
             _ => missing_api(),
         }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let size = padded(Layout::from_size_align_unchecked(new_size, layout.align()));
-        match (raw::RedisModule_TryRealloc, raw::RedisModule_Realloc) {
-            (Some(try_realloc), _) => try_realloc(ptr.cast(), size).cast(),
-            (None, Some(realloc)) => realloc(ptr.cast(), size).cast(),
+        match (raw::RedisModule_TryRealloc, raw::RedisModule_TryAlloc, raw::RedisModule_Realloc) {
+            (Some(try_realloc), _, _) => try_realloc(ptr.cast(), size).cast(),
+            (None, Some(try_alloc), _) => {
+                let new = try_alloc(size).cast::<u8>();
+                if !new.is_null() {
+                    std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                    self.dealloc(ptr, layout);
+                }
+                new
+            }
+            (None, None, Some(realloc)) => realloc(ptr.cast(), size).cast(),
             _ => missing_api(),
         }
     }

@@ -111,6 +111,23 @@ fn extreme_but_valid_parameters_work() {
     }
 }
 
+/// An allocation larger than the address space fails; the reply says so and
+/// the server lives (Redis 7.0 lacks TryCalloc, so this takes the TryAlloc path).
+#[test]
+fn failed_allocations_are_errors() {
+    for server in SERVERS {
+        let s = TestServer::with_bloomkit(server);
+        let mut c = s.conn();
+        let watch = Watch::new(&mut c);
+        c.ok("CONFIG SET bf.max-filter-bytes 1125899906842624");
+        // 4e14 items at 1% need about 4.8e14 bytes: more than 47 bits of address space.
+        let reply = c.cmd("BF.RESERVE huge 0.01 400000000000000");
+        assert!(reply.error_text().contains("out of memory"), "{server:?}: {reply:?}");
+        assert_eq!(c.cmd("EXISTS huge"), Reply::Int(0));
+        watch.check(&mut c, "a failed allocation");
+    }
+}
+
 fn scandump_header(c: &mut Conn, key: &str) -> Vec<u8> {
     c.call(&["BF.SCANDUMP", key, "0"]).as_array()[1].as_bytes().to_vec()
 }
