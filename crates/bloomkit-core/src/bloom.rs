@@ -114,18 +114,20 @@ impl SubFilter {
         newly_set
     }
 
-    /// Brings the cache line of the item's first probe in ahead of use.
+    /// Asks the CPU to load every cache line the item's probes touch, so that
+    /// the misses of a batch overlap instead of happening one after another.
+    /// Only worth it when the array does not fit in cache.
     #[inline]
     pub fn prefetch(&self, h: HashPair) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let bit = self.modulus.reduce(h.a);
-            let ptr = self.bits.as_ptr().wrapping_add((bit >> 3) as usize);
-            // SAFETY: prefetch is a hint; it never faults, whatever the address.
-            unsafe { std::arch::x86_64::_mm_prefetch(ptr as *const i8, std::arch::x86_64::_MM_HINT_T0) };
+        if self.bits.len() < PREFETCH_FROM_BYTES {
+            return;
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = h;
+        let mut x = h.a;
+        for _ in 0..self.shape.hashes {
+            let bit = self.modulus.reduce(x);
+            prefetch_byte(self.bits.as_ptr().wrapping_add((bit >> 3) as usize));
+            x = x.wrapping_add(h.b);
+        }
     }
 
     pub fn bytes(&self) -> &[u8] {
@@ -146,6 +148,20 @@ impl SubFilter {
         bits.copy_from_slice(&self.bits);
         Ok(SubFilter { shape: self.shape, items: self.items, bits, modulus: self.modulus })
     }
+}
+
+/// Arrays smaller than this live in the CPU caches: prefetching them costs more than it saves.
+const PREFETCH_FROM_BYTES: usize = 1 << 20;
+
+#[inline(always)]
+fn prefetch_byte(ptr: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(ptr as *const i8, std::arch::x86_64::_MM_HINT_T0)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = ptr;
 }
 
 /// More hashes than any error rate above the smallest double can ask for

@@ -9,6 +9,10 @@ use crate::sizing::{options, Shape};
 /// below the rate asked for (a geometric series).
 pub const TIGHTENING_RATIO: f64 = 0.5;
 
+/// Items hashed and prefetched together by the batch operations: enough
+/// misses in flight to hide memory latency, few enough to stay in L1.
+const BATCH: usize = 16;
+
 /// Bytes RedisBloom counts for the chain header and for each sub-filter's
 /// bookkeeping in `BF.INFO Size` and `MEMORY USAGE`.
 const CHAIN_OVERHEAD: u64 = 32;
@@ -93,6 +97,48 @@ impl Chain {
     #[inline]
     pub fn contains_hash(&self, h: HashPair) -> bool {
         self.filters.iter().rev().any(|f| f.contains(h))
+    }
+
+    /// Answers `contains` for each item in order, hashing a group of items
+    /// first and prefetching their probes so that cache misses overlap.
+    pub fn contains_each<I: AsRef<[u8]>>(&self, items: &[I], mut answer: impl FnMut(bool)) {
+        for group in items.chunks(BATCH) {
+            let hashes = self.hash_and_prefetch(group);
+            for h in &hashes[..group.len()] {
+                answer(self.contains_hash(*h));
+            }
+        }
+    }
+
+    /// Adds each item in order, as [`Chain::add`] would one by one, with the
+    /// hashing and prefetching of [`Chain::contains_each`]. `result` sees each
+    /// outcome and returns false to stop (as `BF.MADD` stops at an error).
+    pub fn add_each<I: AsRef<[u8]>>(
+        &mut self,
+        items: &[I],
+        limits: Limits,
+        mut result: impl FnMut(Result<bool, Error>) -> bool,
+    ) {
+        for group in items.chunks(BATCH) {
+            let hashes = self.hash_and_prefetch(group);
+            for h in &hashes[..group.len()] {
+                if !result(self.add_hash(*h, limits)) {
+                    return;
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn hash_and_prefetch<I: AsRef<[u8]>>(&self, group: &[I]) -> [HashPair; BATCH] {
+        let mut hashes = [HashPair { a: 0, b: 0 }; BATCH];
+        for (h, item) in hashes.iter_mut().zip(group) {
+            *h = self.hash(item.as_ref());
+            for f in &self.filters {
+                f.prefetch(*h);
+            }
+        }
+        hashes
     }
 
     /// Adds an item: `Ok(true)` when new, `Ok(false)` when probably present.
@@ -226,6 +272,36 @@ mod tests {
             c.filters().iter().map(|f| (f.shape.capacity, f.shape.hashes, f.items)).collect();
         assert_eq!(shapes, [(1, 8, 1), (2, 9, 2), (4, 10, 1)]);
         assert_eq!((c.capacity(), c.size_bytes(), c.items()), (7, 248, 4));
+    }
+
+    #[test]
+    fn batch_operations_answer_like_single_ones() {
+        let p = params(50, 0.01, 2, true);
+        let (mut one, mut batch) =
+            (Chain::new(p, Limits::NONE).unwrap(), Chain::new(p, Limits::NONE).unwrap());
+        let items: Vec<Vec<u8>> = (0..700u32).map(|i| (i % 500).to_le_bytes().to_vec()).collect();
+        let singles: Vec<_> = items.iter().map(|i| one.add(i, Limits::NONE)).collect();
+        let mut batched = Vec::new();
+        batch.add_each(&items, Limits::NONE, |r| {
+            batched.push(r);
+            true
+        });
+        assert_eq!(singles, batched);
+        let mut found = Vec::new();
+        batch.contains_each(&items, |b| found.push(b));
+        assert!(found.iter().all(|&b| b));
+    }
+
+    #[test]
+    fn add_each_stops_when_told() {
+        let mut c = Chain::new(params(2, 0.01, 2, false), Limits::NONE).unwrap();
+        let mut seen = Vec::new();
+        c.add_each(&[b"a", b"b", b"c", b"d"], Limits::NONE, |r| {
+            let go_on = r.is_ok();
+            seen.push(r);
+            go_on
+        });
+        assert_eq!(seen, [Ok(true), Ok(true), Err(Error::NonScalingFull)]);
     }
 
     #[test]

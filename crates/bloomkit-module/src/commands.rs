@@ -113,22 +113,23 @@ fn insert_items(
     }
     let mut added = 0u64;
     let mut replied = 0usize;
-    for item in items {
+    chain.add_each(items, limits, |outcome| {
         replied += 1;
-        match chain.add(item.bytes(), limits) {
+        match outcome {
             Ok(new) => {
                 added += u64::from(new);
                 ctx.reply_bool(new);
+                true
             }
             Err(e) => {
                 if !matches!(e, Error::NonScalingFull) {
                     stats::refused();
                 }
                 ctx.reply_error(&e.message());
-                break;
+                false
             }
         }
-    }
+    });
     if multi {
         // SAFETY: closes the postponed array opened above.
         unsafe { api!(RedisModule_ReplySetArrayLength)(ctx.0, replied as _) };
@@ -195,8 +196,9 @@ pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let items = &argv[2..];
     with_chain_for_read(ctx, &argv[1], |chain| {
         ctx.reply_array(items.len());
-        for item in items {
-            ctx.reply_bool(chain.is_some_and(|c| c.contains(item.bytes())));
+        match chain {
+            Some(chain) => chain.contains_each(items, |found| ctx.reply_bool(found)),
+            None => items.iter().for_each(|_| ctx.reply_bool(false)),
         }
     });
     stats::looked_up(items.len() as u64);

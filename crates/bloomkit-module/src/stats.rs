@@ -36,8 +36,10 @@ pub fn wrote(new_items: u64, size_before: u64, chain: &Chain, filters_before: us
     }
 }
 
+/// Only the main thread counts lookups: a plain load and store is enough,
+/// and cheaper than an atomic add on the hottest path.
 pub fn looked_up(n: u64) {
-    LOOKUPS.fetch_add(n, Relaxed);
+    LOOKUPS.store(LOOKUPS.load(Relaxed) + n, Relaxed);
 }
 
 /// A creation or growth refused by the size limit or memory.

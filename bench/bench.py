@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""bloomkit against RedisBloom 2.8.2, side by side on one redis-server binary.
+
+Two servers are started from the same binary, one with each module. Every
+throughput row runs redis-benchmark against A then B, for several rounds,
+and reports medians and the ratio bloomkit / RedisBloom. The ceiling row is
+the same server's built-in EXISTS under the same load: the most any module
+command can reach there, and a check that the load generator is not the
+bottleneck. Usage: bench/run.sh [--quick] [--output FILE].
+"""
+import argparse
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class Conn:
+    """A minimal RESP client for setup and measurements outside redis-benchmark."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def send(self, *args):
+        out = [b"*%d\r\n" % len(args)]
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+        self.sock.sendall(b"".join(out))
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise ConnectionError("server closed the connection")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def _exact(self, n):
+        while len(self.buf) < n + 2:
+            chunk = self.sock.recv(max(1 << 20, n + 2 - len(self.buf)))
+            if not chunk:
+                raise ConnectionError("server closed the connection")
+            self.buf += chunk
+        data, self.buf = self.buf[:n], self.buf[n + 2:]
+        return data
+
+    def read(self):
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise RuntimeError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            return None if n < 0 else self._exact(n)
+        if kind == b"*":
+            return [self.read() for _ in range(int(rest))]
+        raise RuntimeError("unexpected reply %r" % line)
+
+    def call(self, *args):
+        self.send(*args)
+        return self.read()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, name, module):
+        self.name = name
+        self.dir = tempfile.mkdtemp(prefix="bloomkit-bench-")
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", self.dir, "--logfile", "server.log",
+             "--enable-debug-command", "yes", "--loadmodule", module],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 20
+        while True:
+            try:
+                self.conn = Conn(self.port)
+                if self.conn.call("PING") == "PONG":
+                    break
+            except (OSError, RuntimeError):
+                pass
+            if time.time() > deadline or self.proc.poll() is not None:
+                raise SystemExit("%s did not start; see %s/server.log" % (name, self.dir))
+            time.sleep(0.05)
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def benchmark(server, command, requests, pipeline, clients=50, rand_range=None):
+    """Requests per second of one redis-benchmark run."""
+    args = ["redis-benchmark", "-p", str(server.port), "-c", str(clients), "-n", str(requests),
+            "-P", str(pipeline), "--csv"]
+    if rand_range:
+        args += ["-r", str(rand_range)]
+    out = subprocess.run(args + command.split(), capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        fields = [f.strip('"') for f in line.split(",")]
+        if len(fields) > 1 and fields[0] != "test":
+            return float(fields[1])
+    raise RuntimeError("no result from redis-benchmark: %s" % out)
+
+
+def madd_command(key, n):
+    return " ".join(["BF.MADD", key] + ["__rand_int__"] * n)
+
+
+def fill_hit_set(server, key, count):
+    """Adds items 000000000000 .. count-1: what redis-benchmark's __rand_int__ draws with -r count."""
+    c = server.conn
+    for start in range(0, count, 1000):
+        items = [b"%012d" % i for i in range(start, min(start + 1000, count))]
+        c.send("BF.MADD", key, *items)
+    for _ in range(0, count, 1000):
+        c.read()
+
+
+def scandump_all(conn, key):
+    chunks, it = [], 0
+    while True:
+        nxt, data = conn.call("BF.SCANDUMP", key, it)
+        if nxt == 0:
+            return chunks
+        chunks.append((nxt, data))
+        it = nxt
+
+
+def loadchunks(conn, key, chunks):
+    for i, (it, data) in enumerate(chunks):
+        conn.call("BF.LOADCHUNK", key, 1 if i == 0 else it, data)
+
+
+def machine():
+    model = "unknown CPU"
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    mem = int(open("/proc/meminfo").readline().split()[1]) // (1024 * 1024)
+    redis = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout.strip()
+    return "%s, %d cores, %d GiB, Linux %s; %s" % (model, os.cpu_count(), mem, platform.release(), redis)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="a short smoke run (checks that it works, not timings)")
+    parser.add_argument("--output", default=os.path.join(ROOT, "bench", "RESULTS.md"))
+    parser.add_argument("--module", default=os.path.join(ROOT, "target", "release", "libbloomkit.so"))
+    parser.add_argument("--redisbloom", default=os.path.join(ROOT, ".test-servers", "redisbloom.so"))
+    opts = parser.parse_args()
+
+    quick = opts.quick
+    rounds = 1 if quick else 3
+    scale = 0.02 if quick else 1.0
+    large_capacity = 10**6 if quick else 10**8
+    small_capacity = 10**5
+    started = time.time()
+
+    servers = {"bloomkit": Server("bloomkit", opts.module), "RedisBloom": Server("RedisBloom", opts.redisbloom)}
+    bk, rb = servers["bloomkit"], servers["RedisBloom"]
+    rows = []  # (section, name, bloomkit, redisbloom, unit, target)
+
+    def add(section, name, a, b, unit, target=""):
+        rows.append((section, name, a, b, unit, target))
+        ratio = a / b if b else float("nan")
+        print("%-58s bloomkit %14.1f  RedisBloom %14.1f  %s  ratio %.2f" % (name, a, b, unit, ratio), flush=True)
+
+    try:
+        # Filters: the small one fits in cache, the large one does not.
+        print("preparing filters (large: %d items capacity, filled to 50%%)" % large_capacity, flush=True)
+        for s in servers.values():
+            s.conn.call("BF.RESERVE", "small", "0.01", small_capacity)
+            fill_hit_set(s, "small", small_capacity)
+            s.conn.call("SET", "plain", "x")
+        bk.conn.call("BF.RESERVE", "large", "0.01", large_capacity)
+        benchmark(bk, madd_command("large", 100), large_capacity // 2 // 100, 16, rand_range=10**12)
+        fill_hit_set(bk, "large", small_capacity)
+        # The same bytes on both sides: the large filter moves by SCANDUMP/LOADCHUNK (measured below).
+        t = time.time()
+        chunks = scandump_all(bk.conn, "large")
+        dump_seconds = time.time() - t
+        total_mb = sum(len(d) for _, d in chunks) / 1e6
+        t = time.time()
+        loadchunks(rb.conn, "large", chunks)
+        load_seconds = time.time() - t
+        t = time.time()
+        chunks_rb = scandump_all(rb.conn, "large")
+        dump_seconds_rb = time.time() - t
+        assert [d for _, d in chunks_rb] == [d for _, d in chunks], "the large filters differ"
+        del chunks_rb
+        t = time.time()
+        loadchunks(bk.conn, "large-copy", chunks)
+        load_seconds_bk = time.time() - t
+        del chunks
+        bk.conn.call("DEL", "large-copy")
+        print("large filter: %.0f MB, %d items" % (total_mb, bk.conn.call("BF.CARD", "large")), flush=True)
+
+        # Throughput rows.
+        n1, n32, nm = int(400_000 * scale), int(4_000_000 * scale), int(60_000 * scale)
+        scenarios = [("ceiling", "EXISTS plain (built-in)", "EXISTS plain", n1, 1, None, 1),
+                     ("ceiling", "EXISTS plain (built-in), pipeline 32", "EXISTS plain", n32, 32, None, 1)]
+        for size, key in (("small", "small"), ("large", "large")):
+            for depth, n in ((1, n1), (32, n32)):
+                tag = "" if depth == 1 else ", pipeline 32"
+                scenarios += [
+                    (size, "BF.ADD new items%s" % tag, "BF.ADD %s __rand_int__" % key, n, depth, 10**12, 1),
+                    (size, "BF.EXISTS hits%s" % tag, "BF.EXISTS %s __rand_int__" % key, n, depth, small_capacity, 1),
+                    (size, "BF.EXISTS misses%s" % tag, "BF.EXISTS %s miss:__rand_int__" % key, n, depth, 10**12, 1),
+                ]
+            scenarios += [
+                (size, "BF.MADD 100 items (items/s)", madd_command(key, 100), nm, 1, 10**12, 100),
+                (size, "BF.MEXISTS 100 items (items/s)",
+                 " ".join(["BF.MEXISTS", key] + ["__rand_int__"] * 100), nm, 1, small_capacity, 100),
+            ]
+        for section, name, command, n, depth, rand_range, per_request in scenarios:
+            results = {"bloomkit": [], "RedisBloom": []}
+            for r in range(rounds):
+                order = ["bloomkit", "RedisBloom"] if r % 2 == 0 else ["RedisBloom", "bloomkit"]
+                for who in order:
+                    results[who].append(benchmark(servers[who], command, n, depth, rand_range=rand_range) * per_request)
+            unit = "items/s" if per_request > 1 else "ops/s"
+            add(section, name, statistics.median(results["bloomkit"]), statistics.median(results["RedisBloom"]), unit)
+
+        # Memory and false-positive rate: same bytes by design, measured anyway.
+        for s in servers.values():
+            s.conn.call("BF.RESERVE", "mem", "0.01", 100_000)
+        for fill, label in ((100_000, "100%"), (400_000, "400% (scaled)")):
+            per_server = {}
+            for who, s in servers.items():
+                have = s.conn.call("BF.CARD", "mem")
+                for start in range(have, fill, 1000):
+                    s.conn.send("BF.MADD", "mem", *[b"m%d" % i for i in range(start, min(start + 1000, fill))])
+                for _ in range(have, fill, 1000):
+                    s.conn.read()
+                usage = s.conn.call("MEMORY", "USAGE", "mem")
+                probes = int(1_000_000 * (0.05 if quick else 1))
+                hits = 0
+                for start in range(0, probes, 1000):
+                    s.conn.send("BF.MEXISTS", "mem", *[b"absent%d" % i for i in range(start, start + 1000)])
+                for _ in range(0, probes, 1000):
+                    hits += sum(s.conn.read())
+                per_server[who] = (usage / s.conn.call("BF.CARD", "mem"), hits / probes)
+            add("memory", "bytes per item at %s" % label, per_server["bloomkit"][0], per_server["RedisBloom"][0], "bytes")
+            add("memory", "false-positive rate at %s (1%% configured)" % label,
+                per_server["bloomkit"][1] * 100, per_server["RedisBloom"][1] * 100, "%")
+
+        add("dump", "SCANDUMP of the large filter", total_mb / dump_seconds, total_mb / dump_seconds_rb, "MB/s")
+        add("dump", "LOADCHUNK into an empty key", total_mb / load_seconds_bk, total_mb / load_seconds, "MB/s")
+        for s in servers.values():
+            for key in ("small", "mem"):
+                s.conn.call("DEL", key)
+        save, reload_ = {}, {}
+        for who, s in servers.items():
+            t = time.time()
+            s.conn.call("SAVE")
+            save[who] = time.time() - t
+            t = time.time()
+            s.conn.call("DEBUG", "RELOAD")
+            reload_[who] = time.time() - t - save[who]
+        add("dump", "RDB save of the large filter (seconds)", save["bloomkit"], save["RedisBloom"], "s")
+        add("dump", "RDB load of the large filter (seconds)", reload_["bloomkit"], reload_["RedisBloom"], "s")
+    finally:
+        for s in servers.values():
+            s.stop()
+
+    elapsed = time.time() - started
+    with open(opts.output, "w") as out:
+        out.write("# bloomkit vs RedisBloom 2.8.2\n\n")
+        out.write("Generated by `bench/run.sh%s` on %s in %.0f s.\n\n" % (" --quick" if quick else "", time.strftime("%Y-%m-%d"), elapsed))
+        out.write("Machine: %s.\n\n" % machine())
+        out.write("Both modules in two servers of the same binary, measured alternately (%d rounds, medians), "
+                  "50 clients on loopback, redis-benchmark as the load generator. Ratio = bloomkit / RedisBloom "
+                  "(for seconds, RedisBloom / bloomkit, so that above 1 is always better).\n\n" % rounds)
+        section = None
+        for sec, name, a, b, unit, _ in rows:
+            if sec != section:
+                section = sec
+                out.write("\n## %s\n\n| measurement | bloomkit | RedisBloom | ratio |\n|---|---:|---:|---:|\n" % sec)
+            ratio = (b / a if unit == "s" else a / b) if a and b else float("nan")
+            fmt = "%.4f" if unit in ("%", "s") else "%.0f"
+            out.write(("| %s | " + fmt + " %s | " + fmt + " %s | %.2f |\n") % (name, a, unit, b, unit, ratio))
+        ceiling = {name: a for sec, name, a, b, unit, _ in rows if sec == "ceiling"}
+        out.write("\n## Against the ceiling (same server, built-in EXISTS, pipeline 32)\n\n")
+        out.write("| command | bloomkit / ceiling | RedisBloom / ceiling |\n|---|---:|---:|\n")
+        top = ceiling.get("EXISTS plain (built-in), pipeline 32")
+        for sec, name, a, b, unit, _ in rows:
+            if sec in ("small", "large") and name.endswith("pipeline 32") and top:
+                out.write("| %s (%s) | %.2f | %.2f |\n" % (name, sec, a / top, b / top))
+    print("wrote %s (%.0f s)" % (opts.output, elapsed))
+
+
+if __name__ == "__main__":
+    main()
