@@ -6,7 +6,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use bloomkit_core::{Chain, ChainParams, Limits};
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 const PROBES: usize = 4096;
 
@@ -39,7 +39,8 @@ fn bench_capacity(c: &mut Criterion, capacity: u64, label: &str) {
     let mut chain = filled_chain(params, fill);
     let mut fast = filled_fastbloom(&chain, fill);
     let shape = chain.filters()[0].shape;
-    let present: Vec<Vec<u8>> = (0..PROBES as u64).map(|i| (i * 7919 % fill).to_le_bytes().to_vec()).collect();
+    let present: Vec<Vec<u8>> =
+        (0..PROBES as u64).map(|i| (i * 7919 % fill).to_le_bytes().to_vec()).collect();
     let absent = items("absent", PROBES);
 
     let mut group = c.benchmark_group(format!("{label} ({} bits, {} hashes)", shape.bits, shape.hashes));

@@ -65,8 +65,26 @@ impl Reader<'_> {
     }
 }
 
-/// An empty chain of the shape a header describes (bits arrive in chunks).
-pub fn decode_header(buf: &[u8], limits: Limits) -> Result<Chain, Error> {
+/// What a header describes, checked, with nothing allocated for the bits.
+#[derive(Debug)]
+pub struct Header {
+    pub items: u64,
+    pub options: u32,
+    pub growth: u32,
+    /// Each sub-filter's shape and item count, in order.
+    pub links: Vec<(Shape, u64)>,
+}
+
+impl Header {
+    /// The filter's `Size` as `BF.INFO` reports it.
+    pub fn size_bytes(&self) -> Option<u64> {
+        let data = self.links.iter().try_fold(0u64, |total, (s, _)| total.checked_add(s.bytes))?;
+        Chain::accounted_size(self.links.len() as u64, data)
+    }
+}
+
+/// Parses and checks a header: lengths, counts and every sub-filter's shape.
+pub fn parse_header(buf: &[u8]) -> Result<Header, Error> {
     let mut r = Reader(buf);
     let items = r.u64()?;
     let nfilters = r.u32()?;
@@ -77,10 +95,8 @@ pub fn decode_header(buf: &[u8], limits: Limits) -> Result<Chain, Error> {
     if expected_len != Some(buf.len() as u64) || nfilters == 0 {
         return Err(Error::BadData);
     }
-    // Read every shape before allocating any bit array, so that a header
-    // asking for more than the limit costs nothing.
-    let mut shapes = Vec::with_capacity(nfilters as usize);
-    let mut total: u64 = 0;
+    // nfilters is bounded by the buffer's length, checked above.
+    let mut links = Vec::with_capacity(nfilters as usize);
     for _ in 0..nfilters {
         let bytes = r.u64()?;
         let bits = r.u64()?;
@@ -90,33 +106,52 @@ pub fn decode_header(buf: &[u8], limits: Limits) -> Result<Chain, Error> {
         let hashes = r.u32()?;
         let capacity = r.u64()?;
         let n2 = r.u8()?;
-        total = total.checked_add(bytes).ok_or(Error::BadData)?;
-        shapes.push((Shape { capacity, error, bpe, hashes, bits, bytes, n2 }, link_items));
+        let shape = Shape { capacity, error, bpe, hashes, bits, bytes, n2 };
+        validate_shape(&shape)?;
+        links.push((shape, link_items));
     }
-    let size = Chain::accounted_size(nfilters as u64, total).ok_or(Error::BadData)?;
+    let header = Header { items, options, growth, links };
+    header.size_bytes().ok_or(Error::BadData)?;
+    Ok(header)
+}
+
+/// An empty chain of the shape a header describes (bits arrive in chunks).
+pub fn decode_header(buf: &[u8], limits: Limits) -> Result<Chain, Error> {
+    let header = parse_header(buf)?;
+    // Checked before any bit array is allocated, so that a header asking
+    // for more than the limit costs nothing.
+    let size = header.size_bytes().ok_or(Error::BadData)?;
     if let Some(limit) = limits.max_bytes {
         if size > limit {
             return Err(Error::TooLarge { bytes: size, limit });
         }
     }
     let mut filters = Vec::new();
-    filters.try_reserve_exact(shapes.len()).map_err(|_| Error::OutOfMemory)?;
-    for (shape, link_items) in shapes {
-        validate_shape(&shape)?;
+    filters.try_reserve_exact(header.links.len()).map_err(|_| Error::OutOfMemory)?;
+    for (shape, link_items) in header.links {
         let bits = crate::bloom::zeroed_bytes(shape.bytes)?;
         filters.push(SubFilter::from_parts(shape, link_items, bits)?);
     }
-    Chain::from_parts(items, options, growth, filters)
+    Chain::from_parts(header.items, header.options, header.growth, filters)
 }
 
-/// Cheap checks before allocation; `SubFilter::from_parts` re-checks bounds.
+/// Checks of one sub-filter's shape, before anything is allocated (the same
+/// as `SubFilter::from_parts`, which re-checks against the real array).
 fn validate_shape(s: &Shape) -> Result<(), Error> {
     let modulus_fits = if s.n2 > 0 {
         s.n2 <= 63 && (1u64 << s.n2) <= s.bytes.saturating_mul(8)
     } else {
         s.bits >= 1 && s.bits <= s.bytes.saturating_mul(8)
     };
-    if modulus_fits && s.bytes > 0 {
+    let valid = modulus_fits
+        && s.bytes > 0
+        && s.hashes >= 1
+        && s.hashes <= crate::bloom::MAX_HASHES
+        && s.error > 0.0
+        && s.error < 1.0
+        && s.bpe > 0.0
+        && s.capacity >= 1;
+    if valid {
         Ok(())
     } else {
         Err(Error::BadData)

@@ -11,6 +11,7 @@ pub mod bloom;
 pub mod chain;
 pub mod dump;
 pub mod error;
+pub mod file;
 pub mod fmt;
 pub mod hash;
 pub mod rdb;

@@ -1,0 +1,154 @@
+//! `bloomkit calc`: sizing from any two of n, p, m, k.
+
+use anyhow::{bail, Result};
+use bloomkit_core::sizing::{false_positive_rate, optimal_bits, optimal_hashes, options, Shape};
+use serde_json::json;
+
+use crate::units::human_bytes;
+
+pub struct Inputs {
+    pub n: Option<f64>,
+    pub p: Option<f64>,
+    pub m: Option<f64>,
+    pub k: Option<f64>,
+}
+
+/// A complete sizing.
+pub struct Sizing {
+    pub n: f64,
+    pub m: f64,
+    pub k: f64,
+    /// The false-positive rate expected at n items.
+    pub p: f64,
+    /// The rate asked for, if one was.
+    pub requested_p: Option<f64>,
+}
+
+impl Sizing {
+    fn bytes(&self) -> f64 {
+        (self.m / 8.0).ceil()
+    }
+}
+
+pub fn solve(i: &Inputs) -> Result<Sizing> {
+    let given = [i.n, i.p, i.m, i.k].iter().filter(|v| v.is_some()).count();
+    if given != 2 {
+        bail!(
+            "give exactly two of --capacity (n), --error-rate (p), --bits (m), --hashes (k); {given} given"
+        );
+    }
+    if let Some(p) = i.p {
+        if !(p > 0.0 && p < 1.0) {
+            bail!("--error-rate must be strictly between 0 and 1, got {p}");
+        }
+    }
+    if let Some(k) = i.k {
+        if k < 1.0 || k.fract() != 0.0 {
+            bail!("--hashes must be a whole number of at least 1, got {k}");
+        }
+    }
+    let (n, m, k) = match (i.n, i.p, i.m, i.k) {
+        (Some(n), Some(p), None, None) => {
+            let m = optimal_bits(n, p);
+            (n, m, optimal_hashes(m / n))
+        }
+        (Some(n), None, Some(m), None) => (n, m, optimal_hashes(m / n)),
+        (Some(n), None, None, Some(k)) => (n, (k * n / std::f64::consts::LN_2).ceil(), k),
+        (None, Some(p), Some(m), None) => {
+            let n = (m * std::f64::consts::LN_2.powi(2) / -p.ln()).floor().max(1.0);
+            (n, m, optimal_hashes(m / n))
+        }
+        (None, None, Some(m), Some(k)) => ((m * std::f64::consts::LN_2 / k).floor().max(1.0), m, k),
+        (None, Some(_), None, Some(_)) => {
+            bail!("--error-rate and --hashes fix only the bits per item; add --capacity or --bits")
+        }
+        _ => unreachable!("exactly two are given"),
+    };
+    Ok(Sizing { n, m, k, p: false_positive_rate(m, k, n), requested_p: i.p })
+}
+
+pub fn print(s: &Sizing, as_json: bool) {
+    // What BF.RESERVE n p allocates for its first sub-filter (error p/2, RedisBloom's sizing).
+    let p = s.requested_p.unwrap_or(s.p);
+    let reserve = Shape::new(s.n as u64, p / 2.0, options::DEFAULT);
+    if as_json {
+        let mut v = json!({
+            "capacity": s.n, "error_rate": s.p, "bits": s.m, "bytes": s.bytes(), "hashes": s.k,
+            "bits_per_item": s.m / s.n, "expected_false_positives": s.p * s.n,
+        });
+        if let Some(r) = reserve {
+            v["bf_reserve_bytes"] = json!(r.bytes);
+            v["bf_reserve_hashes"] = json!(r.hashes);
+        }
+        println!("{v}");
+        return;
+    }
+    let rows = [
+        ("capacity (n)", format!("{:.0}", s.n)),
+        ("false-positive rate (p)", format!("{:.6e}", s.p)),
+        ("bits (m)", format!("{:.0}", s.m)),
+        ("memory", format!("{} ({:.0} bytes)", human_bytes(s.bytes()), s.bytes())),
+        ("hashes (k)", format!("{:.0}", s.k)),
+        ("bits per item", format!("{:.2}", s.m / s.n)),
+        ("expected false positives among n absent lookups", format!("{:.1}", s.p * s.n)),
+    ];
+    for (name, value) in rows {
+        println!("{name:<48} {value}");
+    }
+    if let Some(r) = reserve {
+        println!(
+            "{:<48} {} in its first sub-filter, {} hashes (it sizes for p/2 to leave room to scale)",
+            format!("BF.RESERVE key {} {:.0}", p, s.n),
+            human_bytes(r.bytes as f64),
+            r.hashes
+        );
+    }
+}
+
+/// `--table`: a grid over bits per item and hash counts for one capacity.
+pub fn table(n: f64, bits_per_item: &[f64], hashes: &[f64], as_json: bool) {
+    let mut rows = Vec::new();
+    for &b in bits_per_item {
+        for &k in hashes {
+            let m = (b * n).ceil();
+            let p = false_positive_rate(m, k, n);
+            rows.push((b, k, p, p * n, m / 8.0));
+        }
+    }
+    if as_json {
+        let v: Vec<_> = rows
+            .iter()
+            .map(|(b, k, p, fp, bytes)| {
+                json!({"bits_per_item": b, "hashes": k, "false_positive_rate": p, "expected_false_positives": fp, "bytes": bytes})
+            })
+            .collect();
+        println!("{}", json!({"capacity": n, "rows": v}));
+        return;
+    }
+    println!("capacity n = {n:.0}");
+    println!("{:>10} {:>7} {:>14} {:>16} {:>12}", "m/n", "k", "FPR", "expected FPs", "memory");
+    for (b, k, p, fp, bytes) in rows {
+        println!("{b:>10} {k:>7} {p:>14.3e} {fp:>16.1} {:>12}", human_bytes(bytes));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn n_and_p_give_the_textbook_sizing() {
+        let s = solve(&Inputs { n: Some(1e6), p: Some(0.01), m: None, k: None }).unwrap();
+        assert!((s.m / s.n - 9.585).abs() < 0.01);
+        assert_eq!(s.k, 7.0);
+        assert!(s.p < 0.0101 && s.p > 0.0099);
+    }
+
+    #[test]
+    fn wrong_number_of_inputs_is_refused() {
+        assert!(solve(&Inputs { n: Some(1e6), p: None, m: None, k: None }).is_err());
+        assert!(solve(&Inputs { n: Some(1e6), p: Some(0.1), m: Some(1e7), k: None }).is_err());
+        assert!(solve(&Inputs { n: None, p: Some(0.1), m: None, k: Some(3.0) }).is_err());
+        assert!(solve(&Inputs { n: Some(1e6), p: Some(1.5), m: None, k: None }).is_err());
+    }
+}

@@ -1,0 +1,265 @@
+//! Talking to a Redis/Valkey server: connections with errors that say what
+//! to do, and moving filters between servers and files by SCANDUMP/LOADCHUNK.
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use bloomkit_core::dump::{self, MAX_CHUNK};
+use bloomkit_core::file::{FileReader, FileWriter};
+use indicatif::ProgressBar;
+use redis::{Cmd, FromRedisValue, Value};
+
+pub struct Server {
+    pub url: String,
+    con: redis::Connection,
+}
+
+impl Server {
+    pub fn connect(url: &str) -> Result<Server> {
+        let client = redis::Client::open(url)
+            .map_err(|e| anyhow!("'{url}' is not a Redis URL ({e}); use redis://host:port[/db]"))?;
+        let con = client.get_connection_with_timeout(Duration::from_secs(5)).map_err(|e| {
+            anyhow!("cannot reach the server at {url}: {e}; check that it is running and the URL is right")
+        })?;
+        Ok(Server { url: url.to_string(), con })
+    }
+
+    /// Runs a command, turning server errors into messages that say what to do.
+    pub fn call<T: FromRedisValue>(&mut self, cmd: &Cmd, key: &str) -> Result<T> {
+        cmd.query(&mut self.con).map_err(|e| explain(e, &self.url, key))
+    }
+
+    /// Sends commands in one round trip; replies in order.
+    pub fn pipeline(&mut self, pipe: &redis::Pipeline, key: &str) -> Result<Vec<Value>> {
+        pipe.query(&mut self.con).map_err(|e| explain(e, &self.url, key))
+    }
+
+    pub fn exists(&mut self, key: &str) -> Result<bool> {
+        self.call(redis::cmd("EXISTS").arg(key), key)
+    }
+}
+
+/// A server error in words a user can act on.
+pub fn explain(e: redis::RedisError, url: &str, key: &str) -> anyhow::Error {
+    let text = e.to_string();
+    if text.contains("unknown command") {
+        anyhow!(
+            "the server at {url} has no Bloom filter module: load libbloomkit.so \
+             (redis-server --loadmodule /path/to/libbloomkit.so) or RedisBloom"
+        )
+    } else if text.contains("WRONGTYPE") {
+        anyhow!("key '{key}' on {url} holds another type of value, not a Bloom filter")
+    } else if e.detail() == Some("not found") || text.ends_with(": not found") {
+        anyhow!("key '{key}' does not exist on {url}")
+    } else if e.is_io_error() || e.is_connection_dropped() {
+        anyhow!("lost the connection to {url}: {text}")
+    } else {
+        anyhow!("{url}: {text}")
+    }
+}
+
+fn scandump(server: &mut Server, key: &str, iter: i64) -> Result<(i64, Vec<u8>)> {
+    server.call(redis::cmd("BF.SCANDUMP").arg(key).arg(iter), key)
+}
+
+fn loadchunk(server: &mut Server, key: &str, iter: i64, data: &[u8]) -> Result<()> {
+    server.call::<()>(redis::cmd("BF.LOADCHUNK").arg(key).arg(iter).arg(data), key)
+}
+
+/// Streams a server's filter into a filter file.
+pub fn dump(server: &mut Server, key: &str, out: impl Write, progress: &ProgressBar) -> Result<()> {
+    let (_, header) = scandump(server, key, 0)?;
+    let parsed = dump::parse_header(&header)
+        .map_err(|e| anyhow!("the server sent a header bloomkit cannot read: {e}"))?;
+    progress.set_length(parsed.links.iter().map(|(s, _)| s.bytes).sum());
+    let mut writer = FileWriter::new(out, &header)?;
+    let mut iter = 1;
+    loop {
+        let (next, data) = scandump(server, key, iter)?;
+        if next == 0 {
+            break;
+        }
+        writer.write_bits(&data)?;
+        progress.inc(data.len() as u64);
+        iter = next;
+    }
+    writer.finish()?;
+    Ok(())
+}
+
+/// A key name beside `key` for loading into before an atomic rename.
+fn staging_key(key: &str) -> String {
+    format!("{key}:bloomkit-staging:{}", std::process::id())
+}
+
+/// Loads chunks into a staging key, then renames it over `key`, so that a
+/// half-loaded filter is never visible and a failure leaves `key` untouched.
+fn load_staged(
+    server: &mut Server,
+    key: &str,
+    replace: bool,
+    header: &[u8],
+    mut next_chunk: impl FnMut(&mut [u8]) -> Result<()>,
+    before_commit: impl FnOnce() -> Result<()>,
+    progress: &ProgressBar,
+) -> Result<()> {
+    if !replace && server.exists(key)? {
+        bail!("key '{key}' already exists on {}; pass --replace to overwrite it", server.url);
+    }
+    let parsed = dump::parse_header(header).map_err(|e| anyhow!("invalid filter header: {e}"))?;
+    let staging = staging_key(key);
+    let result = (|| -> Result<()> {
+        server.call::<i64>(redis::cmd("DEL").arg(&staging), &staging)?;
+        loadchunk(server, &staging, 1, header)?;
+        let mut end: i64 = 0;
+        let mut buf = Vec::new();
+        for (shape, _) in &parsed.links {
+            let mut left = shape.bytes;
+            while left > 0 {
+                let len = left.min(MAX_CHUNK);
+                buf.resize(len as usize, 0);
+                next_chunk(&mut buf)?;
+                end += len as i64;
+                loadchunk(server, &staging, end + 1, &buf)?;
+                progress.inc(len);
+                left -= len;
+            }
+        }
+        before_commit()?;
+        let renamed: i64 = if replace {
+            server.call::<()>(redis::cmd("RENAME").arg(&staging).arg(key), key)?;
+            1
+        } else {
+            server.call(redis::cmd("RENAMENX").arg(&staging).arg(key), key)?
+        };
+        if renamed == 0 {
+            bail!("key '{key}' appeared on {} while loading; pass --replace to overwrite it", server.url);
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = server.call::<i64>(redis::cmd("DEL").arg(&staging), &staging);
+    }
+    result?;
+    verify(server, key, &parsed)
+}
+
+/// After a load, the server must report the items and capacity the header describes.
+fn verify(server: &mut Server, key: &str, header: &dump::Header) -> Result<()> {
+    let capacity: i64 = first(server.call(redis::cmd("BF.INFO").arg(key).arg("CAPACITY"), key)?)?;
+    let items: i64 = first(server.call(redis::cmd("BF.INFO").arg(key).arg("ITEMS"), key)?)?;
+    let expected_capacity: u64 = header.links.iter().map(|(s, _)| s.capacity).sum();
+    if capacity as u64 != expected_capacity || items as u64 != header.items {
+        bail!(
+            "verification failed on {}: '{key}' reports capacity {capacity} and {items} items, \
+             the dump has {expected_capacity} and {}",
+            server.url,
+            header.items
+        );
+    }
+    Ok(())
+}
+
+fn first(values: Vec<i64>) -> Result<i64> {
+    values.first().copied().context("BF.INFO returned no value")
+}
+
+/// Restores a filter file into `key`; the file's checksum is checked before
+/// the restored filter replaces anything.
+pub fn restore(
+    server: &mut Server,
+    key: &str,
+    input: impl Read,
+    replace: bool,
+    progress: &ProgressBar,
+) -> Result<()> {
+    let reader = FileReader::open(input)?;
+    progress.set_length(reader.array_sizes.iter().sum());
+    let header = reader.header().to_vec();
+    let reader = std::cell::RefCell::new(Some(reader));
+    load_staged(
+        server,
+        key,
+        replace,
+        &header,
+        |buf| Ok(reader.borrow_mut().as_mut().expect("open until the end").read_bits(buf)?),
+        || Ok(reader.borrow_mut().take().expect("finished once").finish()?),
+        progress,
+    )
+}
+
+/// Copies `key` from one server to another, chunk by chunk.
+pub fn copy(
+    from: &mut Server,
+    to: &mut Server,
+    key: &str,
+    replace: bool,
+    progress: &ProgressBar,
+) -> Result<()> {
+    let (_, header) = scandump(from, key, 0)?;
+    let parsed =
+        dump::parse_header(&header).map_err(|e| anyhow!("the source sent an unreadable header: {e}"))?;
+    progress.set_length(parsed.links.iter().map(|(s, _)| s.bytes).sum());
+    let mut iter = 1;
+    load_staged(
+        to,
+        key,
+        replace,
+        &header,
+        |buf| {
+            let (next, data) = scandump(from, key, iter)?;
+            if next == 0 || data.len() != buf.len() {
+                bail!("the source filter '{key}' changed during the copy; try again");
+            }
+            buf.copy_from_slice(&data);
+            iter = next;
+            Ok(())
+        },
+        || Ok(()),
+        progress,
+    )
+}
+
+/// One sub-filter as BF.DEBUG describes it.
+pub struct SubFilterInfo {
+    pub bytes: u64,
+    pub hashes: u64,
+    pub capacity: u64,
+    pub items: u64,
+    pub error: f64,
+}
+
+/// BF.DEBUG, parsed.
+pub fn describe(server: &mut Server, key: &str) -> Result<(u64, Vec<SubFilterInfo>)> {
+    let lines: Vec<String> = server.call(redis::cmd("BF.DEBUG").arg(key), key)?;
+    let field = |line: &str, name: &str| -> Result<String> {
+        line.split(' ')
+            .find_map(|kv| kv.strip_prefix(name).and_then(|v| v.strip_prefix(':')))
+            .map(str::to_string)
+            .with_context(|| format!("BF.DEBUG line without {name}: {line}"))
+    };
+    let total: u64 = field(lines.first().context("empty BF.DEBUG reply")?, "size")?.parse()?;
+    let mut subs = Vec::new();
+    for line in &lines[1..] {
+        subs.push(SubFilterInfo {
+            bytes: field(line, "bytes")?.parse()?,
+            hashes: field(line, "hashes")?.parse()?,
+            capacity: field(line, "capacity")?.parse()?,
+            items: field(line, "size")?.parse()?,
+            error: field(line, "ratio")?.parse()?,
+        });
+    }
+    Ok((total, subs))
+}
+
+/// Estimated false-positive rate from item counts: 1 - Π(1 - (1 - e^(-k n / m))^k).
+pub fn estimated_rate(subs: &[SubFilterInfo]) -> f64 {
+    1.0 - subs
+        .iter()
+        .map(|s| {
+            let m = (s.bytes * 8) as f64;
+            1.0 - bloomkit_core::sizing::false_positive_rate(m, s.hashes as f64, s.items as f64)
+        })
+        .product::<f64>()
+}

@@ -1,0 +1,85 @@
+//! Quantities as people write them: `1e9`, `10M`, `2.5k`, `512MiB`.
+
+/// A count: a plain or scientific number, or one with an SI suffix
+/// (k, M, G, T = 1e3 .. 1e12).
+pub fn parse_count(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let (number, scale) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() && !t.ends_with("e") => {
+            let scale = match c {
+                'k' | 'K' => 1e3,
+                'm' | 'M' => 1e6,
+                'g' | 'G' => 1e9,
+                't' | 'T' => 1e12,
+                _ => return Err(format!("'{text}': unknown suffix '{c}' (use k, M, G or T)")),
+            };
+            (&t[..i], scale)
+        }
+        _ => (t, 1.0),
+    };
+    match number.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale),
+        _ => Err(format!("'{text}' is not a positive number (e.g. 1e9, 10M, 2500)")),
+    }
+}
+
+/// A size in bits: a count of bits, or bytes with a unit (B, KB, MB, GB,
+/// KiB, MiB, GiB, TiB).
+pub fn parse_bits(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let units: [(&str, f64); 9] = [
+        ("KiB", 1024.0),
+        ("MiB", 1024f64.powi(2)),
+        ("GiB", 1024f64.powi(3)),
+        ("TiB", 1024f64.powi(4)),
+        ("KB", 1e3),
+        ("MB", 1e6),
+        ("GB", 1e9),
+        ("TB", 1e12),
+        ("B", 1.0),
+    ];
+    for (unit, bytes) in units {
+        if let Some(number) = t.strip_suffix(unit) {
+            return match number.trim().parse::<f64>() {
+                Ok(v) if v.is_finite() && v > 0.0 => Ok(v * bytes * 8.0),
+                _ => Err(format!("'{text}' is not a positive size (e.g. 512MiB, 2GB)")),
+            };
+        }
+    }
+    parse_count(t)
+}
+
+/// A byte count for people: `1.5 GiB`.
+pub fn human_bytes(bytes: f64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut value = bytes;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < units.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{value:.0} B")
+    } else {
+        format!("{value:.1} {}", units[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_sizes() {
+        assert_eq!(parse_count("1e9").unwrap(), 1e9);
+        assert_eq!(parse_count("10M").unwrap(), 1e7);
+        assert_eq!(parse_count("2.5k").unwrap(), 2500.0);
+        assert!(parse_count("0").is_err());
+        assert!(parse_count("ten").is_err());
+        assert!(parse_count("5X").is_err());
+        assert_eq!(parse_bits("512MiB").unwrap(), 512.0 * 1024.0 * 1024.0 * 8.0);
+        assert_eq!(parse_bits("1KB").unwrap(), 8000.0);
+        assert_eq!(parse_bits("1e6").unwrap(), 1e6);
+        assert_eq!(human_bytes(1536.0), "1.5 KiB");
+    }
+}

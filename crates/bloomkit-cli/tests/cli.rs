@@ -1,0 +1,272 @@
+//! End-to-end: the built `bloomkit` binary, real files, real servers.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use bloomkit_testkit::{Module, Reply, Server, TestServer};
+
+fn bloomkit(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bloomkit"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run bloomkit");
+    // Fed from a thread: the child may fill its stdout pipe before it has read all input.
+    let mut pipe = child.stdin.take().unwrap();
+    let input = stdin.to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+    });
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    out
+}
+
+fn ok(args: &[&str], stdin: &[u8]) -> Vec<u8> {
+    let out = bloomkit(args, stdin);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    out.stdout
+}
+
+fn fails(args: &[&str], stdin: &[u8], message: &str) {
+    let out = bloomkit(args, stdin);
+    assert_eq!(out.status.code(), Some(1), "{args:?} should fail");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(message), "{args:?}: expected '{message}' in: {stderr}");
+    assert!(out.stdout.is_empty() || message.is_empty(), "errors go to stderr");
+}
+
+/// Lines where unique line i appears 1 + i % 3 times, interleaved deterministically.
+fn stream(unique: usize, prefix: &str) -> (Vec<u8>, Vec<Vec<u8>>) {
+    let mut order = Vec::new();
+    for i in 0..unique {
+        for _ in 0..=(i % 3) {
+            order.push(i);
+        }
+    }
+    // A fixed shuffle (multiplicative walk) so repeats are far apart.
+    let n = order.len();
+    let step = 7919 % n.max(1);
+    let shuffled: Vec<usize> = (0..n).map(|j| order[(j * step.max(1)) % n]).collect();
+    let mut input = Vec::new();
+    let mut first_seen = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for i in shuffled {
+        let line = format!("{prefix}{i:08}\u{e9}").into_bytes();
+        input.extend_from_slice(&line);
+        input.push(b'\n');
+        if seen.insert(i) {
+            first_seen.push(line);
+        }
+    }
+    (input, first_seen)
+}
+
+fn lines(out: &[u8]) -> Vec<Vec<u8>> {
+    out.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(<[u8]>::to_vec).collect()
+}
+
+/// Output is the first sightings in order, none twice; at most `allowed_missing` lost to false positives.
+fn assert_dedup(out: &[u8], expected: &[Vec<u8>], allowed_missing: usize) {
+    let got = lines(out);
+    let mut unique = std::collections::HashSet::new();
+    assert!(got.iter().all(|l| unique.insert(l.clone())), "no line written twice");
+    let mut expected_iter = expected.iter();
+    for line in &got {
+        assert!(expected_iter.any(|e| e == line), "lines keep their first-seen order");
+    }
+    assert!(
+        expected.len() - got.len() <= allowed_missing,
+        "{} unique lines dropped",
+        expected.len() - got.len()
+    );
+}
+
+#[test]
+fn calc_agrees_with_the_formulas() {
+    let out = ok(&["calc", "--capacity", "1e6", "--error-rate", "0.01", "--json"], b"");
+    let v: serde_json_lite::Value = serde_json_lite::parse(&out);
+    let (n, p) = (1e6f64, 0.01f64);
+    let m = (-n * p.ln() / std::f64::consts::LN_2.powi(2)).ceil();
+    assert_eq!(v.get("bits"), m);
+    assert_eq!(v.get("hashes"), (m / n * std::f64::consts::LN_2).round());
+    let k = v.get("hashes");
+    let expected_p = (1.0 - (-k * n / m).exp()).powf(k);
+    assert!((v.get("error_rate") - expected_p).abs() < 1e-12);
+    // RedisBloom's sizing at p/2: floor(n x bpe) bits, rounded up to 64-bit words.
+    let bpe = -(p / 2.0).ln() / 0.480453013918201;
+    let reserve_bits = ((n * bpe).floor() / 64.0).ceil() * 64.0;
+    assert_eq!(v.get("bf_reserve_bytes"), reserve_bits / 8.0);
+    let table = String::from_utf8(ok(
+        &["calc", "-n", "1e9", "--table", "--bits-per-item", "30,50", "--table-hashes", "8,16"],
+        b"",
+    ))
+    .unwrap();
+    assert_eq!(table.lines().count(), 2 + 4, "{table}");
+    assert!(table.contains("5.8 GiB"), "{table}");
+    fails(&["calc", "-n", "1e6"], b"", "give exactly two");
+    fails(&["calc", "-n", "1e6", "-p", "2"], b"", "strictly between 0 and 1");
+    let usage = bloomkit(&["calc", "--capacity", "lots"], b"");
+    assert_eq!(usage.status.code(), Some(2), "usage errors exit 2");
+}
+
+#[test]
+fn dedup_in_process() {
+    let (input, first) = stream(30_000, "line-");
+    // The default error rate is 1e-6: over 30 000 lines, more than 2 lost is a failure.
+    assert_dedup(&ok(&["dedup"], &input), &first, 2);
+    let dups = lines(&ok(&["dedup", "--duplicates"], &input));
+    assert_eq!(dups.len() + first.len(), lines(&input).len(), "repeats are the rest");
+    let count = String::from_utf8(ok(&["dedup", "--count"], &input)).unwrap();
+    assert_eq!(
+        count.trim(),
+        format!("{} lines, {} unique, {} duplicates", lines(&input).len(), first.len(), dups.len())
+    );
+    // Non-UTF-8 bytes are just bytes; a loose error rate shows the bound is honoured.
+    let binary = b"\xff\xfe\n\x00\x01\n\xff\xfe\n".to_vec();
+    assert_eq!(ok(&["dedup"], &binary), b"\xff\xfe\n\x00\x01\n".to_vec());
+    assert_dedup(
+        &ok(&["dedup", "--error-rate", "0.01", "--capacity", "30000"], &input),
+        &first,
+        30_000 / 100 * 2,
+    );
+    // Fields.
+    let csv = b"a,1,x\nb,2,x\nc,1,y\nd\n".to_vec();
+    assert_eq!(ok(&["dedup", "--field", "2"], &csv), b"a,1,x\nb,2,x\nd\n".to_vec());
+    assert_eq!(ok(&["dedup", "--field", "3", "--delimiter", ","], &csv), b"a,1,x\nc,1,y\nd\n".to_vec());
+}
+
+#[test]
+fn dedup_state_survives_between_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("seen.bkf");
+    let state_arg = state.to_str().unwrap();
+    ok(&["dedup", "--state", state_arg], b"monday\ntuesday\n");
+    assert!(state.exists());
+    assert_eq!(ok(&["dedup", "--state", state_arg], b"tuesday\nwednesday\nmonday\n"), b"wednesday\n");
+    assert_eq!(ok(&["dedup", "--state", state_arg], b"wednesday\nthursday\n"), b"thursday\n");
+    std::fs::write(&state, b"BLOOMKIT garbage").unwrap();
+    fails(&["dedup", "--state", state_arg], b"x\n", "cannot load the state file");
+    std::fs::write(&state, b"not a filter at all").unwrap();
+    fails(&["dedup", "--state", state_arg], b"x\n", "not a bloomkit filter file");
+}
+
+fn redis_arg(s: &TestServer) -> String {
+    format!("redis://127.0.0.1:{}", s.port)
+}
+
+#[test]
+fn dedup_against_servers() {
+    let with_module = TestServer::with_bloomkit(Server::Redis);
+    let url = redis_arg(&with_module);
+    let (input, first) = stream(20_000, "srv-");
+    assert_dedup(&ok(&["dedup", "--redis", &url, "--key", "seen"], &input), &first, 2);
+    // A second run remembers.
+    assert!(ok(&["dedup", "--redis", &url, "--key", "seen"], &input).is_empty());
+    let mut c = with_module.conn();
+    let card = c.cmd("BF.CARD seen").as_int() as usize;
+    assert!(card <= first.len() && card + 2 >= first.len(), "the server filter holds the unique lines");
+    c.ok("SET text x");
+    fails(&["dedup", "--redis", &url, "--key", "text"], b"a\n", "holds another type");
+    let plain = TestServer::start(Server::Redis, &[], &[]);
+    fails(&["dedup", "--redis", &redis_arg(&plain)], b"a\n", "has no Bloom filter module");
+    fails(&["dedup", "--redis", "redis://127.0.0.1:1"], b"a\n", "cannot reach the server");
+    fails(&["dedup", "--redis", &url, "--state", "x"], b"a\n", "--state keeps an in-process filter");
+}
+
+#[test]
+fn dump_restore_copy_between_redisbloom_and_bloomkit() {
+    let redisbloom = TestServer::start(Server::Redis, &[Module::RedisBloom], &[]);
+    let bloomkit = TestServer::with_bloomkit(Server::Redis);
+    let (rb_url, bk_url) = (redis_arg(&redisbloom), redis_arg(&bloomkit));
+    let mut rb = redisbloom.conn();
+    rb.ok("BF.RESERVE clicks 0.001 1000 EXPANSION 2");
+    let items: Vec<String> = (0..5000).map(|i| format!("click-{i}")).collect();
+    let mut madd = vec!["BF.MADD".to_string(), "clicks".into()];
+    madd.extend(items.iter().cloned());
+    rb.call(&madd);
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("clicks.bkf");
+    let file_arg = file.to_str().unwrap();
+    ok(&["dump", "--redis", &rb_url, "clicks", "-o", file_arg], b"");
+    ok(&["restore", "--redis", &bk_url, "clicks", "-i", file_arg], b"");
+    let mut bk = bloomkit.conn();
+    let scan = |c: &mut bloomkit_testkit::Conn, key: &str| {
+        let mut out = Vec::new();
+        let mut iter = 0i64;
+        loop {
+            let r = c.call(&["BF.SCANDUMP", key, &iter.to_string()]);
+            iter = r.as_array()[0].as_int();
+            if iter == 0 {
+                return out;
+            }
+            out.push(r.as_array()[1].as_bytes().to_vec());
+        }
+    };
+    assert_eq!(scan(&mut bk, "clicks"), scan(&mut rb, "clicks"), "restored byte for byte");
+    fails(&["restore", "--redis", &bk_url, "clicks", "-i", file_arg], b"", "already exists");
+    ok(&["restore", "--redis", &bk_url, "clicks", "-i", file_arg, "--replace"], b"");
+    // Standard input and output work too.
+    let dumped = ok(&["dump", "--redis", &bk_url, "clicks"], b"");
+    assert_eq!(dumped, std::fs::read(&file).unwrap(), "the same file from either server");
+    ok(&["restore", "--redis", &bk_url, "clicks2"], &dumped);
+
+    // Copy back to RedisBloom.
+    ok(&["copy", "--from", &bk_url, "--to", &rb_url, "clicks2"], b"");
+    assert_eq!(scan(&mut rb, "clicks2"), scan(&mut bk, "clicks2"));
+    fails(&["copy", "--from", &bk_url, "--to", &rb_url, "clicks"], b"", "already exists");
+    ok(&["copy", "--from", &bk_url, "--to", &rb_url, "clicks", "--replace"], b"");
+
+    // A dump is a dedup state, and the other way round.
+    let known: Vec<u8> = items[..10].iter().flat_map(|i| format!("{i}\nnew-{i}\n").into_bytes()).collect();
+    let out = ok(&["dedup", "--state", file_arg], &known);
+    assert_eq!(lines(&out).len(), 10, "only the new lines: {}", String::from_utf8_lossy(&out));
+    ok(&["restore", "--redis", &bk_url, "from-state", "-i", file_arg], b"");
+    assert_eq!(bk.cmd("BF.EXISTS from-state new-click-3"), Reply::Int(1));
+
+    // Corrupt files are refused and leave nothing behind.
+    let mut corrupt = std::fs::read(&file).unwrap();
+    let last = corrupt.len() - 100;
+    corrupt[last] ^= 0xff;
+    let corrupt_path = dir.path().join("corrupt.bkf");
+    std::fs::write(&corrupt_path, &corrupt).unwrap();
+    fails(
+        &["restore", "--redis", &bk_url, "victim", "-i", corrupt_path.to_str().unwrap()],
+        b"",
+        "checksum mismatch",
+    );
+    assert_eq!(bk.cmd("EXISTS victim"), Reply::Int(0));
+    assert_eq!(bk.cmd("DBSIZE").as_int(), 3, "no staging key left behind");
+    fails(&["dump", "--redis", &bk_url, "missing", "-o", file_arg], b"", "does not exist");
+    assert!(Path::new(&file).exists(), "a failed dump leaves the old file");
+
+    let info = String::from_utf8(ok(&["info", "--redis", &rb_url, "clicks"], b"")).unwrap();
+    let card = rb.cmd("BF.CARD clicks").as_int();
+    assert!(info.contains(&format!("items                    {card}\n")), "{info}");
+    assert!(info.contains("sub-filters              3"), "{info}");
+}
+
+/// A tiny JSON reader for flat objects of numbers, enough for `calc --json`.
+mod serde_json_lite {
+    pub struct Value(Vec<(String, f64)>);
+    impl Value {
+        pub fn get(&self, key: &str) -> f64 {
+            self.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v).unwrap_or_else(|| panic!("no {key}"))
+        }
+    }
+    pub fn parse(bytes: &[u8]) -> Value {
+        let text = std::str::from_utf8(bytes).unwrap().trim().trim_start_matches('{').trim_end_matches('}');
+        Value(
+            text.split(',')
+                .map(|pair| {
+                    let (k, v) = pair.split_once(':').unwrap();
+                    (k.trim_matches('"').to_string(), v.parse().unwrap())
+                })
+                .collect(),
+        )
+    }
+}
