@@ -20,6 +20,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Random items for "new" and "absent" rows are drawn from 10^12 values.
+RANDOM_RANGE = 10**12
 
 
 class Conn:
@@ -87,8 +89,10 @@ class Server:
         self.name = name
         self.dir = tempfile.mkdtemp(prefix="bloomkit-bench-")
         self.port = free_port()
+        # Servers on core 0, the load generator on core 1 (bench/run.sh needs
+        # two cores): neither steals the other's CPU mid-measurement.
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+            ["taskset", "-c", "0", "redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", self.dir, "--logfile", "server.log",
              "--enable-debug-command", "yes", "--loadmodule", module],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -110,26 +114,32 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def benchmark(server, command, requests, pipeline, clients=50, rand_range=None):
-    """Requests per second of one redis-benchmark run."""
-    args = ["redis-benchmark", "-p", str(server.port), "-c", str(clients), "-n", str(requests),
-            "-P", str(pipeline), "--csv"]
+LOADGEN = os.path.join(ROOT, "target", "release", "bloomkit-loadgen")
+
+
+def benchmark(server, command, requests, pipeline, clients=50, rand_range=None, prefix="", fresh=False, seed=42):
+    """Requests per second of one bloomkit-loadgen run ({item} = a random item)."""
+    args = ["taskset", "-c", "1", LOADGEN, "--threads", "1", "--port", str(server.port), "--clients", str(clients),
+            "--pipeline", str(pipeline), "--requests", str(requests), "--seed", str(seed)]
     if rand_range:
-        args += ["-r", str(rand_range)]
-    out = subprocess.run(args + command.split(), capture_output=True, text=True, check=True).stdout
-    for line in out.splitlines():
-        fields = [f.strip('"') for f in line.split(",")]
-        if len(fields) > 1 and fields[0] != "test":
-            return float(fields[1])
-    raise RuntimeError("no result from redis-benchmark: %s" % out)
+        args += ["--range", str(rand_range)]
+    if prefix:
+        args += ["--prefix", prefix]
+    if fresh:
+        args.append("--fresh")
+    out = subprocess.run(args + ["--"] + command.split(), capture_output=True, text=True, check=True).stdout.split()
+    rps, errors = float(out[0]), int(out[1])
+    if errors:
+        raise SystemExit("%s: %d error replies to %s" % (server.name, errors, command))
+    return rps
 
 
 def madd_command(key, n):
-    return " ".join(["BF.MADD", key] + ["__rand_int__"] * n)
+    return " ".join(["BF.MADD", key] + ["{item}"] * n)
 
 
 def fill_hit_set(server, key, count):
-    """Adds items 000000000000 .. count-1: what redis-benchmark's __rand_int__ draws with -r count."""
+    """Adds items 000000000000 .. count-1: what the load generator's {item} draws with --range count."""
     c = server.conn
     for start in range(0, count, 1000):
         items = [b"%012d" % i for i in range(start, min(start + 1000, count))]
@@ -173,7 +183,7 @@ def main():
     opts = parser.parse_args()
 
     quick = opts.quick
-    rounds = 1 if quick else 3
+    rounds = 1 if quick else 5
     scale = 0.02 if quick else 1.0
     large_capacity = 10**6 if quick else 10**8
     small_capacity = 10**5
@@ -196,8 +206,11 @@ def main():
             fill_hit_set(s, "small", small_capacity)
             s.conn.call("SET", "plain", "x")
         bk.conn.call("BF.RESERVE", "large", "0.01", large_capacity)
-        benchmark(bk, madd_command("large", 100), large_capacity // 2 // 100, 16, rand_range=10**12)
+        benchmark(bk, madd_command("large", 100), large_capacity // 2 // 100, 16, rand_range=RANDOM_RANGE, fresh=True)
         fill_hit_set(bk, "large", small_capacity)
+        filled = bk.conn.call("BF.CARD", "large")
+        if filled < large_capacity * 0.45:
+            raise SystemExit("the large filter holds %d items, not about half of %d: the fill failed" % (filled, large_capacity))
         # The same bytes on both sides: the large filter moves by SCANDUMP/LOADCHUNK (measured below).
         t = time.time()
         chunks = scandump_all(bk.conn, "large")
@@ -212,35 +225,46 @@ def main():
         assert [d for _, d in chunks_rb] == [d for _, d in chunks], "the large filters differ"
         del chunks_rb
         t = time.time()
-        loadchunks(bk.conn, "large-copy", chunks)
+        loadchunks(bk.conn, "large-add", chunks)
         load_seconds_bk = time.time() - t
+        loadchunks(rb.conn, "large-add", chunks)  # RedisBloom 2.8.2 has no COPY
         del chunks
-        bk.conn.call("DEL", "large-copy")
         print("large filter: %.0f MB, %d items" % (total_mb, bk.conn.call("BF.CARD", "large")), flush=True)
 
-        # Throughput rows.
-        n1, n32, nm = int(400_000 * scale), int(4_000_000 * scale), int(60_000 * scale)
-        scenarios = [("ceiling", "EXISTS plain (built-in)", "EXISTS plain", n1, 1, None, 1),
-                     ("ceiling", "EXISTS plain (built-in), pipeline 32", "EXISTS plain", n32, 32, None, 1)]
+        # Throughput rows: (section, name, command, requests, pipeline, range, per request, prefix, fresh).
+        n1, n32, nm = int(200_000 * scale), int(2_000_000 * scale), int(30_000 * scale)
+        scenarios = [("ceiling", "EXISTS plain (built-in)", "EXISTS plain", n1, 1, None, 1, "", False, []),
+                     ("ceiling", "EXISTS plain (built-in), pipeline 32", "EXISTS plain", n32, 32, None, 1, "", False, [])]
+        # Lookups run on the pristine filters. Adds go to other keys, so that
+        # they do not grow the filters the lookups measure: "small-add" is
+        # made anew before each measurement (it scales as it would in
+        # service), "large-add" is a copy of the large filter (made above by
+        # LOADCHUNK) that absorbs every round's adds (from 50% towards 75% full).
+        reset_small_add = [("DEL", "small-add"), ("BF.RESERVE", "small-add", "0.01", small_capacity)]
         for size, key in (("small", "small"), ("large", "large")):
+            add_key, setup = (("small-add", reset_small_add) if size == "small" else ("large-add", []))
             for depth, n in ((1, n1), (32, n32)):
                 tag = "" if depth == 1 else ", pipeline 32"
                 scenarios += [
-                    (size, "BF.ADD new items%s" % tag, "BF.ADD %s __rand_int__" % key, n, depth, 10**12, 1),
-                    (size, "BF.EXISTS hits%s" % tag, "BF.EXISTS %s __rand_int__" % key, n, depth, small_capacity, 1),
-                    (size, "BF.EXISTS misses%s" % tag, "BF.EXISTS %s miss:__rand_int__" % key, n, depth, 10**12, 1),
+                    (size, "BF.ADD new items%s" % tag, "BF.ADD %s {item}" % add_key, n, depth, RANDOM_RANGE, 1, "new:", True, setup),
+                    (size, "BF.EXISTS hits%s" % tag, "BF.EXISTS %s {item}" % key, n, depth, small_capacity, 1, "", False, []),
+                    (size, "BF.EXISTS misses%s" % tag, "BF.EXISTS %s {item}" % key, n, depth, RANDOM_RANGE, 1, "miss:", False, []),
                 ]
             scenarios += [
-                (size, "BF.MADD 100 items (items/s)", madd_command(key, 100), nm, 1, 10**12, 100),
-                (size, "BF.MEXISTS 100 items (items/s)",
-                 " ".join(["BF.MEXISTS", key] + ["__rand_int__"] * 100), nm, 1, small_capacity, 100),
+                (size, "BF.MADD 100 new items (items/s)", madd_command(add_key, 100), nm, 1, RANDOM_RANGE, 100, "new:", True, setup),
+                (size, "BF.MEXISTS 100 items, hits (items/s)",
+                 " ".join(["BF.MEXISTS", key] + ["{item}"] * 100), nm, 1, small_capacity, 100, "", False, []),
             ]
-        for section, name, command, n, depth, rand_range, per_request in scenarios:
+        for section, name, command, n, depth, rand_range, per_request, prefix, fresh, setup in scenarios:
             results = {"bloomkit": [], "RedisBloom": []}
             for r in range(rounds):
                 order = ["bloomkit", "RedisBloom"] if r % 2 == 0 else ["RedisBloom", "bloomkit"]
                 for who in order:
-                    results[who].append(benchmark(servers[who], command, n, depth, rand_range=rand_range) * per_request)
+                    for cmd in setup:
+                        servers[who].conn.call(*cmd)
+                    rps = benchmark(servers[who], command, n, depth, rand_range=rand_range, prefix=prefix,
+                                    fresh=fresh, seed=100 + r)
+                    results[who].append(rps * per_request)
             unit = "items/s" if per_request > 1 else "ops/s"
             add(section, name, statistics.median(results["bloomkit"]), statistics.median(results["RedisBloom"]), unit)
 
@@ -270,7 +294,7 @@ def main():
         add("dump", "SCANDUMP of the large filter", total_mb / dump_seconds, total_mb / dump_seconds_rb, "MB/s")
         add("dump", "LOADCHUNK into an empty key", total_mb / load_seconds_bk, total_mb / load_seconds, "MB/s")
         for s in servers.values():
-            for key in ("small", "mem"):
+            for key in ("small", "small-add", "large-add", "mem"):
                 s.conn.call("DEL", key)
         save, reload_ = {}, {}
         for who, s in servers.items():
@@ -292,8 +316,9 @@ def main():
         out.write("Generated by `bench/run.sh%s` on %s in %.0f s.\n\n" % (" --quick" if quick else "", time.strftime("%Y-%m-%d"), elapsed))
         out.write("Machine: %s.\n\n" % machine())
         out.write("Both modules in two servers of the same binary, measured alternately (%d rounds, medians), "
-                  "50 clients on loopback, redis-benchmark as the load generator. Ratio = bloomkit / RedisBloom "
-                  "(for seconds, RedisBloom / bloomkit, so that above 1 is always better).\n\n" % rounds)
+                  "50 clients on loopback, bloomkit-loadgen (crates/bloomkit-bench) as the load generator. Ratio = bloomkit / RedisBloom "
+                  "(for seconds, RedisBloom / bloomkit, so that above 1 is always better). The two ceiling rows run the "
+                  "same built-in command on both servers: their ratio shows this machine's noise.\n\n" % rounds)
         section = None
         for sec, name, a, b, unit, _ in rows:
             if sec != section:

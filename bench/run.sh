@@ -5,5 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/test-servers.sh >/dev/null
-cargo build --release -p bloomkit-module
+cargo build --release -p bloomkit-module -p bloomkit-bench
 exec python3 bench/bench.py "$@"

@@ -114,16 +114,16 @@ impl SubFilter {
         newly_set
     }
 
-    /// Asks the CPU to load every cache line the item's probes touch, so that
-    /// the misses of a batch overlap instead of happening one after another.
-    /// Only worth it when the array does not fit in cache.
+    /// Asks the CPU to load the cache lines of the item's first `probes`
+    /// probes, so that the misses of a batch overlap instead of happening one
+    /// after another. Only worth it when the array does not fit in cache.
     #[inline]
-    pub fn prefetch(&self, h: HashPair) {
+    pub fn prefetch(&self, h: HashPair, probes: u32) {
         if self.bits.len() < PREFETCH_FROM_BYTES {
             return;
         }
         let mut x = h.a;
-        for _ in 0..self.shape.hashes {
+        for _ in 0..self.shape.hashes.min(probes) {
             let bit = self.modulus.reduce(x);
             prefetch_byte(self.bits.as_ptr().wrapping_add((bit >> 3) as usize));
             x = x.wrapping_add(h.b);
@@ -150,8 +150,9 @@ impl SubFilter {
     }
 }
 
-/// Arrays smaller than this live in the CPU caches: prefetching them costs more than it saves.
-const PREFETCH_FROM_BYTES: usize = 1 << 20;
+/// Arrays smaller than this (about a core's L2 on server CPUs) stay in cache:
+/// prefetching them costs more than it saves.
+const PREFETCH_FROM_BYTES: usize = 2 << 20;
 
 #[inline(always)]
 fn prefetch_byte(ptr: *const u8) {

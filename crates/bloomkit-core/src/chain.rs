@@ -129,13 +129,19 @@ impl Chain {
         }
     }
 
+    /// Hashes a group and prefetches what checking it will touch: every probe
+    /// in the newest sub-filter (where adds go and most items are), and the
+    /// first two in older ones, where a check usually stops at the first
+    /// unset bit (a filter at most full has half its bits unset).
     #[inline]
     fn hash_and_prefetch<I: AsRef<[u8]>>(&self, group: &[I]) -> [HashPair; BATCH] {
         let mut hashes = [HashPair { a: 0, b: 0 }; BATCH];
+        let (newest, older) = self.filters.split_last().expect("a chain has at least one sub-filter");
         for (h, item) in hashes.iter_mut().zip(group) {
             *h = self.hash(item.as_ref());
-            for f in &self.filters {
-                f.prefetch(*h);
+            newest.prefetch(*h, u32::MAX);
+            for f in older {
+                f.prefetch(*h, 2);
             }
         }
         hashes
@@ -149,12 +155,19 @@ impl Chain {
 
     /// RedisBloom's `SBChain_Add`: a present item changes nothing; a full newest
     /// sub-filter is followed by a larger, tighter one before the item goes in.
+    ///
+    /// When the newest sub-filter has room, checking it and inserting into it
+    /// are one pass (test-and-set): if every bit was already set, nothing
+    /// changed and the item was present, exactly as a check would have said.
     pub fn add_hash(&mut self, h: HashPair, limits: Limits) -> Result<bool, Error> {
-        if self.contains_hash(h) {
+        let (newest, older) = self.filters.split_last().expect("a chain has at least one sub-filter");
+        if older.iter().rev().any(|f| f.contains(h)) {
             return Ok(false);
         }
-        let newest = self.filters.last().expect("a chain has at least one sub-filter");
         if newest.items >= newest.shape.capacity {
+            if newest.contains(h) {
+                return Ok(false);
+            }
             self.grow(limits)?;
         }
         let newest = self.filters.last_mut().expect("a chain has at least one sub-filter");

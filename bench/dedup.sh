@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# bloomkit dedup vs awk and sort -u on 1e7 generated lines; writes bench/DEDUP-RESULTS.md.
+#   bench/dedup.sh [--lines N] [--rounds R] [--redis-port PORT]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release -p bloomkit-cli
+exec python3 bench/dedup.py "$@"
