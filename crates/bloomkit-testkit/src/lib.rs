@@ -10,6 +10,10 @@
 //! - `BLOOMKIT_MODULE`: libbloomkit.so (default: the target directory of the running test)
 //!
 //! `scripts/test-servers.sh` installs them.
+//!
+//! `BLOOMKIT_SERVER_WRAPPER` (e.g. `valgrind --log-file=/tmp/vg.%p`) runs every
+//! server under another program; `BLOOMKIT_START_SECONDS` then gives slow
+//! starts more time (default 20).
 
 mod resp;
 
@@ -91,7 +95,24 @@ pub struct TestServer {
 }
 
 /// How long a server may take to answer PING after starting.
-const START_DEADLINE: Duration = Duration::from_secs(20);
+fn start_deadline() -> Duration {
+    let seconds = std::env::var("BLOOMKIT_START_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+    Duration::from_secs(seconds)
+}
+
+/// The server command, under `BLOOMKIT_SERVER_WRAPPER` when set.
+fn server_command(server: Server) -> Command {
+    let binary = server_binary(server);
+    match std::env::var("BLOOMKIT_SERVER_WRAPPER") {
+        Ok(wrapper) if !wrapper.trim().is_empty() => {
+            let mut words = wrapper.split_whitespace();
+            let mut cmd = Command::new(words.next().expect("a wrapper program"));
+            cmd.args(words).arg(binary);
+            cmd
+        }
+        _ => Command::new(binary),
+    }
+}
 
 impl TestServer {
     /// Starts a server with these modules and extra `--name value` arguments.
@@ -125,7 +146,7 @@ impl TestServer {
         let mut last_error = String::new();
         for _ in 0..5 {
             let port = if self.port != 0 { self.port } else { free_port() };
-            let mut cmd = Command::new(server_binary(self.server));
+            let mut cmd = server_command(self.server);
             cmd.arg("--port")
                 .arg(port.to_string())
                 .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
@@ -164,7 +185,7 @@ impl TestServer {
     }
 
     fn wait_ready(&mut self) -> Result<(), String> {
-        let deadline = Instant::now() + START_DEADLINE;
+        let deadline = Instant::now() + start_deadline();
         loop {
             if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
                 return Err(format!("exited with {status}: {}", self.log()));
@@ -178,7 +199,7 @@ impl TestServer {
                 }
             }
             if Instant::now() > deadline {
-                return Err(format!("no PONG within {START_DEADLINE:?}"));
+                return Err(format!("no PONG within {:?}", start_deadline()));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -218,6 +239,16 @@ impl TestServer {
 
 impl Drop for TestServer {
     fn drop(&mut self) {
+        // A clean exit lets a wrapper such as valgrind write its report.
+        if std::env::var_os("BLOOMKIT_SERVER_WRAPPER").is_some() && self.child.is_some() {
+            if let Ok(mut c) = Conn::connect(self.port) {
+                let _ = c.send(&["SHUTDOWN", "NOSAVE"]);
+                let _ = c.read_raw();
+            }
+            if let Some(mut child) = self.child.take() {
+                let _ = child.wait();
+            }
+        }
         self.kill();
     }
 }
