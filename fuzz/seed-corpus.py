@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Writes seed corpora for the fuzz targets from the RedisBloom 2.8.2 vectors."""
+import json, os, struct
+
+here = os.path.dirname(os.path.abspath(__file__))
+vectors = json.load(open(os.path.join(here, "..", "crates", "bloomkit-core", "tests", "fixtures", "redisbloom-2.8.2.json")))
+
+def put(target, name, data):
+    d = os.path.join(here, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    open(os.path.join(d, name), "wb").write(data)
+
+def file_format(header, arrays):
+    import zlib
+    body = b"BLOOMKIT" + struct.pack("<II", 1, len(header)) + header + b"".join(arrays)
+    return body + struct.pack("<I", zlib.crc32(body) & 0xffffffff)
+
+for case in vectors["cases"]:
+    name = case["name"]
+    stream = case["scandump"]
+    header = bytes.fromhex(stream[0]["hex"])
+    chunks = [(c["iter"], bytes.fromhex(c["hex"])) for c in stream[1:] if c["iter"] != 0]
+    put("scandump_header", name, header)
+    packed = bytes([min(len(header), 255)]) + header[:255]
+    for it, data in chunks:
+        packed += struct.pack("<q", it) + bytes([min(len(data), 255)]) + data[:255]
+    put("scandump_chunks", name, packed)
+    put("filter_file", name, file_format(header, [d for _, d in chunks]))
+    # The RDB fields of the same filter, in the FieldStream encoding (tag + 8 bytes).
+    h = struct.unpack_from("<QIII", header)
+    fields = b"U" + struct.pack("<Q", h[0]) + b"U" + struct.pack("<Q", h[1]) + b"U" + struct.pack("<Q", h[2]) + b"U" + struct.pack("<Q", h[3])
+    for i in range(h[1]):
+        link = struct.unpack_from("<QQQddIQB", header, 20 + 53 * i)
+        nbytes, bits, items, error, bpe, hashes, capacity, n2 = link
+        data = b"".join(d for _, d in chunks)[:nbytes]
+        fields += b"U" + struct.pack("<Q", capacity) + b"D" + struct.pack("<d", error) + b"U" + struct.pack("<Q", hashes)
+        fields += b"D" + struct.pack("<d", bpe) + b"U" + struct.pack("<Q", bits) + b"U" + struct.pack("<Q", n2)
+        fields += b"B" + struct.pack("<Q", len(data)) + data + b"U" + struct.pack("<Q", items)
+    put("rdb_fields", name, b"\x04" + fields)
+    reserve = case["reserve"]
+    if reserve:
+        words = [reserve["error_rate"], str(reserve["capacity"])] + reserve["options"]
+        put("command_args", name, b"\x00".join(w.encode() for w in ["k"] + words))
+for i, line in enumerate(["k CAPACITY 10 ERROR 0.1 EXPANSION 3 NONSCALING ITEMS a b",
+                          "k ERR 0.01 Cx 5 NOCREATE Ifoo a", "k 0.001 100 EXPANSION 4", "k 1e-300 1 NONSCALING"]):
+    put("command_args", "line%d" % i, b"\x00".join(w.encode() for w in line.split(" ")))
+print("seed corpora written under", os.path.join(here, "corpus"))
