@@ -145,7 +145,8 @@ impl ReplyCounter {
                 &line_owned
             };
             let line = line.strip_suffix(b"\r").unwrap_or(line);
-            let number = || std::str::from_utf8(&line[1..]).ok().and_then(|s| s.parse::<i64>().ok()).unwrap_or(0);
+            let number =
+                || std::str::from_utf8(&line[1..]).ok().and_then(|s| s.parse::<i64>().ok()).unwrap_or(0);
             match line.first() {
                 Some(b'*' | b'%' | b'~') => {
                     let mut n = number();
@@ -203,37 +204,44 @@ fn run_thread(o: &Options, clients: usize, requests: usize, pool: &[Vec<u8>], se
             (s, ReplyCounter::default(), i * 7919 % pool.len().max(1))
         })
         .collect();
-    let mut sent = 0usize;
+    let mut remaining = requests;
     let mut buf = vec![0u8; 1 << 16];
     let mut batch = Vec::new();
-    while sent < requests {
-        // Each connection: send a pipeline, then read its replies.
-        let mut in_flight = Vec::with_capacity(conns.len());
-        for (stream, _, offset) in conns.iter_mut() {
-            let n = o.pipeline.min(requests - sent);
-            if n == 0 {
-                in_flight.push(0);
-                continue;
-            }
-            batch.clear();
-            for _ in 0..n {
-                if o.fresh {
-                    encode_request(o, &mut rng, &mut batch);
-                } else {
-                    batch.extend_from_slice(&pool[*offset]);
-                    *offset = (*offset + 1) % pool.len();
-                }
-            }
-            stream.write_all(&batch).expect("write");
-            sent += n;
-            in_flight.push(n);
+    let mut in_flight = vec![0usize; conns.len()];
+    // Each connection is refilled as soon as its replies are in, so that the
+    // server always has requests queued on other connections meanwhile.
+    let mut send = |i: usize, conns: &mut Vec<(TcpStream, ReplyCounter, usize)>, remaining: &mut usize| {
+        let n = o.pipeline.min(*remaining);
+        if n == 0 {
+            return 0;
         }
-        for ((stream, counter, _), mut expected) in conns.iter_mut().zip(in_flight) {
+        let (stream, _, offset) = &mut conns[i];
+        batch.clear();
+        for _ in 0..n {
+            if o.fresh {
+                encode_request(o, &mut rng, &mut batch);
+            } else {
+                batch.extend_from_slice(&pool[*offset]);
+                *offset = (*offset + 1) % pool.len();
+            }
+        }
+        stream.write_all(&batch).expect("write");
+        *remaining -= n;
+        n
+    };
+    for i in 0..conns.len() {
+        in_flight[i] = send(i, &mut conns, &mut remaining);
+    }
+    while in_flight.iter().any(|&n| n > 0) {
+        for i in 0..conns.len() {
+            let mut expected = in_flight[i];
             while expected > 0 {
+                let (stream, counter, _) = &mut conns[i];
                 let n = stream.read(&mut buf).expect("read");
                 assert!(n > 0, "the server closed the connection");
                 expected -= counter.feed(&buf[..n]);
             }
+            in_flight[i] = send(i, &mut conns, &mut remaining);
         }
     }
     conns.iter().map(|(_, c, _)| c.errors).sum()
