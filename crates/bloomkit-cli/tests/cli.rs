@@ -195,19 +195,7 @@ fn dump_restore_copy_between_redisbloom_and_bloomkit() {
     ok(&["dump", "--redis", &rb_url, "clicks", "-o", file_arg], b"");
     ok(&["restore", "--redis", &bk_url, "clicks", "-i", file_arg], b"");
     let mut bk = bloomkit.conn();
-    let scan = |c: &mut bloomkit_testkit::Conn, key: &str| {
-        let mut out = Vec::new();
-        let mut iter = 0i64;
-        loop {
-            let r = c.call(&["BF.SCANDUMP", key, &iter.to_string()]);
-            iter = r.as_array()[0].as_int();
-            if iter == 0 {
-                return out;
-            }
-            out.push(r.as_array()[1].as_bytes().to_vec());
-        }
-    };
-    assert_eq!(scan(&mut bk, "clicks"), scan(&mut rb, "clicks"), "restored byte for byte");
+    assert_eq!(bk.scandump("clicks"), rb.scandump("clicks"), "restored byte for byte");
     fails(&["restore", "--redis", &bk_url, "clicks", "-i", file_arg], b"", "already exists");
     ok(&["restore", "--redis", &bk_url, "clicks", "-i", file_arg, "--replace"], b"");
     // Standard input and output work too.
@@ -217,7 +205,7 @@ fn dump_restore_copy_between_redisbloom_and_bloomkit() {
 
     // Copy back to RedisBloom.
     ok(&["copy", "--from", &bk_url, "--to", &rb_url, "clicks2"], b"");
-    assert_eq!(scan(&mut rb, "clicks2"), scan(&mut bk, "clicks2"));
+    assert_eq!(rb.scandump("clicks2"), bk.scandump("clicks2"));
     fails(&["copy", "--from", &bk_url, "--to", &rb_url, "clicks"], b"", "already exists");
     ok(&["copy", "--from", &bk_url, "--to", &rb_url, "clicks", "--replace"], b"");
 

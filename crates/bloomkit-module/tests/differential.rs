@@ -200,25 +200,6 @@ fn same(rb: &mut Conn, bk: &mut Conn, cmd: &[Vec<u8>], context: &str) -> Reply {
     reply_bk
 }
 
-/// A full SCANDUMP of `key` (header and chunks), or None when it is not a filter.
-fn scandump(c: &mut Conn, key: &str) -> Option<Vec<(i64, Vec<u8>)>> {
-    let mut out = Vec::new();
-    let mut iter = 0i64;
-    loop {
-        let reply = c.call(&["BF.SCANDUMP", key, &iter.to_string()]);
-        if reply.is_error() {
-            return None;
-        }
-        let parts = reply.as_array();
-        let next = parts[0].as_int();
-        if next == 0 {
-            return Some(out);
-        }
-        out.push((next, parts[1].as_bytes().to_vec()));
-        iter = next;
-    }
-}
-
 fn run_stream(seed: u64, steps: usize, resp3: bool) {
     let pair = Pair::start();
     let (mut rb, mut bk) = pair.conns();
@@ -237,11 +218,11 @@ fn run_stream(seed: u64, steps: usize, resp3: bool) {
         // Now and then, move a filter through SCANDUMP/LOADCHUNK on both sides.
         if step % 97 == 0 {
             let from = KEYS[rng.below(4)];
-            if let Some(chunks) = scandump(&mut bk, from) {
-                assert_eq!(scandump(&mut rb, from), Some(chunks.clone()), "seed {seed}: SCANDUMP of {from}");
+            if let Some(chunks) = bk.scandump(from) {
+                assert_eq!(rb.scandump(from), Some(chunks.clone()), "seed {seed}: SCANDUMP of {from}");
                 let to = format!("copy{step}");
-                for (i, (iter, data)) in chunks.into_iter().enumerate() {
-                    let iter = if i == 0 { 1 } else { iter };
+                // The header comes first, under iterator 1.
+                for (iter, data) in chunks {
                     let cmd = vec![
                         b"BF.LOADCHUNK".to_vec(),
                         to.clone().into_bytes(),
@@ -257,7 +238,7 @@ fn run_stream(seed: u64, steps: usize, resp3: bool) {
     assert!(errors < steps * 9 / 10, "the stream exercised success paths ({errors} errors)");
     // The final states agree byte for byte.
     for key in KEYS {
-        assert_eq!(scandump(&mut rb, key), scandump(&mut bk, key), "seed {seed}: final state of {key}");
+        assert_eq!(rb.scandump(key), bk.scandump(key), "seed {seed}: final state of {key}");
     }
 }
 
@@ -292,59 +273,48 @@ fn assert_all_present(c: &mut Conn, key: &str, items: &[String]) {
     assert!(reply.as_array().iter().all(|r| r.as_int() == 1), "every item present in {key}");
 }
 
-#[test]
-fn dump_restore_both_directions() {
-    let pair = Pair::start();
+/// Runs `f(from, to, name)` from RedisBloom to bloomkit, then the other way.
+fn in_both_directions(pair: &Pair, mut f: impl FnMut(&mut Conn, &mut Conn, &str)) {
     for reverse in [false, true] {
         let (mut rb, mut bk) = pair.conns();
-        let (from, to, name) = if reverse {
-            (&mut bk, &mut rb, "bloomkit -> RedisBloom")
+        if reverse {
+            f(&mut bk, &mut rb, "bloomkit -> RedisBloom");
         } else {
-            (&mut rb, &mut bk, "RedisBloom -> bloomkit")
-        };
+            f(&mut rb, &mut bk, "RedisBloom -> bloomkit");
+        }
+    }
+}
+
+#[test]
+fn dump_restore_both_directions() {
+    in_both_directions(&Pair::start(), |from, to, name| {
         let items = fill(from, "src");
         let payload = from.call(&["DUMP", "src"]).as_bytes().to_vec();
         let restored = to.call(&[b"RESTORE".to_vec(), b"dst".to_vec(), b"0".to_vec(), payload]);
         assert_eq!(restored, Reply::Simple("OK".into()), "{name}");
         assert_all_present(to, "dst", &items);
-        assert_eq!(scandump(from, "src"), scandump(to, "dst"), "{name}: identical filter");
+        assert_eq!(from.scandump("src"), to.scandump("dst"), "{name}: identical filter");
         assert_eq!(from.call(&["BF.INFO", "src"]), to.call(&["BF.INFO", "dst"]), "{name}");
         from.ok("DEL src");
         to.ok("DEL dst");
-    }
+    });
 }
 
 #[test]
 fn scandump_loadchunk_both_directions() {
-    let pair = Pair::start();
-    for reverse in [false, true] {
-        let (mut rb, mut bk) = pair.conns();
-        let (from, to, name) = if reverse {
-            (&mut bk, &mut rb, "bloomkit -> RedisBloom")
-        } else {
-            (&mut rb, &mut bk, "RedisBloom -> bloomkit")
-        };
+    in_both_directions(&Pair::start(), |from, to, name| {
         let items = fill(from, "src");
-        let chunks = scandump(from, "src").unwrap();
-        for (i, (iter, data)) in chunks.iter().enumerate() {
-            let iter = if i == 0 { 1 } else { *iter };
-            let reply = to.call(&[
-                b"BF.LOADCHUNK".to_vec(),
-                b"dst".to_vec(),
-                iter.to_string().into_bytes(),
-                data.clone(),
-            ]);
-            assert_eq!(reply, Reply::Simple("OK".into()), "{name}");
-        }
+        let chunks = from.scandump("src").unwrap();
+        to.loadchunks("dst", &chunks);
         assert_all_present(to, "dst", &items);
-        assert_eq!(scandump(to, "dst"), Some(chunks), "{name}");
+        assert_eq!(to.scandump("dst"), Some(chunks), "{name}");
         // Both keep working the same after the move.
         let more: Vec<Vec<u8>> =
             ["BF.MADD", "dst", "new1", "new2", "u5"].iter().map(|s| s.as_bytes().to_vec()).collect();
         assert_eq!(to.call(&more), from.call(&["BF.MADD", "src", "new1", "new2", "u5"]), "{name}");
         from.ok("DEL src");
         to.ok("DEL dst");
-    }
+    });
 }
 
 /// The DUMP payloads captured from RedisBloom 2.8.2 restore into bloomkit as
@@ -387,7 +357,7 @@ fn captured_dump_payloads_restore() {
             case["memory_usage"].as_i64().unwrap(),
             "{name}"
         );
-        let chunks = scandump(&mut c, key).unwrap();
+        let chunks = c.scandump(key).unwrap();
         let expected: Vec<(i64, Vec<u8>)> = case["scandump"]
             .as_array()
             .unwrap()

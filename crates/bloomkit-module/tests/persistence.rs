@@ -32,28 +32,10 @@ fn write_everything(c: &mut Conn, tag: &str) -> Vec<(String, String)> {
     let binary = vec![0u8, 1, 2, 255, 13, 10];
     c.call(&[b"BF.ADD".to_vec(), format!("{tag}:scaled").into_bytes(), binary]);
     // A copy made with LOADCHUNK.
-    let mut iter = 0i64;
-    loop {
-        let reply = c.call(&["BF.SCANDUMP", &format!("{tag}:scaled"), &iter.to_string()]);
-        let parts = reply.as_array().to_vec();
-        iter = parts[0].as_int();
-        if iter == 0 {
-            break;
-        }
-        let load_iter = if parts.len() == 2 && reply_is_header(&parts) { 1 } else { iter };
-        c.call(&[
-            b"BF.LOADCHUNK".to_vec(),
-            format!("{tag}:chunked").into_bytes(),
-            load_iter.to_string().into_bytes(),
-            parts[1].as_bytes().to_vec(),
-        ]);
-    }
+    let chunks = c.scandump(&format!("{tag}:scaled")).unwrap();
+    c.loadchunks(&format!("{tag}:chunked"), &chunks);
     present.push((format!("{tag}:chunked"), format!("{tag}-7")));
     present
-}
-
-fn reply_is_header(parts: &[Reply]) -> bool {
-    parts[0].as_int() == 1
 }
 
 fn digest(c: &mut Conn) -> Reply {

@@ -150,6 +150,38 @@ impl Conn {
         self.call(&args)
     }
 
+    /// A filter's whole SCANDUMP: `(iterator, data)` pairs, the header first
+    /// (under iterator 1, as `BF.LOADCHUNK` takes it); None when `key` is not a filter.
+    pub fn scandump(&mut self, key: &str) -> Option<Vec<(i64, Vec<u8>)>> {
+        let mut chunks = Vec::new();
+        let mut iter = 0i64;
+        loop {
+            let reply = self.call(&["BF.SCANDUMP", key, &iter.to_string()]);
+            if reply.is_error() {
+                return None;
+            }
+            let next = reply.as_array()[0].as_int();
+            if next == 0 {
+                return Some(chunks);
+            }
+            chunks.push((next, reply.as_array()[1].as_bytes().to_vec()));
+            iter = next;
+        }
+    }
+
+    /// Loads `scandump` output into `key` with `BF.LOADCHUNK`, asserting each is accepted.
+    pub fn loadchunks(&mut self, key: &str, chunks: &[(i64, Vec<u8>)]) {
+        for (iter, data) in chunks {
+            let reply = self.call(&[
+                b"BF.LOADCHUNK".to_vec(),
+                key.as_bytes().to_vec(),
+                iter.to_string().into_bytes(),
+                data.clone(),
+            ]);
+            assert_eq!(reply, Reply::Simple("OK".into()), "BF.LOADCHUNK {key} {iter}");
+        }
+    }
+
     /// Like `cmd`, panicking on an error reply.
     pub fn ok(&mut self, line: &str) -> Reply {
         let reply = self.cmd(line);
