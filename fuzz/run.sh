@@ -11,7 +11,9 @@ command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
 python3 seed-corpus.py
 for target in scandump_header scandump_chunks rdb_fields filter_file command_args; do
   echo "== fuzzing $target for ${seconds}s"
-  cargo fuzz run --sanitizer address "$target" "corpus/$target" -- \
+  # regressions/ holds inputs that once failed; they are replayed every run.
+  mkdir -p "regressions/$target"
+  cargo fuzz run --sanitizer address "$target" "corpus/$target" "regressions/$target" -- \
     -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 2>&1 \
     | grep -E "^(==|#[0-9]+ *DONE|stat::number_of_executed_units|stat::peak_rss|SUMMARY|ERROR|Done)" || true
   # cargo fuzz exits non-zero on a crash; the pipeline above hides it, so check artifacts.

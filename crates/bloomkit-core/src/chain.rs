@@ -173,8 +173,10 @@ impl Chain {
         let newest = self.filters.last_mut().expect("a chain has at least one sub-filter");
         let newly_set = newest.insert(h);
         if newly_set {
-            newest.items += 1;
-            self.items += 1;
+            // Counts can come from a dump or an RDB file: they wrap, as
+            // RedisBloom's size_t counters do, rather than overflow.
+            newest.items = newest.items.wrapping_add(1);
+            self.items = self.items.wrapping_add(1);
         }
         Ok(newly_set)
     }

@@ -83,6 +83,21 @@ proptest! {
     }
 }
 
+/// Found by fuzzing: item counts near 2^64 in a header wrapped into a panic.
+#[test]
+fn item_counts_from_a_header_wrap_instead_of_overflowing() {
+    let mut header = dump::encode_header(&sample());
+    header[..8].copy_from_slice(&(u64::MAX - 1).to_le_bytes());
+    header[20 + 16..20 + 24].copy_from_slice(&(u64::MAX - 1).to_le_bytes());
+    let mut chain = dump::decode_header(&header, LIMITS).unwrap();
+    // Capacity below the item count: adds go to a new sub-filter, and the chain's total wraps.
+    for i in 0..4u32 {
+        let _ = chain.add(&i.to_be_bytes(), LIMITS);
+    }
+    assert!(chain.items() < 4, "the total wrapped around: {}", chain.items());
+    exercise(chain);
+}
+
 #[test]
 fn every_truncated_rdb_value_is_refused() {
     let bytes = rdb_bytes(&sample());
