@@ -9,7 +9,7 @@ command -v valgrind >/dev/null || apt-get install -y -qq valgrind >/dev/null
 scripts/test-servers.sh >/dev/null
 cargo build -p bloomkit-module --all-targets
 logs="$(mktemp -d)"
-export BLOOMKIT_SERVER_WRAPPER="valgrind --tool=memcheck --error-limit=no --num-callers=30 --log-file=$logs/vg.%p"
+export BLOOMKIT_SERVER_WRAPPER="valgrind --tool=memcheck --error-limit=no --num-callers=30 --suppressions=$PWD/scripts/valgrind.supp --log-file=$logs/vg.%p"
 export BLOOMKIT_START_SECONDS=120
 suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(--test commands --test persistence)
