@@ -229,8 +229,8 @@ fn run_thread(o: &Options, clients: usize, requests: usize, pool: &[Vec<u8>], se
         *remaining -= n;
         n
     };
-    for i in 0..conns.len() {
-        in_flight[i] = send(i, &mut conns, &mut remaining);
+    for (i, slot) in in_flight.iter_mut().enumerate() {
+        *slot = send(i, &mut conns, &mut remaining);
     }
     while in_flight.iter().any(|&n| n > 0) {
         for i in 0..conns.len() {

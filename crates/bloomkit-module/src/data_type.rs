@@ -127,7 +127,12 @@ extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_voi
             api!(RedisModule_GetContextFlags)(ctx) as u32 & raw::REDISMODULE_CTX_FLAGS_LOADING != 0
         };
         match rdb::load(&mut IoReader(io), encver, config::limits_for_load(loading)) {
-            Ok(chain) => into_value(chain),
+            Ok(chain) => {
+                if loading {
+                    warn_if_over_limit(io, &chain);
+                }
+                into_value(chain)
+            }
             Err(e) => {
                 log(
                     std::ptr::null_mut(),
@@ -138,6 +143,35 @@ extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_voi
             }
         }
     })
+}
+
+/// A filter above `bf.max-filter-bytes` in the RDB file is kept at startup
+/// (refusing it would stop the server or lose the data), and said so.
+fn warn_if_over_limit(io: *mut raw::RedisModuleIO, chain: &Chain) {
+    let Some(limit) = config::limits_for_load(false).max_bytes else { return };
+    let size = chain.size_bytes();
+    if size <= limit {
+        return;
+    }
+    // SAFETY: valid IO handle; the key name is borrowed for the call.
+    let key = unsafe {
+        let name = api!(RedisModule_GetKeyNameFromIO)(io);
+        if name.is_null() {
+            String::from("?")
+        } else {
+            let mut len = 0usize;
+            let ptr = api!(RedisModule_StringPtrLen)(name, &mut len);
+            String::from_utf8_lossy(std::slice::from_raw_parts(ptr.cast::<u8>(), len)).into_owned()
+        }
+    };
+    log(
+        std::ptr::null_mut(),
+        c"warning",
+        &format!(
+            "bloomkit: loaded filter '{key}' of {size} bytes, above bf.max-filter-bytes ({limit}); \
+             kept, since refusing it at load would lose it; it cannot grow until the limit is raised"
+        ),
+    );
 }
 
 extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {

@@ -48,6 +48,28 @@ fn assert_present(c: &mut Conn, present: &[(String, String)], context: &str) {
     }
 }
 
+/// A filter above the size limit in the RDB file is kept at startup, with a
+/// warning in the log naming it.
+#[test]
+fn oversize_filters_in_an_rdb_file_load_with_a_warning() {
+    for server in SERVERS {
+        let mut s = TestServer::with_bloomkit(server);
+        let mut c = s.conn();
+        c.ok("BF.RESERVE big 0.0001 100000");
+        c.ok("BF.ADD big kept");
+        c.ok("SAVE");
+        s.restart(&["--bf.max-filter-bytes", "10000"]);
+        let mut c = s.conn();
+        assert_eq!(c.cmd("BF.EXISTS big kept"), Reply::Int(1), "{server:?}");
+        assert_eq!(c.cmd("CONFIG GET bf.max-filter-bytes").as_array()[1], Reply::Bulk(b"10000".to_vec()));
+        let log = s.log();
+        assert!(
+            log.contains("loaded filter 'big'") && log.contains("above bf.max-filter-bytes (10000)"),
+            "{log}"
+        );
+    }
+}
+
 #[test]
 fn rdb_save_and_restart() {
     for server in SERVERS {
