@@ -240,14 +240,14 @@ impl InfoField {
             .ok_or(Error::InvalidInfoField)
     }
 
-    /// The label in the reply.
-    pub fn label(self) -> &'static str {
+    /// The label in the reply, NUL-terminated for the server's reply calls.
+    pub fn label(self) -> &'static std::ffi::CStr {
         match self {
-            InfoField::Capacity => "Capacity",
-            InfoField::Size => "Size",
-            InfoField::Filters => "Number of filters",
-            InfoField::Items => "Number of items inserted",
-            InfoField::Expansion => "Expansion rate",
+            InfoField::Capacity => c"Capacity",
+            InfoField::Size => c"Size",
+            InfoField::Filters => c"Number of filters",
+            InfoField::Items => c"Number of items inserted",
+            InfoField::Expansion => c"Expansion rate",
         }
     }
 }

@@ -248,7 +248,7 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
             None => {
                 ctx.reply_map(InfoField::ALL.len());
                 for field in InfoField::ALL {
-                    ctx.reply_simple(label(field));
+                    ctx.reply_simple(field.label());
                     reply_value(value(field));
                 }
                 Ok(())
@@ -258,7 +258,7 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
                 // RESP2: a one-element array; RESP3: a one-entry map.
                 if ctx.is_resp3() {
                     ctx.reply_map(1);
-                    ctx.reply_simple(label(field));
+                    ctx.reply_simple(field.label());
                 } else {
                     ctx.reply_array(1);
                 }
@@ -268,16 +268,6 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
         }
     })??;
     Ok(())
-}
-
-fn label(field: InfoField) -> &'static CStr {
-    match field {
-        InfoField::Capacity => c"Capacity",
-        InfoField::Size => c"Size",
-        InfoField::Filters => c"Number of filters",
-        InfoField::Items => c"Number of items inserted",
-        InfoField::Expansion => c"Expansion rate",
-    }
 }
 
 /// `BF.DEBUG key` → `size:<items>` then one line per sub-filter.

@@ -139,21 +139,6 @@ fn aof_replay_rewrite_and_restart() {
     }
 }
 
-fn wait_for_sync(replica: &mut Conn) {
-    wait_until("the replica to sync", Duration::from_secs(30), || {
-        let info = String::from_utf8(replica.cmd("INFO replication").as_bytes().to_vec()).unwrap();
-        info.contains("master_link_status:up") && info.contains("master_sync_in_progress:0")
-    });
-}
-
-fn info_field(c: &mut Conn, section: &str, field: &str) -> i64 {
-    let info = String::from_utf8(c.cmd(&format!("INFO {section}")).as_bytes().to_vec()).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{field} in INFO {section}"))
-}
-
 #[test]
 fn replicas_answer_exactly_like_their_primary() {
     for server in SERVERS {
@@ -170,7 +155,7 @@ fn replicas_answer_exactly_like_their_primary() {
         let port = primary.port.to_string();
         let mut replica = TestServer::start(server, &[replica_module], &["--replicaof", "127.0.0.1", &port]);
         let mut r = replica.conn();
-        wait_for_sync(&mut r);
+        r.wait_for_sync(Duration::from_secs(30));
         let late = write_everything(&mut p, "late");
         p.ok("BF.RESERVE big 0.0001 100000");
         p.ok("BF.ADD big a");
@@ -180,12 +165,15 @@ fn replicas_answer_exactly_like_their_primary() {
         assert_present(&mut r, &late, "replication stream");
 
         // Partial resync after a dropped link.
-        let partial_before = info_field(&mut p, "stats", "sync_partial_ok");
+        let partial_before = p.info_field("stats", "sync_partial_ok").parse::<i64>().unwrap();
         r.ok("CLIENT KILL TYPE master");
         let more = write_everything(&mut p, "after-drop");
-        wait_for_sync(&mut r);
+        r.wait_for_sync(Duration::from_secs(30));
         assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1));
-        assert!(info_field(&mut p, "stats", "sync_partial_ok") > partial_before, "{server:?}: partial sync");
+        assert!(
+            p.info_field("stats", "sync_partial_ok").parse::<i64>().unwrap() > partial_before,
+            "{server:?}: partial sync"
+        );
         assert_eq!(digest(&mut r), digest(&mut p), "{server:?}: after partial sync");
         assert_present(&mut r, &more, "partial sync");
 

@@ -9,15 +9,6 @@ use bloomkit_testkit::{wait_until, Conn, Module, Reply, Server, TestServer};
 
 const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
 
-fn info_field(c: &mut Conn, section: &str, field: &str) -> String {
-    let info = String::from_utf8(c.cmd(&format!("INFO {section}")).as_bytes().to_vec()).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("{field} in INFO {section}"))
-        .trim()
-        .to_string()
-}
-
 /// A writer adding `item-<i>` one acknowledged command at a time, recording
 /// the last acknowledged index and when it was acknowledged.
 struct Writer {
@@ -145,9 +136,9 @@ fn bgsave_then_kill_restores_the_snapshot() {
         let digest = c.cmd("DEBUG DIGEST");
         c.ok("BGSAVE");
         wait_until("BGSAVE to finish", Duration::from_secs(30), || {
-            info_field(&mut c, "persistence", "rdb_bgsave_in_progress") == "0"
+            c.info_field("persistence", "rdb_bgsave_in_progress") == "0"
         });
-        assert_eq!(info_field(&mut c, "persistence", "rdb_last_bgsave_status"), "ok");
+        assert_eq!(c.info_field("persistence", "rdb_last_bgsave_status"), "ok");
         c.ok("BF.ADD snap after-the-snapshot");
         s.kill();
         s.restart(&[]);
@@ -169,8 +160,8 @@ fn aof_rewrite_during_writes() {
         wait_until("writes under way", Duration::from_secs(30), || writer.acked() >= 500);
         c.ok("BGREWRITEAOF");
         wait_until("the rewrite to finish", Duration::from_secs(60), || {
-            info_field(&mut c, "persistence", "aof_rewrite_in_progress") == "0"
-                && info_field(&mut c, "persistence", "aof_rewrite_scheduled") == "0"
+            c.info_field("persistence", "aof_rewrite_in_progress") == "0"
+                && c.info_field("persistence", "aof_rewrite_scheduled") == "0"
         });
         let during = writer.acked();
         wait_until("writes after the rewrite", Duration::from_secs(30), || writer.acked() >= during + 500);
@@ -190,13 +181,7 @@ fn replica_killed_during_writes_catches_up() {
         let port = primary.port.to_string();
         let mut replica =
             TestServer::start(server, &[Module::bloomkit()], &["--replicaof", "127.0.0.1", &port]);
-        let sync = |r: &mut Conn| {
-            wait_until("the replica to sync", Duration::from_secs(60), || {
-                info_field(r, "replication", "master_link_status") == "up"
-                    && info_field(r, "replication", "master_sync_in_progress") == "0"
-            })
-        };
-        sync(&mut replica.conn());
+        replica.conn().wait_for_sync(Duration::from_secs(60));
         primary.conn().ok("BF.RESERVE replicated 0.01 100");
         let writer = Writer::start(primary.port, "replicated");
         wait_until("writes under way", Duration::from_secs(30), || writer.acked() >= 1000);
@@ -206,7 +191,7 @@ fn replica_killed_during_writes_catches_up() {
             writer.acked() >= at_kill + 1000
         });
         replica.restart(&[]);
-        sync(&mut replica.conn());
+        replica.conn().wait_for_sync(Duration::from_secs(60));
         let (acked, _) = writer.finish();
         let mut p = primary.conn();
         assert_eq!(p.cmd("WAIT 1 20000"), Reply::Int(1));
@@ -254,7 +239,7 @@ fn fifty_clients_of_mixed_load_then_no_leak() {
         let s = TestServer::with_bloomkit(server);
         let mut c = s.conn();
         c.ok("CONFIG SET lazyfree-lazy-user-flush no");
-        let baseline: i64 = info_field(&mut c, "memory", "used_memory").parse().unwrap();
+        let baseline: i64 = c.info_field("memory", "used_memory").parse().unwrap();
         let errors = Arc::new(AtomicU64::new(0));
         let ops = Arc::new(AtomicU64::new(0));
         let threads: Vec<_> = (0..50)
@@ -288,7 +273,7 @@ fn fifty_clients_of_mixed_load_then_no_leak() {
         assert_eq!(errors.load(Ordering::Relaxed), 0, "{server:?}: error replies under load");
         assert_eq!(ops.load(Ordering::Relaxed), 50 * 400);
         c.ok("FLUSHALL SYNC");
-        let after: i64 = info_field(&mut c, "memory", "used_memory").parse().unwrap();
+        let after: i64 = c.info_field("memory", "used_memory").parse().unwrap();
         assert!(
             after - baseline < 256 * 1024,
             "{server:?}: used_memory {baseline} -> {after} after FLUSHALL"

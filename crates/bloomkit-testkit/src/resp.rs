@@ -182,6 +182,24 @@ impl Conn {
         }
     }
 
+    /// One field of `INFO section`, as text.
+    pub fn info_field(&mut self, section: &str, field: &str) -> String {
+        let info = String::from_utf8(self.cmd(&format!("INFO {section}")).as_bytes().to_vec()).unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{field}:")))
+            .unwrap_or_else(|| panic!("{field} in INFO {section}"))
+            .trim()
+            .to_string()
+    }
+
+    /// Polls, up to `deadline`, until this replica's link is up and no sync is in progress.
+    pub fn wait_for_sync(&mut self, deadline: std::time::Duration) {
+        crate::wait_until("the replica to sync", deadline, || {
+            self.info_field("replication", "master_link_status") == "up"
+                && self.info_field("replication", "master_sync_in_progress") == "0"
+        });
+    }
+
     /// Like `cmd`, panicking on an error reply.
     pub fn ok(&mut self, line: &str) -> Reply {
         let reply = self.cmd(line);
