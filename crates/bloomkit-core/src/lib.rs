@@ -2,7 +2,8 @@
 //!
 //! Everything `BF.*` does to a filter lives here, in plain Rust: hashing
 //! ([`hash`]), sizing ([`sizing`]), one sub-filter ([`bloom`]), the scalable
-//! chain ([`chain`]), the SCANDUMP and RDB formats ([`dump`], [`rdb`]) and
+//! chain ([`chain`]), the SCANDUMP and RDB formats ([`dump`], [`rdb`]), Guava's
+//! bitmap layout for filters shared with Java ([`guava`]) and
 //! argument parsing ([`args`]). The module crate only moves bytes between
 //! Redis and these types, so all of it is testable and fuzzable on its own.
 
@@ -13,6 +14,7 @@ pub mod dump;
 pub mod error;
 pub mod file;
 pub mod fmt;
+pub mod guava;
 pub mod hash;
 pub mod rdb;
 pub mod sizing;

@@ -1,0 +1,128 @@
+//! Guava's `BloomFilter` layout (strategy `MURMUR128_MITZ_64`), for bitmaps
+//! shared with Java services.
+//!
+//! Teams that cannot load a module keep a Bloom filter as a plain Redis
+//! string and set its bits with `SETBIT`; their Java services usually size
+//! and hash the way Guava does. Reproducing Guava exactly (its sizing, its
+//! rounding of the bit count up to 64, murmur3_128 over the item's bytes and
+//! `h1 + i*h2` masked to positive) lets bloomkit and such a service set and
+//! test the same bits. The reference is real Guava 31.1
+//! (`tests/fixtures/guava-31.1.json`, made by `scripts/guava-vectors.sh`).
+
+use std::f64::consts::LN_2;
+
+/// Guava caps the hash count at what its serial form stores (one byte).
+pub const MAX_HASHES: u32 = 255;
+
+/// The bit count and hash count Guava derives from (capacity, error rate).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GuavaShape {
+    /// Bits in the array: always a multiple of 64, as in Guava's long array.
+    pub bits: u64,
+    pub hashes: u32,
+}
+
+impl GuavaShape {
+    /// `BloomFilter.create(funnel, capacity, error_rate)`: `None` when the
+    /// error rate is not strictly between 0 and 1.
+    pub fn new(capacity: u64, error_rate: f64) -> Option<GuavaShape> {
+        if !(error_rate > 0.0 && error_rate < 1.0) {
+            return None;
+        }
+        let n = capacity.max(1) as f64;
+        // optimalNumOfBits: a truncating (long) cast of -n ln p / (ln 2)^2.
+        let raw_bits = (-n * error_rate.ln() / (LN_2 * LN_2)) as u64;
+        if raw_bits == 0 {
+            return None;
+        }
+        // optimalNumOfHashFunctions (Guava 31): round(m/n ln 2), at least 1,
+        // from the bit count before it is rounded up to whole longs.
+        let hashes = ((raw_bits as f64 / n * LN_2 + 0.5).floor() as u32).max(1);
+        if hashes > MAX_HASHES {
+            return None;
+        }
+        Some(GuavaShape { bits: raw_bits.div_ceil(64).checked_mul(64)?, hashes })
+    }
+
+    /// The shape of an explicitly chosen bit array (rounded up to 64 bits).
+    pub fn with_bits(bits: u64, hashes: u32) -> Option<GuavaShape> {
+        if bits == 0 || hashes == 0 || hashes > MAX_HASHES {
+            return None;
+        }
+        Some(GuavaShape { bits: bits.div_ceil(64).checked_mul(64)?, hashes })
+    }
+
+    /// The bit positions of an item (its UTF-8 bytes for a Java `String`).
+    #[inline]
+    pub fn positions(&self, item: &[u8]) -> Positions {
+        let (h1, h2) = murmur3_128(item);
+        Positions { combined: h1, step: h2, left: self.hashes, bits: self.bits }
+    }
+}
+
+/// murmur3_x64_128 with seed 0, as Guava's `Hashing.murmur3_128()`: the two
+/// little-endian halves of its 16-byte result.
+#[inline]
+pub fn murmur3_128(item: &[u8]) -> (u64, u64) {
+    mur3::murmurhash3_x64_128(item, 0)
+}
+
+/// Iterator over an item's bit positions, in Guava's order.
+#[derive(Clone, Debug)]
+pub struct Positions {
+    combined: u64,
+    step: u64,
+    left: u32,
+    bits: u64,
+}
+
+impl Iterator for Positions {
+    type Item = u64;
+
+    #[inline]
+    fn next(&mut self) -> Option<u64> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let position = (self.combined & i64::MAX as u64) % self.bits;
+        self.combined = self.combined.wrapping_add(self.step);
+        Some(position)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left as usize, Some(self.left as usize))
+    }
+}
+
+impl ExactSizeIterator for Positions {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_what_guava_refuses() {
+        assert_eq!(GuavaShape::new(100, 0.0), None);
+        assert_eq!(GuavaShape::new(100, 1.0), None);
+        assert_eq!(GuavaShape::new(100, f64::NAN), None);
+        assert_eq!(GuavaShape::with_bits(0, 3), None);
+        assert_eq!(GuavaShape::with_bits(64, 256), None);
+    }
+
+    #[test]
+    fn zero_capacity_is_one_item() {
+        assert_eq!(GuavaShape::new(0, 0.01), GuavaShape::new(1, 0.01));
+    }
+
+    #[test]
+    fn positions_stay_inside_the_array() {
+        let shape = GuavaShape::with_bits(1000, 13).unwrap();
+        assert_eq!(shape.bits, 1024);
+        for i in 0..1000u32 {
+            let p: Vec<u64> = shape.positions(&i.to_le_bytes()).collect();
+            assert_eq!(p.len(), 13);
+            assert!(p.iter().all(|&b| b < 1024));
+        }
+    }
+}
