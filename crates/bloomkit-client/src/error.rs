@@ -1,0 +1,120 @@
+//! Typed errors that say what went wrong and what to do about it.
+
+use std::fmt;
+
+use bloomkit_core::file::FileError;
+
+/// Everything a filter operation can fail with.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server could not be reached or dropped the connection.
+    Connection(String),
+    /// The server did not answer in time.
+    Timeout(String),
+    /// The server has no `BF.*` commands: no Bloom module is loaded.
+    ModuleMissing(String),
+    /// A key of the filter holds another type of value.
+    WrongType(String),
+    /// `reserve` found the filter already there.
+    AlreadyExists(String),
+    /// The filter does not exist yet.
+    NotFound(String),
+    /// The options cannot describe a filter.
+    InvalidOptions(String),
+    /// The backend cannot do this (for example an expiry on a local filter).
+    Unsupported(&'static str),
+    /// Any other error reply from the server, verbatim.
+    Server(String),
+    /// A reply of a shape the backend did not ask for.
+    Protocol(String),
+    /// A local filter file could not be read or written.
+    File(FileError),
+    /// The in-process filter refused the operation.
+    Filter(bloomkit_core::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Connection(e) => {
+                write!(f, "cannot talk to the server ({e}); check its address and that it is running")
+            }
+            Error::Timeout(e) => write!(
+                f,
+                "the server did not answer in time ({e}); it may be overloaded, or lower the batch size"
+            ),
+            Error::ModuleMissing(e) => write!(
+                f,
+                "the server has no Bloom filter commands ({e}); load bloomkit (loadmodule libbloomkit.so) \
+                 or use the bitmap backend, which needs no module"
+            ),
+            Error::WrongType(key) => write!(f, "key {key:?} holds a value that is not this kind of filter"),
+            Error::AlreadyExists(key) => {
+                write!(f, "filter {key:?} already exists; delete it or use it as is")
+            }
+            Error::NotFound(key) => write!(f, "filter {key:?} does not exist"),
+            Error::InvalidOptions(e) => write!(f, "invalid filter options: {e}"),
+            Error::Unsupported(e) => write!(f, "not supported: {e}"),
+            Error::Server(e) => write!(f, "the server refused: {e}"),
+            Error::Protocol(e) => write!(f, "unexpected reply from the server: {e}"),
+            Error::File(e) => write!(f, "filter file: {e}"),
+            Error::Filter(e) => write!(f, "{}", e.message().trim_start_matches("ERR ")),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<FileError> for Error {
+    fn from(e: FileError) -> Error {
+        Error::File(e)
+    }
+}
+
+impl From<bloomkit_core::Error> for Error {
+    fn from(e: bloomkit_core::Error) -> Error {
+        Error::Filter(e)
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Error {
+        Error::File(FileError::Io(e))
+    }
+}
+
+impl Error {
+    /// Classifies an error from the redis crate; `key` names the filter.
+    pub(crate) fn from_redis(e: redis::RedisError, key: &str) -> Error {
+        if e.is_timeout() {
+            return Error::Timeout(e.to_string());
+        }
+        if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_cluster_error() {
+            return Error::Connection(e.to_string());
+        }
+        let text = match (e.code(), e.detail()) {
+            (Some(code), Some(detail)) => format!("{code} {detail}"),
+            _ => e.to_string(),
+        };
+        Error::from_reply(&text, key)
+    }
+
+    /// Classifies an error reply's text.
+    pub(crate) fn from_reply(text: &str, key: &str) -> Error {
+        let lower = text.to_ascii_lowercase();
+        if lower.starts_with("wrongtype") {
+            Error::WrongType(key.to_string())
+        } else if lower.contains("unknown command") && lower.contains("bf.") {
+            Error::ModuleMissing(text.to_string())
+        } else if lower.contains("item exists") || lower.contains("already exists") {
+            Error::AlreadyExists(key.to_string())
+        } else if lower.contains("not found") {
+            Error::NotFound(key.to_string())
+        } else {
+            Error::Server(text.to_string())
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! One Bloom filter API over four backends.
+//!
+//! - **Module** ([`Layout::module`]): `BF.*` commands, for bloomkit,
+//!   RedisBloom or valkey-bloom on the server.
+//! - **Bitmap** ([`Layout::bitmap`]): plain Redis strings, for servers that
+//!   cannot load a module. Sized and hashed as Guava's `BloomFilter`
+//!   (MURMUR128_MITZ_64 over UTF-8), so a Java service doing the same
+//!   `SETBIT`s shares the bitmap. Each batch is one atomic script: with
+//!   concurrent writers, an item is reported new exactly once. Filters above
+//!   Redis's 512 MiB string limit are split over keys in one hash slot.
+//! - **Sharded** ([`Layout::sharded`]): one logical filter over N module or
+//!   bitmap filters, each in its own hash slot, so a Redis Cluster spreads
+//!   them over its masters; a batch's commands are grouped per node and the
+//!   nodes work in parallel.
+//! - **Local** ([`LocalFilter`]): the same filter in process, saved to a
+//!   file holding the bytes of its SCANDUMP.
+//!
+//! The server backends are a [`Layout`] (which commands, how to read their
+//! replies) run by [`RedisFilter`] over a blocking connection or
+//! [`AsyncRedisFilter`] over an async one; both accept single servers and
+//! clusters. Every call is split into commands of at most
+//! [`Options::batch_size`] items, so one call never holds the server long.
+//!
+//! ```no_run
+//! use bloomkit_client::{Filter, Layout, Options, RedisFilter};
+//!
+//! let conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+//! let layout = Layout::module("clicks:2026-11-22", Options::new(1_000_000_000, 0.001))?;
+//! let mut clicks = RedisFilter::new(conn, layout);
+//! let new = clicks.add_many(&[b"c1".as_slice(), b"c2", b"c1"])?;
+//! assert_eq!(new, [true, true, false]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod error;
+mod layout;
+mod local;
+mod options;
+mod plan;
+mod remote;
+
+use std::time::Duration;
+
+pub use error::{Error, Result};
+pub use layout::{Layout, Over};
+pub use local::LocalFilter;
+pub use options::{Info, Options, MAX_STRING_BITS};
+pub use remote::{AsyncRedisFilter, AsyncTransport, RedisFilter, Transport};
+
+/// What every backend does. Items are bytes; a Java `String` is its UTF-8.
+pub trait Filter {
+    /// Creates the filter now, with its options; fails with
+    /// [`Error::AlreadyExists`] if it is there. Optional: writes create it too.
+    fn reserve(&mut self) -> Result<()>;
+
+    /// Adds one item; `true` if it was new (not seen before, up to the
+    /// false-positive rate).
+    fn add(&mut self, item: &[u8]) -> Result<bool> {
+        Ok(self.add_many(&[item])?[0])
+    }
+
+    /// Adds items in order; answer i is `true` if item i was new. An item
+    /// repeated within the call is new at most once.
+    fn add_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>>;
+
+    /// Whether the item may have been added (never `false` for one that was).
+    fn contains(&mut self, item: &[u8]) -> Result<bool> {
+        Ok(self.contains_many(&[item])?[0])
+    }
+
+    fn contains_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>>;
+
+    /// Items added, where the backend counts them (not the bitmap backend;
+    /// its [`Info::estimated_items`] estimates them).
+    fn count(&mut self) -> Result<Option<u64>>;
+
+    fn info(&mut self) -> Result<Info>;
+
+    /// Removes the filter and everything in it.
+    fn clear(&mut self) -> Result<()>;
+
+    /// Sets the lifetime of the filter's keys from now.
+    fn expire(&mut self, ttl: Duration) -> Result<()>;
+}

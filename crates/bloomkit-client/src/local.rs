@@ -1,0 +1,159 @@
+//! The core filter in process, with a file for persistence.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use bloomkit_core::args::Defaults;
+use bloomkit_core::{file, Chain, ChainParams, Limits};
+
+use crate::error::{Error, Result};
+use crate::options::{Info, Options};
+use crate::Filter;
+
+/// A scalable filter in this process, laid out as RedisBloom lays out
+/// `BF.*` filters. Its file holds the same bytes as the SCANDUMP of the
+/// same filter on a server, so `bloomkit restore` can load it into one.
+///
+/// ```
+/// use bloomkit_client::{Filter, LocalFilter, Options};
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("seen.bloom");
+/// let mut seen = LocalFilter::new(Options::new(100_000, 0.001))?;
+/// assert!(seen.add(b"order-17")?);
+/// assert!(!seen.add(b"order-17")?);
+/// seen.save(&path)?;
+///
+/// let mut again = LocalFilter::open(&path)?;
+/// assert!(again.contains(b"order-17")?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct LocalFilter {
+    chain: Chain,
+    params: ChainParams,
+}
+
+impl LocalFilter {
+    /// An empty filter that grows (doubling) when it reaches its capacity.
+    pub fn new(options: Options) -> Result<LocalFilter> {
+        options.validate()?;
+        let params = ChainParams {
+            capacity: options.capacity,
+            error: options.error_rate,
+            ..Defaults::REDISBLOOM.params()
+        };
+        Ok(LocalFilter { chain: Chain::new(params, Limits::NONE)?, params })
+    }
+
+    /// The filter saved at `path` (by [`LocalFilter::save`] or `bloomkit dump`).
+    pub fn open(path: impl AsRef<Path>) -> Result<LocalFilter> {
+        let input = BufReader::new(File::open(path)?);
+        let chain = file::read(input, Limits::NONE)?;
+        let first = chain.filters().first().map(|f| (f.shape.capacity, f.shape.error));
+        let (capacity, error) = first.unwrap_or((100, 0.01));
+        let params = ChainParams {
+            capacity,
+            error,
+            expansion: chain.expansion().unwrap_or(2),
+            scaling: chain.expansion().is_some(),
+        };
+        Ok(LocalFilter { chain, params })
+    }
+
+    /// The filter at `path` if the file exists, else a new one.
+    pub fn open_or_new(path: impl AsRef<Path>, options: Options) -> Result<LocalFilter> {
+        match LocalFilter::open(path.as_ref()) {
+            Err(Error::File(file::FileError::Io(e))) if e.kind() == std::io::ErrorKind::NotFound => {
+                LocalFilter::new(options)
+            }
+            other => other,
+        }
+    }
+
+    /// Writes the filter to `path` atomically: a reader sees the old file or
+    /// the new one, never a part.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        {
+            let mut out = BufWriter::new(tmp.as_file_mut());
+            file::write(&self.chain, &mut out)?;
+            out.flush()?;
+        }
+        tmp.as_file().sync_all()?;
+        tmp.persist(path).map_err(|e| Error::from(e.error))?;
+        Ok(())
+    }
+
+    pub fn chain(&self) -> &Chain {
+        &self.chain
+    }
+}
+
+impl From<Chain> for LocalFilter {
+    fn from(chain: Chain) -> LocalFilter {
+        let first = chain.filters().first().map(|f| (f.shape.capacity, f.shape.error));
+        let (capacity, error) = first.unwrap_or((100, 0.01));
+        let params = ChainParams { capacity, error, ..Defaults::REDISBLOOM.params() };
+        LocalFilter { chain, params }
+    }
+}
+
+impl Filter for LocalFilter {
+    /// A local filter exists as soon as it is made: nothing to do.
+    fn reserve(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn add_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+        let mut answers = Vec::with_capacity(items.len());
+        let mut failure = None;
+        self.chain.add_each(items, Limits::NONE, |result| match result {
+            Ok(new) => {
+                answers.push(new);
+                true
+            }
+            Err(e) => {
+                failure = Some(e);
+                false
+            }
+        });
+        match failure {
+            Some(e) => Err(e.into()),
+            None => Ok(answers),
+        }
+    }
+
+    fn contains_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+        let mut answers = Vec::with_capacity(items.len());
+        self.chain.contains_each(items, |present| answers.push(present));
+        Ok(answers)
+    }
+
+    fn count(&mut self) -> Result<Option<u64>> {
+        Ok(Some(self.chain.items()))
+    }
+
+    fn info(&mut self) -> Result<Info> {
+        Ok(Info {
+            backend: "local".into(),
+            capacity: self.chain.capacity(),
+            bytes: self.chain.size_bytes(),
+            items: Some(self.chain.items()),
+            filters: Some(self.chain.filters().len() as u64),
+            ..Info::default()
+        })
+    }
+
+    fn clear(&mut self) -> Result<()> {
+        self.chain = Chain::new(self.params, Limits::NONE)?;
+        Ok(())
+    }
+
+    fn expire(&mut self, _ttl: Duration) -> Result<()> {
+        Err(Error::Unsupported("a local filter has no expiry; delete its file instead"))
+    }
+}

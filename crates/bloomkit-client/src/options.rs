@@ -1,0 +1,103 @@
+//! What a filter is asked to be, and what it reports about itself.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// Largest bitmap Redis keeps in one string: 512 MiB.
+pub const MAX_STRING_BITS: u64 = 1 << 32;
+
+/// Sizing and behaviour shared by every backend.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    /// Items the filter holds at the target error rate.
+    pub capacity: u64,
+    /// Target false-positive rate, strictly between 0 and 1.
+    pub error_rate: f64,
+    /// Lifetime of the filter's keys, set when a key is created (by `reserve`
+    /// or by the first write) and never extended by later writes. Server
+    /// backends only.
+    pub ttl: Option<Duration>,
+    /// Items per server command. Bounds how long one command holds the
+    /// server; a larger call is split into several pipelined commands.
+    pub batch_size: usize,
+    /// Bits per Redis key for the bitmap backend; a larger filter is split
+    /// over several keys in one hash slot.
+    pub max_key_bits: u64,
+}
+
+impl Options {
+    /// A filter for `capacity` items at `error_rate`, no TTL, 1000 items per
+    /// command, 512 MiB per bitmap key.
+    pub fn new(capacity: u64, error_rate: f64) -> Options {
+        Options { capacity, error_rate, ttl: None, batch_size: 1000, max_key_bits: MAX_STRING_BITS }
+    }
+
+    pub fn ttl(mut self, ttl: Duration) -> Options {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    pub fn batch_size(mut self, items: usize) -> Options {
+        self.batch_size = items;
+        self
+    }
+
+    pub fn max_key_bits(mut self, bits: u64) -> Options {
+        self.max_key_bits = bits;
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        if !(self.error_rate > 0.0 && self.error_rate < 1.0) {
+            return Err(Error::InvalidOptions(format!(
+                "error rate {} must be strictly between 0 and 1",
+                self.error_rate
+            )));
+        }
+        if self.capacity == 0 {
+            return Err(Error::InvalidOptions("capacity must be at least 1".into()));
+        }
+        if self.batch_size == 0 {
+            return Err(Error::InvalidOptions("batch size must be at least 1".into()));
+        }
+        if self.max_key_bits < 64 || self.max_key_bits > MAX_STRING_BITS {
+            return Err(Error::InvalidOptions(format!(
+                "bits per key {} must be between 64 and 2^32 (Redis's 512 MiB string limit)",
+                self.max_key_bits
+            )));
+        }
+        if matches!(self.ttl, Some(t) if t.as_millis() == 0) {
+            return Err(Error::InvalidOptions("a TTL must be at least one millisecond".into()));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn ttl_millis(&self) -> Option<u64> {
+        self.ttl.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
+    }
+}
+
+/// What a filter reports about itself; fields a backend cannot know are `None`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Info {
+    /// "module", "bitmap", "local", or "sharded module"/"sharded bitmap".
+    pub backend: String,
+    /// The keys that hold it (none for a local filter).
+    pub keys: Vec<String>,
+    /// Items it holds at its error rate (all sub-filters or shards).
+    pub capacity: u64,
+    /// Memory of its bit arrays (the module's own accounting where it has one).
+    pub bytes: u64,
+    /// Items added: exact for the module and local backends.
+    pub items: Option<u64>,
+    /// Items estimated from the bits set (bitmap backend).
+    pub estimated_items: Option<f64>,
+    /// Sub-filters of a scalable filter.
+    pub filters: Option<u64>,
+    /// Bits and hashes per item of a bitmap.
+    pub bits: Option<u64>,
+    pub hashes: Option<u32>,
+    /// Shards of a sharded filter.
+    pub shards: Option<u32>,
+}

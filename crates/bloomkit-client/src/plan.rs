@@ -1,0 +1,137 @@
+//! Commands and how to read their replies, with no I/O: the sync and async
+//! filters run the same plans, so each backend is written once.
+
+use redis::{Cmd, Value};
+
+use crate::error::{Error, Result};
+
+/// How one command's reply feeds the per-item answers.
+pub(crate) enum Decode {
+    /// Only errors matter.
+    Ignore,
+    /// One integer per item: the items' positions in the caller's slice.
+    PerItem(Vec<u32>),
+    /// A (possibly nested) array of bits: `Bits[j]` names the item of bit j.
+    /// A 0 bit flips that item's answer away from the plan's `init`.
+    Bits(Vec<u32>),
+}
+
+pub(crate) struct Step {
+    pub cmd: Cmd,
+    pub decode: Decode,
+}
+
+impl Step {
+    pub fn ignore(cmd: Cmd) -> Step {
+        Step { cmd, decode: Decode::Ignore }
+    }
+}
+
+/// The commands of one `add_many` or `contains_many` call and the answers'
+/// starting value: `false` for adds (new once any bit was 0), `true` for
+/// lookups (present until a bit is 0).
+pub(crate) struct Plan {
+    pub steps: Vec<Step>,
+    pub items: usize,
+    pub init: bool,
+}
+
+impl Plan {
+    pub fn new(items: usize, init: bool) -> Plan {
+        Plan { steps: Vec::new(), items, init }
+    }
+
+    pub fn commands(&self) -> impl Iterator<Item = &Cmd> {
+        self.steps.iter().map(|s| &s.cmd)
+    }
+
+    /// Turns the replies (one per step, in order) into one answer per item.
+    pub fn answers(self, replies: Vec<Value>, key: &str) -> Result<Vec<bool>> {
+        if replies.len() != self.steps.len() {
+            return Err(Error::Protocol(format!(
+                "{} replies to {} commands",
+                replies.len(),
+                self.steps.len()
+            )));
+        }
+        let mut answers = vec![self.init; self.items];
+        for (step, reply) in self.steps.into_iter().zip(replies) {
+            match step.decode {
+                Decode::Ignore => check(&reply, key)?,
+                Decode::PerItem(owners) => {
+                    let values = array(reply, key)?;
+                    if values.len() != owners.len() {
+                        return Err(Error::Protocol(format!(
+                            "{} answers for {} items",
+                            values.len(),
+                            owners.len()
+                        )));
+                    }
+                    for (owner, v) in owners.into_iter().zip(values) {
+                        answers[owner as usize] = integer(&v, key)? == 1;
+                    }
+                }
+                Decode::Bits(owners) => {
+                    let mut bits = Vec::with_capacity(owners.len());
+                    flatten(reply, key, &mut bits)?;
+                    if bits.len() != owners.len() {
+                        return Err(Error::Protocol(format!(
+                            "{} bits for {} positions",
+                            bits.len(),
+                            owners.len()
+                        )));
+                    }
+                    for (owner, bit) in owners.into_iter().zip(bits) {
+                        if bit == 0 {
+                            answers[owner as usize] = !self.init;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(answers)
+    }
+}
+
+/// An error reply as an `Error`; anything else is fine.
+pub(crate) fn check(v: &Value, key: &str) -> Result<()> {
+    match v {
+        Value::ServerError(_) => Err(reply_error(v.clone(), key)),
+        _ => Ok(()),
+    }
+}
+
+/// The error an error reply stands for (`v` must be `Value::ServerError`).
+fn reply_error(v: Value, key: &str) -> Error {
+    match redis::RedisResult::<()>::from(redis::from_owned_redis_value(v)) {
+        Err(e) => Error::from_redis(e, key),
+        Ok(()) => Error::Protocol("an error reply that is not an error".into()),
+    }
+}
+
+pub(crate) fn array(v: Value, key: &str) -> Result<Vec<Value>> {
+    match v {
+        Value::Array(a) | Value::Set(a) => Ok(a),
+        v @ Value::ServerError(_) => Err(reply_error(v, key)),
+        other => Err(Error::Protocol(format!("expected an array, got {other:?}"))),
+    }
+}
+
+pub(crate) fn integer(v: &Value, key: &str) -> Result<i64> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        Value::Boolean(b) => Ok(i64::from(*b)),
+        Value::ServerError(_) => Err(reply_error(v.clone(), key)),
+        other => Err(Error::Protocol(format!("expected an integer, got {other:?}"))),
+    }
+}
+
+fn flatten(v: Value, key: &str, out: &mut Vec<i64>) -> Result<()> {
+    match v {
+        Value::Array(a) => a.into_iter().try_for_each(|v| flatten(v, key, out)),
+        v => {
+            out.push(integer(&v, key)?);
+            Ok(())
+        }
+    }
+}

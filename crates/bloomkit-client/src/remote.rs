@@ -1,0 +1,274 @@
+//! Filters on a server, sync and async: each call runs a [`Layout`]'s
+//! commands through a transport and reads the replies.
+
+use std::time::Duration;
+
+use futures_util::future::try_join_all;
+use redis::{Cmd, Value};
+
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::options::Info;
+use crate::plan::{check, integer, Plan};
+use crate::Filter;
+
+/// A connection that runs a list of commands and returns their replies in
+/// order (or the first error).
+pub trait Transport {
+    fn run(&mut self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>>;
+}
+
+/// One pipeline: one round trip for the whole list.
+impl Transport for redis::Connection {
+    fn run(&mut self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>> {
+        let mut pipe = redis::pipe();
+        for c in cmds {
+            pipe.add_command((*c).clone());
+        }
+        pipe.query(self)
+    }
+}
+
+/// A cluster pipeline: commands grouped by node, written to every node
+/// before any reply is read, and retried on MOVED/ASK while slots move.
+impl Transport for redis::cluster::ClusterConnection {
+    fn run(&mut self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>> {
+        let mut pipe = redis::cluster::cluster_pipe();
+        for c in cmds {
+            pipe.add_command((*c).clone());
+        }
+        pipe.query(self)
+    }
+}
+
+impl<T: Transport + ?Sized> Transport for &mut T {
+    fn run(&mut self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>> {
+        (**self).run(cmds)
+    }
+}
+
+/// A filter on a Redis or Valkey server (or cluster), over a blocking connection.
+///
+/// ```no_run
+/// use bloomkit_client::{Filter, Layout, Options, RedisFilter};
+///
+/// let conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+/// let layout = Layout::bitmap("seen:urls", Options::new(10_000_000, 0.001))?;
+/// let mut seen = RedisFilter::new(conn, layout);
+/// let new = seen.add_many(&[b"https://a.example/".as_slice(), b"https://b.example/"])?;
+/// assert_eq!(new.len(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct RedisFilter<C> {
+    conn: C,
+    layout: Layout,
+}
+
+impl<C: Transport> RedisFilter<C> {
+    pub fn new(conn: C, layout: Layout) -> RedisFilter<C> {
+        RedisFilter { conn, layout }
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    pub fn into_connection(self) -> C {
+        self.conn
+    }
+
+    fn run(&mut self, cmds: &[&Cmd]) -> Result<Vec<Value>> {
+        self.conn.run(cmds).map_err(|e| Error::from_redis(e, self.layout.name()))
+    }
+
+    fn run_plan(&mut self, plan: Plan) -> Result<Vec<bool>> {
+        let cmds: Vec<&Cmd> = plan.commands().collect();
+        let replies = self.run(&cmds)?;
+        plan.answers(replies, self.layout.name())
+    }
+
+    fn run_all(&mut self, cmds: Vec<Cmd>) -> Result<Vec<Value>> {
+        let refs: Vec<&Cmd> = cmds.iter().collect();
+        let replies = self.run(&refs)?;
+        replies.iter().try_for_each(|r| check(r, self.layout.name()))?;
+        Ok(replies)
+    }
+}
+
+impl<C: Transport> Filter for RedisFilter<C> {
+    fn reserve(&mut self) -> Result<()> {
+        let steps = self.layout.reserve();
+        self.run_all(steps.into_iter().map(|s| s.cmd).collect()).map(drop)
+    }
+
+    fn add_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+        let plan = self.layout.add_plan(items);
+        self.run_plan(plan)
+    }
+
+    fn contains_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+        let plan = self.layout.contains_plan(items);
+        self.run_plan(plan)
+    }
+
+    fn count(&mut self) -> Result<Option<u64>> {
+        let Some(cmds) = self.layout.count() else { return Ok(None) };
+        let replies = self.run_all(cmds)?;
+        sum(&replies, self.layout.name()).map(Some)
+    }
+
+    fn info(&mut self) -> Result<Info> {
+        let layout = self.layout.clone();
+        let parts = layout
+            .info_parts()
+            .into_iter()
+            .map(|part| {
+                let replies = self.run(&part.info().iter().collect::<Vec<_>>());
+                replies.and_then(|r| part.read_info(r))
+            })
+            .collect();
+        layout.combine_info(parts)
+    }
+
+    fn clear(&mut self) -> Result<()> {
+        self.run_all(self.layout.clear()).map(drop)
+    }
+
+    fn expire(&mut self, ttl: Duration) -> Result<()> {
+        self.run_all(self.layout.expire(ttl)).map(drop)
+    }
+}
+
+fn sum(replies: &[Value], key: &str) -> Result<u64> {
+    replies.iter().try_fold(0u64, |acc, r| Ok(acc + integer(r, key)? as u64))
+}
+
+/// An async connection that runs a list of commands.
+#[allow(async_fn_in_trait)]
+pub trait AsyncTransport {
+    async fn run(&mut self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>>;
+}
+
+/// One pipeline on a multiplexed connection.
+impl AsyncTransport for redis::aio::MultiplexedConnection {
+    async fn run(&mut self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>> {
+        let mut pipe = redis::pipe();
+        for c in cmds {
+            pipe.add_command((*c).clone());
+        }
+        pipe.query_async(self).await
+    }
+}
+
+/// Every command in flight at once: the async cluster connection routes
+/// each to its node, so the shards' nodes work in parallel.
+impl AsyncTransport for redis::cluster_async::ClusterConnection {
+    async fn run(&mut self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>> {
+        let calls = cmds.iter().map(|c| {
+            let mut conn = self.clone();
+            async move { c.query_async::<Value>(&mut conn).await }
+        });
+        try_join_all(calls).await
+    }
+}
+
+/// The async twin of [`RedisFilter`], with the same methods.
+///
+/// ```no_run
+/// use bloomkit_client::{AsyncRedisFilter, Layout, Options, Over};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = redis::cluster::ClusterClient::new(vec!["redis://127.0.0.1:7000/"])?;
+/// let conn = client.get_async_connection().await?;
+/// let layout = Layout::sharded("clicks", 12, Over::Module, Options::new(1_000_000_000, 0.001))?;
+/// let mut clicks = AsyncRedisFilter::new(conn, layout);
+/// let new = clicks.add(b"click-42").await?;
+/// # Ok(()) }
+/// ```
+pub struct AsyncRedisFilter<C> {
+    conn: C,
+    layout: Layout,
+}
+
+impl<C: AsyncTransport> AsyncRedisFilter<C> {
+    pub fn new(conn: C, layout: Layout) -> AsyncRedisFilter<C> {
+        AsyncRedisFilter { conn, layout }
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    async fn run(&mut self, cmds: &[&Cmd]) -> Result<Vec<Value>> {
+        self.conn.run(cmds).await.map_err(|e| Error::from_redis(e, self.layout.name()))
+    }
+
+    async fn run_plan(&mut self, plan: Plan) -> Result<Vec<bool>> {
+        let cmds: Vec<&Cmd> = plan.commands().collect();
+        let replies = self.run(&cmds).await?;
+        plan.answers(replies, self.layout.name())
+    }
+
+    async fn run_all(&mut self, cmds: Vec<Cmd>) -> Result<Vec<Value>> {
+        let refs: Vec<&Cmd> = cmds.iter().collect();
+        let replies = self.run(&refs).await?;
+        replies.iter().try_for_each(|r| check(r, self.layout.name()))?;
+        Ok(replies)
+    }
+
+    /// See [`Filter::reserve`].
+    pub async fn reserve(&mut self) -> Result<()> {
+        let steps = self.layout.reserve();
+        self.run_all(steps.into_iter().map(|s| s.cmd).collect()).await.map(drop)
+    }
+
+    /// See [`Filter::add`].
+    pub async fn add(&mut self, item: &[u8]) -> Result<bool> {
+        Ok(self.add_many(&[item]).await?[0])
+    }
+
+    /// See [`Filter::add_many`].
+    pub async fn add_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+        let plan = self.layout.add_plan(items);
+        self.run_plan(plan).await
+    }
+
+    /// See [`Filter::contains`].
+    pub async fn contains(&mut self, item: &[u8]) -> Result<bool> {
+        Ok(self.contains_many(&[item]).await?[0])
+    }
+
+    /// See [`Filter::contains_many`].
+    pub async fn contains_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+        let plan = self.layout.contains_plan(items);
+        self.run_plan(plan).await
+    }
+
+    /// See [`Filter::count`].
+    pub async fn count(&mut self) -> Result<Option<u64>> {
+        let Some(cmds) = self.layout.count() else { return Ok(None) };
+        let replies = self.run_all(cmds).await?;
+        sum(&replies, self.layout.name()).map(Some)
+    }
+
+    /// See [`Filter::info`].
+    pub async fn info(&mut self) -> Result<Info> {
+        let layout = self.layout.clone();
+        let mut parts = Vec::new();
+        for part in layout.info_parts() {
+            let replies = self.run(&part.info().iter().collect::<Vec<_>>()).await;
+            parts.push(replies.and_then(|r| part.read_info(r)));
+        }
+        layout.combine_info(parts)
+    }
+
+    /// See [`Filter::clear`].
+    pub async fn clear(&mut self) -> Result<()> {
+        self.run_all(self.layout.clear()).await.map(drop)
+    }
+
+    /// See [`Filter::expire`].
+    pub async fn expire(&mut self, ttl: Duration) -> Result<()> {
+        self.run_all(self.layout.expire(ttl)).await.map(drop)
+    }
+}

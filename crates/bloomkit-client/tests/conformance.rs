@@ -1,0 +1,248 @@
+//! One suite, every backend: the module (bloomkit on Redis and Valkey,
+//! RedisBloom 2.8.2), the bitmap on a server with no module (one key and
+//! split over keys), sharded filters over both, the async transport, and the
+//! local filter. Real servers on loopback ports.
+
+use std::time::Duration;
+
+use bloomkit_client::{
+    AsyncRedisFilter, AsyncTransport, Error, Filter, Info, Layout, LocalFilter, Options, Over, RedisFilter,
+};
+use bloomkit_testkit::{Module, Server, TestServer};
+
+type Make<'a> = dyn FnMut(&str, Options) -> Box<dyn Filter> + 'a;
+
+fn connect(server: &TestServer) -> redis::Connection {
+    redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap().get_connection().unwrap()
+}
+
+fn items(prefix: &str, n: usize) -> Vec<Vec<u8>> {
+    (0..n).map(|i| format!("{prefix}-{i}").into_bytes()).collect()
+}
+
+fn slices(v: &[Vec<u8>]) -> Vec<&[u8]> {
+    v.iter().map(|i| i.as_slice()).collect()
+}
+
+/// The suite. `server` is `None` for the local filter; `counts` says whether
+/// the backend keeps an exact count.
+fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool) {
+    // Answers, repeats inside a call, odd bytes.
+    let mut f = make("conf:basic", Options::new(1000, 0.001).batch_size(3));
+    if server.is_some() {
+        f.reserve().unwrap();
+        assert!(matches!(f.reserve(), Err(Error::AlreadyExists(_))), "second reserve");
+    }
+    let odd: &[u8] = &[0xff, 0xfe, 0, b'\n'];
+    assert_eq!(f.add_many(&[b"a", b"b", b"a", b"", odd]).unwrap(), [true, true, false, true, true]);
+    assert!(!f.add(b"b").unwrap());
+    assert!(f.add(b"c").unwrap());
+    assert_eq!(
+        f.contains_many(&[b"a", b"b", b"c", b"", odd, b"never added"]).unwrap(),
+        [true, true, true, true, true, false]
+    );
+    assert!(!f.contains(b"another never added").unwrap());
+    assert_eq!(f.count().unwrap(), counts.then_some(5));
+    let info = f.info().unwrap();
+    assert!(info.capacity >= 1000 && info.bytes > 0, "{info:?}");
+    if counts {
+        assert_eq!(info.items, Some(5), "{info:?}");
+    } else {
+        let estimate = info.estimated_items.expect("an estimate where there is no count");
+        assert!((4.0..6.5).contains(&estimate), "{info:?}");
+    }
+    if let Some(server) = server {
+        assert!(!info.keys.is_empty());
+        let mut raw = server.conn();
+        assert!(info.keys.iter().any(|k| raw.call(&["EXISTS", k]).as_int() == 1), "{info:?}");
+    }
+
+    // Calls much larger than a batch: every item answered, in order.
+    let many = items("batch", 2500);
+    let mut f = make("conf:batches", Options::new(10_000, 1e-7).batch_size(100));
+    assert!(f.add_many(&slices(&many)).unwrap().iter().all(|&new| new));
+    let mixed: Vec<&[u8]> =
+        many.iter().step_by(2).map(|i| i.as_slice()).chain([b"absent".as_slice()]).collect();
+    let answers = f.contains_many(&mixed).unwrap();
+    assert!(answers[..answers.len() - 1].iter().all(|&p| p) && !answers[answers.len() - 1]);
+    assert!(f.add_many(&slices(&many)).unwrap().iter().all(|&new| !new));
+
+    // At capacity: no false negative, false positives within the rate.
+    let (capacity, rate) = (20_000, 0.01);
+    let mut f = make("conf:fpr", Options::new(capacity, rate));
+    let added = items("in", capacity as usize);
+    f.add_many(&slices(&added)).unwrap();
+    assert!(f.contains_many(&slices(&added)).unwrap().iter().all(|&p| p), "a false negative");
+    let probes = 100_000;
+    let absent = items("out", probes);
+    let positives = f.contains_many(&slices(&absent)).unwrap().iter().filter(|&&p| p).count();
+    let measured = positives as f64 / probes as f64;
+    let sigma = (rate * (1.0 - rate) / probes as f64).sqrt();
+    assert!(measured <= rate + 4.0 * sigma, "false-positive rate {measured} above {rate}");
+
+    // Clear removes everything.
+    f.clear().unwrap();
+    assert!(!f.contains(&added[0]).unwrap());
+    match server {
+        Some(_) => assert!(matches!(f.info(), Err(Error::NotFound(_))), "info after clear"),
+        None => assert_eq!(f.count().unwrap(), Some(0)),
+    }
+
+    let Some(server) = server else {
+        assert!(matches!(f.expire(Duration::from_secs(1)), Err(Error::Unsupported(_))));
+        return;
+    };
+    let mut raw = server.conn();
+
+    // A TTL is set when a write creates the keys, and writes keep it.
+    let mut f = make("conf:ttl", Options::new(1000, 0.01).ttl(Duration::from_secs(600)));
+    f.add_many(&[b"x", b"y"]).unwrap();
+    let keys = f.info().unwrap().keys;
+    // The keys that exist, with their TTLs.
+    let ttls = |raw: &mut bloomkit_testkit::Conn| -> Vec<(String, i64)> {
+        keys.iter().map(|k| (k.clone(), raw.call(&["PTTL", k]).as_int())).filter(|t| t.1 != -2).collect()
+    };
+    let first = ttls(&mut raw);
+    assert!(!first.is_empty() && first.iter().all(|t| t.1 > 590_000 && t.1 <= 600_000), "{first:?}");
+    for (k, _) in &first {
+        raw.call(&["PEXPIRE", k, "500000"]);
+    }
+    f.add_many(&[b"x", b"z"]).unwrap();
+    for (k, t) in ttls(&mut raw) {
+        let existed = first.iter().any(|f| f.0 == k);
+        assert!(if existed { t <= 500_000 } else { t > 590_000 }, "{k}: {t} (existed before: {existed})");
+    }
+    f.expire(Duration::from_secs(5)).unwrap();
+    assert!(ttls(&mut raw).iter().all(|t| t.1 > 0 && t.1 <= 5000));
+    // reserve applies it too.
+    let mut f = make("conf:ttl-reserved", Options::new(1000, 0.01).ttl(Duration::from_secs(300)));
+    f.reserve().unwrap();
+    let keys = f.info().unwrap().keys;
+    for k in &keys {
+        let t = raw.call(&["PTTL", k]).as_int();
+        assert!(t == -2 || (t > 290_000 && t <= 300_000), "{k}: {t}");
+    }
+
+    // A key holding something else is a typed error, and is left alone.
+    let mut f = make("conf:wrongtype", Options::new(1000, 0.01));
+    f.add(b"x").unwrap();
+    let keys = f.info().unwrap().keys;
+    f.clear().unwrap();
+    for k in &keys {
+        raw.call(&["HSET", k, "field", "value"]);
+    }
+    assert!(matches!(f.add(b"x"), Err(Error::WrongType(_))), "add onto a hash");
+    // RedisBloom (and bloomkit, bug for bug) answer 0 to BF.MEXISTS on another type.
+    assert!(matches!(f.contains(b"x"), Err(Error::WrongType(_)) | Ok(false)), "contains on a hash");
+    for k in &keys {
+        assert_eq!(raw.call(&["TYPE", k]).as_bytes(), b"hash");
+    }
+}
+
+fn run_sync(server: &TestServer, counts: bool, layout: impl Fn(&str, Options) -> Layout) {
+    let mut make = |name: &str, o: Options| -> Box<dyn Filter> {
+        Box::new(RedisFilter::new(connect(server), layout(name, o)))
+    };
+    conformance(&mut make, Some(server), counts);
+}
+
+#[test]
+fn module_on_redis() {
+    let server = TestServer::with_bloomkit(Server::Redis);
+    run_sync(&server, true, |n, o| Layout::module(n, o).unwrap());
+}
+
+#[test]
+fn module_on_valkey() {
+    let server = TestServer::with_bloomkit(Server::Valkey);
+    run_sync(&server, true, |n, o| Layout::module(n, o).unwrap());
+}
+
+#[test]
+fn module_on_redisbloom() {
+    let server = TestServer::start(Server::Redis, &[Module::RedisBloom], &[]);
+    run_sync(&server, true, |n, o| Layout::module(n, o).unwrap());
+}
+
+#[test]
+fn bitmap_without_module() {
+    let server = TestServer::start(Server::Redis, &[], &[]);
+    run_sync(&server, false, |n, o| Layout::bitmap(n, o).unwrap());
+}
+
+#[test]
+fn bitmap_split_over_keys() {
+    let server = TestServer::start(Server::Valkey, &[], &[]);
+    run_sync(&server, false, |n, o| Layout::bitmap(n, o.max_key_bits(4096)).unwrap());
+}
+
+#[test]
+fn sharded_module() {
+    let server = TestServer::with_bloomkit(Server::Redis);
+    run_sync(&server, true, |n, o| Layout::sharded(n, 4, Over::Module, o).unwrap());
+}
+
+#[test]
+fn sharded_bitmap() {
+    let server = TestServer::start(Server::Redis, &[], &[]);
+    run_sync(&server, false, |n, o| Layout::sharded(n, 4, Over::Bitmap, o).unwrap());
+}
+
+#[test]
+fn local() {
+    let mut make = |_: &str, o: Options| -> Box<dyn Filter> { Box::new(LocalFilter::new(o).unwrap()) };
+    conformance(&mut make, None, true);
+}
+
+/// The async filter behind the sync trait, so that it runs the same suite.
+struct BlockOn<C> {
+    filter: AsyncRedisFilter<C>,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl<C: AsyncTransport> Filter for BlockOn<C> {
+    fn reserve(&mut self) -> bloomkit_client::Result<()> {
+        self.runtime.block_on(self.filter.reserve())
+    }
+    fn add_many(&mut self, items: &[&[u8]]) -> bloomkit_client::Result<Vec<bool>> {
+        self.runtime.block_on(self.filter.add_many(items))
+    }
+    fn contains_many(&mut self, items: &[&[u8]]) -> bloomkit_client::Result<Vec<bool>> {
+        self.runtime.block_on(self.filter.contains_many(items))
+    }
+    fn count(&mut self) -> bloomkit_client::Result<Option<u64>> {
+        self.runtime.block_on(self.filter.count())
+    }
+    fn info(&mut self) -> bloomkit_client::Result<Info> {
+        self.runtime.block_on(self.filter.info())
+    }
+    fn clear(&mut self) -> bloomkit_client::Result<()> {
+        self.runtime.block_on(self.filter.clear())
+    }
+    fn expire(&mut self, ttl: Duration) -> bloomkit_client::Result<()> {
+        self.runtime.block_on(self.filter.expire(ttl))
+    }
+}
+
+fn run_async(server: &TestServer, counts: bool, layout: impl Fn(&str, Options) -> Layout) {
+    let url = format!("redis://127.0.0.1:{}/", server.port);
+    let mut make = |name: &str, o: Options| -> Box<dyn Filter> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let client = redis::Client::open(url.as_str()).unwrap();
+        let conn = runtime.block_on(client.get_multiplexed_async_connection()).unwrap();
+        Box::new(BlockOn { filter: AsyncRedisFilter::new(conn, layout(name, o)), runtime })
+    };
+    conformance(&mut make, Some(server), counts);
+}
+
+#[test]
+fn async_module() {
+    let server = TestServer::with_bloomkit(Server::Valkey);
+    run_async(&server, true, |n, o| Layout::module(n, o).unwrap());
+}
+
+#[test]
+fn async_sharded_bitmap() {
+    let server = TestServer::start(Server::Redis, &[], &[]);
+    run_async(&server, false, |n, o| Layout::sharded(n, 3, Over::Bitmap, o).unwrap());
+}
