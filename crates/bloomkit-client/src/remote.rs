@@ -29,15 +29,38 @@ impl Transport for redis::Connection {
     }
 }
 
-/// A cluster pipeline: commands grouped by node, written to every node
-/// before any reply is read, and retried on MOVED/ASK while slots move.
+/// One command at a time, each following MOVED/ASK while slots move. (The
+/// redis crate's sync cluster pipeline returns MOVED as an error after
+/// running the other nodes' commands, which cannot be safely retried for
+/// adds.) [`BlockingCluster`] sends to all nodes at once.
 impl Transport for redis::cluster::ClusterConnection {
     fn run(&mut self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>> {
-        let mut pipe = redis::cluster::cluster_pipe();
-        for c in cmds {
-            pipe.add_command((*c).clone());
-        }
-        pipe.query(self)
+        cmds.iter().map(|c| c.query::<Value>(self)).collect()
+    }
+}
+
+/// A blocking transport over the async cluster connection: every command of
+/// a call is in flight at once, so the nodes holding a batch's shards work
+/// in parallel, and each command follows MOVED/ASK on its own.
+pub struct BlockingCluster {
+    runtime: tokio::runtime::Runtime,
+    conn: redis::cluster_async::ClusterConnection,
+}
+
+impl BlockingCluster {
+    pub fn connect(client: &redis::cluster::ClusterClient) -> redis::RedisResult<BlockingCluster> {
+        // A worker thread of its own: with redis 0.32 the async cluster
+        // connection was seen to hang after a reshard on a current-thread
+        // runtime, never on a multi-thread one.
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+        let conn = runtime.block_on(client.get_async_connection())?;
+        Ok(BlockingCluster { runtime, conn })
+    }
+}
+
+impl Transport for BlockingCluster {
+    fn run(&mut self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>> {
+        self.runtime.block_on(AsyncTransport::run(&mut self.conn, cmds))
     }
 }
 
@@ -172,7 +195,9 @@ impl AsyncTransport for redis::cluster_async::ClusterConnection {
     }
 }
 
-/// The async twin of [`RedisFilter`], with the same methods.
+/// The async twin of [`RedisFilter`], with the same methods. With the
+/// async cluster connection, use a multi-thread tokio runtime (see
+/// [`BlockingCluster`]).
 ///
 /// ```no_run
 /// use bloomkit_client::{AsyncRedisFilter, Layout, Options, Over};

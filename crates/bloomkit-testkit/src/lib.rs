@@ -338,7 +338,8 @@ impl TestCluster {
 
     /// Moves every slot of node `from` to node `to` with `redis-cli --cluster
     /// reshard` (keys migrate with MIGRATE, so module values go through their
-    /// DUMP/RESTORE), then waits for the cluster to agree.
+    /// DUMP/RESTORE), then waits for the cluster to agree. A master left with
+    /// no slots becomes a replica of `to` (Redis 7's replica migration).
     pub fn move_all_slots(&self, from: usize, to: usize) {
         let slots: i64 = self.nodes[from]
             .conn()
