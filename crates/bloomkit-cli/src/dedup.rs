@@ -7,19 +7,18 @@
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
-use bloomkit_core::{file, Chain, ChainParams, Limits};
+use anyhow::{anyhow, bail, Context, Result};
+use bloomkit_client::{Error as ClientError, Filter, Layout, LocalFilter, RedisFilter};
 use indicatif::{ProgressBar, ProgressStyle};
-use redis::Value;
 
-use crate::server::{describe, estimated_rate, Server};
+use crate::server::{self, describe, estimated_rate, Server};
 
 const BATCH: usize = 4096;
-/// Items per BF.MADD: a bounded time for each command on the server.
-const MADD_ITEMS: usize = 1000;
+/// Items per server command: a bounded time for each on the server.
+const SERVER_BATCH: usize = 1000;
 
 pub struct Options {
     pub inputs: Vec<PathBuf>,
@@ -27,6 +26,7 @@ pub struct Options {
     pub count_only: bool,
     pub state: Option<PathBuf>,
     pub redis: Option<String>,
+    pub bitmap: bool,
     pub key: String,
     pub capacity: u64,
     pub error_rate: f64,
@@ -34,113 +34,93 @@ pub struct Options {
     pub delimiter: u8,
 }
 
-/// Where "seen before" is remembered.
+/// Where "seen before" is remembered: the client's filters, local or on a server.
 enum Backend {
-    Local(Chain),
-    Module(Server, String),
+    Local(LocalFilter),
+    /// The module, with a second connection for BF.DEBUG at the end.
+    Module(RedisFilter<redis::Connection>, Server),
+    Bitmap(RedisFilter<redis::Connection>, String),
 }
 
 impl Backend {
     /// For each key: true when it was new.
-    fn add(&mut self, keys: &[&[u8]], new: &mut Vec<bool>) -> Result<()> {
-        new.clear();
+    fn add(&mut self, keys: &[&[u8]]) -> Result<Vec<bool>> {
         match self {
-            Backend::Local(chain) => {
-                let mut failure = None;
-                chain.add_each(keys, Limits::NONE, |r| match r {
-                    Ok(n) => {
-                        new.push(n);
-                        true
-                    }
-                    Err(e) => {
-                        failure = Some(e);
-                        false
-                    }
-                });
-                if let Some(e) = failure {
-                    bail!("the filter cannot take more items: {e}");
-                }
+            Backend::Local(filter) => {
+                filter.add_many(keys).map_err(|e| anyhow!("the filter cannot take more items: {e}"))
             }
-            Backend::Module(server, key) => {
-                let mut pipe = redis::pipe();
-                for chunk in keys.chunks(MADD_ITEMS) {
-                    pipe.cmd("BF.MADD").arg(&*key).arg(chunk);
-                }
-                for reply in server.pipeline(&pipe, key)? {
-                    let Value::Array(items) = reply else { bail!("unexpected BF.MADD reply: {reply:?}") };
-                    for item in items {
-                        match item {
-                            Value::Int(v) => new.push(v == 1),
-                            Value::Boolean(b) => new.push(b),
-                            Value::ServerError(e) => bail!("{}: BF.MADD {key}: {e:?}", server.url),
-                            other => bail!("unexpected BF.MADD item: {other:?}"),
-                        }
-                    }
-                }
+            Backend::Module(filter, server) => {
+                filter.add_many(keys).map_err(|e| explain(e, &server.url, false))
             }
+            Backend::Bitmap(filter, url) => filter.add_many(keys).map_err(|e| explain(e, url, true)),
         }
-        Ok(())
     }
 
     fn false_positive_rate(&mut self) -> Result<f64> {
         Ok(match self {
-            Backend::Local(chain) => chain.estimated_false_positive_rate(),
-            Backend::Module(server, key) => estimated_rate(&describe(server, key)?.1),
+            Backend::Local(filter) => filter.chain().estimated_false_positive_rate(),
+            Backend::Module(filter, server) => {
+                let key = filter.layout().name().to_string();
+                estimated_rate(&describe(server, &key)?.1)
+            }
+            Backend::Bitmap(filter, url) => {
+                let info = filter.info().map_err(|e| explain(e, url, true))?;
+                let (m, k) = (info.bits.unwrap_or(1) as f64, f64::from(info.hashes.unwrap_or(1)));
+                let n = info.estimated_items.unwrap_or(0.0);
+                (1.0 - (-k * n / m).exp()).powf(k)
+            }
         })
     }
 }
 
+/// A client error in the CLI's words: which server, and what to do.
+fn explain(e: ClientError, url: &str, bitmap: bool) -> anyhow::Error {
+    match e {
+        ClientError::ModuleMissing(_) => anyhow!(
+            "the server at {url} has no Bloom filter module: load libbloomkit.so \
+             (redis-server --loadmodule /path/to/libbloomkit.so) or RedisBloom, \
+             or add --bitmap to keep the filter in plain Redis bitmaps"
+        ),
+        ClientError::WrongType(key) if bitmap => {
+            anyhow!("key '{key}' on {url} holds another type of value, not a bitmap")
+        }
+        ClientError::WrongType(key) => {
+            anyhow!("key '{key}' on {url} holds another type of value, not a Bloom filter")
+        }
+        other => anyhow!("{url}: {other}"),
+    }
+}
+
 fn open_backend(o: &Options) -> Result<Backend> {
-    let params = ChainParams { capacity: o.capacity, error: o.error_rate, expansion: 2, scaling: true };
+    let options = bloomkit_client::Options::new(o.capacity, o.error_rate).batch_size(SERVER_BATCH);
     match (&o.redis, &o.state) {
         (Some(_), Some(_)) => {
             bail!("--state keeps an in-process filter; with --redis the filter lives on the server")
         }
-        (Some(url), None) => {
-            let mut server = Server::connect(url)?;
-            if !server.exists(&o.key)? {
-                // Reserve with our parameters rather than the server's defaults.
-                server.call::<()>(
-                    redis::cmd("BF.RESERVE").arg(&o.key).arg(o.error_rate).arg(o.capacity),
-                    &o.key,
-                )?;
-            } else {
-                describe(&mut server, &o.key)?; // fails clearly when the key is not a filter
+        (None, _) if o.bitmap => {
+            bail!("--bitmap keeps the filter in Redis bitmaps: give the server with --redis")
+        }
+        (Some(url), None) if o.bitmap => {
+            let layout = Layout::bitmap(o.key.as_str(), options).map_err(|e| anyhow!("{e}"))?;
+            let mut filter = RedisFilter::new(server::connection(url)?, layout);
+            // Allocate the whole bitmap now rather than growing it bit by bit.
+            match filter.reserve() {
+                Ok(()) | Err(ClientError::AlreadyExists(_)) => {}
+                Err(e) => return Err(explain(e, url, true)),
             }
-            Ok(Backend::Module(server, o.key.clone()))
+            Ok(Backend::Bitmap(filter, url.clone()))
         }
-        (None, Some(path)) if path.exists() => {
-            let f =
-                File::open(path).with_context(|| format!("cannot open the state file {}", path.display()))?;
-            let chain = file::read(BufReader::new(f), Limits::NONE)
-                .with_context(|| format!("cannot load the state file {}", path.display()))?;
-            Ok(Backend::Local(chain))
+        (Some(url), None) => {
+            // Created on the first batch (BF.INSERT) with our capacity and error rate.
+            let layout = Layout::module(o.key.as_str(), options).map_err(|e| anyhow!("{e}"))?;
+            Ok(Backend::Module(RedisFilter::new(server::connection(url)?, layout), Server::connect(url)?))
         }
-        (None, _) => Ok(Backend::Local(Chain::new(params, Limits::NONE)?)),
+        (None, Some(path)) if path.exists() => Ok(Backend::Local(
+            LocalFilter::open(path)
+                .with_context(|| format!("cannot load the state file {}", path.display()))?,
+        )),
+        (None, _) => Ok(Backend::Local(LocalFilter::new(options).map_err(|e| anyhow!("{e}"))?)),
     }
-}
-
-/// Writes the filter next to `path`, syncs it, then renames it into place.
-fn save_state(chain: &Chain, path: &Path) -> Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        path.file_name().map_or("state".into(), |n| n.to_string_lossy()),
-        std::process::id()
-    ));
-    let result = (|| -> Result<()> {
-        let f = File::create(&tmp)?;
-        let mut w = BufWriter::with_capacity(1 << 20, f);
-        file::write(chain, &mut w)?;
-        let f = w.into_inner().map_err(|e| e.into_error())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.with_context(|| format!("cannot save the state file {}", path.display()))
 }
 
 /// The key of a line: the line without `\n`, or field `n` (1-based) of it.
@@ -177,7 +157,6 @@ pub fn run(o: &Options) -> Result<()> {
         if o.inputs.is_empty() { vec![None] } else { o.inputs.iter().map(Some).collect() };
     let mut arena: Vec<u8> = Vec::with_capacity(1 << 20);
     let mut ends: Vec<usize> = Vec::with_capacity(BATCH);
-    let mut new = Vec::with_capacity(BATCH);
     for input in inputs {
         let mut reader: Box<dyn BufRead> = match input {
             None => Box::new(BufReader::with_capacity(1 << 20, io::stdin().lock())),
@@ -207,7 +186,7 @@ pub fn run(o: &Options) -> Result<()> {
                 .filter_map(|(i, l)| key_of(l, o.field, o.delimiter).map(|k| (i, k)))
                 .collect();
             let keys: Vec<&[u8]> = keyed.iter().map(|(_, k)| *k).collect();
-            backend.add(&keys, &mut new)?;
+            let new = backend.add(&keys)?;
             // Lines without the field pass through as unique.
             let mut is_new = vec![true; lines.len()];
             for ((i, _), n) in keyed.iter().zip(&new) {
@@ -243,8 +222,8 @@ pub fn run(o: &Options) -> Result<()> {
     }
     out.flush()?;
     progress.finish_and_clear();
-    if let (Backend::Local(chain), Some(path)) = (&backend, &o.state) {
-        save_state(chain, path)?;
+    if let (Backend::Local(filter), Some(path)) = (&backend, &o.state) {
+        filter.save(path).with_context(|| format!("cannot save the state file {}", path.display()))?;
     }
     let elapsed = started.elapsed().as_secs_f64();
     let fp_rate = backend.false_positive_rate()?;

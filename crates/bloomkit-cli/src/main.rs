@@ -87,6 +87,10 @@ struct DedupArgs {
     /// Use the Bloom filter module of this server (redis://host:port).
     #[arg(long, value_name = "URL")]
     redis: Option<String>,
+    /// With --redis: keep the filter in plain Redis bitmaps (Guava-compatible
+    /// hashing), for servers that cannot load a module.
+    #[arg(long)]
+    bitmap: bool,
     /// The filter's key with --redis.
     #[arg(long, default_value = "bloomkit:dedup")]
     key: String,
@@ -187,6 +191,7 @@ fn run(cli: Cli) -> Result<()> {
                 count_only: a.count,
                 state: a.state,
                 redis: a.redis,
+                bitmap: a.bitmap,
                 key: a.key,
                 capacity: a.capacity as u64,
                 error_rate: a.error_rate,

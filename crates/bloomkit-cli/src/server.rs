@@ -8,7 +8,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use bloomkit_core::dump::{self, MAX_CHUNK};
 use bloomkit_core::file::{FileReader, FileWriter};
 use indicatif::ProgressBar;
-use redis::{Cmd, FromRedisValue, Value};
+use redis::{Cmd, FromRedisValue};
 
 pub struct Server {
     pub url: String,
@@ -17,12 +17,7 @@ pub struct Server {
 
 impl Server {
     pub fn connect(url: &str) -> Result<Server> {
-        let client = redis::Client::open(url)
-            .map_err(|e| anyhow!("'{url}' is not a Redis URL ({e}); use redis://host:port[/db]"))?;
-        let con = client.get_connection_with_timeout(Duration::from_secs(5)).map_err(|e| {
-            anyhow!("cannot reach the server at {url}: {e}; check that it is running and the URL is right")
-        })?;
-        Ok(Server { url: url.to_string(), con })
+        Ok(Server { url: url.to_string(), con: connection(url)? })
     }
 
     /// Runs a command, turning server errors into messages that say what to do.
@@ -30,14 +25,18 @@ impl Server {
         cmd.query(&mut self.con).map_err(|e| explain(e, &self.url, key))
     }
 
-    /// Sends commands in one round trip; replies in order.
-    pub fn pipeline(&mut self, pipe: &redis::Pipeline, key: &str) -> Result<Vec<Value>> {
-        pipe.query(&mut self.con).map_err(|e| explain(e, &self.url, key))
-    }
-
     pub fn exists(&mut self, key: &str) -> Result<bool> {
         self.call(redis::cmd("EXISTS").arg(key), key)
     }
+}
+
+/// A connection, or an error that says what to check.
+pub fn connection(url: &str) -> Result<redis::Connection> {
+    let client = redis::Client::open(url)
+        .map_err(|e| anyhow!("'{url}' is not a Redis URL ({e}); use redis://host:port[/db]"))?;
+    client.get_connection_with_timeout(Duration::from_secs(5)).map_err(|e| {
+        anyhow!("cannot reach the server at {url}: {e}; check that it is running and the URL is right")
+    })
 }
 
 /// A server error in words a user can act on.

@@ -175,6 +175,26 @@ fn dedup_against_servers() {
     fails(&["dedup", "--redis", &redis_arg(&plain)], b"a\n", "has no Bloom filter module");
     fails(&["dedup", "--redis", "redis://127.0.0.1:1"], b"a\n", "cannot reach the server");
     fails(&["dedup", "--redis", &url, "--state", "x"], b"a\n", "--state keeps an in-process filter");
+    fails(&["dedup", "--redis", &redis_arg(&plain)], b"a\n", "add --bitmap");
+}
+
+/// `--bitmap` on a server with no module: the same answers, remembered
+/// between runs, in a plain string the size Guava would give.
+#[test]
+fn dedup_with_bitmaps_on_a_plain_server() {
+    let plain = TestServer::start(Server::Valkey, &[], &[]);
+    let url = redis_arg(&plain);
+    let (input, first) = stream(20_000, "bm");
+    let args = ["dedup", "--redis", &url, "--bitmap", "--key", "seen", "--capacity", "100k"];
+    assert_dedup(&ok(&args, &input), &first, 2);
+    assert!(ok(&args, &input).is_empty(), "a second run remembers the first");
+    let mut conn = plain.conn();
+    assert_eq!(conn.call(&["TYPE", "seen"]).as_bytes(), b"string");
+    // Guava: 100k items at 1e-6 are 2 875 517 bits, 359 440 bytes in whole longs.
+    assert_eq!(conn.call(&["STRLEN", "seen"]).as_int(), 359_440);
+    conn.call(&["HSET", "hash", "f", "v"]);
+    fails(&["dedup", "--redis", &url, "--bitmap", "--key", "hash"], b"a\n", "not a bitmap");
+    fails(&["dedup", "--bitmap"], b"a\n", "give the server with --redis");
 }
 
 #[test]

@@ -1,0 +1,48 @@
+//! The crate's examples, run as built against real servers.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use bloomkit_testkit::{Module, Server, TestServer};
+
+fn example(name: &str) -> PathBuf {
+    // target/<profile>/deps/examples-<hash> -> target/<profile>/examples/<name>
+    let exe = std::env::current_exe().unwrap();
+    let path = exe.parent().unwrap().parent().unwrap().join("examples").join(name);
+    assert!(path.exists(), "{} missing: build with `cargo build --workspace --all-targets`", path.display());
+    path
+}
+
+fn run(server: &TestServer, input: &str) -> (String, String) {
+    let mut child = Command::new(example("click_dedup"))
+        .arg(format!("redis://127.0.0.1:{}/", server.port))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_string();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+}
+
+#[test]
+fn click_dedup_with_and_without_module() {
+    let clicks = "c1\nc2\nc1\nc3\nc2\n";
+    for (server, backend) in [
+        (TestServer::start(Server::Redis, &[Module::bloomkit()], &[]), "module"),
+        (TestServer::start(Server::Valkey, &[], &[]), "bitmap"),
+    ] {
+        let (stdout, stderr) = run(&server, clicks);
+        assert_eq!(stdout, "c1\nc2\nc3\n");
+        assert!(stderr.contains(&format!("backend {backend}: 3 new of 5 clicks")), "{stderr}");
+        // A second run remembers the first.
+        let (stdout, _) = run(&server, "c3\nc4\n");
+        assert_eq!(stdout, "c4\n");
+    }
+}
