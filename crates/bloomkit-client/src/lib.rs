@@ -5,8 +5,9 @@
 //! - **Bitmap** ([`Layout::bitmap`]): plain Redis strings, for servers that
 //!   cannot load a module. Sized and hashed as Guava's `BloomFilter`
 //!   (MURMUR128_MITZ_64 over UTF-8), so a Java service doing the same
-//!   `SETBIT`s shares the bitmap. Each batch is one atomic script: with
-//!   concurrent writers, an item is reported new exactly once. Filters above
+//!   `SETBIT`s shares the bitmap. Each batch is one atomic `BITFIELD` (a
+//!   script when split over keys): with concurrent writers, an item is
+//!   reported new exactly once. Filters above
 //!   Redis's 512 MiB string limit are split over keys in one hash slot.
 //! - **Sharded** ([`Layout::sharded`]): one logical filter over N module or
 //!   bitmap filters, each in its own hash slot, so a Redis Cluster spreads

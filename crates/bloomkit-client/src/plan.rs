@@ -60,6 +60,11 @@ impl Plan {
                 Decode::Ignore => check(&reply, key)?,
                 Decode::PerItem(owners) => {
                     let values = array(reply, key)?;
+                    // BF.MADD/BF.INSERT end their array at the first item
+                    // that fails (a full non-scaling filter).
+                    if let Some(e) = values.iter().find(|v| matches!(v, Value::ServerError(_))) {
+                        return Err(reply_error(e.clone(), key));
+                    }
                     if values.len() != owners.len() {
                         return Err(Error::Protocol(format!(
                             "{} answers for {} items",
@@ -103,9 +108,9 @@ pub(crate) fn check(v: &Value, key: &str) -> Result<()> {
 
 /// The error an error reply stands for (`v` must be `Value::ServerError`).
 fn reply_error(v: Value, key: &str) -> Error {
-    match redis::RedisResult::<()>::from(redis::from_owned_redis_value(v)) {
+    match v.extract_error() {
         Err(e) => Error::from_redis(e, key),
-        Ok(()) => Error::Protocol("an error reply that is not an error".into()),
+        Ok(_) => Error::Protocol("an error reply that is not an error".into()),
     }
 }
 

@@ -18,14 +18,15 @@ pub trait Transport {
     fn run(&mut self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>>;
 }
 
-/// One pipeline: one round trip for the whole list.
+/// One pipeline: one round trip for the whole list, encoded straight from
+/// the commands, with error replies left in place for the plan to read.
 impl Transport for redis::Connection {
     fn run(&mut self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>> {
-        let mut pipe = redis::pipe();
+        let mut packed = Vec::new();
         for c in cmds {
-            pipe.add_command((*c).clone());
+            c.write_packed_command(&mut packed);
         }
-        pipe.query(self)
+        redis::ConnectionLike::req_packed_commands(self, &packed, 0, cmds.len())
     }
 }
 
