@@ -87,9 +87,44 @@ pub fn dump(server: &mut Server, key: &str, out: impl Write, progress: &Progress
     Ok(())
 }
 
-/// A key name beside `key` for loading into before an atomic rename.
+/// A key name beside `key` for loading into before an atomic rename, in
+/// the same hash slot so that RENAME works on a Redis Cluster: `key`'s own
+/// hash tag is kept, or `key` becomes the tag.
 fn staging_key(key: &str) -> String {
-    format!("{key}:bloomkit-staging:{}", std::process::id())
+    let suffix = format!(":bloomkit-staging:{}", std::process::id());
+    let has_tag = key.find('{').is_some_and(|open| key[open + 1..].find('}').is_some_and(|close| close > 0));
+    if has_tag || key.contains(['{', '}']) {
+        format!("{key}{suffix}")
+    } else {
+        format!("{{{key}}}{suffix}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::staging_key;
+
+    /// Redis Cluster's slot of a key (CRC16/XMODEM of its hash tag or of it).
+    fn slot(key: &str) -> u16 {
+        let k = key.as_bytes();
+        let hashed = match k.iter().position(|&b| b == b'{') {
+            Some(open) => match k[open + 1..].iter().position(|&b| b == b'}') {
+                Some(close) if close > 0 => &k[open + 1..open + 1 + close],
+                _ => k,
+            },
+            None => k,
+        };
+        crc16::State::<crc16::XMODEM>::calculate(hashed) % 16384
+    }
+
+    #[test]
+    fn staging_keys_share_the_slot() {
+        // (A key with braces but no tag, such as "x{}y", cannot be matched.)
+        for key in ["clicks", "user:{42}:seen", "a:b:c", "{tag}rest"] {
+            assert_eq!(slot(&staging_key(key)), slot(key), "{key} -> {}", staging_key(key));
+            assert_ne!(staging_key(key), key);
+        }
+    }
 }
 
 /// Loads chunks into a staging key, then renames it over `key`, so that a
