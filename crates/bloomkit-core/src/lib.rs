@@ -7,6 +7,7 @@
 //! argument parsing ([`args`]). The module crate only moves bytes between
 //! Redis and these types, so all of it is testable and fuzzable on its own.
 
+pub mod apbf;
 pub mod args;
 pub mod bloom;
 pub mod chain;

@@ -1,0 +1,433 @@
+//! The Age-Partitioned Bloom Filter (Shtul, Baquero and Almeida, 2020,
+//! arXiv 2001.03147): dedup over a sliding window.
+//!
+//! `k + l` slices of `m` bits in a ring. An insertion sets one bit in each
+//! of the `k` newest slices; a lookup looks for `k` consecutive slices
+//! holding the item's bits. Every generation (`g = capacity / l` insertions,
+//! or `window / l` of time) the oldest slice is cleared and becomes the
+//! newest, so an item's bits age by one slice per generation.
+//!
+//! Guarantees (each tested in `tests/apbf.rs`):
+//! - no false negative for an item added within the window: the last
+//!   `capacity` insertions (count window), or the last `window` of time
+//!   (time window, while at most `capacity` items arrive per window);
+//! - a false-positive rate at or below the configured rate at every moment
+//!   of steady state, from the sizing below;
+//! - an item is forgotten once `k + l` generations have passed since the one
+//!   it was added in, when the last slice holding its bits is cleared: after
+//!   at most `capacity x (1 + (k + 1)/l)` insertions, or `window x (1 + (k +
+//!   1)/l)` of time. From generation `l + 1` on, each cleared slice must be
+//!   stood in for by a newer one holding its bit by chance (half of them
+//!   are set), so the chance of still finding it halves every generation;
+//!   after `k + l`, only the false-positive rate remains.
+//!
+//! Time is a parameter (`now_ms`), never read here: the caller's clock
+//! decides, so tests control it and a primary's decision can be replayed.
+
+use std::f64::consts::LN_2;
+
+use crate::hash::HashWidth;
+
+/// What the window counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Window {
+    /// The last `capacity` insertions.
+    Count,
+    /// The last `millis` milliseconds.
+    Time { millis: u64 },
+}
+
+/// Slice count and sizes chosen for an error rate and a window capacity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ApbfShape {
+    /// Slices an insertion sets (and a lookup needs in a row).
+    pub k: u32,
+    /// Extra slices: the window is `l` generations.
+    pub l: u32,
+    /// Bits per slice.
+    pub slice_bits: u64,
+    /// Insertions per generation.
+    pub generation: u64,
+}
+
+/// Largest `k + l` the sizing considers (and a decoded filter may have).
+pub const MAX_SLICES: u32 = 1024;
+
+impl ApbfShape {
+    /// The smallest filter whose steady-state false-positive rate stays at
+    /// or below `error` with `capacity` items per window. Slices are sized
+    /// for a fill of one half once full (`m = k g / ln 2`), as the paper
+    /// prescribes; for each `k`, the largest `l` meeting the rate is taken,
+    /// then the `k` needing the fewest bits.
+    pub fn new(error: f64, capacity: u64) -> Option<ApbfShape> {
+        if !(error > 0.0 && error < 1.0) || capacity == 0 {
+            return None;
+        }
+        let mut best: Option<(u128, ApbfShape)> = None;
+        for k in 1..=64u32 {
+            let fits = |l: u32| ApbfShape::sized(k, l, capacity).false_positive_rate() <= error;
+            if !fits(1) {
+                continue;
+            }
+            // The rate grows with l: the largest l that fits, by bisection.
+            let (mut lo, mut hi) = (1u32, (MAX_SLICES - k).min(capacity.min(u64::from(u32::MAX)) as u32));
+            if fits(hi) {
+                lo = hi;
+            }
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                if fits(mid) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            let shape = ApbfShape::sized(k, lo, capacity);
+            let bits = u128::from(shape.total_bits());
+            if best.is_none_or(|(b, _)| bits < b) {
+                best = Some((bits, shape));
+            }
+        }
+        best.map(|(_, s)| s)
+    }
+
+    fn sized(k: u32, l: u32, capacity: u64) -> ApbfShape {
+        let generation = capacity.div_ceil(u64::from(l));
+        let slice_bits = ((u64::from(k) * generation) as f64 / LN_2).ceil().max(8.0) as u64;
+        ApbfShape { k, l, slice_bits, generation }
+    }
+
+    pub fn slices(&self) -> u32 {
+        self.k + self.l
+    }
+
+    pub fn slice_bytes(&self) -> usize {
+        self.slice_bits.div_ceil(8) as usize
+    }
+
+    pub fn total_bits(&self) -> u64 {
+        self.slice_bits * u64::from(self.slices())
+    }
+
+    /// Items remembered for sure: `l` generations.
+    pub fn capacity(&self) -> u64 {
+        self.generation * u64::from(self.l)
+    }
+
+    /// The steady-state rate at its worst moment (a full current
+    /// generation): the chance that some `k` consecutive slices all hold an
+    /// absent item's bit, slice `i` (newest first) having received
+    /// `min(i + 1, k)` generations of insertions. Exact for independent bits.
+    pub fn false_positive_rate(&self) -> f64 {
+        let k = self.k as usize;
+        let fill = |i: usize| {
+            let inserted = (i.min(k - 1) + 1) as f64 * self.generation as f64;
+            1.0 - (-inserted / self.slice_bits as f64).exp()
+        };
+        // run[j]: probability that the current run of set bits is j (< k)
+        // and no run of k has occurred yet.
+        let mut run = vec![0.0f64; k];
+        run[0] = 1.0;
+        let mut hit = 0.0;
+        for i in 0..self.slices() as usize {
+            let p = fill(i);
+            let mut next = vec![0.0f64; k];
+            for (j, &q) in run.iter().enumerate() {
+                next[0] += q * (1.0 - p);
+                if j + 1 == k {
+                    hit += q * p;
+                } else {
+                    next[j + 1] += q * p;
+                }
+            }
+            run = next;
+        }
+        hit
+    }
+}
+
+/// An age-partitioned Bloom filter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Apbf {
+    shape: ApbfShape,
+    error: f64,
+    window: Window,
+    /// All slices, physical order, `slice_bytes` each.
+    bits: Vec<u8>,
+    /// Physical index of the newest slice.
+    front: u32,
+    /// Insertions into the current generation.
+    in_generation: u64,
+    /// Time windows: when the current generation began.
+    generation_started_ms: u64,
+    /// Generations completed since creation.
+    generations: u64,
+}
+
+impl Apbf {
+    pub fn new(error: f64, capacity: u64, window: Window, now_ms: u64) -> Option<Apbf> {
+        let shape = ApbfShape::new(error, capacity)?;
+        if matches!(window, Window::Time { millis } if millis < u64::from(shape.l)) {
+            return None;
+        }
+        let bytes = shape.slice_bytes().checked_mul(shape.slices() as usize)?;
+        Some(Apbf {
+            shape,
+            error,
+            window,
+            bits: vec![0; bytes],
+            front: 0,
+            in_generation: 0,
+            generation_started_ms: now_ms,
+            generations: 0,
+        })
+    }
+
+    pub fn shape(&self) -> &ApbfShape {
+        &self.shape
+    }
+
+    pub fn error_rate(&self) -> f64 {
+        self.error
+    }
+
+    pub fn window(&self) -> Window {
+        self.window
+    }
+
+    pub fn generations(&self) -> u64 {
+        self.generations
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bits.len()
+    }
+
+    /// The length of one generation in time windows.
+    fn interval_ms(&self) -> Option<u64> {
+        match self.window {
+            Window::Count => None,
+            // Rounded up, so that l generations last at least the window.
+            Window::Time { millis } => Some(millis.div_ceil(u64::from(self.shape.l))),
+        }
+    }
+
+    /// When the current generation began (time windows).
+    pub fn generation_started_ms(&self) -> u64 {
+        self.generation_started_ms
+    }
+
+    /// Generations that ended by `now_ms` but were not applied yet.
+    pub fn due_generations(&self, now_ms: u64) -> u64 {
+        match self.interval_ms() {
+            None => 0,
+            Some(iv) => now_ms.saturating_sub(self.generation_started_ms) / iv,
+        }
+    }
+
+    /// Items inserted within the window, at most: the current generation's
+    /// plus `l - 1` full ones (fewer while the filter is young).
+    pub fn items_in_window(&self, now_ms: u64) -> u64 {
+        let due = self.due_generations(now_ms);
+        let current = if due > 0 { 0 } else { self.in_generation };
+        let full = (self.generations + due).min(u64::from(self.shape.l) - 1);
+        current + full.saturating_sub(due.saturating_sub(1).min(full)) * self.shape.generation
+    }
+
+    /// Applies the generations due at `now_ms`; returns how many. A primary
+    /// calls this and replicates the count (see [`Apbf::advance`]).
+    pub fn advance_to(&mut self, now_ms: u64) -> u64 {
+        let due = self.due_generations(now_ms);
+        if due > 0 {
+            self.advance(due, self.generation_started_ms + due * self.interval_ms().unwrap_or(0));
+        }
+        due
+    }
+
+    /// Ends `n` generations, the last starting at `started_ms`: the replayable
+    /// form of a time decision.
+    pub fn advance(&mut self, n: u64, started_ms: u64) {
+        for _ in 0..n.min(u64::from(self.shape.slices())) {
+            self.shift();
+        }
+        self.generations += n.saturating_sub(u64::from(self.shape.slices()));
+        self.generation_started_ms = started_ms;
+    }
+
+    fn shift(&mut self) {
+        let slices = self.shape.slices();
+        self.front = (self.front + slices - 1) % slices;
+        let size = self.shape.slice_bytes();
+        let start = self.front as usize * size;
+        self.bits[start..start + size].fill(0);
+        self.in_generation = 0;
+        self.generations += 1;
+    }
+
+    #[inline]
+    fn physical(&self, logical: u32) -> u32 {
+        (self.front + logical) % self.shape.slices()
+    }
+
+    #[inline]
+    fn position(&self, slice: u32, a: u64, b: u64) -> usize {
+        let bit = a.wrapping_add(u64::from(slice).wrapping_mul(b)) % self.shape.slice_bits;
+        slice as usize * self.shape.slice_bytes() * 8 + bit as usize
+    }
+
+    #[inline]
+    fn get(&self, pos: usize) -> bool {
+        self.bits[pos / 8] & (1 << (pos % 8)) != 0
+    }
+
+    /// Whether an item added within the window may be here, as of `now_ms`
+    /// (generations due by then count as passed; nothing changes).
+    pub fn contains(&self, item: &[u8], now_ms: u64) -> bool {
+        let h = HashWidth::Bits64.hash(item);
+        let due = self.due_generations(now_ms).min(u64::from(self.shape.slices())) as u32;
+        let mut run = 0;
+        for logical in 0..self.shape.slices() - due {
+            let slice = self.physical(logical);
+            if self.get(self.position(slice, h.a, h.b)) {
+                run += 1;
+                if run == self.shape.k {
+                    return true;
+                }
+            } else {
+                run = 0;
+            }
+        }
+        false
+    }
+
+    /// Adds an item at `now_ms`; `true` if it was not seen within the window.
+    /// Applies due generations first, and starts a new generation when the
+    /// current one is full (in time windows too: more than `capacity` items
+    /// in a window shortens the window rather than raise the error rate).
+    pub fn add(&mut self, item: &[u8], now_ms: u64) -> bool {
+        self.advance_to(now_ms);
+        let new = !self.contains(item, now_ms);
+        let h = HashWidth::Bits64.hash(item);
+        for logical in 0..self.shape.k {
+            let pos = self.position(self.physical(logical), h.a, h.b);
+            self.bits[pos / 8] |= 1 << (pos % 8);
+        }
+        self.in_generation += 1;
+        if self.in_generation >= self.shape.generation {
+            self.shift();
+            if self.window != Window::Count {
+                self.generation_started_ms = now_ms;
+            }
+        }
+        new
+    }
+
+    /// The filter as bytes (RDB, DUMP, AOF rewrite): a fixed header, then
+    /// the slices.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER_LEN + self.bits.len());
+        out.extend_from_slice(MAGIC);
+        for v in [
+            u64::from(self.shape.k),
+            u64::from(self.shape.l),
+            self.shape.slice_bits,
+            self.shape.generation,
+            self.error.to_bits(),
+            match self.window {
+                Window::Count => 0,
+                Window::Time { millis } => millis,
+            },
+            u64::from(self.front),
+            self.in_generation,
+            self.generation_started_ms,
+            self.generations,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&self.bits);
+        out
+    }
+
+    /// Reads [`Apbf::encode`]'s bytes, checking every field against the others.
+    pub fn decode(data: &[u8]) -> Result<Apbf, &'static str> {
+        if data.len() < HEADER_LEN || &data[..MAGIC.len()] != MAGIC {
+            return Err("not an APBF encoding");
+        }
+        let field = |i: usize| {
+            let at = MAGIC.len() + 8 * i;
+            u64::from_le_bytes(data[at..at + 8].try_into().expect("8 bytes"))
+        };
+        let (k, l, slice_bits, generation) = (field(0), field(1), field(2), field(3));
+        let error = f64::from_bits(field(4));
+        if k == 0 || l == 0 || k + l > u64::from(MAX_SLICES) {
+            return Err("slice counts out of range");
+        }
+        if slice_bits == 0 || generation == 0 || !(error > 0.0 && error < 1.0) {
+            return Err("sizes out of range");
+        }
+        let shape = ApbfShape { k: k as u32, l: l as u32, slice_bits, generation };
+        let window = match field(5) {
+            0 => Window::Count,
+            millis => Window::Time { millis },
+        };
+        let (front, in_generation) = (field(6), field(7));
+        if front >= k + l || in_generation >= generation {
+            return Err("ring position out of range");
+        }
+        let expected = (slice_bits.div_ceil(8)).checked_mul(k + l).ok_or("sizes out of range")?;
+        let bits = &data[HEADER_LEN..];
+        if bits.len() as u64 != expected {
+            return Err("slice data has the wrong length");
+        }
+        Ok(Apbf {
+            shape,
+            error,
+            window,
+            bits: bits.to_vec(),
+            front: front as u32,
+            in_generation,
+            generation_started_ms: field(8),
+            generations: field(9),
+        })
+    }
+}
+
+const MAGIC: &[u8; 8] = b"BKAPBF01";
+const HEADER_LEN: usize = 8 + 10 * 8;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizing_meets_the_rate_with_the_fewest_bits_found() {
+        for (error, capacity) in [(0.01, 1000), (0.001, 100_000), (1e-5, 1_000_000), (0.1, 10)] {
+            let s = ApbfShape::new(error, capacity).unwrap();
+            assert!(s.false_positive_rate() <= error, "{s:?}");
+            assert!(s.capacity() >= capacity, "{s:?}");
+            let per_item = s.total_bits() as f64 / capacity as f64;
+            // Within a small factor of a plain Bloom filter's -log2(p)/ln 2.
+            if capacity >= 1000 {
+                assert!(per_item < 3.0 * -error.log2() / LN_2, "{s:?}: {per_item} bits per item");
+            }
+        }
+        assert!(ApbfShape::new(0.0, 10).is_none() && ApbfShape::new(0.1, 0).is_none());
+    }
+
+    #[test]
+    fn encoding_round_trips_and_rejects_damage() {
+        let mut f = Apbf::new(0.01, 500, Window::Time { millis: 60_000 }, 1_000).unwrap();
+        for i in 0..700u32 {
+            f.add(&i.to_le_bytes(), 1_000 + u64::from(i));
+        }
+        let bytes = f.encode();
+        assert_eq!(Apbf::decode(&bytes).unwrap(), f);
+        assert!(Apbf::decode(&bytes[..bytes.len() - 1]).is_err());
+        let mut bad = bytes.clone();
+        bad[8] = 0; // k = 0
+        assert!(Apbf::decode(&bad).is_err());
+        let mut bad = bytes;
+        bad[8 + 6 * 8] = 0xff; // front beyond the ring
+        assert!(Apbf::decode(&bad).is_err());
+    }
+}
