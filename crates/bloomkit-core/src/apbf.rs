@@ -84,7 +84,7 @@ impl ApbfShape {
             }
             let shape = ApbfShape::sized(k, lo, capacity);
             let bits = u128::from(shape.total_bits());
-            if best.is_none_or(|(b, _)| bits < b) {
+            if best.is_none() || best.is_some_and(|(b, _)| bits < b) {
                 best = Some((bits, shape));
             }
         }
