@@ -12,7 +12,11 @@
 //!   `capacity` insertions (count window), or the last `window` of time
 //!   (time window, while at most `capacity` items arrive per window);
 //! - a false-positive rate at or below the configured rate at every moment
-//!   of steady state, from the sizing below;
+//!   of steady state, from the sizing below. In a time window this holds
+//!   while any `k` consecutive generations (`k/l` of the window) receive at
+//!   most `k x capacity / l` items, as an even rate of `capacity` per window
+//!   does; a burst raises the rate until it ages out, and never makes the
+//!   filter forget an item inside the window;
 //! - an item is forgotten once `k + l` generations have passed since the one
 //!   it was added in, when the last slice holding its bits is cleared: after
 //!   at most `capacity x (1 + (k + 1)/l)` insertions, or `window x (1 + (k +
@@ -225,13 +229,13 @@ impl Apbf {
         }
     }
 
-    /// Items inserted within the window, at most: the current generation's
-    /// plus `l - 1` full ones (fewer while the filter is young).
-    pub fn items_in_window(&self, now_ms: u64) -> u64 {
-        let due = self.due_generations(now_ms);
-        let current = if due > 0 { 0 } else { self.in_generation };
-        let full = (self.generations + due).min(u64::from(self.shape.l) - 1);
-        current + full.saturating_sub(due.saturating_sub(1).min(full)) * self.shape.generation
+    /// Insertions into the current generation (0 once it has ended by `now_ms`).
+    pub fn items_in_generation(&self, now_ms: u64) -> u64 {
+        if self.due_generations(now_ms) > 0 {
+            0
+        } else {
+            self.in_generation
+        }
     }
 
     /// Applies the generations due at `now_ms`; returns how many. A primary
@@ -301,9 +305,9 @@ impl Apbf {
     }
 
     /// Adds an item at `now_ms`; `true` if it was not seen within the window.
-    /// Applies due generations first, and starts a new generation when the
-    /// current one is full (in time windows too: more than `capacity` items
-    /// in a window shortens the window rather than raise the error rate).
+    /// A repeat is added again, so the window runs from an item's latest
+    /// sighting. Applies due generations first; a count window starts a new
+    /// generation when the current one is full.
     pub fn add(&mut self, item: &[u8], now_ms: u64) -> bool {
         self.advance_to(now_ms);
         let new = !self.contains(item, now_ms);
@@ -313,19 +317,24 @@ impl Apbf {
             self.bits[pos / 8] |= 1 << (pos % 8);
         }
         self.in_generation += 1;
-        if self.in_generation >= self.shape.generation {
+        // Count windows end a generation when it is full; time windows only
+        // on the clock, so that no item inside the window is ever forgotten.
+        if self.window == Window::Count && self.in_generation >= self.shape.generation {
             self.shift();
-            if self.window != Window::Count {
-                self.generation_started_ms = now_ms;
-            }
         }
         new
     }
 
-    /// The filter as bytes (RDB, DUMP, AOF rewrite): a fixed header, then
-    /// the slices.
+    /// The filter as bytes (RDB, DUMP): [`Apbf::encode_header`], then the slices.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(HEADER_LEN + self.bits.len());
+        let mut out = self.encode_header();
+        out.extend_from_slice(&self.bits);
+        out
+    }
+
+    /// Everything but the slices, in [`HEADER_LEN`] bytes.
+    pub fn encode_header(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER_LEN);
         out.extend_from_slice(MAGIC);
         for v in [
             u64::from(self.shape.k),
@@ -344,18 +353,34 @@ impl Apbf {
         ] {
             out.extend_from_slice(&v.to_le_bytes());
         }
-        out.extend_from_slice(&self.bits);
         out
+    }
+
+    /// The slices, physical order.
+    pub fn bits(&self) -> &[u8] {
+        &self.bits
     }
 
     /// Reads [`Apbf::encode`]'s bytes, checking every field against the others.
     pub fn decode(data: &[u8]) -> Result<Apbf, &'static str> {
-        if data.len() < HEADER_LEN || &data[..MAGIC.len()] != MAGIC {
-            return Err("not an APBF encoding");
+        let (header, bits) = data.split_at(HEADER_LEN.min(data.len()));
+        let mut f = Apbf::from_header(header, usize::MAX)?;
+        if bits.len() != f.bits.len() {
+            return Err("slice data has the wrong length");
+        }
+        f.bits.copy_from_slice(bits);
+        Ok(f)
+    }
+
+    /// A filter with a header's fields and empty slices (slices of more
+    /// than `max_bytes` in all are refused before anything is allocated).
+    pub fn from_header(header: &[u8], max_bytes: usize) -> Result<Apbf, &'static str> {
+        if header.len() != HEADER_LEN || &header[..MAGIC.len()] != MAGIC {
+            return Err("not an APBF header");
         }
         let field = |i: usize| {
             let at = MAGIC.len() + 8 * i;
-            u64::from_le_bytes(data[at..at + 8].try_into().expect("8 bytes"))
+            u64::from_le_bytes(header[at..at + 8].try_into().expect("8 bytes"))
         };
         let (k, l, slice_bits, generation) = (field(0), field(1), field(2), field(3));
         let error = f64::from_bits(field(4));
@@ -371,29 +396,44 @@ impl Apbf {
             millis => Window::Time { millis },
         };
         let (front, in_generation) = (field(6), field(7));
-        if front >= k + l || in_generation >= generation {
+        // Only count windows bound a generation's insertions.
+        if front >= k + l || (window == Window::Count && in_generation >= generation) {
             return Err("ring position out of range");
         }
-        let expected = (slice_bits.div_ceil(8)).checked_mul(k + l).ok_or("sizes out of range")?;
-        let bits = &data[HEADER_LEN..];
-        if bits.len() as u64 != expected {
-            return Err("slice data has the wrong length");
+        let bytes = slice_bits.div_ceil(8).checked_mul(k + l).ok_or("sizes out of range")?;
+        if bytes > max_bytes as u64 {
+            return Err("larger than the size limit");
         }
+        let bytes = usize::try_from(bytes).map_err(|_| "sizes out of range")?;
+        let mut bits = Vec::new();
+        bits.try_reserve_exact(bytes).map_err(|_| "out of memory")?;
+        bits.resize(bytes, 0);
         Ok(Apbf {
             shape,
             error,
             window,
-            bits: bits.to_vec(),
+            bits,
             front: front as u32,
             in_generation,
             generation_started_ms: field(8),
             generations: field(9),
         })
     }
+
+    /// Copies `data` into the slices from byte `offset` (chunked loading).
+    pub fn load_bits(&mut self, offset: usize, data: &[u8]) -> Result<(), &'static str> {
+        let end = offset
+            .checked_add(data.len())
+            .filter(|&e| e <= self.bits.len())
+            .ok_or("chunk beyond the slices")?;
+        self.bits[offset..end].copy_from_slice(data);
+        Ok(())
+    }
 }
 
 const MAGIC: &[u8; 8] = b"BKAPBF01";
-const HEADER_LEN: usize = 8 + 10 * 8;
+/// Bytes of [`Apbf::encode_header`].
+pub const HEADER_LEN: usize = 8 + 10 * 8;
 
 #[cfg(test)]
 mod tests {

@@ -50,6 +50,8 @@ pub enum Error {
     /// the error rate underflows after many scalings).
     CannotScale,
     OutOfMemory,
+    /// An `APBF.*` argument or state error, with its full text.
+    Window(String),
 }
 
 /// The largest expansion accepted, as in current RedisBloom releases.
@@ -90,6 +92,7 @@ impl Error {
                  representable; create a filter with a larger capacity or expansion"
             }
             OutOfMemory => "ERR out of memory while allocating the filter; nothing was changed",
+            Window(text) => return Cow::Owned(text.clone()),
             TooLarge { bytes, limit } => {
                 return Cow::Owned(format!(
                     "ERR the filter would take {bytes} bytes, more than bf.max-filter-bytes \

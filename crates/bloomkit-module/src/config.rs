@@ -21,6 +21,14 @@ static ERROR_RATE: AtomicU64 = AtomicU64::new(0x3F84_7AE1_47AE_147B); // 0.01
 static INITIAL_SIZE: AtomicI64 = AtomicI64::new(100);
 static EXPANSION: AtomicI64 = AtomicI64::new(2);
 static MAX_FILTER_BYTES: AtomicI64 = AtomicI64::new(4 << 30);
+/// Added to the clock of APBF time windows: a test hook that moves time
+/// without sleeping (`CONFIG SET bf.apbf-clock-offset-ms`).
+static APBF_CLOCK_OFFSET: AtomicI64 = AtomicI64::new(0);
+const MAX_CLOCK_OFFSET: i64 = 100 * 365 * 86_400_000;
+
+pub fn apbf_clock_offset_ms() -> u64 {
+    APBF_CLOCK_OFFSET.load(Relaxed).max(0) as u64
+}
 /// The text `CONFIG GET bf.error-rate` answers (owned by the module).
 static ERROR_RATE_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
 
@@ -110,6 +118,7 @@ enum Numeric {
     InitialSize = 1,
     Expansion = 2,
     MaxFilterBytes = 3,
+    ApbfClockOffset = 4,
 }
 
 impl Numeric {
@@ -118,6 +127,7 @@ impl Numeric {
             1 => Some(Numeric::InitialSize),
             2 => Some(Numeric::Expansion),
             3 => Some(Numeric::MaxFilterBytes),
+            4 => Some(Numeric::ApbfClockOffset),
             _ => None,
         }
     }
@@ -126,6 +136,7 @@ impl Numeric {
             Numeric::InitialSize => &INITIAL_SIZE,
             Numeric::Expansion => &EXPANSION,
             Numeric::MaxFilterBytes => &MAX_FILTER_BYTES,
+            Numeric::ApbfClockOffset => &APBF_CLOCK_OFFSET,
         }
     }
 }
@@ -219,6 +230,7 @@ pub fn register(ctx: Ctx) -> Result<(), String> {
         ("initial-size", Numeric::InitialSize, 1, MAX_INITIAL_SIZE),
         ("expansion-factor", Numeric::Expansion, 1, MAX_EXPANSION),
         ("max-filter-bytes", Numeric::MaxFilterBytes, MIN_FILTER_BYTES, MAX_FILTER_BYTES_LIMIT),
+        ("apbf-clock-offset-ms", Numeric::ApbfClockOffset, 0, MAX_CLOCK_OFFSET),
     ];
     for (config, which, min, max) in numerics {
         let name = cstring(config);

@@ -57,7 +57,7 @@ pub fn into_value(chain: Chain) -> *mut c_void {
     Box::into_raw(Box::new(chain)).cast()
 }
 
-struct IoReader(*mut raw::RedisModuleIO);
+pub(crate) struct IoReader(pub(crate) *mut raw::RedisModuleIO);
 
 impl IoReader {
     fn check<T>(&self, v: T) -> Result<T, Error> {

@@ -11,6 +11,7 @@ mod config;
 mod data_type;
 mod ffi;
 mod stats;
+mod window;
 
 use std::ffi::{c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -144,6 +145,70 @@ const COMMANDS: &[Command] = &[
         summary: c"Restores a Bloom filter from chunks returned by BF.SCANDUMP",
         complexity: c"O(c)",
     },
+    Command {
+        name: c"apbf.reserve",
+        handler: entry!(window::reserve),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Creates a sliding-window filter: COUNT (the last capacity items) or TIME seconds",
+        complexity: c"O(1)",
+    },
+    Command {
+        name: c"apbf.add",
+        handler: entry!(window::add),
+        flags: c"write deny-oom",
+        key_flags: RW_UPDATE,
+        summary: c"Adds an item; 1 if it was not seen within the window",
+        complexity: c"O(k + l)",
+    },
+    Command {
+        name: c"apbf.madd",
+        handler: entry!(window::madd),
+        flags: c"write deny-oom",
+        key_flags: RW_UPDATE,
+        summary: c"Adds items; one reply per item",
+        complexity: c"O((k + l) * n)",
+    },
+    Command {
+        name: c"apbf.exists",
+        handler: entry!(window::exists),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"Checks whether an item was seen within the window",
+        complexity: c"O(k + l)",
+    },
+    Command {
+        name: c"apbf.mexists",
+        handler: entry!(window::mexists),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"Checks items; one reply per item",
+        complexity: c"O((k + l) * n)",
+    },
+    Command {
+        name: c"apbf.info",
+        handler: entry!(window::info),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"Returns a sliding-window filter's parameters and state",
+        complexity: c"O(1)",
+    },
+    Command {
+        name: c"apbf.advance",
+        handler: entry!(window::advance),
+        flags: c"write",
+        key_flags: RW_UPDATE,
+        summary: c"Ends generations as the primary decided (replication and AOF)",
+        complexity: c"O(n) slices cleared",
+    },
+    Command {
+        name: c"apbf.loadchunk",
+        handler: entry!(window::loadchunk),
+        flags: c"write deny-oom",
+        key_flags: RW_UPDATE,
+        summary: c"Restores a sliding-window filter's state (replication and AOF rewrite)",
+        complexity: c"O(c), c the chunk size",
+    },
 ];
 
 /// Runs a callback, turning a panic into `fallback` so that it never unwinds
@@ -258,6 +323,7 @@ fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
     unsafe { api!(RedisModule_SetModuleOptions)(ctx, raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int) };
     config::apply_load_args(args)?;
     data_type::register(ctx)?;
+    window::register(ctx)?;
     if has_api!(RedisModule_AddACLCategory) {
         // SAFETY: valid context during OnLoad.
         if unsafe { api!(RedisModule_AddACLCategory)(ctx, c"bloom".as_ptr()) } != raw::REDISMODULE_OK as c_int

@@ -1,0 +1,200 @@
+//! APBF.*: sliding-window filters on real servers. Answers match the core
+//! filter exactly; time moves with the primary's clock (moved by the
+//! `bf.apbf-clock-offset-ms` test hook, never by sleeping); state survives
+//! reload, AOF replay and rewrite, COPY, and reaches replicas identically.
+
+use std::time::Duration;
+
+use bloomkit_core::apbf::{Apbf, Window};
+use bloomkit_testkit::{wait_until, Conn, Module, Reply, Server, TestServer};
+
+const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
+
+fn digest(c: &mut Conn) -> Reply {
+    c.cmd("DEBUG DIGEST")
+}
+
+fn set_clock(c: &mut Conn, offset_ms: u64) {
+    c.ok(&format!("CONFIG SET bf.apbf-clock-offset-ms {offset_ms}"));
+}
+
+#[test]
+fn commands_and_errors() {
+    for server in SERVERS {
+        let s = TestServer::with_bloomkit(server);
+        let mut c = s.conn();
+        c.ok("APBF.RESERVE w 0.01 1000 COUNT");
+        c.ok("APBF.RESERVE t 0.001 5000 TIME 600");
+        assert_eq!(c.cmd("APBF.RESERVE w 0.01 1000 COUNT").error_text(), "ERR item exists");
+        assert!(c
+            .cmd("APBF.RESERVE x 0.01 1000")
+            .error_text()
+            .contains("COUNT (the last capacity items) or TIME"));
+        assert!(c.cmd("APBF.RESERVE x 1.5 1000 COUNT").error_text().contains("strictly between 0 and 1"));
+        assert!(c.cmd("APBF.RESERVE x 0.01 0 COUNT").error_text().contains("positive integer"));
+        assert!(c.cmd("APBF.RESERVE x 0.01 10 TIME 0").error_text().contains("in seconds"));
+        assert!(c.cmd("APBF.RESERVE x").is_error());
+        assert_eq!(c.cmd("APBF.ADD w a"), Reply::Int(1));
+        assert_eq!(c.cmd("APBF.ADD w a"), Reply::Int(0));
+        assert_eq!(
+            c.cmd("APBF.MADD w a b b"),
+            Reply::Array(vec![Reply::Int(0), Reply::Int(1), Reply::Int(0)])
+        );
+        assert_eq!(c.cmd("APBF.EXISTS w b"), Reply::Int(1));
+        assert_eq!(c.cmd("APBF.MEXISTS w a zz"), Reply::Array(vec![Reply::Int(1), Reply::Int(0)]));
+        assert_eq!(c.cmd("APBF.EXISTS missing a"), Reply::Int(0));
+        assert_eq!(c.cmd("APBF.ADD missing a").error_text(), "ERR not found");
+        assert_eq!(c.cmd("APBF.INFO missing").error_text(), "ERR not found");
+        c.ok("SET s x");
+        assert!(c.cmd("APBF.ADD s a").error_text().starts_with("WRONGTYPE"));
+        assert!(c.cmd("APBF.EXISTS s a").error_text().starts_with("WRONGTYPE"));
+        c.ok("APBF.ADD w a");
+        assert!(c.cmd("BF.ADD w a").error_text().starts_with("WRONGTYPE"), "APBF and BF are separate types");
+        let info = c.cmd("APBF.INFO t");
+        let info = info.as_array();
+        let field =
+            |name: &str| info.chunks(2).find(|p| p[0].as_bytes() == name.as_bytes()).map(|p| p[1].clone());
+        assert_eq!(field("Window").unwrap().as_bytes(), b"time");
+        assert_eq!(field("Window seconds").unwrap().as_int(), 600);
+        assert!(field("Capacity").unwrap().as_int() >= 5000);
+        assert_eq!(field("Error rate").unwrap().as_bytes(), b"0.001");
+        assert!(field("Size").unwrap().as_int() > 0);
+        assert_eq!(c.cmd("TYPE w").as_bytes(), b"bkit-apbf");
+        assert!(c.cmd("MEMORY USAGE t").as_int() > field("Size").unwrap().as_int());
+        c.ok("COPY w w2");
+        assert_eq!(c.cmd("DEBUG DIGEST-VALUE w"), c.cmd("DEBUG DIGEST-VALUE w2"));
+        let before = digest(&mut c);
+        c.ok("DEBUG RELOAD");
+        assert_eq!(digest(&mut c), before, "{server:?}: RDB save and load");
+        let dump = c.cmd("DUMP t");
+        c.call(&[b"RESTORE".as_slice(), b"t-restored", b"0", dump.as_bytes()]);
+        assert_eq!(c.cmd("DEBUG DIGEST-VALUE t"), c.cmd("DEBUG DIGEST-VALUE t-restored"));
+        let mut cut = dump.as_bytes().to_vec();
+        cut.truncate(cut.len() / 2);
+        assert!(c.call(&[b"RESTORE".as_slice(), b"t-bad", b"0", &cut]).is_error(), "a damaged payload");
+    }
+}
+
+/// The server's answers to a stream with repeats at every distance equal
+/// those of the core filter: the window guarantees tested in core hold here.
+#[test]
+fn answers_match_the_core_filter() {
+    let s = TestServer::with_bloomkit(Server::Redis);
+    let mut c = s.conn();
+    let (capacity, rate) = (3000u64, 0.01);
+    c.ok(&format!("APBF.RESERVE w {rate} {capacity} COUNT"));
+    let mut oracle = Apbf::new(rate, capacity, Window::Count, 0).unwrap();
+    let mut x = 1u64;
+    let mut forgotten_inside = 0;
+    let mut inserted: Vec<String> = Vec::new();
+    for batch in 0..100u64 {
+        let items: Vec<String> = (0..200u64)
+            .map(|i| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                // Mostly new items, some repeats at distances up to 2x capacity.
+                let n = (batch * 200 + i) as usize;
+                let d = ((x >> 33) % (2 * capacity)) as usize;
+                if (x >> 20) % 4 == 0 && n > d && n - d < inserted.len() {
+                    inserted[n - d].clone()
+                } else {
+                    format!("item-{n}")
+                }
+            })
+            .collect();
+        let mut cmd = vec!["APBF.MADD".to_string(), "w".into()];
+        cmd.extend(items.iter().cloned());
+        let replies = c.call(&cmd);
+        for (item, reply) in items.iter().zip(replies.as_array()) {
+            let expected = oracle.add(item.as_bytes(), 0);
+            assert_eq!(reply.as_int() == 1, expected, "answer for {item}");
+        }
+        inserted.extend(items);
+        // Everything among the last `capacity` insertions is found.
+        let n = inserted.len();
+        let recent: Vec<String> = (0..50).map(|i| inserted[n - 1 - (i * 59).min(n - 1)].clone()).collect();
+        let mut cmd = vec!["APBF.MEXISTS".to_string(), "w".into()];
+        cmd.extend(recent.iter().cloned());
+        forgotten_inside += c.call(&cmd).as_array().iter().filter(|r| r.as_int() == 0).count();
+    }
+    assert_eq!(forgotten_inside, 0, "items inside the window were forgotten");
+}
+
+#[test]
+fn time_window_moves_with_the_primary_clock() {
+    let s = TestServer::with_bloomkit(Server::Valkey);
+    let mut c = s.conn();
+    c.ok("APBF.RESERVE clicks 0.001 10000 TIME 600");
+    let info = c.cmd("APBF.INFO clicks");
+    let field = |name: &str| {
+        info.as_array().chunks(2).find(|p| p[0].as_bytes() == name.as_bytes()).map(|p| p[1].as_int()).unwrap()
+    };
+    let (slices, k) = (field("Slices") as u64, field("Hashes") as u64);
+    let l = slices - k;
+    let generation_ms = 600_000u64.div_ceil(l);
+    let first: Vec<String> = (0..300).map(|i| format!("click-{i}")).collect();
+    let mut madd = vec!["APBF.MADD".to_string(), "clicks".into()];
+    madd.extend(first.iter().cloned());
+    assert!(c.call(&madd).as_array().iter().all(|r| r.as_int() == 1));
+    let exists = |c: &mut Conn| {
+        let mut cmd = vec!["APBF.MEXISTS".to_string(), "clicks".into()];
+        cmd.extend(first.iter().cloned());
+        c.call(&cmd).as_array().iter().filter(|r| r.as_int() == 1).count()
+    };
+    // Nine minutes 59 seconds later: all remembered, and a repeat is not new.
+    set_clock(&mut c, 599_000);
+    assert_eq!(exists(&mut c), 300);
+    assert_eq!(c.cmd("APBF.ADD clicks click-7"), Reply::Int(0));
+    assert_eq!(c.cmd("APBF.ADD clicks click-new"), Reply::Int(1));
+    // Past the documented bound (k + l + 1 generations): forgotten.
+    set_clock(&mut c, 599_000 + (k + l + 1) * generation_ms);
+    let left = exists(&mut c);
+    assert!(left <= 3, "{left} of 300 clicks still found after the bound");
+    assert_eq!(c.cmd("APBF.ADD clicks click-8"), Reply::Int(1), "a click counts again after its window");
+}
+
+/// Time decisions made on the primary reach replicas and the AOF as
+/// decisions: replicas with their own clocks and AOF replays in a new
+/// process with another clock end with identical filters.
+#[test]
+fn replicas_and_aof_replay_take_the_primarys_decisions() {
+    for server in SERVERS {
+        let aof = ["--appendonly", "yes", "--appendfsync", "always", "--aof-use-rdb-preamble", "no"];
+        let mut primary = TestServer::start(server, &[Module::bloomkit()], &aof);
+        let mut p = primary.conn();
+        let port = primary.port.to_string();
+        let replica = TestServer::start(server, &[Module::bloomkit()], &["--replicaof", "127.0.0.1", &port]);
+        let mut r = replica.conn();
+        r.wait_for_sync(Duration::from_secs(30));
+        p.ok("APBF.RESERVE t 0.01 2000 TIME 60");
+        p.ok("APBF.RESERVE n 0.01 500 COUNT");
+        for step in 0..40u64 {
+            set_clock(&mut p, step * 7_000); // generations end between steps
+            let mut cmd = vec!["APBF.MADD".to_string(), "t".into()];
+            cmd.extend((0..50).map(|i| format!("s{step}-{i}")));
+            p.call(&cmd);
+            cmd[1] = "n".into();
+            p.call(&cmd);
+        }
+        assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1));
+        let before = digest(&mut p);
+        assert_eq!(digest(&mut r), before, "{server:?}: replica");
+        let probe: Vec<String> = ["APBF.MEXISTS", "t"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain((0..40).map(|s| format!("s{s}-3")))
+            .collect();
+        assert_eq!(r.call(&probe), p.call(&probe), "{server:?}: the replica answers as the primary");
+        // Replay in a new process whose clock offset is back to 0.
+        primary.restart(&[]);
+        let mut p = primary.conn();
+        assert_eq!(digest(&mut p), before, "{server:?}: AOF replay");
+        p.ok("BGREWRITEAOF");
+        wait_until("the AOF rewrite", Duration::from_secs(30), || {
+            let info = String::from_utf8(p.cmd("INFO persistence").as_bytes().to_vec()).unwrap();
+            info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0")
+        });
+        primary.restart(&[]);
+        let mut p = primary.conn();
+        assert_eq!(digest(&mut p), before, "{server:?}: rewritten AOF");
+    }
+}
