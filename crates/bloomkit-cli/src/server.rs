@@ -100,32 +100,6 @@ fn staging_key(key: &str) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::staging_key;
-
-    /// Redis Cluster's slot of a key (CRC16/XMODEM of its hash tag or of it).
-    fn slot(key: &str) -> u16 {
-        let k = key.as_bytes();
-        let hashed = match k.iter().position(|&b| b == b'{') {
-            Some(open) => match k[open + 1..].iter().position(|&b| b == b'}') {
-                Some(close) if close > 0 => &k[open + 1..open + 1 + close],
-                _ => k,
-            },
-            None => k,
-        };
-        crc16::State::<crc16::XMODEM>::calculate(hashed) % 16384
-    }
-
-    #[test]
-    fn staging_keys_share_the_slot() {
-        // (A key with braces but no tag, such as "x{}y", cannot be matched.)
-        for key in ["clicks", "user:{42}:seen", "a:b:c", "{tag}rest"] {
-            assert_eq!(slot(&staging_key(key)), slot(key), "{key} -> {}", staging_key(key));
-            assert_ne!(staging_key(key), key);
-        }
-    }
-}
 
 /// Loads chunks into a staging key, then renames it over `key`, so that a
 /// half-loaded filter is never visible and a failure leaves `key` untouched.
@@ -296,4 +270,31 @@ pub fn estimated_rate(subs: &[SubFilterInfo]) -> f64 {
             1.0 - bloomkit_core::sizing::false_positive_rate(m, s.hashes as f64, s.items as f64)
         })
         .product::<f64>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::staging_key;
+
+    /// Redis Cluster's slot of a key (CRC16/XMODEM of its hash tag or of it).
+    fn slot(key: &str) -> u16 {
+        let k = key.as_bytes();
+        let hashed = match k.iter().position(|&b| b == b'{') {
+            Some(open) => match k[open + 1..].iter().position(|&b| b == b'}') {
+                Some(close) if close > 0 => &k[open + 1..open + 1 + close],
+                _ => k,
+            },
+            None => k,
+        };
+        crc16::State::<crc16::XMODEM>::calculate(hashed) % 16384
+    }
+
+    #[test]
+    fn staging_keys_share_the_slot() {
+        // (A key with braces but no tag, such as "x{}y", cannot be matched.)
+        for key in ["clicks", "user:{42}:seen", "a:b:c", "{tag}rest"] {
+            assert_eq!(slot(&staging_key(key)), slot(key), "{key} -> {}", staging_key(key));
+            assert_ne!(staging_key(key), key);
+        }
+    }
 }
