@@ -8,7 +8,7 @@ use bloomkit_core::hash::murmur64a;
 use redis::{cmd, Cmd, Value};
 
 use crate::error::{Error, Result};
-use crate::options::{Info, Options};
+use crate::options::{Info, Options, Window};
 use crate::plan::{array, integer, Decode, Plan, Step};
 
 /// Which backend a sharded filter's shards use.
@@ -93,7 +93,9 @@ return 'OK'
 
 impl Layout {
     /// A `BF.*` filter in the key `name`, created on first write with the
-    /// options' capacity and error rate (`BF.INSERT`).
+    /// options' capacity and error rate (`BF.INSERT`); with
+    /// [`Options::window`], an `APBF.*` filter (bloomkit only), created by
+    /// the first write that finds it missing.
     pub fn module(name: impl Into<String>, options: Options) -> Result<Layout> {
         options.validate()?;
         Ok(Layout { name: name.into(), options, kind: Kind::Module })
@@ -104,6 +106,11 @@ impl Layout {
     /// (`name:0`, ... when `name` already has a hash tag).
     pub fn bitmap(name: impl Into<String>, options: Options) -> Result<Layout> {
         options.validate()?;
+        if options.window.is_some() {
+            return Err(Error::InvalidOptions(
+                "sliding windows need the module (APBF.*) or local backend, not bitmaps".into(),
+            ));
+        }
         let name = name.into();
         let shape = GuavaShape::new(options.capacity, options.error_rate).ok_or_else(|| {
             Error::InvalidOptions(format!(
@@ -129,6 +136,11 @@ impl Layout {
     /// fullest shard stays within its capacity when the whole filter is full.
     pub fn sharded(name: impl Into<String>, shards: u32, over: Over, options: Options) -> Result<Layout> {
         options.validate()?;
+        if options.window.is_some() {
+            return Err(Error::InvalidOptions(
+                "sliding windows need the module (APBF.*) or local backend, not shards".into(),
+            ));
+        }
         let name = name.into();
         if shards == 0 {
             return Err(Error::InvalidOptions("a sharded filter needs at least one shard".into()));
@@ -160,6 +172,12 @@ impl Layout {
         &self.options
     }
 
+    /// A sliding-window filter on the module (`APBF.*`): writes to a missing
+    /// one fail with `NotFound`, and the filter reserves it and retries.
+    pub(crate) fn is_module_window(&self) -> bool {
+        matches!(self.kind, Kind::Module) && self.options.window.is_some()
+    }
+
     /// Every key the filter may occupy.
     pub fn keys(&self) -> Vec<String> {
         match &self.kind {
@@ -187,8 +205,21 @@ impl Layout {
         let o = &self.options;
         match &self.kind {
             Kind::Module => {
-                let mut c = cmd("BF.RESERVE");
-                c.arg(&self.name).arg(o.error_rate).arg(o.capacity);
+                let mut c;
+                match o.window {
+                    None => {
+                        c = cmd("BF.RESERVE");
+                        c.arg(&self.name).arg(o.error_rate).arg(o.capacity);
+                    }
+                    Some(window) => {
+                        c = cmd("APBF.RESERVE");
+                        c.arg(&self.name).arg(o.error_rate).arg(o.capacity);
+                        match window {
+                            Window::Count => c.arg("COUNT"),
+                            Window::Time(t) => c.arg("TIME").arg(t.as_millis().div_ceil(1000).max(1) as u64),
+                        };
+                    }
+                }
                 steps.push(Step::ignore(c));
                 if let Some(ttl) = o.ttl_millis() {
                     steps.push(Step::ignore(cmd("PEXPIRE").arg(&self.name).arg(ttl).clone()));
@@ -248,7 +279,10 @@ impl Layout {
             match &self.kind {
                 Kind::Module => {
                     let mut c;
-                    if write {
+                    if o.window.is_some() {
+                        c = cmd(if write { "APBF.MADD" } else { "APBF.MEXISTS" });
+                        c.arg(&self.name);
+                    } else if write {
                         c = cmd("BF.INSERT");
                         c.arg(&self.name).arg("CAPACITY").arg(o.capacity).arg("ERROR").arg(o.error_rate);
                         c.arg("ITEMS");
@@ -336,6 +370,7 @@ impl Layout {
     /// Commands whose replies [`Layout::read_info`] reads (not sharded).
     pub(crate) fn info(&self) -> Vec<Cmd> {
         match &self.kind {
+            Kind::Module if self.options.window.is_some() => vec![cmd("APBF.INFO").arg(&self.name).clone()],
             Kind::Module => vec![cmd("BF.INFO").arg(&self.name).clone()],
             Kind::Bitmap { keys, .. } => keys
                 .iter()
@@ -360,7 +395,7 @@ impl Layout {
                 let field =
                     |label: &str| fields.iter().find(|(l, _)| l.eq_ignore_ascii_case(label)).map(|f| f.1);
                 Ok(Info {
-                    backend: "module".into(),
+                    backend: if self.options.window.is_some() { "module window" } else { "module" }.into(),
                     keys: vec![self.name.clone()],
                     capacity: field("Capacity").unwrap_or(0),
                     bytes: field("Size").unwrap_or(0),
@@ -441,6 +476,7 @@ impl Layout {
     /// Exact item count where the backend keeps one.
     pub(crate) fn count(&self) -> Option<Vec<Cmd>> {
         match &self.kind {
+            Kind::Module if self.options.window.is_some() => None,
             Kind::Module => Some(vec![cmd("BF.CARD").arg(&self.name).clone()]),
             Kind::Bitmap { .. } => None,
             Kind::Sharded { shards, .. } => {

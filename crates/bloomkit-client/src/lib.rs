@@ -45,7 +45,7 @@ use std::time::Duration;
 pub use error::{Error, Result};
 pub use layout::{Layout, Over};
 pub use local::LocalFilter;
-pub use options::{Info, Options, MAX_STRING_BITS};
+pub use options::{Info, Options, Window, MAX_STRING_BITS};
 pub use remote::{AsyncRedisFilter, AsyncTransport, BlockingCluster, RedisFilter, Transport};
 
 /// What every backend does. Items are bytes; a Java `String` is its UTF-8.

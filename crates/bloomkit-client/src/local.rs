@@ -1,16 +1,25 @@
 //! The core filter in process, with a file for persistence.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 use std::time::Duration;
 
+use std::io::Read;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bloomkit_core::apbf::{self, Apbf};
 use bloomkit_core::args::Defaults;
 use bloomkit_core::{file, Chain, ChainParams, Limits};
 
 use crate::error::{Error, Result};
-use crate::options::{Info, Options};
+use crate::options::{Info, Options, Window};
 use crate::Filter;
+
+/// Milliseconds since the Unix epoch: the clock of local time windows.
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
 
 /// A scalable filter in this process, laid out as RedisBloom lays out
 /// `BF.*` filters. Its file holds the same bytes as the SCANDUMP of the
@@ -33,23 +42,45 @@ use crate::Filter;
 pub struct LocalFilter {
     chain: Chain,
     params: ChainParams,
+    /// With [`Options::window`]: the sliding-window filter, used instead of `chain`.
+    window: Option<Apbf>,
 }
+
+/// The first bytes of a saved sliding-window filter.
+const WINDOW_MAGIC: &[u8] = b"BKAPBF01";
 
 impl LocalFilter {
     /// An empty filter that grows (doubling) when it reaches its capacity.
     pub fn new(options: Options) -> Result<LocalFilter> {
         options.validate()?;
-        let params = ChainParams {
-            capacity: options.capacity,
-            error: options.error_rate,
-            ..Defaults::REDISBLOOM.params()
+        let params =
+            ChainParams { capacity: options.capacity, error: options.error_rate, ..Defaults::REDISBLOOM.params() };
+        let window = match options.window {
+            None => None,
+            Some(w) => {
+                let w = match w {
+                    Window::Count => apbf::Window::Count,
+                    Window::Time(t) => apbf::Window::Time { millis: t.as_millis().max(1) as u64 },
+                };
+                Some(Apbf::new(options.error_rate, options.capacity, w, now_ms()).ok_or_else(|| {
+                    Error::InvalidOptions("cannot size a window filter for this error rate and capacity".into())
+                })?)
+            }
         };
-        Ok(LocalFilter { chain: Chain::new(params, Limits::NONE)?, params })
+        let chain = Chain::new(if window.is_some() { Defaults::REDISBLOOM.params() } else { params }, Limits::NONE)?;
+        Ok(LocalFilter { chain, params, window })
     }
 
     /// The filter saved at `path` (by [`LocalFilter::save`] or `bloomkit dump`).
     pub fn open(path: impl AsRef<Path>) -> Result<LocalFilter> {
-        let input = BufReader::new(File::open(path)?);
+        let mut input = BufReader::new(File::open(path)?);
+        if input.fill_buf()?.starts_with(WINDOW_MAGIC) {
+            let mut bytes = Vec::new();
+            input.read_to_end(&mut bytes)?;
+            let window = Apbf::decode(&bytes).map_err(|e| Error::File(file::FileError::Corrupt(e)))?;
+            let chain = Chain::new(Defaults::REDISBLOOM.params(), Limits::NONE)?;
+            return Ok(LocalFilter { chain, params: Defaults::REDISBLOOM.params(), window: Some(window) });
+        }
         let chain = file::read(input, Limits::NONE)?;
         let first = chain.filters().first().map(|f| (f.shape.capacity, f.shape.error));
         let (capacity, error) = first.unwrap_or((100, 0.01));
@@ -59,7 +90,7 @@ impl LocalFilter {
             expansion: chain.expansion().unwrap_or(2),
             scaling: chain.expansion().is_some(),
         };
-        Ok(LocalFilter { chain, params })
+        Ok(LocalFilter { chain, params, window: None })
     }
 
     /// The filter at `path` if the file exists, else a new one.
@@ -80,7 +111,10 @@ impl LocalFilter {
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
         {
             let mut out = BufWriter::new(tmp.as_file_mut());
-            file::write(&self.chain, &mut out)?;
+            match &self.window {
+                Some(w) => out.write_all(&w.encode())?,
+                None => file::write(&self.chain, &mut out)?,
+            }
             out.flush()?;
         }
         tmp.as_file().sync_all()?;
@@ -91,6 +125,11 @@ impl LocalFilter {
     pub fn chain(&self) -> &Chain {
         &self.chain
     }
+
+    /// The sliding-window filter, when made with a window.
+    pub fn window(&self) -> Option<&Apbf> {
+        self.window.as_ref()
+    }
 }
 
 impl From<Chain> for LocalFilter {
@@ -98,7 +137,7 @@ impl From<Chain> for LocalFilter {
         let first = chain.filters().first().map(|f| (f.shape.capacity, f.shape.error));
         let (capacity, error) = first.unwrap_or((100, 0.01));
         let params = ChainParams { capacity, error, ..Defaults::REDISBLOOM.params() };
-        LocalFilter { chain, params }
+        LocalFilter { chain, params, window: None }
     }
 }
 
@@ -109,6 +148,10 @@ impl Filter for LocalFilter {
     }
 
     fn add_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+        if let Some(w) = &mut self.window {
+            let now = now_ms();
+            return Ok(items.iter().map(|i| w.add(i, now)).collect());
+        }
         let mut answers = Vec::with_capacity(items.len());
         let mut failure = None;
         self.chain.add_each(items, Limits::NONE, |result| match result {
@@ -128,16 +171,29 @@ impl Filter for LocalFilter {
     }
 
     fn contains_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+        if let Some(w) = &self.window {
+            let now = now_ms();
+            return Ok(items.iter().map(|i| w.contains(i, now)).collect());
+        }
         let mut answers = Vec::with_capacity(items.len());
         self.chain.contains_each(items, |present| answers.push(present));
         Ok(answers)
     }
 
     fn count(&mut self) -> Result<Option<u64>> {
-        Ok(Some(self.chain.items()))
+        Ok(self.window.is_none().then(|| self.chain.items()))
     }
 
     fn info(&mut self) -> Result<Info> {
+        if let Some(w) = &self.window {
+            return Ok(Info {
+                backend: "local window".into(),
+                capacity: w.shape().capacity(),
+                bytes: w.bytes() as u64,
+                hashes: Some(w.shape().k),
+                ..Info::default()
+            });
+        }
         Ok(Info {
             backend: "local".into(),
             capacity: self.chain.capacity(),
@@ -149,6 +205,10 @@ impl Filter for LocalFilter {
     }
 
     fn clear(&mut self) -> Result<()> {
+        if let Some(w) = &mut self.window {
+            w.clear(now_ms());
+            return Ok(());
+        }
         self.chain = Chain::new(self.params, Limits::NONE)?;
         Ok(())
     }

@@ -7,6 +7,17 @@ use crate::error::{Error, Result};
 /// Largest bitmap Redis keeps in one string: 512 MiB.
 pub const MAX_STRING_BITS: u64 = 1 << 32;
 
+/// A sliding window: the filter answers "seen within the window" and
+/// forgets older items (module `APBF.*` and local backends).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Window {
+    /// The last `capacity` items added.
+    Count,
+    /// The last stretch of time (whole seconds on a server); `capacity` is
+    /// the most items expected within it.
+    Time(Duration),
+}
+
 /// Sizing and behaviour shared by every backend.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Options {
@@ -24,13 +35,15 @@ pub struct Options {
     /// Bits per Redis key for the bitmap backend; a larger filter is split
     /// over several keys in one hash slot.
     pub max_key_bits: u64,
+    /// Dedup over a sliding window instead of forever.
+    pub window: Option<Window>,
 }
 
 impl Options {
     /// A filter for `capacity` items at `error_rate`, no TTL, 1000 items per
     /// command, 512 MiB per bitmap key.
     pub fn new(capacity: u64, error_rate: f64) -> Options {
-        Options { capacity, error_rate, ttl: None, batch_size: 1000, max_key_bits: MAX_STRING_BITS }
+        Options { capacity, error_rate, ttl: None, batch_size: 1000, max_key_bits: MAX_STRING_BITS, window: None }
     }
 
     pub fn ttl(mut self, ttl: Duration) -> Options {
@@ -40,6 +53,11 @@ impl Options {
 
     pub fn batch_size(mut self, items: usize) -> Options {
         self.batch_size = items;
+        self
+    }
+
+    pub fn window(mut self, window: Window) -> Options {
+        self.window = Some(window);
         self
     }
 
@@ -66,6 +84,9 @@ impl Options {
                 "bits per key {} must be between 64 and 2^32 (Redis's 512 MiB string limit)",
                 self.max_key_bits
             )));
+        }
+        if matches!(self.window, Some(Window::Time(t)) if t.as_millis() == 0) {
+            return Err(Error::InvalidOptions("a time window must be at least one millisecond".into()));
         }
         if matches!(self.ttl, Some(t) if t.as_millis() == 0) {
             return Err(Error::InvalidOptions("a TTL must be at least one millisecond".into()));

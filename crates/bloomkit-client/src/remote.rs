@@ -127,7 +127,18 @@ impl<C: Transport> Filter for RedisFilter<C> {
 
     fn add_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
         let plan = self.layout.add_plan(items);
-        self.run_plan(plan)
+        match self.run_plan(plan) {
+            // Nothing was written: create the window filter, then add.
+            Err(Error::NotFound(_)) if self.layout.is_module_window() => {
+                match self.reserve() {
+                    Ok(()) | Err(Error::AlreadyExists(_)) => {}
+                    Err(e) => return Err(e),
+                }
+                let plan = self.layout.add_plan(items);
+                self.run_plan(plan)
+            }
+            other => other,
+        }
     }
 
     fn contains_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
@@ -256,7 +267,18 @@ impl<C: AsyncTransport> AsyncRedisFilter<C> {
     /// See [`Filter::add_many`].
     pub async fn add_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
         let plan = self.layout.add_plan(items);
-        self.run_plan(plan).await
+        match self.run_plan(plan).await {
+            // Nothing was written: create the window filter, then add.
+            Err(Error::NotFound(_)) if self.layout.is_module_window() => {
+                match self.reserve().await {
+                    Ok(()) | Err(Error::AlreadyExists(_)) => {}
+                    Err(e) => return Err(e),
+                }
+                let plan = self.layout.add_plan(items);
+                self.run_plan(plan).await
+            }
+            other => other,
+        }
     }
 
     /// See [`Filter::contains`].

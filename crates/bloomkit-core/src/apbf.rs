@@ -216,6 +216,15 @@ impl Apbf {
         }
     }
 
+    /// Forgets everything; the window starts again at `now_ms`.
+    pub fn clear(&mut self, now_ms: u64) {
+        self.bits.fill(0);
+        self.front = 0;
+        self.in_generation = 0;
+        self.generation_started_ms = now_ms;
+        self.generations = 0;
+    }
+
     /// When the current generation began (time windows).
     pub fn generation_started_ms(&self) -> u64 {
         self.generation_started_ms
