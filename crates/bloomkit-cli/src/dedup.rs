@@ -28,6 +28,8 @@ pub struct Options {
     pub redis: Option<String>,
     pub bitmap: bool,
     pub key: String,
+    /// Dedup over a sliding window (count: the last `capacity` lines).
+    pub window: Option<bloomkit_client::Window>,
     pub capacity: u64,
     pub error_rate: f64,
     pub field: Option<usize>,
@@ -58,7 +60,13 @@ impl Backend {
 
     fn false_positive_rate(&mut self) -> Result<f64> {
         Ok(match self {
-            Backend::Local(filter) => filter.chain().estimated_false_positive_rate(),
+            Backend::Local(filter) => match filter.window() {
+                Some(w) => w.error_rate(),
+                None => filter.chain().estimated_false_positive_rate(),
+            },
+            Backend::Module(filter, _) if filter.layout().options().window.is_some() => {
+                filter.layout().options().error_rate
+            }
             Backend::Module(filter, server) => {
                 let key = filter.layout().name().to_string();
                 estimated_rate(&describe(server, &key)?.1)
@@ -92,7 +100,15 @@ fn explain(e: ClientError, url: &str, bitmap: bool) -> anyhow::Error {
 }
 
 fn open_backend(o: &Options) -> Result<Backend> {
-    let options = bloomkit_client::Options::new(o.capacity, o.error_rate).batch_size(SERVER_BATCH);
+    let mut options = bloomkit_client::Options::new(o.capacity, o.error_rate).batch_size(SERVER_BATCH);
+    if let Some(window) = o.window {
+        if o.bitmap {
+            bail!(
+                "--window and --window-count need the module (APBF.*) or the in-process filter, not --bitmap"
+            );
+        }
+        options = options.window(window);
+    }
     match (&o.redis, &o.state) {
         (Some(_), Some(_)) => {
             bail!("--state keeps an in-process filter; with --redis the filter lives on the server")
@@ -115,10 +131,19 @@ fn open_backend(o: &Options) -> Result<Backend> {
             let layout = Layout::module(o.key.as_str(), options).map_err(|e| anyhow!("{e}"))?;
             Ok(Backend::Module(RedisFilter::new(server::connection(url)?, layout), Server::connect(url)?))
         }
-        (None, Some(path)) if path.exists() => Ok(Backend::Local(
-            LocalFilter::open(path)
-                .with_context(|| format!("cannot load the state file {}", path.display()))?,
-        )),
+        (None, Some(path)) if path.exists() => {
+            let filter = LocalFilter::open(path)
+                .with_context(|| format!("cannot load the state file {}", path.display()))?;
+            if filter.window().is_some() != o.window.is_some() {
+                bail!(
+                    "the state file {} holds a {} filter; use {} or another file",
+                    path.display(),
+                    if filter.window().is_some() { "sliding-window" } else { "plain" },
+                    if filter.window().is_some() { "the same --window/--window-count" } else { "no window" }
+                );
+            }
+            Ok(Backend::Local(filter))
+        }
         (None, _) => Ok(Backend::Local(LocalFilter::new(options).map_err(|e| anyhow!("{e}"))?)),
     }
 }

@@ -100,6 +100,15 @@ struct DedupArgs {
     /// Chance that a new line is taken for a repeat.
     #[arg(long, default_value_t = 1e-6)]
     error_rate: f64,
+    /// Dedup over a sliding window of time (90s, 10m, 2h, 7d): a line is
+    /// written again once it was last seen longer ago; --capacity is then the
+    /// most lines expected per window.
+    #[arg(long, value_name = "DURATION", value_parser = units::parse_duration, conflicts_with = "window_count")]
+    window: Option<std::time::Duration>,
+    /// Dedup over the last N lines: a line is written again once N lines have
+    /// passed since it was last seen.
+    #[arg(long, value_name = "N", value_parser = units::parse_count)]
+    window_count: Option<f64>,
     /// Dedup on field N (from 1) instead of the whole line.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     field: Option<u64>,
@@ -193,7 +202,12 @@ fn run(cli: Cli) -> Result<()> {
                 redis: a.redis,
                 bitmap: a.bitmap,
                 key: a.key,
-                capacity: a.capacity as u64,
+                window: match (a.window, a.window_count) {
+                    (Some(d), _) => Some(bloomkit_client::Window::Time(d)),
+                    (None, Some(_)) => Some(bloomkit_client::Window::Count),
+                    (None, None) => None,
+                },
+                capacity: a.window_count.unwrap_or(a.capacity) as u64,
                 error_rate: a.error_rate,
                 field: a.field.map(|f| f as usize),
                 delimiter,

@@ -100,7 +100,6 @@ fn staging_key(key: &str) -> String {
     }
 }
 
-
 /// Loads chunks into a staging key, then renames it over `key`, so that a
 /// half-loaded filter is never visible and a failure leaves `key` untouched.
 fn load_staged(

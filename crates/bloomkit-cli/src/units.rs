@@ -23,6 +23,24 @@ pub fn parse_count(text: &str) -> Result<f64, String> {
     }
 }
 
+/// A duration: seconds, or a number with s, m, h or d (`90s`, `10m`, `7d`).
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let t = text.trim();
+    let (number, scale) = match t.chars().last() {
+        Some('s') => (&t[..t.len() - 1], 1.0),
+        Some('m') => (&t[..t.len() - 1], 60.0),
+        Some('h') => (&t[..t.len() - 1], 3600.0),
+        Some('d') => (&t[..t.len() - 1], 86_400.0),
+        _ => (t, 1.0),
+    };
+    match number.parse::<f64>() {
+        Ok(v) if v.is_finite() && v * scale >= 1.0 && v * scale <= 10.0 * 365.0 * 86_400.0 => {
+            Ok(std::time::Duration::from_secs_f64(v * scale))
+        }
+        _ => Err(format!("'{text}' is not a window from 1 second to 10 years (e.g. 90s, 10m, 2h, 7d)")),
+    }
+}
+
 /// A size in bits: a count of bits, or bytes with a unit (B, KB, MB, GB,
 /// KiB, MiB, GiB, TiB).
 pub fn parse_bits(text: &str) -> Result<f64, String> {
@@ -68,6 +86,17 @@ pub fn human_bytes(bytes: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10m").unwrap().as_secs(), 600);
+        assert_eq!(parse_duration("90").unwrap().as_secs(), 90);
+        assert_eq!(parse_duration("1.5h").unwrap().as_secs(), 5400);
+        assert_eq!(parse_duration("7d").unwrap().as_secs(), 604_800);
+        assert!(
+            parse_duration("0s").is_err() && parse_duration("ten").is_err() && parse_duration("20y").is_err()
+        );
+    }
 
     #[test]
     fn counts_and_sizes() {

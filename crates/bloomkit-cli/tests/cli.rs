@@ -278,3 +278,41 @@ mod serde_json_lite {
         )
     }
 }
+
+/// `--window-count N`: a line is written again once N lines have passed
+/// since it was last seen; in process (with --state) and on the module.
+#[test]
+fn dedup_over_a_sliding_window() {
+    // Each line repeats right away, then again 5000 lines later.
+    let mut input = Vec::new();
+    for i in 0..10_000u32 {
+        input.extend_from_slice(format!("l{i}\nl{i}\n").as_bytes());
+        if i >= 5000 {
+            input.extend_from_slice(format!("l{}\n", i - 5000).as_bytes());
+        }
+    }
+    let count = |out: &[u8]| lines(out).len();
+    // A window of 1000 lines: the late repeats (15 000 lines later) are new again.
+    let windowed = ok(&["dedup", "--window-count", "1000", "--error-rate", "0.0001"], &input);
+    assert!((14_990..=15_000).contains(&count(&windowed)), "{} lines", count(&windowed));
+    // A window of 50 000: nothing repeats.
+    let wide = ok(&["dedup", "--window-count", "50k", "--error-rate", "0.0001"], &input);
+    assert!((9_990..=10_000).contains(&count(&wide)), "{} lines", count(&wide));
+
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("w.bkf");
+    let state = state.to_str().unwrap();
+    ok(&["dedup", "--window-count", "1000", "--state", state], b"a\nb\n");
+    assert_eq!(ok(&["dedup", "--window-count", "1000", "--state", state], b"a\nc\n"), b"c\n");
+    fails(&["dedup", "--state", state], b"a\n", "holds a sliding-window filter");
+
+    let server = TestServer::with_bloomkit(Server::Redis);
+    let url = redis_arg(&server);
+    let on_server = ok(
+        &["dedup", "--redis", &url, "--key", "w", "--window-count", "1000", "--error-rate", "0.0001"],
+        &input,
+    );
+    assert_eq!(on_server, windowed, "the module answers as the in-process filter");
+    assert_eq!(server.conn().cmd("TYPE w").as_bytes(), b"bkit-apbf");
+    fails(&["dedup", "--redis", &url, "--bitmap", "--window", "10m"], b"a\n", "not --bitmap");
+}

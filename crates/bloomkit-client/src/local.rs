@@ -53,8 +53,11 @@ impl LocalFilter {
     /// An empty filter that grows (doubling) when it reaches its capacity.
     pub fn new(options: Options) -> Result<LocalFilter> {
         options.validate()?;
-        let params =
-            ChainParams { capacity: options.capacity, error: options.error_rate, ..Defaults::REDISBLOOM.params() };
+        let params = ChainParams {
+            capacity: options.capacity,
+            error: options.error_rate,
+            ..Defaults::REDISBLOOM.params()
+        };
         let window = match options.window {
             None => None,
             Some(w) => {
@@ -63,11 +66,14 @@ impl LocalFilter {
                     Window::Time(t) => apbf::Window::Time { millis: t.as_millis().max(1) as u64 },
                 };
                 Some(Apbf::new(options.error_rate, options.capacity, w, now_ms()).ok_or_else(|| {
-                    Error::InvalidOptions("cannot size a window filter for this error rate and capacity".into())
+                    Error::InvalidOptions(
+                        "cannot size a window filter for this error rate and capacity".into(),
+                    )
                 })?)
             }
         };
-        let chain = Chain::new(if window.is_some() { Defaults::REDISBLOOM.params() } else { params }, Limits::NONE)?;
+        let chain =
+            Chain::new(if window.is_some() { Defaults::REDISBLOOM.params() } else { params }, Limits::NONE)?;
         Ok(LocalFilter { chain, params, window })
     }
 

@@ -43,7 +43,14 @@ impl Options {
     /// A filter for `capacity` items at `error_rate`, no TTL, 1000 items per
     /// command, 512 MiB per bitmap key.
     pub fn new(capacity: u64, error_rate: f64) -> Options {
-        Options { capacity, error_rate, ttl: None, batch_size: 1000, max_key_bits: MAX_STRING_BITS, window: None }
+        Options {
+            capacity,
+            error_rate,
+            ttl: None,
+            batch_size: 1000,
+            max_key_bits: MAX_STRING_BITS,
+            window: None,
+        }
     }
 
     pub fn ttl(mut self, ttl: Duration) -> Options {

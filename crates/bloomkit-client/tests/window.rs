@@ -21,8 +21,14 @@ fn count_window(f: &mut dyn Filter) {
     let new = f.add_many(&slices(&stream[..3000])).unwrap();
     // 1% of 3000 plus four standard deviations.
     assert!(new.iter().filter(|&&n| !n).count() <= 52, "new items taken for repeats");
-    assert!(f.contains_many(&slices(&stream[2000..3000])).unwrap().iter().all(|&p| p), "forgot inside the window");
-    assert!(f.add_many(&slices(&stream[2500..2600])).unwrap().iter().all(|&n| !n), "a repeat inside counted as new");
+    assert!(
+        f.contains_many(&slices(&stream[2000..3000])).unwrap().iter().all(|&p| p),
+        "forgot inside the window"
+    );
+    assert!(
+        f.add_many(&slices(&stream[2500..2600])).unwrap().iter().all(|&n| !n),
+        "a repeat inside counted as new"
+    );
     f.add_many(&slices(&stream[3000..])).unwrap();
     let old = f.contains_many(&slices(&stream[..1000])).unwrap().iter().filter(|&&p| p).count();
     assert!(old <= 30, "{old} of 1000 old items still found");
@@ -33,7 +39,8 @@ fn count_window(f: &mut dyn Filter) {
 #[test]
 fn module_count_window_created_on_first_write() {
     let server = TestServer::with_bloomkit(Server::Redis);
-    let conn = redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap().get_connection().unwrap();
+    let conn =
+        redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap().get_connection().unwrap();
     let options = Options::new(1000, 0.01).window(Window::Count).batch_size(250);
     let mut f = RedisFilter::new(conn, Layout::module("w", options).unwrap());
     count_window(&mut f);
@@ -58,7 +65,8 @@ fn local_count_window_and_its_file() {
 #[test]
 fn module_time_window_follows_the_servers_clock() {
     let server = TestServer::with_bloomkit(Server::Valkey);
-    let conn = redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap().get_connection().unwrap();
+    let conn =
+        redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap().get_connection().unwrap();
     let options = Options::new(10_000, 0.001).window(Window::Time(Duration::from_secs(600)));
     let mut f = RedisFilter::new(conn, Layout::module("clicks", options).unwrap());
     assert!(f.add(b"c1").unwrap());
