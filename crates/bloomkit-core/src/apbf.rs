@@ -30,6 +30,7 @@
 
 use std::f64::consts::LN_2;
 
+use crate::bloom::Modulus;
 use crate::hash::HashWidth;
 
 /// What the window counts.
@@ -166,6 +167,8 @@ pub struct Apbf {
     generation_started_ms: u64,
     /// Generations completed since creation.
     generations: u64,
+    /// `slice_bits` as a fast divisor: a lookup reduces up to `k + l` hashes.
+    modulus: Modulus,
 }
 
 impl Apbf {
@@ -184,6 +187,7 @@ impl Apbf {
             in_generation: 0,
             generation_started_ms: now_ms,
             generations: 0,
+            modulus: Modulus::new(shape.slice_bits),
         })
     }
 
@@ -284,7 +288,7 @@ impl Apbf {
 
     #[inline]
     fn position(&self, slice: u32, a: u64, b: u64) -> usize {
-        let bit = a.wrapping_add(u64::from(slice).wrapping_mul(b)) % self.shape.slice_bits;
+        let bit = self.modulus.reduce(a.wrapping_add(u64::from(slice).wrapping_mul(b)));
         slice as usize * self.shape.slice_bytes() * 8 + bit as usize
     }
 
@@ -354,8 +358,8 @@ impl Apbf {
     /// generation when the current one is full.
     pub fn add(&mut self, item: &[u8], now_ms: u64) -> bool {
         self.advance_to(now_ms);
-        let new = !self.contains(item, now_ms);
         let h = HashWidth::Bits64.hash(item);
+        let new = !self.has_run(h.a, h.b, self.shape.slices());
         for logical in 0..self.shape.k {
             let pos = self.position(self.physical(logical), h.a, h.b);
             self.bits[pos / 8] |= 1 << (pos % 8);
@@ -461,6 +465,7 @@ impl Apbf {
             in_generation,
             generation_started_ms: field(8),
             generations: field(9),
+            modulus: Modulus::new(slice_bits),
         })
     }
 

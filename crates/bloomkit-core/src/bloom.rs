@@ -10,7 +10,7 @@ use crate::sizing::Shape;
 /// hardware division costs tens of cycles. Lemire's direct remainder
 /// ("Faster Remainder by Direct Computation", 2019) with a 128-bit reciprocal is
 /// exact for every 64-bit numerator and divisor, and costs three multiplies.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Modulus {
     divisor: u64,
     reciprocal: u128,
