@@ -32,7 +32,7 @@ def main():
     try:
         def reset():
             c.call("DEL", "bf", "count", "time")
-            c.call("BF.RESERVE", "bf", rate, capacity, "NONSCALING")
+            c.call("BF.RESERVE", "bf", rate, capacity)
             c.call("APBF.RESERVE", "count", rate, capacity, "COUNT")
             c.call("APBF.RESERVE", "time", rate, capacity, "TIME", 600)
 
@@ -76,7 +76,7 @@ def main():
         out.write("Machine: %s.\n\n" % machine())
         out.write("One bloomkit server (core 0), bloomkit-loadgen with 50 clients (core 1); every row runs the APBF command "
                   "and its BF twin back to back in each of %d rounds on fresh filters of capacity %d at error rate %s "
-                  "(BF non-scaling; APBF window of %d items, or 600 s for the time row); medians. APBF sizing: %s slices, "
+                  "(BF scaling as in service; APBF window of %d items, or 600 s for the time row); medians. APBF sizing: %s slices, "
                   "%s hashes, generations of %s items.\n\n" % (rounds, capacity, rate, capacity, fields.get("Slices"),
                                                                fields.get("Hashes"), fields.get("Generation size")))
         out.write("| measurement | APBF | BF | APBF / BF |\n|---|---:|---:|---:|\n")

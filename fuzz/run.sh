@@ -9,7 +9,7 @@ seconds="${1:-30}"
 export RUSTC_BOOTSTRAP=1
 command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
 python3 seed-corpus.py
-for target in scandump_header scandump_chunks rdb_fields filter_file command_args; do
+for target in scandump_header scandump_chunks rdb_fields filter_file command_args apbf_state; do
   echo "== fuzzing $target for ${seconds}s"
   # regressions/ holds inputs that once failed; they are replayed every run.
   mkdir -p "regressions/$target"

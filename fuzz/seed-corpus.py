@@ -45,3 +45,11 @@ for i, line in enumerate(["k CAPACITY 10 ERROR 0.1 EXPANSION 3 NONSCALING ITEMS 
                           "k ERR 0.01 Cx 5 NOCREATE Ifoo a", "k 0.001 100 EXPANSION 4", "k 1e-300 1 NONSCALING"]):
     put("command_args", "line%d" % i, b"\x00".join(w.encode() for w in line.split(" ")))
 print("seed corpora written under", os.path.join(here, "corpus"))
+
+# Sliding-window states: a count window and a time window, empty and with bits.
+def apbf(k, l, slice_bits, generation, error, window_ms, front, in_gen, started, gens, fill):
+    header = b"BKAPBF01" + struct.pack("<QQQQdQQQQQ", k, l, slice_bits, generation, error, window_ms, front, in_gen, started, gens)
+    return header + bytes([fill]) * (((slice_bits + 7) // 8) * (k + l))
+
+put("apbf_state", "count-empty", apbf(3, 5, 64, 10, 0.01, 0, 0, 0, 0, 0, 0))
+put("apbf_state", "time-filled", apbf(4, 9, 100, 7, 0.001, 600000, 5, 3, 1700000000000, 12, 0x5a))

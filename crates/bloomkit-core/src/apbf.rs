@@ -267,7 +267,7 @@ impl Apbf {
         for _ in 0..n.min(u64::from(self.shape.slices())) {
             self.shift();
         }
-        self.generations += n.saturating_sub(u64::from(self.shape.slices()));
+        self.generations = self.generations.saturating_add(n.saturating_sub(u64::from(self.shape.slices())));
         self.generation_started_ms = started_ms;
     }
 
@@ -278,7 +278,7 @@ impl Apbf {
         let start = self.front as usize * size;
         self.bits[start..start + size].fill(0);
         self.in_generation = 0;
-        self.generations += 1;
+        self.generations = self.generations.saturating_add(1);
     }
 
     #[inline]
@@ -364,7 +364,7 @@ impl Apbf {
             let pos = self.position(self.physical(logical), h.a, h.b);
             self.bits[pos / 8] |= 1 << (pos % 8);
         }
-        self.in_generation += 1;
+        self.in_generation = self.in_generation.saturating_add(1);
         // Count windows end a generation when it is full; time windows only
         // on the clock, so that no item inside the window is ever forgotten.
         if self.window == Window::Count && self.in_generation >= self.shape.generation {
@@ -409,63 +409,73 @@ impl Apbf {
         &self.bits
     }
 
-    /// Reads [`Apbf::encode`]'s bytes, checking every field against the others.
+    /// Reads [`Apbf::encode`]'s bytes, checking every field against the others
+    /// and the length before allocating anything.
     pub fn decode(data: &[u8]) -> Result<Apbf, &'static str> {
         let (header, bits) = data.split_at(HEADER_LEN.min(data.len()));
-        let mut f = Apbf::from_header(header, usize::MAX)?;
-        if bits.len() != f.bits.len() {
+        let bytes = Apbf::checked_bytes(header, usize::MAX)?;
+        if bits.len() != bytes {
             return Err("slice data has the wrong length");
         }
-        f.bits.copy_from_slice(bits);
-        Ok(f)
+        Apbf::with_bits(header, bits.to_vec())
     }
 
     /// A filter with a header's fields and empty slices (slices of more
     /// than `max_bytes` in all are refused before anything is allocated).
     pub fn from_header(header: &[u8], max_bytes: usize) -> Result<Apbf, &'static str> {
+        let bytes = Apbf::checked_bytes(header, max_bytes)?;
+        let mut bits = Vec::new();
+        bits.try_reserve_exact(bytes).map_err(|_| "out of memory")?;
+        bits.resize(bytes, 0);
+        Apbf::with_bits(header, bits)
+    }
+
+    /// The slice bytes a valid header describes, at most `max_bytes`.
+    fn checked_bytes(header: &[u8], max_bytes: usize) -> Result<usize, &'static str> {
         if header.len() != HEADER_LEN || &header[..MAGIC.len()] != MAGIC {
             return Err("not an APBF header");
         }
-        let field = |i: usize| {
-            let at = MAGIC.len() + 8 * i;
-            u64::from_le_bytes(header[at..at + 8].try_into().expect("8 bytes"))
-        };
+        let field = |i: usize| header_field(header, i);
         let (k, l, slice_bits, generation) = (field(0), field(1), field(2), field(3));
         let error = f64::from_bits(field(4));
-        if k == 0 || l == 0 || k + l > u64::from(MAX_SLICES) {
+        let max = u64::from(MAX_SLICES);
+        if k == 0 || l == 0 || k > max || l > max || k + l > max {
             return Err("slice counts out of range");
         }
         if slice_bits == 0 || generation == 0 || !(error > 0.0 && error < 1.0) {
             return Err("sizes out of range");
         }
-        let shape = ApbfShape { k: k as u32, l: l as u32, slice_bits, generation };
-        let window = match field(5) {
-            0 => Window::Count,
-            millis => Window::Time { millis },
-        };
         let (front, in_generation) = (field(6), field(7));
         // Only count windows bound a generation's insertions.
-        if front >= k + l || (window == Window::Count && in_generation >= generation) {
+        if front >= k + l || (field(5) == 0 && in_generation >= generation) {
             return Err("ring position out of range");
         }
         let bytes = slice_bits.div_ceil(8).checked_mul(k + l).ok_or("sizes out of range")?;
         if bytes > max_bytes as u64 {
             return Err("larger than the size limit");
         }
-        let bytes = usize::try_from(bytes).map_err(|_| "sizes out of range")?;
-        let mut bits = Vec::new();
-        bits.try_reserve_exact(bytes).map_err(|_| "out of memory")?;
-        bits.resize(bytes, 0);
+        usize::try_from(bytes).map_err(|_| "sizes out of range")
+    }
+
+    /// The filter of a header checked by [`Apbf::checked_bytes`], over `bits`.
+    fn with_bits(header: &[u8], bits: Vec<u8>) -> Result<Apbf, &'static str> {
+        let field = |i: usize| header_field(header, i);
+        let shape =
+            ApbfShape { k: field(0) as u32, l: field(1) as u32, slice_bits: field(2), generation: field(3) };
+        let window = match field(5) {
+            0 => Window::Count,
+            millis => Window::Time { millis },
+        };
         Ok(Apbf {
             shape,
-            error,
+            error: f64::from_bits(field(4)),
             window,
             bits,
-            front: front as u32,
-            in_generation,
+            front: field(6) as u32,
+            in_generation: field(7),
             generation_started_ms: field(8),
             generations: field(9),
-            modulus: Modulus::new(slice_bits),
+            modulus: Modulus::new(shape.slice_bits),
         })
     }
 
@@ -481,6 +491,12 @@ impl Apbf {
 }
 
 const MAGIC: &[u8; 8] = b"BKAPBF01";
+
+/// Field `i` (after the magic) of a header of [`HEADER_LEN`] bytes.
+fn header_field(header: &[u8], i: usize) -> u64 {
+    let at = MAGIC.len() + 8 * i;
+    u64::from_le_bytes(header[at..at + 8].try_into().expect("8 bytes"))
+}
 /// Bytes of [`Apbf::encode_header`].
 pub const HEADER_LEN: usize = 8 + 10 * 8;
 

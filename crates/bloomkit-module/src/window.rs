@@ -344,7 +344,7 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
             (c"Slices", i64::from(s.slices())),
             (c"Hashes", i64::from(s.k)),
             (c"Generation size", s.generation as i64),
-            (c"Current generation", (f.generations() + f.due_generations(now)) as i64),
+            (c"Current generation", f.generations().saturating_add(f.due_generations(now)) as i64),
             (c"Items in generation", f.items_in_generation(now) as i64),
             (c"Size", f.bytes() as i64),
         ];

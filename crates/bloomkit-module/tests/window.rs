@@ -69,6 +69,24 @@ fn commands_and_errors() {
         let dump = c.cmd("DUMP t");
         c.call(&[b"RESTORE".as_slice(), b"t-restored", b"0", dump.as_bytes()]);
         assert_eq!(c.cmd("DEBUG DIGEST-VALUE t"), c.cmd("DEBUG DIGEST-VALUE t-restored"));
+        // Hostile state commands: refused, nothing created or changed.
+        assert!(c.cmd("APBF.LOADCHUNK bad 0 garbage").error_text().contains("invalid APBF header"));
+        assert_eq!(c.cmd("EXISTS bad"), Reply::Int(0));
+        let mut header = b"BKAPBF01".to_vec();
+        for v in [16u64, 1000, 1 << 40, 10, 0.01f64.to_bits(), 0, 0, 0, 0, 0] {
+            header.extend_from_slice(&v.to_le_bytes());
+        }
+        let refused = c.call(&[b"APBF.LOADCHUNK".as_slice(), b"huge", b"0", &header]);
+        assert!(refused.error_text().contains("size limit"), "{refused:?}");
+        assert_eq!(c.cmd("EXISTS huge"), Reply::Int(0));
+        let before_w = c.cmd("DEBUG DIGEST-VALUE w");
+        assert!(c.cmd("APBF.LOADCHUNK w 999999999 xyz").error_text().contains("beyond the slices"));
+        assert!(c.cmd("APBF.LOADCHUNK w 0 x").is_error(), "a header onto an existing filter");
+        assert!(c.cmd("APBF.ADVANCE w -1 0").is_error());
+        assert_eq!(c.cmd("DEBUG DIGEST-VALUE w"), before_w);
+        // A huge generation count is bounded work: every slice cleared once.
+        c.ok("APBF.ADVANCE w 1000000000000 5");
+        assert_eq!(c.cmd("APBF.EXISTS w a"), Reply::Int(0));
         let mut cut = dump.as_bytes().to_vec();
         cut.truncate(cut.len() / 2);
         assert!(c.call(&[b"RESTORE".as_slice(), b"t-bad", b"0", &cut]).is_error(), "a damaged payload");
