@@ -49,7 +49,8 @@ print("seed corpora written under", os.path.join(here, "corpus"))
 # Sliding-window states: a count window and a time window, empty and with bits.
 def apbf(k, l, slice_bits, generation, error, window_ms, front, in_gen, started, gens, fill):
     header = b"BKAPBF01" + struct.pack("<QQQQdQQQQQ", k, l, slice_bits, generation, error, window_ms, front, in_gen, started, gens)
-    return header + bytes([fill]) * (((slice_bits + 7) // 8) * (k + l))
+    counts = b"".join(struct.pack("<Q", 3 * i) for i in range(k + l))
+    return header + bytes([fill]) * (((slice_bits + 7) // 8) * (k + l)) + counts
 
 put("apbf_state", "count-empty", apbf(3, 5, 64, 10, 0.01, 0, 0, 0, 0, 0, 0))
 put("apbf_state", "time-filled", apbf(4, 9, 100, 7, 0.001, 600000, 5, 3, 1700000000000, 12, 0x5a))

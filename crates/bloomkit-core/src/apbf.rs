@@ -157,7 +157,9 @@ pub struct Apbf {
     shape: ApbfShape,
     error: f64,
     window: Window,
-    /// All slices, physical order, `slice_bytes` each.
+    /// The state's body: all slices (physical order, `slice_bytes` each),
+    /// then one little-endian u64 per slice counting the adds made while it
+    /// was the newest (its generation's size), for "items in window".
     bits: Vec<u8>,
     /// Physical index of the newest slice.
     front: u32,
@@ -177,7 +179,7 @@ impl Apbf {
         if matches!(window, Window::Time { millis } if millis < u64::from(shape.l)) {
             return None;
         }
-        let bytes = shape.slice_bytes().checked_mul(shape.slices() as usize)?;
+        let bytes = shape.slice_bytes().checked_add(8)?.checked_mul(shape.slices() as usize)?;
         Some(Apbf {
             shape,
             error,
@@ -207,6 +209,7 @@ impl Apbf {
         self.generations
     }
 
+    /// Bytes of the state's body (slices and generation counts).
     pub fn bytes(&self) -> usize {
         self.bits.len()
     }
@@ -277,8 +280,34 @@ impl Apbf {
         let size = self.shape.slice_bytes();
         let start = self.front as usize * size;
         self.bits[start..start + size].fill(0);
+        self.set_count(self.front, 0);
         self.in_generation = 0;
         self.generations = self.generations.saturating_add(1);
+    }
+
+    fn count_at(&self, slice: u32) -> usize {
+        self.shape.slice_bytes() * self.shape.slices() as usize + 8 * slice as usize
+    }
+
+    fn count(&self, slice: u32) -> u64 {
+        let at = self.count_at(slice);
+        u64::from_le_bytes(self.bits[at..at + 8].try_into().expect("8 bytes"))
+    }
+
+    fn set_count(&mut self, slice: u32, value: u64) {
+        let at = self.count_at(slice);
+        self.bits[at..at + 8].copy_from_slice(&value.to_le_bytes());
+    }
+
+    /// Adds within the window as of `now_ms`: those of the `l` newest
+    /// generations (generations due by then count as passed).
+    pub fn items_in_window(&self, now_ms: u64) -> u64 {
+        let due = self.due_generations(now_ms);
+        let l = u64::from(self.shape.l);
+        if due >= l {
+            return 0;
+        }
+        (0..(l - due) as u32).map(|j| self.count(self.physical(j))).fold(0u64, u64::saturating_add)
     }
 
     #[inline]
@@ -365,6 +394,7 @@ impl Apbf {
             self.bits[pos / 8] |= 1 << (pos % 8);
         }
         self.in_generation = self.in_generation.saturating_add(1);
+        self.set_count(self.front, self.count(self.front).saturating_add(1));
         // Count windows end a generation when it is full; time windows only
         // on the clock, so that no item inside the window is ever forgotten.
         if self.window == Window::Count && self.in_generation >= self.shape.generation {
@@ -404,7 +434,7 @@ impl Apbf {
         out
     }
 
-    /// The slices, physical order.
+    /// The state's body: the slices, physical order, then the generation counts.
     pub fn bits(&self) -> &[u8] {
         &self.bits
     }
@@ -450,7 +480,11 @@ impl Apbf {
         if front >= k + l || (field(5) == 0 && in_generation >= generation) {
             return Err("ring position out of range");
         }
-        let bytes = slice_bits.div_ceil(8).checked_mul(k + l).ok_or("sizes out of range")?;
+        let bytes = slice_bits
+            .div_ceil(8)
+            .checked_add(8)
+            .and_then(|b| b.checked_mul(k + l))
+            .ok_or("sizes out of range")?;
         if bytes > max_bytes as u64 {
             return Err("larger than the size limit");
         }
@@ -532,6 +566,28 @@ mod tests {
                 assert_eq!(f.has_run(a, b, n), f.has_run_naive(a, b, n), "a={a} b={b} n={n}");
             }
         }
+    }
+
+    #[test]
+    fn items_in_window_counts_the_newest_l_generations() {
+        let mut f = Apbf::new(0.01, 1000, Window::Count, 0).unwrap();
+        let g = f.shape().generation;
+        for i in 0..300u64 {
+            f.add(&i.to_le_bytes(), 0);
+        }
+        assert_eq!(f.items_in_window(0), 300);
+        for i in 300..10_000u64 {
+            f.add(&i.to_le_bytes(), 0);
+        }
+        // l - 1 full generations and the current one.
+        let window = f.items_in_window(0);
+        assert!(window <= f.shape().capacity() && window > f.shape().capacity() - g, "{window}");
+        let mut t = Apbf::new(0.01, 1000, Window::Time { millis: 60_000 }, 0).unwrap();
+        for i in 0..50u64 {
+            t.add(&i.to_le_bytes(), i * 100);
+        }
+        assert_eq!(t.items_in_window(5_000), 50);
+        assert_eq!(t.items_in_window(200_000), 0, "all aged out");
     }
 
     #[test]

@@ -338,13 +338,14 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
             Window::Count => ("count", -1),
             Window::Time { millis } => ("time", (millis / 1000) as i64),
         };
-        let fields: [(&CStr, i64); 8] = [
+        let fields: [(&CStr, i64); 9] = [
             (c"Capacity", s.capacity() as i64),
             (c"Window seconds", seconds),
             (c"Slices", i64::from(s.slices())),
             (c"Hashes", i64::from(s.k)),
             (c"Generation size", s.generation as i64),
             (c"Current generation", f.generations().saturating_add(f.due_generations(now)) as i64),
+            (c"Items in window", f.items_in_window(now) as i64),
             (c"Items in generation", f.items_in_generation(now) as i64),
             (c"Size", f.bytes() as i64),
         ];

@@ -158,6 +158,15 @@ fn time_window_moves_with_the_primary_clock() {
         cmd.extend(first.iter().cloned());
         c.call(&cmd).as_array().iter().filter(|r| r.as_int() == 1).count()
     };
+    let items_in_window = |c: &mut Conn| {
+        let info = c.cmd("APBF.INFO clicks");
+        info.as_array()
+            .chunks(2)
+            .find(|p| p[0].as_bytes() == b"Items in window")
+            .map(|p| p[1].as_int())
+            .unwrap()
+    };
+    assert_eq!(items_in_window(&mut c), 300);
     // Nine minutes 59 seconds later: all remembered, and a repeat is not new.
     set_clock(&mut c, 599_000);
     assert_eq!(exists(&mut c), 300);
@@ -165,6 +174,7 @@ fn time_window_moves_with_the_primary_clock() {
     assert_eq!(c.cmd("APBF.ADD clicks click-new"), Reply::Int(1));
     // Past the documented bound (k + l + 1 generations): forgotten.
     set_clock(&mut c, 599_000 + (k + l + 1) * generation_ms);
+    assert_eq!(items_in_window(&mut c), 0);
     let left = exists(&mut c);
     assert!(left <= 3, "{left} of 300 clicks still found after the bound");
     assert_eq!(c.cmd("APBF.ADD clicks click-8"), Reply::Int(1), "a click counts again after its window");
