@@ -6,12 +6,13 @@
 //! bits, and the Redis backend sends one pipelined round trip per batch.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Write};
+use std::io::{self, BufWriter, IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use bloomkit_client::{Error as ClientError, Filter, Layout, LocalFilter, RedisFilter};
+use bloomkit_core::blocked::BlockedFilter;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::server::{self, describe, estimated_rate, Server};
@@ -38,6 +39,9 @@ pub struct Options {
 
 /// Where "seen before" is remembered: the client's filters, local or on a server.
 enum Backend {
+    /// No state file: nothing reads the filter's layout, so it is the
+    /// cache-line-blocked one (one memory access per line).
+    Ephemeral(BlockedFilter),
     Local(LocalFilter),
     /// The module, with a second connection for BF.DEBUG at the end.
     Module(RedisFilter<redis::Connection>, Server),
@@ -48,6 +52,13 @@ impl Backend {
     /// For each key: true when it was new.
     fn add(&mut self, keys: &[&[u8]]) -> Result<Vec<bool>> {
         match self {
+            Backend::Ephemeral(filter) => {
+                let mut new = Vec::with_capacity(keys.len());
+                filter
+                    .add_each(keys, |n| new.push(n))
+                    .map_err(|e| anyhow!("the filter cannot take more items: {e}"))?;
+                Ok(new)
+            }
             Backend::Local(filter) => {
                 filter.add_many(keys).map_err(|e| anyhow!("the filter cannot take more items: {e}"))
             }
@@ -60,6 +71,7 @@ impl Backend {
 
     fn false_positive_rate(&mut self) -> Result<f64> {
         Ok(match self {
+            Backend::Ephemeral(filter) => filter.estimated_false_positive_rate(),
             Backend::Local(filter) => match filter.window() {
                 Some(w) => w.error_rate(),
                 None => filter.chain().estimated_false_positive_rate(),
@@ -144,7 +156,63 @@ fn open_backend(o: &Options) -> Result<Backend> {
             }
             Ok(Backend::Local(filter))
         }
+        (None, None) if o.window.is_none() => {
+            Ok(Backend::Ephemeral(BlockedFilter::new(o.capacity, o.error_rate).ok_or_else(|| {
+                anyhow!("cannot size a filter for {} lines at error rate {}", o.capacity, o.error_rate)
+            })?))
+        }
         (None, _) => Ok(Backend::Local(LocalFilter::new(options).map_err(|e| anyhow!("{e}"))?)),
+    }
+}
+
+/// Reads input in large blocks and hands out whole lines without copying
+/// them one by one: the partial last line of a block starts the next.
+struct Blocks<R> {
+    input: R,
+    buf: Vec<u8>,
+    /// Bytes of `buf` already handed out.
+    start: usize,
+    filled: usize,
+    eof: bool,
+}
+
+impl<R: Read> Blocks<R> {
+    fn new(input: R) -> Blocks<R> {
+        Blocks::with_size(input, 4 << 20)
+    }
+
+    fn with_size(input: R, size: usize) -> Blocks<R> {
+        Blocks { input, buf: vec![0; size.max(1)], start: 0, filled: 0, eof: false }
+    }
+
+    /// The next run of whole lines (at the end of the input, the rest,
+    /// which may lack a final `\n`); `None` when nothing is left.
+    fn next_block(&mut self) -> io::Result<Option<&[u8]>> {
+        self.buf.copy_within(self.start..self.filled, 0);
+        self.filled -= self.start;
+        self.start = 0;
+        loop {
+            while !self.eof && self.filled < self.buf.len() {
+                match self.input.read(&mut self.buf[self.filled..]) {
+                    Ok(0) => self.eof = true,
+                    Ok(n) => self.filled += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            if self.eof {
+                self.start = self.filled;
+                return Ok((self.filled > 0).then(|| &self.buf[..self.filled]));
+            }
+            match memchr::memrchr(b'\n', &self.buf[..self.filled]) {
+                Some(last) => {
+                    self.start = last + 1;
+                    return Ok(Some(&self.buf[..last + 1]));
+                }
+                // A line longer than the buffer: make room and read on.
+                None => self.buf.resize(self.buf.len() * 2, 0),
+            }
+        }
     }
 }
 
@@ -180,54 +248,69 @@ pub fn run(o: &Options) -> Result<()> {
     let mut counts = Counts { read: 0, written: 0, duplicates: 0, without_field: 0 };
     let inputs: Vec<Option<&PathBuf>> =
         if o.inputs.is_empty() { vec![None] } else { o.inputs.iter().map(Some).collect() };
-    let mut arena: Vec<u8> = Vec::with_capacity(1 << 20);
-    let mut ends: Vec<usize> = Vec::with_capacity(BATCH);
+    let mut ends: Vec<usize> = Vec::with_capacity(1 << 17);
+    let mut keyed: Vec<usize> = Vec::with_capacity(BATCH);
     for input in inputs {
-        let mut reader: Box<dyn BufRead> = match input {
-            None => Box::new(BufReader::with_capacity(1 << 20, io::stdin().lock())),
-            Some(path) => Box::new(BufReader::with_capacity(
-                1 << 20,
-                File::open(path).with_context(|| format!("cannot open {}", path.display()))?,
-            )),
+        let reader: Box<dyn Read> = match input {
+            None => Box::new(io::stdin().lock()),
+            Some(path) => {
+                Box::new(File::open(path).with_context(|| format!("cannot open {}", path.display()))?)
+            }
         };
-        loop {
-            arena.clear();
+        let mut blocks = Blocks::new(reader);
+        while let Some(block) = blocks.next_block()? {
+            let mut keys: Vec<&[u8]> = Vec::with_capacity(BATCH);
+            // Line ends (just after each '\n'); at the end of the input the
+            // last line may have none.
             ends.clear();
-            while ends.len() < BATCH {
-                let n = reader.read_until(b'\n', &mut arena)?;
-                if n == 0 {
-                    break;
-                }
-                ends.push(arena.len());
+            ends.extend(memchr::memchr_iter(b'\n', block).map(|i| i + 1));
+            if block.last() != Some(&b'\n') {
+                ends.push(block.len());
             }
-            if ends.is_empty() {
-                break;
-            }
-            let lines: Vec<&[u8]> =
-                ends.iter().scan(0, |start, &end| Some(&arena[std::mem::replace(start, end)..end])).collect();
-            let keyed: Vec<(usize, &[u8])> = lines
-                .iter()
-                .enumerate()
-                .filter_map(|(i, l)| key_of(l, o.field, o.delimiter).map(|k| (i, k)))
-                .collect();
-            let keys: Vec<&[u8]> = keyed.iter().map(|(_, k)| *k).collect();
-            let new = backend.add(&keys)?;
-            // Lines without the field pass through as unique.
-            let mut is_new = vec![true; lines.len()];
-            for ((i, _), n) in keyed.iter().zip(&new) {
-                is_new[*i] = *n;
-            }
-            counts.without_field += (lines.len() - keyed.len()) as u64;
-            for (line, fresh) in lines.iter().zip(is_new) {
-                counts.read += 1;
-                counts.duplicates += u64::from(!fresh);
-                if !o.count_only && fresh != o.duplicates {
-                    out.write_all(line)?;
-                    if !line.ends_with(b"\n") {
-                        out.write_all(b"\n")?;
+            let mut at = 0;
+            for ends in ends.chunks(BATCH) {
+                keys.clear();
+                keyed.clear();
+                let mut from = at;
+                for (i, &e) in ends.iter().enumerate() {
+                    if let Some(k) = key_of(&block[from..e], o.field, o.delimiter) {
+                        keys.push(k);
+                        keyed.push(i);
                     }
-                    counts.written += 1;
+                    from = e;
                 }
+                let new = backend.add(&keys)?;
+                counts.without_field += (ends.len() - keyed.len()) as u64;
+                // Kept lines are written as contiguous runs of the block.
+                let (mut run_start, mut run_end) = (at, at);
+                let mut next_keyed = keyed.iter().zip(&new).peekable();
+                let mut from = at;
+                for (i, &e) in ends.iter().enumerate() {
+                    // Lines without the field pass through as unique.
+                    let fresh = match next_keyed.peek() {
+                        Some(&(&k, &n)) if k == i => {
+                            next_keyed.next();
+                            n
+                        }
+                        _ => true,
+                    };
+                    counts.read += 1;
+                    counts.duplicates += u64::from(!fresh);
+                    if !o.count_only && fresh != o.duplicates {
+                        if from != run_end {
+                            out.write_all(&block[run_start..run_end])?;
+                            run_start = from;
+                        }
+                        run_end = e;
+                        counts.written += 1;
+                    }
+                    from = e;
+                }
+                out.write_all(&block[run_start..run_end])?;
+                if run_end > run_start && block[run_end - 1] != b'\n' {
+                    out.write_all(b"\n")?;
+                }
+                at = from;
             }
             let rate = counts.read as f64 / started.elapsed().as_secs_f64().max(1e-9);
             progress.set_message(format!(
@@ -275,7 +358,21 @@ pub fn run(o: &Options) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::key_of;
+    use super::{key_of, Blocks};
+
+    #[test]
+    fn blocks_hand_out_whole_lines() {
+        let input = b"a\nlonger than the buffer\nb\n\nlast without newline";
+        for size in [1, 3, 8, 64] {
+            let mut blocks = Blocks::with_size(&input[..], size);
+            let mut seen = Vec::new();
+            while let Some(block) = blocks.next_block().unwrap() {
+                assert!(block.ends_with(b"\n") || block.ends_with(b"newline"), "{size}: {block:?}");
+                seen.extend_from_slice(block);
+            }
+            assert_eq!(seen, input, "buffer of {size}");
+        }
+    }
 
     #[test]
     fn keys_of_lines_and_fields() {

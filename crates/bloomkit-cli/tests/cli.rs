@@ -133,6 +133,10 @@ fn dedup_in_process() {
         &first,
         30_000 / 100 * 2,
     );
+    // A last line without '\n' gets one; empty lines are lines.
+    assert_eq!(ok(&["dedup"], b"a\nb\na"), b"a\nb\n".to_vec());
+    assert_eq!(ok(&["dedup"], b"x\n\ny\n\nz"), b"x\n\ny\nz\n".to_vec());
+    assert_eq!(ok(&["dedup", "--duplicates"], b"x\n\ny\n\nx"), b"\nx\n".to_vec());
     // Fields.
     let csv = b"a,1,x\nb,2,x\nc,1,y\nd\n".to_vec();
     assert_eq!(ok(&["dedup", "--field", "2"], &csv), b"a,1,x\nb,2,x\nd\n".to_vec());

@@ -9,6 +9,7 @@
 
 pub mod apbf;
 pub mod args;
+pub mod blocked;
 pub mod bloom;
 pub mod chain;
 pub mod dump;

@@ -5,6 +5,7 @@
 //! by chance with probability below 1e-4, while a filter whose rate is off by
 //! even 10% (e.g. one hash too few, or sizing off by a bit per item) fails.
 
+use bloomkit_core::blocked::BlockedFilter;
 use bloomkit_core::{Chain, ChainParams, Limits};
 
 const PROBES: u64 = 400_000;
@@ -60,5 +61,26 @@ fn no_false_negatives() {
     let chain = fill(ChainParams { capacity: 1000, error: 0.01, expansion: 2, scaling: true }, 10_000);
     for i in 0..10_000 {
         assert!(chain.contains(format!("present:{i}").as_bytes()));
+    }
+}
+
+fn fill_blocked(capacity: u64, error: f64, items: u64) -> BlockedFilter {
+    let mut f = BlockedFilter::new(capacity, error).unwrap();
+    let keys: Vec<String> = (0..items).map(|i| format!("present:{i}")).collect();
+    let mut new = 0u64;
+    f.add_each(&keys, |n| new += u64::from(n)).unwrap();
+    assert!(new as f64 >= items as f64 * (1.0 - 2.0 * error) - 50.0, "{new} of {items} reported new");
+    f
+}
+
+#[test]
+fn blocked_filter_at_capacity_and_grown_to_8x() {
+    for (error, times) in [(0.01, 1), (0.001, 1), (0.01, 8)] {
+        let f = fill_blocked(20_000, error, 20_000 * times);
+        let hits = (0..PROBES).filter(|i| f.contains(format!("absent:{i}").as_bytes())).count();
+        assert_within(hits as f64 / PROBES as f64, error, &format!("blocked, error {error}, {times}x"));
+        for i in (0..20_000 * times).step_by(7) {
+            assert!(f.contains(format!("present:{i}").as_bytes()), "a false negative");
+        }
     }
 }

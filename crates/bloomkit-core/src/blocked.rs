@@ -1,0 +1,242 @@
+//! A cache-line-blocked Bloom filter for in-process work that no server
+//! will ever read (`bloomkit dedup` without `--state`).
+//!
+//! RedisBloom's layout spreads an item's `k` bits over the whole array: `k`
+//! cache misses per item once the filter outgrows the caches. Here all of an
+//! item's bits are in one 64-byte block, so an add or lookup costs one miss,
+//! and a batch prefetches its blocks before touching them. Blocking makes
+//! some blocks fuller than others, which raises the false-positive rate for
+//! a given size; [`BlockedShape::new`] sizes for that exactly (a Poisson
+//! mixture over block loads), so the configured rate holds. The filter
+//! grows past its capacity as RedisBloom's does: a new, twice as large
+//! filter at half the error rate (the first gets half the configured rate,
+//! so the sum stays within it).
+
+use std::f64::consts::LN_2;
+
+use crate::bloom::Modulus;
+
+const BLOCK_BITS: u32 = 512;
+const BATCH: usize = 64;
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Block([u64; 8]);
+
+/// Blocks and bits per item for a capacity and error rate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BlockedShape {
+    pub blocks: u64,
+    pub hashes: u32,
+    pub capacity: u64,
+    pub error: f64,
+}
+
+/// The false-positive rate of `k` bits per item in 512-bit blocks holding
+/// on average `load` items: the block loads are Poisson.
+fn blocked_rate(load: f64, k: u32) -> f64 {
+    let miss = 1.0 - 1.0 / f64::from(BLOCK_BITS);
+    let (mut rate, mut p_j) = (0.0, (-load).exp());
+    let terms = (load + 12.0 * load.sqrt() + 30.0) as u32;
+    for j in 0..terms {
+        if j > 0 {
+            p_j *= load / f64::from(j);
+        }
+        rate += p_j * (1.0 - miss.powf(f64::from(k * j))).powi(k as i32);
+    }
+    rate
+}
+
+impl BlockedShape {
+    /// The smallest filter (in steps of 1/8 bit per item) whose rate at
+    /// `capacity` items is at most `error`.
+    pub fn new(capacity: u64, error: f64) -> Option<BlockedShape> {
+        if !(error > 0.0 && error < 1.0) || capacity == 0 {
+            return None;
+        }
+        let standard = -error.ln() / (LN_2 * LN_2);
+        let mut bits_per_item = standard.max(1.0);
+        while bits_per_item < 4.0 * standard + 64.0 {
+            let load = f64::from(BLOCK_BITS) / bits_per_item;
+            let best_k = (bits_per_item * LN_2).round().max(1.0) as u32;
+            let fits =
+                (best_k.saturating_sub(4).max(1)..=best_k + 4).find(|&k| blocked_rate(load, k) <= error);
+            if let Some(hashes) = fits {
+                let blocks =
+                    ((capacity as f64 * bits_per_item) / f64::from(BLOCK_BITS)).ceil().max(1.0) as u64;
+                return Some(BlockedShape { blocks, hashes, capacity, error });
+            }
+            bits_per_item += 0.125;
+        }
+        None
+    }
+}
+
+/// One blocked filter.
+struct Part {
+    shape: BlockedShape,
+    blocks: Vec<Block>,
+    modulus: Modulus,
+    items: u64,
+}
+
+impl Part {
+    fn new(shape: BlockedShape) -> Option<Part> {
+        let mut blocks = Vec::new();
+        blocks.try_reserve_exact(usize::try_from(shape.blocks).ok()?).ok()?;
+        blocks.resize(shape.blocks as usize, Block([0; 8]));
+        Some(Part { shape, blocks, modulus: Modulus::new(shape.blocks), items: 0 })
+    }
+
+    #[inline]
+    fn block_of(&self, h1: u64) -> usize {
+        self.modulus.reduce(h1) as usize
+    }
+
+    /// The item's bit mask in its block: `k` positions from `h2`.
+    #[inline]
+    fn mask(&self, h2: u64) -> [u64; 8] {
+        let mut mask = [0u64; 8];
+        let mut x = h2;
+        for _ in 0..self.shape.hashes {
+            x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(0x632B_E59B_D9B4_E019);
+            let bit = (x >> 55) as usize; // 0..512
+            mask[bit >> 6] |= 1 << (bit & 63);
+        }
+        mask
+    }
+
+    #[inline]
+    fn contains(&self, h1: u64, h2: u64) -> bool {
+        let block = &self.blocks[self.block_of(h1)].0;
+        let mask = self.mask(h2);
+        (0..8).all(|i| block[i] & mask[i] == mask[i])
+    }
+
+    /// Sets the item's bits; true if any was clear.
+    #[inline]
+    fn insert(&mut self, h1: u64, h2: u64) -> bool {
+        let at = self.block_of(h1);
+        let mask = self.mask(h2);
+        let block = &mut self.blocks[at].0;
+        let mut new = false;
+        for i in 0..8 {
+            new |= block[i] & mask[i] != mask[i];
+            block[i] |= mask[i];
+        }
+        self.items += u64::from(new);
+        new
+    }
+
+    #[inline]
+    fn prefetch(&self, h1: u64) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: prefetching any address is harmless; this one is in bounds.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch(self.blocks.as_ptr().add(self.block_of(h1)).cast(), _MM_HINT_T0);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = h1;
+    }
+}
+
+/// A growing chain of blocked filters.
+pub struct BlockedFilter {
+    parts: Vec<Part>,
+}
+
+/// One pass of a 128-bit hash over the item.
+#[inline]
+fn hash(item: &[u8]) -> (u64, u64) {
+    crate::guava::murmur3_128(item)
+}
+
+impl BlockedFilter {
+    /// A filter whose rate stays within `error` however far it grows: the
+    /// first part gets half of it, each later part half of the one before.
+    pub fn new(capacity: u64, error: f64) -> Option<BlockedFilter> {
+        let shape = BlockedShape::new(capacity, error / 2.0)?;
+        Some(BlockedFilter { parts: vec![Part::new(shape)?] })
+    }
+
+    pub fn contains(&self, item: &[u8]) -> bool {
+        let (h1, h2) = hash(item);
+        self.parts.iter().any(|p| p.contains(h1, h2))
+    }
+
+    /// Adds items in order; `answer(true)` for each one that was new. Fails
+    /// only when growing needs memory that cannot be had.
+    pub fn add_each<I: AsRef<[u8]>>(
+        &mut self,
+        items: &[I],
+        mut answer: impl FnMut(bool),
+    ) -> Result<(), &'static str> {
+        for group in items.chunks(BATCH) {
+            let mut hashes = [(0u64, 0u64); BATCH];
+            let newest = self.parts.last().expect("at least one part");
+            for (h, item) in hashes.iter_mut().zip(group) {
+                *h = hash(item.as_ref());
+                newest.prefetch(h.0);
+            }
+            for &(h1, h2) in &hashes[..group.len()] {
+                answer(self.add_hash(h1, h2)?);
+            }
+        }
+        Ok(())
+    }
+
+    fn add_hash(&mut self, h1: u64, h2: u64) -> Result<bool, &'static str> {
+        let n = self.parts.len();
+        let (older, newest) = self.parts.split_at_mut(n - 1);
+        if older.iter().any(|p| p.contains(h1, h2)) {
+            return Ok(false);
+        }
+        let newest = &mut newest[0];
+        if newest.items < newest.shape.capacity {
+            return Ok(newest.insert(h1, h2));
+        }
+        if newest.contains(h1, h2) {
+            return Ok(false);
+        }
+        let next = BlockedShape::new(newest.shape.capacity.saturating_mul(2), newest.shape.error / 2.0)
+            .and_then(Part::new)
+            .ok_or("out of memory growing the filter")?;
+        self.parts.push(next);
+        Ok(self.parts.last_mut().expect("just pushed").insert(h1, h2))
+    }
+
+    pub fn items(&self) -> u64 {
+        self.parts.iter().map(|p| p.items).sum()
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.parts.iter().map(|p| p.shape.blocks * 64).sum()
+    }
+
+    /// The chance that a new item is taken for one already seen, now.
+    pub fn estimated_false_positive_rate(&self) -> f64 {
+        let miss = self.parts.iter().fold(1.0, |acc, p| {
+            let load = p.items as f64 / p.shape.blocks as f64;
+            acc * (1.0 - blocked_rate(load, p.shape.hashes))
+        });
+        1.0 - miss
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizing_accounts_for_blocking() {
+        for error in [0.01, 1e-3, 1e-6] {
+            let s = BlockedShape::new(1_000_000, error).unwrap();
+            let load = 1_000_000.0 / s.blocks as f64;
+            assert!(blocked_rate(load, s.hashes) <= error);
+            let per_item = s.blocks as f64 * 512.0 / 1e6;
+            let standard = -error.ln() / (LN_2 * LN_2);
+            assert!(per_item > standard && per_item < 2.0 * standard, "{error}: {per_item} bits per item");
+        }
+    }
+}
