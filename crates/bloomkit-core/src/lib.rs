@@ -3,7 +3,9 @@
 //! Everything `BF.*` does to a filter lives here, in plain Rust: hashing
 //! ([`hash`]), sizing ([`sizing`]), one sub-filter ([`bloom`]), the scalable
 //! chain ([`chain`]), the SCANDUMP and RDB formats ([`dump`], [`rdb`]), Guava's
-//! bitmap layout for filters shared with Java ([`guava`]) and
+//! bitmap layout for filters shared with Java ([`guava`]), the sliding-window
+//! filter ([`apbf`]), a cache-line-blocked filter for in-process work
+//! ([`blocked`]) and
 //! argument parsing ([`args`]). The module crate only moves bytes between
 //! Redis and these types, so all of it is testable and fuzzable on its own.
 
