@@ -8,6 +8,7 @@
 use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Read, Write};
 use std::path::PathBuf;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -165,6 +166,85 @@ fn open_backend(o: &Options) -> Result<Backend> {
     }
 }
 
+/// A block of whole lines and what the reader thread found in it.
+#[derive(Default)]
+struct Parsed {
+    buf: Vec<u8>,
+    /// Line ends, just after each `\n` (the last line may have none).
+    ends: Vec<usize>,
+    /// Each line's key as a range of `buf`, if it has one.
+    keys: Vec<Option<(usize, usize)>>,
+    /// The keys' hashes for the in-process filter, in line order.
+    hashes: Vec<(u64, u64)>,
+}
+
+impl Parsed {
+    fn fill(&mut self, block: &[u8], field: Option<usize>, delimiter: u8, pre_hash: bool) {
+        self.buf.clear();
+        self.buf.extend_from_slice(block);
+        self.ends.clear();
+        self.ends.extend(memchr::memchr_iter(b'\n', block).map(|i| i + 1));
+        if block.last() != Some(&b'\n') {
+            self.ends.push(block.len());
+        }
+        self.keys.clear();
+        self.hashes.clear();
+        let mut from = 0;
+        for &end in &self.ends {
+            let key = key_of(&self.buf[from..end], field, delimiter);
+            if let (Some(k), true) = (key, pre_hash) {
+                self.hashes.push(BlockedFilter::hash(k));
+            }
+            self.keys.push(key.map(|k| {
+                let start = k.as_ptr() as usize - self.buf.as_ptr() as usize;
+                (start, start + k.len())
+            }));
+            from = end;
+        }
+    }
+}
+
+/// The reader thread: every input in order, block by block; buffers come
+/// back through `recycled` so that blocks are not allocated anew.
+fn read_all(
+    paths: Vec<Option<PathBuf>>,
+    field: Option<usize>,
+    delimiter: u8,
+    pre_hash: bool,
+    to_main: mpsc::SyncSender<Result<Parsed>>,
+    recycled: mpsc::Receiver<Parsed>,
+) {
+    for path in paths {
+        let reader: Box<dyn Read> = match &path {
+            None => Box::new(io::stdin()),
+            Some(p) => match File::open(p) {
+                Ok(f) => Box::new(f),
+                Err(e) => {
+                    let _ = to_main
+                        .send(Err(anyhow::Error::new(e).context(format!("cannot open {}", p.display()))));
+                    return;
+                }
+            },
+        };
+        let mut blocks = Blocks::new(reader);
+        loop {
+            let block = match blocks.next_block() {
+                Ok(Some(block)) => block,
+                Ok(None) => break,
+                Err(e) => {
+                    let _ = to_main.send(Err(e.into()));
+                    return;
+                }
+            };
+            let mut parsed = recycled.try_recv().unwrap_or_default();
+            parsed.fill(block, field, delimiter, pre_hash);
+            if to_main.send(Ok(parsed)).is_err() {
+                return; // the main thread stopped (an error, or a closed pipe)
+            }
+        }
+    }
+}
+
 /// Reads input in large blocks and hands out whole lines without copying
 /// them one by one: the partial last line of a block starts the next.
 struct Blocks<R> {
@@ -248,76 +328,71 @@ pub fn run(o: &Options) -> Result<()> {
     let mut counts = Counts { read: 0, written: 0, duplicates: 0, without_field: 0 };
     let inputs: Vec<Option<&PathBuf>> =
         if o.inputs.is_empty() { vec![None] } else { o.inputs.iter().map(Some).collect() };
-    let mut ends: Vec<usize> = Vec::with_capacity(1 << 17);
-    let mut keyed: Vec<usize> = Vec::with_capacity(BATCH);
-    for input in inputs {
-        let reader: Box<dyn Read> = match input {
-            None => Box::new(io::stdin().lock()),
-            Some(path) => {
-                Box::new(File::open(path).with_context(|| format!("cannot open {}", path.display()))?)
-            }
-        };
-        let mut blocks = Blocks::new(reader);
-        while let Some(block) = blocks.next_block()? {
-            let mut keys: Vec<&[u8]> = Vec::with_capacity(BATCH);
-            // Line ends (just after each '\n'); at the end of the input the
-            // last line may have none.
-            ends.clear();
-            ends.extend(memchr::memchr_iter(b'\n', block).map(|i| i + 1));
-            if block.last() != Some(&b'\n') {
-                ends.push(block.len());
-            }
-            let mut at = 0;
-            for ends in ends.chunks(BATCH) {
-                keys.clear();
-                keyed.clear();
-                let mut from = at;
-                for (i, &e) in ends.iter().enumerate() {
-                    if let Some(k) = key_of(&block[from..e], o.field, o.delimiter) {
-                        keys.push(k);
-                        keyed.push(i);
+    // A reader thread reads, splits and (for the in-process filter) hashes
+    // the next block while this one probes the filter and writes.
+    let pre_hash = matches!(backend, Backend::Ephemeral(_));
+    let (to_main, from_reader) = mpsc::sync_channel::<Result<Parsed>>(2);
+    let (to_reader, recycled) = mpsc::channel::<Parsed>();
+    let paths: Vec<Option<PathBuf>> = inputs.iter().map(|p| p.cloned()).collect();
+    let (field, delimiter) = (o.field, o.delimiter);
+    std::thread::spawn(move || read_all(paths, field, delimiter, pre_hash, to_main, recycled));
+    for parsed in from_reader {
+        let parsed = parsed?;
+        let block = &parsed.buf[..];
+        let mut keys: Vec<&[u8]> = Vec::with_capacity(BATCH);
+        let mut at = 0;
+        let mut hashed = 0;
+        for (first, ends) in parsed.ends.chunks(BATCH).enumerate() {
+            let line_keys = &parsed.keys[first * BATCH..first * BATCH + ends.len()];
+            let keyed_here = line_keys.iter().filter(|k| k.is_some()).count();
+            let new = match &mut backend {
+                Backend::Ephemeral(filter) => {
+                    let mut new = Vec::with_capacity(keyed_here);
+                    filter
+                        .add_each_hashed(&parsed.hashes[hashed..hashed + keyed_here], |n| new.push(n))
+                        .map_err(|e| anyhow!("the filter cannot take more items: {e}"))?;
+                    hashed += keyed_here;
+                    new
+                }
+                other => {
+                    keys.clear();
+                    keys.extend(line_keys.iter().flatten().map(|&(a, b)| &block[a..b]));
+                    other.add(&keys)?
+                }
+            };
+            counts.without_field += (ends.len() - keyed_here) as u64;
+            // Kept lines are written as contiguous runs of the block.
+            let (mut run_start, mut run_end) = (at, at);
+            let mut answers = new.iter();
+            let mut from = at;
+            for (&e, key) in ends.iter().zip(line_keys) {
+                // Lines without the field pass through as unique.
+                let fresh = if key.is_some() { *answers.next().expect("one answer per key") } else { true };
+                counts.read += 1;
+                counts.duplicates += u64::from(!fresh);
+                if !o.count_only && fresh != o.duplicates {
+                    if from != run_end {
+                        out.write_all(&block[run_start..run_end])?;
+                        run_start = from;
                     }
-                    from = e;
+                    run_end = e;
+                    counts.written += 1;
                 }
-                let new = backend.add(&keys)?;
-                counts.without_field += (ends.len() - keyed.len()) as u64;
-                // Kept lines are written as contiguous runs of the block.
-                let (mut run_start, mut run_end) = (at, at);
-                let mut next_keyed = keyed.iter().zip(&new).peekable();
-                let mut from = at;
-                for (i, &e) in ends.iter().enumerate() {
-                    // Lines without the field pass through as unique.
-                    let fresh = match next_keyed.peek() {
-                        Some(&(&k, &n)) if k == i => {
-                            next_keyed.next();
-                            n
-                        }
-                        _ => true,
-                    };
-                    counts.read += 1;
-                    counts.duplicates += u64::from(!fresh);
-                    if !o.count_only && fresh != o.duplicates {
-                        if from != run_end {
-                            out.write_all(&block[run_start..run_end])?;
-                            run_start = from;
-                        }
-                        run_end = e;
-                        counts.written += 1;
-                    }
-                    from = e;
-                }
-                out.write_all(&block[run_start..run_end])?;
-                if run_end > run_start && block[run_end - 1] != b'\n' {
-                    out.write_all(b"\n")?;
-                }
-                at = from;
+                from = e;
             }
-            let rate = counts.read as f64 / started.elapsed().as_secs_f64().max(1e-9);
-            progress.set_message(format!(
-                "{} lines, {:.0} lines/s, {} duplicates",
-                counts.read, rate, counts.duplicates
-            ));
+            out.write_all(&block[run_start..run_end])?;
+            if run_end > run_start && block[run_end - 1] != b'\n' {
+                out.write_all(b"\n")?;
+            }
+            at = from;
         }
+        let rate = counts.read as f64 / started.elapsed().as_secs_f64().max(1e-9);
+        progress.set_message(format!(
+            "{} lines, {:.0} lines/s, {} duplicates",
+            counts.read, rate, counts.duplicates
+        ));
+        drop(keys);
+        let _ = to_reader.send(parsed);
     }
     if o.count_only {
         writeln!(

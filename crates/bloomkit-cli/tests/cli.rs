@@ -133,6 +133,13 @@ fn dedup_in_process() {
         &first,
         30_000 / 100 * 2,
     );
+    // Several files are one stream; a missing one is an error that names it.
+    let dir = tempfile::tempdir().unwrap();
+    let (f1, f2) = (dir.path().join("1.txt"), dir.path().join("2.txt"));
+    std::fs::write(&f1, b"a\nb\n").unwrap();
+    std::fs::write(&f2, b"b\nc").unwrap();
+    assert_eq!(ok(&["dedup", f1.to_str().unwrap(), f2.to_str().unwrap()], b""), b"a\nb\nc\n".to_vec());
+    fails(&["dedup", dir.path().join("missing.txt").to_str().unwrap()], b"", "cannot open");
     // A last line without '\n' gets one; empty lines are lines.
     assert_eq!(ok(&["dedup"], b"a\nb\na"), b"a\nb\n".to_vec());
     assert_eq!(ok(&["dedup"], b"x\n\ny\n\nz"), b"x\n\ny\nz\n".to_vec());

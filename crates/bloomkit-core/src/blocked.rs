@@ -213,14 +213,35 @@ impl BlockedFilter {
         items: &[I],
         mut answer: impl FnMut(bool),
     ) -> Result<(), &'static str> {
+        let mut hashes = [(0u64, 0u64); BATCH];
         for group in items.chunks(BATCH) {
-            let mut hashes = [(0u64, 0u64); BATCH];
-            let newest = self.parts.last().expect("at least one part");
             for (h, item) in hashes.iter_mut().zip(group) {
-                *h = hash(item.as_ref());
-                newest.prefetch(h.0);
+                *h = BlockedFilter::hash(item.as_ref());
             }
-            for &(h1, h2) in &hashes[..group.len()] {
+            self.add_each_hashed(&hashes[..group.len()], &mut answer)?;
+        }
+        Ok(())
+    }
+
+    /// The hash pair of an item, for [`BlockedFilter::add_each_hashed`]
+    /// (so that another thread can hash while this one probes).
+    #[inline]
+    pub fn hash(item: &[u8]) -> (u64, u64) {
+        hash(item)
+    }
+
+    /// Adds hashed items in order, prefetching a batch's blocks first.
+    pub fn add_each_hashed(
+        &mut self,
+        hashes: &[(u64, u64)],
+        mut answer: impl FnMut(bool),
+    ) -> Result<(), &'static str> {
+        for group in hashes.chunks(BATCH) {
+            let newest = self.parts.last().expect("at least one part");
+            for &(h1, _) in group {
+                newest.prefetch(h1);
+            }
+            for &(h1, h2) in group {
                 answer(self.add_hash(h1, h2)?);
             }
         }
