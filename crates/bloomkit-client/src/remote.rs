@@ -42,7 +42,10 @@ impl Transport for redis::cluster::ClusterConnection {
 
 /// A blocking transport over the async cluster connection: every command of
 /// a call is in flight at once, so the nodes holding a batch's shards work
-/// in parallel, and each command follows MOVED/ASK on its own.
+/// in parallel, and each command follows MOVED/ASK on its own. redis 0.32's
+/// async cluster connection was seen to hang now and then after a reshard
+/// turned its node into a replica: give the `ClusterClient` a response
+/// timeout, or use `ClusterConnection` where slots move often.
 pub struct BlockingCluster {
     runtime: tokio::runtime::Runtime,
     conn: redis::cluster_async::ClusterConnection,
