@@ -150,19 +150,7 @@ fn insert_items(
 /// and limits configured on the other side. Items added by the same command
 /// follow as the command itself (the server wraps both in MULTI/EXEC).
 fn replicate_creation(ctx: Ctx, key: &Arg, chain: &Chain) {
-    let header = dump::encode_header(chain);
-    // SAFETY: "slb" = a module string, a long long, a buffer and its length.
-    unsafe {
-        api!(RedisModule_Replicate)(
-            ctx.0,
-            c"BF.LOADCHUNK".as_ptr(),
-            c"slb".as_ptr(),
-            key.raw(),
-            1 as std::ffi::c_longlong,
-            header.as_ptr(),
-            header.len(),
-        )
-    };
+    ctx.replicate_chunk(c"BF.LOADCHUNK", key, 1, &dump::encode_header(chain));
 }
 
 /// Runs `f` on the key's chain for a read; a missing key or one of another

@@ -12,7 +12,7 @@ use bloomkit_core::rdb::{self, FieldReader, FieldWriter};
 use bloomkit_core::{dump, Chain};
 use redis_module::raw;
 
-use crate::ffi::{api, cstring, log};
+use crate::ffi::{api, cstring, digest_buffers, emit_aof_chunk, log};
 use crate::{config, guard, stats};
 
 static BF_TYPE: AtomicPtr<raw::RedisModuleType> = AtomicPtr::new(std::ptr::null_mut());
@@ -102,7 +102,7 @@ impl FieldReader for IoReader {
     }
 }
 
-struct IoWriter(*mut raw::RedisModuleIO);
+pub(crate) struct IoWriter(pub(crate) *mut raw::RedisModuleIO);
 
 impl FieldWriter for IoWriter {
     fn unsigned(&mut self, v: u64) {
@@ -188,20 +188,7 @@ extern "C" fn aof_rewrite(
     guard((), || {
         // SAFETY: the server passes a value of this type.
         let chain = unsafe { chain_ref(value) };
-        let emit = |iter: i64, data: &[u8]| {
-            // SAFETY: "slb" takes a string, a long long, and a buffer with its length.
-            unsafe {
-                api!(RedisModule_EmitAOF)(
-                    aof,
-                    c"BF.LOADCHUNK".as_ptr(),
-                    c"slb".as_ptr(),
-                    key,
-                    iter as std::ffi::c_longlong,
-                    data.as_ptr(),
-                    data.len(),
-                )
-            };
-        };
+        let emit = |iter: i64, data: &[u8]| emit_aof_chunk(aof, c"BF.LOADCHUNK", key, iter, data);
         emit(1, &dump::encode_header(chain));
         for (iter, data) in dump::chunks(chain) {
             emit(iter, data);
@@ -220,15 +207,10 @@ extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
     guard((), || {
         // SAFETY: the server passes a value of this type and a digest handle.
         let chain = unsafe { chain_ref(value) };
-        let add = |bytes: &[u8]| unsafe {
-            api!(RedisModule_DigestAddStringBuffer)(md, bytes.as_ptr().cast_mut().cast(), bytes.len())
-        };
-        add(&dump::encode_header(chain));
-        for f in chain.filters() {
-            add(f.bytes());
-        }
-        // SAFETY: valid digest handle.
-        unsafe { api!(RedisModule_DigestEndSequence)(md) };
+        let header = dump::encode_header(chain);
+        let mut buffers: Vec<&[u8]> = vec![&header];
+        buffers.extend(chain.filters().iter().map(|f| f.bytes()));
+        digest_buffers(md, &buffers);
     })
 }
 

@@ -159,6 +159,23 @@ impl Ctx {
         unsafe { api!(RedisModule_ReplicateVerbatim)(self.0) };
     }
 
+    /// Replicates `command key number data`: how both data types send
+    /// creations and time decisions.
+    pub fn replicate_chunk(self, command: &std::ffi::CStr, key: &Arg, number: i64, data: &[u8]) {
+        // SAFETY: "slb" = a module string, a long long, a buffer and its length.
+        unsafe {
+            api!(RedisModule_Replicate)(
+                self.0,
+                command.as_ptr(),
+                c"slb".as_ptr(),
+                key.raw(),
+                number as std::ffi::c_longlong,
+                data.as_ptr(),
+                data.len(),
+            )
+        };
+    }
+
     pub fn notify(self, event: &'static std::ffi::CStr, key: &Arg) {
         // SAFETY: valid context, event name and key string.
         unsafe {
@@ -247,3 +264,37 @@ pub fn cstring(s: &str) -> CString {
 }
 
 pub type RawArgv = *mut *mut raw::RedisModuleString;
+
+/// Writes `command key number data` to a rewritten AOF: both data types
+/// rewrite themselves as LOADCHUNK commands.
+pub fn emit_aof_chunk(
+    aof: *mut raw::RedisModuleIO,
+    command: &std::ffi::CStr,
+    key: *mut raw::RedisModuleString,
+    number: i64,
+    data: &[u8],
+) {
+    // SAFETY: a valid AOF handle and key; "slb" takes a string, a long long,
+    // and a buffer with its length.
+    unsafe {
+        api!(RedisModule_EmitAOF)(
+            aof,
+            command.as_ptr(),
+            c"slb".as_ptr(),
+            key,
+            number as std::ffi::c_longlong,
+            data.as_ptr(),
+            data.len(),
+        )
+    };
+}
+
+/// Adds buffers to a DEBUG DIGEST, then ends the value's sequence.
+pub fn digest_buffers(md: *mut raw::RedisModuleDigest, buffers: &[&[u8]]) {
+    for bytes in buffers {
+        // SAFETY: a valid digest handle; the server only reads the bytes.
+        unsafe { api!(RedisModule_DigestAddStringBuffer)(md, bytes.as_ptr().cast_mut().cast(), bytes.len()) };
+    }
+    // SAFETY: a valid digest handle.
+    unsafe { api!(RedisModule_DigestEndSequence)(md) };
+}

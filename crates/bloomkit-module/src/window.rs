@@ -14,12 +14,12 @@ use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 use bloomkit_core::apbf::{Apbf, Window, HEADER_LEN};
 use bloomkit_core::args::{parse_double, parse_long_long, ArgError};
 use bloomkit_core::error::Error;
-use bloomkit_core::rdb::FieldReader;
+use bloomkit_core::rdb::{FieldReader, FieldWriter};
 use redis_module::raw;
 
 use crate::commands::Outcome;
-use crate::data_type::IoReader;
-use crate::ffi::{api, cstring, log, Arg, Ctx, Key, Slot};
+use crate::data_type::{IoReader, IoWriter};
+use crate::ffi::{api, cstring, digest_buffers, emit_aof_chunk, log, Arg, Ctx, Key, Slot};
 use crate::{config, guard};
 
 /// Nine characters, as the server requires; never changes once released.
@@ -87,14 +87,8 @@ extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_voi
 }
 
 extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
-    guard((), || {
-        // SAFETY: the server passes a value of this type.
-        let f = unsafe { apbf_ref(value) };
-        let mut bytes = f.encode_header();
-        bytes.extend_from_slice(f.bits());
-        // SAFETY: valid IO handle; the server copies the bytes.
-        unsafe { api!(RedisModule_SaveStringBuffer)(io, bytes.as_ptr().cast(), bytes.len()) };
-    })
+    // SAFETY: the server passes a value of this type.
+    guard((), || IoWriter(io).buffer(&unsafe { apbf_ref(value) }.encode()))
 }
 
 /// The state as `APBF.LOADCHUNK`s: the header, then the slices by the MiB.
@@ -106,20 +100,7 @@ extern "C" fn aof_rewrite(
     guard((), || {
         // SAFETY: the server passes a value of this type.
         let f = unsafe { apbf_ref(value) };
-        let emit = |iter: usize, data: &[u8]| {
-            // SAFETY: "slb" takes a string, a long long, and a buffer with its length.
-            unsafe {
-                api!(RedisModule_EmitAOF)(
-                    aof,
-                    c"APBF.LOADCHUNK".as_ptr(),
-                    c"slb".as_ptr(),
-                    key,
-                    iter as std::ffi::c_longlong,
-                    data.as_ptr(),
-                    data.len(),
-                )
-            };
-        };
+        let emit = |iter: usize, data: &[u8]| emit_aof_chunk(aof, c"APBF.LOADCHUNK", key, iter as i64, data);
         emit(0, &f.encode_header());
         for (i, chunk) in f.bits().chunks(CHUNK).enumerate() {
             if chunk.iter().any(|&b| b != 0) {
@@ -138,13 +119,7 @@ extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
     guard((), || {
         // SAFETY: the server passes a value of this type and a digest handle.
         let f = unsafe { apbf_ref(value) };
-        let add = |bytes: &[u8]| unsafe {
-            api!(RedisModule_DigestAddStringBuffer)(md, bytes.as_ptr().cast_mut().cast(), bytes.len())
-        };
-        add(&f.encode_header());
-        add(f.bits());
-        // SAFETY: valid digest handle.
-        unsafe { api!(RedisModule_DigestEndSequence)(md) };
+        digest_buffers(md, &[&f.encode_header(), f.bits()]);
     })
 }
 
@@ -233,24 +208,9 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let header = f.encode_header();
     store(&key, f)?;
     ctx.reply_simple(c"OK");
-    replicate(ctx, c"APBF.LOADCHUNK", &argv[1], 0, &header);
+    ctx.replicate_chunk(c"APBF.LOADCHUNK", &argv[1], 0, &header);
     ctx.notify(c"apbf.reserve", &argv[1]);
     Ok(())
-}
-
-fn replicate(ctx: Ctx, command: &CStr, key: &Arg, number: i64, data: &[u8]) {
-    // SAFETY: "slb" = a module string, a long long, a buffer and its length.
-    unsafe {
-        api!(RedisModule_Replicate)(
-            ctx.0,
-            command.as_ptr(),
-            c"slb".as_ptr(),
-            key.raw(),
-            number as std::ffi::c_longlong,
-            data.as_ptr(),
-            data.len(),
-        )
-    };
 }
 
 /// `APBF.ADD key item` and `APBF.MADD key item...`: 1 new within the window, 0 seen.
@@ -264,7 +224,7 @@ fn add_items(ctx: Ctx, argv: &[Arg], multi: bool) -> Outcome {
     let due = f.advance_to(now);
     if due > 0 {
         let started = f.generation_started_ms().to_string();
-        replicate(ctx, c"APBF.ADVANCE", &argv[1], due as i64, started.as_bytes());
+        ctx.replicate_chunk(c"APBF.ADVANCE", &argv[1], due as i64, started.as_bytes());
     }
     let items = &argv[2..];
     if multi {
