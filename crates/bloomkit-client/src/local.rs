@@ -46,9 +46,6 @@ pub struct LocalFilter {
     window: Option<Apbf>,
 }
 
-/// The first bytes of a saved sliding-window filter.
-const WINDOW_MAGIC: &[u8] = b"BKAPBF01";
-
 impl LocalFilter {
     /// An empty filter that grows (doubling) when it reaches its capacity.
     pub fn new(options: Options) -> Result<LocalFilter> {
@@ -80,23 +77,14 @@ impl LocalFilter {
     /// The filter saved at `path` (by [`LocalFilter::save`] or `bloomkit dump`).
     pub fn open(path: impl AsRef<Path>) -> Result<LocalFilter> {
         let mut input = BufReader::new(File::open(path)?);
-        if input.fill_buf()?.starts_with(WINDOW_MAGIC) {
+        if input.fill_buf()?.starts_with(apbf::MAGIC) {
             let mut bytes = Vec::new();
             input.read_to_end(&mut bytes)?;
             let window = Apbf::decode(&bytes).map_err(|e| Error::File(file::FileError::Corrupt(e)))?;
             let chain = Chain::new(Defaults::REDISBLOOM.params(), Limits::NONE)?;
             return Ok(LocalFilter { chain, params: Defaults::REDISBLOOM.params(), window: Some(window) });
         }
-        let chain = file::read(input, Limits::NONE)?;
-        let first = chain.filters().first().map(|f| (f.shape.capacity, f.shape.error));
-        let (capacity, error) = first.unwrap_or((100, 0.01));
-        let params = ChainParams {
-            capacity,
-            error,
-            expansion: chain.expansion().unwrap_or(2),
-            scaling: chain.expansion().is_some(),
-        };
-        Ok(LocalFilter { chain, params, window: None })
+        Ok(LocalFilter::from(file::read(input, Limits::NONE)?))
     }
 
     /// The filter at `path` if the file exists, else a new one.
@@ -138,11 +126,17 @@ impl LocalFilter {
     }
 }
 
+/// A chain's own parameters, so that `clear` makes the same filter again.
 impl From<Chain> for LocalFilter {
     fn from(chain: Chain) -> LocalFilter {
         let first = chain.filters().first().map(|f| (f.shape.capacity, f.shape.error));
         let (capacity, error) = first.unwrap_or((100, 0.01));
-        let params = ChainParams { capacity, error, ..Defaults::REDISBLOOM.params() };
+        let params = ChainParams {
+            capacity,
+            error,
+            expansion: chain.expansion().unwrap_or(2),
+            scaling: chain.expansion().is_some(),
+        };
         LocalFilter { chain, params, window: None }
     }
 }

@@ -524,7 +524,8 @@ impl Apbf {
     }
 }
 
-const MAGIC: &[u8; 8] = b"BKAPBF01";
+/// The first bytes of an encoded filter (and of a saved one).
+pub const MAGIC: &[u8; 8] = b"BKAPBF01";
 
 /// Field `i` (after the magic) of a header of [`HEADER_LEN`] bytes.
 fn header_field(header: &[u8], i: usize) -> u64 {
