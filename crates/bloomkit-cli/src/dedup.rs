@@ -50,13 +50,14 @@ enum Backend {
 }
 
 impl Backend {
-    /// For each key: true when it was new.
-    fn add(&mut self, keys: &[&[u8]]) -> Result<Vec<bool>> {
+    /// For each key: true when it was new. The in-process filter takes the
+    /// keys' hashes, made by the reader thread; the others take the keys.
+    fn add(&mut self, keys: &[&[u8]], hashes: &[(u64, u64)]) -> Result<Vec<bool>> {
         match self {
             Backend::Ephemeral(filter) => {
-                let mut new = Vec::with_capacity(keys.len());
+                let mut new = Vec::with_capacity(hashes.len());
                 filter
-                    .add_each(keys, |n| new.push(n))
+                    .add_each_hashed(hashes, |n| new.push(n))
                     .map_err(|e| anyhow!("the filter cannot take more items: {e}"))?;
                 Ok(new)
             }
@@ -345,21 +346,14 @@ pub fn run(o: &Options) -> Result<()> {
         for (first, ends) in parsed.ends.chunks(BATCH).enumerate() {
             let line_keys = &parsed.keys[first * BATCH..first * BATCH + ends.len()];
             let keyed_here = line_keys.iter().filter(|k| k.is_some()).count();
-            let new = match &mut backend {
-                Backend::Ephemeral(filter) => {
-                    let mut new = Vec::with_capacity(keyed_here);
-                    filter
-                        .add_each_hashed(&parsed.hashes[hashed..hashed + keyed_here], |n| new.push(n))
-                        .map_err(|e| anyhow!("the filter cannot take more items: {e}"))?;
-                    hashed += keyed_here;
-                    new
-                }
-                other => {
-                    keys.clear();
-                    keys.extend(line_keys.iter().flatten().map(|&(a, b)| &block[a..b]));
-                    other.add(&keys)?
-                }
-            };
+            keys.clear();
+            if !pre_hash {
+                keys.extend(line_keys.iter().flatten().map(|&(a, b)| &block[a..b]));
+            }
+            let hashes: &[(u64, u64)] =
+                if pre_hash { &parsed.hashes[hashed..hashed + keyed_here] } else { &[] };
+            hashed += hashes.len();
+            let new = backend.add(&keys, hashes)?;
             counts.without_field += (ends.len() - keyed_here) as u64;
             // Kept lines are written as contiguous runs of the block.
             let (mut run_start, mut run_end) = (at, at);
