@@ -4,33 +4,11 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use bloomkit_client::{Filter, Layout, Options, RedisFilter};
-use bloomkit_testkit::{Server, TestServer};
+use bloomkit_testkit::{guava_items, Server, TestServer};
 use serde_json::Value;
 
 fn connect(server: &TestServer) -> redis::Connection {
     redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap().get_connection().unwrap()
-}
-
-/// The items scripts/guava-vectors/GuavaVectors.java inserts.
-fn guava_items(count: usize) -> Vec<String> {
-    let fixed = [
-        "",
-        "a",
-        "hello",
-        "héllo wörld",
-        "日本語のテキスト",
-        "emoji \u{1F600} pair",
-        "https://example.com/path?q=1",
-        "0123456789abcdef",
-        "seventeen bytes!!",
-    ];
-    let mut out: Vec<String> = fixed.iter().take(count).map(|s| s.to_string()).collect();
-    let mut i = 0;
-    while out.len() < count {
-        out.push(format!("item-{i}{}", if i % 7 == 0 { "-é" } else { "" }));
-        i += 1;
-    }
-    out
 }
 
 /// The bitmap in Redis after our adds is, bit for bit, the array real Guava

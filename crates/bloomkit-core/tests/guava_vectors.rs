@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 
 use bloomkit_core::guava::{murmur3_128, GuavaShape};
+use bloomkit_testkit::guava_items;
 use serde_json::Value;
 
 fn fixture() -> Value {
@@ -16,33 +17,11 @@ fn hex_u64(v: &Value) -> u64 {
     u64::from_str_radix(v.as_str().unwrap(), 16).unwrap()
 }
 
-/// The items GuavaVectors.java inserts, in its order.
-fn items(count: usize) -> Vec<String> {
-    let fixed = [
-        "",
-        "a",
-        "hello",
-        "héllo wörld",
-        "日本語のテキスト",
-        "emoji \u{1F600} pair",
-        "https://example.com/path?q=1",
-        "0123456789abcdef",
-        "seventeen bytes!!",
-    ];
-    let mut out: Vec<String> = fixed.iter().take(count).map(|s| s.to_string()).collect();
-    let mut i = 0;
-    while out.len() < count {
-        out.push(format!("item-{i}{}", if i % 7 == 0 { "-é" } else { "" }));
-        i += 1;
-    }
-    out
-}
-
 #[test]
 fn murmur3_128_halves_match_guava() {
     let doc = fixture();
     let cases = doc["hashes"].as_array().unwrap();
-    let ours = items(cases.len());
+    let ours = guava_items(cases.len());
     for (case, item) in cases.iter().zip(&ours) {
         assert_eq!(case["item"].as_str().unwrap(), item, "fixture and test disagree on the items");
         let (h1, h2) = murmur3_128(item.as_bytes());
@@ -61,7 +40,7 @@ fn filters_set_the_bits_guava_sets() {
         assert_eq!(u64::from(shape.hashes), case["hashes"].as_u64().unwrap(), "hashes for n={capacity}");
 
         let mut set = BTreeSet::new();
-        for item in items(case["items"].as_u64().unwrap() as usize) {
+        for item in guava_items(case["items"].as_u64().unwrap() as usize) {
             set.extend(shape.positions(item.as_bytes()));
         }
         let guava: BTreeSet<u64> =
