@@ -92,8 +92,7 @@ pub fn dump(server: &mut Server, key: &str, out: impl Write, progress: &Progress
 /// hash tag is kept, or `key` becomes the tag.
 fn staging_key(key: &str) -> String {
     let suffix = format!(":bloomkit-staging:{}", std::process::id());
-    let has_tag = key.find('{').is_some_and(|open| key[open + 1..].find('}').is_some_and(|close| close > 0));
-    if has_tag || key.contains(['{', '}']) {
+    if bloomkit_client::has_hash_tag(key) || key.contains(['{', '}']) {
         format!("{key}{suffix}")
     } else {
         format!("{{{key}}}{suffix}")

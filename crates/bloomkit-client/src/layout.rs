@@ -501,8 +501,9 @@ fn part_bits(bits: u64, per_key: u64, part: usize) -> u64 {
     (bits - part as u64 * per_key).min(per_key)
 }
 
-/// Redis's hash-tag rule: a `{` followed later by `}` with something between.
-fn has_hash_tag(key: &str) -> bool {
+/// Redis Cluster's hash-tag rule: a `{` followed later by `}` with
+/// something between; the slot is then that of what is between.
+pub fn has_hash_tag(key: &str) -> bool {
     key.find('{').is_some_and(|open| key[open + 1..].find('}').is_some_and(|close| close > 0))
 }
 

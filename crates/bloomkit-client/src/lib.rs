@@ -43,7 +43,7 @@ mod remote;
 use std::time::Duration;
 
 pub use error::{Error, Result};
-pub use layout::{Layout, Over};
+pub use layout::{has_hash_tag, Layout, Over};
 pub use local::LocalFilter;
 pub use options::{Info, Options, Window, MAX_STRING_BITS};
 pub use remote::{AsyncRedisFilter, AsyncTransport, BlockingCluster, RedisFilter, Transport};
