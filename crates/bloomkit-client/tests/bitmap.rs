@@ -7,9 +7,8 @@ use bloomkit_client::{Filter, Layout, Options, RedisFilter};
 use bloomkit_testkit::{guava_items, Server, TestServer};
 use serde_json::Value;
 
-fn connect(server: &TestServer) -> redis::Connection {
-    redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap().get_connection().unwrap()
-}
+mod common;
+use common::connect;
 
 /// The bitmap in Redis after our adds is, bit for bit, the array real Guava
 /// 31.1 built from the same items: a Java service doing SETBIT at Guava's

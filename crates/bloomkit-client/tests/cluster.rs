@@ -5,13 +5,8 @@
 use bloomkit_client::{AsyncRedisFilter, BlockingCluster, Filter, Layout, Options, Over, RedisFilter};
 use bloomkit_testkit::{Module, TestCluster};
 
-fn items(prefix: &str, n: usize) -> Vec<Vec<u8>> {
-    (0..n).map(|i| format!("{prefix}{i}").into_bytes()).collect()
-}
-
-fn slices(v: &[Vec<u8>]) -> Vec<&[u8]> {
-    v.iter().map(|i| i.as_slice()).collect()
-}
+mod common;
+use common::{items, slices};
 
 #[test]
 fn sharded_filters_span_the_cluster_and_survive_resharding() {
@@ -28,7 +23,7 @@ fn sharded_filters_span_the_cluster_and_survive_resharding() {
         runtime.block_on(client.get_async_connection()).unwrap(),
         Layout::sharded("urls", 12, Over::Bitmap, options).unwrap(),
     );
-    let first = items("first-", 30_000);
+    let first = items("first", 30_000);
     assert!(module.add_many(&slices(&first)).unwrap().iter().all(|&n| n), "module: every first item new");
     let new = runtime.block_on(bitmap.add_many(&slices(&first))).unwrap();
     assert!(new.iter().filter(|&&n| !n).count() <= 3, "bitmap: first items new up to false positives");
@@ -63,7 +58,7 @@ fn sharded_filters_span_the_cluster_and_survive_resharding() {
     // to hang now and then after its node became a replica; README says so.)
     let mut module = RedisFilter::new(client.get_connection().unwrap(), module_layout);
     let mut bitmap = RedisFilter::new(client.get_connection().unwrap(), bitmap_layout);
-    let second = items("second-", 10_000);
+    let second = items("second", 10_000);
     let mut added = 30_000;
     for (from, to) in [(0, 1), (1, 2)] {
         // Move all of one master's slots, with their filters, to another.

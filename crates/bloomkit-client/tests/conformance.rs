@@ -10,19 +10,10 @@ use bloomkit_client::{
 };
 use bloomkit_testkit::{Module, Server, TestServer};
 
+mod common;
+use common::{connect, items, slices};
+
 type Make<'a> = dyn FnMut(&str, Options) -> Box<dyn Filter> + 'a;
-
-fn connect(server: &TestServer) -> redis::Connection {
-    redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap().get_connection().unwrap()
-}
-
-fn items(prefix: &str, n: usize) -> Vec<Vec<u8>> {
-    (0..n).map(|i| format!("{prefix}-{i}").into_bytes()).collect()
-}
-
-fn slices(v: &[Vec<u8>]) -> Vec<&[u8]> {
-    v.iter().map(|i| i.as_slice()).collect()
-}
 
 /// The suite. `server` is `None` for the local filter; `counts` says whether
 /// the backend keeps an exact count.

@@ -6,13 +6,8 @@ use std::time::Duration;
 use bloomkit_client::{Error, Filter, Layout, LocalFilter, Options, Over, RedisFilter, Window};
 use bloomkit_testkit::{Server, TestServer};
 
-fn items(prefix: &str, n: usize) -> Vec<Vec<u8>> {
-    (0..n).map(|i| format!("{prefix}-{i}").into_bytes()).collect()
-}
-
-fn slices(v: &[Vec<u8>]) -> Vec<&[u8]> {
-    v.iter().map(|i| i.as_slice()).collect()
-}
+mod common;
+use common::{connect, items, slices};
 
 /// A count window of 1000: the last 1000 items are remembered, much older
 /// ones are forgotten, repeats inside are not new.
@@ -39,8 +34,7 @@ fn count_window(f: &mut dyn Filter) {
 #[test]
 fn module_count_window_created_on_first_write() {
     let server = TestServer::with_bloomkit(Server::Redis);
-    let conn =
-        redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap().get_connection().unwrap();
+    let conn = connect(&server);
     let options = Options::new(1000, 0.01).window(Window::Count).batch_size(250);
     let mut f = RedisFilter::new(conn, Layout::module("w", options).unwrap());
     count_window(&mut f);
@@ -65,8 +59,7 @@ fn local_count_window_and_its_file() {
 #[test]
 fn module_time_window_follows_the_servers_clock() {
     let server = TestServer::with_bloomkit(Server::Valkey);
-    let conn =
-        redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap().get_connection().unwrap();
+    let conn = connect(&server);
     let options = Options::new(10_000, 0.001).window(Window::Time(Duration::from_secs(600)));
     let mut f = RedisFilter::new(conn, Layout::module("clicks", options).unwrap());
     assert!(f.add(b"c1").unwrap());
