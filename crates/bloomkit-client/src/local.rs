@@ -62,11 +62,9 @@ impl LocalFilter {
                     Window::Count => apbf::Window::Count,
                     Window::Time(t) => apbf::Window::Time { millis: t.as_millis().max(1) as u64 },
                 };
-                Some(Apbf::new(options.error_rate, options.capacity, w, now_ms()).ok_or_else(|| {
-                    Error::InvalidOptions(
-                        "cannot size a window filter for this error rate and capacity".into(),
-                    )
-                })?)
+                let params =
+                    apbf::ApbfParams { error: options.error_rate, capacity: options.capacity, window: w };
+                Some(Apbf::new(params, now_ms(), None).map_err(|e| Error::InvalidOptions(e.to_string()))?)
             }
         };
         let chain =
@@ -77,10 +75,13 @@ impl LocalFilter {
     /// The filter saved at `path` (by [`LocalFilter::save`] or `bloomkit dump`).
     pub fn open(path: impl AsRef<Path>) -> Result<LocalFilter> {
         let mut input = BufReader::new(File::open(path)?);
-        if input.fill_buf()?.starts_with(apbf::MAGIC) {
+        if Apbf::header_len(input.fill_buf()?).is_ok() {
             let mut bytes = Vec::new();
             input.read_to_end(&mut bytes)?;
-            let window = Apbf::decode(&bytes).map_err(|e| Error::File(file::FileError::Corrupt(e)))?;
+            let window = Apbf::decode(&bytes, None).map_err(|e| match e {
+                apbf::ApbfError::BadState(why) => Error::File(file::FileError::Corrupt(why)),
+                e => Error::InvalidOptions(e.to_string()),
+            })?;
             let chain = Chain::new(Defaults::REDISBLOOM.params(), Limits::NONE)?;
             return Ok(LocalFilter { chain, params: Defaults::REDISBLOOM.params(), window: Some(window) });
         }

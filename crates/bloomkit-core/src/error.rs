@@ -6,6 +6,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::apbf::{ApbfError, MAX_WINDOW_SECONDS};
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Error {
     // BF.RESERVE
@@ -50,8 +52,8 @@ pub enum Error {
     /// the error rate underflows after many scalings).
     CannotScale,
     OutOfMemory,
-    /// An `APBF.*` argument or state error, with its full text.
-    Window(String),
+    /// An `APBF.*` error: the sliding-window filter's own type.
+    Apbf(ApbfError),
 }
 
 /// The largest expansion accepted, as in current RedisBloom releases.
@@ -92,7 +94,7 @@ impl Error {
                  representable; create a filter with a larger capacity or expansion"
             }
             OutOfMemory => "ERR out of memory while allocating the filter; nothing was changed",
-            Window(text) => return Cow::Owned(text.clone()),
+            Apbf(e) => return apbf_message(e),
             TooLarge { bytes, limit } => {
                 return Cow::Owned(format!(
                     "ERR the filter would take {bytes} bytes, more than bf.max-filter-bytes \
@@ -103,6 +105,50 @@ impl Error {
         })
     }
 }
+
+/// The reply texts of the sliding-window filter's errors.
+fn apbf_message(e: &ApbfError) -> Cow<'static, str> {
+    use ApbfError::*;
+    Cow::Borrowed(match e {
+        BadErrorRate => "ERR error rate must be a number strictly between 0 and 1",
+        BadCapacity => "ERR capacity must be a positive integer (the most items per window)",
+        BadWindow => "ERR the window must be COUNT (the last capacity items) or TIME seconds",
+        BadSeconds => {
+            return Cow::Owned(format!(
+                "ERR TIME takes a window in seconds, a whole number from 1 to {MAX_WINDOW_SECONDS} (10 years)"
+            ))
+        }
+        CannotSize => {
+            "ERR cannot size a window filter for this error rate and capacity: use a larger \
+             error rate or a smaller capacity"
+        }
+        TooLarge { bytes, limit } => {
+            return Cow::Owned(format!(
+                "ERR the window filter would take {bytes} bytes, more than bf.max-filter-bytes \
+                 ({limit}); use a larger error rate or a smaller capacity, or raise the limit \
+                 with CONFIG SET bf.max-filter-bytes"
+            ))
+        }
+        OutOfMemory => "ERR out of memory while allocating the window filter; nothing was changed",
+        BadAdvance => "ERR APBF.ADVANCE takes a generation count and times in ms, non-negative integers",
+        BadState(why) => return Cow::Owned(format!("ERR invalid sliding-window filter state: {why}")),
+        BadChunk => "ERR invalid chunk: it does not fit the sliding-window filter",
+    })
+}
+
+impl From<ApbfError> for Error {
+    fn from(e: ApbfError) -> Error {
+        Error::Apbf(e)
+    }
+}
+
+impl fmt::Display for ApbfError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&apbf_message(self))
+    }
+}
+
+impl std::error::Error for ApbfError {}
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -176,6 +176,24 @@ impl Ctx {
         };
     }
 
+    /// Replicates `APBF.ADVANCE key n started_ms now_ms`: a primary's time decision.
+    pub fn replicate_advance(self, key: &Arg, n: u64, started_ms: u64, now_ms: u64) {
+        let [n, started_ms, now_ms] =
+            [n, started_ms, now_ms].map(|v| v.min(i64::MAX as u64) as std::ffi::c_longlong);
+        // SAFETY: "slll" = a module string and three long longs.
+        unsafe {
+            api!(RedisModule_Replicate)(
+                self.0,
+                c"APBF.ADVANCE".as_ptr(),
+                c"slll".as_ptr(),
+                key.raw(),
+                n,
+                started_ms,
+                now_ms,
+            )
+        };
+    }
+
     pub fn notify(self, event: &'static std::ffi::CStr, key: &Arg) {
         // SAFETY: valid context, event name and key string.
         unsafe {

@@ -1,17 +1,20 @@
 //! `bf`: RedisBloom's BF.* commands for Redis 7.x and Valkey 8/9.
 //!
-//! This file is the table of commands and the module's entry point; the
-//! commands are in [`commands`], the data type in [`data_type`], and every
-//! filter operation in `bloomkit-core`.
+//! This file is the table of commands and the module's entry point. Each
+//! family has its folder with `commands.rs` and `data_type.rs` ([`bf`] for
+//! `BF.*`, [`apbf`] for `APBF.*`), sharing key lookup and storing
+//! ([`keys`]) and the RDB I/O adapters ([`io`]); every filter operation and
+//! every argument rule is in `bloomkit-core`.
 
 #[cfg(not(test))]
 mod alloc;
-mod commands;
+mod apbf;
+mod bf;
 mod config;
-mod data_type;
 mod ffi;
+mod io;
+mod keys;
 mod stats;
-mod window;
 
 use std::ffi::{c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -59,7 +62,7 @@ const RW_UPDATE: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UP
 const COMMANDS: &[Command] = &[
     Command {
         name: c"bf.reserve",
-        handler: entry!(commands::reserve),
+        handler: entry!(bf::commands::reserve),
         flags: c"write deny-oom",
         key_flags: RW_INSERT,
         summary: c"Creates an empty Bloom filter with an error rate and initial capacity",
@@ -67,7 +70,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.add",
-        handler: entry!(commands::add),
+        handler: entry!(bf::commands::add),
         flags: c"write deny-oom",
         key_flags: RW_INSERT,
         summary: c"Adds an item, creating the filter if needed",
@@ -75,7 +78,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.madd",
-        handler: entry!(commands::madd),
+        handler: entry!(bf::commands::madd),
         flags: c"write deny-oom",
         key_flags: RW_INSERT,
         summary: c"Adds items, creating the filter if needed",
@@ -83,7 +86,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.insert",
-        handler: entry!(commands::insert),
+        handler: entry!(bf::commands::insert),
         flags: c"write deny-oom",
         key_flags: RW_INSERT,
         summary: c"Adds items, creating the filter with the given parameters if needed",
@@ -91,7 +94,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.exists",
-        handler: entry!(commands::exists),
+        handler: entry!(bf::commands::exists),
         flags: c"readonly fast",
         key_flags: RO,
         summary: c"Checks whether an item may have been added",
@@ -99,7 +102,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.mexists",
-        handler: entry!(commands::mexists),
+        handler: entry!(bf::commands::mexists),
         flags: c"readonly fast",
         key_flags: RO,
         summary: c"Checks whether items may have been added",
@@ -107,7 +110,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.info",
-        handler: entry!(commands::info),
+        handler: entry!(bf::commands::info),
         flags: c"readonly fast",
         key_flags: RO,
         summary: c"Returns information about a Bloom filter",
@@ -115,7 +118,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.card",
-        handler: entry!(commands::card),
+        handler: entry!(bf::commands::card),
         flags: c"readonly fast",
         key_flags: RO,
         summary: c"Returns the number of items added to a Bloom filter",
@@ -123,7 +126,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.debug",
-        handler: entry!(commands::debug),
+        handler: entry!(bf::commands::debug),
         flags: c"readonly",
         key_flags: RO,
         summary: c"Returns the layout of a Bloom filter's sub-filters",
@@ -131,7 +134,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.scandump",
-        handler: entry!(commands::scandump),
+        handler: entry!(bf::commands::scandump),
         flags: c"readonly",
         key_flags: RO,
         summary: c"Returns the next chunk of a Bloom filter's dump",
@@ -139,7 +142,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.loadchunk",
-        handler: entry!(commands::loadchunk),
+        handler: entry!(bf::commands::loadchunk),
         flags: c"write deny-oom",
         key_flags: RW_UPDATE,
         summary: c"Restores a Bloom filter from chunks returned by BF.SCANDUMP",
@@ -147,7 +150,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"apbf.reserve",
-        handler: entry!(window::reserve),
+        handler: entry!(apbf::commands::reserve),
         flags: c"write deny-oom",
         key_flags: RW_INSERT,
         summary: c"Creates a sliding-window filter: COUNT (the last capacity items) or TIME seconds",
@@ -155,7 +158,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"apbf.add",
-        handler: entry!(window::add),
+        handler: entry!(apbf::commands::add),
         flags: c"write deny-oom",
         key_flags: RW_UPDATE,
         summary: c"Adds an item; 1 if it was not seen within the window",
@@ -163,7 +166,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"apbf.madd",
-        handler: entry!(window::madd),
+        handler: entry!(apbf::commands::madd),
         flags: c"write deny-oom",
         key_flags: RW_UPDATE,
         summary: c"Adds items; one reply per item",
@@ -171,7 +174,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"apbf.exists",
-        handler: entry!(window::exists),
+        handler: entry!(apbf::commands::exists),
         flags: c"readonly fast",
         key_flags: RO,
         summary: c"Checks whether an item was seen within the window",
@@ -179,7 +182,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"apbf.mexists",
-        handler: entry!(window::mexists),
+        handler: entry!(apbf::commands::mexists),
         flags: c"readonly fast",
         key_flags: RO,
         summary: c"Checks items; one reply per item",
@@ -187,7 +190,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"apbf.info",
-        handler: entry!(window::info),
+        handler: entry!(apbf::commands::info),
         flags: c"readonly fast",
         key_flags: RO,
         summary: c"Returns a sliding-window filter's parameters and state",
@@ -195,7 +198,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"apbf.advance",
-        handler: entry!(window::advance),
+        handler: entry!(apbf::commands::advance),
         flags: c"write",
         key_flags: RW_UPDATE,
         summary: c"Ends generations as the primary decided (replication and AOF)",
@@ -203,7 +206,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"apbf.loadchunk",
-        handler: entry!(window::loadchunk),
+        handler: entry!(apbf::commands::loadchunk),
         flags: c"write deny-oom",
         key_flags: RW_UPDATE,
         summary: c"Restores a sliding-window filter's state (replication and AOF rewrite)",
@@ -217,7 +220,10 @@ pub(crate) fn guard<T>(fallback: T, f: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
 }
 
-fn run(ctx: Ctx, argv: &[Arg], handler: fn(Ctx, &[Arg]) -> commands::Outcome) -> c_int {
+/// What a command handler returns: an error is replied by [`run`].
+pub(crate) type Outcome = Result<(), ArgError>;
+
+fn run(ctx: Ctx, argv: &[Arg], handler: fn(Ctx, &[Arg]) -> Outcome) -> c_int {
     match catch_unwind(AssertUnwindSafe(|| handler(ctx, argv))) {
         Ok(Ok(())) => {}
         Ok(Err(ArgError::WrongArity)) => ctx.wrong_arity(),
@@ -322,8 +328,8 @@ fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
     // SAFETY: valid context during OnLoad.
     unsafe { api!(RedisModule_SetModuleOptions)(ctx, raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int) };
     config::apply_load_args(args)?;
-    data_type::register(ctx)?;
-    window::register(ctx)?;
+    bf::data_type::register(ctx)?;
+    apbf::data_type::register(ctx)?;
     if has_api!(RedisModule_AddACLCategory) {
         // SAFETY: valid context during OnLoad.
         if unsafe { api!(RedisModule_AddACLCategory)(ctx, c"bloom".as_ptr()) } != raw::REDISMODULE_OK as c_int

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use bloomkit_core::apbf::{Apbf, Window};
+use bloomkit_core::apbf::{Apbf, ApbfParams, Window};
 use bloomkit_testkit::{wait_until, Conn, Module, Reply, Server, TestServer};
 
 const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
@@ -70,17 +70,20 @@ fn commands_and_errors() {
         c.call(&[b"RESTORE".as_slice(), b"t-restored", b"0", dump.as_bytes()]);
         assert_eq!(c.cmd("DEBUG DIGEST-VALUE t"), c.cmd("DEBUG DIGEST-VALUE t-restored"));
         // Hostile state commands: refused, nothing created or changed.
-        assert!(c.cmd("APBF.LOADCHUNK bad 0 garbage").error_text().contains("invalid APBF header"));
+        assert!(c
+            .cmd("APBF.LOADCHUNK bad 0 garbage")
+            .error_text()
+            .contains("invalid sliding-window filter state"));
         assert_eq!(c.cmd("EXISTS bad"), Reply::Int(0));
         let mut header = b"BKAPBF01".to_vec();
         for v in [16u64, 1000, 1 << 40, 10, 0.01f64.to_bits(), 0, 0, 0, 0, 0] {
             header.extend_from_slice(&v.to_le_bytes());
         }
         let refused = c.call(&[b"APBF.LOADCHUNK".as_slice(), b"huge", b"0", &header]);
-        assert!(refused.error_text().contains("size limit"), "{refused:?}");
+        assert!(refused.error_text().contains("bf.max-filter-bytes"), "{refused:?}");
         assert_eq!(c.cmd("EXISTS huge"), Reply::Int(0));
         let before_w = c.cmd("DEBUG DIGEST-VALUE w");
-        assert!(c.cmd("APBF.LOADCHUNK w 999999999 xyz").error_text().contains("beyond the slices"));
+        assert!(c.cmd("APBF.LOADCHUNK w 999999999 xyz").error_text().contains("does not fit"));
         assert!(c.cmd("APBF.LOADCHUNK w 0 x").is_error(), "a header onto an existing filter");
         assert!(c.cmd("APBF.ADVANCE w -1 0").is_error());
         assert_eq!(c.cmd("DEBUG DIGEST-VALUE w"), before_w);
@@ -101,7 +104,7 @@ fn answers_match_the_core_filter() {
     let mut c = s.conn();
     let (capacity, rate) = (3000u64, 0.01);
     c.ok(&format!("APBF.RESERVE w {rate} {capacity} COUNT"));
-    let mut oracle = Apbf::new(rate, capacity, Window::Count, 0).unwrap();
+    let mut oracle = Apbf::new(ApbfParams { error: rate, capacity, window: Window::Count }, 0, None).unwrap();
     let mut x = 1u64;
     let mut forgotten_inside = 0;
     let mut inserted: Vec<String> = Vec::new();
@@ -146,9 +149,7 @@ fn time_window_moves_with_the_primary_clock() {
     let field = |name: &str| {
         info.as_array().chunks(2).find(|p| p[0].as_bytes() == name.as_bytes()).map(|p| p[1].as_int()).unwrap()
     };
-    let (slices, k) = (field("Slices") as u64, field("Hashes") as u64);
-    let l = slices - k;
-    let generation_ms = 600_000u64.div_ceil(l);
+    let (slices, tick) = (field("Slices") as u64, field("Generation ms") as u64);
     let first: Vec<String> = (0..300).map(|i| format!("click-{i}")).collect();
     let mut madd = vec!["APBF.MADD".to_string(), "clicks".into()];
     madd.extend(first.iter().cloned());
@@ -172,8 +173,8 @@ fn time_window_moves_with_the_primary_clock() {
     assert_eq!(exists(&mut c), 300);
     assert_eq!(c.cmd("APBF.ADD clicks click-7"), Reply::Int(0));
     assert_eq!(c.cmd("APBF.ADD clicks click-new"), Reply::Int(1));
-    // Past the documented bound (k + l + 1 generations): forgotten.
-    set_clock(&mut c, 599_000 + (k + l + 1) * generation_ms);
+    // Past the documented bound (k + l ticks after the add): forgotten.
+    set_clock(&mut c, 599_000 + (slices + 1) * tick);
     assert_eq!(items_in_window(&mut c), 0);
     let left = exists(&mut c);
     assert!(left <= 3, "{left} of 300 clicks still found after the bound");
@@ -224,5 +225,130 @@ fn replicas_and_aof_replay_take_the_primarys_decisions() {
         primary.restart(&[]);
         let mut p = primary.conn();
         assert_eq!(digest(&mut p), before, "{server:?}: rewritten AOF");
+    }
+}
+
+fn info_field(c: &mut Conn, key: &str, name: &str) -> i64 {
+    let info = c.call(&["APBF.INFO", key]);
+    info.as_array().chunks(2).find(|p| p[0].as_bytes() == name.as_bytes()).map(|p| p[1].as_int()).unwrap()
+}
+
+/// Adds items in MADD batches; returns how many were answered "seen".
+fn madd_all(c: &mut Conn, key: &str, items: impl Iterator<Item = String>) -> usize {
+    let items: Vec<String> = items.collect();
+    let mut seen = 0;
+    for batch in items.chunks(2000) {
+        let mut cmd = vec!["APBF.MADD".to_string(), key.into()];
+        cmd.extend(batch.iter().cloned());
+        seen += c.call(&cmd).as_array().iter().filter(|r| r.as_int() == 0).count();
+    }
+    seen
+}
+
+/// How many of the items the filter answers present for.
+fn found(c: &mut Conn, key: &str, items: impl Iterator<Item = String>) -> usize {
+    let items: Vec<String> = items.collect();
+    let mut hits = 0;
+    for batch in items.chunks(2000) {
+        let mut cmd = vec!["APBF.MEXISTS".to_string(), key.into()];
+        cmd.extend(batch.iter().cloned());
+        hits += c.call(&cmd).as_array().iter().filter(|r| r.as_int() == 1).count();
+    }
+    hits
+}
+
+/// The burst from the issue: a whole window's capacity (100 000 distinct
+/// items) within about a second. No item is forgotten, and never-added
+/// probes answer at no more than twice the configured rate (they answered
+/// 96% before generations ended by volume).
+#[test]
+fn a_burst_of_a_whole_capacity_in_a_time_window() {
+    for server in SERVERS {
+        let s = TestServer::with_bloomkit(server);
+        let mut c = s.conn();
+        c.ok("APBF.RESERVE t 0.001 100000 TIME 600");
+        let seen = madd_all(&mut c, "t", (0..100_000).map(|i| format!("burst-{i}")));
+        assert!(seen <= 200, "{server:?}: {seen} new items answered seen");
+        assert_eq!(found(&mut c, "t", (0..100_000).map(|i| format!("burst-{i}"))), 100_000, "{server:?}");
+        let probes = 100_000;
+        let hits = found(&mut c, "t", (0..probes).map(|i| format!("never-{i}")));
+        assert!(
+            hits as f64 <= 2.0 * 0.001 * probes as f64,
+            "{server:?}: {hits} of {probes} probes answered seen"
+        );
+        assert_eq!(info_field(&mut c, "t", "Items in window"), 100_000);
+        assert_eq!(info_field(&mut c, "t", "Generations lost early"), 0);
+    }
+}
+
+/// Three times the capacity within the window: the newest `capacity` are
+/// all found, probes stay within twice the rate, and INFO says that the
+/// oldest were lost early.
+#[test]
+fn three_capacities_within_a_window_lose_the_oldest_and_say_so() {
+    let s = TestServer::with_bloomkit(Server::Redis);
+    let mut c = s.conn();
+    let capacity = 30_000u64;
+    c.ok(&format!("APBF.RESERVE t 0.01 {capacity} TIME 600"));
+    madd_all(&mut c, "t", (0..3 * capacity).map(|i| format!("item-{i}")));
+    let newest = found(&mut c, "t", (2 * capacity..3 * capacity).map(|i| format!("item-{i}")));
+    assert_eq!(newest as u64, capacity, "the newest capacity items are all found");
+    let probes = 100_000;
+    let hits = found(&mut c, "t", (0..probes).map(|i| format!("never-{i}")));
+    assert!(hits as f64 <= 2.0 * 0.01 * probes as f64, "{hits} of {probes} probes answered seen");
+    assert!(info_field(&mut c, "t", "Generations lost early") > 0, "the early losses are reported");
+}
+
+/// A burst, then silence (the clock moved by the test hook): every burst
+/// item is found until just before its window ends, and only at the
+/// false-positive rate once the stated bound has passed.
+#[test]
+fn a_burst_followed_by_silence_in_a_time_window() {
+    for server in SERVERS {
+        let s = TestServer::with_bloomkit(server);
+        let mut c = s.conn();
+        c.ok("APBF.RESERVE t 0.01 20000 TIME 60");
+        let items = || (0..20_000).map(|i| format!("b-{i}"));
+        madd_all(&mut c, "t", items());
+        // The burst took well under a second of the real clock.
+        set_clock(&mut c, 58_000);
+        assert_eq!(found(&mut c, "t", items()), 20_000, "{server:?}: forgotten inside the window");
+        // A write after the silence applies the clock without losing anything.
+        c.ok("APBF.ADD t after-silence");
+        assert_eq!(found(&mut c, "t", items()), 20_000, "{server:?}: a write after silence forgot the burst");
+        assert_eq!(info_field(&mut c, "t", "Generations lost early"), 0);
+        let bound = (info_field(&mut c, "t", "Slices") * info_field(&mut c, "t", "Generation ms")) as u64;
+        set_clock(&mut c, bound + 2_000);
+        let left = found(&mut c, "t", items());
+        assert!(left as f64 <= 20_000.0 * 0.02, "{server:?}: {left} burst items found after the bound");
+        c.ok("APBF.ADD t later");
+        assert_eq!(info_field(&mut c, "t", "Items in window"), 1);
+    }
+}
+
+/// Bursts with clock moves between them: the primary's volume and clock
+/// decisions reach a replica and the AOF as decisions, byte for byte.
+#[test]
+fn bursts_replicate_exactly() {
+    for server in SERVERS {
+        let aof = ["--appendonly", "yes", "--appendfsync", "always", "--aof-use-rdb-preamble", "no"];
+        let mut primary = TestServer::start(server, &[Module::bloomkit()], &aof);
+        let mut p = primary.conn();
+        let port = primary.port.to_string();
+        let replica = TestServer::start(server, &[Module::bloomkit()], &["--replicaof", "127.0.0.1", &port]);
+        let mut r = replica.conn();
+        r.wait_for_sync(Duration::from_secs(30));
+        p.ok("APBF.RESERVE t 0.01 2000 TIME 60");
+        for step in 0..12u64 {
+            set_clock(&mut p, step * 13_000);
+            madd_all(&mut p, "t", (0..1500 + 300 * step).map(|i| format!("s{step}-{i}")));
+        }
+        assert!(info_field(&mut p, "t", "Generations lost early") > 0, "the bursts overflowed the window");
+        assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1));
+        let before = digest(&mut p);
+        assert_eq!(digest(&mut r), before, "{server:?}: replica");
+        primary.restart(&[]);
+        let mut p = primary.conn();
+        assert_eq!(digest(&mut p), before, "{server:?}: AOF replay");
     }
 }

@@ -11,19 +11,13 @@ use bloomkit_core::fmt::format_g;
 use bloomkit_core::{dump, Chain, ChainParams, Error, Limits};
 use redis_module::raw;
 
-use crate::data_type::{bf_type, into_value};
+use super::data_type::bf_type;
 use crate::ffi::{api, Arg, Ctx, Key, Slot};
-use crate::{config, stats};
-
-pub type Outcome = Result<(), ArgError>;
+use crate::{config, keys, stats, Outcome};
 
 /// The chain in a key: `Ok(None)` when the key is empty.
 fn lookup(key: &Key) -> Result<Option<NonNull<Chain>>, Error> {
-    match key.slot::<Chain>(bf_type()) {
-        Slot::Ours(chain) => Ok(Some(chain)),
-        Slot::Empty => Ok(None),
-        Slot::OtherType => Err(Error::WrongType),
-    }
+    keys::lookup(key)
 }
 
 /// A new chain stored in an empty key opened for writing.
@@ -33,16 +27,7 @@ fn create(
     make: impl FnOnce(Limits) -> Result<Chain, Error>,
 ) -> Result<NonNull<Chain>, Error> {
     let chain = make(config::limits(ctx)).inspect_err(|_| stats::refused())?;
-    let value = into_value(chain);
-    // SAFETY: a key opened for writing and a value of our type; on success
-    // the keyspace owns it and frees it through the type's free callback.
-    let status = unsafe { api!(RedisModule_ModuleTypeSetValue)(key.raw(), bf_type(), value) };
-    if status != raw::REDISMODULE_OK as i32 {
-        // SAFETY: refused, so still ours; the free callback undoes the count.
-        unsafe { crate::data_type::free_value(value) };
-        return Err(Error::OutOfMemory);
-    }
-    Ok(NonNull::new(value.cast()).expect("into_value never returns null"))
+    keys::store(key, chain)
 }
 
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`

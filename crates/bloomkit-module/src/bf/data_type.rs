@@ -7,12 +7,13 @@
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
-use bloomkit_core::error::Error;
-use bloomkit_core::rdb::{self, FieldReader, FieldWriter};
+use bloomkit_core::rdb;
 use bloomkit_core::{dump, Chain};
 use redis_module::raw;
 
 use crate::ffi::{api, cstring, digest_buffers, emit_aof_chunk, log};
+use crate::io::{self, IoReader, IoWriter};
+use crate::keys::Stored;
 use crate::{config, guard, stats};
 
 static BF_TYPE: AtomicPtr<raw::RedisModuleType> = AtomicPtr::new(std::ptr::null_mut());
@@ -57,79 +58,13 @@ pub fn into_value(chain: Chain) -> *mut c_void {
     Box::into_raw(Box::new(chain)).cast()
 }
 
-pub(crate) struct IoReader(pub(crate) *mut raw::RedisModuleIO);
-
-impl IoReader {
-    fn check<T>(&self, v: T) -> Result<T, Error> {
-        // SAFETY: valid IO handle; the module set HANDLE_IO_ERRORS at load.
-        if unsafe { api!(RedisModule_IsIOError)(self.0) } != 0 {
-            Err(Error::BadData)
-        } else {
-            Ok(v)
-        }
-    }
-}
-
-impl FieldReader for IoReader {
-    fn unsigned(&mut self) -> Result<u64, Error> {
-        // SAFETY: valid IO handle.
-        let v = unsafe { api!(RedisModule_LoadUnsigned)(self.0) };
-        self.check(v)
-    }
-
-    fn double(&mut self) -> Result<f64, Error> {
-        // SAFETY: valid IO handle.
-        let v = unsafe { api!(RedisModule_LoadDouble)(self.0) };
-        self.check(v)
-    }
-
-    fn buffer(&mut self) -> Result<Box<[u8]>, Error> {
-        let mut len = 0usize;
-        // SAFETY: valid IO handle. The buffer comes from the server's allocator,
-        // which is also this module's global allocator, so a Box may own it.
-        unsafe {
-            let ptr = api!(RedisModule_LoadStringBuffer)(self.0, &mut len);
-            let ptr = self.check(ptr)?;
-            if ptr.is_null() {
-                return Err(Error::BadData);
-            }
-            if len == 0 {
-                api!(RedisModule_Free)(ptr.cast());
-                return Ok(Box::new([]));
-            }
-            Ok(Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr.cast::<u8>(), len)))
-        }
-    }
-}
-
-pub(crate) struct IoWriter(pub(crate) *mut raw::RedisModuleIO);
-
-impl FieldWriter for IoWriter {
-    fn unsigned(&mut self, v: u64) {
-        // SAFETY: valid IO handle.
-        unsafe { api!(RedisModule_SaveUnsigned)(self.0, v) };
-    }
-    fn double(&mut self, v: f64) {
-        // SAFETY: valid IO handle.
-        unsafe { api!(RedisModule_SaveDouble)(self.0, v) };
-    }
-    fn buffer(&mut self, v: &[u8]) {
-        // SAFETY: valid IO handle; the server copies the bytes.
-        unsafe { api!(RedisModule_SaveStringBuffer)(self.0, v.as_ptr().cast(), v.len()) };
-    }
-}
-
 extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     guard(std::ptr::null_mut(), || {
-        // SAFETY: valid IO handle; its context tells startup loading from RESTORE.
-        let loading = unsafe {
-            let ctx = api!(RedisModule_GetContextFromIO)(io);
-            api!(RedisModule_GetContextFlags)(ctx) as u32 & raw::REDISMODULE_CTX_FLAGS_LOADING != 0
-        };
+        let loading = io::is_loading(io);
         match rdb::load(&mut IoReader(io), encver, config::limits_for_load(loading)) {
             Ok(chain) => {
                 if loading {
-                    warn_if_over_limit(io, &chain);
+                    io::warn_if_over_limit(io, chain.size_bytes());
                 }
                 into_value(chain)
             }
@@ -143,35 +78,6 @@ extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_voi
             }
         }
     })
-}
-
-/// A filter above `bf.max-filter-bytes` in the RDB file is kept at startup
-/// (refusing it would stop the server or lose the data), and said so.
-fn warn_if_over_limit(io: *mut raw::RedisModuleIO, chain: &Chain) {
-    let Some(limit) = config::limits_for_load(false).max_bytes else { return };
-    let size = chain.size_bytes();
-    if size <= limit {
-        return;
-    }
-    // SAFETY: valid IO handle; the key name is borrowed for the call.
-    let key = unsafe {
-        let name = api!(RedisModule_GetKeyNameFromIO)(io);
-        if name.is_null() {
-            String::from("?")
-        } else {
-            let mut len = 0usize;
-            let ptr = api!(RedisModule_StringPtrLen)(name, &mut len);
-            String::from_utf8_lossy(std::slice::from_raw_parts(ptr.cast::<u8>(), len)).into_owned()
-        }
-    };
-    log(
-        std::ptr::null_mut(),
-        c"warning",
-        &format!(
-            "bloomkit: loaded filter '{key}' of {size} bytes, above bf.max-filter-bytes ({limit}); \
-             kept, since refusing it at load would lose it; it cannot grow until the limit is raised"
-        ),
-    );
 }
 
 extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
@@ -247,4 +153,18 @@ extern "C" fn copy(
             Err(_) => std::ptr::null_mut(),
         }
     })
+}
+
+impl Stored for Chain {
+    fn data_type() -> *mut raw::RedisModuleType {
+        bf_type()
+    }
+
+    fn into_value(self) -> *mut c_void {
+        into_value(self)
+    }
+
+    unsafe fn free_value(value: *mut c_void) {
+        free_value(value)
+    }
 }

@@ -1,0 +1,4 @@
+//! `BF.*`: RedisBloom's scalable Bloom filter, type `MBbloom--`.
+
+pub mod commands;
+pub mod data_type;

@@ -1,0 +1,114 @@
+//! Module I/O shared by every data type: the RDB field adapters over
+//! `RedisModule_Load*`/`Save*` (which core's codecs read and write through),
+//! and what a loader needs to know about its context.
+
+use bloomkit_core::error::Error;
+use bloomkit_core::rdb::{FieldReader, FieldWriter};
+use redis_module::raw;
+
+use crate::config;
+use crate::ffi::{api, log};
+
+pub(crate) struct IoReader(pub(crate) *mut raw::RedisModuleIO);
+
+impl IoReader {
+    fn check<T>(&self, v: T) -> Result<T, Error> {
+        // SAFETY: valid IO handle; the module set HANDLE_IO_ERRORS at load.
+        if unsafe { api!(RedisModule_IsIOError)(self.0) } != 0 {
+            Err(Error::BadData)
+        } else {
+            Ok(v)
+        }
+    }
+}
+
+impl FieldReader for IoReader {
+    fn unsigned(&mut self) -> Result<u64, Error> {
+        // SAFETY: valid IO handle.
+        let v = unsafe { api!(RedisModule_LoadUnsigned)(self.0) };
+        self.check(v)
+    }
+
+    fn double(&mut self) -> Result<f64, Error> {
+        // SAFETY: valid IO handle.
+        let v = unsafe { api!(RedisModule_LoadDouble)(self.0) };
+        self.check(v)
+    }
+
+    fn buffer(&mut self) -> Result<Box<[u8]>, Error> {
+        let mut len = 0usize;
+        // SAFETY: valid IO handle. The buffer comes from the server's allocator,
+        // which is also this module's global allocator, so a Box may own it.
+        unsafe {
+            let ptr = api!(RedisModule_LoadStringBuffer)(self.0, &mut len);
+            let ptr = self.check(ptr)?;
+            if ptr.is_null() {
+                return Err(Error::BadData);
+            }
+            if len == 0 {
+                api!(RedisModule_Free)(ptr.cast());
+                return Ok(Box::new([]));
+            }
+            Ok(Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr.cast::<u8>(), len)))
+        }
+    }
+}
+
+pub(crate) struct IoWriter(pub(crate) *mut raw::RedisModuleIO);
+
+impl FieldWriter for IoWriter {
+    fn unsigned(&mut self, v: u64) {
+        // SAFETY: valid IO handle.
+        unsafe { api!(RedisModule_SaveUnsigned)(self.0, v) };
+    }
+    fn double(&mut self, v: f64) {
+        // SAFETY: valid IO handle.
+        unsafe { api!(RedisModule_SaveDouble)(self.0, v) };
+    }
+    fn buffer(&mut self, v: &[u8]) {
+        // SAFETY: valid IO handle; the server copies the bytes.
+        unsafe { api!(RedisModule_SaveStringBuffer)(self.0, v.as_ptr().cast(), v.len()) };
+    }
+}
+
+/// True while the server loads its data at startup (or a replica its
+/// initial sync), false for RESTORE: the size limit applies only to the latter.
+pub(crate) fn is_loading(io: *mut raw::RedisModuleIO) -> bool {
+    // SAFETY: valid IO handle; its context tells startup loading from RESTORE.
+    unsafe {
+        let ctx = api!(RedisModule_GetContextFromIO)(io);
+        api!(RedisModule_GetContextFlags)(ctx) as u32 & raw::REDISMODULE_CTX_FLAGS_LOADING != 0
+    }
+}
+
+/// The name of the key being loaded, for log lines.
+pub(crate) fn key_name(io: *mut raw::RedisModuleIO) -> String {
+    // SAFETY: valid IO handle; the key name is borrowed for the call.
+    unsafe {
+        let name = api!(RedisModule_GetKeyNameFromIO)(io);
+        if name.is_null() {
+            return String::from("?");
+        }
+        let mut len = 0usize;
+        let ptr = api!(RedisModule_StringPtrLen)(name, &mut len);
+        String::from_utf8_lossy(std::slice::from_raw_parts(ptr.cast::<u8>(), len)).into_owned()
+    }
+}
+
+/// A filter above `bf.max-filter-bytes` in the RDB file is kept at startup
+/// (refusing it would stop the server or lose the data), and said so.
+pub(crate) fn warn_if_over_limit(io: *mut raw::RedisModuleIO, size: u64) {
+    let Some(limit) = config::limits_for_load(false).max_bytes else { return };
+    if size <= limit {
+        return;
+    }
+    let key = key_name(io);
+    log(
+        std::ptr::null_mut(),
+        c"warning",
+        &format!(
+            "bloomkit: loaded filter '{key}' of {size} bytes, above bf.max-filter-bytes ({limit}); \
+             kept, since refusing it at load would lose it; it cannot grow until the limit is raised"
+        ),
+    );
+}

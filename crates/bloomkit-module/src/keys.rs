@@ -1,0 +1,48 @@
+//! Key lookup and storing, shared by every data type: each type says which
+//! registered type it is and how its values enter and leave the keyspace;
+//! the checks (empty, ours, another type) and the hand-over live here once.
+
+use std::ffi::c_void;
+use std::ptr::NonNull;
+
+use bloomkit_core::Error;
+use redis_module::raw;
+
+use crate::ffi::{api, Key, Slot};
+
+/// A Rust value stored under a module data type.
+pub trait Stored: Sized {
+    /// The registered type (set once at load).
+    fn data_type() -> *mut raw::RedisModuleType;
+    /// Hands the value over as the pointer the keyspace keeps (counting it).
+    fn into_value(self) -> *mut c_void;
+    /// Takes back a value made by `into_value` that the keyspace refused.
+    ///
+    /// # Safety
+    /// `value` must come from `into_value` and not be used afterwards.
+    unsafe fn free_value(value: *mut c_void);
+}
+
+/// The value in a key: `Ok(None)` when the key is empty, `WRONGTYPE` when
+/// it holds anything else.
+pub fn lookup<T: Stored>(key: &Key) -> Result<Option<NonNull<T>>, Error> {
+    match key.slot::<T>(T::data_type()) {
+        Slot::Ours(v) => Ok(Some(v)),
+        Slot::Empty => Ok(None),
+        Slot::OtherType => Err(Error::WrongType),
+    }
+}
+
+/// Stores a new value in an empty key opened for writing.
+pub fn store<T: Stored>(key: &Key, value: T) -> Result<NonNull<T>, Error> {
+    let value = value.into_value();
+    // SAFETY: a key opened for writing and a value of T's type; on success
+    // the keyspace owns it and frees it through the type's free callback.
+    let status = unsafe { api!(RedisModule_ModuleTypeSetValue)(key.raw(), T::data_type(), value) };
+    if status != raw::REDISMODULE_OK as i32 {
+        // SAFETY: refused, so still ours.
+        unsafe { T::free_value(value) };
+        return Err(Error::OutOfMemory);
+    }
+    Ok(NonNull::new(value.cast()).expect("into_value never returns null"))
+}
