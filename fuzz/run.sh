@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Fuzzes every decoder of bloomkit-core with libFuzzer (cargo-fuzz).
+# Fuzzes every decoder and argument parser of bloomkit-core with libFuzzer
+# (cargo-fuzz), and fails unless every target built, replayed each of its
+# committed regressions, and ran ("Done N runs") without a failing input.
 #   fuzz/run.sh [SECONDS_PER_TARGET]      default 30 (CI smoke); 600 for a real run
 # Installs cargo-fuzz if missing. cargo-fuzz needs nightly features; the
 # stable toolchain allows them with RUSTC_BOOTSTRAP=1.
@@ -9,17 +11,29 @@ seconds="${1:-30}"
 export RUSTC_BOOTSTRAP=1
 command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
 python3 seed-corpus.py
-for target in scandump_header scandump_chunks rdb_fields filter_file command_args apbf_state; do
-  echo "== fuzzing $target for ${seconds}s"
-  # regressions/ holds inputs that once failed; they are replayed every run.
-  mkdir -p "regressions/$target"
-  cargo fuzz run --sanitizer address "$target" "corpus/$target" "regressions/$target" -- \
-    -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 2>&1 \
-    | grep -E "^(==|#[0-9]+ *DONE|stat::number_of_executed_units|stat::peak_rss|SUMMARY|ERROR|Done)" || true
-  # cargo fuzz exits non-zero on a crash; the pipeline above hides it, so check artifacts.
-  if ls "artifacts/$target"/crash-* "artifacts/$target"/leak-* "artifacts/$target"/oom-* >/dev/null 2>&1; then
-    echo "fuzz target $target found a failing input:"; ls "artifacts/$target"
-    exit 1
+targets=(scandump_header scandump_chunks rdb_fields filter_file command_args apbf_state apbf_args)
+# Every target in Cargo.toml is fuzzed: a new one cannot be forgotten here.
+declared=$(grep -c '^\[\[bin\]\]' Cargo.toml)
+[ "$declared" -eq "${#targets[@]}" ] || { echo "fuzz/run.sh lists ${#targets[@]} targets, Cargo.toml $declared" >&2; exit 1; }
+log=$(mktemp); trap 'rm -f "$log"' EXIT
+fail() { echo "fuzz target $1: $2" >&2; tail -40 "$log" >&2; exit 1; }
+for target in "${targets[@]}"; do
+  mkdir -p "regressions/$target" "corpus/$target"
+  cargo fuzz build --sanitizer address "$target" >"$log" 2>&1 || fail "$target" "did not build"
+  # regressions/ holds inputs that once failed: each is run once, by name.
+  mapfile -t regressions < <(find "regressions/$target" -type f | sort)
+  if [ ${#regressions[@]} -gt 0 ]; then
+    cargo fuzz run --sanitizer address "$target" "${regressions[@]}" -- -runs=1 >"$log" 2>&1 \
+      || fail "$target" "a committed regression fails again"
+    executed=$(grep -c '^Executed ' "$log" || true)
+    [ "$executed" -eq ${#regressions[@]} ] \
+      || fail "$target" "replayed $executed of ${#regressions[@]} regressions"
   fi
+  echo "== fuzzing $target for ${seconds}s (${#regressions[@]} regressions replayed)"
+  cargo fuzz run --sanitizer address "$target" "corpus/$target" -- \
+    -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 >"$log" 2>&1 \
+    || fail "$target" "found a failing input (see fuzz/artifacts/$target)"
+  grep -qE '^Done [0-9]+ runs' "$log" || fail "$target" "did not report a finished run"
+  grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss)' "$log"
 done
-echo "fuzzing: no failures"
+echo "fuzzing: ${#targets[@]} targets built, replayed and ran; no failures"

@@ -54,3 +54,16 @@ def apbf(k, l, slice_bits, generation, error, window_ms, front, in_gen, started,
 
 put("apbf_state", "count-empty", apbf(3, 5, 64, 10, 0.01, 0, 0, 0, 0, 0, 0))
 put("apbf_state", "time-filled", apbf(4, 9, 100, 7, 0.001, 600000, 5, 3, 1700000000000, 12, 0x5a))
+
+def apbf2(k, l, lv, slice_bits, generation, error, window_ms, tick, front, in_gen, started, gens, clock, early, fill):
+    header = b"BKAPBF02" + struct.pack("<QQQQdQQQQQQQQQ", k, l, slice_bits, generation, error, window_ms,
+                                      front, in_gen, started, gens, lv, tick, clock, early)
+    counts = b"".join(struct.pack("<Q", 3 * i) for i in range(k + l))
+    times = b"".join(struct.pack("<Q", started - 1000 * i) for i in range(k + l))
+    return header + bytes([fill]) * (((slice_bits + 7) // 8) * (k + l)) + counts + times
+
+put("apbf_state", "v2-count", apbf2(3, 5, 5, 64, 10, 0.01, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+put("apbf_state", "v2-time", apbf2(4, 9, 5, 100, 7, 0.001, 600000, 120000, 5, 3, 1700000000000, 12, 1700000000500, 2, 0x5a))
+for i, line in enumerate(["0.01 1000 COUNT", "0.001 100000 TIME 600", "1e-9 99999999999 TIME 1", "0.5 1 count",
+                          "0.01 1000000000000 COUNT", "0.01 10 TIME 315360000"]):
+    put("apbf_args", "line%d" % i, b"\x00".join(w.encode() for w in line.split(" ")))

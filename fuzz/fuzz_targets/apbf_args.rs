@@ -1,0 +1,30 @@
+//! APBF.RESERVE / APBF.ADVANCE / APBF.LOADCHUNK arguments: NUL-separated
+//! words. Whatever parses must size (or be refused) within the limit,
+//! without allocating more than it.
+#![no_main]
+use bloomkit_core::apbf::Apbf;
+use bloomkit_core::args::{parse_apbf_advance, parse_apbf_chunk_iter, parse_apbf_reserve};
+use libfuzzer_sys::fuzz_target;
+
+const LIMIT: u64 = 1 << 24;
+
+fuzz_target!(|data: &[u8]| {
+    let words: Vec<&[u8]> = data.split(|&b| b == 0).collect();
+    for w in &words {
+        let _ = parse_apbf_chunk_iter(w);
+    }
+    let mut argv: Vec<&[u8]> = vec![b"APBF.RESERVE", b"key"];
+    argv.extend(&words);
+    if let Ok(params) = parse_apbf_reserve(&argv) {
+        assert!(params.error > 0.0 && params.error < 1.0 && params.capacity >= 1);
+        if let Ok(mut f) = Apbf::new(params, 0, Some(LIMIT)) {
+            assert!(f.bytes() as u64 <= LIMIT);
+            f.add(b"a", 1);
+            assert!(f.contains(b"a", 1));
+        }
+    }
+    argv[0] = b"APBF.ADVANCE";
+    if let Ok(a) = parse_apbf_advance(&argv) {
+        assert!(a.started_ms <= i64::MAX as u64 && a.now_ms <= i64::MAX as u64);
+    }
+});
