@@ -15,6 +15,7 @@
 //! server under another program; `BLOOMKIT_START_SECONDS` then gives slow
 //! starts more time (default 20).
 
+pub mod hostile;
 mod resp;
 
 pub use resp::{Conn, Reply};
@@ -92,7 +93,15 @@ pub struct TestServer {
     extra: Vec<String>,
     dir: tempfile::TempDir,
     child: Option<Child>,
+    /// `prlimit --as`: the server's address space, in bytes.
+    address_space: Option<u64>,
 }
+
+/// The address space hostile suites give a server: enough for the server,
+/// the module and a few hundred MB of filters, far below the machine's
+/// memory, so that a runaway allocation fails inside the test instead of
+/// growing until the OOM killer ends something.
+pub const HOSTILE_ADDRESS_SPACE: u64 = 2 << 30;
 
 /// How long a server may take to answer PING after starting.
 fn start_deadline() -> Duration {
@@ -100,23 +109,46 @@ fn start_deadline() -> Duration {
     Duration::from_secs(seconds)
 }
 
-/// The server command, under `BLOOMKIT_SERVER_WRAPPER` when set.
-fn server_command(server: Server) -> Command {
+/// The server command, under `BLOOMKIT_SERVER_WRAPPER` when set, and under
+/// `prlimit --as` when an address-space limit is asked for.
+fn server_command(server: Server, address_space: Option<u64>) -> Command {
+    let mut words: Vec<String> = Vec::new();
+    if let Some(bytes) = address_space {
+        words.extend(["prlimit".to_string(), format!("--as={bytes}"), "--".to_string()]);
+    }
+    if let Ok(wrapper) = std::env::var("BLOOMKIT_SERVER_WRAPPER") {
+        words.extend(wrapper.split_whitespace().map(String::from));
+    }
     let binary = server_binary(server);
-    match std::env::var("BLOOMKIT_SERVER_WRAPPER") {
-        Ok(wrapper) if !wrapper.trim().is_empty() => {
-            let mut words = wrapper.split_whitespace();
-            let mut cmd = Command::new(words.next().expect("a wrapper program"));
-            cmd.args(words).arg(binary);
+    match words.split_first() {
+        Some((program, rest)) => {
+            let mut cmd = Command::new(program);
+            cmd.args(rest).arg(binary);
             cmd
         }
-        _ => Command::new(binary),
+        None => Command::new(binary),
     }
 }
 
 impl TestServer {
     /// Starts a server with these modules and extra `--name value` arguments.
     pub fn start(server: Server, modules: &[Module], extra: &[&str]) -> TestServer {
+        TestServer::launch_new(server, modules, extra, None)
+    }
+
+    /// Starts a server whose address space is limited to `bytes`
+    /// (`prlimit --as`): an allocation beyond it fails in the server, where
+    /// the test sees it, rather than taking the machine's memory.
+    pub fn start_limited(server: Server, modules: &[Module], extra: &[&str], bytes: u64) -> TestServer {
+        TestServer::launch_new(server, modules, extra, Some(bytes))
+    }
+
+    fn launch_new(
+        server: Server,
+        modules: &[Module],
+        extra: &[&str],
+        address_space: Option<u64>,
+    ) -> TestServer {
         let dir = tempfile::Builder::new().prefix("bloomkit-test-").tempdir().expect("temp dir");
         let mut s = TestServer {
             server,
@@ -125,9 +157,15 @@ impl TestServer {
             extra: extra.iter().map(|s| s.to_string()).collect(),
             dir,
             child: None,
+            address_space,
         };
         s.launch();
         s
+    }
+
+    /// bloomkit under [`HOSTILE_ADDRESS_SPACE`], for hostile-input suites.
+    pub fn hostile(server: Server) -> TestServer {
+        TestServer::start_limited(server, &[Module::bloomkit()], &[], HOSTILE_ADDRESS_SPACE)
     }
 
     pub fn with_bloomkit(server: Server) -> TestServer {
@@ -146,7 +184,7 @@ impl TestServer {
         let mut last_error = String::new();
         for _ in 0..5 {
             let port = if self.port != 0 { self.port } else { free_port() };
-            let mut cmd = server_command(self.server);
+            let mut cmd = server_command(self.server, self.address_space);
             cmd.arg("--port")
                 .arg(port.to_string())
                 .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])

@@ -1,0 +1,82 @@
+//! What every hostile suite shares: bystander keys of every family whose
+//! digests must not change, and DUMP payloads re-sealed after mutation.
+
+use crate::{Conn, Reply};
+
+/// Keys of every type the module serves, created before the hostile
+/// commands and checked after each one: the server answers, and none of
+/// them changed (`DEBUG DIGEST-VALUE`).
+pub struct Watch {
+    digests: Vec<(&'static str, Reply)>,
+}
+
+impl Watch {
+    pub const KEYS: [&'static str; 3] = ["bystander", "bystander-window", "bystander-time"];
+
+    pub fn new(c: &mut Conn) -> Watch {
+        c.ok("BF.RESERVE bystander 0.01 100");
+        c.ok("BF.MADD bystander a b c");
+        c.ok("APBF.RESERVE bystander-window 0.01 100 COUNT");
+        c.ok("APBF.MADD bystander-window a b c");
+        c.ok("APBF.RESERVE bystander-time 0.01 100 TIME 3600");
+        c.ok("APBF.MADD bystander-time a b c");
+        let digests = Watch::KEYS.iter().map(|&k| (k, c.call(&["DEBUG", "DIGEST-VALUE", k]))).collect();
+        Watch { digests }
+    }
+
+    pub fn check(&self, c: &mut Conn, what: &str) {
+        assert_eq!(c.cmd("PING"), Reply::Simple("PONG".into()), "server alive after {what}");
+        for (key, digest) in &self.digests {
+            assert_eq!(&c.call(&["DEBUG", "DIGEST-VALUE", key]), digest, "{key} unchanged after {what}");
+        }
+    }
+}
+
+/// Redis's CRC-64 (Jones polynomial, reflected), which seals DUMP payloads.
+pub fn crc64(data: &[u8]) -> u64 {
+    const POLY: u64 = 0x95ac9329ac4bc9b5;
+    let mut crc = 0u64;
+    for &byte in data {
+        crc ^= u64::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 { (crc >> 1) ^ POLY } else { crc >> 1 };
+        }
+    }
+    crc
+}
+
+/// Re-seals a payload body (value + RDB version) with a fresh CRC.
+pub fn seal(body: &[u8]) -> Vec<u8> {
+    let mut p = body.to_vec();
+    p.extend_from_slice(&crc64(body).to_le_bytes());
+    p
+}
+
+/// Damaged versions of a DUMP payload that still pass the server's own
+/// checks (RDB version, CRC), so that they reach the module's loader: the
+/// value cut short by every length, and every byte flipped three ways.
+/// (A cut value can still load: the server reads on into the version
+/// bytes, which may happen to complete it.)
+pub fn damaged_payloads(payload: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let body = &payload[..payload.len() - 8];
+    let (value, version) = body.split_at(body.len() - 2);
+    let mut variants = Vec::new();
+    for cut in 1..value.len() {
+        let mut b = value[..value.len() - cut].to_vec();
+        b.extend_from_slice(version);
+        variants.push((format!("value cut by {cut}"), seal(&b)));
+    }
+    for i in 1..value.len() {
+        for flip in [0x01u8, 0x40, 0xff] {
+            let mut b = body.to_vec();
+            b[i] ^= flip;
+            variants.push((format!("byte {i} ^ {flip:#x}"), seal(&b)));
+        }
+    }
+    variants
+}
+
+#[test]
+fn crc64_matches_redis() {
+    assert_eq!(crc64(b"123456789"), 0xe9c6d914c4b8d9ca);
+}
