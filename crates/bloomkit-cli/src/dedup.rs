@@ -71,6 +71,28 @@ impl Backend {
         }
     }
 
+    /// A window's measured state: adds within the window, generations lost
+    /// early (more than its capacity arrived within a window), its capacity.
+    fn window_state(&mut self) -> Result<Option<(u64, u64, u64)>> {
+        Ok(match self {
+            Backend::Local(filter) => filter.window().map(|w| {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64);
+                (w.items_in_window(now), w.early_losses(), w.shape().capacity())
+            }),
+            Backend::Module(filter, server) if filter.layout().options().window.is_some() => {
+                let key = filter.layout().name().to_string();
+                let info = crate::kinds::window_info(server, &key)?;
+                let field = |name: &str| {
+                    info.iter().find(|(l, _)| l == name).and_then(|(_, v)| v.parse().ok()).unwrap_or(0)
+                };
+                Some((field("Items in window"), field("Generations lost early"), field("Capacity")))
+            }
+            _ => None,
+        })
+    }
+
     fn false_positive_rate(&mut self) -> Result<f64> {
         Ok(match self {
             Backend::Ephemeral(filter) => filter.estimated_false_positive_rate(),
@@ -414,6 +436,12 @@ pub fn run(o: &Options) -> Result<()> {
         counts.read as f64 / elapsed.max(1e-9),
         fp_rate
     );
+    let window = backend.window_state()?;
+    if let Some((in_window, lost, capacity)) = window {
+        summary += &format!(
+            ", window holds {in_window} lines of its capacity {capacity}, {lost} generations lost early"
+        );
+    }
     if counts.without_field > 0 {
         summary += &format!(
             ", {} lines without field {} kept as unique",
@@ -422,6 +450,13 @@ pub fn run(o: &Options) -> Result<()> {
         );
     }
     eprintln!("{summary}");
+    if let Some((_, lost, capacity)) = window.filter(|w| w.1 > 0) {
+        eprintln!(
+            "bloomkit dedup: warning: more lines than the window's capacity ({capacity}) arrived within \
+             one window, so the oldest of them were forgotten early ({lost} generations) and some of \
+             their repeats may have been written again; raise --capacity to the most lines per window"
+        );
+    }
     Ok(())
 }
 

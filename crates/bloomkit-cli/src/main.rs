@@ -4,13 +4,15 @@
 
 mod calc;
 mod dedup;
+mod kinds;
 mod server;
 mod units;
 
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, IsTerminal};
+use std::io::{self, BufReader, BufWriter, IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -101,8 +103,11 @@ struct DedupArgs {
     #[arg(long, default_value_t = 1e-6)]
     error_rate: f64,
     /// Dedup over a sliding window of time (90s, 10m, 2h, 7d): a line is
-    /// written again once it was last seen longer ago; --capacity is then the
-    /// most lines expected per window.
+    /// written again once it was last seen longer ago (it is remembered for
+    /// at least the window and forgotten within about twice it). --capacity
+    /// is then the most lines (repeats included) that arrive within any one
+    /// window, bursts included: a file read in a second is one window. If
+    /// more arrive, the oldest are forgotten early, and the summary says so.
     #[arg(long, value_name = "DURATION", value_parser = units::parse_duration, conflicts_with = "window_count")]
     window: Option<std::time::Duration>,
     /// Dedup over the last N lines: a line is written again once N lines have
@@ -117,20 +122,43 @@ struct DedupArgs {
     delimiter: String,
 }
 
+/// Bitmap filters hold no parameters: these say how one was made.
+#[derive(Args)]
+struct BitmapArgs {
+    /// The key is a bitmap filter (written by `dedup --bitmap` or the
+    /// client's bitmap layout): Guava's layout, sized by --capacity and
+    /// --error-rate, which must be those it was made with.
+    #[arg(long)]
+    bitmap: bool,
+    /// With --bitmap: the capacity the bitmap filter was made with.
+    #[arg(long, default_value = "10M", value_parser = units::parse_count, requires = "bitmap")]
+    capacity: f64,
+    /// With --bitmap: the error rate the bitmap filter was made with.
+    #[arg(long, default_value_t = 1e-6, requires = "bitmap")]
+    error_rate: f64,
+}
+
 #[derive(Args)]
 struct DumpArgs {
+    /// The server (redis://host:port[/db]).
     #[arg(long, value_name = "URL")]
     redis: String,
+    /// The filter's key: a Bloom filter, a sliding-window filter, or with
+    /// --bitmap a bitmap filter.
     key: String,
     /// Output file (standard output when none, if it is not a terminal).
     #[arg(short, long)]
     output: Option<PathBuf>,
+    #[command(flatten)]
+    bitmap: BitmapArgs,
 }
 
 #[derive(Args)]
 struct RestoreArgs {
+    /// The server (redis://host:port[/db]).
     #[arg(long, value_name = "URL")]
     redis: String,
+    /// The key to restore into; the file says what kind of filter it holds.
     key: String,
     /// Input file (standard input when none).
     #[arg(short, long)]
@@ -142,22 +170,31 @@ struct RestoreArgs {
 
 #[derive(Args)]
 struct CopyArgs {
+    /// The source server (redis://host:port[/db]).
     #[arg(long, value_name = "URL")]
     from: String,
+    /// The destination server (redis://host:port[/db]).
     #[arg(long, value_name = "URL")]
     to: String,
+    /// The keys to copy; each keeps its name.
     #[arg(required = true)]
     keys: Vec<String>,
     /// Overwrite existing keys on the destination.
     #[arg(long)]
     replace: bool,
+    #[command(flatten)]
+    bitmap: BitmapArgs,
 }
 
 #[derive(Args)]
 struct InfoArgs {
+    /// The server (redis://host:port[/db]).
     #[arg(long, value_name = "URL")]
     redis: String,
+    /// The filter's key.
     key: String,
+    #[command(flatten)]
+    bitmap: BitmapArgs,
 }
 
 fn progress_bar(what: &str) -> ProgressBar {
@@ -215,102 +252,256 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Dump(a) => {
             let mut server = server::Server::connect(&a.redis)?;
+            let kind = kinds::kind(&mut server, &a.key)?;
+            let bitmap = &a.bitmap;
+            let key = a.key.clone();
+            let dump_to = |server: &mut server::Server,
+                           out: &mut dyn Write,
+                           bar: &ProgressBar|
+             -> Result<()> {
+                match &kind {
+                    kinds::Kind::Bloom => server::dump(server, &key, out, bar),
+                    kinds::Kind::Window => kinds::dump_window(server, &key, out, bar).map(|_| ()),
+                    kinds::Kind::String | kinds::Kind::Missing if bitmap.bitmap => {
+                        kinds::dump_bitmap(server, &key, bitmap.capacity as u64, bitmap.error_rate, out, bar)
+                            .map(|_| ())
+                    }
+                    other => Err(kinds::unreadable(server, &key, other)),
+                }
+            };
             let bar = progress_bar("dump");
-            match a.output {
+            let started = Instant::now();
+            let written = match &a.output {
                 Some(path) => {
                     // Written beside the target and renamed, so a failed dump leaves no partial file.
                     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-                    let result = (|| -> Result<()> {
+                    let result = (|| -> Result<u64> {
                         let f =
                             File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
                         let mut w = BufWriter::with_capacity(1 << 20, f);
-                        server::dump(&mut server, &a.key, &mut w, &bar)?;
-                        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-                        std::fs::rename(&tmp, &path)?;
-                        Ok(())
+                        dump_to(&mut server, &mut w, &bar)?;
+                        let f = w.into_inner().map_err(|e| e.into_error())?;
+                        f.sync_all()?;
+                        let len = f.metadata()?.len();
+                        std::fs::rename(&tmp, path).with_context(|| {
+                            format!("cannot rename {} to {}", tmp.display(), path.display())
+                        })?;
+                        Ok(len)
                     })();
                     if result.is_err() {
                         let _ = std::fs::remove_file(&tmp);
                     }
-                    result?;
+                    result?
                 }
                 None => {
                     if io::stdout().is_terminal() {
                         bail!("the dump is binary: give -o FILE or redirect standard output");
                     }
-                    server::dump(
-                        &mut server,
-                        &a.key,
-                        BufWriter::with_capacity(1 << 20, io::stdout().lock()),
-                        &bar,
-                    )?;
+                    let mut out = CountingWriter(BufWriter::with_capacity(1 << 20, io::stdout().lock()), 0);
+                    dump_to(&mut server, &mut out, &bar)?;
+                    out.flush()?;
+                    out.1
                 }
-            }
+            };
             bar.finish_and_clear();
+            let to = a.output.as_ref().map_or("standard output".to_string(), |p| p.display().to_string());
+            eprintln!(
+                "bloomkit dump: '{}' ({}) to {to}: {} in {:.1}s",
+                a.key,
+                kind_name(&kind, bitmap.bitmap),
+                units::human_bytes(written as f64),
+                started.elapsed().as_secs_f64()
+            );
         }
         Command::Restore(a) => {
             let mut server = server::Server::connect(&a.redis)?;
             let bar = progress_bar("restore");
-            match a.input {
-                Some(path) => {
-                    let f = File::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
-                    server::restore(
-                        &mut server,
-                        &a.key,
-                        BufReader::with_capacity(1 << 20, f),
-                        a.replace,
-                        &bar,
-                    )
-                    .with_context(|| format!("restoring {} into '{}'", path.display(), a.key))?;
-                }
-                None => {
-                    server::restore(&mut server, &a.key, BufReader::new(io::stdin().lock()), a.replace, &bar)?
-                }
-            }
+            let started = Instant::now();
+            let (input, from): (Box<dyn Read>, String) = match &a.input {
+                Some(path) => (
+                    Box::new(BufReader::with_capacity(
+                        1 << 20,
+                        File::open(path).with_context(|| format!("cannot open {}", path.display()))?,
+                    )),
+                    path.display().to_string(),
+                ),
+                None => (Box::new(BufReader::new(io::stdin().lock())), "standard input".to_string()),
+            };
+            let kind = restore(&mut server, &a.key, input, a.replace, &bar)
+                .with_context(|| format!("restoring {from} into '{}'", a.key))?;
             bar.finish_and_clear();
+            eprintln!(
+                "bloomkit restore: {from} into '{}' ({kind}) in {:.1}s",
+                a.key,
+                started.elapsed().as_secs_f64()
+            );
         }
         Command::Copy(a) => {
             let mut from = server::Server::connect(&a.from)?;
             let mut to = server::Server::connect(&a.to)?;
+            let mut failures = Vec::new();
             for key in &a.keys {
                 let bar = progress_bar(key);
-                server::copy(&mut from, &mut to, key, a.replace, &bar)?;
+                let result = copy(&mut from, &mut to, key, a.replace, &a.bitmap, &bar);
                 bar.finish_and_clear();
-                eprintln!("bloomkit copy: {key}: done");
+                match result {
+                    Ok(kind) => eprintln!("bloomkit copy: {key} ({kind}): done"),
+                    Err(e) => {
+                        eprintln!("bloomkit copy: {key}: {e:#}");
+                        failures.push(key.clone());
+                    }
+                }
+            }
+            let copied = a.keys.len() - failures.len();
+            eprintln!("bloomkit copy: {copied} of {} copied", a.keys.len());
+            if !failures.is_empty() {
+                bail!("not copied: {}", failures.join(", "));
             }
         }
         Command::Info(a) => {
             let mut server = server::Server::connect(&a.redis)?;
-            let (items, subs) = server::describe(&mut server, &a.key)?;
-            let capacity: u64 = subs.iter().map(|s| s.capacity).sum();
-            let bytes: u64 = subs.iter().map(|s| s.bytes).sum();
-            println!("key                      {}", a.key);
-            println!("items                    {items}");
-            println!("capacity                 {capacity}");
-            println!("bit arrays               {}", units::human_bytes(bytes as f64));
-            println!("sub-filters              {}", subs.len());
-            println!(
-                "false-positive rate now  {:.3e} (estimated from the items added)",
-                server::estimated_rate(&subs)
-            );
-            println!();
-            println!(
-                "{:>3} {:>12} {:>12} {:>6} {:>12} {:>7} {:>10}",
-                "#", "capacity", "items", "fill", "bytes", "hashes", "error"
-            );
-            for (i, s) in subs.iter().enumerate() {
-                println!(
-                    "{:>3} {:>12} {:>12} {:>5.0}% {:>12} {:>7} {:>10.3e}",
-                    i + 1,
-                    s.capacity,
-                    s.items,
-                    100.0 * s.items as f64 / s.capacity.max(1) as f64,
-                    s.bytes,
-                    s.hashes,
-                    s.error
-                );
+            match kinds::kind(&mut server, &a.key)? {
+                kinds::Kind::Bloom => bloom_info(&mut server, &a.key)?,
+                kinds::Kind::Window => {
+                    println!("key                      {}", a.key);
+                    println!("kind                     sliding-window filter (APBF)");
+                    for (label, value) in kinds::window_info(&mut server, &a.key)? {
+                        println!("{:<24} {value}", label.to_lowercase());
+                    }
+                }
+                kinds::Kind::String | kinds::Kind::Missing if a.bitmap.bitmap => {
+                    let info = kinds::bitmap_info(
+                        &mut server,
+                        &a.key,
+                        a.bitmap.capacity as u64,
+                        a.bitmap.error_rate,
+                    )?;
+                    let bits = info.bits.unwrap_or(0);
+                    println!("key                      {}", a.key);
+                    println!("kind                     bitmap filter (guava layout)");
+                    println!("keys                     {}", info.keys.join(" "));
+                    println!("capacity                 {}", info.capacity);
+                    println!("bits                     {bits} ({})", units::human_bytes(bits as f64 / 8.0));
+                    println!("hashes                   {}", info.hashes.unwrap_or(0));
+                    if let Some(items) = info.estimated_items {
+                        println!("items (estimated)        {items:.0}");
+                    }
+                }
+                other => return Err(kinds::unreadable(&server, &a.key, &other)),
             }
         }
+    }
+    Ok(())
+}
+
+/// What a kind of key is called in messages.
+fn kind_name(kind: &kinds::Kind, bitmap: bool) -> &'static str {
+    match kind {
+        kinds::Kind::Bloom => "Bloom filter",
+        kinds::Kind::Window => "sliding-window filter",
+        _ if bitmap => "bitmap filter",
+        _ => "unknown",
+    }
+}
+
+/// Counts what passes through, for the dump's summary on standard output.
+struct CountingWriter<W: Write>(W, u64);
+
+impl<W: Write> Write for CountingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.0.write(buf)?;
+        self.1 += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Restores a file of any kind, recognised by its first bytes; returns the kind.
+fn restore(
+    server: &mut server::Server,
+    key: &str,
+    mut input: Box<dyn Read>,
+    replace: bool,
+    bar: &ProgressBar,
+) -> Result<&'static str> {
+    let mut magic = [0u8; 8];
+    input.read_exact(&mut magic).context("the file is too short to be a filter")?;
+    if &magic == b"BLOOMKIT" {
+        server::restore(server, key, io::Cursor::new(magic).chain(input), replace, bar)?;
+        return Ok("Bloom filter");
+    }
+    if &magic == kinds::BITMAP_MAGIC {
+        kinds::restore_bitmap(server, key, input, replace, bar)?;
+        return Ok("bitmap filter");
+    }
+    match bloomkit_core::apbf::Apbf::header_len(&magic) {
+        Ok(len) => {
+            let mut header = magic.to_vec();
+            header.resize(len, 0);
+            input.read_exact(&mut header[8..]).context("the file ends inside the filter's header")?;
+            kinds::restore_window(server, key, &header, input, replace, bar)?;
+            Ok("sliding-window filter")
+        }
+        Err(_) => bail!(
+            "not a filter file: it starts with neither BLOOMKIT (a Bloom filter), BKAPBF (a \
+             sliding-window filter) nor BKBITMAP (a bitmap filter)"
+        ),
+    }
+}
+
+/// Copies one key of any kind; returns the kind.
+fn copy(
+    from: &mut server::Server,
+    to: &mut server::Server,
+    key: &str,
+    replace: bool,
+    bitmap: &BitmapArgs,
+    bar: &ProgressBar,
+) -> Result<&'static str> {
+    let kind = kinds::kind(from, key)?;
+    match &kind {
+        kinds::Kind::Bloom => server::copy(from, to, key, replace, bar)?,
+        kinds::Kind::Window => kinds::copy_window(from, to, key, replace, bar)?,
+        kinds::Kind::String if bitmap.bitmap => {
+            kinds::copy_bitmap(from, to, key, bitmap.capacity as u64, bitmap.error_rate, replace, bar)?
+        }
+        other => return Err(kinds::unreadable(from, key, other)),
+    }
+    Ok(kind_name(&kind, bitmap.bitmap))
+}
+
+fn bloom_info(server: &mut server::Server, key: &str) -> Result<()> {
+    let (items, subs) = server::describe(server, key)?;
+    let capacity: u64 = subs.iter().map(|s| s.capacity).sum();
+    let bytes: u64 = subs.iter().map(|s| s.bytes).sum();
+    println!("key                      {key}");
+    println!("kind                     Bloom filter");
+    println!("items                    {items}");
+    println!("capacity                 {capacity}");
+    println!("bit arrays               {}", units::human_bytes(bytes as f64));
+    println!("sub-filters              {}", subs.len());
+    println!(
+        "false-positive rate now  {:.3e} (estimated from the items added)",
+        server::estimated_rate(&subs)
+    );
+    println!();
+    println!(
+        "{:>3} {:>12} {:>12} {:>6} {:>12} {:>7} {:>10}",
+        "#", "capacity", "items", "fill", "bytes", "hashes", "error"
+    );
+    for (i, s) in subs.iter().enumerate() {
+        println!(
+            "{:>3} {:>12} {:>12} {:>5.0}% {:>12} {:>7} {:>10.3e}",
+            i + 1,
+            s.capacity,
+            s.items,
+            100.0 * s.items as f64 / s.capacity.max(1) as f64,
+            s.bytes,
+            s.hashes,
+            s.error
+        );
     }
     Ok(())
 }

@@ -16,6 +16,13 @@ pub struct Server {
 }
 
 impl Server {
+    /// The connection, for the client library's filters.
+    pub fn connection(&mut self) -> &mut redis::Connection {
+        &mut self.con
+    }
+}
+
+impl Server {
     pub fn connect(url: &str) -> Result<Server> {
         Ok(Server { url: url.to_string(), con: connection(url)? })
     }
@@ -99,8 +106,54 @@ fn staging_key(key: &str) -> String {
     }
 }
 
-/// Loads chunks into a staging key, then renames it over `key`, so that a
-/// half-loaded filter is never visible and a failure leaves `key` untouched.
+/// Loads into staging keys (one per key, each in its key's hash slot) with
+/// `load`, then renames them over `keys` in one transaction, so that a
+/// half-loaded filter is never visible and a failure leaves `keys` as they
+/// were. Without `replace`, existing keys are refused, and a key created
+/// meanwhile aborts the transaction (WATCH).
+pub fn stage_and_commit(
+    server: &mut Server,
+    keys: &[String],
+    replace: bool,
+    load: impl FnOnce(&mut Server, &[String]) -> Result<()>,
+) -> Result<()> {
+    let staging: Vec<String> = keys.iter().map(|k| staging_key(k)).collect();
+    let result = (|| -> Result<()> {
+        if !replace {
+            server.call::<()>(redis::cmd("WATCH").arg(keys), &keys[0])?;
+            for key in keys {
+                if server.exists(key)? {
+                    bail!("key '{key}' already exists on {}; pass --replace to overwrite it", server.url);
+                }
+            }
+        }
+        server.call::<i64>(redis::cmd("DEL").arg(&staging), &staging[0])?;
+        load(server, &staging)?;
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for (from, to) in staging.iter().zip(keys) {
+            pipe.cmd("RENAME").arg(from).arg(to).ignore();
+        }
+        let committed: Option<()> =
+            pipe.query(&mut server.con).map_err(|e| explain(e, &server.url, &keys[0]))?;
+        if committed.is_none() {
+            bail!(
+                "key '{}' appeared on {} while loading; pass --replace to overwrite it",
+                keys[0],
+                server.url
+            );
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = server.call::<()>(&redis::cmd("UNWATCH"), &keys[0]);
+        let _ = server.call::<i64>(redis::cmd("DEL").arg(&staging), &staging[0]);
+    }
+    result
+}
+
+/// Loads a Bloom filter's chunks through [`stage_and_commit`], then checks
+/// that the server reports what the header describes.
 fn load_staged(
     server: &mut Server,
     key: &str,
@@ -110,14 +163,10 @@ fn load_staged(
     before_commit: impl FnOnce() -> Result<()>,
     progress: &ProgressBar,
 ) -> Result<()> {
-    if !replace && server.exists(key)? {
-        bail!("key '{key}' already exists on {}; pass --replace to overwrite it", server.url);
-    }
     let parsed = dump::parse_header(header).map_err(|e| anyhow!("invalid filter header: {e}"))?;
-    let staging = staging_key(key);
-    let result = (|| -> Result<()> {
-        server.call::<i64>(redis::cmd("DEL").arg(&staging), &staging)?;
-        loadchunk(server, &staging, 1, header)?;
+    stage_and_commit(server, &[key.to_string()], replace, |server, staging| {
+        let staging = &staging[0];
+        loadchunk(server, staging, 1, header)?;
         let mut end: i64 = 0;
         let mut buf = Vec::new();
         for (shape, _) in &parsed.links {
@@ -127,27 +176,13 @@ fn load_staged(
                 buf.resize(len as usize, 0);
                 next_chunk(&mut buf)?;
                 end += len as i64;
-                loadchunk(server, &staging, end + 1, &buf)?;
+                loadchunk(server, staging, end + 1, &buf)?;
                 progress.inc(len);
                 left -= len;
             }
         }
-        before_commit()?;
-        let renamed: i64 = if replace {
-            server.call::<()>(redis::cmd("RENAME").arg(&staging).arg(key), key)?;
-            1
-        } else {
-            server.call(redis::cmd("RENAMENX").arg(&staging).arg(key), key)?
-        };
-        if renamed == 0 {
-            bail!("key '{key}' appeared on {} while loading; pass --replace to overwrite it", server.url);
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = server.call::<i64>(redis::cmd("DEL").arg(&staging), &staging);
-    }
-    result?;
+        before_commit()
+    })?;
     verify(server, key, &parsed)
 }
 

@@ -787,6 +787,23 @@ impl Apbf {
         }
     }
 
+    /// One step of `APBF.SCANDUMP`, the inverse of `APBF.LOADCHUNK`: iter 0
+    /// is the header (next: 1); iter `1 + offset` is the body from `offset`,
+    /// at most [`crate::dump::MAX_CHUNK`] bytes (next: 1 + its end); past
+    /// the body, `(0, [])`. Each `(iter, data)` loads with
+    /// `APBF.LOADCHUNK key iter data`.
+    pub fn scan_chunk(&self, iter: u64) -> (u64, std::borrow::Cow<'_, [u8]>) {
+        if iter == 0 {
+            return (1, std::borrow::Cow::Owned(self.encode_header()));
+        }
+        let start = usize::try_from(iter - 1).unwrap_or(usize::MAX);
+        if start >= self.bits.len() {
+            return (0, std::borrow::Cow::Borrowed(&[]));
+        }
+        let end = start.saturating_add(crate::dump::MAX_CHUNK as usize).min(self.bits.len());
+        (1 + end as u64, std::borrow::Cow::Borrowed(&self.bits[start..end]))
+    }
+
     /// Copies `data` into the body from byte `offset` (chunked loading).
     pub fn load_bits(&mut self, offset: u64, data: &[u8]) -> Result<(), ApbfError> {
         let start = usize::try_from(offset).map_err(|_| ApbfError::BadChunk)?;
@@ -795,6 +812,13 @@ impl Apbf {
         self.bits[start..end].copy_from_slice(data);
         Ok(())
     }
+}
+
+/// The length of the body that follows a header of either format (what
+/// `APBF.SCANDUMP` sends and a state file holds after it), checked.
+pub fn state_body_len(header: &[u8]) -> Result<u64, ApbfError> {
+    let f = Apbf::parse_header(header, None)?;
+    Ok(if header.len() == HEADER_LEN_V1 { f.last_add_at(0) } else { f.state_len() } as u64)
 }
 
 /// The first bytes of an encoded filter (and of a saved one).
@@ -917,6 +941,27 @@ mod tests {
         let mut bad = bytes;
         bad[8 + 11 * 8..8 + 12 * 8].fill(0); // a time window without a tick
         assert!(Apbf::decode(&bad, None).is_err());
+    }
+
+    #[test]
+    fn scan_chunks_load_back_into_the_same_filter() {
+        let mut f = new(0.01, 300, Window::Time { millis: 60_000 }, 5);
+        for i in 0..500u32 {
+            f.add(&i.to_le_bytes(), 5 + u64::from(i));
+        }
+        let (next, header) = f.scan_chunk(0);
+        let mut g = Apbf::from_header(&header, None).unwrap();
+        let mut iter = next;
+        loop {
+            let (next, data) = f.scan_chunk(iter);
+            if next == 0 {
+                break;
+            }
+            g.load_bits(iter - 1, &data).unwrap();
+            iter = next;
+        }
+        assert_eq!(g, f);
+        assert_eq!(f.scan_chunk(u64::MAX).0, 0);
     }
 
     /// A state of the first format (as written by bloomkit before volume

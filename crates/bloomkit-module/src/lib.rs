@@ -197,6 +197,14 @@ const COMMANDS: &[Command] = &[
         complexity: c"O(1)",
     },
     Command {
+        name: c"apbf.scandump",
+        handler: entry!(apbf::commands::scandump),
+        flags: c"readonly",
+        key_flags: RO,
+        summary: c"Returns the next chunk of a sliding-window filter's state",
+        complexity: c"O(c), c the chunk size",
+    },
+    Command {
         name: c"apbf.advance",
         handler: entry!(apbf::commands::advance),
         flags: c"write",

@@ -13,7 +13,9 @@ use std::ffi::CStr;
 use std::ptr::NonNull;
 
 use bloomkit_core::apbf::{Apbf, Window};
-use bloomkit_core::args::{parse_apbf_advance, parse_apbf_chunk_iter, parse_apbf_reserve, ArgError};
+use bloomkit_core::args::{
+    parse_apbf_advance, parse_apbf_chunk_iter, parse_apbf_reserve, parse_long_long, ArgError,
+};
 use bloomkit_core::error::Error;
 use bloomkit_core::fmt::format_g;
 use redis_module::raw;
@@ -160,6 +162,27 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
             ctx.reply_simple(label);
             ctx.reply_i64(value);
         }
+        true
+    })?;
+    if !found {
+        return Err(Error::NotFound.into());
+    }
+    Ok(())
+}
+
+/// `APBF.SCANDUMP key iter` → `[next_iter, data]`: the header at iter 0,
+/// then the body; `[0, ""]` at the end. Each pair loads with APBF.LOADCHUNK.
+pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() != 3 {
+        return Err(ArgError::WrongArity);
+    }
+    let iter = parse_long_long(argv[2].bytes()).filter(|i| *i >= 0).ok_or(Error::ScanDumpIterNotNumeric)?;
+    let found = with_filter(ctx, &argv[1], |f| {
+        let Some(f) = f else { return false };
+        let (next, data) = f.scan_chunk(iter as u64);
+        ctx.reply_array(2);
+        ctx.reply_i64(next as i64);
+        ctx.reply_bulk(&data);
         true
     })?;
     if !found {
