@@ -59,7 +59,7 @@ def apbf2(k, l, lv, slice_bits, generation, error, window_ms, tick, front, in_ge
     header = b"BKAPBF02" + struct.pack("<QQQQdQQQQQQQQQ", k, l, slice_bits, generation, error, window_ms,
                                       front, in_gen, started, gens, lv, tick, clock, early)
     counts = b"".join(struct.pack("<Q", 3 * i) for i in range(k + l))
-    times = b"".join(struct.pack("<Q", started - 1000 * i) for i in range(k + l))
+    times = b"".join(struct.pack("<Q", max(0, started - 1000 * i)) for i in range(k + l))
     return header + bytes([fill]) * (((slice_bits + 7) // 8) * (k + l)) + counts + times
 
 put("apbf_state", "v2-count", apbf2(3, 5, 5, 64, 10, 0.01, 0, 0, 0, 0, 0, 0, 0, 0, 0))

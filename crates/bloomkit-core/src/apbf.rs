@@ -779,8 +779,8 @@ impl Apbf {
         for j in 0..self.shape.slices() {
             let p = self.physical(j);
             if self.count(p) > 0 {
-                let ended =
-                    self.generation_started_ms.saturating_sub(u64::from(j.saturating_sub(1)) * self.tick_ms);
+                let ago = u64::from(j.saturating_sub(1)).saturating_mul(self.tick_ms);
+                let ended = self.generation_started_ms.saturating_sub(ago);
                 let at = if j == 0 { self.clock_ms } else { ended };
                 self.set_last_add(p, at);
             }
