@@ -1,8 +1,8 @@
 //! The crate's examples, run as built against real servers.
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::time::Duration;
 
 use bloomkit_testkit::{Module, Server, TestServer};
 
@@ -15,18 +15,9 @@ fn example(name: &str) -> PathBuf {
 }
 
 fn run(server: &TestServer, input: &str) -> (String, String) {
-    let mut child = Command::new(example("click_dedup"))
-        .arg(format!("redis://127.0.0.1:{}/", server.port))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_string();
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
+    let mut cmd = Command::new(example("click_dedup"));
+    cmd.arg(format!("redis://127.0.0.1:{}/", server.port));
+    let out = bloomkit_testkit::output_within(&mut cmd, input.as_bytes(), Duration::from_secs(60));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
 }

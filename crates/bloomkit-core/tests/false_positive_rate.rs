@@ -51,7 +51,10 @@ fn fill(params: ChainParams, items: u64) -> Chain {
 
 /// Measured within 4σ of the prediction, and the prediction within the configured rate.
 fn assert_rate(contains: impl Fn(&[u8]) -> bool, predicted: f64, configured: f64, what: &str) {
-    assert!(predicted <= configured, "{what}: the design predicts {predicted:.5} above the configured {configured}");
+    assert!(
+        predicted <= configured,
+        "{what}: the design predicts {predicted:.5} above the configured {configured}"
+    );
     let probes = probes_for(predicted);
     let measured = measured_rate(contains, probes);
     let sigma = (predicted * (1.0 - predicted) / probes as f64).sqrt();

@@ -222,14 +222,14 @@ fn load_time_arguments() {
 fn bad_load_arguments_refuse_to_load_with_a_message() {
     let bin = bloomkit_testkit::server_binary(Server::Redis);
     let dir = tempfile_dir();
-    let out = std::process::Command::new(bin)
-        .args(["--port", &bloomkit_testkit::free_port().to_string(), "--save", "", "--dir"])
+    let mut cmd = std::process::Command::new(bin);
+    cmd.args(["--port", &bloomkit_testkit::free_port().to_string(), "--save", "", "--dir"])
         .arg(&dir)
         .arg("--loadmodule")
         .arg(bloomkit_testkit::bloomkit_module())
-        .args(["ERROR_RATE", "2"])
-        .output()
-        .unwrap();
+        .args(["ERROR_RATE", "2"]);
+    // A server that wrongly accepted the argument would run forever: the deadline fails it.
+    let out = bloomkit_testkit::output_within(&mut cmd, b"", std::time::Duration::from_secs(30));
     assert!(!out.status.success());
     let log = String::from_utf8_lossy(&out.stdout);
     assert!(

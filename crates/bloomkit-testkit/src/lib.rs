@@ -284,7 +284,12 @@ impl TestServer {
         if self.child.is_some() {
             let _ = self.conn().try_call(&["SHUTDOWN"]);
             if let Some(mut child) = self.child.take() {
-                let _ = child.wait();
+                let stopped = wait_within(&mut child, STOP_DEADLINE);
+                assert!(
+                    stopped.is_some(),
+                    "{:?} did not stop within {STOP_DEADLINE:?} after SHUTDOWN",
+                    self.server
+                );
             }
         }
         self.extra.extend(extra.iter().map(|s| s.to_string()));
@@ -306,12 +311,65 @@ impl Drop for TestServer {
                 let _ = c.read_raw();
             }
             if let Some(mut child) = self.child.take() {
-                let _ = child.wait();
+                let _ = wait_within(&mut child, STOP_DEADLINE);
             }
         }
         self.kill();
     }
 }
+
+/// Runs a command to its end within `deadline`, feeding it `stdin`, and
+/// returns its output; past the deadline it is killed and the test fails
+/// saying which command hung, so no test can hang CI instead of failing.
+pub fn output_within(cmd: &mut Command, stdin: &[u8], deadline: Duration) -> std::process::Output {
+    use std::io::{Read, Write};
+    let what = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    // Fed and drained by threads: the child may fill a pipe before it reads all input.
+    let mut pipe = child.stdin.take().expect("piped stdin");
+    let input = stdin.to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+    });
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("piped stdout")));
+    let stderr = drain(Box::new(child.stderr.take().expect("piped stderr")));
+    let status = wait_within(&mut child, deadline)
+        .unwrap_or_else(|| panic!("{what} still running after {deadline:?}"));
+    let _ = feeder.join();
+    std::process::Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() }
+}
+
+/// Waits for a child to exit within `deadline`; kills it (and returns
+/// `None`) if it has not.
+pub fn wait_within(child: &mut Child, deadline: Duration) -> Option<std::process::ExitStatus> {
+    let end = Instant::now() + deadline;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// How long a server may take to stop after SHUTDOWN (saving included).
+const STOP_DEADLINE: Duration = Duration::from_secs(60);
 
 /// A port nothing listens on right now.
 pub fn free_port() -> u16 {
@@ -350,7 +408,7 @@ impl TestCluster {
         create.arg("--cluster").arg("create");
         create.args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)));
         create.args(["--cluster-replicas", "0", "--cluster-yes"]);
-        let out = create.output().expect("run redis-cli (apt-get install -y redis-tools)");
+        let out = output_within(&mut create, b"", Duration::from_secs(120));
         assert!(out.status.success(), "redis-cli --cluster create: {}", String::from_utf8_lossy(&out.stdout));
         let cluster = TestCluster { nodes };
         cluster.wait_settled();
@@ -409,12 +467,11 @@ impl TestCluster {
             .filter(|r| r.as_array()[2].as_array()[1].as_int() == i64::from(self.nodes[from].port))
             .map(|r| r.as_array()[1].as_int() - r.as_array()[0].as_int() + 1)
             .sum();
-        let out = Command::new("redis-cli")
-            .args(["--cluster", "reshard", &format!("127.0.0.1:{}", self.nodes[to].port)])
+        let mut out = Command::new("redis-cli");
+        out.args(["--cluster", "reshard", &format!("127.0.0.1:{}", self.nodes[to].port)])
             .args(["--cluster-from", &self.node_id(from), "--cluster-to", &self.node_id(to)])
-            .args(["--cluster-slots", &slots.to_string(), "--cluster-yes"])
-            .output()
-            .expect("run redis-cli");
+            .args(["--cluster-slots", &slots.to_string(), "--cluster-yes"]);
+        let out = output_within(&mut out, b"", Duration::from_secs(300));
         assert!(
             out.status.success(),
             "reshard: {}{}",
