@@ -13,58 +13,67 @@ const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
 
 #[test]
 fn invalid_commands_are_errors_and_change_nothing() {
-    let cases = [
-        "BF.RESERVE k nan 100",
-        "BF.RESERVE k inf 100",
-        "BF.RESERVE k -inf 100",
-        "BF.RESERVE k -0.5 100",
-        "BF.RESERVE k 0 100",
-        "BF.RESERVE k 1 100",
-        "BF.RESERVE k 1e-400 100",
-        "BF.RESERVE k 0.01 0",
-        "BF.RESERVE k 0.01 -1",
-        "BF.RESERVE k 0.01 9223372036854775807",
-        "BF.RESERVE k 0.01 9223372036854775808",
-        "BF.RESERVE k 4.9e-324 1000000000",
-        "BF.RESERVE k 0.01 100 EXPANSION 0",
-        "BF.RESERVE k 0.01 100 EXPANSION 9223372036854775807",
-        "BF.RESERVE k 0.01 100 EXPANSION -9223372036854775808",
-        "BF.INSERT k CAPACITY 9223372036854775807 ITEMS a",
-        "BF.INSERT k ERROR 1e-320 CAPACITY 1000000000000 ITEMS a",
-        "BF.INSERT k EXPANSION 4294967297 ITEMS a",
-        "BF.INSERT k ITEMS",
-        "BF.INSERT k",
-        "BF.ADD",
-        "BF.ADD k",
-        "BF.MADD k",
-        "BF.EXISTS k",
-        "BF.INFO k bogus",
-        "BF.SCANDUMP k",
-        "BF.SCANDUMP bystander x",
-        "BF.SCANDUMP bystander 99999999999999999999",
-        "BF.LOADCHUNK k 1 short",
-        "BF.LOADCHUNK k 2 x",
-        "BF.LOADCHUNK bystander 0 x",
-        "BF.LOADCHUNK bystander -9223372036854775808 x",
-        "BF.LOADCHUNK bystander 9223372036854775807 x",
-        "BF.LOADCHUNK bystander x x",
-        "BF.LOADCHUNK str 1 x",
-        "BF.ADD str a",
-        "BF.INSERT str ITEMS a",
-        "BF.RESERVE str 0.1 10",
-        "BF.CARD str",
-        "BF.DEBUG str",
-        "BF.INFO str",
+    // Each with the reason it must name (RedisBloom's texts, checked by the differential tests).
+    let cases: &[(&str, &str)] = &[
+        ("BF.RESERVE k nan 100", "ERR bad error rate"),
+        ("BF.RESERVE k inf 100", "ERR (0 < error rate range < 1)"),
+        ("BF.RESERVE k -inf 100", "ERR (0 < error rate range < 1)"),
+        ("BF.RESERVE k -0.5 100", "ERR (0 < error rate range < 1)"),
+        ("BF.RESERVE k 0 100", "ERR (0 < error rate range < 1)"),
+        ("BF.RESERVE k 1 100", "ERR (0 < error rate range < 1)"),
+        ("BF.RESERVE k 1e-400 100", "ERR bad error rate"),
+        ("BF.RESERVE k 0.01 0", "ERR (capacity should be larger than 0)"),
+        ("BF.RESERVE k 0.01 -1", "ERR (capacity should be larger than 0)"),
+        ("BF.RESERVE k 0.01 9223372036854775807", "ERR could not create filter"),
+        ("BF.RESERVE k 0.01 9223372036854775808", "ERR bad capacity"),
+        ("BF.RESERVE k 4.9e-324 1000000000", "ERR could not create filter"),
+        ("BF.RESERVE k 0.01 100 EXPANSION 0", "ERR expansion should be greater or equal to 1"),
+        (
+            "BF.RESERVE k 0.01 100 EXPANSION 9223372036854775807",
+            "ERR expansion must be in the range [1, 32768]",
+        ),
+        (
+            "BF.RESERVE k 0.01 100 EXPANSION -9223372036854775808",
+            "ERR expansion should be greater or equal to 1",
+        ),
+        ("BF.INSERT k CAPACITY 9223372036854775807 ITEMS a", "ERR could not create filter"),
+        ("BF.INSERT k ERROR 1e-320 CAPACITY 1000000000000 ITEMS a", "more than bf.max-filter-bytes"),
+        ("BF.INSERT k EXPANSION 4294967297 ITEMS a", "ERR expansion must be in the range [1, 32768]"),
+        ("BF.INSERT k ITEMS", "wrong number of arguments"),
+        ("BF.INSERT k", "wrong number of arguments"),
+        ("BF.ADD", "wrong number of arguments"),
+        ("BF.ADD k", "wrong number of arguments"),
+        ("BF.MADD k", "wrong number of arguments"),
+        ("BF.EXISTS k", "wrong number of arguments"),
+        ("BF.INFO k bogus", "ERR not found"),
+        ("BF.SCANDUMP k", "wrong number of arguments"),
+        ("BF.SCANDUMP bystander x", "Second argument must be numeric"),
+        ("BF.SCANDUMP bystander 99999999999999999999", "Second argument must be numeric"),
+        ("BF.LOADCHUNK k 1 short", "ERR received bad data"),
+        ("BF.LOADCHUNK k 2 x", "ERR not found"),
+        ("BF.LOADCHUNK bystander 0 x", "ERR received bad data"),
+        ("BF.LOADCHUNK bystander -9223372036854775808 x", "ERR received bad data"),
+        ("BF.LOADCHUNK bystander 9223372036854775807 x", "ERR invalid offset - no link found"),
+        ("BF.LOADCHUNK bystander x x", "ERR Second argument must be numeric"),
+        ("BF.LOADCHUNK str 1 x", "WRONGTYPE"),
+        ("BF.ADD str a", "WRONGTYPE"),
+        ("BF.INSERT str ITEMS a", "WRONGTYPE"),
+        ("BF.RESERVE str 0.1 10", "WRONGTYPE"),
+        ("BF.CARD str", "WRONGTYPE"),
+        ("BF.DEBUG str", "WRONGTYPE"),
+        ("BF.INFO str", "WRONGTYPE"),
     ];
     for server in SERVERS {
         let s = TestServer::hostile(server);
         let mut c = s.conn();
         c.ok("SET str value");
         let watch = Watch::new(&mut c);
-        for line in cases {
+        for (line, reason) in cases {
             let reply = c.cmd(line);
-            assert!(reply.is_error(), "{server:?}: {line} should be an error, got {reply:?}");
-            assert!(!reply.error_text().is_empty());
+            assert!(
+                reply.is_error() && reply.error_text().contains(reason),
+                "{server:?}: {line} should fail with '{reason}', got {reply:?}"
+            );
             assert_eq!(c.cmd("EXISTS k"), Reply::Int(0), "{line} created nothing");
             watch.check(&mut c, line);
         }

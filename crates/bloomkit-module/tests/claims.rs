@@ -1,0 +1,135 @@
+//! Claims the README makes about behaviour that no other suite checked:
+//! keyspace events of every write, adds that change nothing not propagated,
+//! unknown load arguments refused, the 16 MiB SCANDUMP chunk cap, and the
+//! size limit on BF.INSERT and RESTORE with its exemption when the server
+//! loads what it had already accepted (AOF replay, RDB at startup).
+
+use std::time::Duration;
+
+use bloomkit_testkit::{output_within, wait_until, Conn, Module, Reply, Server, TestServer};
+
+const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
+
+fn next_event(sub: &mut Conn) -> String {
+    let (_, msg) = sub.read_raw().unwrap();
+    String::from_utf8(msg.as_array()[2].as_bytes().to_vec()).unwrap()
+}
+
+/// Every write raises its event when the key changed, and only then.
+#[test]
+fn keyspace_events_of_every_write() {
+    for server in SERVERS {
+        let s = TestServer::with_bloomkit(server);
+        let mut c = s.conn();
+        c.ok("CONFIG SET notify-keyspace-events KEA");
+        let mut sub = s.conn();
+        sub.ok("PSUBSCRIBE __keyevent@0__:*bf.*");
+        c.ok("BF.INSERT k ITEMS a b");
+        c.ok("BF.INSERT k ITEMS a"); // no change, no event
+        c.ok("BF.RESERVE src 0.01 100");
+        let chunks = c.scandump("src").unwrap();
+        c.loadchunks("dst", &chunks);
+        c.ok("APBF.RESERVE w 0.01 100 COUNT");
+        c.ok("APBF.ADD w a");
+        let header = c.cmd("APBF.SCANDUMP w 0").as_array()[1].as_bytes().to_vec();
+        c.call(&[b"APBF.LOADCHUNK".as_slice(), b"w2", b"0", &header]);
+        let mut events = Vec::new();
+        while events.len() < 20 && events.last().is_none_or(|e: &String| !e.ends_with("apbf.loadchunk")) {
+            events.push(next_event(&mut sub));
+        }
+        events.dedup(); // one LOADCHUNK per chunk of dst
+        let expected =
+            ["bf.insert", "bf.reserve", "bf.loadchunk", "apbf.reserve", "apbf.add", "apbf.loadchunk"];
+        let expected: Vec<String> = expected.iter().map(|e| format!("__keyevent@0__:{e}")).collect();
+        assert_eq!(events, expected, "{server:?}");
+    }
+}
+
+/// An add that changes nothing is not propagated: the AOF does not grow.
+#[test]
+fn unchanged_adds_are_not_propagated() {
+    for server in SERVERS {
+        let aof = ["--appendonly", "yes", "--appendfsync", "always", "--aof-use-rdb-preamble", "no"];
+        let s = TestServer::start(server, &[Module::bloomkit()], &aof);
+        let mut c = s.conn();
+        let size = |c: &mut Conn| c.info_field("persistence", "aof_current_size").parse::<u64>().unwrap();
+        c.ok("BF.MADD k a b c");
+        c.ok("BF.INSERT k ITEMS d");
+        let before = size(&mut c);
+        assert_eq!(c.cmd("BF.ADD k a"), Reply::Int(0));
+        c.ok("BF.MADD k b c");
+        c.ok("BF.INSERT k ITEMS d a");
+        assert_eq!(size(&mut c), before, "{server:?}: adds of known items were written to the AOF");
+        assert_eq!(c.cmd("BF.ADD k new"), Reply::Int(1));
+        assert!(size(&mut c) > before, "{server:?}: a new item reaches the AOF");
+    }
+}
+
+/// A load argument bloomkit does not know stops the load, and says which.
+#[test]
+fn unknown_load_arguments_are_refused() {
+    let mut cmd = std::process::Command::new(bloomkit_testkit::server_binary(Server::Redis));
+    cmd.args(["--port", &bloomkit_testkit::free_port().to_string(), "--save", ""])
+        .arg("--loadmodule")
+        .arg(bloomkit_testkit::bloomkit_module())
+        .args(["CAPACITY", "100"]);
+    let out = output_within(&mut cmd, b"", Duration::from_secs(30));
+    assert!(!out.status.success());
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(log.contains("unknown module argument 'CAPACITY'"), "{log}");
+}
+
+/// SCANDUMP sends a sub-filter larger than 16 MiB in chunks of exactly 16 MiB.
+#[test]
+fn scandump_chunks_are_at_most_16_mib() {
+    let s = TestServer::with_bloomkit(Server::Redis);
+    let mut c = s.conn();
+    c.ok("BF.RESERVE big 0.0001 9000000 NONSCALING"); // about 21.6 MB
+    c.ok("BF.ADD big x");
+    let chunks = c.scandump("big").unwrap();
+    let sizes: Vec<usize> = chunks[1..].iter().map(|(_, d)| d.len()).collect();
+    assert_eq!(sizes[0], 16 << 20, "{sizes:?}");
+    assert!(sizes.len() == 2 && sizes[1] < 16 << 20, "{sizes:?}");
+    c.loadchunks("copy", &chunks);
+    assert_eq!(c.cmd("DEBUG DIGEST-VALUE big"), c.cmd("DEBUG DIGEST-VALUE copy"));
+}
+
+/// The limit refuses BF.INSERT's creation and RESTORE of a larger filter;
+/// the AOF and the RDB file load what was accepted before the limit was
+/// lowered (refusing would lose data), and the log says so for the RDB.
+#[test]
+fn the_size_limit_on_insert_and_restore_and_its_exemptions() {
+    for server in SERVERS {
+        let aof = ["--appendonly", "yes", "--aof-use-rdb-preamble", "no"];
+        let mut s = TestServer::start(server, &[Module::bloomkit()], &aof);
+        let mut c = s.conn();
+        c.ok("BF.RESERVE big 0.001 1000000"); // about 2.2 MB
+        c.ok("BF.MADD big a b c");
+        c.ok("APBF.RESERVE window 0.001 300000 COUNT"); // about 1 MB
+        c.ok("APBF.ADD window a");
+        let dump = c.cmd("DUMP big").as_bytes().to_vec();
+        let digest = c.cmd("DEBUG DIGEST");
+        c.ok("CONFIG SET bf.max-filter-bytes 500000");
+        let refused = c.cmd("BF.INSERT new CAPACITY 1000000 ERROR 0.001 ITEMS a");
+        assert!(refused.error_text().contains("more than bf.max-filter-bytes (500000)"), "{refused:?}");
+        assert_eq!(c.cmd("EXISTS new"), Reply::Int(0));
+        let refused = c.call(&[b"RESTORE".as_slice(), b"restored", b"0", &dump]);
+        assert!(refused.error_text().contains("Bad data format"), "{server:?}: {refused:?}");
+        assert_eq!(c.cmd("EXISTS restored"), Reply::Int(0));
+        // Restart with the lower limit: the AOF replays both filters whole.
+        s.restart(&["--bf.max-filter-bytes", "500000"]);
+        let mut c = s.conn();
+        assert_eq!(c.cmd("CONFIG GET bf.max-filter-bytes").as_array()[1].as_bytes(), b"500000");
+        assert_eq!(c.cmd("DEBUG DIGEST"), digest, "{server:?}: AOF replay kept the oversize filters");
+        // And the RDB file at startup: kept, with a warning in the log.
+        c.ok("CONFIG SET appendonly no");
+        c.ok("SAVE");
+        s.restart(&["--appendonly", "no"]);
+        let mut c = s.conn();
+        assert_eq!(c.cmd("DEBUG DIGEST"), digest, "{server:?}: RDB load kept the oversize filters");
+        wait_until("the warning in the log", Duration::from_secs(10), || {
+            s.log().contains("loaded filter 'big'") && s.log().contains("above bf.max-filter-bytes (500000)")
+        });
+        assert_eq!(c.cmd("BF.EXISTS big a"), Reply::Int(1));
+    }
+}
