@@ -43,9 +43,19 @@ fn redis_bitmap_holds_guavas_bits() {
 }
 
 /// Four writers add the same 20 000 items in different orders and batch
-/// sizes: every item is reported new exactly once.
+/// sizes: every item is reported new exactly once, in one key (one
+/// BITFIELD per batch) and split over keys (one script per batch).
 #[test]
 fn concurrent_writers_see_each_item_new_once() {
+    concurrent_writers(None);
+}
+
+#[test]
+fn concurrent_writers_on_a_split_bitmap_see_each_item_new_once() {
+    concurrent_writers(Some(1 << 18));
+}
+
+fn concurrent_writers(max_key_bits: Option<u64>) {
     let server = TestServer::start(Server::Redis, &[], &[]);
     const ITEMS: u32 = 20_000;
     let reported: Vec<AtomicU32> = (0..ITEMS).map(|_| AtomicU32::new(0)).collect();
@@ -53,8 +63,13 @@ fn concurrent_writers_see_each_item_new_once() {
         for writer in 0..4u32 {
             let (server, reported) = (&server, &reported);
             s.spawn(move || {
-                let options = Options::new(100_000, 1e-4).batch_size(50 + 75 * writer as usize);
-                let mut f = RedisFilter::new(connect(server), Layout::bitmap("race", options).unwrap());
+                let mut options = Options::new(100_000, 1e-4).batch_size(50 + 75 * writer as usize);
+                if let Some(bits) = max_key_bits {
+                    options = options.max_key_bits(bits);
+                }
+                let layout = Layout::bitmap("race", options).unwrap();
+                assert_eq!(layout.keys().len() > 1, max_key_bits.is_some(), "{:?}", layout.keys());
+                let mut f = RedisFilter::new(connect(server), layout);
                 // Each writer walks the items with its own stride.
                 let stride = [1, 7919, 104_729, 15_485_863][writer as usize];
                 let order: Vec<u32> =
@@ -80,4 +95,24 @@ fn concurrent_writers_see_each_item_new_once() {
         wrong.len(),
         &wrong[..wrong.len().min(10)]
     );
+}
+
+/// Reads go to replicas: lookups use BITFIELD_RO, which a read-only
+/// replica serves (BITFIELD would be refused there).
+#[test]
+fn lookups_work_on_a_read_only_replica() {
+    let primary = TestServer::start(Server::Valkey, &[], &[]);
+    let port = primary.port.to_string();
+    let replica = TestServer::start(Server::Valkey, &[], &["--replicaof", "127.0.0.1", &port]);
+    replica.conn().wait_for_sync(std::time::Duration::from_secs(30));
+    let layout = || Layout::bitmap("shared", Options::new(10_000, 0.001)).unwrap();
+    let mut writer = RedisFilter::new(connect(&primary), layout());
+    let items: Vec<Vec<u8>> = (0..500).map(|i| format!("item-{i}").into_bytes()).collect();
+    let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+    writer.add_many(&refs).unwrap();
+    assert_eq!(primary.conn().cmd("WAIT 1 10000"), bloomkit_testkit::Reply::Int(1));
+    let mut reader = RedisFilter::new(connect(&replica), layout());
+    assert!(reader.contains_many(&refs).unwrap().iter().all(|&p| p), "every item found on the replica");
+    assert!(!reader.contains(b"never added").unwrap());
+    assert!(reader.add(b"x").is_err(), "the replica refuses writes, so this read path is the read-only one");
 }
