@@ -20,13 +20,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def make_input(path, lines, seed=7):
     rng = random.Random(seed)
-    unique = int(lines * 0.9)
     with open(path, "wb", buffering=1 << 20) as f:
         written = 0
         batch = []
         for i in range(lines):
             if i >= 1000 and rng.random() < 0.1:
-                j = rng.randrange(0, min(i, unique))
+                j = rng.randrange(0, written)  # a line already written: `written` counts the unique ones
             else:
                 j = written
                 written += 1

@@ -78,6 +78,10 @@ fn invalid_commands_are_errors_and_change_nothing() {
             watch.check(&mut c, line);
         }
         assert_eq!(c.cmd("GET str"), Reply::Bulk(b"value".to_vec()));
+        bloomkit_testkit::figure(&format!(
+            "hostile BF, {server:?}: {} invalid commands, each refused with its reason",
+            cases.len()
+        ));
     }
 }
 
@@ -239,6 +243,10 @@ fn hostile_loadchunk_headers() {
             watch.check(&mut c, &what);
         }
         assert!(accepted > 0 && accepted < tried, "some variants are valid headers ({accepted}/{tried})");
+        bloomkit_testkit::figure(&format!(
+            "hostile BF, {server:?}: {tried} LOADCHUNK headers (truncations, flips, crafted), {} refused, {accepted} accepted and exercised",
+            tried - accepted
+        ));
     }
 }
 
@@ -315,6 +323,10 @@ fn hostile_restore_payloads() {
             watch.check(&mut c, &what);
         }
         assert!(refused > 0 && loaded > 0, "{server:?}: {refused} refused, {loaded} loaded");
+        bloomkit_testkit::figure(&format!(
+            "hostile BF, {server:?}: {} damaged RESTORE payloads, {refused} refused, {loaded} loaded and round-tripped",
+            refused + loaded
+        ));
     }
 }
 

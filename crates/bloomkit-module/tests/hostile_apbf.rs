@@ -44,6 +44,10 @@ fn huge_reserves_are_refused_by_the_limit_and_by_failed_allocations() {
             watch.check(&mut c, line);
         }
         assert_eq!(c.cmd("DBSIZE"), Reply::Int(Watch::KEYS.len() as i64), "nothing was created");
+        bloomkit_testkit::figure(&format!(
+            "hostile APBF, {server:?}: the {} RESERVEs that killed the server refused by the limit, and with the limit lifted by a failed allocation under a 2 GiB address space",
+            HUGE_RESERVES.len()
+        ));
     }
 }
 
@@ -126,6 +130,10 @@ fn invalid_commands_are_errors_with_their_reason_and_change_nothing() {
             watch.check(&mut c, line);
         }
         assert_eq!(c.cmd("GET str"), Reply::Bulk(b"value".to_vec()));
+        bloomkit_testkit::figure(&format!(
+            "hostile APBF, {server:?}: {} invalid commands, each refused with its reason",
+            cases.len()
+        ));
     }
 }
 
@@ -224,6 +232,10 @@ fn hostile_loadchunk_headers() {
             watch.check(&mut c, &what);
         }
         assert!(accepted > 0 && accepted < tried, "{server:?}: {accepted} of {tried} headers accepted");
+        bloomkit_testkit::figure(&format!(
+            "hostile APBF, {server:?}: {tried} LOADCHUNK headers (truncations, flips, crafted), {} refused, {accepted} accepted and exercised",
+            tried - accepted
+        ));
     }
 }
 
@@ -284,6 +296,10 @@ fn hostile_restore_payloads() {
                 watch.check(&mut c, &what);
             }
             assert!(refused > 0 && loaded > 0, "{server:?} {model}: {refused} refused, {loaded} loaded");
+            bloomkit_testkit::figure(&format!(
+                "hostile APBF, {server:?}: {} damaged RESTORE payloads of a {model} window, {refused} refused, {loaded} loaded and round-tripped",
+                refused + loaded
+            ));
         }
     }
 }

@@ -371,6 +371,13 @@ pub fn wait_within(child: &mut Child, deadline: Duration) -> Option<std::process
 /// How long a server may take to stop after SHUTDOWN (saving included).
 const STOP_DEADLINE: Duration = Duration::from_secs(60);
 
+/// Prints a measured figure for `scripts/reliability-figures.sh`, which
+/// collects these lines (run the tests with `--nocapture`) into
+/// RELIABILITY.md, so that its figures come from a run, never a hand edit.
+pub fn figure(line: &str) {
+    eprintln!("figure: {line}");
+}
+
 /// A port nothing listens on right now.
 pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
