@@ -62,9 +62,12 @@ def main():
         reset()
         bf_bytes = c.call("MEMORY", "USAGE", "bf")
         apbf_bytes = c.call("MEMORY", "USAGE", "count")
+        time_bytes = c.call("MEMORY", "USAGE", "time")
         info = c.call("APBF.INFO", "count")
         fields = dict(zip(info[::2], info[1::2]))
-        rows.append(("bytes per item at capacity %d, error %s" % (capacity, rate), apbf_bytes / capacity,
+        rows.append(("bytes per item at capacity %d, error %s (count window)" % (capacity, rate), apbf_bytes / capacity,
+                     bf_bytes / capacity, "bytes"))
+        rows.append(("bytes per item, time window (burst slack: about twice the slices)", time_bytes / capacity,
                      bf_bytes / capacity, "bytes"))
     finally:
         server.stop()

@@ -17,7 +17,8 @@ if [ "${VALGRIND:-0}" = 1 ]; then scripts/valgrind.sh 2>&1 | tail -1 >"$valgrind
 python3 - "$tests" "$fuzz" "$valgrind" "$seconds" <<'PY'
 import re, subprocess, sys, time
 tests, fuzz, valgrind, seconds = sys.argv[1:]
-figures = [l[len("figure: "):].strip() for l in open(tests) if l.startswith("figure: ")]
+# A figure may follow libtest's "test name ... " on the same line.
+figures = [m.group(1).strip() for m in (re.search(r"figure: (.*)", l) for l in open(tests)) if m]
 runs, target = [], None
 for line in open(fuzz):
     m = re.match(r"== fuzzing (\S+) for \S+ \((\d+) regressions replayed\)", line)
