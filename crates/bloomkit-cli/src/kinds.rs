@@ -69,37 +69,37 @@ pub fn dump_window(
     mut out: impl Write,
     progress: &ProgressBar,
 ) -> Result<u64> {
-    let (mut iter, header) = window_scandump(server, key, 0)?;
+    let (iter, header) = window_scandump(server, key, 0)?;
     let body =
         apbf::state_body_len(&header).map_err(|e| anyhow!("the server sent an unreadable header: {e}"))?;
     progress.set_length(body);
     out.write_all(&header)?;
     let mut written = header.len() as u64;
-    loop {
-        let (next, data) = window_scandump(server, key, iter)?;
-        if next == 0 {
-            break;
-        }
+    server::scan_chunks(server, "APBF.SCANDUMP", key, iter as i64, |data| {
         out.write_all(&data)?;
         progress.inc(data.len() as u64);
         written += data.len() as u64;
-        iter = next;
-    }
+        Ok(())
+    })?;
     out.flush()?;
-    if written != header.len() as u64 + body {
-        bail!("the filter '{key}' changed size during the dump; try again");
+    // A write during the dump would tear the ring from its body (the copy
+    // would then miss recent items): the header must not have moved.
+    if written != header.len() as u64 + body || window_scandump(server, key, 0)?.1 != header {
+        bail!("the filter '{key}' changed during the dump; try again");
     }
     Ok(written)
 }
 
 /// Loads a window's state (from a file or another server) into `key`,
-/// through a staging key renamed over it at the end.
+/// through a staging key renamed over it at the end, once `before_commit`
+/// has passed and the staged header is the one sent.
 pub fn load_window(
     server: &mut Server,
     key: &str,
     replace: bool,
     header: &[u8],
     mut next_chunk: impl FnMut(&mut Vec<u8>, usize) -> Result<()>,
+    before_commit: impl FnOnce() -> Result<()>,
     progress: &ProgressBar,
 ) -> Result<()> {
     let body = apbf::state_body_len(header).map_err(|e| anyhow!("invalid sliding-window filter: {e}"))?;
@@ -117,6 +117,12 @@ pub fn load_window(
             offset += len as u64;
             progress.inc(len as u64);
         }
+        before_commit()?;
+        // (A first-format header is converted on load, so only the current one compares.)
+        let staged = window_scandump(server, staging, 0)?.1;
+        if header.starts_with(apbf::MAGIC) && staged != header {
+            bail!("the server did not load the filter as sent (its header differs)");
+        }
         Ok(())
     })
 }
@@ -126,10 +132,11 @@ pub fn restore_window(
     server: &mut Server,
     key: &str,
     header: &[u8],
-    mut input: impl Read,
+    input: impl Read,
     replace: bool,
     progress: &ProgressBar,
 ) -> Result<()> {
+    let input = std::cell::RefCell::new(input);
     load_window(
         server,
         key,
@@ -137,16 +144,18 @@ pub fn restore_window(
         header,
         |buf, len| {
             buf.resize(len, 0);
-            input.read_exact(buf).context("the file ends before the filter does")?;
+            input.borrow_mut().read_exact(buf).context("the file ends before the filter does")?;
+            Ok(())
+        },
+        || {
+            let mut rest = [0u8; 1];
+            if input.borrow_mut().read(&mut rest)? != 0 {
+                bail!("the file holds more than the filter its header describes");
+            }
             Ok(())
         },
         progress,
-    )?;
-    let mut rest = [0u8; 1];
-    if input.read(&mut rest)? != 0 {
-        bail!("the file holds more than the filter its header describes");
-    }
-    Ok(())
+    )
 }
 
 pub fn copy_window(
@@ -157,19 +166,25 @@ pub fn copy_window(
     progress: &ProgressBar,
 ) -> Result<()> {
     let (mut iter, header) = window_scandump(from, key, 0)?;
+    let from = std::cell::RefCell::new(from);
     load_window(
         to,
         key,
         replace,
         &header,
         |buf, len| {
-            let (next, data) = window_scandump(from, key, iter)?;
+            let (next, data) = window_scandump(&mut from.borrow_mut(), key, iter)?;
             if next == 0 || data.len() != len {
                 bail!("the source filter '{key}' changed during the copy; try again");
             }
             *buf = data;
             iter = next;
             Ok(())
+        },
+        // A write to the source meanwhile would tear ring from body.
+        || match window_scandump(&mut from.borrow_mut(), key, 0)?.1 == header {
+            true => Ok(()),
+            false => bail!("the source filter '{key}' changed during the copy; try again"),
         },
         progress,
     )
@@ -334,6 +349,9 @@ pub fn restore_bitmap(
     progress.set_length(lengths.iter().sum());
     server::stage_and_commit(server, &keys, replace, |server, staging| {
         for (k, &len) in staging.iter().zip(&lengths) {
+            // Every part gets its key, an empty one too, so that every
+            // RENAME of the transaction has a source.
+            server.call::<()>(redis::cmd("SET").arg(k).arg(""), k)?;
             let mut at = 0u64;
             while at < len {
                 let n = (len - at).min(MAX_CHUNK);

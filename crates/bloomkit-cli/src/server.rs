@@ -80,18 +80,32 @@ pub fn dump(server: &mut Server, key: &str, out: impl Write, progress: &Progress
         .map_err(|e| anyhow!("the server sent a header bloomkit cannot read: {e}"))?;
     progress.set_length(parsed.links.iter().map(|(s, _)| s.bytes).sum());
     let mut writer = FileWriter::new(out, &header)?;
-    let mut iter = 1;
-    loop {
-        let (next, data) = scandump(server, key, iter)?;
-        if next == 0 {
-            break;
-        }
+    scan_chunks(server, "BF.SCANDUMP", key, 1, |data| {
         writer.write_bits(&data)?;
         progress.inc(data.len() as u64);
-        iter = next;
-    }
+        Ok(())
+    })?;
     writer.finish()?;
     Ok(())
+}
+
+/// The chunks a SCANDUMP-style command (`BF.SCANDUMP`, `APBF.SCANDUMP`)
+/// answers from `iter` on, until its next iterator is 0.
+pub fn scan_chunks(
+    server: &mut Server,
+    command: &str,
+    key: &str,
+    mut iter: i64,
+    mut each: impl FnMut(Vec<u8>) -> Result<()>,
+) -> Result<()> {
+    loop {
+        let (next, data): (i64, Vec<u8>) = server.call(redis::cmd(command).arg(key).arg(iter), key)?;
+        if next == 0 {
+            return Ok(());
+        }
+        each(data)?;
+        iter = next;
+    }
 }
 
 /// A key name beside `key` for loading into before an atomic rename, in

@@ -255,6 +255,9 @@ pub struct Apbf {
     clock_ms: u64,
     /// Generations lost while they still held adds younger than the window.
     early_losses: u64,
+    /// A first-format state loaded by chunks: its generations are dated
+    /// from its counts after each chunk, until the first write.
+    undated_v1: bool,
     /// `slice_bits` as a fast divisor: a lookup reduces up to `k + l` hashes.
     modulus: Modulus,
 }
@@ -293,6 +296,7 @@ impl Apbf {
             generations: 0,
             clock_ms: now_ms,
             early_losses: 0,
+            undated_v1: false,
             modulus: Modulus::new(shape.slice_bits),
         })
     }
@@ -406,9 +410,13 @@ impl Apbf {
     /// Ends `n` generations on the clock, the last starting at `started_ms`,
     /// as decided at `now_ms`: the replayable form of a time decision.
     pub fn advance(&mut self, n: u64, started_ms: u64, now_ms: u64) {
+        self.undated_v1 = false;
         let slices = u64::from(self.shape.slices());
-        for _ in 0..n.min(slices) {
-            self.shift(now_ms);
+        for i in 0..n.min(slices) {
+            // Shift i (of n) ended a generation at started - (n - 1 - i) ticks:
+            // the time its losses are judged at, as a lookup then would have.
+            let ended = started_ms.saturating_sub((n - 1 - i).saturating_mul(self.tick_ms));
+            self.shift(ended);
         }
         // Beyond a whole ring, further generations only count.
         self.generations = self.generations.saturating_add(n.saturating_sub(slices));
@@ -416,7 +424,7 @@ impl Apbf {
         self.clock_ms = self.clock_ms.max(now_ms);
     }
 
-    /// Ends the current generation at `now_ms`.
+    /// Ends the current generation at `now_ms` (the time it ended).
     fn shift(&mut self, now_ms: u64) {
         let slices = self.shape.slices();
         // The generation `l` old loses its guarantee now: early if it still
@@ -566,6 +574,7 @@ impl Apbf {
     /// sighting. Applies generations due on the clock first, and ends the
     /// current generation once it holds `g` adds, in every kind of window.
     pub fn add(&mut self, item: &[u8], now_ms: u64) -> bool {
+        self.undated_v1 = false;
         let timed = self.window != Window::Count;
         if timed {
             self.advance_to(now_ms);
@@ -679,6 +688,7 @@ impl Apbf {
         if first_format {
             self.date_v1_generations();
         }
+        self.undated_v1 = false;
         Ok(self)
     }
 
@@ -740,6 +750,10 @@ impl Apbf {
         if window_generations == 0 || window_generations > l || (timed != (tick_ms > 0)) {
             return Err(bad("window generations or tick out of range"));
         }
+        // Times travel in replication as signed 64-bit integers.
+        if field(8) > i64::MAX as u64 || clock_ms > i64::MAX as u64 {
+            return Err(bad("times out of range"));
+        }
         let shape = ApbfShape {
             k: k as u32,
             l: l as u32,
@@ -765,13 +779,14 @@ impl Apbf {
             generations: field(9),
             clock_ms,
             early_losses,
+            undated_v1: v1 && window != Window::Count,
             modulus: Modulus::new(slice_bits),
         })
     }
 
     /// A first-format time window kept no add times: each generation's is
-    /// taken as the latest it can have been, so nothing is counted as lost
-    /// early that was not.
+    /// taken as the latest it can have been (its end, or for the current
+    /// one a tick after its start).
     fn date_v1_generations(&mut self) {
         if self.window == Window::Count {
             return;
@@ -781,7 +796,10 @@ impl Apbf {
             if self.count(p) > 0 {
                 let ago = u64::from(j.saturating_sub(1)).saturating_mul(self.tick_ms);
                 let ended = self.generation_started_ms.saturating_sub(ago);
-                let at = if j == 0 { self.clock_ms } else { ended };
+                // The current generation: the latest its adds can have been
+                // made at before the first format's clock ended it.
+                let current = self.generation_started_ms.saturating_add(self.tick_ms.saturating_sub(1));
+                let at = if j == 0 { current } else { ended };
                 self.set_last_add(p, at);
             }
         }
@@ -810,6 +828,9 @@ impl Apbf {
         let end =
             start.checked_add(data.len()).filter(|&e| e <= self.bits.len()).ok_or(ApbfError::BadChunk)?;
         self.bits[start..end].copy_from_slice(data);
+        if self.undated_v1 {
+            self.date_v1_generations();
+        }
         Ok(())
     }
 }

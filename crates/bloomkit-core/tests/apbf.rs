@@ -277,3 +277,83 @@ fn a_replayed_decision_gives_the_same_filter() {
     }
     assert_eq!(primary.encode(), replica.encode());
 }
+
+/// (d) after a silence: generations caught up on the clock are judged at
+/// the times they ended, so losses of a window that had outrun its
+/// capacity are counted even when the filter is next touched much later.
+#[test]
+fn losses_during_a_silence_are_counted_when_caught_up() {
+    let (capacity, window) = (3_000u64, 60_000u64);
+    let mut f = filter(0.01, capacity, Window::Time { millis: window }, 0);
+    for i in 0..3 * capacity {
+        f.add(&item(i), 1_000);
+    }
+    let at_burst = f.early_losses();
+    assert!(at_burst > 0);
+    f.add(b"after the silence", 1_000 + 2 * window);
+    assert!(
+        f.early_losses() > at_burst,
+        "generations lost early during the silence were not counted ({at_burst} before and after)"
+    );
+}
+
+/// A state of the first format (`BKAPBF01`), made as bloomkit wrote it:
+/// one generation of slack, a tick of W / l, a time window's current
+/// generation allowed past `g` adds. It decodes whole and by chunks (an old
+/// AOF's LOADCHUNKs) to the same filter, answers for its items, dates its
+/// generations, and gains volume ends.
+#[test]
+fn first_format_states_load_whole_and_by_chunks() {
+    let (window, started) = (60_000u64, 5_000_000u64);
+    // A count filter's shape has l = l_v, as the first format's time windows did.
+    let mut model = filter(0.01, 500, Window::Count, 0);
+    for i in 0..700u64 {
+        model.add(&item(i), 0);
+    }
+    let v2 = model.encode();
+    let s = *model.shape();
+    let field = |i: usize| u64::from_le_bytes(v2[8 + 8 * i..16 + 8 * i].try_into().unwrap());
+    let mut v1 = b"BKAPBF01".to_vec();
+    for (i, v) in [
+        field(0),
+        field(1),
+        field(2),
+        field(3),
+        field(4),
+        window,
+        field(6),
+        s.generation + 5,
+        started,
+        field(9),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let _ = i;
+        v1.extend_from_slice(&v.to_le_bytes());
+    }
+    let body = &v2[bloomkit_core::apbf::HEADER_LEN..];
+    v1.extend_from_slice(&body[..body.len() - 8 * s.slices() as usize]);
+
+    let whole = Apbf::decode(&v1, None).unwrap();
+    assert_eq!(whole.tick_ms(), Some(window.div_ceil(u64::from(s.l))));
+    let mut chunked = Apbf::from_header(&v1[..bloomkit_core::apbf::HEADER_LEN_V1], None).unwrap();
+    for (n, chunk) in v1[bloomkit_core::apbf::HEADER_LEN_V1..].chunks(100).enumerate() {
+        chunked.load_bits(100 * n as u64, chunk).unwrap();
+    }
+    assert_eq!(chunked.encode(), whole.encode(), "whole and by chunks: the same filter, dated alike");
+    let now = started + 1;
+    for i in 700 - capacity_of(&whole)..700 {
+        assert!(whole.contains(&item(i), now), "item {i} of the first-format state");
+    }
+    assert!(whole.items_in_window(now) > 0, "generations were dated");
+    // The over-full current generation ends by volume at the next add.
+    let mut f = whole;
+    let before = f.generations();
+    f.add(b"next", now);
+    assert_eq!(f.generations(), before + 1);
+}
+
+fn capacity_of(f: &Apbf) -> u64 {
+    f.shape().capacity().min(700)
+}

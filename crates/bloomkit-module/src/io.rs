@@ -72,13 +72,17 @@ impl FieldWriter for IoWriter {
 }
 
 /// True while the server loads its data at startup (or a replica its
-/// initial sync), false for RESTORE: the size limit applies only to the latter.
+/// initial sync), and on a replica, whose RESTOREs come from its primary:
+/// what was accepted once is not refused again. False for a client's
+/// RESTORE on a primary, which the size limit applies to. (The IO context's
+/// client is a temporary one, so the REPLICATED flag cannot tell.)
 pub(crate) fn is_loading(io: *mut raw::RedisModuleIO) -> bool {
     // SAFETY: valid IO handle; its context tells startup loading from RESTORE.
-    unsafe {
+    let flags = unsafe {
         let ctx = api!(RedisModule_GetContextFromIO)(io);
-        api!(RedisModule_GetContextFlags)(ctx) as u32 & raw::REDISMODULE_CTX_FLAGS_LOADING != 0
-    }
+        api!(RedisModule_GetContextFlags)(ctx) as u32
+    };
+    flags & (raw::REDISMODULE_CTX_FLAGS_LOADING | raw::REDISMODULE_CTX_FLAGS_SLAVE) != 0
 }
 
 /// The name of the key being loaded, for log lines.

@@ -2,13 +2,51 @@
 //! registered type it is and how its values enter and leave the keyspace;
 //! the checks (empty, ours, another type) and the hand-over live here once.
 
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
 use bloomkit_core::Error;
 use redis_module::raw;
 
-use crate::ffi::{api, Key, Slot};
+use crate::ffi::{api, cstring, Key, Slot};
+
+/// A module data type: registered once at load, its handle kept for key
+/// type checks.
+pub struct DataType(AtomicPtr<raw::RedisModuleType>);
+
+impl DataType {
+    pub const fn new() -> DataType {
+        DataType(AtomicPtr::new(std::ptr::null_mut()))
+    }
+
+    pub fn get(&self) -> *mut raw::RedisModuleType {
+        self.0.load(Relaxed)
+    }
+
+    /// Registers the type under `name` (nine characters, never changed once
+    /// released) and `encver`, with the callbacks `set` fills in.
+    pub fn register(
+        &self,
+        ctx: *mut raw::RedisModuleCtx,
+        name: &str,
+        encver: c_int,
+        set: impl FnOnce(&mut raw::RedisModuleTypeMethods),
+    ) -> Result<(), String> {
+        // SAFETY: all-zero is "no callback" for every optional field.
+        let mut methods: raw::RedisModuleTypeMethods = unsafe { std::mem::zeroed() };
+        methods.version = raw::REDISMODULE_TYPE_METHOD_VERSION as u64;
+        set(&mut methods);
+        let c_name = cstring(name);
+        // SAFETY: valid context during OnLoad; the server copies the methods.
+        let ty = unsafe { api!(RedisModule_CreateDataType)(ctx, c_name.as_ptr(), encver, &mut methods) };
+        if ty.is_null() {
+            return Err(format!("could not register data type {name}"));
+        }
+        self.0.store(ty, Relaxed);
+        Ok(())
+    }
+}
 
 /// A Rust value stored under a module data type.
 pub trait Stored: Sized {

@@ -6,7 +6,7 @@
 
 use bloomkit_core::hash::HashWidth;
 use bloomkit_core::sizing::Shape;
-use bloomkit_testkit::hostile::{damaged_payloads, seal, Watch};
+use bloomkit_testkit::hostile::{assert_dump_round_trips, assert_refused, damaged_payloads, seal, Watch};
 use bloomkit_testkit::{Conn, Module, Reply, Server, TestServer};
 
 const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
@@ -68,15 +68,7 @@ fn invalid_commands_are_errors_and_change_nothing() {
         let mut c = s.conn();
         c.ok("SET str value");
         let watch = Watch::new(&mut c);
-        for (line, reason) in cases {
-            let reply = c.cmd(line);
-            assert!(
-                reply.is_error() && reply.error_text().contains(reason),
-                "{server:?}: {line} should fail with '{reason}', got {reply:?}"
-            );
-            assert_eq!(c.cmd("EXISTS k"), Reply::Int(0), "{line} created nothing");
-            watch.check(&mut c, line);
-        }
+        assert_refused(&mut c, &watch, cases, &format!("{server:?}"));
         assert_eq!(c.cmd("GET str"), Reply::Bulk(b"value".to_vec()));
         bloomkit_testkit::figure(&format!(
             "hostile BF, {server:?}: {} invalid commands, each refused with its reason",
@@ -154,15 +146,7 @@ fn exercise(c: &mut Conn, key: &str, what: &str) {
     assert!(debug.as_array()[0].as_bytes().starts_with(b"size:"), "{what}: BF.DEBUG {debug:?}");
     assert_eq!(c.call(&["BF.SCANDUMP", key, "1"]).as_array().len(), 2, "{what}: BF.SCANDUMP");
     assert!(c.call(&["MEMORY", "USAGE", key]).as_int() > 0, "{what}: MEMORY USAGE");
-    let dump = c.call(&["DUMP", key]).as_bytes().to_vec();
-    let copy = format!("{key}-copy");
-    assert_eq!(
-        c.call(&[b"RESTORE".to_vec(), copy.clone().into_bytes(), b"0".to_vec(), dump]),
-        Reply::Simple("OK".into()),
-        "{what}: its own DUMP restores"
-    );
-    assert_eq!(c.call(&["DEBUG", "DIGEST-VALUE", key]), c.call(&["DEBUG", "DIGEST-VALUE", &copy]), "{what}");
-    c.call(&["DEL", &copy]);
+    assert_dump_round_trips(c, key, what);
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //! the size check would fail these tests instead of eating the machine.
 
 use bloomkit_core::apbf::{Apbf, ApbfParams, Window, HEADER_LEN};
-use bloomkit_testkit::hostile::{damaged_payloads, Watch};
+use bloomkit_testkit::hostile::{assert_dump_round_trips, assert_refused, damaged_payloads, Watch};
 use bloomkit_testkit::{Conn, Reply, Server, TestServer};
 
 const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
@@ -35,14 +35,20 @@ fn huge_reserves_are_refused_by_the_limit_and_by_failed_allocations() {
         // With the limit lifted, the allocation itself fails under the
         // address-space limit: an error reply, never an abort.
         c.ok("CONFIG SET bf.max-filter-bytes 1125899906842624");
+        let mut failed_allocations = 0;
         for line in HUGE_RESERVES {
             let e = c.cmd(line).error_text().to_string();
+            failed_allocations += usize::from(e.contains("out of memory"));
             assert!(
                 e.contains("out of memory") || e.contains("more than bf.max-filter-bytes"),
                 "{server:?}: {line}: {e}"
             );
             watch.check(&mut c, line);
         }
+        assert!(
+            failed_allocations >= 3,
+            "{server:?}: the allocation path was reached {failed_allocations} times"
+        );
         assert_eq!(c.cmd("DBSIZE"), Reply::Int(Watch::KEYS.len() as i64), "nothing was created");
         bloomkit_testkit::figure(&format!(
             "hostile APBF, {server:?}: the {} RESERVEs that killed the server refused by the limit, and with the limit lifted by a failed allocation under a 2 GiB address space",
@@ -120,15 +126,7 @@ fn invalid_commands_are_errors_with_their_reason_and_change_nothing() {
         let mut c = s.conn();
         c.ok("SET str value");
         let watch = Watch::new(&mut c);
-        for (line, reason) in cases {
-            let reply = c.cmd(line);
-            assert!(
-                reply.is_error() && reply.error_text().contains(reason),
-                "{server:?}: {line} should fail with '{reason}', got {reply:?}"
-            );
-            assert_eq!(c.cmd("EXISTS k"), Reply::Int(0), "{line} created nothing");
-            watch.check(&mut c, line);
-        }
+        assert_refused(&mut c, &watch, cases, &format!("{server:?}"));
         assert_eq!(c.cmd("GET str"), Reply::Bulk(b"value".to_vec()));
         bloomkit_testkit::figure(&format!(
             "hostile APBF, {server:?}: {} invalid commands, each refused with its reason",
@@ -147,15 +145,7 @@ fn exercise(c: &mut Conn, key: &str, what: &str) {
     assert_eq!(c.call(&["APBF.MEXISTS", key, "p1", "p2"]).as_array().len(), 2, "{what}");
     assert_eq!(c.call(&["APBF.INFO", key]).as_array().len(), 26, "{what}: APBF.INFO");
     assert!(c.call(&["MEMORY", "USAGE", key]).as_int() > 0, "{what}: MEMORY USAGE");
-    let dump = c.call(&["DUMP", key]).as_bytes().to_vec();
-    let copy = format!("{key}-copy");
-    assert_eq!(
-        c.call(&[b"RESTORE".to_vec(), copy.clone().into_bytes(), b"0".to_vec(), dump]),
-        Reply::Simple("OK".into()),
-        "{what}: its own DUMP restores"
-    );
-    assert_eq!(c.call(&["DEBUG", "DIGEST-VALUE", key]), c.call(&["DEBUG", "DIGEST-VALUE", &copy]), "{what}");
-    c.call(&["DEL", &copy]);
+    assert_dump_round_trips(c, key, what);
 }
 
 fn header(window: Window) -> Vec<u8> {
@@ -203,6 +193,12 @@ fn hostile_loadchunk_headers() {
                 ("tick 0", with_field(h.clone(), 11, 0)),
                 ("clock at the end of time", with_field(h.clone(), 12, u64::MAX)),
                 ("started at the end of time", with_field(h.clone(), 8, u64::MAX)),
+                ("first format", [&b"BKAPBF01"[..], &h[8..8 + 10 * 8]].concat()),
+                (
+                    "first format, damaged",
+                    [&b"BKAPBF01"[..], &with_field(h.clone(), 6, 1 << 20)[8..8 + 10 * 8]].concat(),
+                ),
+                ("first format, cut", [&b"BKAPBF01"[..], &h[8..8 + 9 * 8]].concat()),
             ];
             variants.extend(crafted.into_iter().map(|(w, h)| (format!("{window:?} {w}"), h)));
         }

@@ -145,11 +145,8 @@ fn time_window_moves_with_the_primary_clock() {
     let s = TestServer::with_bloomkit(Server::Valkey);
     let mut c = s.conn();
     c.ok("APBF.RESERVE clicks 0.001 10000 TIME 600");
-    let info = c.cmd("APBF.INFO clicks");
-    let field = |name: &str| {
-        info.as_array().chunks(2).find(|p| p[0].as_bytes() == name.as_bytes()).map(|p| p[1].as_int()).unwrap()
-    };
-    let (slices, tick) = (field("Slices") as u64, field("Generation ms") as u64);
+    let slices = info_field(&mut c, "clicks", "Slices") as u64;
+    let tick = info_field(&mut c, "clicks", "Generation ms") as u64;
     let first: Vec<String> = (0..300).map(|i| format!("click-{i}")).collect();
     let mut madd = vec!["APBF.MADD".to_string(), "clicks".into()];
     madd.extend(first.iter().cloned());
@@ -159,14 +156,7 @@ fn time_window_moves_with_the_primary_clock() {
         cmd.extend(first.iter().cloned());
         c.call(&cmd).as_array().iter().filter(|r| r.as_int() == 1).count()
     };
-    let items_in_window = |c: &mut Conn| {
-        let info = c.cmd("APBF.INFO clicks");
-        info.as_array()
-            .chunks(2)
-            .find(|p| p[0].as_bytes() == b"Items in window")
-            .map(|p| p[1].as_int())
-            .unwrap()
-    };
+    let items_in_window = |c: &mut Conn| info_field(c, "clicks", "Items in window");
     assert_eq!(items_in_window(&mut c), 300);
     // Nine minutes 59 seconds later: all remembered, and a repeat is not new.
     set_clock(&mut c, 599_000);
@@ -278,6 +268,9 @@ fn a_burst_of_a_whole_capacity_in_a_time_window() {
         );
         assert_eq!(info_field(&mut c, "t", "Items in window"), 100_000);
         assert_eq!(info_field(&mut c, "t", "Generations lost early"), 0);
+        bloomkit_testkit::figure(&format!(
+            "APBF burst, {server:?}: 100 000 distinct adds at once into TIME 600 of capacity 100 000 at 0.001: 0 forgotten, {hits} of {probes} never-added probes seen"
+        ));
     }
 }
 
@@ -344,6 +337,10 @@ fn bursts_replicate_exactly() {
             madd_all(&mut p, "t", (0..1500 + 300 * step).map(|i| format!("s{step}-{i}")));
         }
         assert!(info_field(&mut p, "t", "Generations lost early") > 0, "the bursts overflowed the window");
+        // The primary's clock goes back (a failover to a node behind it, an
+        // NTP step): writes go on at the filter's clock, identically everywhere.
+        set_clock(&mut p, 0);
+        madd_all(&mut p, "t", (0..2500).map(|i| format!("back-{i}")));
         assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1));
         let before = digest(&mut p);
         assert_eq!(digest(&mut r), before, "{server:?}: replica");

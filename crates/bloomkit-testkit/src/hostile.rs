@@ -32,6 +32,34 @@ impl Watch {
     }
 }
 
+/// Sends each command, which must fail with an error containing its
+/// reason, create no key `k`, and leave the watched keys as they were.
+pub fn assert_refused(c: &mut Conn, watch: &Watch, cases: &[(&str, &str)], what: &str) {
+    for (line, reason) in cases {
+        let reply = c.cmd(line);
+        assert!(
+            reply.is_error() && reply.error_text().contains(reason),
+            "{what}: {line} should fail with '{reason}', got {reply:?}"
+        );
+        assert_eq!(c.cmd("EXISTS k"), Reply::Int(0), "{what}: {line} created nothing");
+        watch.check(c, line);
+    }
+}
+
+/// A filter accepted from damaged input must be consistent: its own DUMP
+/// restores to a value with the same digest.
+pub fn assert_dump_round_trips(c: &mut Conn, key: &str, what: &str) {
+    let dump = c.call(&["DUMP", key]).as_bytes().to_vec();
+    let copy = format!("{key}-copy");
+    assert_eq!(
+        c.call(&[b"RESTORE".to_vec(), copy.clone().into_bytes(), b"0".to_vec(), dump]),
+        Reply::Simple("OK".into()),
+        "{what}: its own DUMP restores"
+    );
+    assert_eq!(c.call(&["DEBUG", "DIGEST-VALUE", key]), c.call(&["DEBUG", "DIGEST-VALUE", &copy]), "{what}");
+    c.call(&["DEL", &copy]);
+}
+
 /// Redis's CRC-64 (Jones polynomial, reflected), which seals DUMP payloads.
 pub fn crc64(data: &[u8]) -> u64 {
     const POLY: u64 = 0x95ac9329ac4bc9b5;

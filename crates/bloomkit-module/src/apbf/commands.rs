@@ -63,8 +63,11 @@ fn add_items(ctx: Ctx, argv: &[Arg], multi: bool) -> Outcome {
         // The primary's time, from the APBF.ADVANCE before this command.
         f.clock_ms()
     } else {
-        let now = now_ms();
-        let due = f.advance_to(now);
+        // The filter's clock never goes back (a failover to a node whose
+        // clock is behind, a lowered test offset): writes are made at the
+        // later of the two, and replicas are told that time.
+        let due = f.advance_to(now_ms());
+        let now = f.clock_ms();
         ctx.replicate_advance(&argv[1], due, f.generation_started_ms(), now);
         now
     };

@@ -5,45 +5,34 @@
 //! `bloomkit_core::rdb`; this file only connects it to the module IO calls.
 
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
 use bloomkit_core::rdb;
 use bloomkit_core::{dump, Chain};
 use redis_module::raw;
 
-use crate::ffi::{api, cstring, digest_buffers, emit_aof_chunk, log};
+use crate::ffi::{digest_buffers, emit_aof_chunk, log};
 use crate::io::{self, IoReader, IoWriter};
-use crate::keys::Stored;
+use crate::keys::{DataType, Stored};
 use crate::{config, guard, stats};
 
-static BF_TYPE: AtomicPtr<raw::RedisModuleType> = AtomicPtr::new(std::ptr::null_mut());
+static BF_TYPE: DataType = DataType::new();
 
 /// The registered type, for key type checks.
 pub fn bf_type() -> *mut raw::RedisModuleType {
-    BF_TYPE.load(Relaxed)
+    BF_TYPE.get()
 }
 
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    // SAFETY: all-zero is "no callback" for every optional field.
-    let mut methods: raw::RedisModuleTypeMethods = unsafe { std::mem::zeroed() };
-    methods.version = raw::REDISMODULE_TYPE_METHOD_VERSION as u64;
-    methods.rdb_load = Some(rdb_load);
-    methods.rdb_save = Some(rdb_save);
-    methods.aof_rewrite = Some(aof_rewrite);
-    methods.mem_usage = Some(mem_usage);
-    methods.digest = Some(digest);
-    methods.free = Some(free);
-    methods.free_effort = Some(free_effort);
-    methods.copy = Some(copy);
-    let name = cstring(rdb::TYPE_NAME);
-    // SAFETY: valid context during OnLoad; the server copies the methods.
-    let ty =
-        unsafe { api!(RedisModule_CreateDataType)(ctx, name.as_ptr(), rdb::ENCODING_VERSION, &mut methods) };
-    if ty.is_null() {
-        return Err(format!("could not register data type {}", rdb::TYPE_NAME));
-    }
-    BF_TYPE.store(ty, Relaxed);
-    Ok(())
+    BF_TYPE.register(ctx, rdb::TYPE_NAME, rdb::ENCODING_VERSION, |m| {
+        m.rdb_load = Some(rdb_load);
+        m.rdb_save = Some(rdb_save);
+        m.aof_rewrite = Some(aof_rewrite);
+        m.mem_usage = Some(mem_usage);
+        m.digest = Some(digest);
+        m.free = Some(free);
+        m.free_effort = Some(free_effort);
+        m.copy = Some(copy);
+    })
 }
 
 /// # Safety
