@@ -23,6 +23,7 @@
 //! [`Options::batch_size`] items, so one call never holds the server long.
 //!
 //! ```no_run
+//! use bloomkit_client::redis;
 //! use bloomkit_client::{Filter, Layout, Options, RedisFilter};
 //!
 //! let conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
@@ -46,7 +47,19 @@ pub use error::{Error, Result};
 pub use layout::{has_hash_tag, Layout, Over};
 pub use local::LocalFilter;
 pub use options::{Info, Options, Window, MAX_STRING_BITS};
-pub use remote::{AsyncRedisFilter, AsyncTransport, BlockingCluster, RedisFilter, Transport};
+pub use remote::{
+    AsyncRedisFilter, AsyncTransport, BlockingCluster, RedisFilter, Transport, CLUSTER_IN_FLIGHT,
+};
+
+/// The `redis` crate this client is built on (1.x): use it through here, so
+/// that your connections are always of the version the filters take.
+pub use redis;
+
+/// The README's code, compiled by `cargo test --doc` so that its client
+/// snippet keeps compiling as pasted.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
 
 /// What every backend does. Items are bytes; a Java `String` is its UTF-8.
 pub trait Filter {
