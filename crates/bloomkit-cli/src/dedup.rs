@@ -16,7 +16,7 @@ use bloomkit_client::{Error as ClientError, Filter, Layout, LocalFilter, RedisFi
 use bloomkit_core::blocked::BlockedFilter;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::server::{self, describe, estimated_rate, Server};
+use crate::server::{self, describe, log10_estimated_rate, Server};
 
 const BATCH: usize = 4096;
 /// Items per server command: a bounded time for each on the server.
@@ -93,25 +93,25 @@ impl Backend {
         })
     }
 
-    fn false_positive_rate(&mut self) -> Result<f64> {
+    /// The rate now, as its base-10 logarithm (it can be far below an f64).
+    fn log10_false_positive_rate(&mut self) -> Result<f64> {
         Ok(match self {
-            Backend::Ephemeral(filter) => filter.estimated_false_positive_rate(),
+            Backend::Ephemeral(filter) => filter.estimated_false_positive_rate().log10(),
             Backend::Local(filter) => match filter.window() {
-                Some(w) => w.error_rate(),
-                None => filter.chain().estimated_false_positive_rate(),
+                Some(w) => w.error_rate().log10(),
+                None => filter.chain().estimated_false_positive_rate().log10(),
             },
             Backend::Module(filter, _) if filter.layout().options().window.is_some() => {
-                filter.layout().options().error_rate
+                filter.layout().options().error_rate.log10()
             }
             Backend::Module(filter, server) => {
                 let key = filter.layout().name().to_string();
-                estimated_rate(&describe(server, &key)?.1)
+                log10_estimated_rate(&describe(server, &key)?.1)
             }
             Backend::Bitmap(filter, url) => {
                 let info = filter.info().map_err(|e| explain(e, url, true))?;
                 let (m, k) = (info.bits.unwrap_or(1) as f64, f64::from(info.hashes.unwrap_or(1)));
-                let n = info.estimated_items.unwrap_or(0.0);
-                (1.0 - (-k * n / m).exp()).powf(k)
+                bloomkit_core::sizing::log10_false_positive_rate(m, k, info.estimated_items.unwrap_or(0.0))
             }
         })
     }
@@ -255,7 +255,9 @@ fn read_all(
                 Ok(Some(block)) => block,
                 Ok(None) => break,
                 Err(e) => {
-                    let _ = to_main.send(Err(e.into()));
+                    let name =
+                        path.as_ref().map_or("standard input".to_string(), |p| p.display().to_string());
+                    let _ = to_main.send(Err(anyhow::Error::new(e).context(format!("cannot read {name}"))));
                     return;
                 }
             };
@@ -335,19 +337,74 @@ struct Counts {
     without_field: u64,
 }
 
+/// Checks every path before any input is read or output written: each
+/// input opens and is not a directory, and the state file's directory takes
+/// a new file (the state is saved there at the end). Returns the inputs'
+/// total size when all are regular files, for the progress bar.
+fn check_paths(o: &Options) -> Result<Option<u64>> {
+    let mut total = Some(0u64);
+    for p in &o.inputs {
+        let meta = std::fs::metadata(p).with_context(|| format!("cannot open {}", p.display()))?;
+        if meta.is_dir() {
+            bail!("cannot read {}: it is a directory", p.display());
+        }
+        File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
+        total = total.filter(|_| meta.is_file()).map(|t| t + meta.len());
+    }
+    if o.inputs.is_empty() {
+        total = None;
+    }
+    if let Some(state) = &o.state {
+        if state.is_dir() {
+            bail!("the state file {} is a directory", state.display());
+        }
+        let dir = state.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        tempfile::NamedTempFile::new_in(dir).with_context(|| {
+            format!(
+                "cannot write the state file {}: no new file can be made in {}",
+                state.display(),
+                dir.display()
+            )
+        })?;
+    }
+    Ok(total)
+}
+
+/// A bar with percentage, rate and ETA when the input's size is known
+/// (files), a spinner with counts otherwise (pipes); nothing when standard
+/// error is not a terminal.
+fn progress_for(total: Option<u64>) -> ProgressBar {
+    if !io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = match total {
+        Some(bytes) => {
+            let bar = ProgressBar::new(bytes);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{bar:30} {percent:>3}% {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {msg}",
+                )
+                .expect("valid template"),
+            );
+            bar
+        }
+        None => {
+            let bar = ProgressBar::new_spinner();
+            bar.set_style(ProgressStyle::with_template("{spinner} {bytes} {msg}").expect("valid template"));
+            bar
+        }
+    };
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
 pub fn run(o: &Options) -> Result<()> {
     let started = Instant::now();
+    let total = check_paths(o)?;
     let mut backend = open_backend(o)?;
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 18, stdout.lock());
-    let progress = if io::stderr().is_terminal() {
-        let bar = ProgressBar::new_spinner();
-        bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("valid template"));
-        bar.enable_steady_tick(Duration::from_millis(200));
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
+    let progress = progress_for(total);
     let mut counts = Counts { read: 0, written: 0, duplicates: 0, without_field: 0 };
     let inputs: Vec<Option<&PathBuf>> =
         if o.inputs.is_empty() { vec![None] } else { o.inputs.iter().map(Some).collect() };
@@ -403,6 +460,7 @@ pub fn run(o: &Options) -> Result<()> {
             at = from;
         }
         let rate = counts.read as f64 / started.elapsed().as_secs_f64().max(1e-9);
+        progress.inc(block.len() as u64);
         progress.set_message(format!(
             "{} lines, {:.0} lines/s, {} duplicates",
             counts.read, rate, counts.duplicates
@@ -425,10 +483,10 @@ pub fn run(o: &Options) -> Result<()> {
         filter.save(path).with_context(|| format!("cannot save the state file {}", path.display()))?;
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let fp_rate = backend.false_positive_rate()?;
+    let fp_rate = crate::units::format_rate(backend.log10_false_positive_rate()?);
     let mut summary = format!(
         "bloomkit dedup: {} lines read, {} written, {} duplicates, {:.2} s, {:.0} lines/s, \
-         filter false-positive rate now {:.2e}",
+         filter false-positive rate now {}",
         counts.read,
         counts.written,
         counts.duplicates,

@@ -2,6 +2,25 @@
 //! Redis/Valkey servers and files. Output goes to stdout, messages to stderr;
 //! errors exit with status 1 (2 for usage errors).
 
+/// An invalid value or combination of options, as opposed to a failure at
+/// run time: the CLI exits 2 for it, as clap does for its own usage errors.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// A [`Usage`] error, formatted.
+#[macro_export]
+macro_rules! usage {
+    ($($arg:tt)*) => { anyhow::Error::new($crate::Usage(format!($($arg)*))) };
+}
+
 mod calc;
 mod dedup;
 mod kinds;
@@ -43,6 +62,13 @@ enum Command {
     Copy(CopyArgs),
     /// Describe a server's filter.
     Info(InfoArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), for `man -l -` or a man directory.
+    Man,
 }
 
 #[derive(Args)]
@@ -62,11 +88,11 @@ struct CalcArgs {
     /// Print a grid over bits per item and hash counts for --capacity.
     #[arg(long)]
     table: bool,
-    /// Bits per item for --table.
-    #[arg(long, value_delimiter = ',', default_values_t = vec![10.0, 20.0, 30.0, 50.0])]
+    /// Bits per item for --table (30,50 or 30 50).
+    #[arg(long, value_delimiter = ',', num_args = 1.., default_values_t = vec![10.0, 20.0, 30.0, 50.0])]
     bits_per_item: Vec<f64>,
-    /// Hash counts for --table.
-    #[arg(long = "table-hashes", value_delimiter = ',', default_values_t = vec![4.0, 8.0, 16.0])]
+    /// Hash counts for --table (8,16 or 8 16).
+    #[arg(long = "table-hashes", value_delimiter = ',', num_args = 1.., default_values_t = vec![4.0, 8.0, 16.0])]
     table_hashes: Vec<f64>,
     /// JSON output.
     #[arg(long)]
@@ -193,6 +219,9 @@ struct InfoArgs {
     redis: String,
     /// The filter's key.
     key: String,
+    /// JSON output (one object).
+    #[arg(long)]
+    json: bool,
     #[command(flatten)]
     bitmap: BitmapArgs,
 }
@@ -215,7 +244,7 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Calc(a) => {
             if a.table {
-                let n = a.n.context("--table needs --capacity")?;
+                let n = a.n.ok_or_else(|| usage!("--table needs --capacity"))?;
                 calc::table(n, &a.bits_per_item, &a.table_hashes, a.json);
             } else {
                 let sizing = calc::solve(&calc::Inputs { n: a.n, p: a.p, m: a.m, k: a.k })?;
@@ -226,10 +255,10 @@ fn run(cli: Cli) -> Result<()> {
             let delimiter = match a.delimiter.as_bytes() {
                 [b] => *b,
                 b"\\t" => b'\t',
-                _ => bail!("--delimiter must be one byte (or \\t), got '{}'", a.delimiter),
+                _ => return Err(usage!("--delimiter must be one byte (or \\t), got '{}'", a.delimiter)),
             };
             if !(a.error_rate > 0.0 && a.error_rate < 1.0) {
-                bail!("--error-rate must be strictly between 0 and 1, got {}", a.error_rate);
+                return Err(usage!("--error-rate must be strictly between 0 and 1, got {}", a.error_rate));
             }
             dedup::run(&dedup::Options {
                 inputs: a.files,
@@ -295,7 +324,7 @@ fn run(cli: Cli) -> Result<()> {
                 }
                 None => {
                     if io::stdout().is_terminal() {
-                        bail!("the dump is binary: give -o FILE or redirect standard output");
+                        return Err(usage!("the dump is binary: give -o FILE or redirect standard output"));
                     }
                     let mut out = CountingWriter(BufWriter::with_capacity(1 << 20, io::stdout().lock()), 0);
                     dump_to(&mut server, &mut out, &bar)?;
@@ -360,14 +389,17 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Info(a) => {
             let mut server = server::Server::connect(&a.redis)?;
-            match kinds::kind(&mut server, &a.key)? {
+            let info = match kinds::kind(&mut server, &a.key)? {
                 kinds::Kind::Bloom => bloom_info(&mut server, &a.key)?,
                 kinds::Kind::Window => {
-                    println!("key                      {}", a.key);
-                    println!("kind                     sliding-window filter (APBF)");
-                    for (label, value) in kinds::window_info(&mut server, &a.key)? {
-                        println!("{:<24} {value}", label.to_lowercase());
+                    let fields = kinds::window_info(&mut server, &a.key)?;
+                    let mut v = serde_json::json!({"key": a.key, "kind": "sliding-window filter"});
+                    for (label, value) in fields {
+                        let name = label.to_lowercase().replace(' ', "_");
+                        v[name] =
+                            value.parse::<i64>().map_or(serde_json::json!(value), |n| serde_json::json!(n));
                     }
+                    v
                 }
                 kinds::Kind::String | kinds::Kind::Missing if a.bitmap.bitmap => {
                     let info = kinds::bitmap_info(
@@ -376,19 +408,26 @@ fn run(cli: Cli) -> Result<()> {
                         a.bitmap.capacity as u64,
                         a.bitmap.error_rate,
                     )?;
-                    let bits = info.bits.unwrap_or(0);
-                    println!("key                      {}", a.key);
-                    println!("kind                     bitmap filter (guava layout)");
-                    println!("keys                     {}", info.keys.join(" "));
-                    println!("capacity                 {}", info.capacity);
-                    println!("bits                     {bits} ({})", units::human_bytes(bits as f64 / 8.0));
-                    println!("hashes                   {}", info.hashes.unwrap_or(0));
-                    if let Some(items) = info.estimated_items {
-                        println!("items (estimated)        {items:.0}");
-                    }
+                    serde_json::json!({
+                        "key": a.key, "kind": "bitmap filter", "layout": "guava", "keys": info.keys,
+                        "capacity": info.capacity, "bits": info.bits, "hashes": info.hashes,
+                        "estimated_items": info.estimated_items,
+                    })
                 }
                 other => return Err(kinds::unreadable(&server, &a.key, &other)),
-            }
+            };
+            print_info(&info, a.json);
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut <Cli as clap::CommandFactory>::command(),
+                "bloomkit",
+                &mut io::stdout(),
+            );
+        }
+        Command::Man => {
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut io::stdout())?;
         }
     }
     Ok(())
@@ -472,38 +511,72 @@ fn copy(
     Ok(kind_name(&kind, bitmap.bitmap))
 }
 
-fn bloom_info(server: &mut server::Server, key: &str) -> Result<()> {
+/// A Bloom filter's description: totals, the estimated rate now, and each sub-filter.
+fn bloom_info(server: &mut server::Server, key: &str) -> Result<serde_json::Value> {
     let (items, subs) = server::describe(server, key)?;
-    let capacity: u64 = subs.iter().map(|s| s.capacity).sum();
-    let bytes: u64 = subs.iter().map(|s| s.bytes).sum();
-    println!("key                      {key}");
-    println!("kind                     Bloom filter");
-    println!("items                    {items}");
-    println!("capacity                 {capacity}");
-    println!("bit arrays               {}", units::human_bytes(bytes as f64));
-    println!("sub-filters              {}", subs.len());
-    println!(
-        "false-positive rate now  {:.3e} (estimated from the items added)",
-        server::estimated_rate(&subs)
-    );
-    println!();
-    println!(
-        "{:>3} {:>12} {:>12} {:>6} {:>12} {:>7} {:>10}",
-        "#", "capacity", "items", "fill", "bytes", "hashes", "error"
-    );
-    for (i, s) in subs.iter().enumerate() {
-        println!(
-            "{:>3} {:>12} {:>12} {:>5.0}% {:>12} {:>7} {:>10.3e}",
-            i + 1,
-            s.capacity,
-            s.items,
-            100.0 * s.items as f64 / s.capacity.max(1) as f64,
-            s.bytes,
-            s.hashes,
-            s.error
-        );
+    let rate = server::log10_estimated_rate(&subs);
+    let subs: Vec<serde_json::Value> = subs
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "capacity": s.capacity, "items": s.items, "bytes": s.bytes, "hashes": s.hashes,
+                "error_rate": s.error,
+            })
+        })
+        .collect();
+    Ok(serde_json::json!({
+        "key": key,
+        "kind": "Bloom filter",
+        "items": items,
+        "capacity": subs.iter().map(|s| s["capacity"].as_u64().unwrap_or(0)).sum::<u64>(),
+        "bytes": subs.iter().map(|s| s["bytes"].as_u64().unwrap_or(0)).sum::<u64>(),
+        "filters": subs.len(),
+        "estimated_false_positive_rate": units::format_rate(rate),
+        "log10_estimated_false_positive_rate": if rate.is_finite() { serde_json::json!(rate) } else { serde_json::Value::Null },
+        "sub_filters": subs,
+    }))
+}
+
+/// `info`: the JSON object, or the same as aligned text.
+fn print_info(info: &serde_json::Value, json: bool) {
+    if json {
+        println!("{info}");
+        return;
     }
-    Ok(())
+    let obj = info.as_object().expect("an object");
+    for (name, value) in obj {
+        if name == "sub_filters" || name.starts_with("log10_") {
+            continue;
+        }
+        let text = match value {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Array(a) => {
+                a.iter().map(|v| v.as_str().map_or(v.to_string(), String::from)).collect::<Vec<_>>().join(" ")
+            }
+            other => other.to_string(),
+        };
+        println!("{:<32} {text}", name.replace('_', " "));
+    }
+    if let Some(subs) = obj.get("sub_filters").and_then(|s| s.as_array()) {
+        println!();
+        println!(
+            "{:>3} {:>12} {:>12} {:>6} {:>12} {:>7} {:>10}",
+            "#", "capacity", "items", "fill", "bytes", "hashes", "error"
+        );
+        for (i, s) in subs.iter().enumerate() {
+            let n = |f: &str| s[f].as_u64().unwrap_or(0);
+            println!(
+                "{:>3} {:>12} {:>12} {:>5.0}% {:>12} {:>7} {:>10.3e}",
+                i + 1,
+                n("capacity"),
+                n("items"),
+                100.0 * n("items") as f64 / n("capacity").max(1) as f64,
+                n("bytes"),
+                n("hashes"),
+                s["error_rate"].as_f64().unwrap_or(0.0)
+            );
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -518,6 +591,9 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("bloomkit: error: {e:#}");
+            if e.downcast_ref::<Usage>().is_some() {
+                return ExitCode::from(2);
+            }
             ExitCode::FAILURE
         }
     }

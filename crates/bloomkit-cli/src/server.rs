@@ -308,15 +308,21 @@ pub fn describe(server: &mut Server, key: &str) -> Result<(u64, Vec<SubFilterInf
     Ok((total, subs))
 }
 
-/// Estimated false-positive rate from item counts: 1 - Π(1 - (1 - e^(-k n / m))^k).
-pub fn estimated_rate(subs: &[SubFilterInfo]) -> f64 {
-    1.0 - subs
+/// Estimated false-positive rate from item counts, `1 - Π(1 - (1 -
+/// e^(-k n / m))^k)`, as its base-10 logarithm (a near-empty filter's rate
+/// is far below what an f64 holds).
+pub fn log10_estimated_rate(subs: &[SubFilterInfo]) -> f64 {
+    let rates: Vec<f64> = subs
         .iter()
         .map(|s| {
-            let m = (s.bytes * 8) as f64;
-            1.0 - bloomkit_core::sizing::false_positive_rate(m, s.hashes as f64, s.items as f64)
+            bloomkit_core::sizing::log10_false_positive_rate(
+                (s.bytes * 8) as f64,
+                s.hashes as f64,
+                s.items as f64,
+            )
         })
-        .product::<f64>()
+        .collect();
+    bloomkit_core::sizing::log10_combined_rate(&rates)
 }
 
 #[cfg(test)]

@@ -112,3 +112,29 @@ mod tests {
         assert_eq!(human_bytes(1536.0), "1.5 KiB");
     }
 }
+
+/// A false-positive rate from its base-10 logarithm, never rounding a
+/// positive rate to 0: `1.234e-5`, or `4.5e-412` where an f64 cannot hold it.
+pub fn format_rate(log10: f64) -> String {
+    if log10 == f64::NEG_INFINITY {
+        return "0 (empty)".to_string();
+    }
+    if log10 > -300.0 {
+        return format!("{:.3e}", 10f64.powf(log10));
+    }
+    let exponent = log10.floor();
+    format!("{:.3}e{}", 10f64.powf(log10 - exponent), exponent as i64)
+}
+
+#[cfg(test)]
+mod rate_tests {
+    use super::format_rate;
+
+    #[test]
+    fn rates_never_print_as_zero() {
+        assert_eq!(format_rate(-2.0), "1.000e-2");
+        assert_eq!(format_rate(-22.5), "3.162e-23");
+        assert_eq!(format_rate(-412.25), "5.623e-413");
+        assert_eq!(format_rate(f64::NEG_INFINITY), "0 (empty)");
+    }
+}

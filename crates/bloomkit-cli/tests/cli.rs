@@ -110,8 +110,7 @@ fn calc_agrees_with_the_formulas() {
     .unwrap();
     assert_eq!(table.lines().count(), 2 + 4, "{table}");
     assert!(table.contains("5.8 GiB"), "{table}");
-    fails(&["calc", "-n", "1e6"], b"", "give exactly two");
-    fails(&["calc", "-n", "1e6", "-p", "2"], b"", "strictly between 0 and 1");
+    // (Usage errors exit 2: cli_conventions checks these and more.)
     let usage = bloomkit(&["calc", "--capacity", "lots"], b"");
     assert_eq!(usage.status.code(), Some(2), "usage errors exit 2");
 }
@@ -266,10 +265,12 @@ fn dump_restore_copy_between_redisbloom_and_bloomkit() {
     fails(&["dump", "--redis", &bk_url, "missing", "-o", file_arg], b"", "does not exist");
     assert!(Path::new(&file).exists(), "a failed dump leaves the old file");
 
-    let info = String::from_utf8(ok(&["info", "--redis", &rb_url, "clicks"], b"")).unwrap();
-    let card = rb.cmd("BF.CARD clicks").as_int();
-    assert!(info.contains(&format!("items                    {card}\n")), "{info}");
-    assert!(info.contains("sub-filters              3"), "{info}");
+    let info: serde_json::Value =
+        serde_json::from_slice(&ok(&["info", "--redis", &rb_url, "clicks", "--json"], b"")).unwrap();
+    assert_eq!(info["items"], rb.cmd("BF.CARD clicks").as_int(), "{info}");
+    assert_eq!(info["filters"], 3, "{info}");
+    let text = String::from_utf8(ok(&["info", "--redis", &rb_url, "clicks"], b"")).unwrap();
+    assert!(text.lines().any(|l| l.starts_with("filters") && l.ends_with(" 3")), "{text}");
 }
 
 /// A tiny JSON reader for flat objects of numbers, enough for `calc --json`.
@@ -439,7 +440,7 @@ fn dump_restore_copy_every_kind_of_key() {
     assert_eq!(c.cmd("GET bm"), d.cmd("GET bm"));
     let info =
         String::from_utf8(ok(&[&["info", "--redis", &url_b, "bm"][..], &bitmap].concat(), b"")).unwrap();
-    assert!(info.contains("bitmap filter") && info.contains("items (estimated)"), "{info}");
+    assert!(info.contains("bitmap filter") && info.contains("estimated items"), "{info}");
     let mut damaged = std::fs::read(file).unwrap();
     let n = damaged.len();
     damaged[n / 2] ^= 1;
@@ -457,4 +458,100 @@ fn dump_restore_copy_every_kind_of_key() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("1 of 3 copied") && stderr.contains("h, missing"), "{stderr}");
+}
+
+/// The behaviour people expect from a command-line tool: usage errors exit
+/// 2 and run-time failures 1, list options in both forms, rates that never
+/// print as 0, warnings for shapes no implementation uses, paths checked
+/// before any input is read, errors that name the file, JSON, completions
+/// and a man page.
+#[test]
+fn cli_conventions() {
+    let usage = |args: &[&str], message: &str| {
+        let out = bloomkit(args, b"");
+        assert_eq!(out.status.code(), Some(2), "{args:?} is a usage error");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(message), "{args:?}: expected '{message}' in {stderr}");
+    };
+    usage(&["calc", "-n", "1e6", "-p", "2"], "strictly between 0 and 1");
+    usage(&["calc", "-n", "0"], "");
+    usage(&["calc", "-n", "1e6"], "give exactly two");
+    usage(&["calc", "--table"], "--table needs --capacity");
+    usage(&["dedup", "--delimiter", "ab"], "one byte");
+    usage(&["dedup", "--error-rate", "1.5"], "strictly between 0 and 1");
+    fails(&["info", "--redis", "redis://127.0.0.1:1", "k"], b"", "cannot reach the server");
+
+    // --bits-per-item takes 30,50 and 30 50, as its help shows.
+    let comma = ok(&["calc", "-n", "1e9", "--table", "--bits-per-item", "30,50"], b"");
+    let space = ok(&["calc", "-n", "1e9", "--table", "--bits-per-item", "30", "50"], b"");
+    assert_eq!(comma, space);
+
+    // A rate far below an f64's range prints with its exponent, and the shape gets a warning.
+    let out = bloomkit(&["calc", "-n", "10M", "-m", "512MiB"], b"");
+    assert!(out.status.success());
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(stderr.contains("warning") && stderr.contains("would pick k = 64"), "{stderr}");
+    let line = stdout.lines().find(|l| l.starts_with("false-positive rate")).unwrap();
+    assert!(line.contains("e-") && !line.contains(" 0") && !line.ends_with("e0"), "{line}");
+    let out = String::from_utf8(ok(&["calc", "-n", "1", "-m", "1e7"], b"")).unwrap();
+    let line = out.lines().find(|l| l.starts_with("false-positive rate")).unwrap();
+    assert!(line.contains("e-"), "a rate below 1e-308 still prints: {line}");
+
+    // Paths are checked before any input is read: nothing is written.
+    let out = bloomkit(&["dedup", "--state", "/nonexistent/dir/s.bkf"], b"a\nb\n");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "output written before the state path was checked");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/dir"), "the path is named");
+    fails(&["dedup", "/tmp"], b"", "cannot read /tmp: it is a directory");
+
+    // Completions and a man page, from the clap definitions.
+    for shell in ["bash", "zsh", "fish"] {
+        let script = String::from_utf8(ok(&["completions", shell], b"")).unwrap();
+        assert!(script.contains("bloomkit") && script.contains("dedup"), "{shell}");
+    }
+    let man = String::from_utf8(ok(&["man"], b"")).unwrap();
+    assert!(man.contains(".TH") && man.contains("bloomkit"), "{man}");
+
+    // Every argument has help text: on its line, or on the next (long help).
+    for command in ["calc", "dedup", "dump", "restore", "copy", "info", "completions"] {
+        let help = String::from_utf8(ok(&[command, "--help"], b"")).unwrap();
+        let lines: Vec<&str> = help.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let trimmed = line.trim_start();
+            let is_argument = line.starts_with("  ")
+                && (trimmed.starts_with('-') || trimmed.starts_with('<') || trimmed.starts_with('['));
+            if !is_argument {
+                continue;
+            }
+            let same_line = trimmed.contains("  ");
+            let next_line =
+                lines.get(i + 1).is_some_and(|n| n.starts_with("          ") && !n.trim().is_empty());
+            assert!(same_line || next_line, "{command}: no help for '{trimmed}'\n{help}");
+        }
+    }
+}
+
+/// `info --json` for each kind of key, and a near-empty filter's rate
+/// printed without rounding to 0.
+#[test]
+fn info_as_json_and_tiny_rates() {
+    let s = TestServer::start(Server::Redis, &[Module::bloomkit()], &[]);
+    let url = redis_arg(&s);
+    let mut c = s.conn();
+    c.ok("BF.RESERVE bf 0.000001 1000000");
+    c.ok("BF.ADD bf one");
+    c.ok("APBF.RESERVE w 0.01 1000 TIME 60");
+    c.ok("APBF.ADD w a");
+    let bf: serde_json::Value =
+        serde_json::from_slice(&ok(&["info", "--redis", &url, "bf", "--json"], b"")).unwrap();
+    assert_eq!(bf["items"], 1);
+    assert_eq!(bf["sub_filters"].as_array().unwrap().len(), 1);
+    let rate = bf["estimated_false_positive_rate"].as_str().unwrap();
+    assert!(rate.contains("e-") && !rate.starts_with('0'), "{rate}");
+    let text = String::from_utf8(ok(&["info", "--redis", &url, "bf"], b"")).unwrap();
+    assert!(!text.contains("0.000e0") && !text.contains("0.00e0"), "{text}");
+    let w: serde_json::Value =
+        serde_json::from_slice(&ok(&["info", "--redis", &url, "w", "--json"], b"")).unwrap();
+    assert_eq!(w["kind"], "sliding-window filter");
+    assert_eq!(w["items_in_window"], 1);
 }

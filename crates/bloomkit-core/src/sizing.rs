@@ -96,13 +96,54 @@ pub fn optimal_hashes(bits_per_item: f64) -> f64 {
 }
 
 /// Expected false-positive rate of `m` bits, `k` hashes and `n` items.
+/// (`-expm1` keeps the fill exact when it is tiny; the rate itself may
+/// underflow to 0: see [`log10_false_positive_rate`].)
 pub fn false_positive_rate(m: f64, k: f64, n: f64) -> f64 {
-    (1.0 - (-k * n / m).exp()).powf(k)
+    (-(-k * n / m).exp_m1()).powf(k)
+}
+
+/// The base-10 logarithm of [`false_positive_rate`], which stays finite
+/// where the rate itself underflows (a near-empty filter with many hashes
+/// is at 1e-40, or 1e-400); `-inf` for an empty filter.
+pub fn log10_false_positive_rate(m: f64, k: f64, n: f64) -> f64 {
+    k * (-(-k * n / m).exp_m1()).log10()
+}
+
+/// The base-10 logarithm of `1 - Π(1 - p_i)`, the rate of filters probed
+/// one after another, from each one's base-10 logarithm; exact where the
+/// rates are representable, their sum (which it tends to) where they are not.
+pub fn log10_combined_rate(log10_rates: &[f64]) -> f64 {
+    let max = log10_rates.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if max == f64::NEG_INFINITY {
+        return max;
+    }
+    if max > -300.0 {
+        let miss: f64 = log10_rates.iter().map(|l| 1.0 - 10f64.powf(*l)).product();
+        let rate = 1.0 - miss;
+        if rate > 0.0 && rate.log10() > max - 1.0 {
+            return rate.log10();
+        }
+    }
+    // Σ 10^l = 10^max x Σ 10^(l - max)
+    max + log10_rates.iter().map(|l| 10f64.powf(l - max)).sum::<f64>().log10()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_in_log_space_do_not_underflow() {
+        // One item in a large array with many hashes: far below f64's range.
+        let l = log10_false_positive_rate(1e6, 500.0, 1.0);
+        assert!(l.is_finite() && l < -400.0, "{l}");
+        assert_eq!(log10_false_positive_rate(1e6, 7.0, 0.0), f64::NEG_INFINITY);
+        let p = false_positive_rate(9585.0, 7.0, 1000.0);
+        assert!((log10_false_positive_rate(9585.0, 7.0, 1000.0) - p.log10()).abs() < 1e-12);
+        assert!((log10_combined_rate(&[-2.0, -3.0]) - (1.0 - 0.99 * 0.999f64).log10()).abs() < 1e-12);
+        assert!((log10_combined_rate(&[-500.0, -500.0]) - (-500.0 + 2f64.log10())).abs() < 1e-9);
+        assert_eq!(log10_combined_rate(&[f64::NEG_INFINITY]), f64::NEG_INFINITY);
+    }
 
     #[test]
     fn matches_redisbloom_default_filter() {
