@@ -16,7 +16,7 @@ use bloomkit_client::{Error as ClientError, Filter, Layout, LocalFilter, RedisFi
 use bloomkit_core::blocked::BlockedFilter;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::server::{self, describe, log10_estimated_rate, Server};
+use bloomkit_client::transfer::{self, describe, log10_estimated_rate, Server};
 
 const BATCH: usize = 4096;
 /// Items per server command: a bounded time for each on the server.
@@ -83,7 +83,7 @@ impl Backend {
             }),
             Backend::Module(filter, server) if filter.layout().options().window.is_some() => {
                 let key = filter.layout().name().to_string();
-                let info = crate::kinds::window_info(server, &key)?;
+                let info = transfer::window_info(server, &key)?;
                 let field = |name: &str| {
                     info.iter().find(|(l, _)| l == name).and_then(|(_, v)| v.parse().ok()).unwrap_or(0)
                 };
@@ -154,7 +154,7 @@ fn open_backend(o: &Options) -> Result<Backend> {
         }
         (Some(url), None) if o.bitmap => {
             let layout = Layout::bitmap(o.key.as_str(), options).map_err(|e| anyhow!("{e}"))?;
-            let mut filter = RedisFilter::new(server::connection(url)?, layout);
+            let mut filter = RedisFilter::new(transfer::connect(url)?, layout);
             // Allocate the whole bitmap now rather than growing it bit by bit.
             match filter.reserve() {
                 Ok(()) | Err(ClientError::AlreadyExists(_)) => {}
@@ -165,7 +165,7 @@ fn open_backend(o: &Options) -> Result<Backend> {
         (Some(url), None) => {
             // Created on the first batch (BF.INSERT) with our capacity and error rate.
             let layout = Layout::module(o.key.as_str(), options).map_err(|e| anyhow!("{e}"))?;
-            Ok(Backend::Module(RedisFilter::new(server::connection(url)?, layout), Server::connect(url)?))
+            Ok(Backend::Module(RedisFilter::new(transfer::connect(url)?, layout), Server::connect(url)?))
         }
         (None, Some(path)) if path.exists() => {
             let filter = LocalFilter::open(path)

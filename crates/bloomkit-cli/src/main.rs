@@ -23,7 +23,6 @@ macro_rules! usage {
 
 mod calc;
 mod dedup;
-mod kinds;
 mod server;
 mod units;
 
@@ -34,6 +33,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
+use bloomkit_client::transfer;
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -280,26 +280,15 @@ fn run(cli: Cli) -> Result<()> {
             })?;
         }
         Command::Dump(a) => {
-            let mut server = server::Server::connect(&a.redis)?;
-            let kind = kinds::kind(&mut server, &a.key)?;
-            let bitmap = &a.bitmap;
+            let mut server = transfer::Server::connect(&a.redis)?;
+            let bitmap = bitmap_params(&a.bitmap);
             let key = a.key.clone();
-            let dump_to = |server: &mut server::Server,
-                           out: &mut dyn Write,
-                           bar: &ProgressBar|
-             -> Result<()> {
-                match &kind {
-                    kinds::Kind::Bloom => server::dump(server, &key, out, bar),
-                    kinds::Kind::Window => kinds::dump_window(server, &key, out, bar).map(|_| ()),
-                    kinds::Kind::String | kinds::Kind::Missing if bitmap.bitmap => {
-                        kinds::dump_bitmap(server, &key, bitmap.capacity as u64, bitmap.error_rate, out, bar)
-                            .map(|_| ())
-                    }
-                    other => Err(kinds::unreadable(server, &key, other)),
-                }
+            let dump_to = |server: &mut transfer::Server, out: &mut dyn Write, bar: &ProgressBar| {
+                transfer::dump_key(server, &key, bitmap, out, &server::Bar(bar))
             };
             let bar = progress_bar("dump");
             let started = Instant::now();
+            let mut kind = "";
             let written = match &a.output {
                 Some(path) => {
                     // Written beside the target and renamed, so a failed dump leaves no partial file.
@@ -308,7 +297,7 @@ fn run(cli: Cli) -> Result<()> {
                         let f =
                             File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
                         let mut w = BufWriter::with_capacity(1 << 20, f);
-                        dump_to(&mut server, &mut w, &bar)?;
+                        kind = dump_to(&mut server, &mut w, &bar)?;
                         let f = w.into_inner().map_err(|e| e.into_error())?;
                         f.sync_all()?;
                         let len = f.metadata()?.len();
@@ -327,7 +316,7 @@ fn run(cli: Cli) -> Result<()> {
                         return Err(usage!("the dump is binary: give -o FILE or redirect standard output"));
                     }
                     let mut out = CountingWriter(BufWriter::with_capacity(1 << 20, io::stdout().lock()), 0);
-                    dump_to(&mut server, &mut out, &bar)?;
+                    kind = dump_to(&mut server, &mut out, &bar)?;
                     out.flush()?;
                     out.1
                 }
@@ -337,13 +326,13 @@ fn run(cli: Cli) -> Result<()> {
             eprintln!(
                 "bloomkit dump: '{}' ({}) to {to}: {} in {:.1}s",
                 a.key,
-                kind_name(&kind, bitmap.bitmap),
+                kind,
                 units::human_bytes(written as f64),
                 started.elapsed().as_secs_f64()
             );
         }
         Command::Restore(a) => {
-            let mut server = server::Server::connect(&a.redis)?;
+            let mut server = transfer::Server::connect(&a.redis)?;
             let bar = progress_bar("restore");
             let started = Instant::now();
             let (input, from): (Box<dyn Read>, String) = match &a.input {
@@ -356,7 +345,7 @@ fn run(cli: Cli) -> Result<()> {
                 ),
                 None => (Box::new(BufReader::new(io::stdin().lock())), "standard input".to_string()),
             };
-            let kind = restore(&mut server, &a.key, input, a.replace, &bar)
+            let kind = transfer::restore_file(&mut server, &a.key, input, a.replace, &server::Bar(&bar))
                 .with_context(|| format!("restoring {from} into '{}'", a.key))?;
             bar.finish_and_clear();
             eprintln!(
@@ -366,12 +355,19 @@ fn run(cli: Cli) -> Result<()> {
             );
         }
         Command::Copy(a) => {
-            let mut from = server::Server::connect(&a.from)?;
-            let mut to = server::Server::connect(&a.to)?;
+            let mut from = transfer::Server::connect(&a.from)?;
+            let mut to = transfer::Server::connect(&a.to)?;
             let mut failures = Vec::new();
             for key in &a.keys {
                 let bar = progress_bar(key);
-                let result = copy(&mut from, &mut to, key, a.replace, &a.bitmap, &bar);
+                let result = transfer::copy_key(
+                    &mut from,
+                    &mut to,
+                    key,
+                    bitmap_params(&a.bitmap),
+                    a.replace,
+                    &server::Bar(&bar),
+                );
                 bar.finish_and_clear();
                 match result {
                     Ok(kind) => eprintln!("bloomkit copy: {key} ({kind}): done"),
@@ -388,11 +384,11 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Info(a) => {
-            let mut server = server::Server::connect(&a.redis)?;
-            let info = match kinds::kind(&mut server, &a.key)? {
-                kinds::Kind::Bloom => bloom_info(&mut server, &a.key)?,
-                kinds::Kind::Window => {
-                    let fields = kinds::window_info(&mut server, &a.key)?;
+            let mut server = transfer::Server::connect(&a.redis)?;
+            let info = match transfer::kind(&mut server, &a.key)? {
+                transfer::Kind::Bloom => bloom_info(&mut server, &a.key)?,
+                transfer::Kind::Window => {
+                    let fields = transfer::window_info(&mut server, &a.key)?;
                     let mut v = serde_json::json!({"key": a.key, "kind": "sliding-window filter"});
                     for (label, value) in fields {
                         let name = label.to_lowercase().replace(' ', "_");
@@ -401,8 +397,8 @@ fn run(cli: Cli) -> Result<()> {
                     }
                     v
                 }
-                kinds::Kind::String | kinds::Kind::Missing if a.bitmap.bitmap => {
-                    let info = kinds::bitmap_info(
+                transfer::Kind::String | transfer::Kind::Missing if a.bitmap.bitmap => {
+                    let info = transfer::bitmap_info(
                         &mut server,
                         &a.key,
                         a.bitmap.capacity as u64,
@@ -414,7 +410,7 @@ fn run(cli: Cli) -> Result<()> {
                         "estimated_items": info.estimated_items,
                     })
                 }
-                other => return Err(kinds::unreadable(&server, &a.key, &other)),
+                other => return Err(transfer::unreadable(&server, &a.key, &other).into()),
             };
             print_info(&info, a.json);
         }
@@ -433,16 +429,6 @@ fn run(cli: Cli) -> Result<()> {
     Ok(())
 }
 
-/// What a kind of key is called in messages.
-fn kind_name(kind: &kinds::Kind, bitmap: bool) -> &'static str {
-    match kind {
-        kinds::Kind::Bloom => "Bloom filter",
-        kinds::Kind::Window => "sliding-window filter",
-        _ if bitmap => "bitmap filter",
-        _ => "unknown",
-    }
-}
-
 /// Counts what passes through, for the dump's summary on standard output.
 struct CountingWriter<W: Write>(W, u64);
 
@@ -457,64 +443,15 @@ impl<W: Write> Write for CountingWriter<W> {
     }
 }
 
-/// Restores a file of any kind, recognised by its first bytes; returns the kind.
-fn restore(
-    server: &mut server::Server,
-    key: &str,
-    mut input: Box<dyn Read>,
-    replace: bool,
-    bar: &ProgressBar,
-) -> Result<&'static str> {
-    let mut magic = [0u8; 8];
-    input.read_exact(&mut magic).context("the file is too short to be a filter")?;
-    if &magic == b"BLOOMKIT" {
-        server::restore(server, key, io::Cursor::new(magic).chain(input), replace, bar)?;
-        return Ok("Bloom filter");
-    }
-    if &magic == kinds::BITMAP_MAGIC {
-        kinds::restore_bitmap(server, key, input, replace, bar)?;
-        return Ok("bitmap filter");
-    }
-    match bloomkit_core::apbf::Apbf::header_len(&magic) {
-        Ok(len) => {
-            let mut header = magic.to_vec();
-            header.resize(len, 0);
-            input.read_exact(&mut header[8..]).context("the file ends inside the filter's header")?;
-            kinds::restore_window(server, key, &header, input, replace, bar)?;
-            Ok("sliding-window filter")
-        }
-        Err(_) => bail!(
-            "not a filter file: it starts with neither BLOOMKIT (a Bloom filter), BKAPBF (a \
-             sliding-window filter) nor BKBITMAP (a bitmap filter)"
-        ),
-    }
-}
-
-/// Copies one key of any kind; returns the kind.
-fn copy(
-    from: &mut server::Server,
-    to: &mut server::Server,
-    key: &str,
-    replace: bool,
-    bitmap: &BitmapArgs,
-    bar: &ProgressBar,
-) -> Result<&'static str> {
-    let kind = kinds::kind(from, key)?;
-    match &kind {
-        kinds::Kind::Bloom => server::copy(from, to, key, replace, bar)?,
-        kinds::Kind::Window => kinds::copy_window(from, to, key, replace, bar)?,
-        kinds::Kind::String if bitmap.bitmap => {
-            kinds::copy_bitmap(from, to, key, bitmap.capacity as u64, bitmap.error_rate, replace, bar)?
-        }
-        other => return Err(kinds::unreadable(from, key, other)),
-    }
-    Ok(kind_name(&kind, bitmap.bitmap))
+/// The bitmap parameters given on the command line, if `--bitmap` was.
+fn bitmap_params(b: &BitmapArgs) -> Option<transfer::BitmapParams> {
+    b.bitmap.then_some(transfer::BitmapParams { capacity: b.capacity as u64, error_rate: b.error_rate })
 }
 
 /// A Bloom filter's description: totals, the estimated rate now, and each sub-filter.
-fn bloom_info(server: &mut server::Server, key: &str) -> Result<serde_json::Value> {
-    let (items, subs) = server::describe(server, key)?;
-    let rate = server::log10_estimated_rate(&subs);
+fn bloom_info(server: &mut transfer::Server, key: &str) -> Result<serde_json::Value> {
+    let (items, subs) = transfer::describe(server, key)?;
+    let rate = transfer::log10_estimated_rate(&subs);
     let subs: Vec<serde_json::Value> = subs
         .iter()
         .map(|s| {

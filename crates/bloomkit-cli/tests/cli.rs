@@ -186,7 +186,7 @@ fn dedup_against_servers() {
     fails(&["dedup", "--redis", &url, "--key", "text"], b"a\n", "holds another type");
     let plain = TestServer::start(Server::Redis, &[], &[]);
     fails(&["dedup", "--redis", &redis_arg(&plain)], b"a\n", "has no Bloom filter module");
-    fails(&["dedup", "--redis", "redis://127.0.0.1:1"], b"a\n", "cannot reach the server");
+    fails(&["dedup", "--redis", "redis://127.0.0.1:1"], b"a\n", "cannot talk to the server");
     fails(&["dedup", "--redis", &url, "--state", "x"], b"a\n", "--state keeps an in-process filter");
     fails(&["dedup", "--redis", &redis_arg(&plain)], b"a\n", "add --bitmap");
 }
@@ -479,7 +479,7 @@ fn cli_conventions() {
     usage(&["calc", "--table"], "--table needs --capacity");
     usage(&["dedup", "--delimiter", "ab"], "one byte");
     usage(&["dedup", "--error-rate", "1.5"], "strictly between 0 and 1");
-    fails(&["info", "--redis", "redis://127.0.0.1:1", "k"], b"", "cannot reach the server");
+    fails(&["info", "--redis", "redis://127.0.0.1:1", "k"], b"", "cannot talk to the server");
 
     // --bits-per-item takes 30,50 and 30 50, as its help shows.
     let comma = ok(&["calc", "-n", "1e9", "--table", "--bits-per-item", "30,50"], b"");

@@ -32,6 +32,9 @@ pub enum Error {
     File(FileError),
     /// The in-process filter refused the operation.
     Filter(bloomkit_core::Error),
+    /// A dump, restore or copy that could not complete safely (nothing was
+    /// changed), with what to do.
+    Transfer(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -62,6 +65,7 @@ impl fmt::Display for Error {
             Error::Protocol(e) => write!(f, "unexpected reply from the server: {e}"),
             Error::File(e) => write!(f, "filter file: {e}"),
             Error::Filter(e) => write!(f, "{}", e.message().trim_start_matches("ERR ")),
+            Error::Transfer(e) => f.write_str(e),
         }
     }
 }

@@ -40,6 +40,7 @@ mod local;
 mod options;
 mod plan;
 mod remote;
+pub mod transfer;
 
 use std::time::Duration;
 

@@ -1,0 +1,848 @@
+//! Moving filters of every kind between servers and files, for the CLI
+//! and for library users: Bloom filters (`MBbloom--`, by SCANDUMP/LOADCHUNK
+//! and the BLOOMKIT file format), sliding-window filters (`bkit-apbf`, by
+//! APBF.SCANDUMP/LOADCHUNK, in the state-file format of a local window),
+//! and bitmap filters (plain strings, whose size and hashing come from the
+//! capacity and error rate they were made with, in the BKBITMAP format).
+//! Every load goes through staging keys renamed in one transaction once it
+//! has been checked, so a half-loaded filter is never visible.
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use bloomkit_core::apbf;
+use bloomkit_core::dump::{self, MAX_CHUNK};
+use bloomkit_core::file::{FileReader, FileWriter};
+use redis::{Cmd, FromRedisValue};
+
+use crate::error::{Error, Result};
+use crate::{Filter, Layout, Options, RedisFilter};
+
+/// A transfer that cannot complete safely, said in words.
+macro_rules! transfer {
+    ($($arg:tt)*) => { Error::Transfer(format!($($arg)*)) };
+}
+
+/// Told how far a transfer has come, in bytes of filter data.
+pub trait Progress {
+    fn set_length(&self, _bytes: u64) {}
+    fn inc(&self, _bytes: u64) {}
+}
+
+/// No progress to show.
+impl Progress for () {}
+
+/// A connection to `url`, or an error that says what to check: a malformed
+/// URL, or a server that does not answer within five seconds.
+pub fn connect(url: &str) -> Result<redis::Connection> {
+    let client = redis::Client::open(url).map_err(|e| {
+        Error::InvalidOptions(format!("'{url}' is not a Redis URL ({e}); use redis://host:port[/db]"))
+    })?;
+    client
+        .get_connection_with_timeout(Duration::from_secs(5))
+        .map_err(|e| Error::Connection(format!("{url}: {e}")))
+}
+
+/// A server connection for transfers, with its URL for messages.
+pub struct Server {
+    pub url: String,
+    con: redis::Connection,
+}
+
+impl Server {
+    /// Connects, or says what to check: a malformed URL, or a server that
+    /// does not answer within five seconds.
+    pub fn connect(url: &str) -> Result<Server> {
+        Ok(Server { url: url.to_string(), con: connect(url)? })
+    }
+
+    /// The connection, for filters ([`crate::RedisFilter`]).
+    pub fn connection(&mut self) -> &mut redis::Connection {
+        &mut self.con
+    }
+
+    /// Runs a command; errors are classified as every client call's are.
+    pub fn call<T: FromRedisValue>(&mut self, cmd: &Cmd, key: &str) -> Result<T> {
+        cmd.query(&mut self.con).map_err(|e| Error::from_redis(e, key))
+    }
+
+    pub fn exists(&mut self, key: &str) -> Result<bool> {
+        self.call(redis::cmd("EXISTS").arg(key), key)
+    }
+}
+
+fn scandump(server: &mut Server, key: &str, iter: i64) -> Result<(i64, Vec<u8>)> {
+    server.call(redis::cmd("BF.SCANDUMP").arg(key).arg(iter), key)
+}
+
+fn loadchunk(server: &mut Server, key: &str, iter: i64, data: &[u8]) -> Result<()> {
+    server.call::<()>(redis::cmd("BF.LOADCHUNK").arg(key).arg(iter).arg(data), key)
+}
+
+/// Streams a server's filter into a filter file.
+pub fn dump(server: &mut Server, key: &str, out: impl Write, progress: &dyn Progress) -> Result<()> {
+    let (_, header) = scandump(server, key, 0)?;
+    let parsed = dump::parse_header(&header)
+        .map_err(|e| transfer!("the server sent a header bloomkit cannot read: {e}"))?;
+    progress.set_length(parsed.links.iter().map(|(s, _)| s.bytes).sum());
+    let mut writer = FileWriter::new(out, &header)?;
+    scan_chunks(server, "BF.SCANDUMP", key, 1, |data| {
+        writer.write_bits(&data)?;
+        progress.inc(data.len() as u64);
+        Ok(())
+    })?;
+    writer.finish()?;
+    Ok(())
+}
+
+/// The chunks a SCANDUMP-style command (`BF.SCANDUMP`, `APBF.SCANDUMP`)
+/// answers from `iter` on, until its next iterator is 0.
+pub fn scan_chunks(
+    server: &mut Server,
+    command: &str,
+    key: &str,
+    mut iter: i64,
+    mut each: impl FnMut(Vec<u8>) -> Result<()>,
+) -> Result<()> {
+    loop {
+        let (next, data): (i64, Vec<u8>) = server.call(redis::cmd(command).arg(key).arg(iter), key)?;
+        if next == 0 {
+            return Ok(());
+        }
+        each(data)?;
+        iter = next;
+    }
+}
+
+/// A key name beside `key` for loading into before an atomic rename, in
+/// the same hash slot so that RENAME works on a Redis Cluster: `key`'s own
+/// hash tag is kept, or `key` becomes the tag.
+fn staging_key(key: &str) -> String {
+    let suffix = format!(":bloomkit-staging:{}", std::process::id());
+    if crate::has_hash_tag(key) || key.contains(['{', '}']) {
+        format!("{key}{suffix}")
+    } else {
+        format!("{{{key}}}{suffix}")
+    }
+}
+
+/// Loads into staging keys (one per key, each in its key's hash slot) with
+/// `load`, then renames them over `keys` in one transaction, so that a
+/// half-loaded filter is never visible and a failure leaves `keys` as they
+/// were. Without `replace`, existing keys are refused, and a key created
+/// meanwhile aborts the transaction (WATCH).
+pub fn stage_and_commit(
+    server: &mut Server,
+    keys: &[String],
+    replace: bool,
+    load: impl FnOnce(&mut Server, &[String]) -> Result<()>,
+) -> Result<()> {
+    let staging: Vec<String> = keys.iter().map(|k| staging_key(k)).collect();
+    let result = (|| -> Result<()> {
+        if !replace {
+            server.call::<()>(redis::cmd("WATCH").arg(keys), &keys[0])?;
+            for key in keys {
+                if server.exists(key)? {
+                    return Err(transfer!(
+                        "key '{key}' already exists on {}; pass --replace to overwrite it",
+                        server.url
+                    ));
+                }
+            }
+        }
+        server.call::<i64>(redis::cmd("DEL").arg(&staging), &staging[0])?;
+        load(server, &staging)?;
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for (from, to) in staging.iter().zip(keys) {
+            pipe.cmd("RENAME").arg(from).arg(to).ignore();
+        }
+        let committed: Option<()> =
+            pipe.query(&mut server.con).map_err(|e| Error::from_redis(e, &keys[0]))?;
+        if committed.is_none() {
+            return Err(transfer!(
+                "key '{}' appeared on {} while loading; pass --replace to overwrite it",
+                keys[0],
+                server.url
+            ));
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = server.call::<()>(&redis::cmd("UNWATCH"), &keys[0]);
+        let _ = server.call::<i64>(redis::cmd("DEL").arg(&staging), &staging[0]);
+    }
+    result
+}
+
+/// Loads a Bloom filter's chunks through [`stage_and_commit`], then checks
+/// that the server reports what the header describes.
+fn load_staged(
+    server: &mut Server,
+    key: &str,
+    replace: bool,
+    header: &[u8],
+    mut next_chunk: impl FnMut(&mut [u8]) -> Result<()>,
+    before_commit: impl FnOnce() -> Result<()>,
+    progress: &dyn Progress,
+) -> Result<()> {
+    let parsed = dump::parse_header(header).map_err(|e| transfer!("invalid filter header: {e}"))?;
+    stage_and_commit(server, &[key.to_string()], replace, |server, staging| {
+        let staging = &staging[0];
+        loadchunk(server, staging, 1, header)?;
+        let mut end: i64 = 0;
+        let mut buf = Vec::new();
+        for (shape, _) in &parsed.links {
+            let mut left = shape.bytes;
+            while left > 0 {
+                let len = left.min(MAX_CHUNK);
+                buf.resize(len as usize, 0);
+                next_chunk(&mut buf)?;
+                end += len as i64;
+                loadchunk(server, staging, end + 1, &buf)?;
+                progress.inc(len);
+                left -= len;
+            }
+        }
+        before_commit()
+    })?;
+    verify(server, key, &parsed)
+}
+
+/// After a load, the server must report the items and capacity the header describes.
+fn verify(server: &mut Server, key: &str, header: &dump::Header) -> Result<()> {
+    let capacity: i64 = first(server.call(redis::cmd("BF.INFO").arg(key).arg("CAPACITY"), key)?)?;
+    let items: i64 = first(server.call(redis::cmd("BF.INFO").arg(key).arg("ITEMS"), key)?)?;
+    let expected_capacity: u64 = header.links.iter().map(|(s, _)| s.capacity).sum();
+    if capacity as u64 != expected_capacity || items as u64 != header.items {
+        return Err(transfer!(
+            "verification failed on {}: '{key}' reports capacity {capacity} and {items} items, \
+             the dump has {expected_capacity} and {}",
+            server.url,
+            header.items
+        ));
+    }
+    Ok(())
+}
+
+fn first(values: Vec<i64>) -> Result<i64> {
+    values.first().copied().ok_or_else(|| Error::Protocol("BF.INFO returned no value".into()))
+}
+
+/// Restores a filter file into `key`; the file's checksum is checked before
+/// the restored filter replaces anything.
+pub fn restore(
+    server: &mut Server,
+    key: &str,
+    input: impl Read,
+    replace: bool,
+    progress: &dyn Progress,
+) -> Result<()> {
+    let reader = FileReader::open(input)?;
+    progress.set_length(reader.array_sizes.iter().sum());
+    let header = reader.header().to_vec();
+    let reader = std::cell::RefCell::new(Some(reader));
+    load_staged(
+        server,
+        key,
+        replace,
+        &header,
+        |buf| Ok(reader.borrow_mut().as_mut().expect("open until the end").read_bits(buf)?),
+        || Ok(reader.borrow_mut().take().expect("finished once").finish()?),
+        progress,
+    )
+}
+
+/// Copies `key` from one server to another, chunk by chunk.
+pub fn copy(
+    from: &mut Server,
+    to: &mut Server,
+    key: &str,
+    replace: bool,
+    progress: &dyn Progress,
+) -> Result<()> {
+    let (_, header) = scandump(from, key, 0)?;
+    let parsed =
+        dump::parse_header(&header).map_err(|e| transfer!("the source sent an unreadable header: {e}"))?;
+    progress.set_length(parsed.links.iter().map(|(s, _)| s.bytes).sum());
+    let mut iter = 1;
+    load_staged(
+        to,
+        key,
+        replace,
+        &header,
+        |buf| {
+            let (next, data) = scandump(from, key, iter)?;
+            if next == 0 || data.len() != buf.len() {
+                return Err(transfer!("the source filter '{key}' changed during the copy; try again"));
+            }
+            buf.copy_from_slice(&data);
+            iter = next;
+            Ok(())
+        },
+        || Ok(()),
+        progress,
+    )
+}
+
+/// One sub-filter as BF.DEBUG describes it.
+pub struct SubFilterInfo {
+    pub bytes: u64,
+    pub hashes: u64,
+    pub capacity: u64,
+    pub items: u64,
+    pub error: f64,
+}
+
+/// BF.DEBUG, parsed: the items added, and each sub-filter.
+pub fn describe(server: &mut Server, key: &str) -> Result<(u64, Vec<SubFilterInfo>)> {
+    let lines: Vec<String> = server.call(redis::cmd("BF.DEBUG").arg(key), key)?;
+    fn field<T: std::str::FromStr>(line: &str, name: &str) -> Result<T> {
+        line.split(' ')
+            .find_map(|kv| kv.strip_prefix(name).and_then(|v| v.strip_prefix(':')))
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| Error::Protocol(format!("BF.DEBUG line without a number for {name}: {line}")))
+    }
+    let total: u64 =
+        field(lines.first().ok_or_else(|| Error::Protocol("an empty BF.DEBUG reply".into()))?, "size")?;
+    let mut subs = Vec::new();
+    for line in &lines[1..] {
+        subs.push(SubFilterInfo {
+            bytes: field(line, "bytes")?,
+            hashes: field(line, "hashes")?,
+            capacity: field(line, "capacity")?,
+            items: field(line, "size")?,
+            error: field(line, "ratio")?,
+        });
+    }
+    Ok((total, subs))
+}
+
+/// Estimated false-positive rate from item counts, `1 - Π(1 - (1 -
+/// e^(-k n / m))^k)`, as its base-10 logarithm (a near-empty filter's rate
+/// is far below what an f64 holds).
+pub fn log10_estimated_rate(subs: &[SubFilterInfo]) -> f64 {
+    let rates: Vec<f64> = subs
+        .iter()
+        .map(|s| {
+            bloomkit_core::sizing::log10_false_positive_rate(
+                (s.bytes * 8) as f64,
+                s.hashes as f64,
+                s.items as f64,
+            )
+        })
+        .collect();
+    bloomkit_core::sizing::log10_combined_rate(&rates)
+}
+
+/// What a key holds, from `TYPE`.
+#[derive(Debug, PartialEq)]
+pub enum Kind {
+    Bloom,
+    Window,
+    /// A string: a bitmap filter, if the options describe one.
+    String,
+    Missing,
+    Other(String),
+}
+
+pub fn kind(server: &mut Server, key: &str) -> Result<Kind> {
+    let t: String = server.call(redis::cmd("TYPE").arg(key), key)?;
+    Ok(match t.as_str() {
+        "MBbloom--" => Kind::Bloom,
+        "bkit-apbf" => Kind::Window,
+        "string" => Kind::String,
+        "none" => Kind::Missing,
+        _ => Kind::Other(t),
+    })
+}
+
+/// The error for a key that holds something bloomkit cannot read, naming it.
+pub fn unreadable(server: &Server, key: &str, kind: &Kind) -> Error {
+    match kind {
+        Kind::Missing => transfer!("key '{key}' does not exist on {}", server.url),
+        Kind::String => transfer!(
+            "key '{key}' on {} holds a string: if it is a bitmap filter, pass --bitmap with the \
+             --capacity and --error-rate it was made with",
+            server.url
+        ),
+        Kind::Other(t) => transfer!(
+            "key '{key}' on {} holds a {t}, not a filter bloomkit can read (a Bloom filter, a \
+             sliding-window filter, or a bitmap filter with --bitmap)",
+            server.url
+        ),
+        Kind::Bloom | Kind::Window => transfer!("key '{key}' on {} is a filter of another kind", server.url),
+    }
+}
+
+// ---- sliding-window filters ----
+
+fn window_scandump(server: &mut Server, key: &str, iter: u64) -> Result<(u64, Vec<u8>)> {
+    server.call(redis::cmd("APBF.SCANDUMP").arg(key).arg(iter), key)
+}
+
+/// Streams a window's state: the same bytes `dedup --window --state` saves.
+pub fn dump_window(
+    server: &mut Server,
+    key: &str,
+    mut out: impl Write,
+    progress: &dyn Progress,
+) -> Result<u64> {
+    let (iter, header) = window_scandump(server, key, 0)?;
+    let body =
+        apbf::state_body_len(&header).map_err(|e| transfer!("the server sent an unreadable header: {e}"))?;
+    progress.set_length(body);
+    out.write_all(&header)?;
+    let mut written = header.len() as u64;
+    scan_chunks(server, "APBF.SCANDUMP", key, iter as i64, |data| {
+        out.write_all(&data)?;
+        progress.inc(data.len() as u64);
+        written += data.len() as u64;
+        Ok(())
+    })?;
+    out.flush()?;
+    // A write during the dump would tear the ring from its body (the copy
+    // would then miss recent items): the header must not have moved.
+    if written != header.len() as u64 + body || window_scandump(server, key, 0)?.1 != header {
+        return Err(transfer!("the filter '{key}' changed during the dump; try again"));
+    }
+    Ok(written)
+}
+
+/// Loads a window's state (from a file or another server) into `key`,
+/// through a staging key renamed over it at the end, once `before_commit`
+/// has passed and the staged header is the one sent.
+pub fn load_window(
+    server: &mut Server,
+    key: &str,
+    replace: bool,
+    header: &[u8],
+    mut next_chunk: impl FnMut(&mut Vec<u8>, usize) -> Result<()>,
+    before_commit: impl FnOnce() -> Result<()>,
+    progress: &dyn Progress,
+) -> Result<()> {
+    let body = apbf::state_body_len(header).map_err(|e| transfer!("invalid sliding-window filter: {e}"))?;
+    progress.set_length(body);
+    stage_and_commit(server, &[key.to_string()], replace, |server, staging| {
+        let staging = &staging[0];
+        server.call::<()>(redis::cmd("APBF.LOADCHUNK").arg(staging).arg(0).arg(header), staging)?;
+        let mut offset = 0u64;
+        let mut buf = Vec::new();
+        while offset < body {
+            let len = (body - offset).min(MAX_CHUNK) as usize;
+            next_chunk(&mut buf, len)?;
+            server
+                .call::<()>(redis::cmd("APBF.LOADCHUNK").arg(staging).arg(1 + offset).arg(&buf), staging)?;
+            offset += len as u64;
+            progress.inc(len as u64);
+        }
+        before_commit()?;
+        // (A first-format header is converted on load, so only the current one compares.)
+        let staged = window_scandump(server, staging, 0)?.1;
+        if header.starts_with(apbf::MAGIC) && staged != header {
+            return Err(transfer!("the server did not load the filter as sent (its header differs)"));
+        }
+        Ok(())
+    })
+}
+
+/// Restores a state file into `key` (its header already read).
+pub fn restore_window(
+    server: &mut Server,
+    key: &str,
+    header: &[u8],
+    input: impl Read,
+    replace: bool,
+    progress: &dyn Progress,
+) -> Result<()> {
+    let input = std::cell::RefCell::new(input);
+    load_window(
+        server,
+        key,
+        replace,
+        header,
+        |buf, len| {
+            buf.resize(len, 0);
+            input
+                .borrow_mut()
+                .read_exact(buf)
+                .map_err(|e| transfer!("the file ends before the filter does: {e}"))?;
+            Ok(())
+        },
+        || {
+            let mut rest = [0u8; 1];
+            if input.borrow_mut().read(&mut rest)? != 0 {
+                return Err(transfer!("the file holds more than the filter its header describes"));
+            }
+            Ok(())
+        },
+        progress,
+    )
+}
+
+pub fn copy_window(
+    from: &mut Server,
+    to: &mut Server,
+    key: &str,
+    replace: bool,
+    progress: &dyn Progress,
+) -> Result<()> {
+    let (mut iter, header) = window_scandump(from, key, 0)?;
+    let from = std::cell::RefCell::new(from);
+    load_window(
+        to,
+        key,
+        replace,
+        &header,
+        |buf, len| {
+            let (next, data) = window_scandump(&mut from.borrow_mut(), key, iter)?;
+            if next == 0 || data.len() != len {
+                return Err(transfer!("the source filter '{key}' changed during the copy; try again"));
+            }
+            *buf = data;
+            iter = next;
+            Ok(())
+        },
+        // A write to the source meanwhile would tear ring from body.
+        || match window_scandump(&mut from.borrow_mut(), key, 0)?.1 == header {
+            true => Ok(()),
+            false => return Err(transfer!("the source filter '{key}' changed during the copy; try again")),
+        },
+        progress,
+    )
+}
+
+/// `APBF.INFO`, as label and value pairs.
+pub fn window_info(server: &mut Server, key: &str) -> Result<Vec<(String, String)>> {
+    let values: Vec<redis::Value> = server.call(redis::cmd("APBF.INFO").arg(key), key)?;
+    let text = |v: &redis::Value| match v {
+        redis::Value::Int(i) => i.to_string(),
+        redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        redis::Value::SimpleString(s) => s.clone(),
+        other => format!("{other:?}"),
+    };
+    Ok(values.chunks(2).map(|p| (text(&p[0]), p.get(1).map(text).unwrap_or_default())).collect())
+}
+
+// ---- bitmap filters ----
+
+/// The first bytes of a bitmap filter file.
+pub const BITMAP_MAGIC: &[u8; 8] = b"BKBITMAP";
+
+/// The bitmap layout `dedup --bitmap` and the client make for these options.
+pub fn bitmap_layout(key: &str, capacity: u64, error_rate: f64) -> Result<Layout> {
+    Layout::bitmap(key, Options::new(capacity, error_rate)).map_err(|e| transfer!("{e}"))
+}
+
+fn strlen(server: &mut Server, key: &str) -> Result<u64> {
+    server.call(redis::cmd("STRLEN").arg(key), key)
+}
+
+/// A bitmap filter file: magic, version 1, the layout's name ("guava"),
+/// capacity, error rate, the number of keys and each one's length, then
+/// their bytes, then a CRC-32 of everything before it.
+pub fn dump_bitmap(
+    server: &mut Server,
+    key: &str,
+    capacity: u64,
+    error_rate: f64,
+    out: impl Write,
+    progress: &dyn Progress,
+) -> Result<u64> {
+    let layout = bitmap_layout(key, capacity, error_rate)?;
+    let keys = layout.keys();
+    let mut lengths = Vec::new();
+    for k in &keys {
+        match kind(server, k)? {
+            Kind::String | Kind::Missing => lengths.push(strlen(server, k)?),
+            other => return Err(unreadable(server, k, &other)),
+        }
+    }
+    progress.set_length(lengths.iter().sum());
+    let mut out = CrcWriter::new(out);
+    out.write_all(BITMAP_MAGIC)?;
+    out.write_all(&1u32.to_le_bytes())?;
+    out.write_all(&(b"guava".len() as u32).to_le_bytes())?;
+    out.write_all(b"guava")?;
+    out.write_all(&capacity.to_le_bytes())?;
+    out.write_all(&error_rate.to_le_bytes())?;
+    out.write_all(&(keys.len() as u32).to_le_bytes())?;
+    for len in &lengths {
+        out.write_all(&len.to_le_bytes())?;
+    }
+    for (k, &len) in keys.iter().zip(&lengths) {
+        let mut at = 0u64;
+        while at < len {
+            let end = (at + MAX_CHUNK).min(len);
+            let data: Vec<u8> = server.call(redis::cmd("GETRANGE").arg(k).arg(at).arg(end - 1), k)?;
+            if data.len() as u64 != end - at {
+                return Err(transfer!("the bitmap '{k}' changed during the dump; try again"));
+            }
+            out.write_all(&data)?;
+            progress.inc(data.len() as u64);
+            at = end;
+        }
+    }
+    let crc = out.crc.clone().finalize();
+    let mut out = out.inner;
+    out.write_all(&crc.to_le_bytes())?;
+    out.flush()?;
+    Ok(out_len(&lengths, keys.len()))
+}
+
+fn out_len(lengths: &[u64], keys: usize) -> u64 {
+    8 + 4 + 4 + 5 + 8 + 8 + 4 + 8 * keys as u64 + lengths.iter().sum::<u64>() + 4
+}
+
+struct CrcWriter<W: Write> {
+    inner: W,
+    crc: crc32fast::Hasher,
+}
+
+impl<W: Write> CrcWriter<W> {
+    fn new(inner: W) -> CrcWriter<W> {
+        CrcWriter { inner, crc: crc32fast::Hasher::new() }
+    }
+}
+
+impl<W: Write> Write for CrcWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.crc.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Reads exactly `n` bytes, feeding the checksum.
+fn read_n(input: &mut impl Read, crc: &mut crc32fast::Hasher, n: usize) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; n];
+    input.read_exact(&mut buf).map_err(|e| transfer!("the bitmap file ends early: {e}"))?;
+    crc.update(&buf);
+    Ok(buf)
+}
+
+fn u32_at(b: &[u8]) -> u32 {
+    u32::from_le_bytes(b[..4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(b: &[u8]) -> u64 {
+    u64::from_le_bytes(b[..8].try_into().expect("8 bytes"))
+}
+
+/// Restores a bitmap filter file (its magic already read) into the keys the
+/// same layout gives `key`: each part through a staging key, all renamed
+/// in one transaction once the checksum is verified.
+pub fn restore_bitmap(
+    server: &mut Server,
+    key: &str,
+    mut input: impl Read,
+    replace: bool,
+    progress: &dyn Progress,
+) -> Result<()> {
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(BITMAP_MAGIC);
+    let head = read_n(&mut input, &mut crc, 8)?;
+    if u32_at(&head) != 1 {
+        return Err(transfer!(
+            "bitmap file version {} is not supported (this bloomkit reads version 1)",
+            u32_at(&head)
+        ));
+    }
+    let name = read_n(&mut input, &mut crc, u32_at(&head[4..]).min(64) as usize)?;
+    if name != b"guava" {
+        return Err(transfer!(
+            "bitmap layout '{}' is not supported here (guava is)",
+            String::from_utf8_lossy(&name)
+        ));
+    }
+    let shape = read_n(&mut input, &mut crc, 20)?;
+    let (capacity, error_rate, nkeys) =
+        (u64_at(&shape), f64::from_bits(u64_at(&shape[8..])), u32_at(&shape[16..]));
+    let layout = bitmap_layout(key, capacity, error_rate)?;
+    let keys = layout.keys();
+    if keys.len() != nkeys as usize {
+        return Err(transfer!(
+            "the file holds {nkeys} bitmap keys where capacity {capacity} at {error_rate} needs {}",
+            keys.len()
+        ));
+    }
+    let lengths: Vec<u64> = read_n(&mut input, &mut crc, 8 * keys.len())?.chunks(8).map(u64_at).collect();
+    let max_bytes = crate::MAX_STRING_BITS / 8;
+    if lengths.iter().any(|&l| l > max_bytes) {
+        return Err(transfer!("the file claims a bitmap longer than Redis allows; it is damaged"));
+    }
+    progress.set_length(lengths.iter().sum());
+    stage_and_commit(server, &keys, replace, |server, staging| {
+        for (k, &len) in staging.iter().zip(&lengths) {
+            // Every part gets its key, an empty one too, so that every
+            // RENAME of the transaction has a source.
+            server.call::<()>(redis::cmd("SET").arg(k).arg(""), k)?;
+            let mut at = 0u64;
+            while at < len {
+                let n = (len - at).min(MAX_CHUNK);
+                let data = read_n(&mut input, &mut crc, n as usize)?;
+                server.call::<i64>(redis::cmd("SETRANGE").arg(k).arg(at).arg(data), k)?;
+                progress.inc(n);
+                at += n;
+            }
+        }
+        let mut stored = [0u8; 4];
+        input
+            .read_exact(&mut stored)
+            .map_err(|e| transfer!("the bitmap file ends before its checksum: {e}"))?;
+        if u32::from_le_bytes(stored) != crc.clone().finalize() {
+            return Err(transfer!("the bitmap file's checksum does not match: it is damaged"));
+        }
+        Ok(())
+    })
+}
+
+pub fn copy_bitmap(
+    from: &mut Server,
+    to: &mut Server,
+    key: &str,
+    capacity: u64,
+    error_rate: f64,
+    replace: bool,
+    progress: &dyn Progress,
+) -> Result<()> {
+    let mut file = Vec::new();
+    dump_bitmap(from, key, capacity, error_rate, &mut file, &())?;
+    restore_bitmap(to, key, &file[BITMAP_MAGIC.len()..], replace, progress)
+}
+
+/// The client's view of a bitmap filter: fill and estimated items.
+pub fn bitmap_info(server: &mut Server, key: &str, capacity: u64, error_rate: f64) -> Result<crate::Info> {
+    let layout = bitmap_layout(key, capacity, error_rate)?;
+    for k in layout.keys() {
+        match kind(server, &k)? {
+            Kind::String | Kind::Missing => {}
+            other => return Err(unreadable(server, &k, &other)),
+        }
+    }
+    RedisFilter::new(server.connection(), layout).info()
+}
+// ---- every kind, one call ----
+
+/// What a bitmap filter was made with: it stores no parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BitmapParams {
+    pub capacity: u64,
+    pub error_rate: f64,
+}
+
+fn kind_name(kind: &Kind) -> &'static str {
+    match kind {
+        Kind::Bloom => "Bloom filter",
+        Kind::Window => "sliding-window filter",
+        _ => "bitmap filter",
+    }
+}
+
+/// Dumps `key` of any kind to `out` (a bitmap filter with `bitmap`'s
+/// parameters); returns what it was.
+pub fn dump_key(
+    server: &mut Server,
+    key: &str,
+    bitmap: Option<BitmapParams>,
+    out: impl Write,
+    progress: &dyn Progress,
+) -> Result<&'static str> {
+    let kind = kind(server, key)?;
+    match (&kind, bitmap) {
+        (Kind::Bloom, _) => dump(server, key, out, progress)?,
+        (Kind::Window, _) => {
+            dump_window(server, key, out, progress)?;
+        }
+        (Kind::String | Kind::Missing, Some(b)) => {
+            dump_bitmap(server, key, b.capacity, b.error_rate, out, progress)?;
+        }
+        (other, _) => return Err(unreadable(server, key, other)),
+    }
+    Ok(kind_name(&kind))
+}
+
+/// Restores a file of any kind into `key`, told by its first bytes;
+/// returns what it held.
+pub fn restore_file(
+    server: &mut Server,
+    key: &str,
+    mut input: impl Read,
+    replace: bool,
+    progress: &dyn Progress,
+) -> Result<&'static str> {
+    let mut magic = [0u8; 8];
+    input.read_exact(&mut magic).map_err(|e| transfer!("the file is too short to be a filter: {e}"))?;
+    if &magic == b"BLOOMKIT" {
+        restore(server, key, std::io::Cursor::new(magic).chain(input), replace, progress)?;
+        return Ok("Bloom filter");
+    }
+    if &magic == BITMAP_MAGIC {
+        restore_bitmap(server, key, input, replace, progress)?;
+        return Ok("bitmap filter");
+    }
+    match apbf::Apbf::header_len(&magic) {
+        Ok(len) => {
+            let mut header = magic.to_vec();
+            header.resize(len, 0);
+            input
+                .read_exact(&mut header[8..])
+                .map_err(|e| transfer!("the file ends inside the filter's header: {e}"))?;
+            restore_window(server, key, &header, input, replace, progress)?;
+            Ok("sliding-window filter")
+        }
+        Err(_) => Err(transfer!(
+            "not a filter file: it starts with neither BLOOMKIT (a Bloom filter), BKAPBF (a \
+             sliding-window filter) nor BKBITMAP (a bitmap filter)"
+        )),
+    }
+}
+
+/// Copies `key` of any kind from one server to another; returns what it was.
+pub fn copy_key(
+    from: &mut Server,
+    to: &mut Server,
+    key: &str,
+    bitmap: Option<BitmapParams>,
+    replace: bool,
+    progress: &dyn Progress,
+) -> Result<&'static str> {
+    let kind = kind(from, key)?;
+    match (&kind, bitmap) {
+        (Kind::Bloom, _) => copy(from, to, key, replace, progress)?,
+        (Kind::Window, _) => copy_window(from, to, key, replace, progress)?,
+        (Kind::String, Some(b)) => copy_bitmap(from, to, key, b.capacity, b.error_rate, replace, progress)?,
+        (other, _) => return Err(unreadable(from, key, other)),
+    }
+    Ok(kind_name(&kind))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::staging_key;
+
+    /// Redis Cluster's slot of a key (CRC16/XMODEM of its hash tag or of it).
+    fn slot(key: &str) -> u16 {
+        let k = key.as_bytes();
+        let hashed = match k.iter().position(|&b| b == b'{') {
+            Some(open) => match k[open + 1..].iter().position(|&b| b == b'}') {
+                Some(close) if close > 0 => &k[open + 1..open + 1 + close],
+                _ => k,
+            },
+            None => k,
+        };
+        crc16::State::<crc16::XMODEM>::calculate(hashed) % 16384
+    }
+
+    #[test]
+    fn staging_keys_share_the_slot() {
+        // (A key with braces but no tag, such as "x{}y", cannot be matched.)
+        for key in ["clicks", "user:{42}:seen", "a:b:c", "{tag}rest"] {
+            assert_eq!(slot(&staging_key(key)), slot(key), "{key} -> {}", staging_key(key));
+            assert_ne!(staging_key(key), key);
+        }
+    }
+}
