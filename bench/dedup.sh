@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bloomkit dedup vs awk and sort -u on 1e7 generated lines; writes bench/DEDUP-RESULTS.md.
+# bloomkit dedup vs awk and sort -u on 1e6 and 1e7 generated lines (time, peak memory, memory beyond
+# the filter); writes bench/DEDUP-RESULTS.md.
 #   bench/dedup.sh [--lines N] [--rounds R] [--redis-port PORT]
 set -euo pipefail
 cd "$(dirname "$0")/.."

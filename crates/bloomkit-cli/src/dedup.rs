@@ -270,6 +270,21 @@ fn read_all(
     }
 }
 
+/// This process's peak resident memory (Linux: VmHWM), for the summary.
+fn peak_memory() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Bytes read at a time. With one block waiting in the channel, one being
+/// read and one being probed, each with its line offsets and hashes
+/// (40 bytes a line: short lines cost more than their bytes), dedup holds a
+/// few MiB beyond its filter and its binary: the promise is the filter plus
+/// 16 MiB. Blocks of 256 KiB measured as fast as 4 MiB ones on 1e7 lines.
+const BLOCK_BYTES: usize = 256 << 10;
+
 /// Reads input in large blocks and hands out whole lines without copying
 /// them one by one: the partial last line of a block starts the next.
 struct Blocks<R> {
@@ -283,7 +298,7 @@ struct Blocks<R> {
 
 impl<R: Read> Blocks<R> {
     fn new(input: R) -> Blocks<R> {
-        Blocks::with_size(input, 4 << 20)
+        Blocks::with_size(input, BLOCK_BYTES)
     }
 
     fn with_size(input: R, size: usize) -> Blocks<R> {
@@ -411,7 +426,7 @@ pub fn run(o: &Options) -> Result<()> {
     // A reader thread reads, splits and (for the in-process filter) hashes
     // the next block while this one probes the filter and writes.
     let pre_hash = matches!(backend, Backend::Ephemeral(_));
-    let (to_main, from_reader) = mpsc::sync_channel::<Result<Parsed>>(2);
+    let (to_main, from_reader) = mpsc::sync_channel::<Result<Parsed>>(1);
     let (to_reader, recycled) = mpsc::channel::<Parsed>();
     let paths: Vec<Option<PathBuf>> = inputs.iter().map(|p| p.cloned()).collect();
     let (field, delimiter) = (o.field, o.delimiter);
@@ -494,6 +509,12 @@ pub fn run(o: &Options) -> Result<()> {
         counts.read as f64 / elapsed.max(1e-9),
         fp_rate
     );
+    if let Backend::Ephemeral(filter) = &backend {
+        summary += &format!(", filter {} bytes", filter.bytes());
+    }
+    if let Some(peak) = peak_memory() {
+        summary += &format!(", peak memory {peak} bytes");
+    }
     let window = backend.window_state()?;
     if let Some((in_window, lost, capacity)) = window {
         summary += &format!(

@@ -497,6 +497,12 @@ fn cli_conventions() {
     let line = out.lines().find(|l| l.starts_with("false-positive rate")).unwrap();
     assert!(line.contains("e-"), "a rate below 1e-308 still prints: {line}");
 
+    // A near-empty filter's rate is tiny, not 0.
+    let out = bloomkit(&["dedup", "--count"], b"a\nb\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let rate = stderr.split("rate now ").nth(1).and_then(|r| r.split(',').next()).unwrap_or("");
+    assert!(rate.contains("e-") && !rate.starts_with('0'), "{stderr}");
+
     // Paths are checked before any input is read: nothing is written.
     let out = bloomkit(&["dedup", "--state", "/nonexistent/dir/s.bkf"], b"a\nb\n");
     assert_eq!(out.status.code(), Some(1));

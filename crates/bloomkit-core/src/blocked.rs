@@ -278,11 +278,14 @@ impl BlockedFilter {
 
     /// The chance that a new item is taken for one already seen, now.
     pub fn estimated_false_positive_rate(&self) -> f64 {
-        let miss = self.parts.iter().fold(1.0, |acc, p| {
-            let load = p.items as f64 / p.shape.blocks as f64;
-            acc * (1.0 - blocked_rate(load, p.shape.hashes))
-        });
-        1.0 - miss
+        // 1 - Π(1 - r) through ln_1p/exp_m1: a near-empty filter's tiny
+        // rate would cancel to 0 against 1.
+        let log_miss: f64 = self
+            .parts
+            .iter()
+            .map(|p| (-blocked_rate(p.items as f64 / p.shape.blocks as f64, p.shape.hashes)).ln_1p())
+            .sum();
+        -log_miss.exp_m1()
     }
 }
 

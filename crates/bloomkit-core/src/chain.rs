@@ -245,15 +245,17 @@ impl Chain {
 
     /// Estimated false-positive rate at the current fill, from the bits set.
     pub fn estimated_false_positive_rate(&self) -> f64 {
-        let miss_all: f64 = self
+        // 1 - Π(1 - fill^k) through ln_1p/exp_m1, so that a near-empty
+        // filter's tiny rate does not cancel to 0 against 1.
+        let log_miss: f64 = self
             .filters
             .iter()
             .map(|f| {
                 let fill = f.bits_set() as f64 / (f.shape.bytes * 8) as f64;
-                1.0 - fill.powf(f64::from(f.shape.hashes))
+                (-fill.powf(f64::from(f.shape.hashes))).ln_1p()
             })
-            .product();
-        1.0 - miss_all
+            .sum();
+        -log_miss.exp_m1()
     }
 
     /// A deep copy that reports allocation failure (for `COPY`).

@@ -1,0 +1,46 @@
+//! dedup's memory: its peak RSS stays within its filter's size plus 16 MiB
+//! (reader blocks, output buffer and hashes are bounded), as dedup itself
+//! reports it (VmHWM). (getrusage over children would count the test
+//! process's own pages, shared with the child before it execs.)
+
+use std::process::Command;
+use std::time::Duration;
+
+#[test]
+fn dedup_peak_memory_is_its_filter_plus_at_most_16_mib() {
+    let lines = 2_000_000u64;
+    let mut input = Vec::with_capacity(lines as usize * 24);
+    for i in 0..lines {
+        input.extend_from_slice(format!("user-{},/p/{}\n", i % 1_800_000, i * 7919 % 1_000_003).as_bytes());
+    }
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bloomkit"));
+    cmd.args(["dedup", "--capacity", "2M", "--count"]);
+    let out = bloomkit_testkit::output_within(&mut cmd, &input, Duration::from_secs(120));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let filter: u64 = stderr
+        .rsplit(", filter ")
+        .next()
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no filter size in the summary: {stderr}"));
+    let peak: u64 = stderr
+        .rsplit(", peak memory ")
+        .next()
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no peak memory in the summary: {stderr}"));
+    let beyond = peak.saturating_sub(filter);
+    assert!(
+        beyond <= 16 << 20,
+        "peak RSS {} MiB is {} MiB beyond the {} MiB filter",
+        peak >> 20,
+        beyond >> 20,
+        filter >> 20
+    );
+    bloomkit_testkit::figure(&format!(
+        "dedup memory: 2M lines, peak {} MiB, {} MiB beyond the filter",
+        peak >> 20,
+        beyond >> 20
+    ));
+}
