@@ -11,6 +11,7 @@
 
 pub mod apbf;
 pub mod args;
+pub mod bitmap;
 pub mod blocked;
 pub mod bloom;
 pub mod chain;
