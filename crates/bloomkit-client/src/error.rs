@@ -109,7 +109,10 @@ impl Error {
     /// Classifies an error reply's text.
     pub(crate) fn from_reply(text: &str, key: &str) -> Error {
         let lower = text.to_ascii_lowercase();
-        if lower.starts_with("wrongtype") {
+        // redis 1.x wraps a pipeline's error replies ("Pipeline failure:
+        // [(Index 0, error: "WRONGTYPE": ...)]"), so the code is looked for
+        // anywhere in the text, not only at its start.
+        if lower.contains("wrongtype") {
             Error::WrongType(key.to_string())
         } else if lower.contains("unknown command") && lower.contains("bf.") {
             Error::ModuleMissing(text.to_string())

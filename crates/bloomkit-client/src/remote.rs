@@ -184,14 +184,24 @@ pub trait AsyncTransport {
     async fn run(&mut self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>>;
 }
 
-/// One pipeline on a multiplexed connection.
+/// Commands per pipeline on a multiplexed connection. redis 1.x gives
+/// async connections a response timeout of 500 ms by default, which a
+/// call's whole pipeline (100 batches of 1000 items) can exceed; pipelines
+/// of 16 batches answer in a few milliseconds.
+pub const PIPELINE_COMMANDS: usize = 16;
+
+/// Pipelines of at most [`PIPELINE_COMMANDS`] on a multiplexed connection.
 impl AsyncTransport for redis::aio::MultiplexedConnection {
     async fn run(&mut self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>> {
-        let mut pipe = redis::pipe();
-        for c in cmds {
-            pipe.add_command((*c).clone());
+        let mut out = Vec::with_capacity(cmds.len());
+        for group in cmds.chunks(PIPELINE_COMMANDS) {
+            let mut pipe = redis::pipe();
+            for c in group {
+                pipe.add_command((*c).clone());
+            }
+            out.extend(pipe.query_async::<Vec<Value>>(self).await?);
         }
-        pipe.query_async(self).await
+        Ok(out)
     }
 }
 

@@ -152,7 +152,8 @@ fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool) {
     for k in &keys {
         raw.call(&["HSET", k, "field", "value"]);
     }
-    assert!(matches!(f.add(b"x"), Err(Error::WrongType(_))), "add onto a hash");
+    let r = f.add(b"x");
+    assert!(matches!(r, Err(Error::WrongType(_))), "add onto a hash: {r:?}");
     // RedisBloom (and bloomkit, bug for bug) answer 0 to BF.MEXISTS on another type.
     assert!(matches!(f.contains(b"x"), Err(Error::WrongType(_)) | Ok(false)), "contains on a hash");
     for k in &keys {
