@@ -83,7 +83,14 @@ impl Backend {
             }),
             Backend::Module(filter, server) if filter.layout().options().window.is_some() => {
                 let key = filter.layout().name().to_string();
-                let info = transfer::window_info(server, &key)?;
+                let info = match transfer::window_info(server, &key) {
+                    Ok(info) => info,
+                    // Empty input never created the key.
+                    Err(ClientError::NotFound(_)) => {
+                        return Ok(Some((0, 0, filter.layout().options().capacity)))
+                    }
+                    Err(e) => return Err(e.into()),
+                };
                 let field = |name: &str| {
                     info.iter().find(|(l, _)| l == name).and_then(|(_, v)| v.parse().ok()).unwrap_or(0)
                 };
@@ -99,14 +106,19 @@ impl Backend {
             Backend::Ephemeral(filter) => filter.estimated_false_positive_rate().log10(),
             Backend::Local(filter) => match filter.window() {
                 Some(w) => w.error_rate().log10(),
-                None => filter.chain().estimated_false_positive_rate().log10(),
+                None => filter.chain().log10_estimated_false_positive_rate(),
             },
             Backend::Module(filter, _) if filter.layout().options().window.is_some() => {
                 filter.layout().options().error_rate.log10()
             }
             Backend::Module(filter, server) => {
                 let key = filter.layout().name().to_string();
-                log10_estimated_rate(&describe(server, &key)?.1)
+                // Empty input never created the key: an empty filter.
+                match describe(server, &key) {
+                    Ok((_, subs)) => log10_estimated_rate(&subs),
+                    Err(ClientError::NotFound(_)) => f64::NEG_INFINITY,
+                    Err(e) => return Err(e.into()),
+                }
             }
             Backend::Bitmap(filter, url) => {
                 let info = filter.info().map_err(|e| explain(e, url, true))?;
@@ -139,18 +151,22 @@ fn open_backend(o: &Options) -> Result<Backend> {
     let mut options = bloomkit_client::Options::new(o.capacity, o.error_rate).batch_size(SERVER_BATCH);
     if let Some(window) = o.window {
         if o.bitmap {
-            bail!(
+            return Err(crate::usage!(
                 "--window and --window-count need the module (APBF.*) or the in-process filter, not --bitmap"
-            );
+            ));
         }
         options = options.window(window);
     }
     match (&o.redis, &o.state) {
         (Some(_), Some(_)) => {
-            bail!("--state keeps an in-process filter; with --redis the filter lives on the server")
+            return Err(crate::usage!(
+                "--state keeps an in-process filter; with --redis the filter lives on the server"
+            ))
         }
         (None, _) if o.bitmap => {
-            bail!("--bitmap keeps the filter in Redis bitmaps: give the server with --redis")
+            return Err(crate::usage!(
+                "--bitmap keeps the filter in Redis bitmaps: give the server with --redis"
+            ))
         }
         (Some(url), None) if o.bitmap => {
             let layout = Layout::bitmap(o.key.as_str(), options).map_err(|e| anyhow!("{e}"))?;
@@ -202,6 +218,19 @@ struct Parsed {
 }
 
 impl Parsed {
+    /// Gives back what a huge line grew the buffers to.
+    fn shrink(&mut self) {
+        if self.buf.capacity() > 2 * BLOCK_BYTES {
+            self.buf = Vec::new();
+        }
+        for cap in [self.ends.capacity(), self.keys.capacity(), self.hashes.capacity()] {
+            if cap > 2 * MAX_LINES {
+                *self = Parsed::default();
+                return;
+            }
+        }
+    }
+
     fn fill(&mut self, block: &[u8], field: Option<usize>, delimiter: u8, pre_hash: bool) {
         self.buf.clear();
         self.buf.extend_from_slice(block);
@@ -262,6 +291,7 @@ fn read_all(
                 }
             };
             let mut parsed = recycled.try_recv().unwrap_or_default();
+            parsed.shrink();
             parsed.fill(block, field, delimiter, pre_hash);
             if to_main.send(Ok(parsed)).is_err() {
                 return; // the main thread stopped (an error, or a closed pipe)
@@ -269,6 +299,9 @@ fn read_all(
         }
     }
 }
+
+/// Lines handed out in one block at most (see [`Blocks::next_block`]).
+const MAX_LINES: usize = 16 << 10;
 
 /// This process's peak resident memory (Linux: VmHWM), for the summary.
 fn peak_memory() -> Option<u64> {
@@ -311,6 +344,11 @@ impl<R: Read> Blocks<R> {
         self.buf.copy_within(self.start..self.filled, 0);
         self.filled -= self.start;
         self.start = 0;
+        // After a line longer than a block, give the memory back.
+        if self.buf.len() > 2 * BLOCK_BYTES && self.filled < BLOCK_BYTES {
+            self.buf.truncate(BLOCK_BYTES);
+            self.buf.shrink_to_fit();
+        }
         loop {
             while !self.eof && self.filled < self.buf.len() {
                 match self.input.read(&mut self.buf[self.filled..]) {
@@ -321,13 +359,18 @@ impl<R: Read> Blocks<R> {
                 }
             }
             if self.eof {
-                self.start = self.filled;
-                return Ok((self.filled > 0).then(|| &self.buf[..self.filled]));
+                let cut = memchr::memchr_iter(b'\n', &self.buf[..self.filled]).nth(MAX_LINES - 1);
+                self.start = cut.map_or(self.filled, |c| c + 1);
+                return Ok((self.start > 0).then(|| &self.buf[..self.start]));
             }
             match memchr::memrchr(b'\n', &self.buf[..self.filled]) {
                 Some(last) => {
-                    self.start = last + 1;
-                    return Ok(Some(&self.buf[..last + 1]));
+                    // At most MAX_LINES lines a block: short lines cost 48
+                    // bytes of offsets and hashes each, more than their text.
+                    let end =
+                        memchr::memchr_iter(b'\n', &self.buf[..last + 1]).nth(MAX_LINES - 1).unwrap_or(last);
+                    self.start = end + 1;
+                    return Ok(Some(&self.buf[..end + 1]));
                 }
                 // A line longer than the buffer: make room and read on.
                 None => self.buf.resize(self.buf.len() * 2, 0),
@@ -363,7 +406,11 @@ fn check_paths(o: &Options) -> Result<Option<u64>> {
         if meta.is_dir() {
             bail!("cannot read {}: it is a directory", p.display());
         }
-        File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
+        // Opening a FIFO here would take the writer's first data from the
+        // reader: only regular files are tried now.
+        if meta.is_file() {
+            File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
+        }
         total = total.filter(|_| meta.is_file()).map(|t| t + meta.len());
     }
     if o.inputs.is_empty() {

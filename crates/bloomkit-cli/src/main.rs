@@ -160,7 +160,7 @@ struct BitmapArgs {
     #[arg(long, default_value = "10M", value_parser = units::parse_count, requires = "bitmap")]
     capacity: f64,
     /// With --bitmap: the error rate the bitmap filter was made with.
-    #[arg(long, default_value_t = 1e-6, requires = "bitmap")]
+    #[arg(long, default_value_t = 1e-6, requires = "bitmap", value_parser = units::parse_rate)]
     error_rate: f64,
 }
 
@@ -245,6 +245,12 @@ fn run(cli: Cli) -> Result<()> {
         Command::Calc(a) => {
             if a.table {
                 let n = a.n.ok_or_else(|| usage!("--table needs --capacity"))?;
+                if let Some(b) = a.bits_per_item.iter().find(|b| !(**b > 0.0 && b.is_finite())) {
+                    return Err(usage!("--bits-per-item takes positive numbers, got {b}"));
+                }
+                if let Some(k) = a.table_hashes.iter().find(|k| !(**k >= 1.0 && k.fract() == 0.0)) {
+                    return Err(usage!("--table-hashes takes whole numbers of at least 1, got {k}"));
+                }
                 calc::table(n, &a.bits_per_item, &a.table_hashes, a.json);
             } else {
                 let sizing = calc::solve(&calc::Inputs { n: a.n, p: a.p, m: a.m, k: a.k })?;
@@ -280,6 +286,9 @@ fn run(cli: Cli) -> Result<()> {
             })?;
         }
         Command::Dump(a) => {
+            if a.output.is_none() && io::stdout().is_terminal() {
+                return Err(usage!("the dump is binary: give -o FILE or redirect standard output"));
+            }
             let mut server = transfer::Server::connect(&a.redis)?;
             let bitmap = bitmap_params(&a.bitmap);
             let key = a.key.clone();
@@ -312,9 +321,6 @@ fn run(cli: Cli) -> Result<()> {
                     result?
                 }
                 None => {
-                    if io::stdout().is_terminal() {
-                        return Err(usage!("the dump is binary: give -o FILE or redirect standard output"));
-                    }
                     let mut out = CountingWriter(BufWriter::with_capacity(1 << 20, io::stdout().lock()), 0);
                     kind = dump_to(&mut server, &mut out, &bar)?;
                     out.flush()?;
@@ -468,7 +474,7 @@ fn bloom_info(server: &mut transfer::Server, key: &str) -> Result<serde_json::Va
         "capacity": subs.iter().map(|s| s["capacity"].as_u64().unwrap_or(0)).sum::<u64>(),
         "bytes": subs.iter().map(|s| s["bytes"].as_u64().unwrap_or(0)).sum::<u64>(),
         "filters": subs.len(),
-        "estimated_false_positive_rate": units::format_rate(rate),
+        "estimated_false_positive_rate": 10f64.powf(rate),
         "log10_estimated_false_positive_rate": if rate.is_finite() { serde_json::json!(rate) } else { serde_json::Value::Null },
         "sub_filters": subs,
     }))
@@ -483,6 +489,14 @@ fn print_info(info: &serde_json::Value, json: bool) {
     let obj = info.as_object().expect("an object");
     for (name, value) in obj {
         if name == "sub_filters" || name.starts_with("log10_") {
+            continue;
+        }
+        if name == "estimated_false_positive_rate" {
+            let log10 = obj
+                .get("log10_estimated_false_positive_rate")
+                .and_then(|v| v.as_f64())
+                .unwrap_or(f64::NEG_INFINITY);
+            println!("{:<32} {}", name.replace('_', " "), units::format_rate(log10));
             continue;
         }
         let text = match value {
@@ -528,7 +542,16 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("bloomkit: error: {e:#}");
-            if e.downcast_ref::<Usage>().is_some() {
+            // Invalid values, the CLI's own or the library's (a malformed
+            // URL, options that describe no filter), are usage errors.
+            let invalid = e.chain().any(|c| {
+                c.downcast_ref::<Usage>().is_some()
+                    || matches!(
+                        c.downcast_ref::<bloomkit_client::Error>(),
+                        Some(bloomkit_client::Error::InvalidOptions(_))
+                    )
+            });
+            if invalid {
                 return ExitCode::from(2);
             }
             ExitCode::FAILURE

@@ -18,8 +18,16 @@ pub fn parse_count(text: &str) -> Result<f64, String> {
         _ => (t, 1.0),
     };
     match number.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale),
-        _ => Err(format!("'{text}' is not a positive number (e.g. 1e9, 10M, 2500)")),
+        Ok(v) if v.is_finite() && v * scale >= 1.0 => Ok((v * scale).round()),
+        _ => Err(format!("'{text}' is not a count of at least 1 (e.g. 1e9, 10M, 2500)")),
+    }
+}
+
+/// An error rate: a number strictly between 0 and 1.
+pub fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
+        _ => Err(format!("'{text}' is not an error rate strictly between 0 and 1 (e.g. 0.01)")),
     }
 }
 
@@ -122,8 +130,14 @@ pub fn format_rate(log10: f64) -> String {
     if log10 > -300.0 {
         return format!("{:.3e}", 10f64.powf(log10));
     }
-    let exponent = log10.floor();
-    format!("{:.3}e{}", 10f64.powf(log10 - exponent), exponent as i64)
+    let mut exponent = log10.floor();
+    let mut mantissa = 10f64.powf(log10 - exponent);
+    if mantissa >= 9.9995 {
+        // Rounds up to 10.000: one more in the exponent.
+        mantissa = 1.0;
+        exponent += 1.0;
+    }
+    format!("{mantissa:.3}e{}", exponent as i64)
 }
 
 #[cfg(test)]
@@ -136,5 +150,7 @@ mod rate_tests {
         assert_eq!(format_rate(-22.5), "3.162e-23");
         assert_eq!(format_rate(-412.25), "5.623e-413");
         assert_eq!(format_rate(f64::NEG_INFINITY), "0 (empty)");
+        assert_eq!(format_rate(-412.0000001), "1.000e-412");
+        assert_eq!(format_rate(-411.99999999), "1.000e-412");
     }
 }

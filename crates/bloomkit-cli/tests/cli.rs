@@ -26,6 +26,15 @@ fn fails(args: &[&str], stdin: &[u8], message: &str) {
     assert!(out.stdout.is_empty() || message.is_empty(), "errors go to stderr");
 }
 
+/// A usage error: exit 2, the message on stderr, nothing on stdout.
+fn usage_error(args: &[&str], stdin: &[u8], message: &str) {
+    let out = bloomkit(args, stdin);
+    assert_eq!(out.status.code(), Some(2), "{args:?} is a usage error");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(message), "{args:?}: expected '{message}' in: {stderr}");
+    assert!(out.stdout.is_empty());
+}
+
 /// Lines where unique line i appears 1 + i % 3 times, interleaved deterministically.
 fn stream(unique: usize, prefix: &str) -> (Vec<u8>, Vec<Vec<u8>>) {
     let mut order = Vec::new();
@@ -187,7 +196,9 @@ fn dedup_against_servers() {
     let plain = TestServer::start(Server::Redis, &[], &[]);
     fails(&["dedup", "--redis", &redis_arg(&plain)], b"a\n", "has no Bloom filter module");
     fails(&["dedup", "--redis", "redis://127.0.0.1:1"], b"a\n", "cannot talk to the server");
-    fails(&["dedup", "--redis", &url, "--state", "x"], b"a\n", "--state keeps an in-process filter");
+    usage_error(&["dedup", "--redis", &url, "--state", "x"], b"a\n", "--state keeps an in-process filter");
+    // Empty input creates no key, and that is an empty filter, not an error.
+    assert!(ok(&["dedup", "--redis", &url, "--key", "never-written"], b"").is_empty());
     fails(&["dedup", "--redis", &redis_arg(&plain)], b"a\n", "add --bitmap");
 }
 
@@ -207,7 +218,7 @@ fn dedup_with_bitmaps_on_a_plain_server() {
     assert_eq!(conn.call(&["STRLEN", "seen"]).as_int(), 359_440);
     conn.call(&["HSET", "hash", "f", "v"]);
     fails(&["dedup", "--redis", &url, "--bitmap", "--key", "hash"], b"a\n", "not a bitmap");
-    fails(&["dedup", "--bitmap"], b"a\n", "give the server with --redis");
+    usage_error(&["dedup", "--bitmap"], b"a\n", "give the server with --redis");
 }
 
 #[test]
@@ -329,7 +340,7 @@ fn dedup_over_a_sliding_window() {
     );
     assert_eq!(on_server, windowed, "the module answers as the in-process filter");
     assert_eq!(server.conn().cmd("TYPE w").as_bytes(), b"bkit-apbf");
-    fails(&["dedup", "--redis", &url, "--bitmap", "--window", "10m"], b"a\n", "not --bitmap");
+    usage_error(&["dedup", "--redis", &url, "--bitmap", "--window", "10m"], b"a\n", "not --bitmap");
 }
 
 /// The burst from the issue: a file read within seconds, far more lines
@@ -467,18 +478,26 @@ fn dump_restore_copy_every_kind_of_key() {
 /// and a man page.
 #[test]
 fn cli_conventions() {
-    let usage = |args: &[&str], message: &str| {
-        let out = bloomkit(args, b"");
-        assert_eq!(out.status.code(), Some(2), "{args:?} is a usage error");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains(message), "{args:?}: expected '{message}' in {stderr}");
-    };
+    let usage = |args: &[&str], message: &str| usage_error(args, b"", message);
     usage(&["calc", "-n", "1e6", "-p", "2"], "strictly between 0 and 1");
     usage(&["calc", "-n", "0"], "");
     usage(&["calc", "-n", "1e6"], "give exactly two");
     usage(&["calc", "--table"], "--table needs --capacity");
     usage(&["dedup", "--delimiter", "ab"], "one byte");
     usage(&["dedup", "--error-rate", "1.5"], "strictly between 0 and 1");
+    usage(&["dedup", "--capacity", "0.5"], "at least 1");
+    usage(
+        &["dedup", "--state", "x.bkf", "--redis", "redis://127.0.0.1:1"],
+        "--state keeps an in-process filter",
+    );
+    usage(&["dedup", "--bitmap"], "give the server with --redis");
+    usage(&["info", "--redis", "not a url", "k"], "is not a Redis URL");
+    usage(
+        &["info", "--redis", "redis://127.0.0.1:1", "k", "--bitmap", "--error-rate", "2"],
+        "strictly between 0 and 1",
+    );
+    usage(&["calc", "-n", "1e6", "--table", "--table-hashes", "0"], "whole numbers of at least 1");
+    usage(&["calc", "-n", "1e6", "--table", "--bits-per-item=-5"], "positive numbers");
     fails(&["info", "--redis", "redis://127.0.0.1:1", "k"], b"", "cannot talk to the server");
 
     // --bits-per-item takes 30,50 and 30 50, as its help shows.
@@ -552,8 +571,8 @@ fn info_as_json_and_tiny_rates() {
         serde_json::from_slice(&ok(&["info", "--redis", &url, "bf", "--json"], b"")).unwrap();
     assert_eq!(bf["items"], 1);
     assert_eq!(bf["sub_filters"].as_array().unwrap().len(), 1);
-    let rate = bf["estimated_false_positive_rate"].as_str().unwrap();
-    assert!(rate.contains("e-") && !rate.starts_with('0'), "{rate}");
+    let log10 = bf["log10_estimated_false_positive_rate"].as_f64().unwrap();
+    assert!(log10 < -20.0 && log10.is_finite(), "{bf}");
     let text = String::from_utf8(ok(&["info", "--redis", &url, "bf"], b"")).unwrap();
     assert!(!text.contains("0.000e0") && !text.contains("0.00e0"), "{text}");
     let w: serde_json::Value =

@@ -126,11 +126,21 @@ fn staging_key(key: &str) -> String {
     }
 }
 
+/// A staging key lives an hour at most: a transfer killed midway (Ctrl-C,
+/// a lost connection) leaves nothing behind for good.
+const STAGING_TTL_MS: u64 = 3_600_000;
+
+/// Gives a staging key, just created, its safety TTL.
+fn arm_staging(server: &mut Server, staging: &str) -> Result<()> {
+    server.call::<i64>(redis::cmd("PEXPIRE").arg(staging).arg(STAGING_TTL_MS), staging).map(|_| ())
+}
+
 /// Loads into staging keys (one per key, each in its key's hash slot) with
 /// `load`, then renames them over `keys` in one transaction, so that a
 /// half-loaded filter is never visible and a failure leaves `keys` as they
 /// were. Without `replace`, existing keys are refused, and a key created
-/// meanwhile aborts the transaction (WATCH).
+/// meanwhile aborts the transaction (WATCH). Loaders give each staging key
+/// a TTL as they create it ([`arm_staging`]).
 pub fn stage_and_commit(
     server: &mut Server,
     keys: &[String],
@@ -155,7 +165,9 @@ pub fn stage_and_commit(
         let mut pipe = redis::pipe();
         pipe.atomic();
         for (from, to) in staging.iter().zip(keys) {
+            // RENAME carries the staging key's safety TTL over: drop it.
             pipe.cmd("RENAME").arg(from).arg(to).ignore();
+            pipe.cmd("PERSIST").arg(to).ignore();
         }
         let committed: Option<()> =
             pipe.query(&mut server.con).map_err(|e| Error::from_redis(e, &keys[0]))?;
@@ -190,6 +202,7 @@ fn load_staged(
     stage_and_commit(server, &[key.to_string()], replace, |server, staging| {
         let staging = &staging[0];
         loadchunk(server, staging, 1, header)?;
+        arm_staging(server, staging)?;
         let mut end: i64 = 0;
         let mut buf = Vec::new();
         for (shape, _) in &parsed.links {
@@ -204,9 +217,10 @@ fn load_staged(
                 left -= len;
             }
         }
-        before_commit()
-    })?;
-    verify(server, key, &parsed)
+        before_commit()?;
+        // Checked before it replaces anything.
+        verify(server, staging, &parsed)
+    })
 }
 
 /// After a load, the server must report the items and capacity the header describes.
@@ -426,6 +440,7 @@ pub fn load_window(
     stage_and_commit(server, &[key.to_string()], replace, |server, staging| {
         let staging = &staging[0];
         server.call::<()>(redis::cmd("APBF.LOADCHUNK").arg(staging).arg(0).arg(header), staging)?;
+        arm_staging(server, staging)?;
         let mut offset = 0u64;
         let mut buf = Vec::new();
         while offset < body {
@@ -549,14 +564,10 @@ pub fn dump_bitmap(
     out: impl Write,
     progress: &dyn Progress,
 ) -> Result<u64> {
-    let layout = bitmap_layout(key, capacity, error_rate)?;
-    let keys = layout.keys();
+    let keys = bitmap_keys(server, key, capacity, error_rate)?;
     let mut lengths = Vec::new();
     for k in &keys {
-        match kind(server, k)? {
-            Kind::String | Kind::Missing => lengths.push(strlen(server, k)?),
-            other => return Err(unreadable(server, k, &other)),
-        }
+        lengths.push(strlen(server, k)?);
     }
     progress.set_length(lengths.iter().sum());
     let mut out = CrcWriter::new(out);
@@ -680,6 +691,7 @@ pub fn restore_bitmap(
             // Every part gets its key, an empty one too, so that every
             // RENAME of the transaction has a source.
             server.call::<()>(redis::cmd("SET").arg(k).arg(""), k)?;
+            arm_staging(server, k)?;
             let mut at = 0u64;
             while at < len {
                 let n = (len - at).min(MAX_CHUNK);
@@ -716,14 +728,26 @@ pub fn copy_bitmap(
 
 /// The client's view of a bitmap filter: fill and estimated items.
 pub fn bitmap_info(server: &mut Server, key: &str, capacity: u64, error_rate: f64) -> Result<crate::Info> {
-    let layout = bitmap_layout(key, capacity, error_rate)?;
-    for k in layout.keys() {
-        match kind(server, &k)? {
-            Kind::String | Kind::Missing => {}
-            other => return Err(unreadable(server, &k, &other)),
+    bitmap_keys(server, key, capacity, error_rate)?;
+    RedisFilter::new(server.connection(), bitmap_layout(key, capacity, error_rate)?).info()
+}
+
+/// The keys of a bitmap filter (one, or `{key}:0`, `{key}:1`, ... when it
+/// is split): each a string or missing, at least one present.
+fn bitmap_keys(server: &mut Server, key: &str, capacity: u64, error_rate: f64) -> Result<Vec<String>> {
+    let keys = bitmap_layout(key, capacity, error_rate)?.keys();
+    let mut present = false;
+    for k in &keys {
+        match kind(server, k)? {
+            Kind::String => present = true,
+            Kind::Missing => {}
+            other => return Err(unreadable(server, k, &other)),
         }
     }
-    RedisFilter::new(server.connection(), layout).info()
+    if !present {
+        return Err(Error::NotFound(key.to_string()));
+    }
+    Ok(keys)
 }
 // ---- every kind, one call ----
 
@@ -814,7 +838,10 @@ pub fn copy_key(
     match (&kind, bitmap) {
         (Kind::Bloom, _) => copy(from, to, key, replace, progress)?,
         (Kind::Window, _) => copy_window(from, to, key, replace, progress)?,
-        (Kind::String, Some(b)) => copy_bitmap(from, to, key, b.capacity, b.error_rate, replace, progress)?,
+        // (A split bitmap's own key is missing: its parts are `{key}:i`.)
+        (Kind::String | Kind::Missing, Some(b)) => {
+            copy_bitmap(from, to, key, b.capacity, b.error_rate, replace, progress)?
+        }
         (other, _) => return Err(unreadable(from, key, other)),
     }
     Ok(kind_name(&kind))

@@ -56,7 +56,7 @@ fn sharded_filters_span_the_cluster_and_survive_resharding() {
     // Through slot moves, on the async cluster connection (redis 1.x): every
     // call has a deadline, so a connection that hangs after its node became
     // a replica fails the test instead of stalling it. (redis 0.32's did, now
-    // and then; run this test 15 times for 30 reshards: scripts in the note.)
+    // and then; scripts/reshard-soak.sh runs it 15 times, 30 reshards.)
     let deadline = std::time::Duration::from_secs(60);
     let mut module =
         AsyncRedisFilter::new(runtime.block_on(client.get_async_connection()).unwrap(), module_layout);

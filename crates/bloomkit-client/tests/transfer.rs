@@ -90,6 +90,9 @@ fn every_kind_dumps_restores_and_copies_through_the_library() {
             assert_eq!(c.call(&["DEBUG", "DIGEST-VALUE", key]), d.call(&["DEBUG", "DIGEST-VALUE", key]));
         }
     }
+    // No staging key is left behind, on success or refusal.
+    assert!(c.cmd("KEYS *bloomkit-staging*").as_array().is_empty());
+    assert!(d.cmd("KEYS *bloomkit-staging*").as_array().is_empty());
     // Errors are the library's typed errors.
     c.ok("HSET h f v");
     let e = transfer::dump_key(&mut from, "h", None, Vec::new(), &()).unwrap_err();

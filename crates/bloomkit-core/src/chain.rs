@@ -258,6 +258,20 @@ impl Chain {
         -log_miss.exp_m1()
     }
 
+    /// [`Chain::estimated_false_positive_rate`] as its base-10 logarithm,
+    /// which stays finite where `fill^k` underflows (many hashes, few items).
+    pub fn log10_estimated_false_positive_rate(&self) -> f64 {
+        let rates: Vec<f64> = self
+            .filters
+            .iter()
+            .map(|f| {
+                let fill = f.bits_set() as f64 / (f.shape.bytes * 8) as f64;
+                f64::from(f.shape.hashes) * fill.log10()
+            })
+            .collect();
+        crate::sizing::log10_combined_rate(&rates)
+    }
+
     /// A deep copy that reports allocation failure (for `COPY`).
     pub fn try_clone(&self) -> Result<Chain, Error> {
         let mut filters = Vec::new();

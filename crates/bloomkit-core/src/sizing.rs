@@ -118,9 +118,10 @@ pub fn log10_combined_rate(log10_rates: &[f64]) -> f64 {
         return max;
     }
     if max > -300.0 {
-        let miss: f64 = log10_rates.iter().map(|l| 1.0 - 10f64.powf(*l)).product();
-        let rate = 1.0 - miss;
-        if rate > 0.0 && rate.log10() > max - 1.0 {
+        // 1 - Π(1 - p) through ln_1p/exp_m1: exact for tiny rates too.
+        let log_miss: f64 = log10_rates.iter().map(|l| (-(10f64.powf(*l))).ln_1p()).sum();
+        let rate = -log_miss.exp_m1();
+        if rate > 0.0 {
             return rate.log10();
         }
     }
@@ -142,6 +143,7 @@ mod tests {
         assert!((log10_false_positive_rate(9585.0, 7.0, 1000.0) - p.log10()).abs() < 1e-12);
         assert!((log10_combined_rate(&[-2.0, -3.0]) - (1.0 - 0.99 * 0.999f64).log10()).abs() < 1e-12);
         assert!((log10_combined_rate(&[-500.0, -500.0]) - (-500.0 + 2f64.log10())).abs() < 1e-9);
+        assert!((log10_combined_rate(&[-16.0]) + 16.0).abs() < 1e-12, "a tiny rate is not rounded");
         assert_eq!(log10_combined_rate(&[f64::NEG_INFINITY]), f64::NEG_INFINITY);
     }
 
