@@ -580,3 +580,26 @@ fn info_as_json_and_tiny_rates() {
     assert_eq!(w["kind"], "sliding-window filter");
     assert_eq!(w["items_in_window"], 1);
 }
+
+/// On a terminal (a pseudo-terminal from util-linux's `script`), dedup of
+/// a file shows a bar with percentage, rate and ETA; of a pipe, a spinner
+/// with counts. Off a terminal (every other test), nothing.
+#[test]
+fn progress_on_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lines.txt");
+    let text: String = (0..3_000_000).map(|i| format!("line-{i}\n")).collect();
+    std::fs::write(&file, text).unwrap();
+    let bin = env!("CARGO_BIN_EXE_bloomkit");
+    let on_terminal = |command: String| {
+        let mut cmd = Command::new("script");
+        cmd.args(["-qfec", &command, "/dev/null"]);
+        let out = bloomkit_testkit::output_within(&mut cmd, b"", std::time::Duration::from_secs(120));
+        assert!(out.status.success(), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let screen = on_terminal(format!("{bin} dedup --count {}", file.display()));
+    assert!(screen.contains("% ") && screen.contains("eta") && screen.contains("MiB/s"), "{screen}");
+    let screen = on_terminal(format!("cat {} | {bin} dedup --count", file.display()));
+    assert!(screen.contains("lines/s") && !screen.contains("eta"), "{screen}");
+}
