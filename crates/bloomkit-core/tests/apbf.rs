@@ -6,6 +6,7 @@
 use std::collections::VecDeque;
 
 use bloomkit_core::apbf::{Apbf, ApbfParams, Window};
+use bloomkit_testkit::Rng;
 
 fn item(i: u64) -> [u8; 8] {
     i.to_le_bytes()
@@ -200,23 +201,6 @@ fn more_than_capacity_forgets_the_oldest_early_and_says_so() {
     assert!(f.items_in_window(now) >= capacity && f.items_in_window(now) < total);
 }
 
-/// A tiny deterministic generator (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e3779b97f4a7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// (a) whatever the timing: random clumps, gaps and trickles, never more
 /// than `capacity` adds in any window; every add younger than the window
 /// is found at every step, and nothing is counted as lost early.
@@ -224,32 +208,32 @@ impl Rng {
 fn random_timings_within_capacity_never_forget_inside_the_window() {
     for seed in 1..=6u64 {
         let mut rng = Rng(seed);
-        let capacity = 300 + rng.below(1500);
-        let window = 10_000 + rng.below(50_000);
+        let capacity = 300 + rng.below64(1500);
+        let window = 10_000 + rng.below64(50_000);
         let mut f = filter(0.01, capacity, Window::Time { millis: window }, 0);
         let mut recent: VecDeque<(u64, u64)> = VecDeque::new(); // (time, item)
         let mut now = 0u64;
         let mut next_item = 0u64;
         for _ in 0..4_000 {
             // A gap: none, short, about a tick, or long silence.
-            now += match rng.below(4) {
+            now += match rng.below64(4) {
                 0 => 0,
-                1 => rng.below(50),
-                2 => rng.below(2 * f.tick_ms().unwrap()),
-                _ => rng.below(2 * window),
+                1 => rng.below64(50),
+                2 => rng.below64(2 * f.tick_ms().unwrap()),
+                _ => rng.below64(2 * window),
             };
             while recent.front().is_some_and(|&(t, _)| t + window <= now) {
                 recent.pop_front();
             }
             // A clump that keeps the window at or below capacity.
             let room = capacity - recent.len() as u64;
-            let clump = if room == 0 { 0 } else { 1 + rng.below(room.min(capacity / 3).max(1)) };
+            let clump = if room == 0 { 0 } else { 1 + rng.below64(room.min(capacity / 3).max(1)) };
             for _ in 0..clump {
                 f.add(&item(next_item), now);
                 recent.push_back((now, next_item));
                 next_item += 1;
             }
-            let probe = now + rng.below(window);
+            let probe = now + rng.below64(window);
             for &(t, i) in &recent {
                 if t + window > probe {
                     assert!(f.contains(&item(i), probe), "seed {seed}: item {i} of {t} lost at {probe}");

@@ -5,29 +5,7 @@
 //! Deliberate differences (README, "Compatibility") are kept out of the
 //! generated streams and tested on their own in `commands.rs`.
 
-use bloomkit_testkit::{Conn, Module, Reply, Server, TestServer};
-
-/// SplitMix64: a tiny deterministic generator, so that every run replays the same streams.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e3779b97f4a7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, options: &[&'a str]) -> &'a str {
-        options[self.below(options.len())]
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-}
+use bloomkit_testkit::{Conn, Module, Reply, Rng, Server, TestServer};
 
 const KEYS: &[&str] = &["k0", "k1", "k2", "k3", "str"];
 const ERROR_RATES: &[&str] = &[

@@ -6,7 +6,7 @@
 
 use bloomkit_core::hash::HashWidth;
 use bloomkit_core::sizing::Shape;
-use bloomkit_testkit::hostile::{assert_dump_round_trips, assert_refused, damaged_payloads, seal, Watch};
+use bloomkit_testkit::hostile::{assert_dump_round_trips, assert_refused, restore_damaged, seal, Watch};
 use bloomkit_testkit::{Conn, Module, Reply, Server, TestServer};
 
 const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
@@ -289,24 +289,7 @@ fn hostile_restore_payloads() {
         c.ok("BF.RESERVE model 0.1 4 EXPANSION 2");
         c.ok("BF.MADD model a b c d e f g h i");
         let payload = c.cmd("DUMP model").as_bytes().to_vec();
-        let (mut loaded, mut refused) = (0, 0);
-        for (n, (what, p)) in damaged_payloads(&payload).into_iter().enumerate() {
-            let key = format!("r{n}");
-            match c.call(&[b"RESTORE".to_vec(), key.as_bytes().to_vec(), b"0".to_vec(), p]) {
-                Reply::Simple(ok) if ok == "OK" => {
-                    loaded += 1;
-                    exercise(&mut c, &key, &what);
-                }
-                Reply::Error(e) => {
-                    refused += 1;
-                    assert!(e.contains("Bad data format"), "{server:?} {what}: {e}");
-                    assert_eq!(c.call(&["EXISTS", &key]), Reply::Int(0), "{what}");
-                }
-                other => panic!("{server:?} {what}: {other:?}"),
-            }
-            watch.check(&mut c, &what);
-        }
-        assert!(refused > 0 && loaded > 0, "{server:?}: {refused} refused, {loaded} loaded");
+        let (refused, loaded) = restore_damaged(&mut c, &watch, &payload, &format!("{server:?}"), exercise);
         bloomkit_testkit::figure(&format!(
             "hostile BF, {server:?}: {} damaged RESTORE payloads, {refused} refused, {loaded} loaded and round-tripped",
             refused + loaded

@@ -7,7 +7,7 @@
 //! the size check would fail these tests instead of eating the machine.
 
 use bloomkit_core::apbf::{Apbf, ApbfParams, Window, HEADER_LEN};
-use bloomkit_testkit::hostile::{assert_dump_round_trips, assert_refused, damaged_payloads, Watch};
+use bloomkit_testkit::hostile::{assert_dump_round_trips, assert_refused, restore_damaged, Watch};
 use bloomkit_testkit::{Conn, Reply, Server, TestServer};
 
 const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
@@ -274,24 +274,8 @@ fn hostile_restore_payloads() {
         for model in ["count", "time"] {
             c.call(&["APBF.MADD", model, "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"]);
             let payload = c.call(&["DUMP", model]).as_bytes().to_vec();
-            let (mut loaded, mut refused) = (0, 0);
-            for (n, (what, p)) in damaged_payloads(&payload).into_iter().enumerate() {
-                let key = format!("{model}-{n}");
-                match c.call(&[b"RESTORE".to_vec(), key.as_bytes().to_vec(), b"0".to_vec(), p]) {
-                    Reply::Simple(ok) if ok == "OK" => {
-                        loaded += 1;
-                        exercise(&mut c, &key, &what);
-                    }
-                    Reply::Error(e) => {
-                        refused += 1;
-                        assert!(e.contains("Bad data format"), "{server:?} {model} {what}: {e}");
-                        assert_eq!(c.call(&["EXISTS", &key]), Reply::Int(0), "{what}");
-                    }
-                    other => panic!("{server:?} {model} {what}: {other:?}"),
-                }
-                watch.check(&mut c, &what);
-            }
-            assert!(refused > 0 && loaded > 0, "{server:?} {model}: {refused} refused, {loaded} loaded");
+            let prefix = format!("{server:?} {model}");
+            let (refused, loaded) = restore_damaged(&mut c, &watch, &payload, &prefix, exercise);
             bloomkit_testkit::figure(&format!(
                 "hostile APBF, {server:?}: {} damaged RESTORE payloads of a {model} window, {refused} refused, {loaded} loaded and round-tripped",
                 refused + loaded

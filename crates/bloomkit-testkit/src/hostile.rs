@@ -60,6 +60,38 @@ pub fn assert_dump_round_trips(c: &mut Conn, key: &str, what: &str) {
     c.call(&["DEL", &copy]);
 }
 
+/// RESTOREs every [`damaged_payloads`] variant of `payload` under keys
+/// `{prefix}-{n}`: each must be refused with the server's "Bad data
+/// format" and leave no key, or load and pass `exercise`; the watched keys
+/// must stay as they were. Both outcomes must occur. Returns (refused, loaded).
+pub fn restore_damaged(
+    c: &mut Conn,
+    watch: &Watch,
+    payload: &[u8],
+    prefix: &str,
+    mut exercise: impl FnMut(&mut Conn, &str, &str),
+) -> (usize, usize) {
+    let (mut refused, mut loaded) = (0, 0);
+    for (n, (what, p)) in damaged_payloads(payload).into_iter().enumerate() {
+        let key = format!("{prefix}-{n}");
+        match c.call(&[b"RESTORE".to_vec(), key.as_bytes().to_vec(), b"0".to_vec(), p]) {
+            Reply::Simple(ok) if ok == "OK" => {
+                loaded += 1;
+                exercise(c, &key, &what);
+            }
+            Reply::Error(e) => {
+                refused += 1;
+                assert!(e.contains("Bad data format"), "{prefix} {what}: {e}");
+                assert_eq!(c.call(&["EXISTS", &key]), Reply::Int(0), "{prefix} {what}");
+            }
+            other => panic!("{prefix} {what}: {other:?}"),
+        }
+        watch.check(c, &what);
+    }
+    assert!(refused > 0 && loaded > 0, "{prefix}: {refused} refused, {loaded} loaded");
+    (refused, loaded)
+}
+
 /// Redis's CRC-64 (Jones polynomial, reflected), which seals DUMP payloads.
 pub fn crc64(data: &[u8]) -> u64 {
     const POLY: u64 = 0x95ac9329ac4bc9b5;
