@@ -7,7 +7,9 @@
 //! the size check would fail these tests instead of eating the machine.
 
 use bloomkit_core::apbf::{Apbf, ApbfParams, Window, HEADER_LEN};
-use bloomkit_testkit::hostile::{assert_dump_round_trips, assert_refused, restore_damaged, Watch};
+use bloomkit_testkit::hostile::{
+    assert_dump_round_trips, assert_refused, damaged_headers, load_headers, restore_damaged, Watch,
+};
 use bloomkit_testkit::{Conn, Reply, Server, TestServer};
 
 const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
@@ -168,16 +170,7 @@ fn hostile_loadchunk_headers() {
         let mut variants: Vec<(String, Vec<u8>)> = Vec::new();
         for window in [Window::Count, Window::Time { millis: 60_000 }] {
             let h = header(window);
-            for len in 0..h.len() {
-                variants.push((format!("{window:?} truncated to {len}"), h[..len].to_vec()));
-            }
-            for i in 0..h.len() {
-                for flip in [0x01u8, 0x80, 0xff] {
-                    let mut m = h.clone();
-                    m[i] ^= flip;
-                    variants.push((format!("{window:?} byte {i} ^ {flip:#x}"), m));
-                }
-            }
+            variants.extend(damaged_headers(&h).into_iter().map(|(w, m)| (format!("{window:?} {w}"), m)));
             let crafted = [
                 ("2^60 bits per slice", with_field(h.clone(), 2, 1 << 60)),
                 ("2^63 bits per slice", with_field(h.clone(), 2, u64::MAX / 2)),
@@ -202,32 +195,12 @@ fn hostile_loadchunk_headers() {
             ];
             variants.extend(crafted.into_iter().map(|(w, h)| (format!("{window:?} {w}"), h)));
         }
-        let (mut accepted, mut tried) = (0, 0);
-        for (what, h) in variants {
-            tried += 1;
-            let key = format!("h{tried}");
-            match c.call(&[b"APBF.LOADCHUNK".to_vec(), key.clone().into_bytes(), b"0".to_vec(), h]) {
-                Reply::Simple(ok) if ok == "OK" => {
-                    accepted += 1;
-                    exercise(&mut c, &key, &what);
-                }
-                Reply::Error(e) => {
-                    assert!(
-                        e.starts_with("ERR invalid sliding-window filter state: ")
-                            || e.contains("more than bf.max-filter-bytes"),
-                        "{server:?} {what}: {e}"
-                    );
-                    assert_eq!(
-                        c.call(&["EXISTS", &key]),
-                        Reply::Int(0),
-                        "{what}: a refused header left a key"
-                    );
-                }
-                other => panic!("{what}: unexpected {other:?}"),
-            }
-            watch.check(&mut c, &what);
-        }
-        assert!(accepted > 0 && accepted < tried, "{server:?}: {accepted} of {tried} headers accepted");
+        let refused = |e: &str| {
+            e.starts_with("ERR invalid sliding-window filter state: ")
+                || e.contains("more than bf.max-filter-bytes")
+        };
+        let (tried, accepted) =
+            load_headers(&mut c, &watch, "APBF.LOADCHUNK", "0", variants, refused, exercise);
         bloomkit_testkit::figure(&format!(
             "hostile APBF, {server:?}: {tried} LOADCHUNK headers (truncations, flips, crafted), {} refused, {accepted} accepted and exercised",
             tried - accepted

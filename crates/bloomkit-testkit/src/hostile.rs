@@ -60,6 +60,55 @@ pub fn assert_dump_round_trips(c: &mut Conn, key: &str, what: &str) {
     c.call(&["DEL", &copy]);
 }
 
+/// Damaged versions of a LOADCHUNK header: cut to every length, and every
+/// byte flipped three ways.
+pub fn damaged_headers(header: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut variants: Vec<(String, Vec<u8>)> =
+        (0..header.len()).map(|len| (format!("truncated to {len}"), header[..len].to_vec())).collect();
+    for i in 0..header.len() {
+        for flip in [0x01u8, 0x80, 0xff] {
+            let mut h = header.to_vec();
+            h[i] ^= flip;
+            variants.push((format!("byte {i} ^ {flip:#x}"), h));
+        }
+    }
+    variants
+}
+
+/// Sends each header as `command key iter header` to a fresh key: each
+/// must be refused with an error `refused` accepts, leaving no key, or be
+/// accepted and pass `exercise`; the watched keys must stay as they were.
+/// Both outcomes must occur. Returns (tried, accepted).
+pub fn load_headers(
+    c: &mut Conn,
+    watch: &Watch,
+    command: &str,
+    iter: &str,
+    variants: Vec<(String, Vec<u8>)>,
+    refused: impl Fn(&str) -> bool,
+    mut exercise: impl FnMut(&mut Conn, &str, &str),
+) -> (usize, usize) {
+    let (mut tried, mut accepted) = (0, 0);
+    for (what, h) in variants {
+        tried += 1;
+        let key = format!("h{tried}");
+        match c.call(&[command.as_bytes().to_vec(), key.clone().into_bytes(), iter.as_bytes().to_vec(), h]) {
+            Reply::Simple(ok) if ok == "OK" => {
+                accepted += 1;
+                exercise(c, &key, &what);
+            }
+            Reply::Error(e) => {
+                assert!(refused(&e), "{command} {what}: {e}");
+                assert_eq!(c.call(&["EXISTS", &key]), Reply::Int(0), "{what}: a refused header left a key");
+            }
+            other => panic!("{command} {what}: unexpected {other:?}"),
+        }
+        watch.check(c, &what);
+    }
+    assert!(accepted > 0 && accepted < tried, "{command}: {accepted} of {tried} headers accepted");
+    (tried, accepted)
+}
+
 /// RESTOREs every [`damaged_payloads`] variant of `payload` under keys
 /// `{prefix}-{n}`: each must be refused with the server's "Bad data
 /// format" and leave no key, or load and pass `exercise`; the watched keys
