@@ -25,18 +25,8 @@ fn check(input: &[u8], what: &str) {
     let out = bloomkit_testkit::output_within(&mut cmd, input, Duration::from_secs(120));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let filter: u64 = stderr
-        .rsplit(", filter ")
-        .next()
-        .and_then(|s| s.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no filter size in the summary: {stderr}"));
-    let peak: u64 = stderr
-        .rsplit(", peak memory ")
-        .next()
-        .and_then(|s| s.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no peak memory in the summary: {stderr}"));
+    let filter = summary_bytes(&stderr, ", filter ");
+    let peak = summary_bytes(&stderr, ", peak memory ");
     let beyond = peak.saturating_sub(filter);
     assert!(
         beyond <= 16 << 20,
@@ -50,4 +40,14 @@ fn check(input: &[u8], what: &str) {
         peak >> 20,
         beyond >> 20
     ));
+}
+
+/// The byte count after `label` in dedup's summary line.
+fn summary_bytes(summary: &str, label: &str) -> u64 {
+    summary
+        .rsplit(label)
+        .next()
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no '{label}' bytes in the summary: {summary}"))
 }

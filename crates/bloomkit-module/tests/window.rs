@@ -171,19 +171,25 @@ fn time_window_moves_with_the_primary_clock() {
     assert_eq!(c.cmd("APBF.ADD clicks click-8"), Reply::Int(1), "a click counts again after its window");
 }
 
+/// A primary writing its AOF (no RDB preamble, so replay runs the
+/// commands) and a replica in sync with it.
+fn primary_with_replica(server: Server) -> (TestServer, TestServer) {
+    let aof = ["--appendonly", "yes", "--appendfsync", "always", "--aof-use-rdb-preamble", "no"];
+    let primary = TestServer::start(server, &[Module::bloomkit()], &aof);
+    let port = primary.port.to_string();
+    let replica = TestServer::start(server, &[Module::bloomkit()], &["--replicaof", "127.0.0.1", &port]);
+    replica.conn().wait_for_sync(Duration::from_secs(30));
+    (primary, replica)
+}
+
 /// Time decisions made on the primary reach replicas and the AOF as
 /// decisions: replicas with their own clocks and AOF replays in a new
 /// process with another clock end with identical filters.
 #[test]
 fn replicas_and_aof_replay_take_the_primarys_decisions() {
     for server in SERVERS {
-        let aof = ["--appendonly", "yes", "--appendfsync", "always", "--aof-use-rdb-preamble", "no"];
-        let mut primary = TestServer::start(server, &[Module::bloomkit()], &aof);
-        let mut p = primary.conn();
-        let port = primary.port.to_string();
-        let replica = TestServer::start(server, &[Module::bloomkit()], &["--replicaof", "127.0.0.1", &port]);
-        let mut r = replica.conn();
-        r.wait_for_sync(Duration::from_secs(30));
+        let (mut primary, replica) = primary_with_replica(server);
+        let (mut p, mut r) = (primary.conn(), replica.conn());
         p.ok("APBF.RESERVE t 0.01 2000 TIME 60");
         p.ok("APBF.RESERVE n 0.01 500 COUNT");
         for step in 0..40u64 {
@@ -324,13 +330,8 @@ fn a_burst_followed_by_silence_in_a_time_window() {
 #[test]
 fn bursts_replicate_exactly() {
     for server in SERVERS {
-        let aof = ["--appendonly", "yes", "--appendfsync", "always", "--aof-use-rdb-preamble", "no"];
-        let mut primary = TestServer::start(server, &[Module::bloomkit()], &aof);
-        let mut p = primary.conn();
-        let port = primary.port.to_string();
-        let replica = TestServer::start(server, &[Module::bloomkit()], &["--replicaof", "127.0.0.1", &port]);
-        let mut r = replica.conn();
-        r.wait_for_sync(Duration::from_secs(30));
+        let (mut primary, replica) = primary_with_replica(server);
+        let (mut p, mut r) = (primary.conn(), replica.conn());
         p.ok("APBF.RESERVE t 0.01 2000 TIME 60");
         for step in 0..12u64 {
             set_clock(&mut p, step * 13_000);
