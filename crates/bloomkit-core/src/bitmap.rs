@@ -10,7 +10,10 @@
 //!   2^31 - 1), so its positions differ from Guava's whenever `m % 64 != 0`.
 //! - [`BitmapLayout::Redisson`]: Redisson's `RBloomFilter`: HighwayHash-128
 //!   with a fixed key over the codec's bytes, positions adding `h2` and `h1`
-//!   in turn, `m = (long)(-n ln p / ln² 2)` (at most 2^32 - 2).
+//!   in turn, `m = (long)(-n ln p / ln² 2)` (at most 2^32 - 2), its
+//!   parameters in the hash [`redisson_config_key`]. Items are hashed as
+//!   `StringCodec` encodes them (UTF-8); [`BitmapLayout::RedissonKryo5`] as
+//!   Redisson's default `Kryo5Codec` encodes a `String`.
 //! - [`BitmapLayout::PhpBkdr`]: the PHP BKDR scheme: `k` BKDR hashes with
 //!   seeds 31, 131, 1313, ... over the item's bytes, modulo an explicit `m`
 //!   (at most 2^32), with PHP's integer-to-float arithmetic reproduced.
@@ -30,12 +33,18 @@ pub enum BitmapLayout {
     Guava,
     GuavaUnrounded,
     Redisson,
+    RedissonKryo5,
     PhpBkdr,
 }
 
 impl BitmapLayout {
-    pub const ALL: [BitmapLayout; 4] =
-        [BitmapLayout::Guava, BitmapLayout::GuavaUnrounded, BitmapLayout::Redisson, BitmapLayout::PhpBkdr];
+    pub const ALL: [BitmapLayout; 5] = [
+        BitmapLayout::Guava,
+        BitmapLayout::GuavaUnrounded,
+        BitmapLayout::Redisson,
+        BitmapLayout::RedissonKryo5,
+        BitmapLayout::PhpBkdr,
+    ];
 
     /// The name used on the command line and in bitmap files.
     pub fn name(self) -> &'static str {
@@ -43,7 +52,42 @@ impl BitmapLayout {
             BitmapLayout::Guava => "guava",
             BitmapLayout::GuavaUnrounded => "guava-unrounded",
             BitmapLayout::Redisson => "redisson",
+            BitmapLayout::RedissonKryo5 => "redisson-kryo5",
             BitmapLayout::PhpBkdr => "php-bkdr",
+        }
+    }
+
+    /// Every name, for help texts and errors.
+    pub fn names() -> String {
+        BitmapLayout::ALL.map(BitmapLayout::name).join(", ")
+    }
+
+    /// Whether the bitmap may spread over several keys. Only bloomkit's own
+    /// `guava` layout does (beyond Redis's 512 MiB strings); the other
+    /// systems keep one key, so their layouts must too.
+    pub fn may_split(self) -> bool {
+        self == BitmapLayout::Guava
+    }
+
+    /// Whether the layout is sized from a capacity and an error rate; the
+    /// PHP scheme is only ever given its bits and hashes.
+    pub fn sized_by_capacity(self) -> bool {
+        self != BitmapLayout::PhpBkdr
+    }
+
+    /// Redisson keeps its parameters beside the bitmap and checks them on
+    /// every add and lookup.
+    pub fn is_redisson(self) -> bool {
+        matches!(self, BitmapLayout::Redisson | BitmapLayout::RedissonKryo5)
+    }
+
+    /// The most hashes the layout's own code takes: Guava's serial form
+    /// keeps k in one byte; for the others, a bound far above any sane
+    /// filter (k = 30 is a rate of 1e-9) that keeps one item's work small.
+    pub fn max_hashes(self) -> u32 {
+        match self {
+            BitmapLayout::Guava | BitmapLayout::GuavaUnrounded => crate::guava::MAX_HASHES,
+            _ => 1024,
         }
     }
 
@@ -70,7 +114,7 @@ impl BitmapLayout {
                 let bits = raw.min(f64::from(i32::MAX)) as u64;
                 (bits > 0).then(|| BitmapShape { bits, hashes: hashes_for(bits) })
             }
-            BitmapLayout::Redisson => {
+            BitmapLayout::Redisson | BitmapLayout::RedissonKryo5 => {
                 let bits = raw as u64;
                 (bits > 0 && bits <= REDISSON_MAX_BITS)
                     .then(|| BitmapShape { bits, hashes: hashes_for(bits) })
@@ -84,7 +128,7 @@ impl BitmapLayout {
         match self {
             BitmapLayout::Guava => u64::MAX / 2,
             BitmapLayout::GuavaUnrounded => i32::MAX as u64,
-            BitmapLayout::Redisson => REDISSON_MAX_BITS,
+            BitmapLayout::Redisson | BitmapLayout::RedissonKryo5 => REDISSON_MAX_BITS,
             BitmapLayout::PhpBkdr => 1 << 32,
         }
     }
@@ -100,13 +144,12 @@ impl BitmapLayout {
             BitmapLayout::Guava | BitmapLayout::GuavaUnrounded => {
                 out.extend(GuavaShape { bits: m, hashes: k }.positions(item));
             }
-            BitmapLayout::Redisson => {
-                let [h1, h2] = redisson_hash(item);
-                let mut acc = h1;
-                for i in 0..k {
-                    out.push((acc & i64::MAX as u64) % m);
-                    acc = acc.wrapping_add(if i % 2 == 0 { h2 } else { h1 });
-                }
+            BitmapLayout::Redisson => redisson_positions(redisson_hash(item), shape, out),
+            BitmapLayout::RedissonKryo5 => {
+                // A Java String holds text: bytes that are not UTF-8 are
+                // taken as the replacement characters Java would decode.
+                let text = String::from_utf8_lossy(item);
+                redisson_positions(redisson_hash(&kryo5_string(&text)), shape, out)
             }
             BitmapLayout::PhpBkdr => {
                 for i in 0..k {
@@ -114,6 +157,15 @@ impl BitmapLayout {
                 }
             }
         }
+    }
+}
+
+/// `RedissonBloomFilter.hash`: `h1`, then `h2` and `h1` added in turn.
+fn redisson_positions([h1, h2]: [u64; 2], shape: BitmapShape, out: &mut Vec<u64>) {
+    let mut acc = h1;
+    for i in 0..shape.hashes {
+        out.push((acc & i64::MAX as u64) % shape.bits);
+        acc = acc.wrapping_add(if i % 2 == 0 { h2 } else { h1 });
     }
 }
 
@@ -126,10 +178,137 @@ pub struct BitmapShape {
 
 impl BitmapShape {
     /// An explicitly chosen shape (`--bits M --hashes K`), checked against
-    /// the layout's limits.
+    /// the layout's limits; Guava's bit count is rounded up to whole longs,
+    /// as its array holds them.
     pub fn explicit(layout: BitmapLayout, bits: u64, hashes: u32) -> Option<BitmapShape> {
-        (bits > 0 && bits <= layout.max_bits() && (1..=1024).contains(&hashes))
+        let bits = if layout == BitmapLayout::Guava { bits.checked_next_multiple_of(64)? } else { bits };
+        (bits > 0 && bits <= layout.max_bits() && (1..=layout.max_hashes()).contains(&hashes))
             .then_some(BitmapShape { bits, hashes })
+    }
+}
+
+/// A bitmap filter's layout and shape: everything needed to find an item's bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BitmapSpec {
+    pub layout: BitmapLayout,
+    pub shape: BitmapShape,
+}
+
+impl BitmapSpec {
+    /// The shape the layout's own code derives from a capacity and an error rate.
+    pub fn sized(layout: BitmapLayout, capacity: u64, error_rate: f64) -> Result<BitmapSpec, BitmapError> {
+        if !layout.sized_by_capacity() {
+            return Err(BitmapError::NeedsExplicitShape(layout));
+        }
+        let shape =
+            layout.shape(capacity, error_rate).ok_or(BitmapError::NoShape { layout, capacity, error_rate })?;
+        if shape.hashes > layout.max_hashes() {
+            return Err(BitmapError::Hashes { layout, hashes: shape.hashes });
+        }
+        Ok(BitmapSpec { layout, shape })
+    }
+
+    /// An explicitly given shape.
+    pub fn explicit(layout: BitmapLayout, bits: u64, hashes: u32) -> Result<BitmapSpec, BitmapError> {
+        if !(1..=layout.max_hashes()).contains(&hashes) {
+            return Err(BitmapError::Hashes { layout, hashes });
+        }
+        let shape = BitmapShape::explicit(layout, bits, hashes).ok_or(BitmapError::Bits { layout, bits })?;
+        Ok(BitmapSpec { layout, shape })
+    }
+
+    /// Appends the positions of `item` to `out` (see [`BitmapLayout::positions`]).
+    #[inline]
+    pub fn positions(&self, item: &[u8], out: &mut Vec<u64>) {
+        self.layout.positions(self.shape, item, out)
+    }
+}
+
+/// Why a bitmap layout cannot describe a filter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BitmapError {
+    NeedsExplicitShape(BitmapLayout),
+    NoShape { layout: BitmapLayout, capacity: u64, error_rate: f64 },
+    Bits { layout: BitmapLayout, bits: u64 },
+    Hashes { layout: BitmapLayout, hashes: u32 },
+}
+
+impl std::fmt::Display for BitmapError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            BitmapError::NeedsExplicitShape(l) => write!(
+                f,
+                "the {} layout is not sized from a capacity and an error rate: give its bits and \
+                 hashes (--bits M --hashes K) as its PHP code has them",
+                l.name()
+            ),
+            BitmapError::NoShape { layout, capacity, error_rate } => write!(
+                f,
+                "the {} layout cannot hold capacity {capacity} at error rate {error_rate}: it needs an \
+                 error rate strictly between 0 and 1 and at most {} bits",
+                layout.name(),
+                layout.max_bits()
+            ),
+            BitmapError::Bits { layout, bits } => write!(
+                f,
+                "{bits} bits is outside the {} layout's range: 1 to {}",
+                layout.name(),
+                layout.max_bits()
+            ),
+            BitmapError::Hashes { layout, hashes } => write!(
+                f,
+                "{hashes} hashes is outside the {} layout's range: 1 to {}",
+                layout.name(),
+                layout.max_hashes()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BitmapError {}
+
+/// Redisson's `suffixName(name, "config")`: the key of the hash that holds
+/// a filter's parameters, in the bitmap's hash slot.
+pub fn redisson_config_key(name: &str) -> String {
+    if name.contains('{') {
+        format!("{name}:config")
+    } else {
+        format!("{{{name}}}:config")
+    }
+}
+
+/// Java's `Double.toString`, as Redisson writes `falseProbability` into the
+/// config hash: the shortest digits that read back as the same double, in
+/// plain notation from 10^-3 up to 10^7 (`0.01`, `12.5`), else as
+/// `d.dddE±n` (`1.0E-4`), always with a digit after the point.
+pub fn java_double_to_string(value: f64) -> String {
+    if value.is_nan() {
+        return "NaN".into();
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    if value == 0.0 {
+        return if value.is_sign_negative() { "-0.0" } else { "0.0" }.into();
+    }
+    let sign = if value < 0.0 { "-" } else { "" };
+    let sci = format!("{:e}", value.abs());
+    let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
+    let exp: i32 = exp.parse().expect("{:e} exponent is an integer");
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    if (-3..7).contains(&exp) {
+        let body = if exp < 0 {
+            format!("0.{}{digits}", "0".repeat((-exp - 1) as usize))
+        } else {
+            let int_len = exp as usize + 1;
+            let padded = format!("{digits:0<int_len$}");
+            let (int, frac) = padded.split_at(int_len);
+            format!("{int}.{}", if frac.is_empty() { "0" } else { frac })
+        };
+        format!("{sign}{body}")
+    } else {
+        let (first, rest) = digits.split_at(1);
+        format!("{sign}{first}.{}E{exp}", if rest.is_empty() { "0" } else { rest })
     }
 }
 

@@ -97,6 +97,114 @@ impl Iterator for Positions {
 
 impl ExactSizeIterator for Positions {}
 
+/// The header of Guava's serial form (`BloomFilter.writeTo`): strategy
+/// ordinal (signed byte), hash count (unsigned byte), word count
+/// (big-endian int32); `8 * words` bytes of big-endian longs follow.
+pub const SERIAL_HEADER_LEN: usize = 6;
+
+/// `BloomFilterStrategies.MURMUR128_MITZ_64`, what `BloomFilter.create` uses.
+const STRATEGY_MITZ_64: u8 = 1;
+
+/// A parsed serial-form header: a filter of `64 * words` bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SerialHeader {
+    pub hashes: u32,
+    pub words: u32,
+}
+
+/// Why a Guava serial form was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SerialError {
+    /// Strategy 0, `MURMUR128_MITZ_32`: Guava's legacy hashing.
+    LegacyStrategy,
+    /// Anything but 0 and 1: Guava itself cannot read it.
+    UnknownStrategy(i8),
+    /// k = 0, which Guava refuses.
+    NoHashes,
+    /// A word count of zero or less, which Guava refuses.
+    NoWords(i32),
+}
+
+impl std::fmt::Display for SerialError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            SerialError::LegacyStrategy => f.write_str(
+                "it uses Guava's legacy strategy MURMUR128_MITZ_32 (strategy byte 0); bloomkit's guava \
+                 layout is MURMUR128_MITZ_64 (strategy byte 1), what BloomFilter.create has used since Guava 12",
+            ),
+            SerialError::UnknownStrategy(s) => write!(
+                f,
+                "strategy byte {s} is not a Guava strategy (0 or 1): the file is damaged or not a Guava \
+                 BloomFilter"
+            ),
+            SerialError::NoHashes => f.write_str("it has 0 hash functions; Guava writes 1 to 255"),
+            SerialError::NoWords(n) => {
+                write!(f, "its bit array has {n} words; Guava writes at least 1")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SerialError {}
+
+impl SerialHeader {
+    /// Reads a header as `BloomFilter.readFrom` does, refusing what it refuses.
+    pub fn parse(bytes: &[u8; SERIAL_HEADER_LEN]) -> Result<SerialHeader, SerialError> {
+        match bytes[0] as i8 {
+            1 => {}
+            0 => return Err(SerialError::LegacyStrategy),
+            other => return Err(SerialError::UnknownStrategy(other)),
+        }
+        if bytes[1] == 0 {
+            return Err(SerialError::NoHashes);
+        }
+        let words = i32::from_be_bytes(bytes[2..6].try_into().expect("4 bytes"));
+        if words <= 0 {
+            return Err(SerialError::NoWords(words));
+        }
+        Ok(SerialHeader { hashes: u32::from(bytes[1]), words: words as u32 })
+    }
+
+    /// The header of a filter of this shape, `None` if Guava cannot hold it
+    /// (bits not whole longs, more than 2^31 - 1 of them, or k over 255).
+    pub fn for_shape(shape: GuavaShape) -> Option<SerialHeader> {
+        if shape.bits % 64 != 0 || shape.hashes == 0 || shape.hashes > MAX_HASHES {
+            return None;
+        }
+        let words = u32::try_from(shape.bits / 64).ok().filter(|&w| w > 0 && w <= i32::MAX as u32)?;
+        Some(SerialHeader { hashes: shape.hashes, words })
+    }
+
+    pub fn to_bytes(self) -> [u8; SERIAL_HEADER_LEN] {
+        let w = self.words.to_be_bytes();
+        [STRATEGY_MITZ_64, self.hashes as u8, w[0], w[1], w[2], w[3]]
+    }
+
+    pub fn shape(self) -> GuavaShape {
+        GuavaShape { bits: u64::from(self.words) * 64, hashes: self.hashes }
+    }
+
+    /// Bytes of the bit array after the header.
+    pub fn body_len(self) -> u64 {
+        u64::from(self.words) * 8
+    }
+}
+
+/// Converts between Guava's words (big-endian longs, bit i of a word at mask
+/// `1 << (i & 63)`) and Redis's bit order (bit i in byte i / 8 at mask
+/// `0x80 >> (i & 7)`), in place: each 8-byte group reversed and each byte's
+/// bits reversed. Its own inverse. `bytes.len()` must be a multiple of 8.
+pub fn swap_bit_order(bytes: &mut [u8]) {
+    assert!(bytes.len() % 8 == 0, "whole words only");
+    for word in bytes.chunks_exact_mut(8) {
+        let w = u64::from_be_bytes((*word).try_into().expect("8 bytes"));
+        // Reversing all 64 bits does both steps at once: Guava bit i (from
+        // the least significant end) becomes the i-th bit from the most
+        // significant end, which is where Redis reads bit i of the word.
+        word.copy_from_slice(&w.reverse_bits().to_be_bytes());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
