@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use bloomkit_client::{Error as ClientError, Filter, Layout, LocalFilter, RedisFilter};
+use bloomkit_core::bitmap::BitmapLayout;
 use bloomkit_core::blocked::BlockedFilter;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -29,6 +30,9 @@ pub struct Options {
     pub state: Option<PathBuf>,
     pub redis: Option<String>,
     pub bitmap: bool,
+    /// With `bitmap`: whose layout, and explicit bits and hashes.
+    pub layout: BitmapLayout,
+    pub shape: Option<(u64, u32)>,
     pub key: String,
     /// Dedup over a sliding window (count: the last `capacity` lines).
     pub window: Option<bloomkit_client::Window>,
@@ -169,9 +173,12 @@ fn open_backend(o: &Options) -> Result<Backend> {
             ))
         }
         (Some(url), None) if o.bitmap => {
-            let layout = Layout::bitmap(o.key.as_str(), options).map_err(|e| anyhow!("{e}"))?;
+            options.shape = o.shape;
+            let layout =
+                Layout::bitmap_with(o.key.as_str(), o.layout, options).map_err(|e| crate::usage!("{e}"))?;
             let mut filter = RedisFilter::new(transfer::connect(url)?, layout);
-            // Allocate the whole bitmap now rather than growing it bit by bit.
+            // Allocate the whole bitmap now rather than growing it bit by bit
+            // (a Redisson filter writes its config hash, as tryInit does).
             match filter.reserve() {
                 Ok(()) | Err(ClientError::AlreadyExists(_)) => {}
                 Err(e) => return Err(explain(e, url, true)),

@@ -34,6 +34,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use bloomkit_client::transfer;
+use bloomkit_core::bitmap::BitmapLayout;
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -116,9 +117,12 @@ struct DedupArgs {
     #[arg(long, value_name = "URL")]
     redis: Option<String>,
     /// With --redis: keep the filter in plain Redis bitmaps (Guava-compatible
-    /// hashing), for servers that cannot load a module.
+    /// hashing, or another system's with --layout), for servers that cannot
+    /// load a module.
     #[arg(long)]
     bitmap: bool,
+    #[command(flatten)]
+    layout: LayoutArgs,
     /// The filter's key with --redis.
     #[arg(long, default_value = "bloomkit:dedup")]
     key: String,
@@ -148,20 +152,67 @@ struct DedupArgs {
     delimiter: String,
 }
 
+/// Whose bitmap layout: given with --bitmap, or alone (they imply it).
+#[derive(Args)]
+struct LayoutArgs {
+    /// The bitmap's layout: guava (bloomkit's and Guava's BloomFilter),
+    /// guava-unrounded (the Java RedisBloomFilter pattern: Guava's hashing,
+    /// bit count not rounded to 64), redisson (Redisson's RBloomFilter with
+    /// StringCodec; its config hash {key}:config is written and checked),
+    /// redisson-kryo5 (the same with Redisson's default Kryo5Codec),
+    /// php-bkdr (the PHP BKDR scheme: give --bits and --hashes).
+    #[arg(long, value_name = "LAYOUT", value_parser = parse_layout)]
+    layout: Option<BitmapLayout>,
+    /// The bitmap's bit count, in place of sizing from --capacity and
+    /// --error-rate (with --hashes).
+    #[arg(long, value_name = "M", requires = "hashes", value_parser = units::parse_count)]
+    bits: Option<f64>,
+    /// The bitmap's hash count (with --bits).
+    #[arg(long, value_name = "K", requires = "bits")]
+    hashes: Option<u32>,
+}
+
+impl LayoutArgs {
+    fn given(&self) -> bool {
+        self.layout.is_some() || self.bits.is_some()
+    }
+
+    fn shape(&self) -> Option<(u64, u32)> {
+        self.bits.zip(self.hashes).map(|(m, k)| (m as u64, k))
+    }
+}
+
+fn parse_layout(name: &str) -> Result<BitmapLayout, String> {
+    BitmapLayout::from_name(name)
+        .ok_or_else(|| format!("unknown layout '{name}'; the layouts are {}", BitmapLayout::names()))
+}
+
 /// Bitmap filters hold no parameters: these say how one was made.
 #[derive(Args)]
 struct BitmapArgs {
-    /// The key is a bitmap filter (written by `dedup --bitmap` or the
-    /// client's bitmap layout): Guava's layout, sized by --capacity and
-    /// --error-rate, which must be those it was made with.
+    /// The key is a bitmap filter (written by `dedup --bitmap`, the client's
+    /// bitmap layouts, or another system's code, see --layout), sized by
+    /// --capacity and --error-rate, which must be those it was made with,
+    /// or by --bits and --hashes.
     #[arg(long)]
     bitmap: bool,
-    /// With --bitmap: the capacity the bitmap filter was made with.
-    #[arg(long, default_value = "10M", value_parser = units::parse_count, requires = "bitmap")]
-    capacity: f64,
-    /// With --bitmap: the error rate the bitmap filter was made with.
-    #[arg(long, default_value_t = 1e-6, requires = "bitmap", value_parser = units::parse_rate)]
-    error_rate: f64,
+    #[command(flatten)]
+    layout: LayoutArgs,
+    /// With --bitmap: the capacity the bitmap filter was made with [default: 10M].
+    #[arg(long, value_parser = units::parse_count)]
+    capacity: Option<f64>,
+    /// With --bitmap: the error rate the bitmap filter was made with [default: 1e-6].
+    #[arg(long, value_parser = units::parse_rate)]
+    error_rate: Option<f64>,
+}
+
+/// A file format for `dump` and `restore`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    /// bloomkit's own files, for every kind of filter (restore tells which from the file).
+    Bloomkit,
+    /// Guava's `BloomFilter.writeTo` form, for bitmaps in the guava layout.
+    Guava,
 }
 
 #[derive(Args)]
@@ -175,6 +226,10 @@ struct DumpArgs {
     /// Output file (standard output when none, if it is not a terminal).
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// The file's format: guava writes what Guava's BloomFilter.readFrom
+    /// reads (a guava-layout bitmap, given with --bitmap).
+    #[arg(long, value_enum, default_value_t = Format::Bloomkit)]
+    format: Format,
     #[command(flatten)]
     bitmap: BitmapArgs,
 }
@@ -189,6 +244,10 @@ struct RestoreArgs {
     /// Input file (standard input when none).
     #[arg(short, long)]
     input: Option<PathBuf>,
+    /// The file's format: guava reads what Guava's BloomFilter.writeTo
+    /// wrote (items as UTF-8 strings) into a guava-layout bitmap.
+    #[arg(long, value_enum, default_value_t = Format::Bloomkit)]
+    format: Format,
     /// Overwrite an existing key.
     #[arg(long)]
     replace: bool,
@@ -272,7 +331,9 @@ fn run(cli: Cli) -> Result<()> {
                 count_only: a.count,
                 state: a.state,
                 redis: a.redis,
-                bitmap: a.bitmap,
+                bitmap: a.bitmap || a.layout.given(),
+                layout: a.layout.layout.unwrap_or(BitmapLayout::Guava),
+                shape: a.layout.shape(),
                 key: a.key,
                 window: match (a.window, a.window_count) {
                     (Some(d), _) => Some(bloomkit_client::Window::Time(d)),
@@ -289,11 +350,21 @@ fn run(cli: Cli) -> Result<()> {
             if a.output.is_none() && io::stdout().is_terminal() {
                 return Err(usage!("the dump is binary: give -o FILE or redirect standard output"));
             }
+            let bitmap = bitmap_params(&a.bitmap)?;
+            if a.format == Format::Guava && bitmap.is_none() {
+                return Err(usage!(
+                    "--format guava writes a bitmap filter: add --bitmap with its parameters"
+                ));
+            }
             let mut server = transfer::Server::connect(&a.redis)?;
-            let bitmap = bitmap_params(&a.bitmap);
             let key = a.key.clone();
-            let dump_to = |server: &mut transfer::Server, out: &mut dyn Write, bar: &ProgressBar| {
-                transfer::dump_key(server, &key, bitmap, out, &server::Bar(bar))
+            let format = a.format;
+            let dump_to = |server: &mut transfer::Server, out: &mut dyn Write, bar: &ProgressBar| match (
+                format, bitmap,
+            ) {
+                (Format::Guava, Some(b)) => transfer::dump_guava(server, &key, &b, out, &server::Bar(bar))
+                    .map(|_| "Guava BloomFilter"),
+                _ => transfer::dump_key(server, &key, bitmap, out, &server::Bar(bar)),
             };
             let bar = progress_bar("dump");
             let started = Instant::now();
@@ -351,8 +422,24 @@ fn run(cli: Cli) -> Result<()> {
                 ),
                 None => (Box::new(BufReader::new(io::stdin().lock())), "standard input".to_string()),
             };
-            let kind = transfer::restore_file(&mut server, &a.key, input, a.replace, &server::Bar(&bar))
-                .with_context(|| format!("restoring {from} into '{}'", a.key))?;
+            let kind = match a.format {
+                Format::Bloomkit => {
+                    transfer::restore_file(&mut server, &a.key, input, a.replace, &server::Bar(&bar))
+                        .map(String::from)
+                }
+                Format::Guava => {
+                    transfer::restore_guava(&mut server, &a.key, input, a.replace, &server::Bar(&bar)).map(
+                        |spec| {
+                            format!(
+                            "Guava BloomFilter as a guava-layout bitmap of {} bits and {} hashes: open it \
+                             with --bitmap --bits {} --hashes {}",
+                            spec.shape.bits, spec.shape.hashes, spec.shape.bits, spec.shape.hashes
+                        )
+                        },
+                    )
+                }
+            }
+            .with_context(|| format!("restoring {from} into '{}'", a.key))?;
             bar.finish_and_clear();
             eprintln!(
                 "bloomkit restore: {from} into '{}' ({kind}) in {:.1}s",
@@ -370,7 +457,7 @@ fn run(cli: Cli) -> Result<()> {
                     &mut from,
                     &mut to,
                     key,
-                    bitmap_params(&a.bitmap),
+                    bitmap_params(&a.bitmap)?,
                     a.replace,
                     &server::Bar(&bar),
                 );
@@ -403,17 +490,16 @@ fn run(cli: Cli) -> Result<()> {
                     }
                     v
                 }
-                transfer::Kind::String | transfer::Kind::Missing if a.bitmap.bitmap => {
-                    let info = transfer::bitmap_info(
-                        &mut server,
-                        &a.key,
-                        a.bitmap.capacity as u64,
-                        a.bitmap.error_rate,
-                    )?;
+                transfer::Kind::String | transfer::Kind::Missing if bitmap_params(&a.bitmap)?.is_some() => {
+                    let params = bitmap_params(&a.bitmap)?.expect("checked");
+                    let info = transfer::bitmap_info(&mut server, &a.key, &params)?;
+                    let rate = info.estimated_error_rate.unwrap_or(0.0);
                     serde_json::json!({
-                        "key": a.key, "kind": "bitmap filter", "layout": "guava", "keys": info.keys,
+                        "key": a.key, "kind": "bitmap filter", "layout": info.layout, "keys": info.keys,
                         "capacity": info.capacity, "bits": info.bits, "hashes": info.hashes,
-                        "estimated_items": info.estimated_items,
+                        "bytes": info.bytes, "fill": info.fill, "estimated_items": info.estimated_items,
+                        "estimated_false_positive_rate": rate,
+                        "log10_estimated_false_positive_rate": if rate > 0.0 { serde_json::json!(rate.log10()) } else { serde_json::Value::Null },
                     })
                 }
                 other => return Err(transfer::unreadable(&server, &a.key, &other).into()),
@@ -449,9 +535,25 @@ impl<W: Write> Write for CountingWriter<W> {
     }
 }
 
-/// The bitmap parameters given on the command line, if `--bitmap` was.
-fn bitmap_params(b: &BitmapArgs) -> Option<transfer::BitmapParams> {
-    b.bitmap.then_some(transfer::BitmapParams { capacity: b.capacity as u64, error_rate: b.error_rate })
+/// The bitmap parameters given on the command line, if `--bitmap` (or a
+/// layout option) was.
+fn bitmap_params(b: &BitmapArgs) -> Result<Option<transfer::BitmapParams>> {
+    if !b.bitmap && !b.layout.given() {
+        if b.capacity.is_some() || b.error_rate.is_some() {
+            return Err(usage!("--capacity and --error-rate describe a bitmap filter: add --bitmap"));
+        }
+        return Ok(None);
+    }
+    let error_rate = b.error_rate.unwrap_or(1e-6);
+    if !(error_rate > 0.0 && error_rate < 1.0) {
+        return Err(usage!("--error-rate must be strictly between 0 and 1, got {error_rate}"));
+    }
+    Ok(Some(transfer::BitmapParams {
+        layout: b.layout.layout.unwrap_or(BitmapLayout::Guava),
+        capacity: b.capacity.unwrap_or(1e7) as u64,
+        error_rate,
+        shape: b.layout.shape(),
+    }))
 }
 
 /// A Bloom filter's description: totals, the estimated rate now, and each sub-filter.

@@ -543,7 +543,9 @@ fn cli_conventions() {
         let lines: Vec<&str> = help.lines().collect();
         for (i, line) in lines.iter().enumerate() {
             let trimmed = line.trim_start();
+            // (clap's "[default: x]" under a list of possible values is not an argument.)
             let is_argument = line.starts_with("  ")
+                && !trimmed.starts_with("[default:")
                 && (trimmed.starts_with('-') || trimmed.starts_with('<') || trimmed.starts_with('['));
             if !is_argument {
                 continue;

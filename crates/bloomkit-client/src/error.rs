@@ -20,6 +20,10 @@ pub enum Error {
     AlreadyExists(String),
     /// The filter does not exist yet.
     NotFound(String),
+    /// A Redisson filter's config hash holds another size or hash count
+    /// than this filter's: its bits mean something else (the server's
+    /// reply, which names both).
+    ConfigMismatch(String),
     /// The options cannot describe a filter.
     InvalidOptions(String),
     /// The backend cannot do this (for example an expiry on a local filter).
@@ -59,6 +63,9 @@ impl fmt::Display for Error {
                 write!(f, "filter {key:?} already exists; delete it or use it as is")
             }
             Error::NotFound(key) => write!(f, "filter {key:?} does not exist"),
+            Error::ConfigMismatch(e) => {
+                write!(f, "{}; open it with the parameters it was made with", e.trim_start_matches("ERR "))
+            }
             Error::InvalidOptions(e) => write!(f, "invalid filter options: {e}"),
             Error::Unsupported(e) => write!(f, "not supported: {e}"),
             Error::Server(e) => write!(f, "the server refused: {e}"),
@@ -116,6 +123,9 @@ impl Error {
             Error::WrongType(key.to_string())
         } else if lower.contains("unknown command") && lower.contains("bf.") {
             Error::ModuleMissing(text.to_string())
+        } else if lower.contains("config has been changed") {
+            let at = lower.find("bloom filter config").unwrap_or(0);
+            Error::ConfigMismatch(text[at..].trim_end_matches(['"', ')', ']']).to_string())
         } else if lower.contains("item exists") || lower.contains("already exists") {
             Error::AlreadyExists(key.to_string())
         } else if lower.contains("not found") {

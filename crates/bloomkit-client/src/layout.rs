@@ -3,7 +3,7 @@
 //! command building and reply reading; [`crate::RedisFilter`] and
 //! [`crate::AsyncRedisFilter`] only move the bytes.
 
-use bloomkit_core::guava::GuavaShape;
+use bloomkit_core::bitmap::{java_double_to_string, redisson_config_key, BitmapLayout, BitmapSpec};
 use bloomkit_core::hash::murmur64a;
 use redis::{cmd, Cmd, Value};
 
@@ -31,8 +31,16 @@ pub struct Layout {
 #[derive(Clone, Debug)]
 enum Kind {
     Module,
-    Bitmap { shape: GuavaShape, keys: Vec<String> },
-    Sharded { over: Over, shards: Vec<Layout> },
+    /// `keys` hold the bits; `config` is Redisson's parameter hash.
+    Bitmap {
+        spec: BitmapSpec,
+        keys: Vec<String>,
+        config: Option<String>,
+    },
+    Sharded {
+        over: Over,
+        shards: Vec<Layout>,
+    },
 }
 
 /// Seed of the shard-choosing hash: unrelated to every bit hash, so that the
@@ -75,6 +83,69 @@ end
 return olds
 "#;
 
+/// Redisson's filter: checks (or, for a new filter, writes as Redisson's
+/// `tryInit` does) the config hash, then sets or reads the bits, returning
+/// the old bits as `BITFIELD` does. Redisson checks size and hash count on
+/// every call: bits set under other parameters mean something else.
+/// KEYS: config, bitmap. ARGV: 'add' or 'get', size, hashIterations,
+/// expectedInsertions, falseProbability (Java's text), TTL in ms (0:
+/// none), then the offsets.
+const REDISSON_SCRIPT: &str = r#"
+local size = redis.call('HGET', KEYS[1], 'size')
+local k = redis.call('HGET', KEYS[1], 'hashIterations')
+local add = ARGV[1] == 'add'
+local ttl = tonumber(ARGV[6])
+local n = #ARGV - 6
+if not size and not k then
+  if not add then
+    local zeros = {}
+    for i = 1, n do zeros[i] = 0 end
+    return zeros
+  end
+  redis.call('HSET', KEYS[1], 'size', ARGV[2], 'hashIterations', ARGV[3],
+    'expectedInsertions', ARGV[4], 'falseProbability', ARGV[5])
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+elseif size ~= ARGV[2] or k ~= ARGV[3] then
+  return redis.error_reply('ERR Bloom filter config has been changed: ' .. KEYS[1] .. ' holds size ' ..
+    tostring(size) .. ' and hashIterations ' .. tostring(k) .. ', this filter has size ' .. ARGV[2] ..
+    ' and hashIterations ' .. ARGV[3])
+end
+local res = {}
+local s = 0
+while s < n do
+  local e = math.min(n, s + 1000)
+  local args = {KEYS[2]}
+  for j = s, e - 1 do
+    local m = #args
+    if add then
+      args[m + 1] = 'SET'; args[m + 2] = 'u1'; args[m + 3] = ARGV[7 + j]; args[m + 4] = '1'
+    else
+      args[m + 1] = 'GET'; args[m + 2] = 'u1'; args[m + 3] = ARGV[7 + j]
+    end
+  end
+  local r = redis.call(add and 'BITFIELD' or 'BITFIELD_RO', unpack(args))
+  for _, v in ipairs(r) do res[#res + 1] = v end
+  s = e
+end
+if add and ttl > 0 and n > 0 and redis.call('PTTL', KEYS[2]) == -1 then
+  redis.call('PEXPIRE', KEYS[2], ttl)
+end
+return res
+"#;
+
+/// Redisson's `tryInit`: writes the config hash unless it exists.
+/// KEYS: config. ARGV: size, hashIterations, expectedInsertions,
+/// falseProbability, TTL in ms (0: none).
+const REDISSON_INIT_SCRIPT: &str = r#"
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return redis.error_reply('ERR item exists: ' .. KEYS[1])
+end
+redis.call('HSET', KEYS[1], 'size', ARGV[1], 'hashIterations', ARGV[2],
+  'expectedInsertions', ARGV[3], 'falseProbability', ARGV[4])
+if tonumber(ARGV[5]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[5]) end
+return 'OK'
+"#;
+
 /// Creates every key of a bitmap at full size, or fails if any exists.
 /// ARGV: TTL in ms (0: none), then each key's last bit offset.
 const RESERVE_SCRIPT: &str = r#"
@@ -105,6 +176,18 @@ impl Layout {
     /// it fits in one string, else `{name}:0`, `{name}:1`, ... in one slot
     /// (`name:0`, ... when `name` already has a hash tag).
     pub fn bitmap(name: impl Into<String>, options: Options) -> Result<Layout> {
+        Layout::bitmap_with(name, BitmapLayout::Guava, options)
+    }
+
+    /// A bitmap in another system's layout, sharing its bits with that
+    /// system's code: sized from the options' capacity and error rate as
+    /// that code sizes it, or by [`Options::shape`] (required for
+    /// `PhpBkdr`). Only `Guava` may spread over several keys; the others
+    /// keep the one key their own code uses. A `Redisson` filter also has
+    /// its config hash (`{name}:config`), written by the first write or
+    /// `reserve` as Redisson writes it and checked by every call:
+    /// a mismatch is [`Error::ConfigMismatch`].
+    pub fn bitmap_with(name: impl Into<String>, layout: BitmapLayout, options: Options) -> Result<Layout> {
         options.validate()?;
         if options.window.is_some() {
             return Err(Error::InvalidOptions(
@@ -112,21 +195,68 @@ impl Layout {
             ));
         }
         let name = name.into();
-        let shape = GuavaShape::new(options.capacity, options.error_rate).ok_or_else(|| {
-            Error::InvalidOptions(format!(
-                "capacity {} at error rate {} needs more than 255 hashes",
-                options.capacity, options.error_rate
-            ))
-        })?;
-        let parts = shape.bits.div_ceil(options.max_key_bits);
+        let spec = match options.shape {
+            Some((bits, hashes)) => BitmapSpec::explicit(layout, bits, hashes),
+            None => BitmapSpec::sized(layout, options.capacity, options.error_rate),
+        }
+        .map_err(|e| Error::InvalidOptions(e.to_string()))?;
+        let parts = spec.shape.bits.div_ceil(options.max_key_bits);
         let keys = if parts == 1 {
             vec![name.clone()]
+        } else if !layout.may_split() {
+            return Err(Error::InvalidOptions(format!(
+                "the {} layout keeps its {} bits in one key, as its own code does; bits per key {} is \
+                 too few",
+                layout.name(),
+                spec.shape.bits,
+                options.max_key_bits
+            )));
         } else if has_hash_tag(&name) {
             (0..parts).map(|i| format!("{name}:{i}")).collect()
         } else {
             (0..parts).map(|i| format!("{{{name}}}:{i}")).collect()
         };
-        Ok(Layout { name, options, kind: Kind::Bitmap { shape, keys } })
+        let config = layout.is_redisson().then(|| redisson_config_key(&name));
+        Ok(Layout { name, options, kind: Kind::Bitmap { spec, keys, config } })
+    }
+
+    /// The bitmap's layout and shape (`None` for other backends).
+    pub fn bitmap_spec(&self) -> Option<BitmapSpec> {
+        match &self.kind {
+            Kind::Bitmap { spec, .. } => Some(*spec),
+            _ => None,
+        }
+    }
+
+    /// The keys that hold a bitmap's bits (not its config): its own keys,
+    /// empty for other backends.
+    pub fn bitmap_keys(&self) -> &[String] {
+        match &self.kind {
+            Kind::Bitmap { keys, .. } => keys,
+            _ => &[],
+        }
+    }
+
+    /// A Redisson filter's config key and the four fields this filter
+    /// writes there (size, hashIterations, expectedInsertions,
+    /// falseProbability).
+    pub fn redisson_config(&self) -> Option<(String, [String; 4])> {
+        match &self.kind {
+            Kind::Bitmap { spec, config: Some(config), .. } => {
+                Some((config.clone(), self.redisson_fields(spec)))
+            }
+            _ => None,
+        }
+    }
+
+    /// Redisson's four config fields, as its Java code writes them.
+    fn redisson_fields(&self, spec: &BitmapSpec) -> [String; 4] {
+        [
+            spec.shape.bits.to_string(),
+            spec.shape.hashes.to_string(),
+            self.options.capacity.to_string(),
+            java_double_to_string(self.options.error_rate),
+        ]
     }
 
     /// One logical filter over `shards` filters in keys `{name:0}`,
@@ -182,7 +312,7 @@ impl Layout {
     pub fn keys(&self) -> Vec<String> {
         match &self.kind {
             Kind::Module => vec![self.name.clone()],
-            Kind::Bitmap { keys, .. } => keys.clone(),
+            Kind::Bitmap { keys, config, .. } => keys.iter().chain(config).cloned().collect(),
             Kind::Sharded { shards, .. } => shards.iter().flat_map(|s| s.keys()).collect(),
         }
     }
@@ -225,11 +355,19 @@ impl Layout {
                     steps.push(Step::ignore(cmd("PEXPIRE").arg(&self.name).arg(ttl).clone()));
                 }
             }
-            Kind::Bitmap { shape, keys } => {
+            Kind::Bitmap { spec, config: Some(config), .. } => {
+                // As Redisson's tryInit: the config only; Redisson never
+                // sizes the bitmap ahead.
+                let mut c = cmd("EVAL");
+                c.arg(REDISSON_INIT_SCRIPT).arg(1).arg(config).arg(&self.redisson_fields(spec));
+                c.arg(o.ttl_millis().unwrap_or(0));
+                steps.push(Step::ignore(c));
+            }
+            Kind::Bitmap { spec, keys, config: None } => {
                 let mut c = cmd("EVAL");
                 c.arg(RESERVE_SCRIPT).arg(keys.len()).arg(keys).arg(o.ttl_millis().unwrap_or(0));
                 for (i, _) in keys.iter().enumerate() {
-                    c.arg(part_bits(shape.bits, o.max_key_bits, i) - 1);
+                    c.arg(part_bits(spec.shape.bits, o.max_key_bits, i) - 1);
                 }
                 steps.push(Step::ignore(c));
             }
@@ -295,18 +433,27 @@ impl Layout {
                     });
                     plan.steps.push(Step { cmd: c, decode: Decode::PerItem(owners.to_vec()) });
                 }
-                Kind::Bitmap { shape, keys } => {
+                Kind::Bitmap { spec, keys, config } => {
                     // Offsets grouped by key, in item order within each key.
                     let mut offsets: Vec<Vec<u64>> = vec![Vec::new(); keys.len()];
                     let mut bit_owners: Vec<Vec<u32>> = vec![Vec::new(); keys.len()];
+                    let mut positions = Vec::with_capacity(spec.shape.hashes as usize);
                     for (item, &owner) in chunk.iter().zip(owners) {
-                        for p in shape.positions(item) {
+                        positions.clear();
+                        spec.positions(item, &mut positions);
+                        for &p in &positions {
                             let part = (p / o.max_key_bits) as usize;
                             offsets[part].push(p % o.max_key_bits);
                             bit_owners[part].push(owner);
                         }
                     }
-                    if write && keys.len() == 1 {
+                    if let Some(config) = config {
+                        let mut c = cmd("EVAL");
+                        c.arg(REDISSON_SCRIPT).arg(2).arg(config).arg(&keys[0]);
+                        c.arg(if write { "add" } else { "get" }).arg(&self.redisson_fields(spec));
+                        c.arg(o.ttl_millis().unwrap_or(0)).arg(&offsets[0]);
+                        plan.steps.push(Step { cmd: c, decode: Decode::Bits(bit_owners.concat()) });
+                    } else if write && keys.len() == 1 {
                         // One key: BITFIELD alone is atomic, and five times
                         // faster than the same operations from Lua.
                         let mut c = cmd("BITFIELD");
@@ -343,7 +490,8 @@ impl Layout {
         }
         let single_key = match &self.kind {
             Kind::Module => true,
-            Kind::Bitmap { keys, .. } => keys.len() == 1,
+            // Redisson's script sets both keys' TTLs itself.
+            Kind::Bitmap { keys, config, .. } => keys.len() == 1 && config.is_none(),
             Kind::Sharded { .. } => false,
         };
         if write && single_key && !items.is_empty() {
@@ -404,7 +552,8 @@ impl Layout {
                     ..Info::default()
                 })
             }
-            Kind::Bitmap { shape, keys } => {
+            Kind::Bitmap { spec, keys, .. } => {
+                let shape = spec.shape;
                 let (mut exists, mut bytes, mut set) = (false, 0u64, 0u64);
                 for _ in keys {
                     exists |= integer(&next()?, &self.name)? == 1;
@@ -415,16 +564,20 @@ impl Layout {
                     return Err(Error::NotFound(self.name.clone()));
                 }
                 let (m, k) = (shape.bits as f64, f64::from(shape.hashes));
+                let fill = (set as f64 / m).min(1.0);
                 // Swamidass & Baldi: items from the fraction of bits set.
-                let estimated = -(m / k) * (1.0 - (set as f64 / m).min(1.0 - 1.0 / m)).ln();
+                let estimated = -(m / k) * (1.0 - fill.min(1.0 - 1.0 / m)).ln();
                 Ok(Info {
                     backend: "bitmap".into(),
-                    keys: keys.clone(),
+                    keys: self.keys(),
                     capacity: self.options.capacity,
                     bytes,
                     estimated_items: Some(estimated),
                     bits: Some(shape.bits),
                     hashes: Some(shape.hashes),
+                    layout: Some(spec.layout.name().into()),
+                    fill: Some(fill),
+                    estimated_error_rate: Some(fill.powf(k)),
                     ..Info::default()
                 })
             }

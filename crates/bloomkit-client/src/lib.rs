@@ -5,7 +5,9 @@
 //! - **Bitmap** ([`Layout::bitmap`]): plain Redis strings, for servers that
 //!   cannot load a module. Sized and hashed as Guava's `BloomFilter`
 //!   (MURMUR128_MITZ_64 over UTF-8), so a Java service doing the same
-//!   `SETBIT`s shares the bitmap. Each batch is one atomic `BITFIELD` (a
+//!   `SETBIT`s shares the bitmap; [`Layout::bitmap_with`] takes the other
+//!   layouts in production ([`BitmapLayout`]: the Java RedisBloomFilter
+//!   pattern, Redisson's `RBloomFilter`, the PHP BKDR scheme). Each batch is one atomic `BITFIELD` (a
 //!   script when split over keys): with concurrent writers, an item is
 //!   reported new exactly once. Filters above
 //!   Redis's 512 MiB string limit are split over keys in one hash slot.
@@ -44,6 +46,8 @@ pub mod transfer;
 
 use std::time::Duration;
 
+/// Whose bitmap layout a [`Layout::bitmap_with`] filter shares bits with.
+pub use bloomkit_core::bitmap::BitmapLayout;
 pub use error::{Error, Result};
 pub use layout::{has_hash_tag, Layout, Over};
 pub use local::LocalFilter;

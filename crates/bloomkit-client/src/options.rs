@@ -37,6 +37,11 @@ pub struct Options {
     pub max_key_bits: u64,
     /// Dedup over a sliding window instead of forever.
     pub window: Option<Window>,
+    /// Bitmap layouts: this many bits and hashes, in place of the sizing
+    /// the layout derives from `capacity` and `error_rate` (required for
+    /// `php-bkdr`, whose code is given them; for a Guava file restored
+    /// without its parameters; `capacity` then only labels the filter).
+    pub shape: Option<(u64, u32)>,
 }
 
 impl Options {
@@ -50,6 +55,7 @@ impl Options {
             batch_size: 1000,
             max_key_bits: MAX_STRING_BITS,
             window: None,
+            shape: None,
         }
     }
 
@@ -65,6 +71,12 @@ impl Options {
 
     pub fn window(mut self, window: Window) -> Options {
         self.window = Some(window);
+        self
+    }
+
+    /// Explicit bits and hashes for a bitmap layout (see [`Options::shape`]).
+    pub fn shape(mut self, bits: u64, hashes: u32) -> Options {
+        self.shape = Some((bits, hashes));
         self
     }
 
@@ -126,6 +138,12 @@ pub struct Info {
     /// Bits and hashes per item of a bitmap.
     pub bits: Option<u64>,
     pub hashes: Option<u32>,
+    /// A bitmap's layout name (`guava`, `redisson`, ...).
+    pub layout: Option<String>,
+    /// Fraction of a bitmap's bits that are set.
+    pub fill: Option<f64>,
+    /// The false-positive rate a bitmap answers with now: `fill ^ hashes`.
+    pub estimated_error_rate: Option<f64>,
     /// Shards of a sharded filter.
     pub shards: Option<u32>,
 }

@@ -47,7 +47,7 @@ fn every_kind_dumps_restores_and_copies_through_the_library() {
         ]
         .concat(),
     );
-    let params = BitmapParams { capacity: 5000, error_rate: 0.001 };
+    let params = BitmapParams::guava(5000, 0.001);
     let mut bitmap =
         RedisFilter::new(connect(&a), Layout::bitmap("bitmap", Options::new(5000, 0.001)).unwrap());
     bitmap.add_many(&slices(&added)).unwrap();

@@ -200,8 +200,11 @@ impl BitmapSpec {
         if !layout.sized_by_capacity() {
             return Err(BitmapError::NeedsExplicitShape(layout));
         }
-        let shape =
-            layout.shape(capacity, error_rate).ok_or(BitmapError::NoShape { layout, capacity, error_rate })?;
+        let shape = layout.shape(capacity, error_rate).ok_or(BitmapError::NoShape {
+            layout,
+            capacity,
+            error_rate,
+        })?;
         if shape.hashes > layout.max_hashes() {
             return Err(BitmapError::Hashes { layout, hashes: shape.hashes });
         }

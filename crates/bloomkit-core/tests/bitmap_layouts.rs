@@ -169,7 +169,8 @@ fn redisson_config_is_written_as_java_writes_it() {
         checked += 1;
     }
     assert!(checked >= 5, "{checked}");
-    for (value, java) in [(1e-4, "1.0E-4"), (0.5, "0.5"), (1e7, "1.0E7"), (1234567.0, "1234567.0"), (0.001, "0.001")]
+    for (value, java) in
+        [(1e-4, "1.0E-4"), (0.5, "0.5"), (1e7, "1.0E7"), (1234567.0, "1234567.0"), (0.001, "0.001")]
     {
         assert_eq!(java_double_to_string(value), java);
     }
@@ -237,7 +238,8 @@ fn guava_serial_form_reads_as_guava_wrote_it() {
     let mut refused = 0;
     for case in doc["readFrom_cases_guava_31_1"].as_array().unwrap() {
         let bytes = hex(case["input_hex"].as_str().unwrap());
-        let Ok(head) = <[u8; SERIAL_HEADER_LEN]>::try_from(bytes.get(..SERIAL_HEADER_LEN).unwrap_or(&[])) else {
+        let Ok(head) = <[u8; SERIAL_HEADER_LEN]>::try_from(bytes.get(..SERIAL_HEADER_LEN).unwrap_or(&[]))
+        else {
             continue; // shorter than a header: the reader's EOF
         };
         let ok = case["result"] == "ok";

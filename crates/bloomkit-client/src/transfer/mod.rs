@@ -16,7 +16,6 @@ use bloomkit_core::file::{FileReader, FileWriter};
 use redis::{Cmd, FromRedisValue};
 
 use crate::error::{Error, Result};
-use crate::{Filter, Layout, Options, RedisFilter};
 
 /// A transfer that cannot complete safely, said in words.
 macro_rules! transfer {
@@ -376,8 +375,9 @@ pub fn unreadable(server: &Server, key: &str, kind: &Kind) -> Error {
     match kind {
         Kind::Missing => transfer!("key '{key}' does not exist on {}", server.url),
         Kind::String => transfer!(
-            "key '{key}' on {} holds a string: if it is a bitmap filter, pass --bitmap with the \
-             --capacity and --error-rate it was made with",
+            "key '{key}' on {} holds a string: if it is a bitmap filter, pass --bitmap (and --layout \
+             if another system wrote it) with the --capacity and --error-rate it was made with, or \
+             --bits and --hashes",
             server.url
         ),
         Kind::Other(t) => transfer!(
@@ -539,224 +539,12 @@ pub fn window_info(server: &mut Server, key: &str) -> Result<Vec<(String, String
     Ok(values.chunks(2).map(|p| (text(&p[0]), p.get(1).map(text).unwrap_or_default())).collect())
 }
 
-// ---- bitmap filters ----
+// ---- bitmap filters: in bitmap.rs ----
 
-/// The first bytes of a bitmap filter file.
-pub const BITMAP_MAGIC: &[u8; 8] = b"BKBITMAP";
+mod bitmap;
+pub use bitmap::*;
 
-/// The bitmap layout `dedup --bitmap` and the client make for these options.
-pub fn bitmap_layout(key: &str, capacity: u64, error_rate: f64) -> Result<Layout> {
-    Layout::bitmap(key, Options::new(capacity, error_rate)).map_err(|e| transfer!("{e}"))
-}
-
-fn strlen(server: &mut Server, key: &str) -> Result<u64> {
-    server.call(redis::cmd("STRLEN").arg(key), key)
-}
-
-/// A bitmap filter file: magic, version 1, the layout's name ("guava"),
-/// capacity, error rate, the number of keys and each one's length, then
-/// their bytes, then a CRC-32 of everything before it.
-pub fn dump_bitmap(
-    server: &mut Server,
-    key: &str,
-    capacity: u64,
-    error_rate: f64,
-    out: impl Write,
-    progress: &dyn Progress,
-) -> Result<u64> {
-    let keys = bitmap_keys(server, key, capacity, error_rate)?;
-    let mut lengths = Vec::new();
-    for k in &keys {
-        lengths.push(strlen(server, k)?);
-    }
-    progress.set_length(lengths.iter().sum());
-    let mut out = CrcWriter::new(out);
-    out.write_all(BITMAP_MAGIC)?;
-    out.write_all(&1u32.to_le_bytes())?;
-    out.write_all(&(b"guava".len() as u32).to_le_bytes())?;
-    out.write_all(b"guava")?;
-    out.write_all(&capacity.to_le_bytes())?;
-    out.write_all(&error_rate.to_le_bytes())?;
-    out.write_all(&(keys.len() as u32).to_le_bytes())?;
-    for len in &lengths {
-        out.write_all(&len.to_le_bytes())?;
-    }
-    for (k, &len) in keys.iter().zip(&lengths) {
-        let mut at = 0u64;
-        while at < len {
-            let end = (at + MAX_CHUNK).min(len);
-            let data: Vec<u8> = server.call(redis::cmd("GETRANGE").arg(k).arg(at).arg(end - 1), k)?;
-            if data.len() as u64 != end - at {
-                return Err(transfer!("the bitmap '{k}' changed during the dump; try again"));
-            }
-            out.write_all(&data)?;
-            progress.inc(data.len() as u64);
-            at = end;
-        }
-    }
-    let crc = out.crc.clone().finalize();
-    let mut out = out.inner;
-    out.write_all(&crc.to_le_bytes())?;
-    out.flush()?;
-    Ok(out_len(&lengths, keys.len()))
-}
-
-fn out_len(lengths: &[u64], keys: usize) -> u64 {
-    8 + 4 + 4 + 5 + 8 + 8 + 4 + 8 * keys as u64 + lengths.iter().sum::<u64>() + 4
-}
-
-struct CrcWriter<W: Write> {
-    inner: W,
-    crc: crc32fast::Hasher,
-}
-
-impl<W: Write> CrcWriter<W> {
-    fn new(inner: W) -> CrcWriter<W> {
-        CrcWriter { inner, crc: crc32fast::Hasher::new() }
-    }
-}
-
-impl<W: Write> Write for CrcWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.crc.update(&buf[..n]);
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-/// Reads exactly `n` bytes, feeding the checksum.
-fn read_n(input: &mut impl Read, crc: &mut crc32fast::Hasher, n: usize) -> Result<Vec<u8>> {
-    let mut buf = vec![0u8; n];
-    input.read_exact(&mut buf).map_err(|e| transfer!("the bitmap file ends early: {e}"))?;
-    crc.update(&buf);
-    Ok(buf)
-}
-
-fn u32_at(b: &[u8]) -> u32 {
-    u32::from_le_bytes(b[..4].try_into().expect("4 bytes"))
-}
-
-fn u64_at(b: &[u8]) -> u64 {
-    u64::from_le_bytes(b[..8].try_into().expect("8 bytes"))
-}
-
-/// Restores a bitmap filter file (its magic already read) into the keys the
-/// same layout gives `key`: each part through a staging key, all renamed
-/// in one transaction once the checksum is verified.
-pub fn restore_bitmap(
-    server: &mut Server,
-    key: &str,
-    mut input: impl Read,
-    replace: bool,
-    progress: &dyn Progress,
-) -> Result<()> {
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(BITMAP_MAGIC);
-    let head = read_n(&mut input, &mut crc, 8)?;
-    if u32_at(&head) != 1 {
-        return Err(transfer!(
-            "bitmap file version {} is not supported (this bloomkit reads version 1)",
-            u32_at(&head)
-        ));
-    }
-    let name = read_n(&mut input, &mut crc, u32_at(&head[4..]).min(64) as usize)?;
-    if name != b"guava" {
-        return Err(transfer!(
-            "bitmap layout '{}' is not supported here (guava is)",
-            String::from_utf8_lossy(&name)
-        ));
-    }
-    let shape = read_n(&mut input, &mut crc, 20)?;
-    let (capacity, error_rate, nkeys) =
-        (u64_at(&shape), f64::from_bits(u64_at(&shape[8..])), u32_at(&shape[16..]));
-    let layout = bitmap_layout(key, capacity, error_rate)?;
-    let keys = layout.keys();
-    if keys.len() != nkeys as usize {
-        return Err(transfer!(
-            "the file holds {nkeys} bitmap keys where capacity {capacity} at {error_rate} needs {}",
-            keys.len()
-        ));
-    }
-    let lengths: Vec<u64> = read_n(&mut input, &mut crc, 8 * keys.len())?.chunks(8).map(u64_at).collect();
-    let max_bytes = crate::MAX_STRING_BITS / 8;
-    if lengths.iter().any(|&l| l > max_bytes) {
-        return Err(transfer!("the file claims a bitmap longer than Redis allows; it is damaged"));
-    }
-    progress.set_length(lengths.iter().sum());
-    stage_and_commit(server, &keys, replace, |server, staging| {
-        for (k, &len) in staging.iter().zip(&lengths) {
-            // Every part gets its key, an empty one too, so that every
-            // RENAME of the transaction has a source.
-            server.call::<()>(redis::cmd("SET").arg(k).arg(""), k)?;
-            arm_staging(server, k)?;
-            let mut at = 0u64;
-            while at < len {
-                let n = (len - at).min(MAX_CHUNK);
-                let data = read_n(&mut input, &mut crc, n as usize)?;
-                server.call::<i64>(redis::cmd("SETRANGE").arg(k).arg(at).arg(data), k)?;
-                progress.inc(n);
-                at += n;
-            }
-        }
-        let mut stored = [0u8; 4];
-        input
-            .read_exact(&mut stored)
-            .map_err(|e| transfer!("the bitmap file ends before its checksum: {e}"))?;
-        if u32::from_le_bytes(stored) != crc.clone().finalize() {
-            return Err(transfer!("the bitmap file's checksum does not match: it is damaged"));
-        }
-        Ok(())
-    })
-}
-
-pub fn copy_bitmap(
-    from: &mut Server,
-    to: &mut Server,
-    key: &str,
-    capacity: u64,
-    error_rate: f64,
-    replace: bool,
-    progress: &dyn Progress,
-) -> Result<()> {
-    let mut file = Vec::new();
-    dump_bitmap(from, key, capacity, error_rate, &mut file, &())?;
-    restore_bitmap(to, key, &file[BITMAP_MAGIC.len()..], replace, progress)
-}
-
-/// The client's view of a bitmap filter: fill and estimated items.
-pub fn bitmap_info(server: &mut Server, key: &str, capacity: u64, error_rate: f64) -> Result<crate::Info> {
-    bitmap_keys(server, key, capacity, error_rate)?;
-    RedisFilter::new(server.connection(), bitmap_layout(key, capacity, error_rate)?).info()
-}
-
-/// The keys of a bitmap filter (one, or `{key}:0`, `{key}:1`, ... when it
-/// is split): each a string or missing, at least one present.
-fn bitmap_keys(server: &mut Server, key: &str, capacity: u64, error_rate: f64) -> Result<Vec<String>> {
-    let keys = bitmap_layout(key, capacity, error_rate)?.keys();
-    let mut present = false;
-    for k in &keys {
-        match kind(server, k)? {
-            Kind::String => present = true,
-            Kind::Missing => {}
-            other => return Err(unreadable(server, k, &other)),
-        }
-    }
-    if !present {
-        return Err(Error::NotFound(key.to_string()));
-    }
-    Ok(keys)
-}
 // ---- every kind, one call ----
-
-/// What a bitmap filter was made with: it stores no parameters.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct BitmapParams {
-    pub capacity: u64,
-    pub error_rate: f64,
-}
 
 fn kind_name(kind: &Kind) -> &'static str {
     match kind {
@@ -782,7 +570,7 @@ pub fn dump_key(
             dump_window(server, key, out, progress)?;
         }
         (Kind::String | Kind::Missing, Some(b)) => {
-            dump_bitmap(server, key, b.capacity, b.error_rate, out, progress)?;
+            dump_bitmap(server, key, &b, out, progress)?;
         }
         (other, _) => return Err(unreadable(server, key, other)),
     }
@@ -839,9 +627,7 @@ pub fn copy_key(
         (Kind::Bloom, _) => copy(from, to, key, replace, progress)?,
         (Kind::Window, _) => copy_window(from, to, key, replace, progress)?,
         // (A split bitmap's own key is missing: its parts are `{key}:i`.)
-        (Kind::String | Kind::Missing, Some(b)) => {
-            copy_bitmap(from, to, key, b.capacity, b.error_rate, replace, progress)?
-        }
+        (Kind::String | Kind::Missing, Some(b)) => copy_bitmap(from, to, key, &b, replace, progress)?,
         (other, _) => return Err(unreadable(from, key, other)),
     }
     Ok(kind_name(&kind))
