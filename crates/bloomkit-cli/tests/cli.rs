@@ -221,6 +221,128 @@ fn dedup_with_bitmaps_on_a_plain_server() {
     usage_error(&["dedup", "--bitmap"], b"a\n", "give the server with --redis");
 }
 
+/// Bitmaps in other systems' layouts from the command line: dedup into a
+/// PHP-scheme bitmap and a Redisson one (its config written as Redisson
+/// writes it), `info --layout` reporting fill and rate, a Redisson config
+/// that disagrees refused, and Guava files out and back in.
+#[test]
+fn bitmap_layouts_from_the_command_line() {
+    let plain = TestServer::start(Server::Redis, &[], &[]);
+    let url = redis_arg(&plain);
+    let mut conn = plain.conn();
+    let (input, first) = stream(5_000, "lay");
+    let php =
+        ["dedup", "--redis", &url, "--layout", "php-bkdr", "--bits", "200k", "--hashes", "7", "--key", "php"];
+    assert_dedup(&ok(&php, &input), &first, 5);
+    assert!(ok(&php, &input).is_empty(), "a second run remembers the first");
+    assert_eq!(conn.call(&["STRLEN", "php"]).as_int(), 25_000, "200 000 bits, sized ahead");
+    let info: serde_json::Value = serde_json::from_slice(&ok(
+        &[
+            "info", "--redis", &url, "php", "--json", "--layout", "php-bkdr", "--bits", "200k", "--hashes",
+            "7",
+        ],
+        b"",
+    ))
+    .unwrap();
+    assert_eq!(info["layout"], "php-bkdr");
+    assert_eq!(info["bits"], 200_000);
+    let fill = info["fill"].as_f64().unwrap();
+    let rate = info["estimated_false_positive_rate"].as_f64().unwrap();
+    // 5000 items x 7 hashes over 200 000 bits: 1 - e^(-0.175) = 16% set.
+    assert!((0.15..0.17).contains(&fill), "{info}");
+    assert!((rate - fill.powi(7)).abs() < 1e-12, "{info}");
+    usage_error(&["dedup", "--redis", &url, "--layout", "php-bkdr", "--key", "x"], b"a\n", "--bits");
+    usage_error(&["info", "--redis", &url, "x", "--layout", "nosuch"], b"", "the layouts are guava,");
+
+    let redisson = [
+        "dedup",
+        "--redis",
+        &url,
+        "--layout",
+        "redisson",
+        "--capacity",
+        "10000",
+        "--error-rate",
+        "0.01",
+        "--key",
+        "rbf",
+    ];
+    assert_dedup(&ok(&redisson, &input), &first, 60);
+    assert_eq!(conn.call(&["HGET", "{rbf}:config", "size"]).as_bytes(), b"95850");
+    assert_eq!(conn.call(&["HGET", "{rbf}:config", "falseProbability"]).as_bytes(), b"0.01");
+    let text = String::from_utf8(ok(
+        &[
+            "info",
+            "--redis",
+            &url,
+            "rbf",
+            "--layout",
+            "redisson",
+            "--capacity",
+            "10000",
+            "--error-rate",
+            "0.01",
+        ],
+        b"",
+    ))
+    .unwrap();
+    assert!(text.contains("{rbf}:config") && text.contains("fill"), "{text}");
+    fails(
+        &[
+            "info",
+            "--redis",
+            &url,
+            "rbf",
+            "--layout",
+            "redisson",
+            "--capacity",
+            "20000",
+            "--error-rate",
+            "0.01",
+        ],
+        b"",
+        "config has been changed",
+    );
+
+    // A guava bitmap to a Guava file and back into another key, bit for bit.
+    let guava =
+        ["dedup", "--redis", &url, "--bitmap", "--capacity", "10000", "--error-rate", "0.01", "--key", "gv"];
+    ok(&guava, &input);
+    let dir = std::env::temp_dir().join(format!("bloomkit-cli-guava-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("gv.guava");
+    let f = file.to_str().unwrap();
+    ok(
+        &[
+            "dump",
+            "--redis",
+            &url,
+            "gv",
+            "--format",
+            "guava",
+            "-o",
+            f,
+            "--bitmap",
+            "--capacity",
+            "10000",
+            "--error-rate",
+            "0.01",
+        ],
+        b"",
+    );
+    let bytes = std::fs::read(&file).unwrap();
+    assert_eq!(&bytes[..6], &[1, 7, 0, 0, 0x05, 0xda], "strategy 1, k 7, 1498 longs (95 872 bits)");
+    usage_error(&["dump", "--redis", &url, "gv", "--format", "guava", "-o", f], b"", "add --bitmap");
+    let out = bloomkit(&["restore", "--redis", &url, "gv2", "--format", "guava", "-i", f], b"");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--bits 95872 --hashes 7"), "tells how to open it");
+    assert_eq!(conn.call(&["GET", "gv2"]).as_bytes(), conn.call(&["GET", "gv"]).as_bytes());
+    std::fs::write(&file, [0u8, 3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]).unwrap();
+    fails(&["restore", "--redis", &url, "gv3", "--format", "guava", "-i", f], b"", "MURMUR128_MITZ_32");
+    assert_eq!(conn.call(&["EXISTS", "gv3"]).as_int(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn dump_restore_copy_between_redisbloom_and_bloomkit() {
     let redisbloom = TestServer::start(Server::Redis, &[Module::RedisBloom], &[]);

@@ -101,3 +101,100 @@ fn every_kind_dumps_restores_and_copies_through_the_library() {
     assert!(e.to_string().contains("does not exist"), "{e}");
     assert!(matches!(Server::connect("redis://127.0.0.1:1/"), Err(bloomkit_client::Error::Connection(_))));
 }
+
+/// Every bitmap layout copies between servers with its parameters in the
+/// file: a Redisson filter arrives with its config hash (as its Java side
+/// wrote it), a PHP one with its bits and hashes, and each answers as before.
+#[test]
+fn bitmaps_of_every_layout_copy_with_their_parameters() {
+    use bloomkit_client::BitmapLayout;
+    let a = TestServer::start(Kind::Redis, &[], &[]);
+    let b = TestServer::start(Kind::Valkey, &[], &[]);
+    let url = |s: &TestServer| format!("redis://127.0.0.1:{}/", s.port);
+    let (mut from, mut to) = (Server::connect(&url(&a)).unwrap(), Server::connect(&url(&b)).unwrap());
+    let added = items("layout", 800);
+    let probes = items("absent", 5000);
+    for layout in BitmapLayout::ALL {
+        let key = format!("bm:{}", layout.name());
+        let params = BitmapParams {
+            layout,
+            capacity: 1000,
+            error_rate: 0.01,
+            shape: (layout == BitmapLayout::PhpBkdr).then_some((20_000, 5)),
+        };
+        let mut source = RedisFilter::new(connect(&a), params.layout(&key).unwrap());
+        source.add_many(&slices(&added)).unwrap();
+        let before = source.contains_many(&slices(&probes)).unwrap();
+        let kind = transfer::copy_key(&mut from, &mut to, &key, Some(params), false, &()).unwrap();
+        assert_eq!(kind, "bitmap filter");
+        let mut copied = RedisFilter::new(connect(&b), params.layout(&key).unwrap());
+        assert!(copied.contains_many(&slices(&added)).unwrap().iter().all(|&x| x), "{key}");
+        assert_eq!(copied.contains_many(&slices(&probes)).unwrap(), before, "{key}: the same answers");
+        for k in params.layout(&key).unwrap().keys() {
+            let (x, y) = (a.conn().call(&["DUMP", &k]), b.conn().call(&["DUMP", &k]));
+            let (tx, ty) = (a.conn().call(&["TYPE", &k]), b.conn().call(&["TYPE", &k]));
+            assert_eq!(tx.as_bytes(), ty.as_bytes(), "{k}");
+            if tx.as_bytes() == b"string" {
+                assert_eq!(
+                    a.conn().call(&["GET", &k]).as_bytes(),
+                    b.conn().call(&["GET", &k]).as_bytes(),
+                    "{k}"
+                );
+            } else {
+                assert!(!x.is_error() && !y.is_error());
+                let fields = |s: &TestServer| {
+                    let mut v: Vec<Vec<u8>> = s
+                        .conn()
+                        .call(&["HGETALL", &k])
+                        .as_array()
+                        .iter()
+                        .map(|r| r.as_bytes().to_vec())
+                        .collect();
+                    v.sort();
+                    v
+                };
+                assert_eq!(fields(&a), fields(&b), "{k}: the config hash");
+            }
+        }
+        // Opened with other parameters, the copy says so instead of answering.
+        if layout.is_redisson() {
+            let other = BitmapParams { capacity: 2000, ..params };
+            let err = transfer::bitmap_info(&mut to, &key, &other).unwrap_err();
+            assert!(matches!(err, bloomkit_client::Error::ConfigMismatch(_)), "{err:?}");
+        }
+    }
+}
+
+/// A bitmap file written by the previous release (version 1: the guava
+/// layout, sized by capacity and rate) still restores.
+#[test]
+fn version_1_bitmap_files_still_restore() {
+    let server = TestServer::start(Kind::Redis, &[], &[]);
+    let mut s = Server::connect(&format!("redis://127.0.0.1:{}/", server.port)).unwrap();
+    let mut filter =
+        RedisFilter::new(connect(&server), Layout::bitmap("v1", Options::new(1000, 0.01)).unwrap());
+    let added = items("old", 500);
+    filter.add_many(&slices(&added)).unwrap();
+    let bits = server.conn().call(&["GET", "v1"]).as_bytes().to_vec();
+    let mut file = b"BKBITMAP".to_vec();
+    file.extend(1u32.to_le_bytes());
+    file.extend(5u32.to_le_bytes());
+    file.extend(b"guava");
+    file.extend(1000u64.to_le_bytes());
+    file.extend(0.01f64.to_le_bytes());
+    file.extend(1u32.to_le_bytes());
+    file.extend((bits.len() as u64).to_le_bytes());
+    file.extend(&bits);
+    let crc = crc32fast::hash(&file);
+    file.extend(crc.to_le_bytes());
+    assert_eq!(
+        transfer::restore_file(&mut s, "v1-restored", &file[..], false, &()).unwrap(),
+        "bitmap filter"
+    );
+    assert_eq!(server.conn().call(&["GET", "v1-restored"]).as_bytes(), bits);
+    // A damaged one is refused.
+    let last = file.len() - 10;
+    file[last] ^= 1;
+    assert!(transfer::restore_file(&mut s, "v1-damaged", &file[..], false, &()).is_err());
+    assert_eq!(server.conn().call(&["EXISTS", "v1-damaged"]).as_int(), 0);
+}

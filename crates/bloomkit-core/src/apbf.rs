@@ -134,7 +134,7 @@ impl ApbfShape {
         let timed = matches!(window, Window::Time { .. });
         let mut best: Option<(u128, ApbfShape)> = None;
         for k in 1..=64u32 {
-            let most = if timed { (MAX_SLICES - k + 1) / 2 } else { MAX_SLICES - k };
+            let most = if timed { (MAX_SLICES - k).div_ceil(2) } else { MAX_SLICES - k };
             let most = most.min(capacity.min(u64::from(u32::MAX)) as u32);
             if most == 0 {
                 continue;

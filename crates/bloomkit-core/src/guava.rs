@@ -168,7 +168,7 @@ impl SerialHeader {
     /// The header of a filter of this shape, `None` if Guava cannot hold it
     /// (bits not whole longs, more than 2^31 - 1 of them, or k over 255).
     pub fn for_shape(shape: GuavaShape) -> Option<SerialHeader> {
-        if shape.bits % 64 != 0 || shape.hashes == 0 || shape.hashes > MAX_HASHES {
+        if !shape.bits.is_multiple_of(64) || shape.hashes == 0 || shape.hashes > MAX_HASHES {
             return None;
         }
         let words = u32::try_from(shape.bits / 64).ok().filter(|&w| w > 0 && w <= i32::MAX as u32)?;
@@ -195,7 +195,7 @@ impl SerialHeader {
 /// `0x80 >> (i & 7)`), in place: each 8-byte group reversed and each byte's
 /// bits reversed. Its own inverse. `bytes.len()` must be a multiple of 8.
 pub fn swap_bit_order(bytes: &mut [u8]) {
-    assert!(bytes.len() % 8 == 0, "whole words only");
+    assert!(bytes.len().is_multiple_of(8), "whole words only");
     for word in bytes.chunks_exact_mut(8) {
         let w = u64::from_be_bytes((*word).try_into().expect("8 bytes"));
         // Reversing all 64 bits does both steps at once: Guava bit i (from

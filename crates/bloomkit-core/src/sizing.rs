@@ -75,7 +75,7 @@ impl Shape {
             return None;
         }
         let raw_bits = raw_bits as u64;
-        let words = raw_bits / 64 + u64::from(raw_bits % 64 != 0);
+        let words = raw_bits / 64 + u64::from(!raw_bits.is_multiple_of(64));
         let bytes = words.max(1).checked_mul(8)?;
         let hashes = (LN2 * bpe).ceil();
         if !(hashes >= 1.0 && hashes < u32::MAX as f64) {

@@ -466,9 +466,9 @@ pub fn restore_guava(
         let mut buf = vec![0u8; MAX_CHUNK as usize];
         for (i, k) in staging.iter().enumerate() {
             let part_bytes = (shape.bits - i as u64 * max_key_bits).min(max_key_bits) / 8;
-            // Full length at once (zeros), then only the chunks with bits.
-            server.call::<i64>(redis::cmd("SETBIT").arg(k).arg(part_bytes * 8 - 1).arg(0), k)?;
-            arm_staging(server, k)?;
+            // Only chunks with bits are written as they arrive, and the
+            // last one always (giving the key its full length): a file
+            // claiming a huge array over a few bytes costs the server nothing.
             let mut at = 0u64;
             while at < part_bytes {
                 let n = (part_bytes - at).min(MAX_CHUNK) as usize;
@@ -481,8 +481,9 @@ pub fn restore_guava(
                 })?;
                 swap_bit_order(&mut buf[..n]);
                 let set: u64 = buf[..n].iter().map(|b| u64::from(b.count_ones())).sum();
-                if set > 0 {
+                if set > 0 || at + n as u64 == part_bytes {
                     server.call::<i64>(redis::cmd("SETRANGE").arg(k).arg(at).arg(&buf[..n]), k)?;
+                    arm_staging(server, k)?;
                 }
                 ones += set;
                 progress.inc(n as u64);

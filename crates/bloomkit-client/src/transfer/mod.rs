@@ -521,7 +521,7 @@ pub fn copy_window(
         // A write to the source meanwhile would tear ring from body.
         || match window_scandump(&mut from.borrow_mut(), key, 0)?.1 == header {
             true => Ok(()),
-            false => return Err(transfer!("the source filter '{key}' changed during the copy; try again")),
+            false => Err(transfer!("the source filter '{key}' changed during the copy; try again")),
         },
         progress,
     )
