@@ -480,13 +480,21 @@ fn run(cli: Cli) -> Result<()> {
             let mut server = transfer::Server::connect(&a.redis)?;
             let info = match transfer::kind(&mut server, &a.key)? {
                 transfer::Kind::Bloom => bloom_info(&mut server, &a.key)?,
-                transfer::Kind::Window => {
-                    let fields = transfer::window_info(&mut server, &a.key)?;
-                    let mut v = serde_json::json!({"key": a.key, "kind": "sliding-window filter"});
+                kind @ (transfer::Kind::Window | transfer::Kind::ValkeyBloom | transfer::Kind::Cuckoo) => {
+                    let (command, name) = match kind {
+                        transfer::Kind::Window => ("APBF.INFO", "sliding-window filter"),
+                        transfer::Kind::ValkeyBloom => ("BF.INFO", "valkey-bloom filter"),
+                        _ => ("CF.INFO", "cuckoo filter"),
+                    };
+                    let fields = transfer::info_fields(&mut server, &a.key, command)?;
+                    let mut v = serde_json::json!({"key": a.key, "kind": name});
                     for (label, value) in fields {
                         let name = label.to_lowercase().replace(' ', "_");
-                        v[name] =
-                            value.parse::<i64>().map_or(serde_json::json!(value), |n| serde_json::json!(n));
+                        v[name] = value
+                            .parse::<i64>()
+                            .map(|n| serde_json::json!(n))
+                            .or_else(|_| value.parse::<f64>().map(|x| serde_json::json!(x)))
+                            .unwrap_or_else(|_| serde_json::json!(value));
                     }
                     v
                 }

@@ -21,6 +21,7 @@ pub mod file;
 pub mod fmt;
 pub mod guava;
 pub mod hash;
+pub mod payload;
 pub mod rdb;
 pub mod sizing;
 

@@ -353,6 +353,10 @@ pub fn log10_estimated_rate(subs: &[SubFilterInfo]) -> f64 {
 pub enum Kind {
     Bloom,
     Window,
+    /// valkey-bloom's `bloomfltr`, served by bloomkit too.
+    ValkeyBloom,
+    /// A cuckoo filter (`MBbloomCF`).
+    Cuckoo,
     /// A string: a bitmap filter, if the options describe one.
     String,
     Missing,
@@ -364,6 +368,8 @@ pub fn kind(server: &mut Server, key: &str) -> Result<Kind> {
     Ok(match t.as_str() {
         "MBbloom--" => Kind::Bloom,
         "bkit-apbf" => Kind::Window,
+        "bloomfltr" => Kind::ValkeyBloom,
+        "MBbloomCF" => Kind::Cuckoo,
         "string" => Kind::String,
         "none" => Kind::Missing,
         _ => Kind::Other(t),
@@ -385,7 +391,9 @@ pub fn unreadable(server: &Server, key: &str, kind: &Kind) -> Error {
              sliding-window filter, or a bitmap filter with --bitmap)",
             server.url
         ),
-        Kind::Bloom | Kind::Window => transfer!("key '{key}' on {} is a filter of another kind", server.url),
+        Kind::Bloom | Kind::Window | Kind::ValkeyBloom | Kind::Cuckoo => {
+            transfer!("key '{key}' on {} is a filter of another kind", server.url)
+        }
     }
 }
 
@@ -529,20 +537,30 @@ pub fn copy_window(
 
 /// `APBF.INFO`, as label and value pairs.
 pub fn window_info(server: &mut Server, key: &str) -> Result<Vec<(String, String)>> {
-    let values: Vec<redis::Value> = server.call(redis::cmd("APBF.INFO").arg(key), key)?;
+    info_fields(server, key, "APBF.INFO")
+}
+
+/// The label and value pairs of an `*.INFO` command (`BF.INFO` of a
+/// valkey-bloom filter, `CF.INFO`, `APBF.INFO`).
+pub fn info_fields(server: &mut Server, key: &str, command: &str) -> Result<Vec<(String, String)>> {
+    let values: Vec<redis::Value> = server.call(redis::cmd(command).arg(key), key)?;
     let text = |v: &redis::Value| match v {
         redis::Value::Int(i) => i.to_string(),
         redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
         redis::Value::SimpleString(s) => s.clone(),
+        redis::Value::Double(d) => d.to_string(),
+        redis::Value::Nil => String::new(),
         other => format!("{other:?}"),
     };
     Ok(values.chunks(2).map(|p| (text(&p[0]), p.get(1).map(text).unwrap_or_default())).collect())
 }
 
-// ---- bitmap filters: in bitmap.rs ----
+// ---- bitmap filters: in bitmap.rs; values moved whole: in value.rs ----
 
 mod bitmap;
+mod value;
 pub use bitmap::*;
+pub use value::*;
 
 // ---- every kind, one call ----
 
@@ -550,6 +568,8 @@ fn kind_name(kind: &Kind) -> &'static str {
     match kind {
         Kind::Bloom => "Bloom filter",
         Kind::Window => "sliding-window filter",
+        Kind::ValkeyBloom => "valkey-bloom filter",
+        Kind::Cuckoo => "cuckoo filter",
         _ => "bitmap filter",
     }
 }
@@ -568,6 +588,9 @@ pub fn dump_key(
         (Kind::Bloom, _) => dump(server, key, out, progress)?,
         (Kind::Window, _) => {
             dump_window(server, key, out, progress)?;
+        }
+        (Kind::ValkeyBloom | Kind::Cuckoo, _) => {
+            dump_value(server, key, out, progress)?;
         }
         (Kind::String | Kind::Missing, Some(b)) => {
             dump_bitmap(server, key, &b, out, progress)?;
@@ -592,6 +615,14 @@ pub fn restore_file(
         restore(server, key, std::io::Cursor::new(magic).chain(input), replace, progress)?;
         return Ok("Bloom filter");
     }
+    if &magic == VALUE_MAGIC {
+        let type_name = restore_value(server, key, input, replace, progress)?;
+        return Ok(match type_name.as_str() {
+            "bloomfltr" => "valkey-bloom filter",
+            "MBbloomCF" => "cuckoo filter",
+            _ => "filter",
+        });
+    }
     if &magic == BITMAP_MAGIC {
         restore_bitmap(server, key, input, replace, progress)?;
         return Ok("bitmap filter");
@@ -608,7 +639,8 @@ pub fn restore_file(
         }
         Err(_) => Err(transfer!(
             "not a filter file: it starts with neither BLOOMKIT (a Bloom filter), BKAPBF (a \
-             sliding-window filter) nor BKBITMAP (a bitmap filter)"
+             sliding-window filter), BKBITMAP (a bitmap filter) nor BKMODVAL (a valkey-bloom or \
+             cuckoo filter)"
         )),
     }
 }
@@ -626,6 +658,9 @@ pub fn copy_key(
     match (&kind, bitmap) {
         (Kind::Bloom, _) => copy(from, to, key, replace, progress)?,
         (Kind::Window, _) => copy_window(from, to, key, replace, progress)?,
+        (Kind::ValkeyBloom | Kind::Cuckoo, _) => {
+            copy_value(from, to, key, replace, progress)?;
+        }
         // (A split bitmap's own key is missing: its parts are `{key}:i`.)
         (Kind::String | Kind::Missing, Some(b)) => copy_bitmap(from, to, key, &b, replace, progress)?,
         (other, _) => return Err(unreadable(from, key, other)),
