@@ -89,9 +89,14 @@ impl Chain {
         self.width.hash(item)
     }
 
+    /// One item: its probes are prefetched before any is tested, so that on
+    /// a filter larger than the cache its k misses overlap instead of
+    /// following one another (`BF.EXISTS`).
     #[inline]
     pub fn contains(&self, item: &[u8]) -> bool {
-        self.contains_hash(self.hash(item))
+        let h = self.hash(item);
+        self.prefetch(h);
+        self.contains_hash(h)
     }
 
     #[inline]
@@ -136,15 +141,22 @@ impl Chain {
     #[inline]
     fn hash_and_prefetch<I: AsRef<[u8]>>(&self, group: &[I]) -> [HashPair; BATCH] {
         let mut hashes = [HashPair { a: 0, b: 0 }; BATCH];
-        let (newest, older) = self.filters.split_last().expect("a chain has at least one sub-filter");
         for (h, item) in hashes.iter_mut().zip(group) {
             *h = self.hash(item.as_ref());
-            newest.prefetch(*h, u32::MAX);
-            for f in older {
-                f.prefetch(*h, 2);
-            }
+            self.prefetch(*h);
         }
         hashes
+    }
+
+    /// Prefetches an item's probes: all of them in the newest sub-filter
+    /// first, then the first two in each older one.
+    #[inline]
+    fn prefetch(&self, h: HashPair) {
+        let (newest, older) = self.filters.split_last().expect("a chain has at least one sub-filter");
+        newest.prefetch(h, u32::MAX);
+        for f in older.iter().rev() {
+            f.prefetch(h, 2);
+        }
     }
 
     /// Adds an item: `Ok(true)` when new, `Ok(false)` when probably present.
