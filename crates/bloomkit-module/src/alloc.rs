@@ -23,6 +23,42 @@ extern "C" {
     fn libc_write(fd: i32, buf: *const u8, count: usize) -> isize;
 }
 
+/// Blocks from this size on are zeroed lazily (see [`zero`]).
+const LAZY_ZERO_FROM: usize = 1 << 20;
+
+/// Zeroes a block just allocated. A large one's whole pages are handed back
+/// to the kernel (`MADV_DONTNEED`): every allocator's heap is private
+/// anonymous memory, whose pages then read as zero and take no RSS until
+/// written, as with calloc's fresh pages. Writing zeros by hand instead
+/// made `BF.RESERVE` of a 1.2 GB filter stall the server for 0.65 s and
+/// commit all of it at once on servers without `TryCalloc` (Redis 7.0).
+/// Only the partial pages at the edges are written.
+///
+/// # Safety
+/// `ptr..ptr + len` must be one block owned by the caller.
+unsafe fn zero(ptr: *mut u8, len: usize) {
+    #[cfg(target_os = "linux")]
+    if len >= LAZY_ZERO_FROM {
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
+        let start = (ptr as usize).next_multiple_of(page);
+        let end = (ptr as usize + len) / page * page;
+        // SAFETY: the pages lie inside the block the caller owns; on
+        // private anonymous memory MADV_DONTNEED only replaces their
+        // contents with zeros. The edges are inside the block too.
+        unsafe {
+            if end > start && libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) == 0
+            {
+                std::ptr::write_bytes(ptr, 0, start - ptr as usize);
+                std::ptr::write_bytes(end as *mut u8, 0, ptr as usize + len - end);
+                return;
+            }
+        }
+    }
+    // SAFETY: the caller owns the block.
+    unsafe { std::ptr::write_bytes(ptr, 0, len) };
+}
+
 /// Sizes padded to the alignment, as the redis-module crate does. The
 /// server's allocators return 16-byte aligned blocks, which covers every type
 /// bloomkit allocates.
@@ -42,14 +78,14 @@ unsafe impl GlobalAlloc for ServerAllocator {
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         let size = padded(layout);
-        // Redis 7.0 has TryAlloc but not TryCalloc: zero by hand rather than
-        // fall back to an allocator that aborts the server when it fails.
+        // Redis 7.0 has TryAlloc but not TryCalloc: zero it ourselves rather
+        // than fall back to an allocator that aborts the server when it fails.
         match (raw::RedisModule_TryCalloc, raw::RedisModule_TryAlloc, raw::RedisModule_Calloc) {
             (Some(try_calloc), _, _) => try_calloc(1, size).cast(),
             (None, Some(try_alloc), _) => {
                 let ptr = try_alloc(size).cast::<u8>();
                 if !ptr.is_null() {
-                    std::ptr::write_bytes(ptr, 0, size);
+                    zero(ptr, size);
                 }
                 ptr
             }

@@ -2,7 +2,8 @@
 //! keyspace events of every write, adds that change nothing not propagated,
 //! unknown load arguments refused, the 16 MiB SCANDUMP chunk cap, and the
 //! size limit on BF.INSERT and RESTORE with its exemption when the server
-//! loads what it had already accepted (AOF replay, RDB at startup).
+//! loads what it had already accepted (AOF replay, RDB at startup), and large
+//! filters created without committing their memory.
 
 use std::time::Duration;
 
@@ -131,5 +132,51 @@ fn the_size_limit_on_insert_and_restore_and_its_exemptions() {
             s.log().contains("loaded filter 'big'") && s.log().contains("above bf.max-filter-bytes (500000)")
         });
         assert_eq!(c.cmd("BF.EXISTS big a"), Reply::Int(1));
+    }
+}
+
+/// The server's resident memory, from /proc (not INFO, which a cron refreshes).
+fn rss_bytes(c: &mut Conn) -> u64 {
+    let pid = c.info_field("server", "process_id");
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+/// Creating a large filter takes no resident memory until it is written,
+/// as RedisBloom's calloc does, on servers without `TryCalloc` (Redis 7.0:
+/// the array is zeroed lazily) as on those with it; it still counts in
+/// `used_memory` (the server's allocator holds it) and works at once.
+#[test]
+fn large_filters_are_created_without_committing_their_memory() {
+    for server in SERVERS {
+        let s = TestServer::start(server, &[Module::bloomkit()], &[]);
+        let mut c = s.conn();
+        let used_before: u64 = c.info_field("memory", "used_memory").parse().unwrap();
+        let rss_before = rss_bytes(&mut c);
+        // 100M items at 1%: two sub-filter halves' worth, 120 MB of bits.
+        c.ok("BF.RESERVE big 0.01 100000000");
+        let size = c.call(&["BF.INFO", "big", "SIZE"]).as_array()[0].as_int() as u64;
+        assert!(size > 100 << 20, "{size}");
+        let used_after: u64 = c.info_field("memory", "used_memory").parse().unwrap();
+        let rss_after = rss_bytes(&mut c);
+        assert!(used_after - used_before >= size - (1 << 20), "{server:?}: counted in used_memory");
+        assert!(
+            rss_after.saturating_sub(rss_before) < size / 8,
+            "{server:?}: {} MB resident after creating a {} MB filter",
+            rss_after.saturating_sub(rss_before) >> 20,
+            size >> 20
+        );
+        for i in 0..1000 {
+            assert_eq!(c.call(&["BF.ADD", "big", &format!("i{i}")]).as_int(), 1);
+        }
+        for i in 0..1000 {
+            assert_eq!(c.call(&["BF.EXISTS", "big", &format!("i{i}")]).as_int(), 1);
+            assert_eq!(c.call(&["BF.EXISTS", "big", &format!("absent{i}")]).as_int(), 0);
+        }
     }
 }
