@@ -85,7 +85,7 @@ def free_port():
 
 
 class Server:
-    def __init__(self, name, module):
+    def __init__(self, name, module, extra_modules=()):
         self.name = name
         self.dir = tempfile.mkdtemp(prefix="bloomkit-bench-")
         self.port = free_port()
@@ -94,7 +94,8 @@ class Server:
         self.proc = subprocess.Popen(
             ["taskset", "-c", "0", "redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", self.dir, "--logfile", "server.log",
-             "--enable-debug-command", "yes", "--loadmodule", module],
+             "--enable-debug-command", "yes", "--loadmodule", module]
+            + [arg for m in extra_modules for arg in ("--loadmodule", m)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 20
         while True:
@@ -180,6 +181,7 @@ def main():
     parser.add_argument("--output", default=os.path.join(ROOT, "bench", "RESULTS.md"))
     parser.add_argument("--module", default=os.path.join(ROOT, "target", "release", "libbloomkit.so"))
     parser.add_argument("--redisbloom", default=os.path.join(ROOT, ".test-servers", "redisbloom.so"))
+    parser.add_argument("--floor", default=os.path.join(ROOT, "target", "release", "bench-floor.so"))
     opts = parser.parse_args()
 
     quick = opts.quick
@@ -189,7 +191,8 @@ def main():
     small_capacity = 10**5
     started = time.time()
 
-    servers = {"bloomkit": Server("bloomkit", opts.module), "RedisBloom": Server("RedisBloom", opts.redisbloom)}
+    servers = {"bloomkit": Server("bloomkit", opts.module, [opts.floor]),
+               "RedisBloom": Server("RedisBloom", opts.redisbloom, [opts.floor])}
     bk, rb = servers["bloomkit"], servers["RedisBloom"]
     rows = []  # (section, name, bloomkit, redisbloom, unit, target)
 
@@ -285,6 +288,23 @@ def main():
             ceiling_ratios[name] = (per_server["bloomkit"], per_server["RedisBloom"])
             print("%-58s bloomkit %.2f of ceiling, RedisBloom %.2f" % (name, per_server["bloomkit"], per_server["RedisBloom"]), flush=True)
 
+        # The same against the floor of a module command (bench/floor.c:
+        # open the key, reply): what each module's own path costs.
+        floor_ratios = {}
+        for name, command, floor_command, rand_range, prefix in (
+                ("BF.EXISTS hits, small filter", "BF.EXISTS small {item}", "FLOOR.EXISTS small {item}", small_capacity, ""),
+                ("BF.EXISTS misses, small filter", "BF.EXISTS small {item}", "FLOOR.EXISTS small {item}", RANDOM_RANGE, "miss:"),
+                ("BF.EXISTS hits, large filter", "BF.EXISTS large {item}", "FLOOR.EXISTS large {item}", small_capacity, "")):
+            per_server = {}
+            for who, srv in servers.items():
+                ratios = []
+                for r in range(rounds):
+                    floor = benchmark(srv, floor_command, n32, 32, rand_range=rand_range, prefix=prefix, seed=400 + r)
+                    ratios.append(benchmark(srv, command, n32, 32, rand_range=rand_range, prefix=prefix, seed=400 + r) / floor)
+                per_server[who] = statistics.median(ratios)
+            floor_ratios[name] = (per_server["bloomkit"], per_server["RedisBloom"])
+            print("%-58s bloomkit %.2f of floor, RedisBloom %.2f" % (name, per_server["bloomkit"], per_server["RedisBloom"]), flush=True)
+
         # Memory and false-positive rate: same bytes by design, measured anyway.
         for s in servers.values():
             s.conn.call("BF.RESERVE", "mem", "0.01", 100_000)
@@ -347,6 +367,11 @@ def main():
         out.write("\n## Against the ceiling (same server, built-in EXISTS, pipeline 32, measured back to back)\n\n")
         out.write("| command | bloomkit / ceiling | RedisBloom / ceiling |\n|---|---:|---:|\n")
         for name, (a, b) in ceiling_ratios.items():
+            out.write("| %s | %.2f | %.2f |\n" % (name, a, b))
+        out.write("\n## Against the floor (same server, `FLOOR.EXISTS` of bench/floor.c: open the key and reply; "
+                  "pipeline 32, measured back to back)\n\n")
+        out.write("| command | bloomkit / floor | RedisBloom / floor |\n|---|---:|---:|\n")
+        for name, (a, b) in floor_ratios.items():
             out.write("| %s | %.2f | %.2f |\n" % (name, a, b))
     print("wrote %s (%.0f s)" % (opts.output, elapsed))
 
