@@ -12,7 +12,9 @@
 //!     --range 2000000000 --prefix miss: -- BF.MEXISTS key {item} {item} ...
 //! ```
 //! Each `{item}` becomes `<prefix><12-digit random number below range>`.
-//! `--fresh` builds every request anew (for "new items"); `--seed` picks the pool.
+//! `--fresh` builds every request anew (for "new items"); `--seed` picks the pool;
+//! `--sequence N` makes the items N, N+1, ... instead (distinct by
+//! construction, each thread its own stretch: for loading exactly so many).
 //! Prints `<requests per second> <error replies>`.
 
 use std::io::{Read, Write};
@@ -30,6 +32,7 @@ struct Options {
     seed: u64,
     /// Build every request anew (items never repeat) instead of replaying a pool.
     fresh: bool,
+    sequence: Option<u64>,
     command: Vec<String>,
 }
 
@@ -44,6 +47,7 @@ fn parse_args() -> Options {
         threads: 2,
         seed: 42,
         fresh: false,
+        sequence: None,
         command: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
@@ -59,6 +63,10 @@ fn parse_args() -> Options {
             "--threads" => o.threads = value().parse().expect("--threads"),
             "--seed" => o.seed = value().parse().expect("--seed"),
             "--fresh" => o.fresh = true,
+            "--sequence" => {
+                o.sequence = Some(value().parse().expect("--sequence"));
+                o.fresh = true;
+            }
             "--" => {
                 o.command = args.collect();
                 break;
@@ -82,14 +90,32 @@ impl Rng {
     }
 }
 
+/// Where items come from: random below `--range`, or a counter.
+enum Items {
+    Random(Rng),
+    Sequence(u64),
+}
+
+impl Items {
+    fn next(&mut self, range: u64) -> u64 {
+        match self {
+            Items::Random(rng) => rng.next() % range,
+            Items::Sequence(n) => {
+                *n += 1;
+                *n - 1
+            }
+        }
+    }
+}
+
 /// Appends one RESP-encoded request with its `{item}`s filled in.
-fn encode_request(o: &Options, rng: &mut Rng, out: &mut Vec<u8>) {
+fn encode_request(o: &Options, items: &mut Items, out: &mut Vec<u8>) {
     use std::io::Write as _;
     write!(out, "*{}\r\n", o.command.len()).unwrap();
     for word in &o.command {
         if word == "{item}" {
             let len = o.prefix.len() + 12;
-            write!(out, "${len}\r\n{}{:012}\r\n", o.prefix, rng.next() % o.range).unwrap();
+            write!(out, "${len}\r\n{}{:012}\r\n", o.prefix, items.next(o.range)).unwrap();
         } else {
             write!(out, "${}\r\n{word}\r\n", word.len()).unwrap();
         }
@@ -98,11 +124,11 @@ fn encode_request(o: &Options, rng: &mut Rng, out: &mut Vec<u8>) {
 
 /// `count` requests to replay.
 fn build_pool(o: &Options, count: usize, seed: u64) -> Vec<Vec<u8>> {
-    let mut rng = Rng(seed);
+    let mut items = Items::Random(Rng(seed));
     (0..count)
         .map(|_| {
             let mut out = Vec::new();
-            encode_request(o, &mut rng, &mut out);
+            encode_request(o, &mut items, &mut out);
             out
         })
         .collect()
@@ -195,8 +221,11 @@ impl ReplyCounter {
     }
 }
 
-fn run_thread(o: &Options, clients: usize, requests: usize, pool: &[Vec<u8>], seed: u64) -> u64 {
-    let mut rng = Rng(seed);
+fn run_thread(o: &Options, clients: usize, requests: usize, pool: &[Vec<u8>], seed: u64, first: u64) -> u64 {
+    let mut items = match o.sequence {
+        Some(_) => Items::Sequence(first),
+        None => Items::Random(Rng(seed)),
+    };
     let mut conns: Vec<(TcpStream, ReplyCounter, usize)> = (0..clients)
         .map(|i| {
             let s = TcpStream::connect(("127.0.0.1", o.port)).expect("connect");
@@ -219,7 +248,7 @@ fn run_thread(o: &Options, clients: usize, requests: usize, pool: &[Vec<u8>], se
         batch.clear();
         for _ in 0..n {
             if o.fresh {
-                encode_request(o, &mut rng, &mut batch);
+                encode_request(o, &mut items, &mut batch);
             } else {
                 batch.extend_from_slice(&pool[*offset]);
                 *offset = (*offset + 1) % pool.len();
@@ -259,7 +288,9 @@ fn main() {
                 let requests = o.requests / threads;
                 let (o, pool) = (&o, &pool);
                 let seed = o.seed.wrapping_add(1 + t as u64);
-                scope.spawn(move || run_thread(o, clients, requests, pool, seed))
+                let per_request = o.command.iter().filter(|w| *w == "{item}").count() as u64;
+                let first = o.sequence.unwrap_or(0) + t as u64 * requests as u64 * per_request;
+                scope.spawn(move || run_thread(o, clients, requests, pool, seed, first))
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).sum()
