@@ -262,8 +262,10 @@ impl Filter {
         if capacity == 0 || capacity > i64::MAX as u64 {
             return Err(bad("a sub-filter's capacity is outside 1 to 2^63-1"));
         }
-        if items > i64::MAX as u64 {
-            return Err(bad("a sub-filter's item count is above 2^63-1"));
+        // valkey-bloom counts an item only while there is room, so no
+        // sub-filter holds more than its capacity.
+        if items > capacity {
+            return Err(bad("a sub-filter holds more items than its capacity"));
         }
         let bits = bytes * 8;
         Ok(Filter { data, bits, k, keys: sip_keys(&seed), modulus: Modulus::new(bits), capacity, items })
@@ -520,11 +522,16 @@ impl Object {
         // First pass: the structure, without allocating.
         let start = r.0;
         let mut data_bytes: u64 = 0;
-        for _ in 0..count {
+        for i in 0..count {
             let (data, items, capacity) = r.filter()?;
             parse_header(data)?;
             if items < 0 || capacity < 1 {
                 return Err(bad("a sub-filter's item count is negative or its capacity below 1"));
+            }
+            // Only the newest sub-filter takes items: the others are full
+            // (an RDB save stores no count for them, and they load full).
+            if i + 1 < count && items != capacity {
+                return Err(bad("a sub-filter other than the last is not full"));
             }
             data_bytes = data_bytes.checked_add(FILTER_BYTES + bits_of(data)).ok_or(bad("sizes overflow"))?;
         }
