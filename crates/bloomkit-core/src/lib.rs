@@ -5,7 +5,7 @@
 //! chain ([`chain`]), the SCANDUMP and RDB formats ([`dump`], [`rdb`]), Guava's
 //! bitmap layout for filters shared with Java ([`guava`]), the sliding-window
 //! filter ([`apbf`]), a cache-line-blocked filter for in-process work
-//! ([`blocked`]) and
+//! ([`blocked`]), valkey-bloom's filters ([`valkey`]) and
 //! argument parsing ([`args`]). The module crate only moves bytes between
 //! Redis and these types, so all of it is testable and fuzzable on its own.
 
@@ -24,6 +24,7 @@ pub mod hash;
 pub mod payload;
 pub mod rdb;
 pub mod sizing;
+pub mod valkey;
 
 pub use chain::{Chain, ChainParams, Limits};
 pub use error::Error;

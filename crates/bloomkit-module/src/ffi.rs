@@ -121,6 +121,11 @@ impl Ctx {
         unsafe { api!(RedisModule_ReplyWithStringBuffer)(self.0, bytes.as_ptr().cast(), bytes.len()) };
     }
 
+    pub fn reply_double(self, v: f64) {
+        // SAFETY: valid context.
+        unsafe { api!(RedisModule_ReplyWithDouble)(self.0, v) };
+    }
+
     pub fn reply_null(self) {
         // SAFETY: valid context.
         unsafe { api!(RedisModule_ReplyWithNull)(self.0) };
@@ -172,6 +177,23 @@ impl Ctx {
                 number as std::ffi::c_longlong,
                 data.as_ptr(),
                 data.len(),
+            )
+        };
+    }
+
+    /// Replicates `command key item...`: what a write actually did, when
+    /// that is less than the command asked for.
+    pub fn replicate_items(self, command: &std::ffi::CStr, key: &Arg, items: &[Arg]) {
+        // SAFETY: "sv" = a module string, then an array of module strings and
+        // its length; `Arg` is a transparent wrapper of the string pointer.
+        unsafe {
+            api!(RedisModule_Replicate)(
+                self.0,
+                command.as_ptr(),
+                c"sv".as_ptr(),
+                key.raw(),
+                items.as_ptr().cast::<*mut raw::RedisModuleString>(),
+                items.len(),
             )
         };
     }
@@ -304,6 +326,19 @@ pub fn emit_aof_chunk(
             data.as_ptr(),
             data.len(),
         )
+    };
+}
+
+/// Writes `command key data` to a rewritten AOF (valkey-bloom's `BF.LOAD`).
+pub fn emit_aof_command(
+    aof: *mut raw::RedisModuleIO,
+    command: &std::ffi::CStr,
+    key: *mut raw::RedisModuleString,
+    data: &[u8],
+) {
+    // SAFETY: a valid AOF handle and key; "sb" takes a string and a buffer with its length.
+    unsafe {
+        api!(RedisModule_EmitAOF)(aof, command.as_ptr(), c"sb".as_ptr(), key, data.as_ptr(), data.len())
     };
 }
 

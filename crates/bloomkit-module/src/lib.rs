@@ -2,7 +2,8 @@
 //!
 //! This file is the table of commands and the module's entry point. Each
 //! family has its folder with `commands.rs` and `data_type.rs` ([`bf`] for
-//! `BF.*`, [`apbf`] for `APBF.*`), sharing key lookup and storing
+//! `BF.*`, [`apbf`] for `APBF.*`, [`vbloom`] for valkey-bloom's filters
+//! behind `BF.*`), sharing key lookup and storing
 //! ([`keys`]) and the RDB I/O adapters ([`io`]); every filter operation and
 //! every argument rule is in `bloomkit-core`.
 
@@ -15,6 +16,7 @@ mod ffi;
 mod io;
 mod keys;
 mod stats;
+mod vbloom;
 
 use std::ffi::{c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -162,6 +164,15 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Restores a Bloom filter from chunks returned by BF.SCANDUMP",
         complexity: c"O(c)",
+    },
+    Command {
+        name: c"bf.load",
+        acl: c"bloom write",
+        handler: entry!(vbloom::commands::load),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Creates a valkey-bloom filter from the blob its AOF rewrite wrote",
+        complexity: c"O(n), n the blob's size",
     },
     Command {
         name: c"apbf.reserve",
@@ -362,6 +373,7 @@ fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
     config::apply_load_args(args)?;
     bf::data_type::register(ctx)?;
     apbf::data_type::register(ctx)?;
+    vbloom::data_type::register(ctx)?;
     if has_api!(RedisModule_AddACLCategory) {
         // SAFETY: valid context during OnLoad.
         if unsafe { api!(RedisModule_AddACLCategory)(ctx, c"bloom".as_ptr()) } != raw::REDISMODULE_OK as c_int

@@ -26,6 +26,26 @@ pub fn freed(chain: &Chain) {
     BYTES.fetch_sub(chain.size_bytes(), Relaxed);
 }
 
+/// A value of another kind (valkey-bloom's) now owned by the keyspace.
+pub fn counted(bytes: u64) {
+    FILTERS.fetch_add(1, Relaxed);
+    BYTES.fetch_add(bytes, Relaxed);
+}
+
+/// A value counted by [`counted`] freed, at its size then.
+pub fn uncounted(bytes: u64) {
+    FILTERS.fetch_sub(1, Relaxed);
+    BYTES.fetch_sub(bytes, Relaxed);
+}
+
+/// A write to a value counted by [`counted`]: items added, bytes it grew by
+/// and sub-filters it gained.
+pub fn grew(new_items: u64, bytes: u64, scale_outs: u64) {
+    ITEMS_ADDED.fetch_add(new_items, Relaxed);
+    BYTES.fetch_add(bytes, Relaxed);
+    SCALE_OUTS.fetch_add(scale_outs, Relaxed);
+}
+
 /// A write ran on a filter: items newly added and bytes it grew by.
 pub fn wrote(new_items: u64, size_before: u64, chain: &Chain, filters_before: usize) {
     ITEMS_ADDED.fetch_add(new_items, Relaxed);

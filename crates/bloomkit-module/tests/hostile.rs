@@ -7,7 +7,8 @@
 use bloomkit_core::hash::HashWidth;
 use bloomkit_core::sizing::Shape;
 use bloomkit_testkit::hostile::{
-    assert_dump_round_trips, assert_refused, damaged_headers, load_headers, restore_damaged, seal, Watch,
+    assert_dump_round_trips, assert_refused, damaged_headers, load_headers, restore_damaged, seal, RdbValue,
+    Watch,
 };
 use bloomkit_testkit::{Conn, Module, Reply, Server, TestServer};
 
@@ -271,39 +272,6 @@ fn hostile_restore_payloads() {
 }
 
 // ---- legacy encodings, built by hand and compared with RedisBloom ----
-
-/// Writes module-value fields in the RDB format (opcodes of `RedisModule_Save*`).
-struct RdbValue(Vec<u8>);
-
-impl RdbValue {
-    fn len(&mut self, v: u64) {
-        if v < 1 << 6 {
-            self.0.push(v as u8);
-        } else if v < 1 << 14 {
-            self.0.push(0x40 | (v >> 8) as u8);
-            self.0.push(v as u8);
-        } else if v <= u64::from(u32::MAX) {
-            self.0.push(0x80);
-            self.0.extend_from_slice(&(v as u32).to_be_bytes());
-        } else {
-            self.0.push(0x81);
-            self.0.extend_from_slice(&v.to_be_bytes());
-        }
-    }
-    fn unsigned(&mut self, v: u64) {
-        self.0.push(2);
-        self.len(v);
-    }
-    fn double(&mut self, v: f64) {
-        self.0.push(4);
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn buffer(&mut self, b: &[u8]) {
-        self.0.push(5);
-        self.len(b.len() as u64);
-        self.0.extend_from_slice(b);
-    }
-}
 
 /// A legacy payload at `encver`, for a one-sub-filter chain holding `items`.
 fn legacy_payload(

@@ -141,6 +141,40 @@ pub fn restore_damaged(
     (refused, loaded)
 }
 
+/// Writes module-value fields in the RDB format (opcodes of `RedisModule_Save*`),
+/// for payloads built by hand.
+pub struct RdbValue(pub Vec<u8>);
+
+impl RdbValue {
+    pub fn len(&mut self, v: u64) {
+        if v < 1 << 6 {
+            self.0.push(v as u8);
+        } else if v < 1 << 14 {
+            self.0.push(0x40 | (v >> 8) as u8);
+            self.0.push(v as u8);
+        } else if v <= u64::from(u32::MAX) {
+            self.0.push(0x80);
+            self.0.extend_from_slice(&(v as u32).to_be_bytes());
+        } else {
+            self.0.push(0x81);
+            self.0.extend_from_slice(&v.to_be_bytes());
+        }
+    }
+    pub fn unsigned(&mut self, v: u64) {
+        self.0.push(2);
+        self.len(v);
+    }
+    pub fn double(&mut self, v: f64) {
+        self.0.push(4);
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn buffer(&mut self, b: &[u8]) {
+        self.0.push(5);
+        self.len(b.len() as u64);
+        self.0.extend_from_slice(b);
+    }
+}
+
 /// Redis's CRC-64 (Jones polynomial, reflected), which seals DUMP payloads.
 pub fn crc64(data: &[u8]) -> u64 {
     const POLY: u64 = 0x95ac9329ac4bc9b5;

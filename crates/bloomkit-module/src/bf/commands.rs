@@ -2,6 +2,10 @@
 //!
 //! Reply shapes, error texts and quirks follow RedisBloom 2.8.2 as measured
 //! (see the differential tests); where bloomkit differs on purpose, README says so.
+//!
+//! A key may also hold a valkey-bloom filter (`bloomfltr`): [`lookup`] is
+//! the one place that tells the two apart, and each command hands such a
+//! key to `vbloom::commands`, which answers as valkey-bloom does.
 
 use std::ffi::CStr;
 use std::ptr::NonNull;
@@ -11,13 +15,47 @@ use bloomkit_core::fmt::format_g;
 use bloomkit_core::{dump, Chain, ChainParams, Error, Limits};
 use redis_module::raw;
 
+use bloomkit_core::valkey::{Object, ValkeyError};
+
 use super::data_type::bf_type;
 use crate::ffi::{api, Arg, Ctx, Key, Slot};
+use crate::vbloom::{self, data_type::vbloom_type};
 use crate::{config, keys, stats, Outcome};
 
-/// The chain in a key: `Ok(None)` when the key is empty.
-fn lookup(key: &Key) -> Result<Option<NonNull<Chain>>, Error> {
-    keys::lookup(key)
+/// What a `BF.*` key holds: RedisBloom's chain, or valkey-bloom's object.
+pub(crate) enum Filter {
+    Chain(NonNull<Chain>),
+    Valkey(NonNull<Object>),
+}
+
+/// The filter in a key: `Ok(None)` when the key is empty, `WRONGTYPE`
+/// when it holds anything else.
+pub(crate) fn lookup(key: &Key) -> Result<Option<Filter>, Error> {
+    match key.slot::<Chain>(bf_type()) {
+        Slot::Ours(chain) => Ok(Some(Filter::Chain(chain))),
+        Slot::Empty => Ok(None),
+        Slot::OtherType => match key.slot::<Object>(vbloom_type()) {
+            Slot::Ours(object) => Ok(Some(Filter::Valkey(object))),
+            _ => Err(Error::WrongType),
+        },
+    }
+}
+
+/// The filter in a key, read only while the key is open.
+enum Found<'a> {
+    Chain(&'a Chain),
+    Valkey(&'a Object),
+}
+
+impl Filter {
+    /// # Safety
+    /// The key the filter came from must stay open while the result is used.
+    unsafe fn get<'a>(&self) -> Found<'a> {
+        match self {
+            Filter::Chain(c) => Found::Chain(&*c.as_ptr()),
+            Filter::Valkey(o) => Found::Valkey(&*o.as_ptr()),
+        }
+    }
 }
 
 /// A new chain stored in an empty key opened for writing.
@@ -32,9 +70,16 @@ fn create(
 
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
 pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    let params = parse_reserve(argv, &config::defaults())?;
+    if argv.len() < 2 {
+        return Err(ArgError::WrongArity);
+    }
     let key = Key::open(ctx, &argv[1], true);
-    if lookup(&key)?.is_some() {
+    let found = lookup(&key);
+    if let Ok(Some(Filter::Valkey(_))) = found {
+        return vbloom::commands::reserve(argv);
+    }
+    let params = parse_reserve(argv, &config::defaults())?;
+    if found?.is_some() {
         return Err(Error::ItemExists.into());
     }
     let chain = create(&key, ctx, |limits| Chain::new(params, limits))?;
@@ -50,7 +95,12 @@ pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 3 {
         return Err(ArgError::WrongArity);
     }
-    insert_items(ctx, argv, 2, Some(config::defaults().params()), false, c"bf.add")
+    let key = Key::open(ctx, &argv[1], true);
+    match lookup(&key)? {
+        Some(Filter::Valkey(o)) => vbloom::commands::add(ctx, argv, o, 2, false),
+        Some(Filter::Chain(c)) => insert_items(ctx, argv, key, Some(c), 2, None, false, c"bf.add"),
+        None => insert_items(ctx, argv, key, None, 2, Some(config::defaults().params()), false, c"bf.add"),
+    }
 }
 
 /// `BF.MADD key item...` → one reply per item.
@@ -58,27 +108,47 @@ pub fn madd(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() < 3 {
         return Err(ArgError::WrongArity);
     }
-    insert_items(ctx, argv, 2, Some(config::defaults().params()), true, c"bf.madd")
+    let key = Key::open(ctx, &argv[1], true);
+    match lookup(&key)? {
+        Some(Filter::Valkey(o)) => vbloom::commands::add(ctx, argv, o, 2, true),
+        Some(Filter::Chain(c)) => insert_items(ctx, argv, key, Some(c), 2, None, true, c"bf.madd"),
+        None => insert_items(ctx, argv, key, None, 2, Some(config::defaults().params()), true, c"bf.madd"),
+    }
 }
 
 /// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...`
 pub fn insert(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() < 2 {
+        return Err(ArgError::WrongArity);
+    }
+    let key = Key::open(ctx, &argv[1], true);
+    let found = lookup(&key);
+    if let Ok(Some(Filter::Valkey(o))) = found {
+        return vbloom::commands::insert(ctx, argv, o);
+    }
     let parsed = parse_insert(argv, &config::defaults())?;
+    let chain = match found? {
+        Some(Filter::Chain(c)) => Some(c),
+        _ => None,
+    };
     let create_with = parsed.create.then_some(parsed.params);
-    insert_items(ctx, argv, parsed.items_from, create_with, true, c"bf.insert")
+    insert_items(ctx, argv, key, chain, parsed.items_from, create_with, true, c"bf.insert")
 }
 
-/// The body of ADD, MADD and INSERT: RedisBloom's `bfInsertCommon`.
+/// The body of ADD, MADD and INSERT on a chain (`existing`) or an empty key:
+/// RedisBloom's `bfInsertCommon`.
+#[allow(clippy::too_many_arguments)]
 fn insert_items(
     ctx: Ctx,
     argv: &[Arg],
+    key: Key,
+    existing: Option<NonNull<Chain>>,
     items_from: usize,
     create_with: Option<ChainParams>,
     multi: bool,
     event: &'static CStr,
 ) -> Outcome {
-    let key = Key::open(ctx, &argv[1], true);
-    let (mut chain, created) = match (lookup(&key)?, create_with) {
+    let (mut chain, created) = match (existing, create_with) {
         (Some(chain), _) => (chain, false),
         (None, Some(params)) => (create(&key, ctx, |limits| Chain::new(params, limits))?, true),
         (None, None) => return Err(Error::NotFound.into()),
@@ -138,13 +208,13 @@ fn replicate_creation(ctx: Ctx, key: &Arg, chain: &Chain) {
     ctx.replicate_chunk(c"BF.LOADCHUNK", key, 1, &dump::encode_header(chain));
 }
 
-/// Runs `f` on the key's chain for a read; a missing key or one of another
+/// Runs `f` on the key's filter for a read; a missing key or one of another
 /// type reads as empty (RedisBloom answers 0 there, never an error).
-fn with_chain_for_read<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&Chain>) -> T) -> T {
+fn with_filter_for_read<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<Found>) -> T) -> T {
     let key = Key::open(ctx, name, false);
-    match key.slot::<Chain>(bf_type()) {
+    match lookup(&key) {
         // SAFETY: owned by the keyspace, read only while the key is open.
-        Slot::Ours(chain) => f(Some(unsafe { chain.as_ref() })),
+        Ok(Some(filter)) => f(Some(unsafe { filter.get() })),
         _ => f(None),
     }
 }
@@ -154,10 +224,14 @@ pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 3 {
         return Err(ArgError::WrongArity);
     }
-    let found =
-        with_chain_for_read(ctx, &argv[1], |chain| chain.is_some_and(|c| c.contains(argv[2].bytes())));
+    let item = argv[2].bytes();
+    with_filter_for_read(ctx, &argv[1], |filter| match filter {
+        Some(Found::Chain(c)) => ctx.reply_bool(c.contains(item)),
+        // valkey-bloom answers integers, also in RESP3.
+        Some(Found::Valkey(o)) => ctx.reply_i64(i64::from(o.contains(item))),
+        None => ctx.reply_bool(false),
+    });
     stats::looked_up(1);
-    ctx.reply_bool(found);
     Ok(())
 }
 
@@ -167,10 +241,13 @@ pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
         return Err(ArgError::WrongArity);
     }
     let items = &argv[2..];
-    with_chain_for_read(ctx, &argv[1], |chain| {
+    with_filter_for_read(ctx, &argv[1], |filter| {
         ctx.reply_array(items.len());
-        match chain {
-            Some(chain) => chain.contains_each(items, |found| ctx.reply_bool(found)),
+        match filter {
+            Some(Found::Chain(chain)) => chain.contains_each(items, |found| ctx.reply_bool(found)),
+            Some(Found::Valkey(o)) => {
+                items.iter().for_each(|i| ctx.reply_i64(i64::from(o.contains(i.bytes()))))
+            }
             None => items.iter().for_each(|_| ctx.reply_bool(false)),
         }
     });
@@ -178,14 +255,23 @@ pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
     Ok(())
 }
 
-/// The chain in a key for commands that report on it: errors when missing.
-fn with_existing<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(&Chain) -> T) -> Result<T, Error> {
+/// The filter in a key for commands that report on it: errors when missing.
+fn with_existing<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Found) -> T) -> Result<T, Error> {
     let key = Key::open(ctx, name, false);
     match lookup(&key)? {
         // SAFETY: owned by the keyspace, read only while the key is open.
-        Some(chain) => Ok(f(unsafe { chain.as_ref() })),
+        Some(filter) => Ok(f(unsafe { filter.get() })),
         None => Err(Error::NotFound),
     }
+}
+
+/// The chain in a key for commands that only RedisBloom's filters have
+/// (valkey-bloom has no SCANDUMP): a `bloomfltr` key is refused, saying so.
+fn with_chain<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(&Chain) -> T) -> Result<T, Error> {
+    with_existing(ctx, name, |found| match found {
+        Found::Chain(chain) => Ok(f(chain)),
+        Found::Valkey(_) => Err(Error::from(ValkeyError::NoChunks)),
+    })?
 }
 
 /// `BF.CARD key` → items added; 0 for a missing key.
@@ -195,7 +281,10 @@ pub fn card(ctx: Ctx, argv: &[Arg]) -> Outcome {
     }
     let key = Key::open(ctx, &argv[1], false);
     // SAFETY: owned by the keyspace, read only while the key is open.
-    let items = lookup(&key)?.map_or(0, |c| unsafe { c.as_ref() }.items());
+    let items = lookup(&key)?.map_or(0, |f| match unsafe { f.get() } {
+        Found::Chain(c) => c.items(),
+        Found::Valkey(o) => o.items(),
+    });
     ctx.reply_i64(items as i64);
     Ok(())
 }
@@ -205,7 +294,11 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if !(2..=3).contains(&argv.len()) {
         return Err(ArgError::WrongArity);
     }
-    with_existing(ctx, &argv[1], |chain| {
+    with_existing(ctx, &argv[1], |found| {
+        let chain = match found {
+            Found::Chain(chain) => chain,
+            Found::Valkey(o) => return vbloom::commands::info(ctx, argv, o),
+        };
         let value = |field: InfoField| match field {
             InfoField::Capacity => Some(chain.capacity()),
             InfoField::Size => Some(chain.size_bytes()),
@@ -236,11 +329,10 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
                     ctx.reply_array(1);
                 }
                 reply_value(value(field));
-                Ok::<(), Error>(())
+                Ok(())
             }
         }
-    })??;
-    Ok(())
+    })?
 }
 
 /// `BF.DEBUG key` → `size:<items>` then one line per sub-filter.
@@ -248,7 +340,11 @@ pub fn debug(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 2 {
         return Err(ArgError::WrongArity);
     }
-    with_existing(ctx, &argv[1], |chain| {
+    with_existing(ctx, &argv[1], |found| {
+        let chain = match found {
+            Found::Chain(chain) => chain,
+            Found::Valkey(o) => return vbloom::commands::debug(ctx, o),
+        };
         ctx.reply_array(1 + chain.filters().len());
         ctx.reply_bulk(format!("size:{}", chain.items()).as_bytes());
         for f in chain.filters() {
@@ -275,7 +371,7 @@ pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 3 {
         return Err(ArgError::WrongArity);
     }
-    with_existing(ctx, &argv[1], |chain| {
+    with_chain(ctx, &argv[1], |chain| {
         let iter = parse_long_long(argv[2].bytes()).ok_or(Error::ScanDumpIterNotNumeric)?;
         ctx.reply_array(2);
         if iter == 0 {
@@ -300,11 +396,12 @@ pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let data = argv[3].bytes();
     let key = Key::open(ctx, &argv[1], true);
     match lookup(&key)? {
+        Some(Filter::Valkey(_)) => return Err(Error::from(ValkeyError::NoChunks).into()),
         None if iter == 1 => {
             create(&key, ctx, |limits| dump::decode_header(data, limits))?;
         }
         None => return Err(Error::NotFound.into()),
-        Some(mut chain) => {
+        Some(Filter::Chain(mut chain)) => {
             // SAFETY: owned by the keyspace; commands run one at a time.
             dump::load_chunk(unsafe { chain.as_mut() }, iter, data)?;
         }
