@@ -41,6 +41,19 @@ impl fmt::Display for PayloadError {
 
 impl std::error::Error for PayloadError {}
 
+/// Redis's CRC-64 (Jones, reflected), which seals DUMP payloads and RDB files.
+pub fn crc64(data: &[u8]) -> u64 {
+    CRC.checksum(data)
+}
+
+/// Seals a payload body (the value and its RDB version) with its checksum.
+pub fn seal(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + 8);
+    out.extend_from_slice(body);
+    out.extend_from_slice(&crc64(body).to_le_bytes());
+    out
+}
+
 /// The payload's RDB version.
 pub fn version(payload: &[u8]) -> Result<u16, PayloadError> {
     check(payload)?;
@@ -68,11 +81,9 @@ pub fn check(payload: &[u8]) -> Result<(), PayloadError> {
 /// The same module value framed for RDB `version`, with its checksum.
 pub fn retarget(payload: &[u8], version: u16) -> Result<Vec<u8>, PayloadError> {
     check(payload)?;
-    let mut out = payload[..payload.len() - 10].to_vec();
-    out.extend_from_slice(&version.to_le_bytes());
-    let crc = CRC.checksum(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    Ok(out)
+    let mut body = payload[..payload.len() - 10].to_vec();
+    body.extend_from_slice(&version.to_le_bytes());
+    Ok(seal(&body))
 }
 
 #[cfg(test)]

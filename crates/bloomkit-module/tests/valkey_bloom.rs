@@ -40,10 +40,8 @@ fn payload_for(c: &mut Conn, hex_payload: &str) -> Vec<u8> {
     c.ok("SET rdb-version-probe x");
     let probe = c.cmd("DUMP rdb-version-probe").as_bytes().to_vec();
     c.ok("DEL rdb-version-probe");
-    let version = &probe[probe.len() - 10..probe.len() - 8];
-    let mut body = p[..p.len() - 10].to_vec();
-    body.extend_from_slice(version);
-    seal(&body)
+    let version = u16::from_le_bytes([probe[probe.len() - 10], probe[probe.len() - 9]]);
+    bloomkit_core::payload::retarget(&p, version).unwrap()
 }
 
 fn payload(c: &mut Conn, key: &str) -> Vec<u8> {

@@ -175,25 +175,7 @@ impl RdbValue {
     }
 }
 
-/// Redis's CRC-64 (Jones polynomial, reflected), which seals DUMP payloads.
-pub fn crc64(data: &[u8]) -> u64 {
-    const POLY: u64 = 0x95ac9329ac4bc9b5;
-    let mut crc = 0u64;
-    for &byte in data {
-        crc ^= u64::from(byte);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 { (crc >> 1) ^ POLY } else { crc >> 1 };
-        }
-    }
-    crc
-}
-
-/// Re-seals a payload body (value + RDB version) with a fresh CRC.
-pub fn seal(body: &[u8]) -> Vec<u8> {
-    let mut p = body.to_vec();
-    p.extend_from_slice(&crc64(body).to_le_bytes());
-    p
-}
+pub use bloomkit_core::payload::{crc64, seal};
 
 /// Damaged versions of a DUMP payload that still pass the server's own
 /// checks (RDB version, CRC), so that they reach the module's loader: the
@@ -217,9 +199,4 @@ pub fn damaged_payloads(payload: &[u8]) -> Vec<(String, Vec<u8>)> {
         }
     }
     variants
-}
-
-#[test]
-fn crc64_matches_redis() {
-    assert_eq!(crc64(b"123456789"), 0xe9c6d914c4b8d9ca);
 }
