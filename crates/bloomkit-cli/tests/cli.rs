@@ -727,3 +727,74 @@ fn progress_on_a_terminal() {
     let screen = on_terminal(format!("cat {} | {bin} dedup --count", file.display()));
     assert!(screen.contains("lines/s") && !screen.contains("eta"), "{screen}");
 }
+
+/// valkey-bloom's filters through the CLI: restored from the DUMPs it wrote
+/// on Valkey 9, described by `info`, dumped to a file and restored into
+/// Redis 7.0 (the payload retargeted to an RDB version it reads), copied
+/// from Valkey to Redis, each answering every item and probe as before.
+#[test]
+fn valkey_bloom_filters_move_between_servers() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bloomkit-core/tests/fixtures/valkey-bloom");
+    let examples: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixtures.join("examples.json")).unwrap()).unwrap();
+    let valkey = TestServer::start(Server::Valkey, &[Module::bloomkit()], &[]);
+    let redis = TestServer::start(Server::Redis, &[Module::bloomkit()], &[]);
+    let (vurl, rurl) = (redis_arg(&valkey), redis_arg(&redis));
+    let mut v = valkey.conn();
+    let mut r = redis.conn();
+    let dir = std::env::temp_dir().join(format!("bloomkit-cli-vbloom-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for key in ["f1", "f2", "f3"] {
+        let hex = std::fs::read_to_string(fixtures.join(format!("{key}.dump.hex"))).unwrap();
+        let payload = hex::decode(hex.trim()).unwrap();
+        let restored = v.call(&[b"RESTORE".to_vec(), key.as_bytes().to_vec(), b"0".to_vec(), payload]);
+        assert!(!restored.is_error(), "{key}: {}", restored.error_text());
+        let info: serde_json::Value =
+            serde_json::from_slice(&ok(&["info", "--redis", &vurl, key, "--json"], b"")).unwrap();
+        assert_eq!(info["kind"], "valkey-bloom filter", "{info}");
+        assert!(info["number_of_items_inserted"].as_i64().unwrap() > 0, "{info}");
+
+        let items: Vec<String> = examples["items"][key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect();
+        let probes: Vec<String> = (0..2000).map(|i| format!("cli-probe-{i}")).collect();
+        let answers = |c: &mut bloomkit_testkit::Conn, k: &str| {
+            let all = mexists(c, "BF.MEXISTS", k, &[items.clone(), probes.clone()].concat());
+            all.as_array().iter().map(|x| x.as_int()).collect::<Vec<_>>()
+        };
+        let want = answers(&mut v, key);
+        assert!(want[..items.len()].iter().all(|&x| x == 1), "{key}: every item");
+
+        // A file, then Redis 7.0.
+        let file = dir.join(format!("{key}.bk"));
+        let f = file.to_str().unwrap();
+        ok(&["dump", "--redis", &vurl, key, "-o", f], b"");
+        let out = bloomkit(&["restore", "--redis", &rurl, key, "-i", f], b"");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("valkey-bloom filter"));
+        assert_eq!(r.call(&["TYPE", key]).as_bytes(), b"bloomfltr");
+        assert_eq!(answers(&mut r, key), want, "{key}: the same answers on Redis 7.0");
+        // Server to server, into another key: the same value.
+        let copied = format!("{key}-copy");
+        v.call(&["COPY", key, &copied]);
+        ok(&["copy", "--from", &vurl, "--to", &rurl, &copied], b"");
+        assert_eq!(answers(&mut r, &copied), want);
+        let digest = |c: &mut bloomkit_testkit::Conn, k: &str| {
+            c.call(&["DEBUG", "DIGEST-VALUE", k]).as_array()[0].as_bytes().to_vec()
+        };
+        assert_eq!(digest(&mut r, &copied), digest(&mut v, key), "{key}: the same value");
+        fails(&["copy", "--from", &vurl, "--to", &rurl, &copied], b"", "already exists");
+    }
+    // A damaged file changes nothing.
+    let file = dir.join("f1.bk");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x10;
+    std::fs::write(&file, &bytes).unwrap();
+    fails(&["restore", "--redis", &rurl, "damaged", "-i", file.to_str().unwrap()], b"", "checksum");
+    assert_eq!(r.call(&["EXISTS", "damaged"]).as_int(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
