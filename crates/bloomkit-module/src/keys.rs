@@ -48,6 +48,26 @@ impl DataType {
     }
 }
 
+/// The callbacks every data type registers, taken from the functions of
+/// these names in the calling module (`rdb_load`, `rdb_save`,
+/// `aof_rewrite`, `mem_usage`, `digest`, `free`, `free_effort`, `copy`):
+/// one list, so that no type forgets one.
+macro_rules! type_methods {
+    () => {
+        |m: &mut redis_module::raw::RedisModuleTypeMethods| {
+            m.rdb_load = Some(rdb_load);
+            m.rdb_save = Some(rdb_save);
+            m.aof_rewrite = Some(aof_rewrite);
+            m.mem_usage = Some(mem_usage);
+            m.digest = Some(digest);
+            m.free = Some(free);
+            m.free_effort = Some(free_effort);
+            m.copy = Some(copy);
+        }
+    };
+}
+pub(crate) use type_methods;
+
 /// A Rust value stored under a module data type.
 pub trait Stored: Sized {
     /// The registered type (set once at load).

@@ -23,16 +23,7 @@ pub fn bf_type() -> *mut raw::RedisModuleType {
 }
 
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    BF_TYPE.register(ctx, rdb::TYPE_NAME, rdb::ENCODING_VERSION, |m| {
-        m.rdb_load = Some(rdb_load);
-        m.rdb_save = Some(rdb_save);
-        m.aof_rewrite = Some(aof_rewrite);
-        m.mem_usage = Some(mem_usage);
-        m.digest = Some(digest);
-        m.free = Some(free);
-        m.free_effort = Some(free_effort);
-        m.copy = Some(copy);
-    })
+    BF_TYPE.register(ctx, rdb::TYPE_NAME, rdb::ENCODING_VERSION, crate::keys::type_methods!())
 }
 
 /// # Safety
