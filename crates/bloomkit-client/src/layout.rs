@@ -31,6 +31,8 @@ pub struct Layout {
 #[derive(Clone, Debug)]
 enum Kind {
     Module,
+    /// A cuckoo filter (`CF.*`): deletes as well as adds.
+    Cuckoo,
     /// `keys` hold the bits; `config` is Redisson's parameter hash.
     Bitmap {
         spec: BitmapSpec,
@@ -172,6 +174,44 @@ impl Layout {
         Ok(Layout { name: name.into(), options, kind: Kind::Module })
     }
 
+    /// A cuckoo filter (`CF.*`, bloomkit or RedisBloom) in the key `name`,
+    /// created on first write with the options' capacity (`CF.INSERTNX`):
+    /// like a module filter, and items can be removed ([`Filter::remove`]).
+    /// Its false-positive rate follows from its 8-bit fingerprints and
+    /// bucket size (about 2 x 2 / 255 = 1.6% at the default bucket size of
+    /// 2), not from `error_rate`.
+    ///
+    /// [`Filter::remove`]: crate::Filter::remove
+    pub fn cuckoo(name: impl Into<String>, options: Options) -> Result<Layout> {
+        options.validate()?;
+        if options.window.is_some() {
+            return Err(Error::InvalidOptions(
+                "sliding windows need APBF.* or the local backend, not CF.*".into(),
+            ));
+        }
+        Ok(Layout { name: name.into(), options, kind: Kind::Cuckoo })
+    }
+
+    /// Whether items can be removed (a cuckoo filter).
+    pub fn removes(&self) -> bool {
+        matches!(self.kind, Kind::Cuckoo)
+    }
+
+    /// `CF.DEL` of each item: its answer is whether a copy was removed.
+    pub(crate) fn remove_plan(&self, items: &[&[u8]]) -> Plan {
+        let mut plan = Plan::new(items.len(), false);
+        for (i, item) in items.iter().enumerate() {
+            let c = cmd("CF.DEL").arg(&self.name).arg(*item).clone();
+            plan.steps.push(Step { cmd: c, decode: Decode::One(i as u32) });
+        }
+        plan
+    }
+
+    /// `CF.COUNT`: how many copies of the item a cuckoo filter may hold.
+    pub(crate) fn count_of(&self, item: &[u8]) -> Cmd {
+        cmd("CF.COUNT").arg(&self.name).arg(item).clone()
+    }
+
     /// A Guava-sized bitmap over plain strings: the key `name` itself when
     /// it fits in one string, else `{name}:0`, `{name}:1`, ... in one slot
     /// (`name:0`, ... when `name` already has a hash tag).
@@ -311,7 +351,7 @@ impl Layout {
     /// Every key the filter may occupy.
     pub fn keys(&self) -> Vec<String> {
         match &self.kind {
-            Kind::Module => vec![self.name.clone()],
+            Kind::Module | Kind::Cuckoo => vec![self.name.clone()],
             Kind::Bitmap { keys, config, .. } => keys.iter().chain(config).cloned().collect(),
             Kind::Sharded { shards, .. } => shards.iter().flat_map(|s| s.keys()).collect(),
         }
@@ -351,6 +391,12 @@ impl Layout {
                     }
                 }
                 steps.push(Step::ignore(c));
+                if let Some(ttl) = o.ttl_millis() {
+                    steps.push(Step::ignore(cmd("PEXPIRE").arg(&self.name).arg(ttl).clone()));
+                }
+            }
+            Kind::Cuckoo => {
+                steps.push(Step::ignore(cmd("CF.RESERVE").arg(&self.name).arg(o.capacity).clone()));
                 if let Some(ttl) = o.ttl_millis() {
                     steps.push(Step::ignore(cmd("PEXPIRE").arg(&self.name).arg(ttl).clone()));
                 }
@@ -433,6 +479,19 @@ impl Layout {
                     });
                     plan.steps.push(Step { cmd: c, decode: Decode::PerItem(owners.to_vec()) });
                 }
+                Kind::Cuckoo => {
+                    // CF.INSERTNX answers 1 (added), 0 (already there) or
+                    // -1 (no room: the filter cannot grow).
+                    let mut c = cmd(if write { "CF.INSERTNX" } else { "CF.MEXISTS" });
+                    c.arg(&self.name);
+                    if write {
+                        c.arg("CAPACITY").arg(o.capacity).arg("ITEMS");
+                    }
+                    chunk.iter().for_each(|item| {
+                        c.arg(*item);
+                    });
+                    plan.steps.push(Step { cmd: c, decode: Decode::PerItem(owners.to_vec()) });
+                }
                 Kind::Bitmap { spec, keys, config } => {
                     // Offsets grouped by key, in item order within each key.
                     let mut offsets: Vec<Vec<u64>> = vec![Vec::new(); keys.len()];
@@ -489,7 +548,7 @@ impl Layout {
             }
         }
         let single_key = match &self.kind {
-            Kind::Module => true,
+            Kind::Module | Kind::Cuckoo => true,
             // Redisson's script sets both keys' TTLs itself.
             Kind::Bitmap { keys, config, .. } => keys.len() == 1 && config.is_none(),
             Kind::Sharded { .. } => false,
@@ -520,6 +579,7 @@ impl Layout {
         match &self.kind {
             Kind::Module if self.options.window.is_some() => vec![cmd("APBF.INFO").arg(&self.name).clone()],
             Kind::Module => vec![cmd("BF.INFO").arg(&self.name).clone()],
+            Kind::Cuckoo => vec![cmd("CF.INFO").arg(&self.name).clone()],
             Kind::Bitmap { keys, .. } => keys
                 .iter()
                 .flat_map(|k| {
@@ -538,10 +598,21 @@ impl Layout {
         let mut replies = replies.into_iter();
         let mut next = || replies.next().ok_or_else(|| Error::Protocol("too few replies to INFO".into()));
         match &self.kind {
-            Kind::Module => {
+            Kind::Module | Kind::Cuckoo => {
                 let fields = module_info_fields(next()?, &self.name)?;
                 let field =
                     |label: &str| fields.iter().find(|(l, _)| l.eq_ignore_ascii_case(label)).map(|f| f.1);
+                if matches!(self.kind, Kind::Cuckoo) {
+                    return Ok(Info {
+                        backend: "cuckoo".into(),
+                        keys: vec![self.name.clone()],
+                        capacity: field("Number of buckets").unwrap_or(0) * field("Bucket size").unwrap_or(0),
+                        bytes: field("Size").unwrap_or(0),
+                        items: field("Number of items inserted"),
+                        filters: field("Number of filters"),
+                        ..Info::default()
+                    });
+                }
                 Ok(Info {
                     backend: if self.options.window.is_some() { "module window" } else { "module" }.into(),
                     keys: vec![self.name.clone()],
@@ -631,6 +702,8 @@ impl Layout {
         match &self.kind {
             Kind::Module if self.options.window.is_some() => None,
             Kind::Module => Some(vec![cmd("BF.CARD").arg(&self.name).clone()]),
+            // Counted, but only in CF.INFO: see `Filter::count`.
+            Kind::Cuckoo => None,
             Kind::Bitmap { .. } => None,
             Kind::Sharded { shards, .. } => {
                 shards.iter().map(|s| s.count()).collect::<Option<Vec<_>>>().map(|v| v.concat())

@@ -1,4 +1,4 @@
-//! One Bloom filter API over four backends.
+//! One Bloom filter API over five backends.
 //!
 //! - **Module** ([`Layout::module`]): `BF.*` commands, for bloomkit,
 //!   RedisBloom or valkey-bloom on the server.
@@ -11,6 +11,8 @@
 //!   script when split over keys): with concurrent writers, an item is
 //!   reported new exactly once. Filters above
 //!   Redis's 512 MiB string limit are split over keys in one hash slot.
+//! - **Cuckoo** ([`Layout::cuckoo`]): `CF.*` commands, for filters whose
+//!   items must also be removed ([`Filter::remove`]).
 //! - **Sharded** ([`Layout::sharded`]): one logical filter over N module or
 //!   bitmap filters, each in its own hash slot, so a Redis Cluster spreads
 //!   them over its masters; a batch's commands are grouped per node and the
@@ -88,6 +90,19 @@ pub trait Filter {
     }
 
     fn contains_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>>;
+
+    /// Removes one copy of the item; `true` if one was there. Only a
+    /// cuckoo filter ([`Layout::cuckoo`]) can; the others answer
+    /// [`Error::Unsupported`]. Remove only what was added: removing an item
+    /// never added can remove another item's fingerprint.
+    fn remove(&mut self, item: &[u8]) -> Result<bool> {
+        Ok(self.remove_many(&[item])?[0])
+    }
+
+    /// [`Filter::remove`] for each item, in order.
+    fn remove_many(&mut self, _items: &[&[u8]]) -> Result<Vec<bool>> {
+        Err(Error::Unsupported("removing items: only cuckoo filters (Layout::cuckoo) can"))
+    }
 
     /// Items added, where the backend counts them (not the bitmap backend;
     /// its [`Info::estimated_items`] estimates them).

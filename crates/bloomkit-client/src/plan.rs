@@ -11,6 +11,8 @@ pub(crate) enum Decode {
     Ignore,
     /// One integer per item: the items' positions in the caller's slice.
     PerItem(Vec<u32>),
+    /// One integer answering for one item (`CF.DEL`).
+    One(u32),
     /// A (possibly nested) array of bits: `Bits[j]` names the item of bit j.
     /// A 0 bit flips that item's answer away from the plan's `init`.
     Bits(Vec<u32>),
@@ -73,9 +75,18 @@ impl Plan {
                         )));
                     }
                     for (owner, v) in owners.into_iter().zip(values) {
-                        answers[owner as usize] = integer(&v, key)? == 1;
+                        answers[owner as usize] = match integer(&v, key)? {
+                            -1 => {
+                                return Err(Error::Server(format!(
+                                    "cuckoo filter {key:?} is full and cannot grow (EXPANSION 0, or its \
+                                     last sub-filter at the size limit)"
+                                )))
+                            }
+                            n => n == 1,
+                        };
                     }
                 }
+                Decode::One(owner) => answers[owner as usize] = integer(&reply, key)? == 1,
                 Decode::Bits(owners) => {
                     let mut bits = Vec::with_capacity(owners.len());
                     flatten(reply, key, &mut bits)?;

@@ -93,6 +93,21 @@ impl<C: Transport> RedisFilter<C> {
         RedisFilter { conn, layout }
     }
 
+    /// How many copies of the item a cuckoo filter may hold (`CF.COUNT`:
+    /// exact for items added, possibly more through shared fingerprints).
+    pub fn count_of(&mut self, item: &[u8]) -> Result<u64> {
+        if !self.layout.removes() {
+            return Err(Error::Unsupported(
+                "counting copies of an item: only cuckoo filters (Layout::cuckoo) can",
+            ));
+        }
+        let replies = self.run(&[&self.layout.count_of(item)])?;
+        match replies.first() {
+            Some(v) => Ok(integer(v, self.layout.name())?.max(0) as u64),
+            None => Err(Error::Protocol("no reply to CF.COUNT".into())),
+        }
+    }
+
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
@@ -146,7 +161,24 @@ impl<C: Transport> Filter for RedisFilter<C> {
         self.run_plan(plan)
     }
 
+    fn remove_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+        if !self.layout.removes() {
+            return Err(Error::Unsupported("removing items: only cuckoo filters (Layout::cuckoo) can"));
+        }
+        match self.run_plan(self.layout.remove_plan(items)) {
+            Err(Error::NotFound(_)) => Ok(vec![false; items.len()]),
+            other => other,
+        }
+    }
+
     fn count(&mut self) -> Result<Option<u64>> {
+        if self.layout.removes() {
+            return match self.info() {
+                Ok(info) => Ok(info.items),
+                Err(Error::NotFound(_)) => Ok(Some(0)),
+                Err(e) => Err(e),
+            };
+        }
         let Some(cmds) = self.layout.count() else { return Ok(None) };
         let replies = self.run_all(cmds)?;
         sum(&replies, self.layout.name()).map(Some)
@@ -311,8 +343,26 @@ impl<C: AsyncTransport> AsyncRedisFilter<C> {
         self.run_plan(plan).await
     }
 
+    /// See [`Filter::remove_many`].
+    pub async fn remove_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+        if !self.layout.removes() {
+            return Err(Error::Unsupported("removing items: only cuckoo filters (Layout::cuckoo) can"));
+        }
+        match self.run_plan(self.layout.remove_plan(items)).await {
+            Err(Error::NotFound(_)) => Ok(vec![false; items.len()]),
+            other => other,
+        }
+    }
+
     /// See [`Filter::count`].
     pub async fn count(&mut self) -> Result<Option<u64>> {
+        if self.layout.removes() {
+            return match self.info().await {
+                Ok(info) => Ok(info.items),
+                Err(Error::NotFound(_)) => Ok(Some(0)),
+                Err(e) => Err(e),
+            };
+        }
         let Some(cmds) = self.layout.count() else { return Ok(None) };
         let replies = self.run_all(cmds).await?;
         sum(&replies, self.layout.name()).map(Some)
