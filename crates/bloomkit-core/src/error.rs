@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use crate::apbf::{ApbfError, MAX_WINDOW_SECONDS};
+use crate::cuckoo::CuckooError;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Error {
@@ -54,6 +55,8 @@ pub enum Error {
     OutOfMemory,
     /// An `APBF.*` error: the sliding-window filter's own type.
     Apbf(ApbfError),
+    /// A `CF.*` error: the cuckoo filter's own texts.
+    Cuckoo(CuckooError),
 }
 
 /// The largest expansion accepted, as in current RedisBloom releases.
@@ -95,6 +98,7 @@ impl Error {
             }
             OutOfMemory => "ERR out of memory while allocating the filter; nothing was changed",
             Apbf(e) => return apbf_message(e),
+            Cuckoo(e) => e.message(),
             TooLarge { bytes, limit } => {
                 return Cow::Owned(format!(
                     "ERR the filter would take {bytes} bytes, more than bf.max-filter-bytes \
