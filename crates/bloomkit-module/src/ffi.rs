@@ -176,6 +176,24 @@ impl Ctx {
         };
     }
 
+    /// Replicates `command key ITEMS item...`: a batch write cut short by an
+    /// error, as the part that ran (so a replica does not go further).
+    pub fn replicate_items(self, command: &std::ffi::CStr, key: &Arg, items: &[Arg]) {
+        // SAFETY: "scv" = a module string, a C string, and an array of module
+        // strings with its length; `Arg` is a transparent string pointer.
+        unsafe {
+            api!(RedisModule_Replicate)(
+                self.0,
+                command.as_ptr(),
+                c"scv".as_ptr(),
+                key.raw(),
+                c"ITEMS".as_ptr(),
+                items.as_ptr(),
+                items.len(),
+            )
+        };
+    }
+
     /// Replicates `APBF.ADVANCE key n started_ms now_ms`: a primary's time decision.
     pub fn replicate_advance(self, key: &Arg, n: u64, started_ms: u64, now_ms: u64) {
         let [n, started_ms, now_ms] =
