@@ -318,7 +318,7 @@ impl InfoField {
 /// BUCKETSIZE, EXPANSION, then capacity against the bucket size. Keywords
 /// are found anywhere in argv (key included), unknown words are ignored.
 pub fn parse_cf_reserve<A: AsRef<[u8]>>(argv: &[A]) -> Result<CuckooParams, ArgError> {
-    if argv.len() < 3 || argv.len() % 2 == 0 {
+    if argv.len() < 3 || argv.len().is_multiple_of(2) {
         return Err(ArgError::WrongArity);
     }
     let cf = |e: CuckooError| ArgError::Reply(Error::Cuckoo(e));

@@ -333,7 +333,7 @@ fn redisbloom_rdb_file_loads() {
     assert_eq!(mexists(&mut b, "cf", &p), mexists(&mut r, "cf", &p));
     for key in ["cf", "cf-fixed", "cf-default", "bf"] {
         assert_eq!(b.call(&["DUMP", key]), r.call(&["DUMP", key]), "{key}");
-        assert_eq!(b.call(&["DEBUG", "DIGEST-VALUE", key]).is_error(), false, "{key}");
+        assert!(!b.call(&["DEBUG", "DIGEST-VALUE", key]).is_error(), "{key}");
     }
     for key in ["cf", "cf-fixed", "cf-default"] {
         assert_eq!(b.call(&["CF.INFO", key]), r.call(&["CF.INFO", key]), "{key}");

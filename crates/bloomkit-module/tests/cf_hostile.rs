@@ -206,7 +206,7 @@ fn damaged_loadchunk_input_is_refused_or_loads_a_working_filter() {
             "1",
             damaged_headers(&header),
             refused_header,
-            |c, key, what| exercise(c, key, what),
+            exercise,
         );
         watch.check(&mut c, "damaged headers");
         // Zero sub-filters, zero buckets, expansion 0 with two sub-filters,

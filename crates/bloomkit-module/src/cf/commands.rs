@@ -225,10 +225,9 @@ pub fn count(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// The filter in a key opened for writing, or `missing` when the key is
 /// empty or holds another type (as `CF.DEL` and `CF.COMPACT` answer).
-fn writable<'k>(key: &'k Key, missing: CuckooError) -> Result<&'k mut CuckooFilter, Error> {
+fn writable(key: &Key, missing: CuckooError) -> Result<NonNull<CuckooFilter>, Error> {
     match key.slot::<CuckooFilter>(cf_type()) {
-        // SAFETY: owned by the keyspace; commands run one at a time.
-        Slot::Ours(mut p) => Ok(unsafe { p.as_mut() }),
+        Slot::Ours(p) => Ok(p),
         _ => Err(missing.into()),
     }
 }
@@ -239,7 +238,9 @@ pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
         return Err(ArgError::WrongArity);
     }
     let key = Key::open(ctx, &argv[1], true);
-    let f = writable(&key, CuckooError::DelNotFound)?;
+    let mut f = writable(&key, CuckooError::DelNotFound)?;
+    // SAFETY: owned by the keyspace; commands run one at a time.
+    let f = unsafe { f.as_mut() };
     let size_before = f.size_bytes();
     let deleted = f.delete(&Lookup::new(argv[2].bytes()));
     stats::wrote(0, u64::from(deleted), size_before, f.size_bytes());
@@ -257,7 +258,9 @@ pub fn compact(ctx: Ctx, argv: &[Arg]) -> Outcome {
         return Err(ArgError::WrongArity);
     }
     let key = Key::open(ctx, &argv[1], true);
-    let f = writable(&key, CuckooError::CompactNotFound)?;
+    let mut f = writable(&key, CuckooError::CompactNotFound)?;
+    // SAFETY: owned by the keyspace; commands run one at a time.
+    let f = unsafe { f.as_mut() };
     let size_before = f.size_bytes();
     f.compact(true);
     stats::wrote(0, 0, size_before, f.size_bytes());
