@@ -67,3 +67,19 @@ put("apbf_state", "v2-time", apbf2(4, 9, 5, 100, 7, 0.001, 600000, 120000, 5, 3,
 for i, line in enumerate(["0.01 1000 COUNT", "0.001 100000 TIME 600", "1e-9 99999999999 TIME 1", "0.5 1 count",
                           "0.01 1000000000000 COUNT", "0.01 10 TIME 315360000"]):
     put("apbf_args", "line%d" % i, b"\x00".join(w.encode() for w in line.split(" ")))
+
+# Cuckoo filters: a header with chunks (mode 0) and RDB fields at version 4 (mode 1).
+def cf_header(items, buckets, deletes, filters, bs, mi, exp):
+    return struct.pack("<QQQQHHH", items, buckets, deletes, filters, bs, mi, exp)
+for name, (buckets, filters, bs, exp) in {"one": (8, 1, 2, 1), "grown": (4, 3, 2, 2), "fixed": (16, 1, 4, 0)}.items():
+    sizes = [buckets * (exp ** i if exp else 1) * bs for i in range(filters)]
+    packed = b"\x00" + cf_header(5, buckets, 1, filters, bs, 20, exp)
+    pos = 1
+    for n in sizes:
+        pos += n
+        packed += struct.pack("<q", pos) + bytes([n]) + bytes((7 * i + 1) % 256 for i in range(n))
+    put("cuckoo_codecs", "chunks-" + name, packed)
+    fields = b"".join(b"U" + struct.pack("<Q", v) for v in [filters, buckets, 5, 1, bs, 20, exp])
+    for i, n in enumerate(sizes):
+        fields += b"U" + struct.pack("<Q", n // bs) + b"B" + struct.pack("<Q", n) + bytes(n)
+    put("cuckoo_codecs", "rdb-" + name, bytes([1 | (4 << 1)]) + fields)

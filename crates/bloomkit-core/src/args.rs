@@ -5,6 +5,7 @@
 
 use crate::apbf::{ApbfError, ApbfParams, Window, MAX_WINDOW_SECONDS};
 use crate::chain::ChainParams;
+use crate::cuckoo::{self, CuckooError, CuckooParams};
 use crate::error::{Error, MAX_EXPANSION};
 
 /// What a parse can end in besides a value.
@@ -312,6 +313,112 @@ impl InfoField {
     }
 }
 
+/// `CF.RESERVE key capacity [BUCKETSIZE n] [MAXITERATIONS n] [EXPANSION n]`,
+/// with RedisBloom 2.8.2's order of checks: capacity, MAXITERATIONS,
+/// BUCKETSIZE, EXPANSION, then capacity against the bucket size. Keywords
+/// are found anywhere in argv (key included), unknown words are ignored.
+pub fn parse_cf_reserve<A: AsRef<[u8]>>(argv: &[A]) -> Result<CuckooParams, ArgError> {
+    if argv.len() < 3 || argv.len().is_multiple_of(2) {
+        return Err(ArgError::WrongArity);
+    }
+    let cf = |e: CuckooError| ArgError::Reply(Error::Cuckoo(e));
+    let capacity = parse_long_long(argv[2].as_ref()).ok_or_else(|| cf(CuckooError::BadCapacity))?;
+    let option = |word: &str, default: u16, range: (i64, i64), not_number, out_of_range| {
+        let Some(at) = argv.iter().position(|a| eq_ignore_case(a.as_ref(), word)) else {
+            return Ok(default);
+        };
+        let v = argv.get(at + 1).and_then(|v| parse_long_long(v.as_ref())).ok_or_else(|| cf(not_number))?;
+        if !(range.0..=range.1).contains(&v) {
+            return Err(cf(out_of_range));
+        }
+        Ok(v as u16)
+    };
+    use CuckooError::*;
+    let max_iterations = option(
+        "MAXITERATIONS",
+        cuckoo::DEFAULT_MAX_ITERATIONS,
+        (1, i64::from(u16::MAX)),
+        MaxIterationsNotNumber,
+        MaxIterationsRange,
+    )?;
+    let bucket_size = option(
+        "BUCKETSIZE",
+        cuckoo::DEFAULT_BUCKET_SIZE,
+        (1, i64::from(cuckoo::MAX_BUCKET_SIZE)),
+        BucketSizeNotNumber,
+        BucketSizeRange,
+    )?;
+    let expansion = option(
+        "EXPANSION",
+        cuckoo::DEFAULT_EXPANSION,
+        (0, i64::from(cuckoo::MAX_EXPANSION)),
+        ExpansionNotNumber,
+        ExpansionRange,
+    )?;
+    if i64::from(bucket_size) * 2 > capacity {
+        return Err(cf(CapacityTooSmall));
+    }
+    Ok(CuckooParams { capacity: capacity as u64, bucket_size, max_iterations, expansion })
+}
+
+/// A parsed `CF.INSERT` / `CF.INSERTNX`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CfInsert {
+    /// Capacity of the filter created for a missing key.
+    pub capacity: u64,
+    pub create: bool,
+    /// Index in argv of the first item.
+    pub items_from: usize,
+}
+
+/// `CF.INSERT key [CAPACITY c] [NOCREATE] ITEMS item...`: options told apart
+/// by their first letter (`c`, `n`, `i`), as RedisBloom does.
+pub fn parse_cf_insert<A: AsRef<[u8]>>(argv: &[A]) -> Result<CfInsert, ArgError> {
+    if argv.len() < 4 {
+        return Err(ArgError::WrongArity);
+    }
+    let cf = |e: CuckooError| ArgError::Reply(Error::Cuckoo(e));
+    let mut capacity = cuckoo::DEFAULT_CAPACITY as i64;
+    let mut create = true;
+    let mut items_from = None;
+    let mut pos = 2;
+    while pos < argv.len() && items_from.is_none() {
+        match argv[pos].as_ref().first().map(u8::to_ascii_lowercase) {
+            Some(b'c') => {
+                let value = argv.get(pos + 1).ok_or(ArgError::WrongArity)?;
+                capacity = parse_long_long(value.as_ref()).ok_or_else(|| cf(CuckooError::BadCapacity))?;
+                if 2 * i64::from(cuckoo::DEFAULT_BUCKET_SIZE) > capacity {
+                    return Err(cf(CuckooError::CapacityTooSmall));
+                }
+                pos += 2;
+            }
+            Some(b'i') => {
+                pos += 1;
+                items_from = Some(pos);
+            }
+            Some(b'n') => {
+                create = false;
+                pos += 1;
+            }
+            _ => return Err(Error::UnknownArgument.into()),
+        }
+    }
+    match items_from {
+        Some(i) if i < argv.len() => Ok(CfInsert { capacity: capacity as u64, create, items_from: i }),
+        _ => Err(ArgError::WrongArity),
+    }
+}
+
+/// The position of `CF.SCANDUMP key pos`: a non-negative integer.
+pub fn parse_cf_scandump_pos(word: &[u8]) -> Result<i64, Error> {
+    parse_long_long(word).filter(|p| *p >= 0).ok_or(Error::Cuckoo(CuckooError::InvalidPosition))
+}
+
+/// The position of `CF.LOADCHUNK key pos data`: any integer but 0 (1 is the header).
+pub fn parse_cf_loadchunk_pos(word: &[u8]) -> Result<i64, Error> {
+    parse_long_long(word).filter(|p| *p != 0).ok_or(Error::Cuckoo(CuckooError::InvalidPosition))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,5 +499,42 @@ mod tests {
         assert_eq!(err("BF.INSERT k CAPACITY"), ArgError::WrongArity);
         assert_eq!(err("BF.INSERT k X 5 ITEMS a"), Error::UnknownArgument.into());
         assert_eq!(err("BF.INSERT k CAPACITY 0 ITEMS a"), Error::InsertBadArgument.into());
+    }
+
+    #[test]
+    fn cf_reserve_checks_in_redisbloom_order() {
+        let err = |s: &str| parse_cf_reserve(&argv(s)).unwrap_err();
+        let cf = |e: CuckooError| ArgError::Reply(Error::Cuckoo(e));
+        assert_eq!(err("CF.RESERVE k"), ArgError::WrongArity);
+        assert_eq!(err("CF.RESERVE k 10 BUCKETSIZE"), ArgError::WrongArity);
+        assert_eq!(err("CF.RESERVE k x"), cf(CuckooError::BadCapacity));
+        assert_eq!(err("CF.RESERVE k 100 bucketsize 0 maxiterations 0"), cf(CuckooError::MaxIterationsRange));
+        assert_eq!(err("CF.RESERVE k 100 expansion -1 bucketsize 0"), cf(CuckooError::BucketSizeRange));
+        assert_eq!(err("CF.RESERVE k 10 foo maxiterations"), cf(CuckooError::MaxIterationsNotNumber));
+        assert_eq!(err("CF.RESERVE k 100 EXPANSION 32769"), cf(CuckooError::ExpansionRange));
+        assert_eq!(err("CF.RESERVE k 3"), cf(CuckooError::CapacityTooSmall));
+        assert_eq!(err("CF.RESERVE bucketsize 10"), cf(CuckooError::CapacityTooSmall));
+        let p = parse_cf_reserve(&argv("CF.RESERVE maxiterations 10")).unwrap();
+        assert_eq!(p.max_iterations, 10);
+        let p = parse_cf_reserve(&argv("CF.RESERVE k 100 foo 3 EXPANSION 0")).unwrap();
+        assert_eq!((p.capacity, p.bucket_size, p.expansion), (100, 2, 0));
+    }
+
+    #[test]
+    fn cf_insert_options_by_first_letter() {
+        let ok = |s: &str| parse_cf_insert(&argv(s)).unwrap();
+        let err = |s: &str| parse_cf_insert(&argv(s)).unwrap_err();
+        assert_eq!(ok("CF.INSERT k Cap 5 n items a"), CfInsert { capacity: 5, create: false, items_from: 6 });
+        assert_eq!(ok("CF.INSERT k i a").items_from, 3);
+        assert_eq!(err("CF.INSERT k items"), ArgError::WrongArity);
+        assert_eq!(err("CF.INSERT k capacity"), ArgError::WrongArity);
+        assert_eq!(
+            err("CF.INSERT k capacity 3 items a"),
+            ArgError::Reply(CuckooError::CapacityTooSmall.into())
+        );
+        assert_eq!(err("CF.INSERT k foo items a"), Error::UnknownArgument.into());
+        assert_eq!(parse_cf_scandump_pos(b"-1"), Err(CuckooError::InvalidPosition.into()));
+        assert_eq!(parse_cf_loadchunk_pos(b"0"), Err(CuckooError::InvalidPosition.into()));
+        assert_eq!(parse_cf_loadchunk_pos(b"-5"), Ok(-5));
     }
 }

@@ -28,7 +28,8 @@ pub struct Limits {
 impl Limits {
     pub const NONE: Limits = Limits { max_bytes: None };
 
-    fn check(&self, bytes: u64) -> Result<(), Error> {
+    /// `Err(TooLarge)` when a filter of `bytes` would pass the limit.
+    pub fn check(&self, bytes: u64) -> Result<(), Error> {
         match self.max_bytes {
             Some(limit) if bytes > limit => Err(Error::TooLarge { bytes, limit }),
             _ => Ok(()),

@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use crate::apbf::{ApbfError, MAX_WINDOW_SECONDS};
+use crate::cuckoo::CuckooError;
 use crate::valkey::ValkeyError;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -57,6 +58,8 @@ pub enum Error {
     Apbf(ApbfError),
     /// An error of a valkey-bloom filter (`bloomfltr` keys), in its texts.
     Valkey(ValkeyError),
+    /// A `CF.*` error: the cuckoo filter's own texts.
+    Cuckoo(CuckooError),
 }
 
 /// The largest expansion accepted, as in current RedisBloom releases.
@@ -99,6 +102,7 @@ impl Error {
             OutOfMemory => "ERR out of memory while allocating the filter; nothing was changed",
             Apbf(e) => return apbf_message(e),
             Valkey(e) => return e.message(),
+            Cuckoo(e) => e.message(),
             TooLarge { bytes, limit } => {
                 return Cow::Owned(format!(
                     "ERR the filter would take {bytes} bytes, more than bf.max-filter-bytes \

@@ -15,6 +15,7 @@ pub mod bitmap;
 pub mod blocked;
 pub mod bloom;
 pub mod chain;
+pub mod cuckoo;
 pub mod dump;
 pub mod error;
 pub mod file;

@@ -181,20 +181,41 @@ impl Ctx {
         };
     }
 
-    /// Replicates `command key item...`: what a write actually did, when
-    /// that is less than the command asked for.
-    pub fn replicate_items(self, command: &std::ffi::CStr, key: &Arg, items: &[Arg]) {
-        // SAFETY: "sv" = a module string, then an array of module strings and
-        // its length; `Arg` is a transparent wrapper of the string pointer.
+    /// Replicates `command key [keyword] item...`: what a batch write
+    /// actually did when an error cut it short, so that a replica (which
+    /// skips the limits) does not go further (`BF.MADD key ...` for
+    /// valkey-bloom filters, `CF.INSERT key ITEMS ...` for cuckoo filters).
+    pub fn replicate_items(
+        self,
+        command: &std::ffi::CStr,
+        key: &Arg,
+        keyword: Option<&std::ffi::CStr>,
+        items: &[Arg],
+    ) {
+        let items_ptr = items.as_ptr().cast::<*mut raw::RedisModuleString>();
+        // SAFETY: "sv" = a module string, then an array of module strings
+        // and its length; "scv" the same with a C string between; `Arg` is a
+        // transparent wrapper of the string pointer.
         unsafe {
-            api!(RedisModule_Replicate)(
-                self.0,
-                command.as_ptr(),
-                c"sv".as_ptr(),
-                key.raw(),
-                items.as_ptr().cast::<*mut raw::RedisModuleString>(),
-                items.len(),
-            )
+            match keyword {
+                None => api!(RedisModule_Replicate)(
+                    self.0,
+                    command.as_ptr(),
+                    c"sv".as_ptr(),
+                    key.raw(),
+                    items_ptr,
+                    items.len(),
+                ),
+                Some(k) => api!(RedisModule_Replicate)(
+                    self.0,
+                    command.as_ptr(),
+                    c"scv".as_ptr(),
+                    key.raw(),
+                    k.as_ptr(),
+                    items_ptr,
+                    items.len(),
+                ),
+            }
         };
     }
 

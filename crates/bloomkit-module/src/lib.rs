@@ -2,7 +2,7 @@
 //!
 //! This file is the table of commands and the module's entry point. Each
 //! family has its folder with `commands.rs` and `data_type.rs` ([`bf`] for
-//! `BF.*`, [`apbf`] for `APBF.*`, [`vbloom`] for valkey-bloom's filters
+//! `BF.*`, [`cf`] for `CF.*`, [`apbf`] for `APBF.*`, [`vbloom`] for valkey-bloom's filters
 //! behind `BF.*`), sharing key lookup and storing
 //! ([`keys`]) and the RDB I/O adapters ([`io`]); every filter operation and
 //! every argument rule is in `bloomkit-core`.
@@ -11,6 +11,7 @@
 mod alloc;
 mod apbf;
 mod bf;
+mod cf;
 mod config;
 mod ffi;
 mod io;
@@ -173,6 +174,132 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Creates a valkey-bloom filter from the blob its AOF rewrite wrote",
         complexity: c"O(n), n the blob's size",
+    },
+    Command {
+        name: c"cf.reserve",
+        acl: c"cuckoo write",
+        handler: entry!(cf::commands::reserve),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Creates an empty cuckoo filter with a capacity and optional bucket size, max iterations and expansion",
+        complexity: c"O(1)",
+    },
+    Command {
+        name: c"cf.add",
+        acl: c"cuckoo write fast",
+        handler: entry!(cf::commands::add),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Adds an item (a copy if already present), creating the filter if needed",
+        complexity: c"O(k + i), k sub-filters, i max iterations",
+    },
+    Command {
+        name: c"cf.addnx",
+        acl: c"cuckoo write fast",
+        handler: entry!(cf::commands::addnx),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Adds an item unless it may already be present, creating the filter if needed",
+        complexity: c"O(k + i)",
+    },
+    Command {
+        name: c"cf.insert",
+        acl: c"cuckoo write",
+        handler: entry!(cf::commands::insert),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Adds items, creating the filter with the given capacity if needed",
+        complexity: c"O(n * (k + i)), n the number of items",
+    },
+    Command {
+        name: c"cf.insertnx",
+        acl: c"cuckoo write",
+        handler: entry!(cf::commands::insertnx),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Adds items unless they may already be present, creating the filter if needed",
+        complexity: c"O(n * (k + i))",
+    },
+    Command {
+        name: c"cf.exists",
+        acl: c"cuckoo read fast",
+        handler: entry!(cf::commands::exists),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"Checks whether an item may be in a cuckoo filter",
+        complexity: c"O(k)",
+    },
+    Command {
+        name: c"cf.mexists",
+        acl: c"cuckoo read",
+        handler: entry!(cf::commands::mexists),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"Checks whether items may be in a cuckoo filter",
+        complexity: c"O(k * n)",
+    },
+    Command {
+        name: c"cf.count",
+        acl: c"cuckoo read fast",
+        handler: entry!(cf::commands::count),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"Returns how many copies of an item may be in a cuckoo filter",
+        complexity: c"O(k)",
+    },
+    Command {
+        name: c"cf.del",
+        acl: c"cuckoo write fast",
+        handler: entry!(cf::commands::del),
+        flags: c"write fast",
+        key_flags: RW_UPDATE,
+        summary: c"Deletes one copy of an item from a cuckoo filter",
+        complexity: c"O(k), more when it compacts",
+    },
+    Command {
+        name: c"cf.compact",
+        acl: c"cuckoo write",
+        handler: entry!(cf::commands::compact),
+        flags: c"write",
+        key_flags: RW_UPDATE,
+        summary: c"Moves items into older sub-filters and frees emptied ones",
+        complexity: c"O(s), s the number of slots",
+    },
+    Command {
+        name: c"cf.info",
+        acl: c"cuckoo read fast",
+        handler: entry!(cf::commands::info),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"Returns information about a cuckoo filter",
+        complexity: c"O(1)",
+    },
+    Command {
+        name: c"cf.debug",
+        acl: c"cuckoo read",
+        handler: entry!(cf::commands::debug),
+        flags: c"readonly",
+        key_flags: RO,
+        summary: c"Returns a cuckoo filter's parameters and counters on one line",
+        complexity: c"O(1)",
+    },
+    Command {
+        name: c"cf.scandump",
+        acl: c"cuckoo read",
+        handler: entry!(cf::commands::scandump),
+        flags: c"readonly",
+        key_flags: RO,
+        summary: c"Returns the next chunk of a cuckoo filter's dump",
+        complexity: c"O(c), c the chunk size",
+    },
+    Command {
+        name: c"cf.loadchunk",
+        acl: c"cuckoo write",
+        handler: entry!(cf::commands::loadchunk),
+        flags: c"write deny-oom",
+        key_flags: RW_UPDATE,
+        summary: c"Restores a cuckoo filter from chunks returned by CF.SCANDUMP",
+        complexity: c"O(c)",
     },
     Command {
         name: c"apbf.reserve",
@@ -354,6 +481,7 @@ extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) 
                 concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast(),
             );
         }
+        cf::add_info_section(ctx);
     })
 }
 
@@ -372,6 +500,7 @@ fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
     unsafe { api!(RedisModule_SetModuleOptions)(ctx, raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int) };
     config::apply_load_args(args)?;
     bf::data_type::register(ctx)?;
+    cf::data_type::register(ctx)?;
     apbf::data_type::register(ctx)?;
     vbloom::data_type::register(ctx)?;
     if has_api!(RedisModule_AddACLCategory) {
@@ -381,6 +510,7 @@ fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
             return Err("could not add the ACL category bloom".into());
         }
     }
+    cf::add_acl_category(ctx)?;
     for command in COMMANDS {
         register_command(ctx, command)?;
     }

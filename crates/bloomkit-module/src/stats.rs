@@ -70,3 +70,41 @@ pub fn refused() {
 pub fn get(counter: &AtomicU64) -> u64 {
     counter.load(Relaxed)
 }
+
+/// Cuckoo filters (`CF.*`), counted apart from Bloom filters.
+pub mod cuckoo {
+    use super::*;
+
+    pub static FILTERS: AtomicU64 = AtomicU64::new(0);
+    pub static BYTES: AtomicU64 = AtomicU64::new(0);
+    pub static ITEMS_ADDED: AtomicU64 = AtomicU64::new(0);
+    pub static ITEMS_DELETED: AtomicU64 = AtomicU64::new(0);
+    pub static LOOKUPS: AtomicU64 = AtomicU64::new(0);
+
+    pub fn created(bytes: u64) {
+        FILTERS.fetch_add(1, Relaxed);
+        BYTES.fetch_add(bytes, Relaxed);
+    }
+
+    pub fn freed(bytes: u64) {
+        FILTERS.fetch_sub(1, Relaxed);
+        BYTES.fetch_sub(bytes, Relaxed);
+    }
+
+    /// A write ran: items added and deleted, and the size before and after
+    /// (growth and compaction change it).
+    pub fn wrote(added: u64, deleted: u64, size_before: u64, size_after: u64) {
+        ITEMS_ADDED.fetch_add(added, Relaxed);
+        ITEMS_DELETED.fetch_add(deleted, Relaxed);
+        if size_after >= size_before {
+            BYTES.fetch_add(size_after - size_before, Relaxed);
+        } else {
+            BYTES.fetch_sub(size_before - size_after, Relaxed);
+        }
+    }
+
+    /// Main thread only, as [`super::looked_up`].
+    pub fn looked_up(n: u64) {
+        LOOKUPS.store(LOOKUPS.load(Relaxed) + n, Relaxed);
+    }
+}

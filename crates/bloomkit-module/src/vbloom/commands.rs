@@ -101,7 +101,7 @@ pub fn add(ctx: Ctx, argv: &[Arg], mut object: NonNull<Object>, items_from: usiz
         if completed == items.len() {
             ctx.replicate_verbatim();
         } else {
-            ctx.replicate_items(c"BF.MADD", &argv[1], &items[..completed]);
+            ctx.replicate_items(c"BF.MADD", &argv[1], None, &items[..completed]);
         }
         ctx.notify(c"bloom.add", &argv[1]);
     }

@@ -1,0 +1,377 @@
+//! The CF.* commands: parse in core, open the key, call core, reply,
+//! replicate, notify.
+//!
+//! Replies, error texts and their order follow RedisBloom 2.8.2 as measured
+//! (see `tests/cf_differential.rs`), RESP2 and RESP3 quirks included:
+//! `CF.INSERTNX` answers integers where `CF.INSERT` answers booleans, a full
+//! filter is `-1` in RESP2 and `false` in RESP3 for `CF.INSERT`, `CF.DEL`
+//! and `CF.COMPACT` answer a key of another type as missing.
+//!
+//! Replication leaves replicas byte-identical: a filter a write creates
+//! reaches them as `CF.LOADCHUNK key 1 <header>` (its exact parameters), a
+//! write that changed nothing is not sent, and a batch cut short by an
+//! error is sent as the part that ran.
+
+use std::ffi::CStr;
+use std::ptr::NonNull;
+
+use bloomkit_core::args::{
+    parse_cf_insert, parse_cf_loadchunk_pos, parse_cf_reserve, parse_cf_scandump_pos, ArgError,
+};
+use bloomkit_core::cuckoo::{CuckooError, CuckooFilter, CuckooParams, Insert, Lookup, DEFAULT_CAPACITY};
+use bloomkit_core::{Error, Limits};
+use redis_module::raw;
+
+use super::data_type::cf_type;
+use crate::ffi::{api, Arg, Ctx, Key, Slot};
+use crate::stats::cuckoo as stats;
+use crate::{config, keys, Outcome};
+
+fn lookup(key: &Key) -> Result<Option<NonNull<CuckooFilter>>, Error> {
+    keys::lookup(key)
+}
+
+/// A new filter stored in an empty key opened for writing, and sent to
+/// replicas with its exact parameters.
+fn create(ctx: Ctx, key: &Key, name: &Arg, params: CuckooParams) -> Result<NonNull<CuckooFilter>, Error> {
+    let f = CuckooFilter::new(params, config::limits(ctx)).inspect_err(|_| crate::stats::refused())?;
+    let header = f.encode_header();
+    let stored = keys::store(key, f)?;
+    ctx.replicate_chunk(c"CF.LOADCHUNK", name, 1, &header);
+    Ok(stored)
+}
+
+/// `CF.RESERVE key capacity [BUCKETSIZE n] [MAXITERATIONS n] [EXPANSION n]`
+pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    let params = parse_cf_reserve(argv)?;
+    let key = Key::open(ctx, &argv[1], true);
+    if lookup(&key)?.is_some() {
+        return Err(Error::ItemExists.into());
+    }
+    create(ctx, &key, &argv[1], params)?;
+    ctx.reply_simple(c"OK");
+    ctx.notify(c"cf.reserve", &argv[1]);
+    Ok(())
+}
+
+/// How a batch of inserts answers each item.
+#[derive(Clone, Copy, PartialEq)]
+enum Shape {
+    /// `CF.ADD`/`CF.ADDNX`: one boolean; a full filter is an error.
+    Single,
+    /// `CF.INSERT`: booleans; a full filter is -1 (RESP2) or false (RESP3).
+    Booleans,
+    /// `CF.INSERTNX`: 1, 0 or -1.
+    Integers,
+}
+
+/// `CF.ADD key item` → 1 added; creates the key with the default capacity.
+pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    add_single(ctx, argv, false, c"cf.add")
+}
+
+/// `CF.ADDNX key item` → 1 added, 0 may already be present.
+pub fn addnx(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    add_single(ctx, argv, true, c"cf.addnx")
+}
+
+fn add_single(ctx: Ctx, argv: &[Arg], nx: bool, event: &'static CStr) -> Outcome {
+    if argv.len() != 3 {
+        return Err(ArgError::WrongArity);
+    }
+    insert_items(ctx, argv, 2, Some(DEFAULT_CAPACITY), nx, Shape::Single, event)
+}
+
+/// `CF.INSERT key [CAPACITY c] [NOCREATE] ITEMS item...`
+pub fn insert(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    let parsed = parse_cf_insert(argv)?;
+    let create_with = parsed.create.then_some(parsed.capacity);
+    insert_items(ctx, argv, parsed.items_from, create_with, false, Shape::Booleans, c"cf.insert")
+}
+
+/// `CF.INSERTNX key [CAPACITY c] [NOCREATE] ITEMS item...`
+pub fn insertnx(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    let parsed = parse_cf_insert(argv)?;
+    let create_with = parsed.create.then_some(parsed.capacity);
+    insert_items(ctx, argv, parsed.items_from, create_with, true, Shape::Integers, c"cf.insertnx")
+}
+
+/// The body of ADD, ADDNX, INSERT and INSERTNX: RedisBloom's `cfInsertCommon`.
+fn insert_items(
+    ctx: Ctx,
+    argv: &[Arg],
+    items_from: usize,
+    create_with: Option<u64>,
+    nx: bool,
+    shape: Shape,
+    event: &'static CStr,
+) -> Outcome {
+    let key = Key::open(ctx, &argv[1], true);
+    let (mut f, created) = match (lookup(&key)?, create_with) {
+        (Some(f), _) => (f, false),
+        (None, Some(capacity)) => (create(ctx, &key, &argv[1], CuckooParams::with_capacity(capacity))?, true),
+        (None, None) => return Err(Error::NotFound.into()),
+    };
+    // SAFETY: the keyspace owns the filter and nothing else touches it while
+    // this command runs (commands run one at a time on the main thread).
+    let f = unsafe { f.as_mut() };
+    f.check_writable()?;
+    let limits: Limits = config::limits(ctx);
+    let size_before = f.size_bytes();
+    let items = &argv[items_from..];
+    if shape != Shape::Single {
+        // SAFETY: valid context; the length is set below.
+        unsafe { api!(RedisModule_ReplyWithArray)(ctx.0, raw::REDISMODULE_POSTPONED_LEN as _) };
+    }
+    let mut added = 0u64;
+    let mut ran = 0usize;
+    let mut failed: Option<Error> = None;
+    for item in items {
+        let l = Lookup::new(item.bytes());
+        let outcome = if nx { f.insert_unique(&l, limits) } else { f.insert(&l, limits) };
+        let inserted = matches!(outcome, Ok(Insert::Inserted));
+        match (outcome, shape) {
+            (Ok(Insert::Inserted), Shape::Integers) => ctx.reply_i64(1),
+            (Ok(Insert::Inserted), _) => ctx.reply_bool(true),
+            (Ok(Insert::Exists), Shape::Integers) => ctx.reply_i64(0),
+            (Ok(Insert::Exists), _) => ctx.reply_bool(false),
+            (Ok(Insert::Full), Shape::Single) => failed = Some(CuckooError::Full.into()),
+            (Ok(Insert::Full), Shape::Booleans) if ctx.is_resp3() => ctx.reply_bool(false),
+            (Ok(Insert::Full), _) => ctx.reply_i64(-1),
+            (Err(e), _) => {
+                crate::stats::refused();
+                failed = Some(e);
+            }
+        }
+        if failed.is_some() {
+            break;
+        }
+        added += u64::from(inserted);
+        ran += 1;
+    }
+    if let Some(e) = &failed {
+        ctx.reply_error(&e.message());
+    }
+    if shape != Shape::Single {
+        // SAFETY: closes the postponed array opened above.
+        let replied = ran + usize::from(failed.is_some());
+        unsafe { api!(RedisModule_ReplySetArrayLength)(ctx.0, replied as _) };
+    }
+    stats::wrote(added, 0, size_before, f.size_bytes());
+    // An insert that changed nothing is not replicated: replicas already agree.
+    if added > 0 {
+        if failed.is_none() {
+            ctx.replicate_verbatim();
+        } else {
+            let command = if nx { c"CF.INSERTNX" } else { c"CF.INSERT" };
+            ctx.replicate_items(command, &argv[1], Some(c"ITEMS"), &items[..ran]);
+        }
+    }
+    if created || added > 0 {
+        ctx.notify(event, &argv[1]);
+    }
+    Ok(())
+}
+
+/// Runs `f` on the key's filter for a read; a missing key or one of another
+/// type reads as empty (RedisBloom answers 0 there, never an error).
+fn with_filter_for_read<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&CuckooFilter>) -> T) -> T {
+    let key = Key::open(ctx, name, false);
+    match key.slot::<CuckooFilter>(cf_type()) {
+        // SAFETY: owned by the keyspace, read only while the key is open.
+        Slot::Ours(p) => f(Some(unsafe { p.as_ref() })),
+        _ => f(None),
+    }
+}
+
+/// `CF.EXISTS key item`
+pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() != 3 {
+        return Err(ArgError::WrongArity);
+    }
+    let found =
+        with_filter_for_read(ctx, &argv[1], |f| f.is_some_and(|f| f.contains(&Lookup::new(argv[2].bytes()))));
+    stats::looked_up(1);
+    ctx.reply_bool(found);
+    Ok(())
+}
+
+/// `CF.MEXISTS key item...`
+pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() < 3 {
+        return Err(ArgError::WrongArity);
+    }
+    let items = &argv[2..];
+    with_filter_for_read(ctx, &argv[1], |f| {
+        ctx.reply_array(items.len());
+        for item in items {
+            ctx.reply_bool(f.is_some_and(|f| f.contains(&Lookup::new(item.bytes()))));
+        }
+    });
+    stats::looked_up(items.len() as u64);
+    Ok(())
+}
+
+/// `CF.COUNT key item` → copies that may be present; 0 for a missing key.
+pub fn count(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() != 3 {
+        return Err(ArgError::WrongArity);
+    }
+    let n = with_filter_for_read(ctx, &argv[1], |f| f.map_or(0, |f| f.count(&Lookup::new(argv[2].bytes()))));
+    stats::looked_up(1);
+    ctx.reply_i64(n as i64);
+    Ok(())
+}
+
+/// The filter in a key opened for writing, or `missing` when the key is
+/// empty or holds another type (as `CF.DEL` and `CF.COMPACT` answer).
+fn writable(key: &Key, missing: CuckooError) -> Result<NonNull<CuckooFilter>, Error> {
+    match key.slot::<CuckooFilter>(cf_type()) {
+        Slot::Ours(p) => Ok(p),
+        _ => Err(missing.into()),
+    }
+}
+
+/// `CF.DEL key item` → 1 deleted one copy, 0 not found.
+pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() != 3 {
+        return Err(ArgError::WrongArity);
+    }
+    let key = Key::open(ctx, &argv[1], true);
+    let mut f = writable(&key, CuckooError::DelNotFound)?;
+    // SAFETY: owned by the keyspace; commands run one at a time.
+    let f = unsafe { f.as_mut() };
+    let size_before = f.size_bytes();
+    let deleted = f.delete(&Lookup::new(argv[2].bytes()));
+    stats::wrote(0, u64::from(deleted), size_before, f.size_bytes());
+    ctx.reply_bool(deleted);
+    if deleted {
+        ctx.replicate_verbatim();
+        ctx.notify(c"cf.del", &argv[1]);
+    }
+    Ok(())
+}
+
+/// `CF.COMPACT key`: moves fingerprints into older sub-filters, frees emptied ones.
+pub fn compact(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() != 2 {
+        return Err(ArgError::WrongArity);
+    }
+    let key = Key::open(ctx, &argv[1], true);
+    let mut f = writable(&key, CuckooError::CompactNotFound)?;
+    // SAFETY: owned by the keyspace; commands run one at a time.
+    let f = unsafe { f.as_mut() };
+    let size_before = f.size_bytes();
+    f.compact(true);
+    stats::wrote(0, 0, size_before, f.size_bytes());
+    ctx.reply_simple(c"OK");
+    ctx.replicate_verbatim();
+    ctx.notify(c"cf.compact", &argv[1]);
+    Ok(())
+}
+
+/// The filter in a key for commands that report on it: `ERR not found` when
+/// missing, WRONGTYPE for another type.
+fn with_existing<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(&CuckooFilter) -> T) -> Result<T, Error> {
+    let key = Key::open(ctx, name, false);
+    match lookup(&key)? {
+        // SAFETY: owned by the keyspace, read only while the key is open.
+        Some(p) => Ok(f(unsafe { p.as_ref() })),
+        None => Err(Error::NotFound),
+    }
+}
+
+/// `CF.INFO key` → a map of eight figures (a flat array in RESP2).
+pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() != 2 {
+        return Err(ArgError::WrongArity);
+    }
+    with_existing(ctx, &argv[1], |f| {
+        let s = f.shape();
+        let fields: [(&CStr, u64); 8] = [
+            (c"Size", f.size_bytes()),
+            (c"Number of buckets", s.buckets),
+            (c"Number of filters", f.filters().len() as u64),
+            (c"Number of items inserted", f.items()),
+            (c"Number of items deleted", f.deletes()),
+            (c"Bucket size", u64::from(s.bucket_size)),
+            (c"Expansion rate", u64::from(s.expansion)),
+            (c"Max iterations", u64::from(s.max_iterations)),
+        ];
+        ctx.reply_map(fields.len());
+        for (label, value) in fields {
+            ctx.reply_simple(label);
+            ctx.reply_i64(value as i64);
+        }
+    })?;
+    Ok(())
+}
+
+/// `CF.DEBUG key` → one line of parameters and counters.
+pub fn debug(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() != 2 {
+        return Err(ArgError::WrongArity);
+    }
+    with_existing(ctx, &argv[1], |f| ctx.reply_bulk(f.debug_line().as_bytes()))?;
+    Ok(())
+}
+
+/// `CF.SCANDUMP key pos` → `[next, data]`: the header at 0, then the
+/// sub-filters; `[0, nil]` at the end, and for a filter with no items.
+pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() != 3 {
+        return Err(ArgError::WrongArity);
+    }
+    let pos = parse_cf_scandump_pos(argv[2].bytes())?;
+    with_existing(ctx, &argv[1], |f| {
+        ctx.reply_array(2);
+        let chunk = match pos {
+            _ if f.items() == 0 => None,
+            0 => {
+                ctx.reply_i64(1);
+                ctx.reply_bulk(&f.encode_header());
+                return;
+            }
+            _ => f.chunk_at(pos),
+        };
+        match chunk {
+            Some((next, data)) => {
+                ctx.reply_i64(next);
+                ctx.reply_bulk(data);
+            }
+            None => {
+                ctx.reply_i64(0);
+                ctx.reply_null();
+            }
+        }
+    })?;
+    Ok(())
+}
+
+/// `CF.LOADCHUNK key pos data`: pos 1 on an empty key is the header.
+pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() != 4 {
+        return Err(ArgError::WrongArity);
+    }
+    let key = Key::open(ctx, &argv[1], true);
+    let pos = parse_cf_loadchunk_pos(argv[2].bytes())?;
+    let data = argv[3].bytes();
+    match (lookup(&key)?, pos) {
+        (None, 1) => {
+            if data.len() != bloomkit_core::cuckoo::HEADER_LEN {
+                return Err(Error::from(CuckooError::InvalidHeader).into());
+            }
+            let f = CuckooFilter::from_header(data, config::limits(ctx))
+                .inspect_err(|_| crate::stats::refused())?;
+            keys::store(&key, f)?;
+        }
+        (Some(_), 1) => return Err(Error::ItemExists.into()),
+        (None, _) => return Err(Error::NotFound.into()),
+        // SAFETY: owned by the keyspace; commands run one at a time.
+        (Some(mut f), _) => unsafe { f.as_mut() }.load_chunk(pos, data)?,
+    }
+    ctx.reply_simple(c"OK");
+    ctx.replicate_verbatim();
+    ctx.notify(c"cf.loadchunk", &argv[1]);
+    Ok(())
+}
