@@ -22,16 +22,7 @@ pub fn cf_type() -> *mut raw::RedisModuleType {
 }
 
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    CF_TYPE.register(ctx, TYPE_NAME, ENCODING_VERSION, |m| {
-        m.rdb_load = Some(rdb_load);
-        m.rdb_save = Some(rdb_save);
-        m.aof_rewrite = Some(aof_rewrite);
-        m.mem_usage = Some(mem_usage);
-        m.digest = Some(digest);
-        m.free = Some(free);
-        m.free_effort = Some(free_effort);
-        m.copy = Some(copy);
-    })
+    CF_TYPE.register(ctx, TYPE_NAME, ENCODING_VERSION, crate::keys::type_methods!())
 }
 
 impl Stored for CuckooFilter {
