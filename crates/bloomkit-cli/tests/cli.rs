@@ -798,3 +798,52 @@ fn valkey_bloom_filters_move_between_servers() {
     assert_eq!(r.call(&["EXISTS", "damaged"]).as_int(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Cuckoo filters through the CLI: from RedisBloom 2.8.2 to bloomkit on
+/// Valkey 9 by `copy`, back by `dump` and `restore`, described by `info`,
+/// answering the same everywhere.
+#[test]
+fn cuckoo_filters_move_between_redisbloom_and_bloomkit() {
+    let rb = TestServer::start(Server::Redis, &[Module::RedisBloom], &[]);
+    let bk = TestServer::start(Server::Valkey, &[Module::bloomkit()], &[]);
+    let (rurl, burl) = (redis_arg(&rb), redis_arg(&bk));
+    let (mut r, mut b) = (rb.conn(), bk.conn());
+    r.ok("CF.RESERVE cf 1000 BUCKETSIZE 4 EXPANSION 2");
+    let items: Vec<String> = (0..3000).map(|i| format!("cf-item-{i}")).collect();
+    let mut insert = vec!["CF.INSERT".to_string(), "cf".to_string(), "ITEMS".to_string()];
+    insert.extend(items.iter().cloned());
+    r.call(&insert);
+    let mut deleted = 0;
+    for i in (0..3000).step_by(3) {
+        deleted += r.call(&["CF.DEL", "cf", &items[i]]).as_int();
+    }
+    assert!(deleted > 0);
+    let probes: Vec<String> = (0..3000).map(|i| format!("cf-probe-{i}")).collect();
+    let all = [items.clone(), probes].concat();
+    let answers = |c: &mut bloomkit_testkit::Conn, k: &str| {
+        mexists(c, "CF.MEXISTS", k, &all).as_array().iter().map(|x| x.as_int()).collect::<Vec<_>>()
+    };
+    let want = answers(&mut r, "cf");
+
+    let info: serde_json::Value =
+        serde_json::from_slice(&ok(&["info", "--redis", &rurl, "cf", "--json"], b"")).unwrap();
+    assert_eq!(info["kind"], "cuckoo filter", "{info}");
+    // (The deleted count restarts whenever a delete compacts the filter.)
+    assert_eq!(info["number_of_items_inserted"], 3000 - deleted, "{info}");
+    ok(&["copy", "--from", &rurl, "--to", &burl, "cf"], b"");
+    assert_eq!(b.call(&["TYPE", "cf"]).as_bytes(), b"MBbloomCF");
+    assert_eq!(answers(&mut b, "cf"), want, "bloomkit answers as RedisBloom did");
+    b.call(&["CF.ADD", "cf", "added-on-bloomkit"]);
+
+    let dir = std::env::temp_dir().join(format!("bloomkit-cli-cf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("cf.bk");
+    let f = file.to_str().unwrap();
+    ok(&["dump", "--redis", &burl, "cf", "-o", f], b"");
+    ok(&["restore", "--redis", &rurl, "cf-back", "-i", f], b"");
+    assert_eq!(r.call(&["CF.EXISTS", "cf-back", "added-on-bloomkit"]).as_int(), 1);
+    let mut back = answers(&mut r, "cf-back");
+    back.truncate(want.len());
+    assert_eq!(back, want, "and RedisBloom reads bloomkit's back");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -13,21 +13,28 @@ fn exercise(server: &TestServer, what: &str) {
     let mut f = RedisFilter::new(connect(server), Layout::cuckoo("c", Options::new(10_000, 0.01)).unwrap());
     assert_eq!(f.count().unwrap(), Some(0), "{what}: a missing filter holds nothing");
     assert_eq!(f.remove(b"nothing").unwrap(), false, "{what}: removing from a missing filter");
-    assert!(f.add_many(&slices(&added)).unwrap().iter().all(|&new| new), "{what}: all new");
+    // An 8-bit fingerprint already in an item's buckets makes it "not new"
+    // (and not stored): about 1% here, the filter's false-positive rate.
+    let news = f.add_many(&slices(&added)).unwrap();
+    let new: Vec<Vec<u8>> = added.iter().zip(&news).filter(|(_, &n)| n).map(|(i, _)| i.clone()).collect();
+    assert!(new.len() >= 4900, "{what}: {} of 5000 new", new.len());
     assert!(f.add_many(&slices(&added)).unwrap().iter().all(|&new| !new), "{what}: none new twice");
     assert!(f.contains_many(&slices(&added)).unwrap().iter().all(|&b| b), "{what}: all present");
-    assert_eq!(f.count().unwrap(), Some(5000), "{what}");
-    assert_eq!(f.count_of(&added[0]).unwrap(), 1, "{what}");
+    assert_eq!(f.count().unwrap(), Some(new.len() as u64), "{what}");
+    assert_eq!(f.count_of(&new[0]).unwrap(), 1, "{what}");
 
-    let (gone, kept) = added.split_at(2500);
+    // Removing the new items of the first half leaves the others: no two
+    // new items share a fingerprint in a bucket.
+    let (gone, kept) = new.split_at(new.len() / 2);
     assert!(f.remove_many(&slices(gone)).unwrap().iter().all(|&b| b), "{what}: each removed once");
     assert!(f.remove_many(&slices(gone)).unwrap().iter().filter(|&&b| b).count() < 100, "{what}: not twice");
     assert!(f.contains_many(&slices(kept)).unwrap().iter().all(|&b| b), "{what}: the others stay");
     let still = f.contains_many(&slices(gone)).unwrap().iter().filter(|&&b| b).count();
-    assert!(still < 250, "{what}: {still} of 2500 removed items still answer present");
+    assert!(still < gone.len() / 10, "{what}: {still} of {} removed items still answer present", gone.len());
     let info = f.info().unwrap();
     assert_eq!(info.backend, "cuckoo");
-    assert!(info.items.is_some_and(|n| n <= 2500) && info.capacity >= 10_000, "{what}: {info:?}");
+    assert_eq!(info.items, Some(kept.len() as u64), "{what}: {info:?}");
+    assert!(info.capacity >= 10_000, "{what}: {info:?}");
 
     // The async filter runs the same plans.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -39,7 +46,7 @@ fn exercise(server: &TestServer, what: &str) {
             a.remove_many(&slices(&kept[..10])).await.unwrap().iter().all(|&b| b),
             "{what}: async remove"
         );
-        assert_eq!(a.count().await.unwrap(), Some(2490 - 2500 + info.items.unwrap()), "{what}");
+        assert_eq!(a.count().await.unwrap(), Some(kept.len() as u64 - 10), "{what}");
     });
 }
 
