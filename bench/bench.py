@@ -139,12 +139,12 @@ def madd_command(key, n):
     return " ".join(["BF.MADD", key] + ["{item}"] * n)
 
 
-def fill_hit_set(server, key, count):
+def fill_hit_set(server, key, count, command="BF.MADD", after_key=()):
     """Adds items 000000000000 .. count-1: what the load generator's {item} draws with --range count."""
     c = server.conn
     for start in range(0, count, 1000):
         items = [b"%012d" % i for i in range(start, min(start + 1000, count))]
-        c.send("BF.MADD", key, *items)
+        c.send(command, key, *after_key, *items)
     for _ in range(0, count, 1000):
         c.read()
 
@@ -258,13 +258,40 @@ def main():
                 (size, "BF.MEXISTS 100 items, hits (items/s)",
                  " ".join(["BF.MEXISTS", key] + ["{item}"] * 100), nm, 1, small_capacity, 100, "", False, []),
             ]
+        # Cuckoo filters (CF.*): "cf" holds the hit set; adds go to "cf-add"
+        # and deletes to "cf-del", both made anew before each measurement
+        # (deletes of items drawn with replacement: about 2/3 find their item).
+        cf_capacity = small_capacity * 2
+        for s in servers.values():
+            s.conn.call("CF.RESERVE", "cf", cf_capacity)
+            fill_hit_set(s, "cf", small_capacity, "CF.INSERT", ("ITEMS",))
+        reset_cf_add = [("DEL", "cf-add"), ("CF.RESERVE", "cf-add", cf_capacity)]
+        reset_cf_del = [("DEL", "cf-del"), ("CF.RESERVE", "cf-del", cf_capacity),
+                        lambda srv: fill_hit_set(srv, "cf-del", small_capacity, "CF.INSERT", ("ITEMS",))]
+        for depth, n in ((1, n1), (32, n32)):
+            tag = "" if depth == 1 else ", pipeline 32"
+            scenarios += [
+                ("cuckoo", "CF.ADD new items%s" % tag, "CF.ADD cf-add {item}", min(n, small_capacity), depth, RANDOM_RANGE, 1, "new:", True, reset_cf_add),
+                ("cuckoo", "CF.EXISTS hits%s" % tag, "CF.EXISTS cf {item}", n, depth, small_capacity, 1, "", False, []),
+                ("cuckoo", "CF.EXISTS misses%s" % tag, "CF.EXISTS cf {item}", n, depth, RANDOM_RANGE, 1, "miss:", False, []),
+                ("cuckoo", "CF.DEL%s" % tag, "CF.DEL cf-del {item}", min(n, small_capacity), depth, small_capacity, 1, "", False, reset_cf_del),
+            ]
+        scenarios += [
+            ("cuckoo", "CF.INSERT 100 new items (items/s)", " ".join(["CF.INSERT", "cf-add", "ITEMS"] + ["{item}"] * 100),
+             max(1, small_capacity // 100), 1, RANDOM_RANGE, 100, "new:", True, reset_cf_add),
+            ("cuckoo", "CF.MEXISTS 100 items, hits (items/s)", " ".join(["CF.MEXISTS", "cf"] + ["{item}"] * 100),
+             nm, 1, small_capacity, 100, "", False, []),
+        ]
         for section, name, command, n, depth, rand_range, per_request, prefix, fresh, setup in scenarios:
             results = {"bloomkit": [], "RedisBloom": []}
             for r in range(rounds):
                 order = ["bloomkit", "RedisBloom"] if r % 2 == 0 else ["RedisBloom", "bloomkit"]
                 for who in order:
                     for cmd in setup:
-                        servers[who].conn.call(*cmd)
+                        if callable(cmd):
+                            cmd(servers[who])
+                        else:
+                            servers[who].conn.call(*cmd)
                     rps = benchmark(servers[who], command, n, depth, rand_range=rand_range, prefix=prefix,
                                     fresh=fresh, seed=100 + r)
                     results[who].append(rps * per_request)
