@@ -205,10 +205,13 @@ impl SubFilter {
         &self.data
     }
 
-    /// Slot offset of the bucket of hash `h`: 64-bit (2.8.2 truncates it to 32).
+    /// Slot offset of the bucket of hash `h`: 64-bit (2.8.2 truncates it to
+    /// 32). Bucket counts are powers of two (every constructor and decoder
+    /// checks), so `h % buckets` is a mask, not a division.
     #[inline]
     fn bucket_start(&self, h: u64, bucket_size: usize) -> usize {
-        (h % self.buckets) as usize * bucket_size
+        debug_assert!(self.buckets.is_power_of_two());
+        (h & (self.buckets - 1)) as usize * bucket_size
     }
 
     #[inline]

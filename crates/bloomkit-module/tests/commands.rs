@@ -127,9 +127,13 @@ fn command_metadata_routes_keys() {
         // (Valkey 8+, Redis 7.4+; not Redis 7.0).
         let categories = format!("{:?}", c.cmd("ACL CAT"));
         assert_eq!(categories.contains("bloom"), server == Server::Valkey, "{categories}");
+        assert_eq!(categories.contains("cuckoo"), server == Server::Valkey, "{categories}");
         if categories.contains("bloom") {
             let members = format!("{:?}", c.cmd("ACL CAT bloom"));
             assert!(members.contains("bf.add") && members.contains("bf.loadchunk"), "{members}");
+            let members = format!("{:?}", c.cmd("ACL CAT cuckoo"));
+            assert!(members.contains("cf.add") && members.contains("cf.loadchunk"), "{members}");
+            assert!(!members.contains("bf.add"), "{members}");
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The version matrix behind "Redis 7.x and 8, Valkey 8 and 9": the same
 //! checks on every server binary the test kit can run (Debian's
-//! redis-server 7.0, redis-server 8.2, valkey-server 8.1 and 9.1): both
-//! families' commands and replies (RESP2 and RESP3), RDB reload, DUMP and
+//! redis-server 7.0, redis-server 8.2, valkey-server 8.1 and 9.1): every
+//! family's commands (BF, CF, APBF) and replies (RESP2 and RESP3), RDB reload, DUMP and
 //! RESTORE, AOF rewrite and replay, a replica's full sync, the version
 //! MODULE LIST reports, and ACL categories where the server has them.
 //! (Redis 7.2 and 7.4 binaries from the registries need libssl1.1, which
@@ -20,9 +20,17 @@ fn fill(c: &mut Conn) {
     c.ok("BF.INSERT ins CAPACITY 50 ERROR 0.001 ITEMS a b c");
     c.ok("APBF.RESERVE count 0.01 1000 COUNT");
     c.ok("APBF.RESERVE time 0.01 1000 TIME 600");
-    for key in ["bf", "count", "time"] {
-        let add = if key == "bf" { "BF.MADD" } else { "APBF.MADD" };
+    c.ok("CF.RESERVE cf 1000 BUCKETSIZE 4 EXPANSION 2");
+    for key in ["bf", "count", "time", "cf"] {
+        let add = match key {
+            "bf" => "BF.MADD",
+            "cf" => "CF.INSERT",
+            _ => "APBF.MADD",
+        };
         let mut cmd = vec![add.to_string(), key.to_string()];
+        if key == "cf" {
+            cmd.push("ITEMS".into());
+        }
         cmd.extend((0..3000).map(|i| format!("{key}-{i}")));
         c.call(&cmd);
     }
@@ -51,6 +59,9 @@ fn every_server_binary_serves_both_families() {
         assert_eq!(c.cmd("BF.EXISTS bf bf-7"), Reply::Int(1), "{what}");
         assert_eq!(c.cmd("APBF.EXISTS time time-2999"), Reply::Int(1), "{what}");
         assert_eq!(c.cmd("APBF.EXISTS count count-2999"), Reply::Int(1), "{what}");
+        assert_eq!(c.cmd("CF.EXISTS cf cf-2999"), Reply::Int(1), "{what}");
+        assert_eq!(c.cmd("CF.DEL cf cf-0"), Reply::Int(1), "{what}");
+        assert_eq!(c.cmd("CF.COUNT cf cf-1"), Reply::Int(1), "{what}");
         // Adds answered "seen" (false positives) are not counted: RedisBloom's rule.
         let items = c.cmd("BF.INFO bf ITEMS").as_array()[0].as_int();
         assert!((2950..=3001).contains(&items), "{what}: {items} items");
@@ -58,6 +69,8 @@ fn every_server_binary_serves_both_families() {
         assert_eq!(c.cmd("BF.EXISTS bf x"), Reply::Bool(true), "{what}: RESP3");
         assert!(matches!(c.cmd("BF.INFO bf"), Reply::Map(_)), "{what}: RESP3 map");
         assert!(matches!(c.cmd("APBF.INFO time"), Reply::Map(_)), "{what}: RESP3 map");
+        assert_eq!(c.cmd("CF.EXISTS cf cf-7"), Reply::Bool(true), "{what}: RESP3");
+        assert!(matches!(c.cmd("CF.INFO cf"), Reply::Map(_)), "{what}: RESP3 map");
         c.cmd("HELLO 2");
 
         // ACL categories: every command in `bloom` where modules may add one.
@@ -68,6 +81,15 @@ fn every_server_binary_serves_both_families() {
                 assert!(
                     names.contains(&command),
                     "{what}: {} not in @bloom",
+                    String::from_utf8_lossy(command)
+                );
+            }
+            let cat = c.cmd("ACL CAT cuckoo");
+            let names: Vec<&[u8]> = cat.as_array().iter().map(Reply::as_bytes).collect();
+            for command in [&b"cf.add"[..], b"cf.exists", b"cf.del", b"cf.loadchunk"] {
+                assert!(
+                    names.contains(&command),
+                    "{what}: {} not in @cuckoo",
                     String::from_utf8_lossy(command)
                 );
             }
@@ -84,10 +106,16 @@ fn every_server_binary_serves_both_families() {
                 "APBF.EXISTS time x",
                 "APBF.INFO time",
                 "APBF.SCANDUMP time 0",
+                "CF.EXISTS cf x",
+                "CF.MEXISTS cf x",
+                "CF.COUNT cf x",
+                "CF.INFO cf",
             ] {
                 assert!(!reader.cmd(line).is_error(), "{what}: +@read may run {line}");
             }
-            for line in ["BF.ADD bf y", "APBF.ADD time y", "BF.RESERVE new 0.1 10"] {
+            for line in
+                ["BF.ADD bf y", "APBF.ADD time y", "BF.RESERVE new 0.1 10", "CF.ADD cf y", "CF.DEL cf cf-5"]
+            {
                 assert!(
                     reader.cmd(line).error_text().starts_with("NOPERM"),
                     "{what}: +@read may not run {line}"
@@ -105,7 +133,7 @@ fn every_server_binary_serves_both_families() {
         }
 
         // DUMP/RESTORE, RDB reload, and a replica's full sync.
-        for key in ["bf", "count", "time"] {
+        for key in ["bf", "count", "time", "cf"] {
             let dump = c.call(&["DUMP", key]).as_bytes().to_vec();
             let copy = format!("{key}-restored");
             c.call(&[b"RESTORE".to_vec(), copy.clone().into_bytes(), b"0".to_vec(), dump]);
