@@ -845,5 +845,18 @@ fn cuckoo_filters_move_between_redisbloom_and_bloomkit() {
     let mut back = answers(&mut r, "cf-back");
     back.truncate(want.len());
     assert_eq!(back, want, "and RedisBloom reads bloomkit's back");
+    assert_eq!(&std::fs::read(&file).unwrap()[..8], b"BKCUCKOO", "chunk by chunk");
+
+    // A filter with no items has no chunks: it moves whole.
+    b.ok("CF.RESERVE empty 5000");
+    ok(&["copy", "--from", &burl, "--to", &rurl, "empty"], b"");
+    assert_eq!(r.call(&["CF.INFO", "empty"]).as_array()[1], b.call(&["CF.INFO", "empty"]).as_array()[1]);
+    // A damaged file changes nothing.
+    let mut bytes = std::fs::read(&file).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x01;
+    std::fs::write(&file, &bytes).unwrap();
+    fails(&["restore", "--redis", &rurl, "cf-damaged", "-i", f], b"", "checksum");
+    assert_eq!(r.call(&["EXISTS", "cf-damaged"]).as_int(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }

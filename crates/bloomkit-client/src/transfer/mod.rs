@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 
 /// A transfer that cannot complete safely, said in words.
 macro_rules! transfer {
-    ($($arg:tt)*) => { Error::Transfer(format!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::Error::Transfer(format!($($arg)*)) };
 }
 
 /// Told how far a transfer has come, in bytes of filter data.
@@ -558,8 +558,10 @@ pub fn info_fields(server: &mut Server, key: &str, command: &str) -> Result<Vec<
 // ---- bitmap filters: in bitmap.rs; values moved whole: in value.rs ----
 
 mod bitmap;
+mod cuckoo;
 mod value;
 pub use bitmap::*;
+pub use cuckoo::*;
 pub use value::*;
 
 // ---- every kind, one call ----
@@ -589,8 +591,11 @@ pub fn dump_key(
         (Kind::Window, _) => {
             dump_window(server, key, out, progress)?;
         }
-        (Kind::ValkeyBloom | Kind::Cuckoo, _) => {
+        (Kind::ValkeyBloom, _) => {
             dump_value(server, key, out, progress)?;
+        }
+        (Kind::Cuckoo, _) => {
+            dump_cuckoo(server, key, out, progress)?;
         }
         (Kind::String | Kind::Missing, Some(b)) => {
             dump_bitmap(server, key, &b, out, progress)?;
@@ -614,6 +619,10 @@ pub fn restore_file(
     if &magic == b"BLOOMKIT" {
         restore(server, key, std::io::Cursor::new(magic).chain(input), replace, progress)?;
         return Ok("Bloom filter");
+    }
+    if &magic == CUCKOO_MAGIC {
+        restore_cuckoo(server, key, input, replace, progress)?;
+        return Ok("cuckoo filter");
     }
     if &magic == VALUE_MAGIC {
         let type_name = restore_value(server, key, input, replace, progress)?;
@@ -639,8 +648,8 @@ pub fn restore_file(
         }
         Err(_) => Err(transfer!(
             "not a filter file: it starts with neither BLOOMKIT (a Bloom filter), BKAPBF (a \
-             sliding-window filter), BKBITMAP (a bitmap filter) nor BKMODVAL (a valkey-bloom or \
-             cuckoo filter)"
+             sliding-window filter), BKBITMAP (a bitmap filter), BKCUCKOO (a cuckoo filter) nor \
+             BKMODVAL (a valkey-bloom filter, or an empty cuckoo filter)"
         )),
     }
 }
@@ -658,9 +667,10 @@ pub fn copy_key(
     match (&kind, bitmap) {
         (Kind::Bloom, _) => copy(from, to, key, replace, progress)?,
         (Kind::Window, _) => copy_window(from, to, key, replace, progress)?,
-        (Kind::ValkeyBloom | Kind::Cuckoo, _) => {
+        (Kind::ValkeyBloom, _) => {
             copy_value(from, to, key, replace, progress)?;
         }
+        (Kind::Cuckoo, _) => copy_cuckoo(from, to, key, replace, progress)?,
         // (A split bitmap's own key is missing: its parts are `{key}:i`.)
         (Kind::String | Kind::Missing, Some(b)) => copy_bitmap(from, to, key, &b, replace, progress)?,
         (other, _) => return Err(unreadable(from, key, other)),

@@ -1,0 +1,248 @@
+//! Cuckoo filters (`MBbloomCF`) between servers and files, chunk by chunk
+//! (`CF.SCANDUMP` / `CF.LOADCHUNK`, as bloomkit and RedisBloom both speak
+//! them), so that a filter of any size moves through a bounded buffer.
+//!
+//! ```text
+//! "BKCUCKOO"  u32 version (1)
+//! records: u64 iterator, u32 length, the chunk's bytes; a record with
+//!          iterator 0 ends them
+//! CF.INFO of the source: u64 count, then (u32 length, label, i64 value)...
+//! u32 CRC-32 of everything before it
+//! ```
+//! A filter with no items has no chunks (`CF.SCANDUMP` answers `[0, nil]`
+//! at once, in RedisBloom and bloomkit alike); it moves whole instead
+//! (`DUMP`/`RESTORE`, [`super::value`]), where it is small.
+
+use std::io::{Read, Write};
+
+use super::{arm_staging, stage_and_commit, Progress, Server};
+use crate::error::Result;
+
+/// The first bytes of a cuckoo filter file.
+pub const CUCKOO_MAGIC: &[u8; 8] = b"BKCUCKOO";
+
+/// Chunk sizes a server sends are at most this (a sub-filter's bytes in
+/// pieces); larger in a file is damage.
+const MAX_CHUNK: u32 = 1 << 30;
+
+fn cf_scandump(server: &mut Server, key: &str, iter: i64) -> Result<(i64, Vec<u8>)> {
+    let (next, data): (i64, Option<Vec<u8>>) =
+        server.call(redis::cmd("CF.SCANDUMP").arg(key).arg(iter), key)?;
+    Ok((next, data.unwrap_or_default()))
+}
+
+/// `CF.INFO`'s numbers: what a loaded copy must report too.
+fn cf_info(server: &mut Server, key: &str) -> Result<Vec<(String, i64)>> {
+    Ok(super::info_fields(server, key, "CF.INFO")?
+        .into_iter()
+        .filter_map(|(label, value)| value.parse().ok().map(|v| (label, v)))
+        .collect())
+}
+
+/// Whether the filter has chunks to scan (a filter with no items has none).
+fn has_chunks(server: &mut Server, key: &str) -> Result<bool> {
+    Ok(cf_scandump(server, key, 0)?.0 != 0)
+}
+
+/// Streams a cuckoo filter into a file: its chunks, then its `CF.INFO`.
+/// A filter with no items is written whole (a module-value file).
+pub fn dump_cuckoo(server: &mut Server, key: &str, out: impl Write, progress: &dyn Progress) -> Result<u64> {
+    if !has_chunks(server, key)? {
+        return super::dump_value(server, key, out, progress);
+    }
+    let info = cf_info(server, key)?;
+    let size = info.iter().find(|(l, _)| l == "Size").map_or(0, |(_, v)| *v as u64);
+    progress.set_length(size);
+    let mut out = Crc { inner: out, crc: crc32fast::Hasher::new(), written: 0 };
+    out.write_all(CUCKOO_MAGIC)?;
+    out.write_all(&1u32.to_le_bytes())?;
+    let mut iter = 0i64;
+    loop {
+        let (next, data) = cf_scandump(server, key, iter)?;
+        out.write_all(&(next as u64).to_le_bytes())?;
+        if next == 0 {
+            break;
+        }
+        out.write_all(&(data.len() as u32).to_le_bytes())?;
+        out.write_all(&data)?;
+        progress.inc(data.len() as u64);
+        iter = next;
+    }
+    write_info(&mut out, &info)?;
+    let crc = out.crc.clone().finalize();
+    let written = out.written + 4;
+    let mut inner = out.inner;
+    inner.write_all(&crc.to_le_bytes())?;
+    inner.flush()?;
+    Ok(written)
+}
+
+fn write_info(out: &mut impl Write, info: &[(String, i64)]) -> std::io::Result<()> {
+    out.write_all(&(info.len() as u64).to_le_bytes())?;
+    for (label, value) in info {
+        out.write_all(&(label.len() as u32).to_le_bytes())?;
+        out.write_all(label.as_bytes())?;
+        out.write_all(&value.to_le_bytes())?;
+    }
+    Ok(())
+}
+
+struct Crc<W: Write> {
+    inner: W,
+    crc: crc32fast::Hasher,
+    written: u64,
+}
+
+impl<W: Write> Write for Crc<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.crc.update(&buf[..n]);
+        self.written += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Reads a cuckoo filter file (its magic already read) into `key`: the
+/// chunks into a staging key, then its `CF.INFO` and the file's checksum
+/// checked before the staging key replaces anything.
+pub fn restore_cuckoo(
+    server: &mut Server,
+    key: &str,
+    mut input: impl Read,
+    replace: bool,
+    progress: &dyn Progress,
+) -> Result<()> {
+    let mut file = Checked { input: &mut input, crc: crc32fast::Hasher::new() };
+    file.crc.update(CUCKOO_MAGIC);
+    let version = file.u32()?;
+    if version != 1 {
+        return Err(transfer!(
+            "cuckoo filter file version {version} is not supported (this bloomkit reads 1)"
+        ));
+    }
+    let url = server.url.clone();
+    stage_and_commit(server, &[key.to_string()], replace, |server, staging| {
+        let staging = &staging[0];
+        let mut first = true;
+        loop {
+            let next = file.u64()? as i64;
+            if next == 0 {
+                break;
+            }
+            let len = file.u32()?;
+            if len > MAX_CHUNK {
+                return Err(transfer!("the cuckoo filter file claims a {len}-byte chunk: it is damaged"));
+            }
+            let data = file.bytes(len as usize)?;
+            server.call::<()>(redis::cmd("CF.LOADCHUNK").arg(staging).arg(next).arg(&data), staging)?;
+            if first {
+                arm_staging(server, staging)?;
+                first = false;
+            }
+            progress.inc(u64::from(len));
+        }
+        let count = file.u64()?;
+        if count > 64 {
+            return Err(transfer!("the cuckoo filter file claims {count} info fields: it is damaged"));
+        }
+        let mut expected = Vec::new();
+        for _ in 0..count {
+            let len = file.u32()?;
+            if len > 64 {
+                return Err(transfer!("the cuckoo filter file's info label is {len} bytes: it is damaged"));
+            }
+            let label = String::from_utf8_lossy(&file.bytes(len as usize)?).into_owned();
+            let value = file.u64()? as i64;
+            expected.push((label, value));
+        }
+        let expected_crc = file.crc.clone().finalize();
+        let mut stored = [0u8; 4];
+        file.input
+            .read_exact(&mut stored)
+            .map_err(|_| transfer!("the cuckoo filter file ends before its checksum"))?;
+        if u32::from_le_bytes(stored) != expected_crc {
+            return Err(transfer!("the cuckoo filter file's checksum does not match: it is damaged"));
+        }
+        verify(server, staging, &expected, &url)
+    })
+}
+
+/// A file being read, its checksum kept as it goes.
+struct Checked<R: Read> {
+    input: R,
+    crc: crc32fast::Hasher,
+}
+
+impl<R: Read> Checked<R> {
+    fn bytes(&mut self, n: usize) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; n];
+        self.input
+            .read_exact(&mut buf)
+            .map_err(|_| transfer!("the cuckoo filter file ends early: it is cut short"))?;
+        self.crc.update(&buf);
+        Ok(buf)
+    }
+
+    fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.bytes(4)?.try_into().expect("4 bytes")))
+    }
+
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.bytes(8)?.try_into().expect("8 bytes")))
+    }
+}
+
+/// After a load, the copy must report what the source did.
+fn verify(server: &mut Server, staging: &str, expected: &[(String, i64)], url: &str) -> Result<()> {
+    let got = cf_info(server, staging)?;
+    for (label, value) in expected {
+        if let Some((_, v)) = got.iter().find(|(l, _)| l == label) {
+            if v != value {
+                return Err(transfer!(
+                    "verification failed on {url}: the loaded filter reports {label} {v}, the source {value}"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Copies a cuckoo filter chunk by chunk; a write to the source meanwhile
+/// (its `CF.INFO` changed) is refused rather than copied torn.
+pub fn copy_cuckoo(
+    from: &mut Server,
+    to: &mut Server,
+    key: &str,
+    replace: bool,
+    progress: &dyn Progress,
+) -> Result<()> {
+    if !has_chunks(from, key)? {
+        return super::copy_value(from, to, key, replace, progress).map(drop);
+    }
+    let info = cf_info(from, key)?;
+    let url = to.url.clone();
+    progress.set_length(info.iter().find(|(l, _)| l == "Size").map_or(0, |(_, v)| *v as u64));
+    stage_and_commit(to, &[key.to_string()], replace, |to, staging| {
+        let staging = &staging[0];
+        let mut iter = 0i64;
+        loop {
+            let (next, data) = cf_scandump(from, key, iter)?;
+            if next == 0 {
+                break;
+            }
+            to.call::<()>(redis::cmd("CF.LOADCHUNK").arg(staging).arg(next).arg(&data), staging)?;
+            if iter == 0 {
+                arm_staging(to, staging)?;
+            }
+            progress.inc(data.len() as u64);
+            iter = next;
+        }
+        if cf_info(from, key)? != info {
+            return Err(transfer!("the source filter '{key}' changed during the copy; try again"));
+        }
+        verify(to, staging, &info, &url)
+    })
+}
