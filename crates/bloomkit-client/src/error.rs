@@ -21,8 +21,8 @@ pub enum Error {
     /// The filter does not exist yet.
     NotFound(String),
     /// A Redisson filter's config hash holds another size or hash count
-    /// than this filter's: its bits mean something else (the server's
-    /// reply, which names both).
+    /// than this filter's, or is missing while the bitmap holds bits: its
+    /// bits mean something else (the server's reply, which says which).
     ConfigMismatch(String),
     /// The options cannot describe a filter.
     InvalidOptions(String),
@@ -118,14 +118,15 @@ impl Error {
         let lower = text.to_ascii_lowercase();
         // redis 1.x wraps a pipeline's error replies ("Pipeline failure:
         // [(Index 0, error: "WRONGTYPE": ...)]"), so the code is looked for
-        // anywhere in the text, not only at its start.
-        if lower.contains("wrongtype") {
-            Error::WrongType(key.to_string())
-        } else if lower.contains("unknown command") && lower.contains("bf.") {
-            Error::ModuleMissing(text.to_string())
-        } else if lower.contains("config has been changed") {
-            let at = lower.find("bloom filter config").unwrap_or(0);
+        // anywhere in the text, not only at its start. bloomkit's own
+        // messages, which may quote key names, are matched first.
+        if lower.contains("config has been changed") || lower.contains("bloom filter is not initialized") {
+            let at = lower.find("bloom filter").unwrap_or(0);
             Error::ConfigMismatch(text[at..].trim_end_matches(['"', ')', ']']).to_string())
+        } else if lower.contains("wrongtype") {
+            Error::WrongType(key.to_string())
+        } else if lower.contains("unknown command") && (lower.contains("bf.") || lower.contains("cf.")) {
+            Error::ModuleMissing(text.to_string())
         } else if lower.contains("item exists") || lower.contains("already exists") {
             Error::AlreadyExists(key.to_string())
         } else if lower.contains("not found") {

@@ -88,7 +88,9 @@ return olds
 /// Redisson's filter: checks (or, for a new filter, writes as Redisson's
 /// `tryInit` does) the config hash, then sets or reads the bits, returning
 /// the old bits as `BITFIELD` does. Redisson checks size and hash count on
-/// every call: bits set under other parameters mean something else.
+/// every call: bits set under other parameters mean something else, and
+/// bits without a config ("not initialized" in Redisson) are refused too.
+/// The bitmap expires when its config does.
 /// KEYS: config, bitmap. ARGV: 'add' or 'get', size, hashIterations,
 /// expectedInsertions, falseProbability (Java's text), TTL in ms (0:
 /// none), then the offsets.
@@ -99,6 +101,10 @@ local add = ARGV[1] == 'add'
 local ttl = tonumber(ARGV[6])
 local n = #ARGV - 6
 if not size and not k then
+  if redis.call('EXISTS', KEYS[2]) == 1 then
+    return redis.error_reply('ERR Bloom filter is not initialized: ' .. KEYS[2] ..
+      ' holds bits but its config hash ' .. KEYS[1] .. ' is missing (expired or deleted)')
+  end
   if not add then
     local zeros = {}
     for i = 1, n do zeros[i] = 0 end
@@ -129,8 +135,11 @@ while s < n do
   for _, v in ipairs(r) do res[#res + 1] = v end
   s = e
 end
-if add and ttl > 0 and n > 0 and redis.call('PTTL', KEYS[2]) == -1 then
-  redis.call('PEXPIRE', KEYS[2], ttl)
+-- A bitmap this add created expires with its config, as Redisson's
+-- expire covers both keys: the config's remaining time, or never.
+if add and n > 0 and redis.call('PTTL', KEYS[2]) == -1 then
+  local left = redis.call('PTTL', KEYS[1])
+  if left > 0 then redis.call('PEXPIRE', KEYS[2], left) end
 end
 return res
 "#;

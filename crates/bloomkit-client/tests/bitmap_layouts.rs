@@ -293,6 +293,57 @@ fn redisson_config_is_written_and_checked() {
     // clear removes both keys, as Redisson's delete does.
     fresh.clear().unwrap();
     assert_eq!(c.call(&["EXISTS", "rbf2", &redisson_config_key("rbf2")]).as_int(), 0);
+
+    // Bits whose config is gone (expired, deleted) are not answered from.
+    c.call(&["SETBIT", "orphan", "5", "1"]);
+    let mut orphan = RedisFilter::new(
+        connect(&server),
+        Layout::bitmap_with("orphan", BitmapLayout::Redisson, Options::new(n, p)).unwrap(),
+    );
+    for result in [orphan.contains(b"x"), orphan.add(b"x")] {
+        let err = result.unwrap_err();
+        assert!(
+            matches!(err, Error::ConfigMismatch(_)) && err.to_string().contains("not initialized"),
+            "{err}"
+        );
+    }
+    assert_eq!(c.call(&["EXISTS", &redisson_config_key("orphan")]).as_int(), 0, "nothing written");
+}
+
+/// With a TTL, a Redisson filter's bitmap expires with its config: the
+/// config's remaining time, whether `reserve` or the first add made it,
+/// and never when the Java side made the config without one.
+#[test]
+fn redisson_keys_expire_together() {
+    let server = TestServer::start(Server::Redis, &[], &[]);
+    let mut c = server.conn();
+    let ttl = std::time::Duration::from_secs(600);
+    let pttl = |c: &mut bloomkit_testkit::Conn, k: &str| c.call(&["PTTL", k]).as_int();
+    for (key, reserve_first) in [("reserved", true), ("added", false)] {
+        let mut f = RedisFilter::new(
+            connect(&server),
+            Layout::bitmap_with(key, BitmapLayout::Redisson, Options::new(1000, 0.01).ttl(ttl)).unwrap(),
+        );
+        if reserve_first {
+            f.reserve().unwrap();
+        }
+        f.add(b"x").unwrap();
+        let (bits, config) = (pttl(&mut c, key), pttl(&mut c, &redisson_config_key(key)));
+        assert!(config > 0 && config <= 600_000, "{key}: config {config}");
+        assert!(
+            bits > 0 && bits <= config,
+            "{key}: the bitmap ({bits} ms) outlives its config ({config} ms)"
+        );
+        assert!(config - bits < 5_000, "{key}: {bits} ms against {config} ms");
+    }
+    // The Java side made the config without a TTL: the bitmap gets none either.
+    let layout =
+        Layout::bitmap_with("java", BitmapLayout::Redisson, Options::new(1000, 0.01).ttl(ttl)).unwrap();
+    let (config, fields) = layout.redisson_config().unwrap();
+    c.call(&["HSET", &config, "size", &fields[0], "hashIterations", &fields[1]]);
+    RedisFilter::new(connect(&server), layout).add(b"x").unwrap();
+    assert_eq!(pttl(&mut c, "java"), -1);
+    assert_eq!(pttl(&mut c, &config), -1);
 }
 
 /// Layouts that cannot describe a filter say why.
