@@ -7,9 +7,13 @@
 static int FloorExists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     if (argc != 3) return RedisModule_WrongArity(ctx);
     RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ);
+    /* Looks at the key as a module command must; the item's bytes are not
+     * read (a pointer fetch), so the floor is a touch lower than any real
+     * command's. */
     int type = RedisModule_KeyType(key);
     RedisModule_CloseKey(key);
-    return RedisModule_ReplyWithLongLong(ctx, type == REDISMODULE_KEYTYPE_EMPTY ? 0 : 0);
+    (void)type;
+    return RedisModule_ReplyWithLongLong(ctx, 0);
 }
 
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {

@@ -615,7 +615,16 @@ impl Layout {
                     return Ok(Info {
                         backend: "cuckoo".into(),
                         keys: vec![self.name.clone()],
-                        capacity: field("Number of buckets").unwrap_or(0) * field("Bucket size").unwrap_or(0),
+                        // Slots in every sub-filter: sub-filter i has the
+                        // first's buckets times expansion^i.
+                        capacity: {
+                            let slots =
+                                field("Number of buckets").unwrap_or(0) * field("Bucket size").unwrap_or(0);
+                            let growth = field("Expansion rate").unwrap_or(1).max(1);
+                            (0..field("Number of filters").unwrap_or(1))
+                                .map(|i| slots.saturating_mul(growth.saturating_pow(i as u32)))
+                                .fold(0u64, u64::saturating_add)
+                        },
                         bytes: field("Size").unwrap_or(0),
                         items: field("Number of items inserted"),
                         filters: field("Number of filters"),

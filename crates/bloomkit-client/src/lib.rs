@@ -93,8 +93,10 @@ pub trait Filter {
 
     /// Removes one copy of the item; `true` if one was there. Only a
     /// cuckoo filter ([`Layout::cuckoo`]) can; the others answer
-    /// [`Error::Unsupported`]. Remove only what was added: removing an item
-    /// never added can remove another item's fingerprint.
+    /// [`Error::Unsupported`]. Remove only items whose `add` answered
+    /// `true`: an add answered `false` stored nothing (its fingerprint was
+    /// there already, another item's perhaps), and removing it would
+    /// remove that other item's fingerprint.
     fn remove(&mut self, item: &[u8]) -> Result<bool> {
         Ok(self.remove_many(&[item])?[0])
     }

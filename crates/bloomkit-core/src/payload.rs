@@ -61,8 +61,8 @@ pub fn version(payload: &[u8]) -> Result<u16, PayloadError> {
     Ok(u16::from_le_bytes([payload[at], payload[at + 1]]))
 }
 
-/// Checks the frame and the checksum (0 means "not computed", as servers
-/// with `rdbchecksum no` write it) of a module value's payload.
+/// Checks the frame and the checksum of a module value's payload (servers
+/// always compute it for `DUMP`, and check it on `RESTORE`).
 pub fn check(payload: &[u8]) -> Result<(), PayloadError> {
     if payload.len() < 11 {
         return Err(PayloadError::TooShort);
@@ -72,7 +72,7 @@ pub fn check(payload: &[u8]) -> Result<(), PayloadError> {
     }
     let (body, crc) = payload.split_at(payload.len() - 8);
     let stored = u64::from_le_bytes(crc.try_into().expect("8 bytes"));
-    if stored != 0 && stored != CRC.checksum(body) {
+    if stored != CRC.checksum(body) {
         return Err(PayloadError::Checksum);
     }
     Ok(())

@@ -27,9 +27,13 @@ extern "C" {
 const LAZY_ZERO_FROM: usize = 1 << 20;
 
 /// Zeroes a block just allocated. A large one's whole pages are handed back
-/// to the kernel (`MADV_DONTNEED`): every allocator's heap is private
-/// anonymous memory, whose pages then read as zero and take no RSS until
-/// written, as with calloc's fresh pages. Writing zeros by hand instead
+/// to the kernel (`MADV_DONTNEED`): the servers' allocators (jemalloc, and
+/// glibc's brk heap and mmap chunks) take their memory as private anonymous
+/// mappings, whose pages then read as zero and take no RSS until written,
+/// as with calloc's fresh pages. (On a shared or file-backed mapping
+/// `MADV_DONTNEED` would not zero; no server allocator uses one.) As with
+/// calloc, memory the kernel cannot supply later shows at first write, not
+/// here: the error reply covers what the allocator itself refuses. Writing zeros by hand instead
 /// made `BF.RESERVE` of a 1.2 GB filter stall the server for 0.65 s and
 /// commit all of it at once on servers without `TryCalloc` (Redis 7.0).
 /// Only the partial pages at the edges are written.

@@ -281,9 +281,16 @@ pub fn restore_bitmap(
         ));
     }
     let lengths: Vec<u64> = read_n(&mut input, &mut crc, 8 * keys.len())?.chunks(8).map(u64_at).collect();
-    let max_bytes = crate::MAX_STRING_BITS / 8;
-    if lengths.iter().any(|&l| l > max_bytes) {
-        return Err(transfer!("the file claims a bitmap longer than Redis allows; it is damaged"));
+    // Each key holds at most its part of the filter's bits.
+    let bits = layout.bitmap_spec().expect("bitmap").shape.bits;
+    let per_key = layout.options().max_key_bits;
+    for (i, &len) in lengths.iter().enumerate() {
+        let part_bytes = (bits - i as u64 * per_key).min(per_key).div_ceil(8);
+        if len > part_bytes {
+            return Err(transfer!(
+                "the file holds {len} bytes for bitmap key {i}, more than its {part_bytes}: it is damaged"
+            ));
+        }
     }
     progress.set_length(lengths.iter().sum());
     stage_and_commit(server, &layout.keys(), replace, |server, staging| {

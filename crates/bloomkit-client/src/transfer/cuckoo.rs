@@ -21,9 +21,8 @@ use crate::error::Result;
 /// The first bytes of a cuckoo filter file.
 pub const CUCKOO_MAGIC: &[u8; 8] = b"BKCUCKOO";
 
-/// Chunk sizes a server sends are at most this (a sub-filter's bytes in
-/// pieces); larger in a file is damage.
-const MAX_CHUNK: u32 = 1 << 30;
+/// Chunk sizes a server sends are at most this; larger in a file is damage.
+const MAX_CHUNK: u32 = bloomkit_core::cuckoo::MAX_CHUNK as u32;
 
 fn cf_scandump(server: &mut Server, key: &str, iter: i64) -> Result<(i64, Vec<u8>)> {
     let (next, data): (i64, Option<Vec<u8>>) =
@@ -67,6 +66,10 @@ pub fn dump_cuckoo(server: &mut Server, key: &str, out: impl Write, progress: &d
         out.write_all(&data)?;
         progress.inc(data.len() as u64);
         iter = next;
+    }
+    // A write meanwhile would have torn the chunks: refuse the file.
+    if cf_info(server, key)? != info {
+        return Err(transfer!("the filter '{key}' changed during the dump; try again"));
     }
     write_info(&mut out, &info)?;
     let crc = out.crc.clone().finalize();
