@@ -7,6 +7,7 @@ use std::io::{Read, Write};
 use bloomkit_core::bitmap::{BitmapLayout, BitmapSpec};
 use bloomkit_core::guava::{swap_bit_order, GuavaShape, SerialHeader, SERIAL_HEADER_LEN};
 
+use super::checked::{CrcReader, CrcWriter};
 use super::{arm_staging, kind, stage_and_commit, unreadable, Kind, Progress, Server, MAX_CHUNK};
 use crate::error::{Error, Result};
 use crate::{Filter, Layout, Options, RedisFilter};
@@ -129,8 +130,7 @@ pub fn dump_bitmap(
     }
     progress.set_length(lengths.iter().sum());
     let name = spec.layout.name().as_bytes();
-    let mut out = CrcWriter::new(out);
-    out.write_all(BITMAP_MAGIC)?;
+    let mut out = CrcWriter::new(out, BITMAP_MAGIC)?;
     out.write_all(&2u32.to_le_bytes())?;
     out.write_all(&(name.len() as u32).to_le_bytes())?;
     out.write_all(name)?;
@@ -149,11 +149,7 @@ pub fn dump_bitmap(
             Ok(())
         })?;
     }
-    let crc = out.crc.clone().finalize();
-    let mut out = out.inner;
-    out.write_all(&crc.to_le_bytes())?;
-    out.flush()?;
-    Ok(out.written)
+    Ok(out.finish()?)
 }
 
 /// Reads `len` bytes of string `k` in chunks of at most [`MAX_CHUNK`].
@@ -176,61 +172,6 @@ fn read_string(
     Ok(())
 }
 
-/// Counts what passes through, and keeps the checksum of it.
-struct CrcWriter<W: Write> {
-    inner: Counted<W>,
-    crc: crc32fast::Hasher,
-}
-
-struct Counted<W: Write> {
-    inner: W,
-    written: u64,
-}
-
-impl<W: Write> Write for Counted<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.written += n as u64;
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-impl<W: Write> CrcWriter<W> {
-    fn new(inner: W) -> CrcWriter<W> {
-        CrcWriter { inner: Counted { inner, written: 0 }, crc: crc32fast::Hasher::new() }
-    }
-}
-
-impl<W: Write> Write for CrcWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.crc.update(&buf[..n]);
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-/// Reads exactly `n` bytes, feeding the checksum.
-fn read_n(input: &mut impl Read, crc: &mut crc32fast::Hasher, n: usize) -> Result<Vec<u8>> {
-    let mut buf = vec![0u8; n];
-    input.read_exact(&mut buf).map_err(|e| transfer!("the bitmap file ends early: {e}"))?;
-    crc.update(&buf);
-    Ok(buf)
-}
-
-fn u32_at(b: &[u8]) -> u32 {
-    u32::from_le_bytes(b[..4].try_into().expect("4 bytes"))
-}
-
-fn u64_at(b: &[u8]) -> u64 {
-    u64::from_le_bytes(b[..8].try_into().expect("8 bytes"))
-}
-
 /// Restores a bitmap filter file (its magic already read) into the keys the
 /// same layout gives `key` (with a Redisson filter's config hash): each
 /// through a staging key, all renamed in one transaction once the checksum
@@ -238,21 +179,19 @@ fn u64_at(b: &[u8]) -> u64 {
 pub fn restore_bitmap(
     server: &mut Server,
     key: &str,
-    mut input: impl Read,
+    input: impl Read,
     replace: bool,
     progress: &dyn Progress,
 ) -> Result<BitmapSpec> {
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(BITMAP_MAGIC);
-    let head = read_n(&mut input, &mut crc, 8)?;
-    let version = u32_at(&head);
+    let mut file = CrcReader::new(input, BITMAP_MAGIC, "bitmap file");
+    let version = file.u32()?;
     if version != 1 && version != 2 {
         return Err(transfer!(
             "bitmap file version {version} is not supported (this bloomkit reads versions 1 and 2)"
         ));
     }
-    let name = read_n(&mut input, &mut crc, u32_at(&head[4..]).min(64) as usize)?;
-    let name = String::from_utf8_lossy(&name).into_owned();
+    let name_len = file.u32()?.min(64) as usize;
+    let name = String::from_utf8_lossy(&file.bytes(name_len)?).into_owned();
     let Some(bitmap_layout) =
         BitmapLayout::from_name(&name).filter(|l| version == 2 || *l == BitmapLayout::Guava)
     else {
@@ -261,17 +200,12 @@ pub fn restore_bitmap(
             BitmapLayout::names()
         ));
     };
-    let sized = read_n(&mut input, &mut crc, 16)?;
-    let (capacity, error_rate) = (u64_at(&sized), f64::from_bits(u64_at(&sized[8..])));
-    let shape = if version == 2 {
-        let b = read_n(&mut input, &mut crc, 12)?;
-        Some((u64_at(&b), u32_at(&b[8..])))
-    } else {
-        None
-    };
+    let capacity = file.u64()?;
+    let error_rate = f64::from_bits(file.u64()?);
+    let shape = if version == 2 { Some((file.u64()?, file.u32()?)) } else { None };
     let params = BitmapParams { layout: bitmap_layout, capacity, error_rate, shape };
     let layout = params.layout(key)?;
-    let nkeys = u32_at(&read_n(&mut input, &mut crc, 4)?);
+    let nkeys = file.u32()?;
     let keys = layout.bitmap_keys().to_vec();
     if keys.len() != nkeys as usize {
         return Err(transfer!(
@@ -280,7 +214,7 @@ pub fn restore_bitmap(
             keys.len()
         ));
     }
-    let lengths: Vec<u64> = read_n(&mut input, &mut crc, 8 * keys.len())?.chunks(8).map(u64_at).collect();
+    let lengths = (0..keys.len()).map(|_| file.u64()).collect::<Result<Vec<u64>>>()?;
     // Each key holds at most its part of the filter's bits.
     let bits = layout.bitmap_spec().expect("bitmap").shape.bits;
     let per_key = layout.options().max_key_bits;
@@ -302,19 +236,13 @@ pub fn restore_bitmap(
             let mut at = 0u64;
             while at < len {
                 let n = (len - at).min(MAX_CHUNK);
-                let data = read_n(&mut input, &mut crc, n as usize)?;
+                let data = file.bytes(n as usize)?;
                 server.call::<i64>(redis::cmd("SETRANGE").arg(k).arg(at).arg(data), k)?;
                 progress.inc(n);
                 at += n;
             }
         }
-        let mut stored = [0u8; 4];
-        input
-            .read_exact(&mut stored)
-            .map_err(|e| transfer!("the bitmap file ends before its checksum: {e}"))?;
-        if u32::from_le_bytes(stored) != crc.clone().finalize() {
-            return Err(transfer!("the bitmap file's checksum does not match: it is damaged"));
-        }
+        file.finish()?;
         stage_redisson_config(server, &layout, staging)
     })?;
     Ok(layout.bitmap_spec().expect("bitmap"))

@@ -15,6 +15,7 @@
 
 use std::io::{Read, Write};
 
+use super::checked::{CrcReader, CrcWriter};
 use super::{arm_staging, stage_and_commit, Progress, Server};
 use crate::error::Result;
 
@@ -52,8 +53,7 @@ pub fn dump_cuckoo(server: &mut Server, key: &str, out: impl Write, progress: &d
     let info = cf_info(server, key)?;
     let size = info.iter().find(|(l, _)| l == "Size").map_or(0, |(_, v)| *v as u64);
     progress.set_length(size);
-    let mut out = Crc { inner: out, crc: crc32fast::Hasher::new(), written: 0 };
-    out.write_all(CUCKOO_MAGIC)?;
+    let mut out = CrcWriter::new(out, CUCKOO_MAGIC)?;
     out.write_all(&1u32.to_le_bytes())?;
     let mut iter = 0i64;
     loop {
@@ -72,12 +72,7 @@ pub fn dump_cuckoo(server: &mut Server, key: &str, out: impl Write, progress: &d
         return Err(transfer!("the filter '{key}' changed during the dump; try again"));
     }
     write_info(&mut out, &info)?;
-    let crc = out.crc.clone().finalize();
-    let written = out.written + 4;
-    let mut inner = out.inner;
-    inner.write_all(&crc.to_le_bytes())?;
-    inner.flush()?;
-    Ok(written)
+    Ok(out.finish()?)
 }
 
 fn write_info(out: &mut impl Write, info: &[(String, i64)]) -> std::io::Result<()> {
@@ -90,36 +85,17 @@ fn write_info(out: &mut impl Write, info: &[(String, i64)]) -> std::io::Result<(
     Ok(())
 }
 
-struct Crc<W: Write> {
-    inner: W,
-    crc: crc32fast::Hasher,
-    written: u64,
-}
-
-impl<W: Write> Write for Crc<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.crc.update(&buf[..n]);
-        self.written += n as u64;
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
 /// Reads a cuckoo filter file (its magic already read) into `key`: the
 /// chunks into a staging key, then its `CF.INFO` and the file's checksum
 /// checked before the staging key replaces anything.
 pub fn restore_cuckoo(
     server: &mut Server,
     key: &str,
-    mut input: impl Read,
+    input: impl Read,
     replace: bool,
     progress: &dyn Progress,
 ) -> Result<()> {
-    let mut file = Checked { input: &mut input, crc: crc32fast::Hasher::new() };
-    file.crc.update(CUCKOO_MAGIC);
+    let mut file = CrcReader::new(input, CUCKOO_MAGIC, "cuckoo filter file");
     let version = file.u32()?;
     if version != 1 {
         return Err(transfer!(
@@ -161,41 +137,9 @@ pub fn restore_cuckoo(
             let value = file.u64()? as i64;
             expected.push((label, value));
         }
-        let expected_crc = file.crc.clone().finalize();
-        let mut stored = [0u8; 4];
-        file.input
-            .read_exact(&mut stored)
-            .map_err(|_| transfer!("the cuckoo filter file ends before its checksum"))?;
-        if u32::from_le_bytes(stored) != expected_crc {
-            return Err(transfer!("the cuckoo filter file's checksum does not match: it is damaged"));
-        }
+        file.finish()?;
         verify(server, staging, &expected, &url)
     })
-}
-
-/// A file being read, its checksum kept as it goes.
-struct Checked<R: Read> {
-    input: R,
-    crc: crc32fast::Hasher,
-}
-
-impl<R: Read> Checked<R> {
-    fn bytes(&mut self, n: usize) -> Result<Vec<u8>> {
-        let mut buf = vec![0u8; n];
-        self.input
-            .read_exact(&mut buf)
-            .map_err(|_| transfer!("the cuckoo filter file ends early: it is cut short"))?;
-        self.crc.update(&buf);
-        Ok(buf)
-    }
-
-    fn u32(&mut self) -> Result<u32> {
-        Ok(u32::from_le_bytes(self.bytes(4)?.try_into().expect("4 bytes")))
-    }
-
-    fn u64(&mut self) -> Result<u64> {
-        Ok(u64::from_le_bytes(self.bytes(8)?.try_into().expect("8 bytes")))
-    }
 }
 
 /// After a load, the copy must report what the source did.

@@ -558,6 +558,7 @@ pub fn info_fields(server: &mut Server, key: &str, command: &str) -> Result<Vec<
 // ---- bitmap filters: in bitmap.rs; values moved whole: in value.rs ----
 
 mod bitmap;
+mod checked;
 mod cuckoo;
 mod value;
 pub use bitmap::*;

@@ -8,6 +8,7 @@ use std::io::{Read, Write};
 
 use bloomkit_core::payload::{self, MODULE_VALUE_RDB_VERSION};
 
+use super::checked::{CrcReader, CrcWriter};
 use super::{stage_and_commit, Progress, Server, STAGING_TTL_MS};
 use crate::error::{Error, Result};
 
@@ -25,26 +26,17 @@ fn dump_payload(server: &mut Server, key: &str) -> Result<(String, Vec<u8>)> {
 
 /// A module-value file: magic, version 1, the type's name, the `DUMP`
 /// payload, then a CRC-32 of everything before it. Returns the bytes written.
-pub fn dump_value(
-    server: &mut Server,
-    key: &str,
-    mut out: impl Write,
-    progress: &dyn Progress,
-) -> Result<u64> {
+pub fn dump_value(server: &mut Server, key: &str, out: impl Write, progress: &dyn Progress) -> Result<u64> {
     let (type_name, payload) = dump_payload(server, key)?;
     progress.set_length(payload.len() as u64);
-    let mut file = Vec::with_capacity(payload.len() + 64);
-    file.extend_from_slice(VALUE_MAGIC);
-    file.extend_from_slice(&1u32.to_le_bytes());
-    file.extend_from_slice(&(type_name.len() as u32).to_le_bytes());
-    file.extend_from_slice(type_name.as_bytes());
-    file.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    file.extend_from_slice(&payload);
-    file.extend_from_slice(&crc32fast::hash(&file).to_le_bytes());
-    out.write_all(&file)?;
-    out.flush()?;
+    let mut file = CrcWriter::new(out, VALUE_MAGIC)?;
+    file.write_all(&1u32.to_le_bytes())?;
+    file.write_all(&(type_name.len() as u32).to_le_bytes())?;
+    file.write_all(type_name.as_bytes())?;
+    file.write_all(&(payload.len() as u64).to_le_bytes())?;
+    file.write_all(&payload)?;
     progress.inc(payload.len() as u64);
-    Ok(file.len() as u64)
+    Ok(file.finish()?)
 }
 
 /// Restores a module-value file (its magic already read) into `key`:
@@ -53,44 +45,31 @@ pub fn dump_value(
 pub fn restore_value(
     server: &mut Server,
     key: &str,
-    mut input: impl Read,
+    input: impl Read,
     replace: bool,
     progress: &dyn Progress,
 ) -> Result<String> {
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(VALUE_MAGIC);
-    let mut read = |n: usize| -> Result<Vec<u8>> {
-        let mut buf = vec![0u8; n];
-        input.read_exact(&mut buf).map_err(|_| transfer!("the filter file ends early: it is cut short"))?;
-        crc.update(&buf);
-        Ok(buf)
-    };
-    let head = read(8)?;
-    let version = u32::from_le_bytes(head[..4].try_into().expect("4 bytes"));
+    let mut file = CrcReader::new(input, VALUE_MAGIC, "filter file");
+    let version = file.u32()?;
     if version != 1 {
         return Err(transfer!(
             "filter file version {version} is not supported (this bloomkit reads version 1)"
         ));
     }
-    let name_len = u32::from_le_bytes(head[4..].try_into().expect("4 bytes"));
+    let name_len = file.u32()?;
     if name_len == 0 || name_len > 64 {
         return Err(transfer!("the filter file's type name is {name_len} bytes long: it is damaged"));
     }
-    let type_name = String::from_utf8_lossy(&read(name_len as usize)?).into_owned();
-    let len = u64::from_le_bytes(read(8)?.try_into().expect("8 bytes"));
+    let type_name = String::from_utf8_lossy(&file.bytes(name_len as usize)?).into_owned();
+    let len = file.u64()?;
     if len > 512 << 20 {
         return Err(transfer!(
             "the filter file claims a {len}-byte value, more than a server takes: it is damaged"
         ));
     }
     progress.set_length(len);
-    let payload = read(len as usize)?;
-    let expected = crc.clone().finalize();
-    let mut stored = [0u8; 4];
-    input.read_exact(&mut stored).map_err(|_| transfer!("the filter file ends before its checksum"))?;
-    if u32::from_le_bytes(stored) != expected {
-        return Err(transfer!("the filter file's checksum does not match: it is damaged"));
-    }
+    let payload = file.bytes(len as usize)?;
+    file.finish()?;
     restore_payload(server, key, &type_name, &payload, replace)?;
     progress.inc(len);
     Ok(type_name)
