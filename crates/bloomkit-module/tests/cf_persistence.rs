@@ -6,7 +6,7 @@ mod cf_support;
 
 use std::time::Duration;
 
-use bloomkit_testkit::{wait_until, Conn, Module, Reply, Server, TestServer};
+use bloomkit_testkit::{aof_args, drop_link_and_resync, Conn, Module, Reply, Server, TestServer};
 use cf_support::{cf_loadchunks, cf_scandump, mexists};
 
 const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
@@ -53,10 +53,6 @@ fn write_everything(c: &mut Conn, tag: &str) -> Vec<(String, String)> {
     present
 }
 
-fn digest(c: &mut Conn) -> Reply {
-    c.cmd("DEBUG DIGEST")
-}
-
 fn assert_present(c: &mut Conn, present: &[(String, String)], context: &str) {
     for (key, item) in present {
         assert_eq!(c.call(&["CF.EXISTS", key, item]).as_int(), 1, "{context}: {key} {item}");
@@ -69,33 +65,15 @@ fn rdb_save_and_restart() {
         let mut s = TestServer::with_bloomkit(server);
         let mut c = s.conn();
         let present = write_everything(&mut c, "r");
-        let before = digest(&mut c);
+        let before = c.digest();
         let info = c.cmd("CF.INFO r:grown");
         c.ok("SAVE");
         s.restart(&[]);
         let mut c = s.conn();
-        assert_eq!(digest(&mut c), before, "{server:?}");
+        assert_eq!(c.digest(), before, "{server:?}");
         assert_eq!(c.cmd("CF.INFO r:grown"), info, "{server:?}");
         assert_present(&mut c, &present, "after RDB restart");
     }
-}
-
-fn aof_args(preamble: bool) -> Vec<&'static str> {
-    vec![
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        "always",
-        "--aof-use-rdb-preamble",
-        if preamble { "yes" } else { "no" },
-    ]
-}
-
-fn wait_for_rewrite(c: &mut Conn) {
-    wait_until("the AOF rewrite to finish", Duration::from_secs(30), || {
-        let info = String::from_utf8(c.cmd("INFO persistence").as_bytes().to_vec()).unwrap();
-        info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0")
-    });
 }
 
 #[test]
@@ -105,27 +83,22 @@ fn aof_replay_rewrite_and_restart() {
             let context = format!("{server:?}, preamble {preamble}");
             let mut s = TestServer::start(server, &[Module::bloomkit()], &aof_args(preamble));
             let mut c = s.conn();
-            wait_for_rewrite(&mut c);
+            c.wait_for_aof_rewrite(Duration::from_secs(30));
             let mut present = write_everything(&mut c, "a");
-            let before = digest(&mut c);
+            let before = c.digest();
             s.restart(&[]);
             let mut c = s.conn();
-            assert_eq!(digest(&mut c), before, "{context}: replayed AOF");
+            assert_eq!(c.digest(), before, "{context}: replayed AOF");
             c.ok("BGREWRITEAOF");
-            wait_for_rewrite(&mut c);
+            c.wait_for_aof_rewrite(Duration::from_secs(30));
             present.extend(write_everything(&mut c, "b"));
-            let before = digest(&mut c);
+            let before = c.digest();
             s.restart(&[]);
             let mut c = s.conn();
-            assert_eq!(digest(&mut c), before, "{context}: rewritten AOF");
+            assert_eq!(c.digest(), before, "{context}: rewritten AOF");
             assert_present(&mut c, &present, &context);
             if !preamble {
-                let base = std::fs::read_dir(s.dir().join("appendonlydir"))
-                    .unwrap()
-                    .filter_map(|e| e.ok())
-                    .find(|e| e.file_name().to_string_lossy().contains(".base."))
-                    .expect("a base AOF");
-                let text = std::fs::read(base.path()).unwrap();
+                let text = s.base_aof();
                 assert!(
                     text.windows(12).any(|w| w == b"CF.LOADCHUNK"),
                     "{context}: rewrite emits CF.LOADCHUNK"
@@ -161,22 +134,18 @@ fn replicas_answer_exactly_like_their_primary() {
         assert!(answers.as_array().last().unwrap().is_error(), "{server:?}: the batch hit the limit");
         p.ok("CONFIG SET bf.max-filter-bytes 4294967296");
         assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1));
-        assert_eq!(digest(&mut r), digest(&mut p), "{server:?}: full sync then stream");
+        assert_eq!(r.digest(), p.digest(), "{server:?}: full sync then stream");
         assert_eq!(r.cmd("CF.DEBUG capped"), p.cmd("CF.DEBUG capped"), "{server:?}");
         assert_present(&mut r, &early, "full sync");
         assert_present(&mut r, &late, "replication stream");
 
         // Partial resync after a dropped link.
-        let partial_before = p.info_field("stats", "sync_partial_ok").parse::<i64>().unwrap();
-        r.ok("CLIENT KILL TYPE master");
-        let more = write_everything(&mut p, "after-drop");
-        r.wait_for_sync(Duration::from_secs(30));
-        assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1));
-        assert!(
-            p.info_field("stats", "sync_partial_ok").parse::<i64>().unwrap() > partial_before,
-            "{server:?}: partial sync"
+        let more = drop_link_and_resync(
+            &mut p,
+            &mut r,
+            |p| write_everything(p, "after-drop"),
+            &format!("{server:?}"),
         );
-        assert_eq!(digest(&mut r), digest(&mut p), "{server:?}: after partial sync");
         assert_present(&mut r, &more, "partial sync");
 
         let probe: Vec<String> = (0..500).map(|i| format!("late-{i}")).collect();

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use bloomkit_testkit::{wait_until, Conn, Module, Reply, Server, TestServer};
+use bloomkit_testkit::{aof_args, drop_link_and_resync, Conn, Module, Reply, Server, TestServer};
 
 const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
 
@@ -36,10 +36,6 @@ fn write_everything(c: &mut Conn, tag: &str) -> Vec<(String, String)> {
     c.loadchunks(&format!("{tag}:chunked"), &chunks);
     present.push((format!("{tag}:chunked"), format!("{tag}-7")));
     present
-}
-
-fn digest(c: &mut Conn) -> Reply {
-    c.cmd("DEBUG DIGEST")
 }
 
 fn assert_present(c: &mut Conn, present: &[(String, String)], context: &str) {
@@ -76,31 +72,13 @@ fn rdb_save_and_restart() {
         let mut s = TestServer::with_bloomkit(server);
         let mut c = s.conn();
         let present = write_everything(&mut c, "r");
-        let before = digest(&mut c);
+        let before = c.digest();
         c.ok("SAVE");
         s.restart(&[]);
         let mut c = s.conn();
-        assert_eq!(digest(&mut c), before, "{server:?}");
+        assert_eq!(c.digest(), before, "{server:?}");
         assert_present(&mut c, &present, "after RDB restart");
     }
-}
-
-fn aof_args(preamble: bool) -> Vec<&'static str> {
-    vec![
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        "always",
-        "--aof-use-rdb-preamble",
-        if preamble { "yes" } else { "no" },
-    ]
-}
-
-fn wait_for_rewrite(c: &mut Conn) {
-    wait_until("the AOF rewrite to finish", Duration::from_secs(30), || {
-        let info = String::from_utf8(c.cmd("INFO persistence").as_bytes().to_vec()).unwrap();
-        info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0")
-    });
 }
 
 #[test]
@@ -110,29 +88,24 @@ fn aof_replay_rewrite_and_restart() {
             let context = format!("{server:?}, preamble {preamble}");
             let mut s = TestServer::start(server, &[Module::bloomkit()], &aof_args(preamble));
             let mut c = s.conn();
-            wait_for_rewrite(&mut c);
+            c.wait_for_aof_rewrite(Duration::from_secs(30));
             let mut present = write_everything(&mut c, "a");
-            let before = digest(&mut c);
+            let before = c.digest();
             // Replay of the plain command log.
             s.restart(&[]);
             let mut c = s.conn();
-            assert_eq!(digest(&mut c), before, "{context}: replayed AOF");
+            assert_eq!(c.digest(), before, "{context}: replayed AOF");
             // A rewrite, then more writes on top of it.
             c.ok("BGREWRITEAOF");
-            wait_for_rewrite(&mut c);
+            c.wait_for_aof_rewrite(Duration::from_secs(30));
             present.extend(write_everything(&mut c, "b"));
-            let before = digest(&mut c);
+            let before = c.digest();
             s.restart(&[]);
             let mut c = s.conn();
-            assert_eq!(digest(&mut c), before, "{context}: rewritten AOF");
+            assert_eq!(c.digest(), before, "{context}: rewritten AOF");
             assert_present(&mut c, &present, &context);
             if !preamble {
-                let base = std::fs::read_dir(s.dir().join("appendonlydir"))
-                    .unwrap()
-                    .filter_map(|e| e.ok())
-                    .find(|e| e.file_name().to_string_lossy().contains(".base."))
-                    .expect("a base AOF");
-                let text = std::fs::read(base.path()).unwrap();
+                let text = s.base_aof();
                 assert!(text.windows(12).any(|w| w == b"BF.LOADCHUNK"), "{context}: rewrite emits LOADCHUNK");
             }
         }
@@ -160,21 +133,17 @@ fn replicas_answer_exactly_like_their_primary() {
         p.ok("BF.RESERVE big 0.0001 100000");
         p.ok("BF.ADD big a");
         assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1));
-        assert_eq!(digest(&mut r), digest(&mut p), "{server:?}: full sync then stream");
+        assert_eq!(r.digest(), p.digest(), "{server:?}: full sync then stream");
         assert_present(&mut r, &early, "full sync");
         assert_present(&mut r, &late, "replication stream");
 
         // Partial resync after a dropped link.
-        let partial_before = p.info_field("stats", "sync_partial_ok").parse::<i64>().unwrap();
-        r.ok("CLIENT KILL TYPE master");
-        let more = write_everything(&mut p, "after-drop");
-        r.wait_for_sync(Duration::from_secs(30));
-        assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1));
-        assert!(
-            p.info_field("stats", "sync_partial_ok").parse::<i64>().unwrap() > partial_before,
-            "{server:?}: partial sync"
+        let more = drop_link_and_resync(
+            &mut p,
+            &mut r,
+            |p| write_everything(p, "after-drop"),
+            &format!("{server:?}"),
         );
-        assert_eq!(digest(&mut r), digest(&mut p), "{server:?}: after partial sync");
         assert_present(&mut r, &more, "partial sync");
 
         // Same answers, then promotion.

@@ -202,10 +202,7 @@ fn aof_rewrite_during_writes() {
         let writer = Writer::start(s.port, "rewritten");
         writer.wait_for(500, 100, Duration::from_secs(30), "writes under way");
         c.ok("BGREWRITEAOF");
-        wait_until("the rewrite to finish", Duration::from_secs(60), || {
-            c.info_field("persistence", "aof_rewrite_in_progress") == "0"
-                && c.info_field("persistence", "aof_rewrite_scheduled") == "0"
-        });
+        c.wait_for_aof_rewrite(Duration::from_secs(60));
         let during = writer.acked();
         writer.wait_for(during + 500, during + 100, Duration::from_secs(30), "writes after the rewrite");
         let (acked, _, end) = writer.finish();

@@ -11,10 +11,6 @@ use std::time::Duration;
 
 use bloomkit_testkit::{wait_until, Conn, Module, Reply, Server, TestServer};
 
-fn digest(c: &mut Conn) -> Reply {
-    c.cmd("DEBUG DIGEST")
-}
-
 fn fill(c: &mut Conn) {
     c.ok("BF.RESERVE bf 0.01 1000 EXPANSION 2");
     c.ok("BF.INSERT ins CAPACITY 50 ERROR 0.001 ITEMS a b c");
@@ -143,24 +139,21 @@ fn every_server_binary_serves_both_families() {
                 "{what}"
             );
         }
-        let before = digest(&mut c);
+        let before = c.digest();
         c.ok("DEBUG RELOAD");
-        assert_eq!(digest(&mut c), before, "{what}: RDB reload");
+        assert_eq!(c.digest(), before, "{what}: RDB reload");
         let port = primary.port.to_string();
         let replica = TestServer::start(server, &[Module::bloomkit()], &["--replicaof", "127.0.0.1", &port]);
         let mut r = replica.conn();
         r.wait_for_sync(Duration::from_secs(30));
-        wait_until("the replica to catch up", Duration::from_secs(30), || digest(&mut r) == before);
+        wait_until("the replica to catch up", Duration::from_secs(30), || r.digest() == before);
 
         // AOF rewrite, then a restart that replays it.
         c.ok("BGREWRITEAOF");
-        wait_until("the AOF rewrite", Duration::from_secs(30), || {
-            let info = c.info_field("persistence", "aof_rewrite_in_progress");
-            info == "0" && c.info_field("persistence", "aof_rewrite_scheduled") == "0"
-        });
+        c.wait_for_aof_rewrite(Duration::from_secs(30));
         drop(replica);
         primary.restart(&[]);
         let mut c = primary.conn();
-        assert_eq!(digest(&mut c), before, "{what}: AOF replay after a rewrite");
+        assert_eq!(c.digest(), before, "{what}: AOF replay after a rewrite");
     }
 }

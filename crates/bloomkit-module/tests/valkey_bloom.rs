@@ -15,7 +15,7 @@ use std::time::Duration;
 use bloomkit_core::valkey::Object;
 use bloomkit_core::Limits;
 use bloomkit_testkit::hostile::{assert_dump_round_trips, restore_damaged, seal, RdbValue, Watch};
-use bloomkit_testkit::{wait_until, Conn, Module, Reply, Server, TestServer};
+use bloomkit_testkit::{aof_args, Conn, Module, Reply, Server, TestServer};
 use serde_json::Value;
 
 const SERVERS: [Server; 2] = [Server::Valkey, Server::Redis];
@@ -188,17 +188,6 @@ fn the_rdb_file_loads() {
     assert_answers_as_recorded(&mut c, "from dump.rdb");
 }
 
-fn aof_args() -> [&'static str; 6] {
-    ["--appendonly", "yes", "--appendfsync", "always", "--aof-use-rdb-preamble", "no"]
-}
-
-fn wait_for_rewrite(c: &mut Conn) {
-    wait_until("the AOF rewrite to finish", Duration::from_secs(30), || {
-        let info = String::from_utf8(c.cmd("INFO persistence").as_bytes().to_vec()).unwrap();
-        info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0")
-    });
-}
-
 #[test]
 fn the_aof_directory_loads() {
     for server in SERVERS {
@@ -208,7 +197,7 @@ fn the_aof_directory_loads() {
         for f in ["appendonly.aof.2.base.aof", "appendonly.aof.2.incr.aof", "appendonly.aof.manifest"] {
             std::fs::write(dir.join(f), fixture(&format!("appendonlydir/{f}"))).unwrap();
         }
-        s.restart(&aof_args());
+        s.restart(&aof_args(false));
         let mut c = s.conn();
         assert_eq!(c.cmd("DBSIZE"), Reply::Int(3), "{server:?}\n{}", s.log());
         for key in KEYS {
@@ -253,9 +242,9 @@ fn assert_present(c: &mut Conn, present: &[(String, String)], context: &str) {
 #[test]
 fn adds_continue_as_valkey_bloom_would_and_survive_reload_rewrite_and_sync() {
     for server in SERVERS {
-        let mut s = TestServer::start(server, &[Module::bloomkit()], &aof_args());
+        let mut s = TestServer::start(server, &[Module::bloomkit()], &aof_args(false));
         let mut c = s.conn();
-        wait_for_rewrite(&mut c);
+        c.wait_for_aof_rewrite(Duration::from_secs(30));
         restore_examples(&mut c);
         let present = write_more(&mut c, "a");
         // The model: the same payloads and adds in bloomkit-core.
@@ -293,13 +282,8 @@ fn adds_continue_as_valkey_bloom_would_and_survive_reload_rewrite_and_sync() {
         let mut c = s.conn();
         assert_eq!(digests(&mut c, &KEYS), before, "{server:?}: AOF replay");
         c.ok("BGREWRITEAOF");
-        wait_for_rewrite(&mut c);
-        let base = std::fs::read_dir(s.dir().join("appendonlydir"))
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .find(|e| e.file_name().to_string_lossy().contains(".base."))
-            .expect("a base AOF");
-        let text = std::fs::read(base.path()).unwrap();
+        c.wait_for_aof_rewrite(Duration::from_secs(30));
+        let text = s.base_aof();
         assert_eq!(text.windows(7).filter(|w| w == b"BF.LOAD").count(), 3, "{server:?}: one BF.LOAD per key");
         s.restart(&[]);
         let mut c = s.conn();

@@ -6,13 +6,9 @@
 use std::time::Duration;
 
 use bloomkit_core::apbf::{Apbf, ApbfParams, Window};
-use bloomkit_testkit::{wait_until, Conn, Module, Reply, Server, TestServer};
+use bloomkit_testkit::{Conn, Module, Reply, Server, TestServer};
 
 const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
-
-fn digest(c: &mut Conn) -> Reply {
-    c.cmd("DEBUG DIGEST")
-}
 
 fn set_clock(c: &mut Conn, offset_ms: u64) {
     c.ok(&format!("CONFIG SET bf.apbf-clock-offset-ms {offset_ms}"));
@@ -63,9 +59,9 @@ fn commands_and_errors() {
         assert!(c.cmd("MEMORY USAGE t").as_int() > field("Size").unwrap().as_int());
         c.ok("COPY w w2");
         assert_eq!(c.cmd("DEBUG DIGEST-VALUE w"), c.cmd("DEBUG DIGEST-VALUE w2"));
-        let before = digest(&mut c);
+        let before = c.digest();
         c.ok("DEBUG RELOAD");
-        assert_eq!(digest(&mut c), before, "{server:?}: RDB save and load");
+        assert_eq!(c.digest(), before, "{server:?}: RDB save and load");
         let dump = c.cmd("DUMP t");
         c.call(&[b"RESTORE".as_slice(), b"t-restored", b"0", dump.as_bytes()]);
         assert_eq!(c.cmd("DEBUG DIGEST-VALUE t"), c.cmd("DEBUG DIGEST-VALUE t-restored"));
@@ -201,8 +197,8 @@ fn replicas_and_aof_replay_take_the_primarys_decisions() {
             p.call(&cmd);
         }
         assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1));
-        let before = digest(&mut p);
-        assert_eq!(digest(&mut r), before, "{server:?}: replica");
+        let before = p.digest();
+        assert_eq!(r.digest(), before, "{server:?}: replica");
         let probe: Vec<String> = ["APBF.MEXISTS", "t"]
             .iter()
             .map(|s| s.to_string())
@@ -212,15 +208,12 @@ fn replicas_and_aof_replay_take_the_primarys_decisions() {
         // Replay in a new process whose clock offset is back to 0.
         primary.restart(&[]);
         let mut p = primary.conn();
-        assert_eq!(digest(&mut p), before, "{server:?}: AOF replay");
+        assert_eq!(p.digest(), before, "{server:?}: AOF replay");
         p.ok("BGREWRITEAOF");
-        wait_until("the AOF rewrite", Duration::from_secs(30), || {
-            let info = String::from_utf8(p.cmd("INFO persistence").as_bytes().to_vec()).unwrap();
-            info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0")
-        });
+        p.wait_for_aof_rewrite(Duration::from_secs(30));
         primary.restart(&[]);
         let mut p = primary.conn();
-        assert_eq!(digest(&mut p), before, "{server:?}: rewritten AOF");
+        assert_eq!(p.digest(), before, "{server:?}: rewritten AOF");
     }
 }
 
@@ -343,10 +336,10 @@ fn bursts_replicate_exactly() {
         set_clock(&mut p, 0);
         madd_all(&mut p, "t", (0..2500).map(|i| format!("back-{i}")));
         assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1));
-        let before = digest(&mut p);
-        assert_eq!(digest(&mut r), before, "{server:?}: replica");
+        let before = p.digest();
+        assert_eq!(r.digest(), before, "{server:?}: replica");
         primary.restart(&[]);
         let mut p = primary.conn();
-        assert_eq!(digest(&mut p), before, "{server:?}: AOF replay");
+        assert_eq!(p.digest(), before, "{server:?}: AOF replay");
     }
 }

@@ -194,6 +194,17 @@ impl TestServer {
         TestServer::start(server, &[Module::bloomkit()], &[])
     }
 
+    /// The bytes of the base file of the server's AOF directory (what the
+    /// last rewrite wrote).
+    pub fn base_aof(&self) -> Vec<u8> {
+        let base = std::fs::read_dir(self.dir().join("appendonlydir"))
+            .expect("an AOF directory")
+            .filter_map(|e| e.ok())
+            .find(|e| e.file_name().to_string_lossy().contains(".base."))
+            .expect("a base AOF");
+        std::fs::read(base.path()).expect("the base AOF")
+    }
+
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }
@@ -412,6 +423,35 @@ pub fn figure(line: &str) {
 }
 
 /// A port nothing listens on right now.
+/// Server arguments for an AOF written on every command, with or without
+/// the RDB preamble in rewrites.
+pub fn aof_args(preamble: bool) -> Vec<&'static str> {
+    let preamble = if preamble { "yes" } else { "no" };
+    vec!["--appendonly", "yes", "--appendfsync", "always", "--aof-use-rdb-preamble", preamble]
+}
+
+/// Drops a replica's link to its primary, runs `write` on the primary
+/// meanwhile, and checks that the replica came back by a partial resync
+/// holding the same data; returns what `write` returned.
+pub fn drop_link_and_resync<T>(
+    p: &mut Conn,
+    r: &mut Conn,
+    write: impl FnOnce(&mut Conn) -> T,
+    context: &str,
+) -> T {
+    let partial_before = p.info_field("stats", "sync_partial_ok").parse::<i64>().unwrap();
+    r.ok("CLIENT KILL TYPE master");
+    let written = write(p);
+    r.wait_for_sync(Duration::from_secs(30));
+    assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1), "{context}");
+    assert!(
+        p.info_field("stats", "sync_partial_ok").parse::<i64>().unwrap() > partial_before,
+        "{context}: partial sync"
+    );
+    assert_eq!(r.digest(), p.digest(), "{context}: after partial sync");
+    written
+}
+
 pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
     listener.local_addr().expect("local addr").port()

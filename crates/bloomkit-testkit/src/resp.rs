@@ -200,6 +200,20 @@ impl Conn {
         });
     }
 
+    /// Polls, up to `deadline`, until no AOF rewrite is running or scheduled.
+    pub fn wait_for_aof_rewrite(&mut self, deadline: std::time::Duration) {
+        crate::wait_until("the AOF rewrite to finish", deadline, || {
+            self.info_field("persistence", "aof_rewrite_in_progress") == "0"
+                && self.info_field("persistence", "aof_rewrite_scheduled") == "0"
+        });
+    }
+
+    /// `DEBUG DIGEST`: the whole dataset's digest, equal on servers holding
+    /// the same data.
+    pub fn digest(&mut self) -> Reply {
+        self.cmd("DEBUG DIGEST")
+    }
+
     /// Like `cmd`, panicking on an error reply.
     pub fn ok(&mut self, line: &str) -> Reply {
         let reply = self.cmd(line);
