@@ -9,6 +9,7 @@
 
 mod cf_support;
 
+use bloomkit_testkit::oracle::{same, Pair};
 use bloomkit_testkit::{Conn, Module, Reply, Rng, Server, TestServer};
 use cf_support::{cf_loadchunks, cf_scandump, counts, mexists};
 
@@ -132,42 +133,6 @@ fn command(rng: &mut Rng) -> Vec<Vec<u8>> {
     cmd
 }
 
-struct Pair {
-    redisbloom: TestServer,
-    bloomkit: TestServer,
-}
-
-impl Pair {
-    fn start() -> Pair {
-        Pair {
-            redisbloom: TestServer::start(Server::Redis, &[Module::RedisBloom], &[]),
-            bloomkit: TestServer::start(Server::Redis, &[Module::bloomkit()], &[]),
-        }
-    }
-    fn conns(&self) -> (Conn, Conn) {
-        (self.redisbloom.conn(), self.bloomkit.conn())
-    }
-}
-
-fn show(cmd: &[Vec<u8>]) -> String {
-    cmd.iter().map(|a| format!("{:?}", String::from_utf8_lossy(a))).collect::<Vec<_>>().join(" ")
-}
-
-/// Sends `cmd` to both and insists on byte-identical replies.
-fn same(rb: &mut Conn, bk: &mut Conn, cmd: &[Vec<u8>], context: &str) -> Reply {
-    let (raw_rb, reply_rb) = rb
-        .call_raw(cmd)
-        .unwrap_or_else(|e| panic!("{context}: RedisBloom did not answer {}: {e}", show(cmd)));
-    let (raw_bk, reply_bk) =
-        bk.call_raw(cmd).unwrap_or_else(|e| panic!("{context}: bloomkit did not answer {}: {e}", show(cmd)));
-    assert!(
-        raw_rb == raw_bk,
-        "{context}: replies differ for {}\n RedisBloom: {reply_rb:?}\n bloomkit:   {reply_bk:?}",
-        show(cmd)
-    );
-    reply_bk
-}
-
 fn dump(c: &mut Conn, key: &str) -> Reply {
     c.call(&["DUMP", key])
 }
@@ -253,16 +218,6 @@ fn fill(c: &mut Conn, key: &str) -> Vec<String> {
 }
 
 /// Runs `f(from, to, name)` from RedisBloom to bloomkit, then the other way.
-fn in_both_directions(pair: &Pair, mut f: impl FnMut(&mut Conn, &mut Conn, &str)) {
-    for reverse in [false, true] {
-        let (mut rb, mut bk) = pair.conns();
-        if reverse {
-            f(&mut bk, &mut rb, "bloomkit -> RedisBloom");
-        } else {
-            f(&mut rb, &mut bk, "RedisBloom -> bloomkit");
-        }
-    }
-}
 
 /// Probes: the items added (some deleted) and as many never added.
 fn probes(items: &[String]) -> Vec<String> {
@@ -271,7 +226,7 @@ fn probes(items: &[String]) -> Vec<String> {
 
 #[test]
 fn dump_restore_both_directions() {
-    in_both_directions(&Pair::start(), |from, to, name| {
+    Pair::start().in_both_directions(|from, to, name| {
         let items = fill(from, "src");
         let payload = from.call(&["DUMP", "src"]).as_bytes().to_vec();
         let restored = to.call(&[b"RESTORE".to_vec(), b"dst".to_vec(), b"0".to_vec(), payload.clone()]);
@@ -296,7 +251,7 @@ fn dump_restore_both_directions() {
 
 #[test]
 fn scandump_loadchunk_both_directions() {
-    in_both_directions(&Pair::start(), |from, to, name| {
+    Pair::start().in_both_directions(|from, to, name| {
         let items = fill(from, "src");
         let chunks = cf_scandump(from, "src").unwrap();
         assert!(chunks.len() > 2, "{name}: several sub-filters");

@@ -5,7 +5,8 @@
 //! Deliberate differences (README, "Compatibility") are kept out of the
 //! generated streams and tested on their own in `commands.rs`.
 
-use bloomkit_testkit::{Conn, Module, Reply, Rng, Server, TestServer};
+use bloomkit_testkit::oracle::{same, Pair};
+use bloomkit_testkit::{Conn, Reply, Rng, Server, TestServer};
 
 const KEYS: &[&str] = &["k0", "k1", "k2", "k3", "str"];
 const ERROR_RATES: &[&str] = &[
@@ -145,39 +146,6 @@ fn command(rng: &mut Rng) -> Vec<Vec<u8>> {
     cmd
 }
 
-struct Pair {
-    redisbloom: TestServer,
-    bloomkit: TestServer,
-}
-
-impl Pair {
-    fn start() -> Pair {
-        Pair {
-            redisbloom: TestServer::start(Server::Redis, &[Module::RedisBloom], &[]),
-            bloomkit: TestServer::start(Server::Redis, &[Module::bloomkit()], &[]),
-        }
-    }
-    fn conns(&self) -> (Conn, Conn) {
-        (self.redisbloom.conn(), self.bloomkit.conn())
-    }
-}
-
-fn show(cmd: &[Vec<u8>]) -> String {
-    cmd.iter().map(|a| format!("{:?}", String::from_utf8_lossy(a))).collect::<Vec<_>>().join(" ")
-}
-
-/// Sends `cmd` to both and insists on byte-identical replies.
-fn same(rb: &mut Conn, bk: &mut Conn, cmd: &[Vec<u8>], context: &str) -> Reply {
-    let (raw_rb, reply_rb) = rb.call_raw(cmd).expect("RedisBloom server answered");
-    let (raw_bk, reply_bk) = bk.call_raw(cmd).expect("bloomkit server answered");
-    assert!(
-        raw_rb == raw_bk,
-        "{context}: replies differ for {}\n RedisBloom: {reply_rb:?}\n bloomkit:   {reply_bk:?}",
-        show(cmd)
-    );
-    reply_bk
-}
-
 fn run_stream(seed: u64, steps: usize, resp3: bool) {
     let pair = Pair::start();
     let (mut rb, mut bk) = pair.conns();
@@ -252,20 +220,10 @@ fn assert_all_present(c: &mut Conn, key: &str, items: &[String]) {
 }
 
 /// Runs `f(from, to, name)` from RedisBloom to bloomkit, then the other way.
-fn in_both_directions(pair: &Pair, mut f: impl FnMut(&mut Conn, &mut Conn, &str)) {
-    for reverse in [false, true] {
-        let (mut rb, mut bk) = pair.conns();
-        if reverse {
-            f(&mut bk, &mut rb, "bloomkit -> RedisBloom");
-        } else {
-            f(&mut rb, &mut bk, "RedisBloom -> bloomkit");
-        }
-    }
-}
 
 #[test]
 fn dump_restore_both_directions() {
-    in_both_directions(&Pair::start(), |from, to, name| {
+    Pair::start().in_both_directions(|from, to, name| {
         let items = fill(from, "src");
         let payload = from.call(&["DUMP", "src"]).as_bytes().to_vec();
         let restored = to.call(&[b"RESTORE".to_vec(), b"dst".to_vec(), b"0".to_vec(), payload]);
@@ -280,7 +238,7 @@ fn dump_restore_both_directions() {
 
 #[test]
 fn scandump_loadchunk_both_directions() {
-    in_both_directions(&Pair::start(), |from, to, name| {
+    Pair::start().in_both_directions(|from, to, name| {
         let items = fill(from, "src");
         let chunks = from.scandump("src").unwrap();
         to.loadchunks("dst", &chunks);

@@ -22,6 +22,7 @@ pub mod hostile;
 mod resp;
 
 pub use resp::{Conn, Reply};
+pub mod oracle;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
