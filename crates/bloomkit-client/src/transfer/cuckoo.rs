@@ -39,6 +39,11 @@ fn cf_info(server: &mut Server, key: &str) -> Result<Vec<(String, i64)>> {
         .collect())
 }
 
+/// `CF.INFO Size`: the bytes a transfer moves, for progress.
+fn info_size(info: &[(String, i64)]) -> u64 {
+    info.iter().find(|(l, _)| l == "Size").map_or(0, |(_, v)| *v as u64)
+}
+
 /// Whether the filter has chunks to scan (a filter with no items has none).
 fn has_chunks(server: &mut Server, key: &str) -> Result<bool> {
     Ok(cf_scandump(server, key, 0)?.0 != 0)
@@ -51,23 +56,18 @@ pub fn dump_cuckoo(server: &mut Server, key: &str, out: impl Write, progress: &d
         return super::dump_value(server, key, out, progress);
     }
     let info = cf_info(server, key)?;
-    let size = info.iter().find(|(l, _)| l == "Size").map_or(0, |(_, v)| *v as u64);
-    progress.set_length(size);
+    progress.set_length(info_size(&info));
     let mut out = CrcWriter::new(out, CUCKOO_MAGIC)?;
     out.write_all(&1u32.to_le_bytes())?;
-    let mut iter = 0i64;
-    loop {
-        let (next, data) = cf_scandump(server, key, iter)?;
+    super::scan_chunks(server, "CF.SCANDUMP", key, 0, |next, data| {
         out.write_all(&(next as u64).to_le_bytes())?;
-        if next == 0 {
-            break;
-        }
         out.write_all(&(data.len() as u32).to_le_bytes())?;
         out.write_all(&data)?;
         progress.inc(data.len() as u64);
-        iter = next;
-    }
-    // A write meanwhile would have torn the chunks: refuse the file.
+        Ok(())
+    })?;
+    out.write_all(&0u64.to_le_bytes())?; // the end of the chunks
+                                         // A write meanwhile would have torn the chunks: refuse the file.
     if cf_info(server, key)? != info {
         return Err(transfer!("the filter '{key}' changed during the dump; try again"));
     }
@@ -171,22 +171,18 @@ pub fn copy_cuckoo(
     }
     let info = cf_info(from, key)?;
     let url = to.url.clone();
-    progress.set_length(info.iter().find(|(l, _)| l == "Size").map_or(0, |(_, v)| *v as u64));
+    progress.set_length(info_size(&info));
     stage_and_commit(to, &[key.to_string()], replace, |to, staging| {
         let staging = &staging[0];
-        let mut iter = 0i64;
-        loop {
-            let (next, data) = cf_scandump(from, key, iter)?;
-            if next == 0 {
-                break;
-            }
+        let mut first = true;
+        super::scan_chunks(from, "CF.SCANDUMP", key, 0, |next, data| {
             to.call::<()>(redis::cmd("CF.LOADCHUNK").arg(staging).arg(next).arg(&data), staging)?;
-            if iter == 0 {
+            if std::mem::take(&mut first) {
                 arm_staging(to, staging)?;
             }
             progress.inc(data.len() as u64);
-            iter = next;
-        }
+            Ok(())
+        })?;
         if cf_info(from, key)? != info {
             return Err(transfer!("the source filter '{key}' changed during the copy; try again"));
         }

@@ -85,7 +85,7 @@ pub fn dump(server: &mut Server, key: &str, out: impl Write, progress: &dyn Prog
         .map_err(|e| transfer!("the server sent a header bloomkit cannot read: {e}"))?;
     progress.set_length(parsed.links.iter().map(|(s, _)| s.bytes).sum());
     let mut writer = FileWriter::new(out, &header)?;
-    scan_chunks(server, "BF.SCANDUMP", key, 1, |data| {
+    scan_chunks(server, "BF.SCANDUMP", key, 1, |_, data| {
         writer.write_bits(&data)?;
         progress.inc(data.len() as u64);
         Ok(())
@@ -94,21 +94,24 @@ pub fn dump(server: &mut Server, key: &str, out: impl Write, progress: &dyn Prog
     Ok(())
 }
 
-/// The chunks a SCANDUMP-style command (`BF.SCANDUMP`, `APBF.SCANDUMP`)
-/// answers from `iter` on, until its next iterator is 0.
+/// The chunks a SCANDUMP-style command (`BF.SCANDUMP`, `APBF.SCANDUMP`,
+/// `CF.SCANDUMP`) answers from `iter` on, until its next iterator is 0;
+/// `each` gets each chunk with the iterator that loads it back (LOADCHUNK's).
 pub fn scan_chunks(
     server: &mut Server,
     command: &str,
     key: &str,
     mut iter: i64,
-    mut each: impl FnMut(Vec<u8>) -> Result<()>,
+    mut each: impl FnMut(i64, Vec<u8>) -> Result<()>,
 ) -> Result<()> {
     loop {
-        let (next, data): (i64, Vec<u8>) = server.call(redis::cmd(command).arg(key).arg(iter), key)?;
+        // The last answer's data may be nil (CF.SCANDUMP).
+        let (next, data): (i64, Option<Vec<u8>>) =
+            server.call(redis::cmd(command).arg(key).arg(iter), key)?;
         if next == 0 {
             return Ok(());
         }
-        each(data)?;
+        each(next, data.unwrap_or_default())?;
         iter = next;
     }
 }
@@ -416,7 +419,7 @@ pub fn dump_window(
     progress.set_length(body);
     out.write_all(&header)?;
     let mut written = header.len() as u64;
-    scan_chunks(server, "APBF.SCANDUMP", key, iter as i64, |data| {
+    scan_chunks(server, "APBF.SCANDUMP", key, iter as i64, |_, data| {
         out.write_all(&data)?;
         progress.inc(data.len() as u64);
         written += data.len() as u64;
