@@ -198,3 +198,42 @@ fn version_1_bitmap_files_still_restore() {
     assert!(transfer::restore_file(&mut s, "v1-damaged", &file[..], false, &()).is_err());
     assert_eq!(server.conn().call(&["EXISTS", "v1-damaged"]).as_int(), 0);
 }
+
+/// Files that claim more than any server would send (a cuckoo chunk past
+/// 16 MiB, a value past 512 MB, a bitmap part past its share of the
+/// filter's bits) are refused before anything is read into memory or
+/// written, whatever their checksum.
+#[test]
+fn files_claiming_huge_sizes_are_refused() {
+    let server = TestServer::start(Kind::Redis, &[Module::bloomkit()], &[]);
+    let mut s = Server::connect(&format!("redis://127.0.0.1:{}/", server.port)).unwrap();
+    let mut cuckoo = b"BKCUCKOO".to_vec();
+    cuckoo.extend(1u32.to_le_bytes());
+    cuckoo.extend(1u64.to_le_bytes());
+    cuckoo.extend(u32::MAX.to_le_bytes());
+    let mut value = b"BKMODVAL".to_vec();
+    value.extend(1u32.to_le_bytes());
+    value.extend(9u32.to_le_bytes());
+    value.extend(b"bloomfltr");
+    value.extend(u64::MAX.to_le_bytes());
+    let mut bitmap = b"BKBITMAP".to_vec();
+    bitmap.extend(2u32.to_le_bytes());
+    bitmap.extend(5u32.to_le_bytes());
+    bitmap.extend(b"guava");
+    bitmap.extend(1000u64.to_le_bytes());
+    bitmap.extend(0.01f64.to_le_bytes());
+    bitmap.extend(9600u64.to_le_bytes());
+    bitmap.extend(7u32.to_le_bytes());
+    bitmap.extend(1u32.to_le_bytes());
+    bitmap.extend((1u64 << 28).to_le_bytes());
+    for (what, file, reason) in [
+        ("cuckoo chunk", cuckoo, "-byte chunk"),
+        ("module value", value, "-byte value"),
+        ("bitmap part", bitmap, "more than its 1200"),
+    ] {
+        let err = transfer::restore_file(&mut s, "huge", &file[..], false, &()).unwrap_err();
+        assert!(err.to_string().contains(reason), "{what}: {err}");
+        assert_eq!(server.conn().call(&["EXISTS", "huge"]).as_int(), 0, "{what}: nothing created");
+    }
+    assert!(server.conn().call(&["KEYS", "*staging*"]).as_array().is_empty());
+}
