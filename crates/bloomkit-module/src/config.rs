@@ -6,9 +6,10 @@
 //! | `bf.initial-size`       | `INITIAL_SIZE`  | 100     | [1, 2^40]        |
 //! | `bf.expansion-factor`   | `EXPANSION`     | 2       | [1, 32768]       |
 //! | `bf.max-filter-bytes`   | `MAX_FILTER_BYTES` | 4 GiB | [64, 2^50]     |
+//! | `bf.huge-pages`         | `HUGE_PAGES`    | yes     | yes, no          |
 
 use std::ffi::{c_char, c_int, c_longlong, c_void};
-use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering::Relaxed};
 
 use bloomkit_core::args::{parse_double, parse_long_long, Defaults};
 use bloomkit_core::error::MAX_EXPANSION;
@@ -21,10 +22,17 @@ static ERROR_RATE: AtomicU64 = AtomicU64::new(0x3F84_7AE1_47AE_147B); // 0.01
 static INITIAL_SIZE: AtomicI64 = AtomicI64::new(100);
 static EXPANSION: AtomicI64 = AtomicI64::new(2);
 static MAX_FILTER_BYTES: AtomicI64 = AtomicI64::new(4 << 30);
+/// Whether large arrays ask for transparent huge pages (see `alloc.rs`).
+static HUGE_PAGES: AtomicBool = AtomicBool::new(true);
 /// Added to the clock of APBF time windows: a test hook that moves time
 /// without sleeping (`CONFIG SET bf.apbf-clock-offset-ms`).
 static APBF_CLOCK_OFFSET: AtomicI64 = AtomicI64::new(0);
 const MAX_CLOCK_OFFSET: i64 = 100 * 365 * 86_400_000;
+
+#[cfg_attr(test, allow(dead_code))] // read by the allocator, which tests do not install
+pub fn huge_pages() -> bool {
+    HUGE_PAGES.load(Relaxed)
+}
 
 pub fn apbf_clock_offset_ms() -> u64 {
     APBF_CLOCK_OFFSET.load(Relaxed).max(0) as u64
@@ -85,7 +93,15 @@ fn check_integer(name: &str, text: &[u8], min: i64, max: i64) -> Result<i64, Str
     }
 }
 
-/// `loadmodule libbloomkit.so [ERROR_RATE p] [INITIAL_SIZE n] [EXPANSION n] [MAX_FILTER_BYTES n]`.
+fn check_yes_no(name: &str, text: &[u8]) -> Result<bool, String> {
+    match text.to_ascii_lowercase().as_slice() {
+        b"yes" => Ok(true),
+        b"no" => Ok(false),
+        _ => Err(format!("{name} must be yes or no, got '{}'", String::from_utf8_lossy(text))),
+    }
+}
+
+/// `loadmodule libbloomkit.so [ERROR_RATE p] [INITIAL_SIZE n] [EXPANSION n] [MAX_FILTER_BYTES n] [HUGE_PAGES yes|no]`.
 pub fn apply_load_args(args: &[Arg]) -> Result<(), String> {
     let mut pairs = args.chunks(2);
     for pair in &mut pairs {
@@ -101,9 +117,11 @@ pub fn apply_load_args(args: &[Arg]) -> Result<(), String> {
                 check_integer("MAX_FILTER_BYTES", value, MIN_FILTER_BYTES, MAX_FILTER_BYTES_LIMIT)?,
                 Relaxed,
             ),
+            "HUGE_PAGES" => HUGE_PAGES.store(check_yes_no("HUGE_PAGES", value)?, Relaxed),
             _ => {
                 return Err(format!(
-                    "unknown module argument '{name}'; allowed: ERROR_RATE, INITIAL_SIZE, EXPANSION, MAX_FILTER_BYTES"
+                    "unknown module argument '{name}'; allowed: ERROR_RATE, INITIAL_SIZE, EXPANSION, MAX_FILTER_BYTES, \
+                     HUGE_PAGES"
                 ))
             }
         }
@@ -159,6 +177,20 @@ extern "C" fn set_numeric(
         }
         None => raw::REDISMODULE_ERR as c_int,
     }
+}
+
+extern "C" fn get_huge_pages(_name: *const c_char, _privdata: *mut c_void) -> c_int {
+    c_int::from(HUGE_PAGES.load(Relaxed))
+}
+
+extern "C" fn set_huge_pages(
+    _name: *const c_char,
+    value: c_int,
+    _privdata: *mut c_void,
+    _err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    HUGE_PAGES.store(value != 0, Relaxed);
+    raw::REDISMODULE_OK as c_int
 }
 
 extern "C" fn get_error_rate(_name: *const c_char, _privdata: *mut c_void) -> *mut raw::RedisModuleString {
@@ -252,6 +284,23 @@ pub fn register(ctx: Ctx) -> Result<(), String> {
         if status != raw::REDISMODULE_OK as c_int {
             return Err(format!("could not register config bf.{config}"));
         }
+    }
+    let name = cstring("huge-pages");
+    // SAFETY: as above.
+    let status = unsafe {
+        api!(RedisModule_RegisterBoolConfig)(
+            ctx.0,
+            name.as_ptr(),
+            c_int::from(HUGE_PAGES.load(Relaxed)),
+            raw::REDISMODULE_CONFIG_DEFAULT,
+            Some(get_huge_pages),
+            Some(set_huge_pages),
+            None,
+            std::ptr::null_mut(),
+        )
+    };
+    if status != raw::REDISMODULE_OK as c_int {
+        return Err("could not register config bf.huge-pages".into());
     }
     // SAFETY: valid context; applies values from the config file / command line.
     let status = unsafe { api!(RedisModule_LoadConfigs)(ctx.0) };

@@ -180,3 +180,91 @@ fn large_filters_are_created_without_committing_their_memory() {
         }
     }
 }
+
+/// Address ranges of the server process whose VmFlags include `flag`
+/// (`hg`: asked for huge pages; `nh`: asked not to have them), and the
+/// process's AnonHugePages in kB.
+fn huge_page_state(c: &mut Conn, flag: &str) -> (Vec<String>, u64) {
+    let pid = c.info_field("server", "process_id");
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+    let mut ranges = Vec::new();
+    let mut current = String::new();
+    for line in smaps.lines() {
+        if let Some(flags) = line.strip_prefix("VmFlags:") {
+            if flags.split_whitespace().any(|f| f == flag) {
+                ranges.push(current.clone());
+            }
+        } else if line.split_whitespace().next().is_some_and(|w| w.contains('-') && !w.ends_with(':')) {
+            current = line.split_whitespace().next().unwrap().to_string();
+        }
+    }
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap();
+    let huge = rollup
+        .lines()
+        .find_map(|l| l.strip_prefix("AnonHugePages:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    (ranges, huge)
+}
+
+/// The kernel's THP mode, the bracketed word of `enabled` (None without THP).
+fn thp_mode() -> Option<String> {
+    let text = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok()?;
+    Some(text.split('[').nth(1)?.split(']').next()?.to_string())
+}
+
+/// `bf.huge-pages` (default yes): a large filter's array is advised for
+/// transparent huge pages, which back it once written where the kernel's
+/// mode is `madvise`; the advice is taken back when the filter is deleted,
+/// so that the server's allocator never reuses the addresses for small
+/// objects under it; with `no`, nothing is advised. The load argument is
+/// checked like the others.
+#[test]
+fn large_filters_ask_for_huge_pages_and_give_them_back() {
+    let Some(mode) = thp_mode() else {
+        eprintln!("no transparent huge pages in this kernel: nothing to check");
+        return;
+    };
+    for server in SERVERS {
+        let s = TestServer::with_bloomkit(server);
+        let mut c = s.conn();
+        assert_eq!(c.cmd("CONFIG GET bf.huge-pages").as_array()[1].as_bytes(), b"yes");
+        let (before, _) = huge_page_state(&mut c, "hg");
+        assert!(before.is_empty(), "{server:?}: advised before any filter: {before:?}");
+        // 64 MB of bits, every 4 KiB page of it written.
+        c.ok("BF.RESERVE big 0.01 50000000 NONSCALING");
+        let (advised, _) = huge_page_state(&mut c, "hg");
+        assert!(!advised.is_empty(), "{server:?}: the filter's array was not advised");
+        for start in (0..200_000).step_by(1000) {
+            let items: Vec<String> = (start..start + 1000).map(|i| format!("i{i}")).collect();
+            let mut args = vec!["BF.MADD", "big"];
+            args.extend(items.iter().map(String::as_str));
+            c.call(&args);
+        }
+        let (_, huge) = huge_page_state(&mut c, "hg");
+        if mode == "madvise" {
+            assert!(huge >= 32 << 10, "{server:?}: only {huge} kB in huge pages for a 64 MB filter written all over");
+        }
+        c.ok("DEL big");
+        let (after, _) = huge_page_state(&mut c, "hg");
+        assert!(after.is_empty(), "{server:?}: still advised after the filter was deleted: {after:?}");
+
+        c.ok("CONFIG SET bf.huge-pages no");
+        c.ok("BF.RESERVE plain 0.01 50000000 NONSCALING");
+        let (advised, _) = huge_page_state(&mut c, "hg");
+        assert!(advised.is_empty(), "{server:?}: advised with bf.huge-pages no: {advised:?}");
+        assert!(c.call(&["CONFIG", "SET", "bf.huge-pages", "maybe"]).is_error());
+    }
+
+    let mut cmd = std::process::Command::new(bloomkit_testkit::server_binary(Server::Redis));
+    cmd.args(["--port", &bloomkit_testkit::free_port().to_string(), "--save", ""])
+        .arg("--loadmodule")
+        .arg(bloomkit_testkit::bloomkit_module())
+        .args(["HUGE_PAGES", "sometimes"]);
+    let out = output_within(&mut cmd, b"", Duration::from_secs(30));
+    assert!(!out.status.success());
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(log.contains("HUGE_PAGES must be yes or no, got 'sometimes'"), "{log}");
+    let s = TestServer::start(Server::Redis, &[Module::Bloomkit(vec!["HUGE_PAGES".into(), "no".into()])], &[]);
+    assert_eq!(s.conn().cmd("CONFIG GET bf.huge-pages").as_array()[1].as_bytes(), b"no");
+}
