@@ -12,6 +12,7 @@ import argparse
 import os
 import platform
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -118,10 +119,15 @@ class Server:
 LOADGEN = os.path.join(ROOT, "target", "release", "bloomkit-loadgen")
 
 
-def benchmark(server, command, requests, pipeline, clients=50, rand_range=None, prefix="", fresh=False, seed=42):
+def benchmark(server, command, requests, pipeline, clients=50, rand_range=None, prefix="", fresh=False, seed=42,
+              pool=None, sequence=None):
     """Requests per second of one bloomkit-loadgen run ({item} = a random item)."""
     args = ["taskset", "-c", "1", LOADGEN, "--threads", "1", "--port", str(server.port), "--clients", str(clients),
             "--pipeline", str(pipeline), "--requests", str(requests), "--seed", str(seed)]
+    if pool:
+        args += ["--pool", str(pool)]
+    if sequence is not None:
+        args += ["--sequence", str(sequence)]
     if rand_range:
         args += ["--range", str(rand_range)]
     if prefix:
@@ -164,6 +170,21 @@ def loadchunks(conn, key, chunks):
         conn.call("BF.LOADCHUNK", key, 1 if i == 0 else it, data)
 
 
+def l3_bytes():
+    """The last-level cache, from sysfs (0 if unknown)."""
+    best = 0
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    for index in os.listdir(base) if os.path.isdir(base) else ():
+        try:
+            text = open(os.path.join(base, index, "size")).read().strip()
+        except OSError:
+            continue
+        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+        value = int(text.rstrip("KMG")) * units.get(text[-1], 1)
+        best = max(best, value)
+    return best
+
+
 def machine():
     model = "unknown CPU"
     for line in open("/proc/cpuinfo"):
@@ -172,13 +193,17 @@ def machine():
             break
     mem = int(open("/proc/meminfo").readline().split()[1]) // (1024 * 1024)
     redis = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout.strip()
-    return "%s, %d cores, %d GiB, Linux %s; %s" % (model, os.cpu_count(), mem, platform.release(), redis)
+    return "%s, %d cores, %d GiB, last-level cache %d MiB, Linux %s; %s" % (
+        model, os.cpu_count(), mem, l3_bytes() >> 20, platform.release(), redis)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a short smoke run (checks that it works, not timings)")
     parser.add_argument("--output", default=os.path.join(ROOT, "bench", "RESULTS.md"))
+    parser.add_argument("--only", action="append", metavar="SECTION",
+                        help="run only these throughput sections (ceiling, small, large, cuckoo), "
+                             "skipping the ceiling, floor, memory and dump comparisons: for iterating")
     parser.add_argument("--module", default=os.path.join(ROOT, "target", "release", "libbloomkit.so"))
     parser.add_argument("--redisbloom", default=os.path.join(ROOT, ".test-servers", "redisbloom.so"))
     parser.add_argument("--floor", default=os.path.join(ROOT, "target", "release", "bench-floor.so"))
@@ -187,10 +212,19 @@ def main():
     quick = opts.quick
     rounds = 1 if quick else 5
     scale = 0.02 if quick else 1.0
-    large_capacity = 10**6 if quick else 10**8
     small_capacity = 10**5
+    # The large filter is DRAM-bound only if it dwarfs the last-level cache:
+    # at least three times its size (about 1.2 bytes per item at 1%), and
+    # never under 10^8 items. Its lookups draw hits from a hit set of 10^7
+    # items and replay a pool as large as the run (bloomkit-loadgen --pool),
+    # so that they touch lines all over it rather than the same 45 MB.
+    large_capacity = 10**6 if quick else max(10**8, -(-3 * l3_bytes() * 10 // 12))
+    large_hits = small_capacity if quick else 10**7
     started = time.time()
 
+    # A TERM (a timeout, a kill) unwinds like an error, so the finally below
+    # still stops the servers (each holds gigabytes).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
     servers = {"bloomkit": Server("bloomkit", opts.module, [opts.floor]),
                "RedisBloom": Server("RedisBloom", opts.redisbloom, [opts.floor])}
     bk, rb = servers["bloomkit"], servers["RedisBloom"]
@@ -210,7 +244,8 @@ def main():
             s.conn.call("SET", "plain", "x")
         bk.conn.call("BF.RESERVE", "large", "0.01", large_capacity)
         benchmark(bk, madd_command("large", 100), large_capacity // 2 // 100, 16, rand_range=RANDOM_RANGE, fresh=True)
-        fill_hit_set(bk, "large", small_capacity)
+        # The hit set: items 000000000000 .. large_hits-1, as fill_hit_set adds them.
+        benchmark(bk, " ".join(["BF.MADD", "large"] + ["{item}"] * 1000), large_hits // 1000, 16, sequence=0)
         filled = bk.conn.call("BF.CARD", "large")
         if filled < large_capacity * 0.45:
             raise SystemExit("the large filter holds %d items, not about half of %d: the fill failed" % (filled, large_capacity))
@@ -219,18 +254,19 @@ def main():
         chunks = scandump_all(bk.conn, "large")
         dump_seconds = time.time() - t
         total_mb = sum(len(d) for _, d in chunks) / 1e6
-        t = time.time()
         loadchunks(rb.conn, "large", chunks)
-        load_seconds = time.time() - t
         t = time.time()
         chunks_rb = scandump_all(rb.conn, "large")
         dump_seconds_rb = time.time() - t
         assert [d for _, d in chunks_rb] == [d for _, d in chunks], "the large filters differ"
         del chunks_rb
-        t = time.time()
-        loadchunks(bk.conn, "large-add", chunks)
-        load_seconds_bk = time.time() - t
-        loadchunks(rb.conn, "large-add", chunks)  # RedisBloom 2.8.2 has no COPY
+        # LOADCHUNK is timed on equal terms: both servers hold "large" and load
+        # "large-add" (RedisBloom 2.8.2 has no COPY), RedisBloom first.
+        load_seconds = {}
+        for who in ("RedisBloom", "bloomkit"):
+            t = time.time()
+            loadchunks(servers[who].conn, "large-add", chunks)
+            load_seconds[who] = time.time() - t
         del chunks
         print("large filter: %.0f MB, %d items" % (total_mb, bk.conn.call("BF.CARD", "large")), flush=True)
 
@@ -244,19 +280,19 @@ def main():
         # service), "large-add" is a copy of the large filter (made above by
         # LOADCHUNK) that absorbs every round's adds (from 50% towards 75% full).
         reset_small_add = [("DEL", "small-add"), ("BF.RESERVE", "small-add", "0.01", small_capacity)]
-        for size, key in (("small", "small"), ("large", "large")):
+        for size, key, hits in (("small", "small", small_capacity), ("large", "large", large_hits)):
             add_key, setup = (("small-add", reset_small_add) if size == "small" else ("large-add", []))
             for depth, n in ((1, n1), (32, n32)):
                 tag = "" if depth == 1 else ", pipeline 32"
                 scenarios += [
                     (size, "BF.ADD new items%s" % tag, "BF.ADD %s {item}" % add_key, n, depth, RANDOM_RANGE, 1, "new:", True, setup),
-                    (size, "BF.EXISTS hits%s" % tag, "BF.EXISTS %s {item}" % key, n, depth, small_capacity, 1, "", False, []),
+                    (size, "BF.EXISTS hits%s" % tag, "BF.EXISTS %s {item}" % key, n, depth, hits, 1, "", False, []),
                     (size, "BF.EXISTS misses%s" % tag, "BF.EXISTS %s {item}" % key, n, depth, RANDOM_RANGE, 1, "miss:", False, []),
                 ]
             scenarios += [
                 (size, "BF.MADD 100 new items (items/s)", madd_command(add_key, 100), nm, 1, RANDOM_RANGE, 100, "new:", True, setup),
                 (size, "BF.MEXISTS 100 items, hits (items/s)",
-                 " ".join(["BF.MEXISTS", key] + ["{item}"] * 100), nm, 1, small_capacity, 100, "", False, []),
+                 " ".join(["BF.MEXISTS", key] + ["{item}"] * 100), nm, 1, hits, 100, "", False, []),
             ]
         # Cuckoo filters (CF.*): "cf" holds the hit set; adds go to "cf-add"
         # and deletes to "cf-del", both made anew before each measurement
@@ -282,6 +318,8 @@ def main():
             ("cuckoo", "CF.MEXISTS 100 items, hits (items/s)", " ".join(["CF.MEXISTS", "cf"] + ["{item}"] * 100),
              nm, 1, small_capacity, 100, "", False, []),
         ]
+        if opts.only:
+            scenarios = [s for s in scenarios if s[0] in opts.only]
         for section, name, command, n, depth, rand_range, per_request, prefix, fresh, setup in scenarios:
             results = {"bloomkit": [], "RedisBloom": []}
             for r in range(rounds):
@@ -293,7 +331,7 @@ def main():
                         else:
                             servers[who].conn.call(*cmd)
                     rps = benchmark(servers[who], command, n, depth, rand_range=rand_range, prefix=prefix,
-                                    fresh=fresh, seed=100 + r)
+                                    fresh=fresh, seed=100 + r, pool=n if section == "large" else None)
                     results[who].append(rps * per_request)
             unit = "items/s" if per_request > 1 else "ops/s"
             add(section, name, statistics.median(results["bloomkit"]), statistics.median(results["RedisBloom"]), unit)
@@ -302,7 +340,7 @@ def main():
         # back on the same server in each round, so that drift in the
         # machine's speed between rows does not bend the ratio.
         ceiling_ratios = {}
-        for name, command, rand_range, prefix in (
+        for name, command, rand_range, prefix in () if opts.only else (
                 ("BF.EXISTS hits, small filter", "BF.EXISTS small {item}", small_capacity, ""),
                 ("BF.EXISTS misses, small filter", "BF.EXISTS small {item}", RANDOM_RANGE, "miss:")):
             per_server = {}
@@ -318,16 +356,17 @@ def main():
         # The same against the floor of a module command (bench/floor.c:
         # open the key, reply): what each module's own path costs.
         floor_ratios = {}
-        for name, command, floor_command, rand_range, prefix in (
-                ("BF.EXISTS hits, small filter", "BF.EXISTS small {item}", "FLOOR.EXISTS small {item}", small_capacity, ""),
-                ("BF.EXISTS misses, small filter", "BF.EXISTS small {item}", "FLOOR.EXISTS small {item}", RANDOM_RANGE, "miss:"),
-                ("BF.EXISTS hits, large filter", "BF.EXISTS large {item}", "FLOOR.EXISTS large {item}", small_capacity, "")):
+        for name, command, floor_command, rand_range, prefix, pool in () if opts.only else (
+                ("BF.EXISTS hits, small filter", "BF.EXISTS small {item}", "FLOOR.EXISTS small {item}", small_capacity, "", None),
+                ("BF.EXISTS misses, small filter", "BF.EXISTS small {item}", "FLOOR.EXISTS small {item}", RANDOM_RANGE, "miss:", None),
+                ("BF.EXISTS hits, large filter", "BF.EXISTS large {item}", "FLOOR.EXISTS large {item}", large_hits, "", n32)):
             per_server = {}
             for who, srv in servers.items():
                 ratios = []
                 for r in range(rounds):
-                    floor = benchmark(srv, floor_command, n32, 32, rand_range=rand_range, prefix=prefix, seed=400 + r)
-                    ratios.append(benchmark(srv, command, n32, 32, rand_range=rand_range, prefix=prefix, seed=400 + r) / floor)
+                    floor = benchmark(srv, floor_command, n32, 32, rand_range=rand_range, prefix=prefix, seed=400 + r, pool=pool)
+                    ratios.append(benchmark(srv, command, n32, 32, rand_range=rand_range, prefix=prefix, seed=400 + r,
+                                            pool=pool) / floor)
                 per_server[who] = statistics.median(ratios)
             floor_ratios[name] = (per_server["bloomkit"], per_server["RedisBloom"])
             print("%-58s bloomkit %.2f of floor, RedisBloom %.2f" % (name, per_server["bloomkit"], per_server["RedisBloom"]), flush=True)
@@ -335,7 +374,7 @@ def main():
         # Memory and false-positive rate: same bytes by design, measured anyway.
         for s in servers.values():
             s.conn.call("BF.RESERVE", "mem", "0.01", 100_000)
-        for fill, label in ((100_000, "100%"), (400_000, "400% (scaled)")):
+        for fill, label in () if opts.only else ((100_000, "100%"), (400_000, "400% (scaled)")):
             per_server = {}
             for who, s in servers.items():
                 have = s.conn.call("BF.CARD", "mem")
@@ -355,8 +394,10 @@ def main():
             add("memory", "false-positive rate at %s (1%% configured)" % label,
                 per_server["bloomkit"][1] * 100, per_server["RedisBloom"][1] * 100, "%")
 
+        if opts.only:
+            return
         add("dump", "SCANDUMP of the large filter", total_mb / dump_seconds, total_mb / dump_seconds_rb, "MB/s")
-        add("dump", "LOADCHUNK into an empty key", total_mb / load_seconds_bk, total_mb / load_seconds, "MB/s")
+        add("dump", "LOADCHUNK into an empty key", total_mb / load_seconds["bloomkit"], total_mb / load_seconds["RedisBloom"], "MB/s")
         for s in servers.values():
             for key in ("small", "small-add", "large-add", "mem"):
                 s.conn.call("DEL", key)

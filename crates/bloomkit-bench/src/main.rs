@@ -15,6 +15,9 @@
 //! `--fresh` builds every request anew (for "new items"); `--seed` picks the pool;
 //! `--sequence N` makes the items N, N+1, ... instead (distinct by
 //! construction, each thread its own stretch: for loading exactly so many).
+//! `--pool N` replays N requests (default 100 000): a pool of single items
+//! that small touches only a few tens of MB of a filter, which a large L3
+//! holds; a filter meant to be DRAM-bound needs a pool as large as the run.
 //! Prints `<requests per second> <error replies>`.
 
 use std::io::{Read, Write};
@@ -33,6 +36,7 @@ struct Options {
     /// Build every request anew (items never repeat) instead of replaying a pool.
     fresh: bool,
     sequence: Option<u64>,
+    pool: usize,
     command: Vec<String>,
 }
 
@@ -48,6 +52,7 @@ fn parse_args() -> Options {
         seed: 42,
         fresh: false,
         sequence: None,
+        pool: 100_000,
         command: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
@@ -63,6 +68,7 @@ fn parse_args() -> Options {
             "--threads" => o.threads = value().parse().expect("--threads"),
             "--seed" => o.seed = value().parse().expect("--seed"),
             "--fresh" => o.fresh = true,
+            "--pool" => o.pool = value().parse().expect("--pool"),
             "--sequence" => {
                 o.sequence = Some(value().parse().expect("--sequence"));
                 o.fresh = true;
@@ -230,7 +236,9 @@ fn run_thread(o: &Options, clients: usize, requests: usize, pool: &[Vec<u8>], se
         .map(|i| {
             let s = TcpStream::connect(("127.0.0.1", o.port)).expect("connect");
             s.set_nodelay(true).unwrap();
-            (s, ReplyCounter::default(), i * 7919 % pool.len().max(1))
+            // Evenly spaced starts: with a pool as large as the run, the
+            // connections replay disjoint stretches and every request differs.
+            (s, ReplyCounter::default(), i * pool.len() / clients)
         })
         .collect();
     let mut remaining = requests;
@@ -278,7 +286,7 @@ fn run_thread(o: &Options, clients: usize, requests: usize, pool: &[Vec<u8>], se
 
 fn main() {
     let o = parse_args();
-    let pool = if o.fresh { Vec::new() } else { build_pool(&o, 100_000.min(o.requests.max(1)), o.seed) };
+    let pool = if o.fresh { Vec::new() } else { build_pool(&o, o.pool.min(o.requests).max(1), o.seed) };
     let threads = o.threads.max(1).min(o.clients);
     let start = Instant::now();
     let errors: u64 = std::thread::scope(|scope| {
