@@ -475,16 +475,25 @@ pub struct TestCluster {
 
 impl TestCluster {
     pub fn start(masters: usize, modules: &[Module]) -> TestCluster {
-        let cluster_args = [
-            "--cluster-enabled",
-            "yes",
-            "--cluster-config-file",
-            "nodes.conf",
-            "--cluster-node-timeout",
-            "3000",
-        ];
-        let nodes: Vec<TestServer> =
-            (0..masters).map(|_| TestServer::start(Server::Redis, modules, &cluster_args)).collect();
+        // The bus port is chosen too: by default it is the port + 10000,
+        // and a server whose port is above 55535 (a fifth of the free ports
+        // the kernel hands out here) refuses to start without it.
+        let nodes: Vec<TestServer> = (0..masters)
+            .map(|_| {
+                let bus = free_port().to_string();
+                let cluster_args = [
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    "3000",
+                    "--cluster-port",
+                    &bus,
+                ];
+                TestServer::start(Server::Redis, modules, &cluster_args)
+            })
+            .collect();
         let mut create = Command::new("redis-cli");
         create.arg("--cluster").arg("create");
         create.args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)));
