@@ -258,6 +258,10 @@ def run(opts, directory):
             n.stop()
 
 
+def module_name(opts):
+    return "RedisBloom 2.8.2" if "redisbloom" in os.path.basename(opts.module).lower() else "bloomkit"
+
+
 def report(opts, r):
     items, probes, load, shards = r["items"], r["probes"], r["load"], r["shards"]
     bound = 1.44 * math.log2(1 / opts.rate)
@@ -268,15 +272,16 @@ def report(opts, r):
     used = r["loader cpu"] + sum(r["server cpu"])
     busy = used / (wall * cores)
     lines = [
-        "\n## Layout::sharded(\"%s\", 3, Over::Module, %d, %g) over a 3-master cluster (%s)\n" % (
-            opts.name, items, opts.rate, time.strftime("%Y-%m-%d")),
-        "Machine: %s. Reproduce: `bench/cluster.sh --items %d --probes %d --rate %g --threads %d`.\n" % (
-            machine(), items, probes, opts.rate, opts.threads),
-        "Three redis-server masters with bloomkit on loopback (`redis-cli --cluster create`, no replicas), "
+        "\n## Layout::sharded(\"%s\", 3, Over::Module, %d, %g) over a 3-master cluster of %s (%s)\n" % (
+            opts.name, items, opts.rate, module_name(opts), time.strftime("%Y-%m-%d")),
+        "Machine: %s. Reproduce: `bench/cluster.sh --items %d --probes %d --rate %g --threads %d%s`.\n" % (
+            machine(), items, probes, opts.rate, opts.threads,
+            "" if module_name(opts) == "bloomkit" else " --module .test-servers/redisbloom.so"),
+        "Three redis-server masters with %s on loopback (`redis-cli --cluster create`, no replicas), "
         "one shard per master; items `item:%%012d` loaded by `bloomkit-cluster-load` through "
         "bloomkit-client (`RedisFilter` over `BlockingCluster`, %d threads each with its own stretch and "
         "cluster connection, `add_many` of 30000 items split into per-shard `BF.INSERT`s of 1000, up to "
-        "8 in flight per thread).\n" % opts.threads,
+        "8 in flight per thread).\n" % (module_name(opts), opts.threads),
         "| measurement | whole filter |",
         "|---|---:|",
         "| load (add_many x30000 through the client) | %.2fM items/s (%.1f s) |" % (
@@ -338,6 +343,7 @@ def main():
     parser.add_argument("--output", default=os.path.join(ROOT, "bench", "SCALE-RESULTS.md"))
     parser.add_argument("--module", default=os.path.join(ROOT, "target", "release", "libbloomkit.so"))
     opts = parser.parse_args()
+    opts.module = os.path.abspath(opts.module)  # the servers run in their own directories
     # SIGTERM runs the finally blocks too: no server is left behind.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
     directory = tempfile.mkdtemp(prefix="bloomkit-cluster-")
