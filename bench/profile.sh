@@ -4,12 +4,13 @@
 #   bench/profile.sh          a cache-resident filter (100 000 items at 1%)
 #   bench/profile.sh large    a DRAM-bound one: 3x the last-level cache (at
 #                             least 1.2 GB), 10^7 items, lookups all over it
+#   HUGE_PAGES=yes bench/profile.sh large   the same with bf.huge-pages yes
 # Needs perf (Debian: linux-perf) and bench/run.sh's release builds.
 set -e
 cd "$(dirname "$0")/.."
 size=${1:-small}
 port=7111
-taskset -c 0 redis-server --port $port --save "" --appendonly no --daemonize yes --loadmodule $PWD/target/release/libbloomkit.so --loadmodule $PWD/target/release/bench-floor.so --dir /tmp --logfile /tmp/prof-redis.log
+taskset -c 0 redis-server --port $port --save "" --appendonly no --daemonize yes --loadmodule $PWD/target/release/libbloomkit.so HUGE_PAGES ${HUGE_PAGES:-no} --loadmodule $PWD/target/release/bench-floor.so --dir /tmp --logfile /tmp/prof-redis.log
 trap 'redis-cli -p $port SHUTDOWN NOSAVE >/dev/null 2>&1 || true' EXIT
 for _ in $(seq 200); do redis-cli -p $port PING >/dev/null 2>&1 && break; sleep 0.05; done
 if [ "$size" = large ]; then

@@ -73,8 +73,11 @@ const HUGE_PAGES_FROM: usize = 4 << 20;
 /// machine), which costs as much as the cache miss itself. Advice only: the
 /// kernel may refuse (THP `never`, or a server that disabled THP for its
 /// process, as Redis does when THP is `always`), and then nothing changes.
-/// RSS still grows only as the filter is written, 2 MiB at a time instead
-/// of 4 KiB; after a fork (BGSAVE), kernels since 5.8 copy a written huge
+/// RSS still grows only as the filter is written, but 2 MiB at a time
+/// instead of 4 KiB, and every first write to a 2 MiB range zeroes all of
+/// it: a batch that lands all over a new sub-filter commits the whole of it
+/// in one command, which stalls the server (hence `bf.huge-pages` defaults
+/// to no). After a fork (BGSAVE), kernels since 5.8 copy a written huge
 /// page 4 KiB at a time.
 ///
 /// # Safety

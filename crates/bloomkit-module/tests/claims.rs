@@ -213,12 +213,12 @@ fn thp_mode() -> Option<String> {
     Some(text.split('[').nth(1)?.split(']').next()?.to_string())
 }
 
-/// `bf.huge-pages` (default yes): a large filter's array is advised for
-/// transparent huge pages, which back it once written where the kernel's
-/// mode is `madvise`; the advice is taken back when the filter is deleted,
-/// so that the server's allocator never reuses the addresses for small
-/// objects under it; with `no`, nothing is advised. The load argument is
-/// checked like the others.
+/// `bf.huge-pages` (default no): with yes, a large filter's array is
+/// advised for transparent huge pages, which back it once written where the
+/// kernel's mode is `madvise`; the advice is taken back when the filter is
+/// deleted, so that the server's allocator never reuses the addresses for
+/// small objects under it; with no, nothing is advised. The load argument
+/// is checked like the others.
 #[test]
 fn large_filters_ask_for_huge_pages_and_give_them_back() {
     let Some(mode) = thp_mode() else {
@@ -228,9 +228,11 @@ fn large_filters_ask_for_huge_pages_and_give_them_back() {
     for server in SERVERS {
         let s = TestServer::with_bloomkit(server);
         let mut c = s.conn();
-        assert_eq!(c.cmd("CONFIG GET bf.huge-pages").as_array()[1].as_bytes(), b"yes");
-        let (before, _) = huge_page_state(&mut c, "hg");
-        assert!(before.is_empty(), "{server:?}: advised before any filter: {before:?}");
+        assert_eq!(c.cmd("CONFIG GET bf.huge-pages").as_array()[1].as_bytes(), b"no");
+        c.ok("BF.RESERVE plain 0.01 50000000 NONSCALING");
+        let (advised, _) = huge_page_state(&mut c, "hg");
+        assert!(advised.is_empty(), "{server:?}: advised with bf.huge-pages no: {advised:?}");
+        c.ok("CONFIG SET bf.huge-pages yes");
         // 64 MB of bits, every 4 KiB page of it written.
         c.ok("BF.RESERVE big 0.01 50000000 NONSCALING");
         let (advised, _) = huge_page_state(&mut c, "hg");
@@ -249,10 +251,6 @@ fn large_filters_ask_for_huge_pages_and_give_them_back() {
         let (after, _) = huge_page_state(&mut c, "hg");
         assert!(after.is_empty(), "{server:?}: still advised after the filter was deleted: {after:?}");
 
-        c.ok("CONFIG SET bf.huge-pages no");
-        c.ok("BF.RESERVE plain 0.01 50000000 NONSCALING");
-        let (advised, _) = huge_page_state(&mut c, "hg");
-        assert!(advised.is_empty(), "{server:?}: advised with bf.huge-pages no: {advised:?}");
         assert!(c.call(&["CONFIG", "SET", "bf.huge-pages", "maybe"]).is_error());
     }
 
@@ -265,6 +263,6 @@ fn large_filters_ask_for_huge_pages_and_give_them_back() {
     assert!(!out.status.success());
     let log = String::from_utf8_lossy(&out.stdout);
     assert!(log.contains("HUGE_PAGES must be yes or no, got 'sometimes'"), "{log}");
-    let s = TestServer::start(Server::Redis, &[Module::Bloomkit(vec!["HUGE_PAGES".into(), "no".into()])], &[]);
-    assert_eq!(s.conn().cmd("CONFIG GET bf.huge-pages").as_array()[1].as_bytes(), b"no");
+    let s = TestServer::start(Server::Redis, &[Module::Bloomkit(vec!["HUGE_PAGES".into(), "yes".into()])], &[]);
+    assert_eq!(s.conn().cmd("CONFIG GET bf.huge-pages").as_array()[1].as_bytes(), b"yes");
 }
