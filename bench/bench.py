@@ -443,7 +443,10 @@ def main():
         out.write("Both modules in two servers of the same binary, measured alternately (%d rounds, medians), "
                   "50 clients on loopback, bloomkit-loadgen (crates/bloomkit-bench) as the load generator. Ratio = bloomkit / RedisBloom "
                   "(for seconds, RedisBloom / bloomkit, so that above 1 is always better). The two ceiling rows run the "
-                  "same built-in command on both servers: their ratio shows this machine's noise.\n\n" % rounds)
+                  "same built-in command on both servers: their ratio shows this machine's noise. "
+                  "\"small\" is a cache-resident filter; \"large\" a filter of %.0f MB (at least three times the "
+                  "last-level cache) with lookups all over it, at the default `bf.huge-pages no`. Where the time "
+                  "goes, and what huge pages change: bench/PROFILE.md.\n\n" % (rounds, total_mb))
         section = None
         for sec, name, a, b, unit, _ in rows:
             if sec != section:
