@@ -26,6 +26,8 @@
 //!   with several sub-filters, a non-power-of-two expansion, sub-filter sizes
 //!   off the geometric series, a data length that does not match) is refused.
 
+use std::borrow::Cow;
+
 use crate::chain::Limits;
 use crate::error::Error;
 use crate::hash::murmur64a;
@@ -89,12 +91,14 @@ pub enum CuckooError {
     TooManyFilters,
     /// bloomkit's: a size that cannot be represented (capacity or growth overflow).
     CannotSize,
+    /// The filter would pass `bf.max-filter-bytes`.
+    TooLarge { bytes: u64, limit: u64 },
 }
 
 impl CuckooError {
-    pub fn message(self) -> &'static str {
+    pub fn message(self) -> Cow<'static, str> {
         use CuckooError::*;
-        match self {
+        Cow::Borrowed(match self {
             BadCapacity => "Bad capacity",
             CapacityTooSmall => "Capacity must be at least (BucketSize * 2)",
             MaxIterationsNotNumber => "Couldn't parse MAXITERATIONS",
@@ -120,8 +124,23 @@ impl CuckooError {
                 "ERR the cuckoo filter's size is not representable; use a smaller capacity, \
                  bucket size or expansion"
             }
-        }
+            TooLarge { bytes, limit } => {
+                return Cow::Owned(format!(
+                    "ERR the cuckoo filter would take {bytes} bytes, more than bf.max-filter-bytes \
+                     ({limit}); use a smaller capacity or expansion, or raise the limit with \
+                     CONFIG SET bf.max-filter-bytes"
+                ))
+            }
+        })
     }
+}
+
+/// The size limit, refused in the cuckoo filter's own words.
+fn check_limit(limits: Limits, bytes: u64) -> Result<(), Error> {
+    limits.check(bytes).map_err(|e| match e {
+        Error::TooLarge { bytes, limit } => CuckooError::TooLarge { bytes, limit }.into(),
+        other => other,
+    })
 }
 
 impl From<CuckooError> for Error {
@@ -355,7 +374,7 @@ impl CuckooFilter {
     /// An empty filter of a checked shape: the limit is compared before any allocation.
     fn allocate(items: u64, deletes: u64, shape: Shape, limits: Limits) -> Result<CuckooFilter, Error> {
         shape.validate()?;
-        limits.check(shape.size_bytes()?)?;
+        check_limit(limits, shape.size_bytes()?)?;
         let mut filters = Vec::new();
         filters.try_reserve_exact(shape.filters).map_err(|_| Error::OutOfMemory)?;
         for i in 0..shape.filters {
@@ -469,7 +488,7 @@ impl CuckooFilter {
             .checked_add(SUB_FILTER_OVERHEAD)
             .and_then(|s| s.checked_add(bytes))
             .ok_or(CuckooError::CannotSize)?;
-        limits.check(total)?;
+        check_limit(limits, total)?;
         self.filters.try_reserve(1).map_err(|_| Error::OutOfMemory)?;
         let data = crate::bloom::zeroed_bytes(bytes)?;
         self.filters.push(SubFilter { buckets, data });
@@ -721,7 +740,7 @@ impl CuckooFilter {
         };
         let shape = Shape { buckets, filters, bucket_size, max_iterations, expansion };
         shape.validate().map_err(|_| Error::BadData)?;
-        limits.check(shape.size_bytes()?)?;
+        check_limit(limits, shape.size_bytes()?)?;
         let mut subs = Vec::new();
         subs.try_reserve_exact(filters).map_err(|_| Error::OutOfMemory)?;
         for i in 0..filters {
@@ -871,7 +890,7 @@ mod tests {
     #[test]
     fn limits_are_checked_before_allocation() {
         let limits = Limits { max_bytes: Some(1 << 20) };
-        assert!(matches!(CuckooFilter::new(params(1 << 40, 2, 20, 1), limits), Err(Error::TooLarge { .. })));
+        assert!(matches!(CuckooFilter::new(params(1 << 40, 2, 20, 1), limits), Err(Error::Cuckoo(CuckooError::TooLarge { .. }))));
         assert_eq!(
             CuckooFilter::new(params(u64::MAX, 1, 20, 1), Limits::NONE).err(),
             Some(CuckooError::CannotSize.into())
@@ -884,7 +903,7 @@ mod tests {
                 break;
             }
         }
-        assert!(matches!(err, Some(Error::TooLarge { .. })));
+        assert!(matches!(err, Some(Error::Cuckoo(CuckooError::TooLarge { .. }))));
         assert_eq!(f.filters().len(), 1);
     }
 
@@ -943,7 +962,7 @@ mod tests {
         let limited = Limits { max_bytes: Some(1 << 20) };
         let mut h = header;
         h[8..16].copy_from_slice(&(1u64 << 40).to_le_bytes());
-        assert!(matches!(CuckooFilter::from_header(&h, limited), Err(Error::TooLarge { .. })));
+        assert!(matches!(CuckooFilter::from_header(&h, limited), Err(Error::Cuckoo(CuckooError::TooLarge { .. }))));
     }
 
     fn saved(f: &CuckooFilter) -> Vec<u8> {

@@ -102,7 +102,7 @@ impl Error {
             OutOfMemory => "ERR out of memory while allocating the filter; nothing was changed",
             Apbf(e) => return apbf_message(e),
             Valkey(e) => return e.message(),
-            Cuckoo(e) => e.message(),
+            Cuckoo(e) => return e.message(),
             TooLarge { bytes, limit } => {
                 return Cow::Owned(format!(
                     "ERR the filter would take {bytes} bytes, more than bf.max-filter-bytes \
