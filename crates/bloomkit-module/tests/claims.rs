@@ -69,15 +69,21 @@ fn unchanged_adds_are_not_propagated() {
 /// A load argument bloomkit does not know stops the load, and says which.
 #[test]
 fn unknown_load_arguments_are_refused() {
+    let log = refused_load(&["CAPACITY", "100"]);
+    assert!(log.contains("unknown module argument 'CAPACITY'"), "{log}");
+}
+
+/// Starts Redis with bloomkit and these load arguments, expects the start to
+/// fail, and gives the server's output.
+fn refused_load(args: &[&str]) -> String {
     let mut cmd = std::process::Command::new(bloomkit_testkit::server_binary(Server::Redis));
     cmd.args(["--port", &bloomkit_testkit::free_port().to_string(), "--save", ""])
         .arg("--loadmodule")
         .arg(bloomkit_testkit::bloomkit_module())
-        .args(["CAPACITY", "100"]);
+        .args(args);
     let out = output_within(&mut cmd, b"", Duration::from_secs(30));
-    assert!(!out.status.success());
-    let log = String::from_utf8_lossy(&out.stdout);
-    assert!(log.contains("unknown module argument 'CAPACITY'"), "{log}");
+    assert!(!out.status.success(), "the server started with {args:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// SCANDUMP sends a sub-filter larger than 16 MiB in chunks of exactly 16 MiB.
@@ -254,14 +260,7 @@ fn large_filters_ask_for_huge_pages_and_give_them_back() {
         assert!(c.call(&["CONFIG", "SET", "bf.huge-pages", "maybe"]).is_error());
     }
 
-    let mut cmd = std::process::Command::new(bloomkit_testkit::server_binary(Server::Redis));
-    cmd.args(["--port", &bloomkit_testkit::free_port().to_string(), "--save", ""])
-        .arg("--loadmodule")
-        .arg(bloomkit_testkit::bloomkit_module())
-        .args(["HUGE_PAGES", "sometimes"]);
-    let out = output_within(&mut cmd, b"", Duration::from_secs(30));
-    assert!(!out.status.success());
-    let log = String::from_utf8_lossy(&out.stdout);
+    let log = refused_load(&["HUGE_PAGES", "sometimes"]);
     assert!(log.contains("HUGE_PAGES must be yes or no, got 'sometimes'"), "{log}");
     let s = TestServer::start(Server::Redis, &[Module::Bloomkit(vec!["HUGE_PAGES".into(), "yes".into()])], &[]);
     assert_eq!(s.conn().cmd("CONFIG GET bf.huge-pages").as_array()[1].as_bytes(), b"yes");
