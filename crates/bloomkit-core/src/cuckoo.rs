@@ -92,7 +92,10 @@ pub enum CuckooError {
     /// bloomkit's: a size that cannot be represented (capacity or growth overflow).
     CannotSize,
     /// The filter would pass `bf.max-filter-bytes`.
-    TooLarge { bytes: u64, limit: u64 },
+    TooLarge {
+        bytes: u64,
+        limit: u64,
+    },
 }
 
 impl CuckooError {
@@ -890,7 +893,10 @@ mod tests {
     #[test]
     fn limits_are_checked_before_allocation() {
         let limits = Limits { max_bytes: Some(1 << 20) };
-        assert!(matches!(CuckooFilter::new(params(1 << 40, 2, 20, 1), limits), Err(Error::Cuckoo(CuckooError::TooLarge { .. }))));
+        assert!(matches!(
+            CuckooFilter::new(params(1 << 40, 2, 20, 1), limits),
+            Err(Error::Cuckoo(CuckooError::TooLarge { .. }))
+        ));
         assert_eq!(
             CuckooFilter::new(params(u64::MAX, 1, 20, 1), Limits::NONE).err(),
             Some(CuckooError::CannotSize.into())
@@ -962,7 +968,10 @@ mod tests {
         let limited = Limits { max_bytes: Some(1 << 20) };
         let mut h = header;
         h[8..16].copy_from_slice(&(1u64 << 40).to_le_bytes());
-        assert!(matches!(CuckooFilter::from_header(&h, limited), Err(Error::Cuckoo(CuckooError::TooLarge { .. }))));
+        assert!(matches!(
+            CuckooFilter::from_header(&h, limited),
+            Err(Error::Cuckoo(CuckooError::TooLarge { .. }))
+        ));
     }
 
     fn saved(f: &CuckooFilter) -> Vec<u8> {

@@ -143,18 +143,19 @@ unsafe impl GlobalAlloc for ServerAllocator {
         let size = padded(layout);
         // Redis 7.0 has TryAlloc but not TryCalloc: zero it ourselves rather
         // than fall back to an allocator that aborts the server when it fails.
-        let ptr: *mut u8 = match (raw::RedisModule_TryCalloc, raw::RedisModule_TryAlloc, raw::RedisModule_Calloc) {
-            (Some(try_calloc), _, _) => try_calloc(1, size).cast(),
-            (None, Some(try_alloc), _) => {
-                let ptr = try_alloc(size).cast::<u8>();
-                if !ptr.is_null() {
-                    zero(ptr, size);
+        let ptr: *mut u8 =
+            match (raw::RedisModule_TryCalloc, raw::RedisModule_TryAlloc, raw::RedisModule_Calloc) {
+                (Some(try_calloc), _, _) => try_calloc(1, size).cast(),
+                (None, Some(try_alloc), _) => {
+                    let ptr = try_alloc(size).cast::<u8>();
+                    if !ptr.is_null() {
+                        zero(ptr, size);
+                    }
+                    ptr
                 }
-                ptr
-            }
-            (None, None, Some(calloc)) => calloc(1, size).cast(),
-            _ => missing_api(),
-        };
+                (None, None, Some(calloc)) => calloc(1, size).cast(),
+                _ => missing_api(),
+            };
         if !ptr.is_null() {
             advise_huge_pages(ptr, size);
         }
@@ -164,19 +165,20 @@ unsafe impl GlobalAlloc for ServerAllocator {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let size = padded(Layout::from_size_align_unchecked(new_size, layout.align()));
         unadvise_huge_pages(ptr, padded(layout));
-        let new: *mut u8 = match (raw::RedisModule_TryRealloc, raw::RedisModule_TryAlloc, raw::RedisModule_Realloc) {
-            (Some(try_realloc), _, _) => try_realloc(ptr.cast(), size).cast(),
-            (None, Some(try_alloc), _) => {
-                let new = try_alloc(size).cast::<u8>();
-                if !new.is_null() {
-                    std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
-                    self.dealloc(ptr, layout);
+        let new: *mut u8 =
+            match (raw::RedisModule_TryRealloc, raw::RedisModule_TryAlloc, raw::RedisModule_Realloc) {
+                (Some(try_realloc), _, _) => try_realloc(ptr.cast(), size).cast(),
+                (None, Some(try_alloc), _) => {
+                    let new = try_alloc(size).cast::<u8>();
+                    if !new.is_null() {
+                        std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                        self.dealloc(ptr, layout);
+                    }
+                    new
                 }
-                new
-            }
-            (None, None, Some(realloc)) => realloc(ptr.cast(), size).cast(),
-            _ => missing_api(),
-        };
+                (None, None, Some(realloc)) => realloc(ptr.cast(), size).cast(),
+                _ => missing_api(),
+            };
         if new.is_null() {
             advise_huge_pages(ptr, padded(layout)); // the old block stays
         } else {

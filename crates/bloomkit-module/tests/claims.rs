@@ -251,7 +251,10 @@ fn large_filters_ask_for_huge_pages_and_give_them_back() {
         }
         let (_, huge) = huge_page_state(&mut c, "hg");
         if mode == "madvise" {
-            assert!(huge >= 32 << 10, "{server:?}: only {huge} kB in huge pages for a 64 MB filter written all over");
+            assert!(
+                huge >= 32 << 10,
+                "{server:?}: only {huge} kB in huge pages for a 64 MB filter written all over"
+            );
         }
         c.ok("DEL big");
         let (after, _) = huge_page_state(&mut c, "hg");
@@ -262,6 +265,7 @@ fn large_filters_ask_for_huge_pages_and_give_them_back() {
 
     let log = refused_load(&["HUGE_PAGES", "sometimes"]);
     assert!(log.contains("HUGE_PAGES must be yes or no, got 'sometimes'"), "{log}");
-    let s = TestServer::start(Server::Redis, &[Module::Bloomkit(vec!["HUGE_PAGES".into(), "yes".into()])], &[]);
+    let s =
+        TestServer::start(Server::Redis, &[Module::Bloomkit(vec!["HUGE_PAGES".into(), "yes".into()])], &[]);
     assert_eq!(s.conn().cmd("CONFIG GET bf.huge-pages").as_array()[1].as_bytes(), b"yes");
 }
