@@ -111,10 +111,10 @@ impl Sizing {
             ));
         }
         Some(format!(
-            "{}; bloomkit would pick k = {k:.0} (rate {}) here, and {} ({}) is already enough for {LOWEST_RATE:e}",
+            "{}; bloomkit would pick k = {k:.0} (rate {}) here, and {enough:.0} bits ({}) is already enough for \
+             {LOWEST_RATE:e}",
             why.join("; "),
             format_rate(at_k),
-            format!("{enough:.0} bits"),
             human_bytes((enough / 8.0).ceil())
         ))
     }

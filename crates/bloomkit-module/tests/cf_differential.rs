@@ -217,8 +217,6 @@ fn fill(c: &mut Conn, key: &str) -> Vec<String> {
     items
 }
 
-/// Runs `f(from, to, name)` from RedisBloom to bloomkit, then the other way.
-
 /// Probes: the items added (some deleted) and as many never added.
 fn probes(items: &[String]) -> Vec<String> {
     items.iter().cloned().chain((0..3000).map(|i| format!("never{i}"))).collect()

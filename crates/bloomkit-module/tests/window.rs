@@ -111,7 +111,7 @@ fn answers_match_the_core_filter() {
                 // Mostly new items, some repeats at distances up to 2x capacity.
                 let n = (batch * 200 + i) as usize;
                 let d = ((x >> 33) % (2 * capacity)) as usize;
-                if (x >> 20) % 4 == 0 && n > d && n - d < inserted.len() {
+                if (x >> 20).is_multiple_of(4) && n > d && n - d < inserted.len() {
                     inserted[n - d].clone()
                 } else {
                     format!("item-{n}")
