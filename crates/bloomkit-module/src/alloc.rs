@@ -84,20 +84,30 @@ const HUGE_PAGES_FROM: usize = 4 << 20;
 /// `ptr..ptr + len` must be one block owned by the caller.
 unsafe fn advise_huge_pages(ptr: *mut u8, len: usize) {
     if crate::config::huge_pages() {
+        EVER_ADVISED.store(true, std::sync::atomic::Ordering::Relaxed);
         // SAFETY: the caller owns the block.
         unsafe { advise_huge(ptr, len, true) };
     }
 }
 
-/// Takes the advice back before a large block returns to the server's
-/// allocator, which may carve small objects out of the same addresses
-/// later: one touched byte of those must not commit 2 MiB.
+/// Set once any block was advised: until then frees leave the kernel's
+/// defaults alone (with `bf.huge-pages no` the module never touches them).
+static EVER_ADVISED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Takes the advice back (`MADV_NOHUGEPAGE`) before a large block returns
+/// to the server's allocator, which may carve small objects out of the same
+/// addresses later: faults there then get 4 KiB pages, so one touched byte
+/// does not commit 2 MiB. (Huge pages already mapped stay until the
+/// allocator purges the range.) Linux has no advice that restores "no
+/// preference"; under THP `madvise` this is the same thing.
 ///
 /// # Safety
 /// `ptr..ptr + len` must be one block owned by the caller.
 unsafe fn unadvise_huge_pages(ptr: *mut u8, len: usize) {
-    // SAFETY: the caller owns the block.
-    unsafe { advise_huge(ptr, len, false) };
+    if EVER_ADVISED.load(std::sync::atomic::Ordering::Relaxed) {
+        // SAFETY: the caller owns the block.
+        unsafe { advise_huge(ptr, len, false) };
+    }
 }
 
 /// # Safety
@@ -134,6 +144,7 @@ unsafe impl GlobalAlloc for ServerAllocator {
             _ => missing_api(),
         };
         if !ptr.is_null() {
+            // SAFETY: the block just allocated, of `size` bytes.
             advise_huge_pages(ptr, size);
         }
         ptr
@@ -157,6 +168,7 @@ unsafe impl GlobalAlloc for ServerAllocator {
                 _ => missing_api(),
             };
         if !ptr.is_null() {
+            // SAFETY: the block just allocated, of `size` bytes.
             advise_huge_pages(ptr, size);
         }
         ptr
@@ -164,6 +176,7 @@ unsafe impl GlobalAlloc for ServerAllocator {
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let size = padded(Layout::from_size_align_unchecked(new_size, layout.align()));
+        // SAFETY: the caller's block, of the padded size it was allocated with.
         unadvise_huge_pages(ptr, padded(layout));
         let new: *mut u8 =
             match (raw::RedisModule_TryRealloc, raw::RedisModule_TryAlloc, raw::RedisModule_Realloc) {
@@ -172,13 +185,17 @@ unsafe impl GlobalAlloc for ServerAllocator {
                     let new = try_alloc(size).cast::<u8>();
                     if !new.is_null() {
                         std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
-                        self.dealloc(ptr, layout);
+                        match raw::RedisModule_Free {
+                            Some(free) => free(ptr.cast()), // its advice was taken back above
+                            None => missing_api(),
+                        }
                     }
                     new
                 }
                 (None, None, Some(realloc)) => realloc(ptr.cast(), size).cast(),
                 _ => missing_api(),
             };
+        // SAFETY: whichever block the caller owns now, with its size.
         if new.is_null() {
             advise_huge_pages(ptr, padded(layout)); // the old block stays
         } else {
@@ -188,6 +205,7 @@ unsafe impl GlobalAlloc for ServerAllocator {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's block, of the padded size it was allocated with.
         unadvise_huge_pages(ptr, padded(layout));
         match raw::RedisModule_Free {
             Some(free) => free(ptr.cast()),
