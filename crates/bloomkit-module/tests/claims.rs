@@ -213,6 +213,16 @@ fn huge_page_state(c: &mut Conn, flag: &str) -> (Vec<String>, u64) {
     (ranges, huge)
 }
 
+/// How often the kernel wanted a huge page for a fault and had none.
+fn thp_fault_fallbacks() -> u64 {
+    let vmstat = std::fs::read_to_string("/proc/vmstat").unwrap_or_default();
+    vmstat
+        .lines()
+        .find_map(|l| l.strip_prefix("thp_fault_fallback "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 /// The kernel's THP mode, the bracketed word of `enabled` (None without THP).
 fn thp_mode() -> Option<String> {
     let text = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok()?;
@@ -239,6 +249,7 @@ fn large_filters_ask_for_huge_pages_and_give_them_back() {
         let (advised, _) = huge_page_state(&mut c, "hg");
         assert!(advised.is_empty(), "{server:?}: advised with bf.huge-pages no: {advised:?}");
         c.ok("CONFIG SET bf.huge-pages yes");
+        let fallbacks_before = thp_fault_fallbacks();
         // 64 MB of bits, every 4 KiB page of it written.
         c.ok("BF.RESERVE big 0.01 50000000 NONSCALING");
         let (advised, _) = huge_page_state(&mut c, "hg");
@@ -250,15 +261,19 @@ fn large_filters_ask_for_huge_pages_and_give_them_back() {
             c.call(&args);
         }
         let (_, huge) = huge_page_state(&mut c, "hg");
-        if mode == "madvise" {
+        if mode == "madvise" && thp_fault_fallbacks() == fallbacks_before {
             assert!(
                 huge >= 32 << 10,
                 "{server:?}: only {huge} kB in huge pages for a 64 MB filter written all over"
             );
+        } else if mode == "madvise" {
+            eprintln!("{server:?}: the kernel had no huge pages to give ({huge} kB): not counted");
         }
         c.ok("DEL big");
-        let (after, _) = huge_page_state(&mut c, "hg");
-        assert!(after.is_empty(), "{server:?}: still advised after the filter was deleted: {after:?}");
+        // Valkey may free a large value on a background thread (lazyfree).
+        wait_until("the advice to be taken back", Duration::from_secs(10), || {
+            huge_page_state(&mut c, "hg").0.is_empty()
+        });
 
         assert!(c.call(&["CONFIG", "SET", "bf.huge-pages", "maybe"]).is_error());
     }
