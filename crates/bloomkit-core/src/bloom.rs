@@ -116,12 +116,10 @@ impl SubFilter {
 
     /// Asks the CPU to load the cache lines of the item's first `probes`
     /// probes, so that the misses of a batch overlap instead of happening one
-    /// after another. Only worth it when the array does not fit in cache.
+    /// after another. Only worth it when the arrays probed together do not
+    /// fit in cache ([`PREFETCH_FROM_BYTES`]): the caller decides.
     #[inline]
     pub fn prefetch(&self, h: HashPair, probes: u32) {
-        if self.bits.len() < PREFETCH_FROM_BYTES {
-            return;
-        }
         let mut x = h.a;
         for _ in 0..self.shape.hashes.min(probes) {
             let bit = self.modulus.reduce(x);
@@ -150,9 +148,11 @@ impl SubFilter {
     }
 }
 
-/// Arrays smaller than this (about a core's L2 on server CPUs) stay in cache:
-/// prefetching them costs more than it saves.
-const PREFETCH_FROM_BYTES: usize = 2 << 20;
+/// Arrays probed together that are smaller than this in all (about a core's
+/// L2 on server CPUs) stay in cache: prefetching them costs more than it
+/// saves. It is the sum that counts: a chain of five 1 MB sub-filters misses
+/// the L2 as one 5 MB filter does.
+pub(crate) const PREFETCH_FROM_BYTES: usize = 2 << 20;
 
 #[inline(always)]
 fn prefetch_byte(ptr: *const u8) {

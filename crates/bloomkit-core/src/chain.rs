@@ -1,6 +1,6 @@
 //! The scalable filter: the single source of truth for what `BF.ADD` does.
 
-use crate::bloom::SubFilter;
+use crate::bloom::{SubFilter, PREFETCH_FROM_BYTES};
 use crate::error::Error;
 use crate::hash::{HashPair, HashWidth};
 use crate::sizing::{options, Shape};
@@ -96,8 +96,16 @@ impl Chain {
     #[inline]
     pub fn contains(&self, item: &[u8]) -> bool {
         let h = self.hash(item);
-        self.prefetch(h);
+        if self.worth_prefetching() {
+            self.prefetch(h);
+        }
         self.contains_hash(h)
+    }
+
+    /// Whether the sub-filters together are too large to stay in cache.
+    #[inline]
+    fn worth_prefetching(&self) -> bool {
+        self.filters.iter().map(|f| f.bytes().len()).sum::<usize>() >= PREFETCH_FROM_BYTES
     }
 
     #[inline]
@@ -142,9 +150,12 @@ impl Chain {
     #[inline]
     fn hash_and_prefetch<I: AsRef<[u8]>>(&self, group: &[I]) -> [HashPair; BATCH] {
         let mut hashes = [HashPair { a: 0, b: 0 }; BATCH];
+        let prefetch = self.worth_prefetching();
         for (h, item) in hashes.iter_mut().zip(group) {
             *h = self.hash(item.as_ref());
-            self.prefetch(*h);
+            if prefetch {
+                self.prefetch(*h);
+            }
         }
         hashes
     }
