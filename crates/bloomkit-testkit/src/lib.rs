@@ -216,8 +216,11 @@ impl TestServer {
 
     fn launch(&mut self) {
         let mut last_error = String::new();
+        // A restart keeps its port; a new server takes a fresh one on each
+        // attempt, since another process may take a free port before us.
+        let keep_port = self.port != 0;
         for _ in 0..5 {
-            let port = if self.port != 0 { self.port } else { free_port() };
+            let port = if keep_port { self.port } else { free_port() };
             let mut cmd = server_command(self.server, self.address_space);
             cmd.arg("--port")
                 .arg(port.to_string())
@@ -247,7 +250,7 @@ impl TestServer {
                 Err(e) => {
                     last_error = e;
                     self.kill();
-                    if self.port != 0 && !last_error.contains("Address already in use") {
+                    if !last_error.contains("Address already in use") {
                         break;
                     }
                 }
