@@ -10,6 +10,7 @@ filter. Prints the ratios (bench/PROFILE.md quotes them).
 Usage: python3 bench/hugepages.py [CAPACITY]  (after bench/run.sh built everything)
 """
 import os
+import signal
 import statistics
 import sys
 import time
@@ -22,6 +23,7 @@ def main():
     capacity = int(float(sys.argv[1])) if len(sys.argv) > 1 else 1258291200
     module = os.path.join(bench.ROOT, "target", "release", "libbloomkit.so")
     servers = {}
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))  # the finally stops the servers
     try:
         servers["huge pages"] = bench.Server("bloomkit, huge pages", module)
         servers["4 KiB pages"] = bench.Server("bloomkit, 4 KiB pages", module)
@@ -33,6 +35,10 @@ def main():
             s.conn.call("BF.RESERVE", "large", "0.01", capacity)
             bench.benchmark(s, " ".join(["BF.MADD", "large"] + ["{item}"] * 1000), hits // 1000, 16, sequence=0)
             rollup = open("/proc/%d/smaps_rollup" % s.proc.pid).read().splitlines()
+            huge_kb = next(int(line.split()[1]) for line in rollup if line.startswith("AnonHugePages"))
+            if name == "huge pages" and huge_kb * 1024 < s.conn.call("MEMORY", "USAGE", "large") // 2:
+                raise SystemExit("bf.huge-pages yes got %d kB of huge pages: THP is off here "
+                                 "(/sys/kernel/mm/transparent_hugepage/enabled), nothing to compare" % huge_kb)
             print("%s: prepared in %.1f s; %s" % (name, time.time() - t, "; ".join(
                 " ".join(line.split()) for line in rollup if line.startswith(("Rss", "AnonHugePages")))), flush=True)
         n32 = 2_000_000

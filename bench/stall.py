@@ -81,11 +81,15 @@ def main():
     parser.add_argument("--output", default=os.path.join(ROOT, "bench", "SCALE-RESULTS.md"))
     parser.add_argument("--module", default=os.path.join(ROOT, "target", "release", "libbloomkit.so"))
     parser.add_argument("--redisbloom", default=os.path.join(ROOT, ".test-servers", "redisbloom.so"))
+    parser.add_argument("--huge-pages", action="store_true", help="bloomkit with bf.huge-pages yes (default no)")
     opts = parser.parse_args()
     results = {}
-    for name, module in (("bloomkit", opts.module), ("RedisBloom 2.8.2", opts.redisbloom)):
+    bloomkit = "bloomkit, bf.huge-pages yes" if opts.huge_pages else "bloomkit"
+    for name, module in ((bloomkit, opts.module), ("RedisBloom 2.8.2", opts.redisbloom)):
         server = Server(name, module)
         try:
+            if opts.huge_pages and module == opts.module:
+                server.conn.call("CONFIG", "SET", "bf.huge-pages", "yes")
             results[name] = measure(server)
         finally:
             server.stop()
@@ -94,9 +98,9 @@ def main():
     labels = list(next(iter(results.values())))
     with open(opts.output, "a") as out:
         out.write("\n## Creating and growing large filters: the slowest PING meanwhile (%s)\n\n" % time.strftime("%Y-%m-%d"))
-        out.write("Machine: %s. Reproduce: `python3 bench/stall.py` (after `bench/run.sh` built the module). One "
+        out.write("Machine: %s. Reproduce: `python3 bench/stall.py%s` (after `bench/run.sh` built the module). One "
                   "client PINGs without pause while another runs each command; each cell is the command's time / "
-                  "the slowest PING answer during it.\n\n" % machine())
+                  "the slowest PING answer during it.\n\n" % (machine(), " --huge-pages" if opts.huge_pages else ""))
         out.write("| command | %s |\n|---|%s\n" % (" | ".join(results), "---:|" * len(results)))
         for label in labels:
             cells = ["%.1f ms / %.1f ms" % (results[n][label][0] * 1e3, results[n][label][1] * 1e3) for n in results]

@@ -227,7 +227,16 @@ impl ReplyCounter {
     }
 }
 
-fn run_thread(o: &Options, clients: usize, requests: usize, pool: &[Vec<u8>], seed: u64, first: u64) -> u64 {
+/// One thread's connections: `clients` of them, numbered from `first_client`
+/// among all threads' (for their starting places in the pool).
+fn run_thread(
+    o: &Options,
+    (first_client, clients): (usize, usize),
+    requests: usize,
+    pool: &[Vec<u8>],
+    seed: u64,
+    first: u64,
+) -> u64 {
     let mut items = match o.sequence {
         Some(_) => Items::Sequence(first),
         None => Items::Random(Rng(seed)),
@@ -238,7 +247,7 @@ fn run_thread(o: &Options, clients: usize, requests: usize, pool: &[Vec<u8>], se
             s.set_nodelay(true).unwrap();
             // Evenly spaced starts: with a pool as large as the run, the
             // connections replay disjoint stretches and every request differs.
-            (s, ReplyCounter::default(), i * pool.len() / clients)
+            (s, ReplyCounter::default(), (first_client + i) * pool.len() / o.clients.max(1))
         })
         .collect();
     let mut remaining = requests;
@@ -293,12 +302,14 @@ fn main() {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let clients = o.clients / threads + usize::from(t < o.clients % threads);
+                let first_client =
+                    (0..t).map(|u| o.clients / threads + usize::from(u < o.clients % threads)).sum();
                 let requests = o.requests / threads;
                 let (o, pool) = (&o, &pool);
                 let seed = o.seed.wrapping_add(1 + t as u64);
                 let per_request = o.command.iter().filter(|w| *w == "{item}").count() as u64;
                 let first = o.sequence.unwrap_or(0) + t as u64 * requests as u64 * per_request;
-                scope.spawn(move || run_thread(o, clients, requests, pool, seed, first))
+                scope.spawn(move || run_thread(o, (first_client, clients), requests, pool, seed, first))
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).sum()
