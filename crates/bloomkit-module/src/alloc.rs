@@ -45,8 +45,7 @@ unsafe fn zero(ptr: *mut u8, len: usize) {
     if len >= LAZY_ZERO_FROM {
         // SAFETY: sysconf has no preconditions.
         let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
-        let start = (ptr as usize).next_multiple_of(page);
-        let end = (ptr as usize + len) / page * page;
+        let (start, end) = whole_pages(ptr, len, page);
         // SAFETY: the pages lie inside the block the caller owns; on
         // private anonymous memory MADV_DONTNEED only replaces their
         // contents with zeros. The edges are inside the block too.
@@ -61,6 +60,13 @@ unsafe fn zero(ptr: *mut u8, len: usize) {
     }
     // SAFETY: the caller owns the block.
     unsafe { std::ptr::write_bytes(ptr, 0, len) };
+}
+
+/// The addresses `start..end` of the whole `page`-sized pages inside the
+/// block `ptr..ptr + len` (empty, `end <= start`, when there is none).
+#[cfg(target_os = "linux")]
+fn whole_pages(ptr: *mut u8, len: usize, page: usize) -> (usize, usize) {
+    ((ptr as usize).next_multiple_of(page), (ptr as usize + len) / page * page)
 }
 
 /// Blocks from this size on are offered transparent huge pages (see [`advise_huge_pages`]).
@@ -116,9 +122,7 @@ unsafe fn unadvise_huge_pages(ptr: *mut u8, len: usize) {
 unsafe fn advise_huge(ptr: *mut u8, len: usize, huge: bool) {
     #[cfg(target_os = "linux")]
     if len >= HUGE_PAGES_FROM {
-        const HUGE: usize = 2 << 20;
-        let start = (ptr as usize).next_multiple_of(HUGE);
-        let end = (ptr as usize + len) / HUGE * HUGE;
+        let (start, end) = whole_pages(ptr, len, 2 << 20);
         if end > start {
             let advice = if huge { libc::MADV_HUGEPAGE } else { libc::MADV_NOHUGEPAGE };
             // SAFETY: advice on whole pages inside the caller's block; it
