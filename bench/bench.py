@@ -141,6 +141,17 @@ def benchmark(server, command, requests, pipeline, clients=50, rand_range=None, 
     return rps
 
 
+def alternating_medians(servers, rounds, measure):
+    """Median per server of measure(server, round), run on each server in each
+    round, the order reversed every other round so that neither side always
+    goes first into a machine that drifts."""
+    results = {who: [] for who in servers}
+    for r in range(rounds):
+        for who in (list(servers) if r % 2 == 0 else list(reversed(servers))):
+            results[who].append(measure(servers[who], r))
+    return {who: statistics.median(v) for who, v in results.items()}
+
+
 def madd_command(key, n):
     return " ".join(["BF.MADD", key] + ["{item}"] * n)
 
@@ -266,14 +277,12 @@ def main():
         # LOADCHUNK is timed on equal terms: both servers hold "large" and load
         # "large-add" (RedisBloom 2.8.2 has no COPY), alternately, medians of
         # up to three rounds (one load varies by a factor of two here).
-        load_seconds = {"bloomkit": [], "RedisBloom": []}
-        for r in range(min(rounds, 3)):
-            for who in (("RedisBloom", "bloomkit") if r % 2 == 0 else ("bloomkit", "RedisBloom")):
-                servers[who].conn.call("DEL", "large-add")
-                t = time.time()
-                loadchunks(servers[who].conn, "large-add", chunks)
-                load_seconds[who].append(time.time() - t)
-        load_seconds = {who: statistics.median(v) for who, v in load_seconds.items()}
+        def timed_load(server, _round):
+            server.conn.call("DEL", "large-add")
+            t = time.time()
+            loadchunks(server.conn, "large-add", chunks)
+            return time.time() - t
+        load_seconds = alternating_medians(servers, min(rounds, 3), timed_load)
         del chunks
         print("large filter: %.0f MB, %d items" % (total_mb, bk.conn.call("BF.CARD", "large")), flush=True)
 
@@ -328,20 +337,18 @@ def main():
         if opts.only:
             scenarios = [s for s in scenarios if s[0] in opts.only]
         for section, name, command, n, depth, rand_range, per_request, prefix, fresh, setup in scenarios:
-            results = {"bloomkit": [], "RedisBloom": []}
-            for r in range(rounds):
-                order = ["bloomkit", "RedisBloom"] if r % 2 == 0 else ["RedisBloom", "bloomkit"]
-                for who in order:
-                    for cmd in setup:
-                        if callable(cmd):
-                            cmd(servers[who])
-                        else:
-                            servers[who].conn.call(*cmd)
-                    rps = benchmark(servers[who], command, n, depth, rand_range=rand_range, prefix=prefix,
-                                    fresh=fresh, seed=100 + r, pool=n if section == "large" else None)
-                    results[who].append(rps * per_request)
+            def measure(server, r):
+                for cmd in setup:
+                    if callable(cmd):
+                        cmd(server)
+                    else:
+                        server.conn.call(*cmd)
+                rps = benchmark(server, command, n, depth, rand_range=rand_range, prefix=prefix,
+                                fresh=fresh, seed=100 + r, pool=n if section == "large" else None)
+                return rps * per_request
+            medians = alternating_medians(servers, rounds, measure)
             unit = "items/s" if per_request > 1 else "ops/s"
-            add(section, name, statistics.median(results["bloomkit"]), statistics.median(results["RedisBloom"]), unit)
+            add(section, name, medians["bloomkit"], medians["RedisBloom"], unit)
 
         # Each module command against the built-in EXISTS, measured back to
         # back on the same server in each round, so that drift in the

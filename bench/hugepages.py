@@ -3,15 +3,15 @@
 with 4 KiB pages and RedisBloom 2.8.2, side by side on one redis-server binary.
 
 Each server gets a filter of CAPACITY items at 1% (default 1.26e9: 1.7 GB,
-3x a 480 MiB last-level cache) holding a hit set of 10^7 items, which
-writes every page of it. Rows run alternately, 3 rounds, medians; lookups
-replay a pool as large as the run, so that they touch lines all over the
-filter. Prints the ratios (bench/PROFILE.md quotes them).
+3.5x a 480 MiB last-level cache) holding a hit set of 10^7 items, which
+writes every page of it. Rows run in alternating order
+(bench.alternating_medians), 3 rounds, medians; lookups replay a pool as
+large as the run, so that they touch lines all over the filter. Prints the
+ratios (bench/PROFILE.md quotes them).
 Usage: python3 bench/hugepages.py [CAPACITY]  (after bench/run.sh built everything)
 """
 import os
 import signal
-import statistics
 import sys
 import time
 
@@ -50,12 +50,8 @@ def main():
                 ("BF.MADD 100 new items", "BF.MADD large " + x100, 30000, 1, bench.RANDOM_RANGE, "new:", True, 100)]
         print("| row | huge pages, x RedisBloom | 4 KiB pages, x RedisBloom |\n|---|---:|---:|")
         for name, command, n, depth, rand_range, prefix, fresh, per in rows:
-            rates = {k: [] for k in servers}
-            for r in range(3):
-                for k, s in servers.items():
-                    rates[k].append(per * bench.benchmark(s, command, n, depth, rand_range=rand_range, prefix=prefix,
-                                                          fresh=fresh, seed=100 + r, pool=n))
-            med = {k: statistics.median(v) for k, v in rates.items()}
+            med = bench.alternating_medians(servers, 3, lambda s, r: per * bench.benchmark(
+                s, command, n, depth, rand_range=rand_range, prefix=prefix, fresh=fresh, seed=100 + r, pool=n))
             print("| %s | %.2f | %.2f |" % (name, med["huge pages"] / med["RedisBloom"],
                                           med["4 KiB pages"] / med["RedisBloom"]), flush=True)
     finally:
