@@ -143,14 +143,17 @@ fn the_size_limit_on_insert_and_restore_and_its_exemptions() {
 
 /// The server's resident memory, from /proc (not INFO, which a cron refreshes).
 fn rss_bytes(c: &mut Conn) -> u64 {
+    server_kb(c, "status", "VmRSS:") * 1024
+}
+
+/// A `<field> <n> kB` line of the server process's `/proc/<pid>/<file>`.
+fn server_kb(c: &mut Conn, file: &str, field: &str) -> u64 {
     let pid = c.info_field("server", "process_id");
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+    let text = std::fs::read_to_string(format!("/proc/{pid}/{file}")).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kb * 1024
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/{file}"))
 }
 
 /// Creating a large filter takes no resident memory until it is written,
@@ -204,13 +207,7 @@ fn huge_page_state(c: &mut Conn, flag: &str) -> (Vec<String>, u64) {
             current = line.split_whitespace().next().unwrap().to_string();
         }
     }
-    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap();
-    let huge = rollup
-        .lines()
-        .find_map(|l| l.strip_prefix("AnonHugePages:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    (ranges, huge)
+    (ranges, server_kb(c, "smaps_rollup", "AnonHugePages:"))
 }
 
 /// How often the kernel wanted a huge page for a fault and had none.
@@ -232,8 +229,8 @@ fn thp_mode() -> Option<String> {
 /// `bf.huge-pages` (default no): with yes, a large filter's array is
 /// advised for transparent huge pages, which back it once written where the
 /// kernel's mode is `madvise`; the advice is taken back when the filter is
-/// deleted, so that the server's allocator never reuses the addresses for
-/// small objects under it; with no, nothing is advised. The load argument
+/// deleted, so that later faults in those addresses (which the allocator
+/// may give to small objects) get 4 KiB pages; with no, nothing is advised. The load argument
 /// is checked like the others.
 #[test]
 fn large_filters_ask_for_huge_pages_and_give_them_back() {
