@@ -2,8 +2,8 @@
 //! words. Whatever parses must size (or be refused) within the limit,
 //! without allocating more than it.
 #![no_main]
+use bloomkit_core::apbf::args::{parse_advance, parse_chunk_iter, parse_reserve};
 use bloomkit_core::apbf::Apbf;
-use bloomkit_core::args::{parse_apbf_advance, parse_apbf_chunk_iter, parse_apbf_reserve};
 use libfuzzer_sys::fuzz_target;
 
 const LIMIT: u64 = 1 << 24;
@@ -11,11 +11,11 @@ const LIMIT: u64 = 1 << 24;
 fuzz_target!(|data: &[u8]| {
     let words: Vec<&[u8]> = data.split(|&b| b == 0).collect();
     for w in &words {
-        let _ = parse_apbf_chunk_iter(w);
+        let _ = parse_chunk_iter(w);
     }
     let mut argv: Vec<&[u8]> = vec![b"APBF.RESERVE", b"key"];
     argv.extend(&words);
-    if let Ok(params) = parse_apbf_reserve(&argv) {
+    if let Ok(params) = parse_reserve(&argv) {
         assert!(params.error > 0.0 && params.error < 1.0 && params.capacity >= 1);
         if let Ok(mut f) = Apbf::new(params, 0, Some(LIMIT)) {
             assert!(f.bytes() as u64 <= LIMIT);
@@ -24,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     argv[0] = b"APBF.ADVANCE";
-    if let Ok(a) = parse_apbf_advance(&argv) {
+    if let Ok(a) = parse_advance(&argv) {
         assert!(a.started_ms <= i64::MAX as u64 && a.now_ms <= i64::MAX as u64);
     }
 });

@@ -1,7 +1,9 @@
 //! BF.RESERVE / BF.INSERT / BF.INFO arguments: NUL-separated words.
 #![no_main]
-use bloomkit_core::args::{parse_double, parse_insert, parse_long_long, parse_reserve, Defaults, InfoField};
-use bloomkit_core::{Chain, Limits};
+use bloomkit_core::bf::args::{parse_insert, parse_reserve, Defaults, InfoField};
+use bloomkit_core::bf::Chain;
+use bloomkit_core::common::parse::{parse_double, parse_long_long};
+use bloomkit_core::Limits;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -18,7 +20,9 @@ fuzz_target!(|data: &[u8]| {
         argv.extend(&words);
         if command == b"BF.RESERVE" {
             if let Ok(params) = parse_reserve(&argv, &defaults) {
-                assert!(params.error > 0.0 && params.error < 1.0 && params.capacity >= 1 && params.expansion >= 1);
+                assert!(
+                    params.error > 0.0 && params.error < 1.0 && params.capacity >= 1 && params.expansion >= 1
+                );
                 let _ = Chain::new(params, small);
             }
         } else if let Ok(insert) = parse_insert(&argv, &defaults) {

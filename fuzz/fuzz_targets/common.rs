@@ -2,7 +2,8 @@
 //! the module would, within a size limit, so that an inconsistent filter
 //! shows up as a panic or an out-of-bounds access.
 
-use bloomkit_core::{dump, Chain, Limits};
+use bloomkit_core::bf::{scandump as dump, Chain};
+use bloomkit_core::Limits;
 
 pub const LIMITS: Limits = Limits { max_bytes: Some(1 << 22) };
 

@@ -2,8 +2,8 @@
 //! field sequence at any encoding version. Whatever decodes must work every
 //! way the module uses a cuckoo filter, within the size limit.
 #![no_main]
-use bloomkit_core::cuckoo::{CuckooFilter, Lookup, HEADER_LEN};
-use bloomkit_core::rdb::FieldStream;
+use bloomkit_core::cf::{CuckooFilter, Lookup, HEADER_LEN};
+use bloomkit_core::common::fields::FieldStream;
 use bloomkit_core::Limits;
 use libfuzzer_sys::fuzz_target;
 

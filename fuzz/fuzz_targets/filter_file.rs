@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 mod common;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(chain) = bloomkit_core::file::read(data, common::LIMITS) {
+    if let Ok(chain) = bloomkit_core::bf::file::read(data, common::LIMITS) {
         common::exercise(chain);
     }
 });

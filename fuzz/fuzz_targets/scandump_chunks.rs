@@ -10,11 +10,11 @@ fuzz_target!(|data: &[u8]| {
     let Some((&header_len, rest)) = data.split_first() else { return };
     let header_len = (header_len as usize).min(rest.len());
     let (header, mut chunks) = rest.split_at(header_len);
-    let Ok(mut chain) = bloomkit_core::dump::decode_header(header, common::LIMITS) else { return };
+    let Ok(mut chain) = bloomkit_core::bf::scandump::decode_header(header, common::LIMITS) else { return };
     while chunks.len() >= 9 {
         let iter = i64::from_le_bytes(chunks[..8].try_into().unwrap());
         let len = (chunks[8] as usize).min(chunks.len() - 9);
-        let _ = bloomkit_core::dump::load_chunk(&mut chain, iter, &chunks[9..9 + len]);
+        let _ = bloomkit_core::bf::scandump::load_chunk(&mut chain, iter, &chunks[9..9 + len]);
         chunks = &chunks[9 + len..];
     }
     common::exercise(chain);

@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 mod common;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(chain) = bloomkit_core::dump::decode_header(data, common::LIMITS) {
+    if let Ok(chain) = bloomkit_core::bf::scandump::decode_header(data, common::LIMITS) {
         common::exercise(chain);
     }
 });

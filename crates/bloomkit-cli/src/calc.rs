@@ -1,7 +1,7 @@
 //! `bloomkit calc`: sizing from any two of n, p, m, k.
 
 use anyhow::Result;
-use bloomkit_core::sizing::{
+use bloomkit_core::common::sizing::{
     false_positive_rate, log10_false_positive_rate, optimal_bits, optimal_hashes, options, Shape,
 };
 use serde_json::json;

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use bloomkit_client::{Error as ClientError, Filter, Layout, LocalFilter, RedisFilter};
 use bloomkit_core::bitmap::BitmapLayout;
-use bloomkit_core::blocked::BlockedFilter;
+use bloomkit_core::local::BlockedFilter;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use bloomkit_client::transfer::{self, describe, log10_estimated_rate, Server};
@@ -127,7 +127,11 @@ impl Backend {
             Backend::Bitmap(filter, url) => {
                 let info = filter.info().map_err(|e| explain(e, url, true))?;
                 let (m, k) = (info.bits.unwrap_or(1) as f64, f64::from(info.hashes.unwrap_or(1)));
-                bloomkit_core::sizing::log10_false_positive_rate(m, k, info.estimated_items.unwrap_or(0.0))
+                bloomkit_core::common::sizing::log10_false_positive_rate(
+                    m,
+                    k,
+                    info.estimated_items.unwrap_or(0.0),
+                )
             }
         })
     }

@@ -87,7 +87,7 @@ fn assert_dedup(out: &[u8], expected: &[Vec<u8>], allowed_missing: usize) {
 /// deviations. A filter whose rate were off by a bit per item, or which
 /// lost its first part's halved rate, would exceed it.
 fn allowed_drops(unique: u64, capacity: u64, error: f64) -> usize {
-    let mut f = bloomkit_core::blocked::BlockedFilter::new(capacity, error).unwrap();
+    let mut f = bloomkit_core::local::BlockedFilter::new(capacity, error).unwrap();
     let mut expected = 0.0;
     for i in 0..unique {
         expected += f.estimated_false_positive_rate();

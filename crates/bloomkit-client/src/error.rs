@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use bloomkit_core::file::FileError;
+use bloomkit_core::bf::file::FileError;
 
 /// Everything a filter operation can fail with.
 #[derive(Debug)]
@@ -35,7 +35,7 @@ pub enum Error {
     /// A local filter file could not be read or written.
     File(FileError),
     /// The in-process filter refused the operation.
-    Filter(bloomkit_core::Error),
+    Filter(bloomkit_core::bf::BfError),
     /// A dump, restore or copy that could not complete safely (nothing was
     /// changed), with what to do.
     Transfer(String),
@@ -71,7 +71,7 @@ impl fmt::Display for Error {
             Error::Server(e) => write!(f, "the server refused: {e}"),
             Error::Protocol(e) => write!(f, "unexpected reply from the server: {e}"),
             Error::File(e) => write!(f, "filter file: {e}"),
-            Error::Filter(e) => write!(f, "{}", e.message().trim_start_matches("ERR ")),
+            Error::Filter(e) => write!(f, "{}", e.to_string().trim_start_matches("ERR ")),
             Error::Transfer(e) => f.write_str(e),
         }
     }
@@ -85,8 +85,8 @@ impl From<FileError> for Error {
     }
 }
 
-impl From<bloomkit_core::Error> for Error {
-    fn from(e: bloomkit_core::Error) -> Error {
+impl From<bloomkit_core::bf::BfError> for Error {
+    fn from(e: bloomkit_core::bf::BfError) -> Error {
         Error::Filter(e)
     }
 }

@@ -4,7 +4,7 @@
 //! [`crate::AsyncRedisFilter`] only move the bytes.
 
 use bloomkit_core::bitmap::{java_double_to_string, redisson_config_key, BitmapLayout, BitmapSpec};
-use bloomkit_core::hash::murmur64a;
+use bloomkit_core::common::hash::murmur64a;
 use redis::{cmd, Cmd, Value};
 
 use crate::error::{Error, Result};

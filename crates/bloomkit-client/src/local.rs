@@ -9,8 +9,9 @@ use std::io::Read;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bloomkit_core::apbf::{self, Apbf};
-use bloomkit_core::args::Defaults;
-use bloomkit_core::{file, Chain, ChainParams, Limits};
+use bloomkit_core::bf::args::Defaults;
+use bloomkit_core::bf::{file, Chain, ChainParams};
+use bloomkit_core::Limits;
 
 use crate::error::{Error, Result};
 use crate::options::{Info, Options, Window};

@@ -32,7 +32,7 @@ fn calls_are_split_into_batches_of_at_most_batch_size_items() {
         (Layout::module("b:module", Options::new(10_000, 0.001).batch_size(100)).unwrap(), "module"),
         (Layout::bitmap("b:bitmap", Options::new(10_000, 0.001).batch_size(100)).unwrap(), "bitmap"),
     ] {
-        let hashes = u64::from(bloomkit_core::guava::GuavaShape::new(10_000, 0.001).unwrap().hashes);
+        let hashes = u64::from(bloomkit_core::bitmap::guava::GuavaShape::new(10_000, 0.001).unwrap().hashes);
         let mut monitor = server.conn();
         assert_eq!(monitor.cmd("MONITOR"), Reply::Simple("OK".into()));
         let mut f = RedisFilter::new(connect(&server), layout);

@@ -8,7 +8,7 @@ use std::time::Duration;
 use bloomkit_client::{
     AsyncRedisFilter, AsyncTransport, Error, Filter, Info, Layout, LocalFilter, Options, Over, RedisFilter,
 };
-use bloomkit_core::sizing::{false_positive_rate, options, Shape};
+use bloomkit_core::common::sizing::{false_positive_rate, options, Shape};
 use bloomkit_testkit::{Module, Server, TestServer};
 
 mod common;

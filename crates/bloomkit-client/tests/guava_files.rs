@@ -138,7 +138,7 @@ fn damaged_guava_files_change_nothing() {
     good[6 + 8] |= 0x80; // bit 63 of the last long: the bitmap's very last bit
     transfer::restore_guava(&mut s, "fine", &good[..], false, &()).unwrap();
     let mut want = good[6..].to_vec();
-    bloomkit_core::guava::swap_bit_order(&mut want);
+    bloomkit_core::bitmap::guava::swap_bit_order(&mut want);
     assert_eq!(want[15] & 1, 1);
     assert_eq!(c.call(&["GET", "fine"]).as_bytes(), want, "every bit, the last one too");
 

@@ -5,7 +5,8 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use bloomkit_core::{Chain, ChainParams, Limits};
+use bloomkit_core::bf::{Chain, ChainParams};
+use bloomkit_core::Limits;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 const PROBES: usize = 4096;

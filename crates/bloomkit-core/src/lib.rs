@@ -1,31 +1,28 @@
-//! Bloom filters as RedisBloom lays them out, with no Redis in sight.
+//! Bloom filters and their relatives as RedisBloom, valkey-bloom and the
+//! systems that share bits with them lay them out, with no Redis in sight.
 //!
-//! Everything `BF.*` does to a filter lives here, in plain Rust: hashing
-//! ([`hash`]), sizing ([`sizing`]), one sub-filter ([`bloom`]), the scalable
-//! chain ([`chain`]), the SCANDUMP and RDB formats ([`dump`], [`rdb`]), Guava's
-//! bitmap layout for filters shared with Java ([`guava`]), the sliding-window
-//! filter ([`apbf`]), a cache-line-blocked filter for in-process work
-//! ([`blocked`]), valkey-bloom's filters ([`valkey`]) and
-//! argument parsing ([`args`]). The module crate only moves bytes between
-//! Redis and these types, so all of it is testable and fuzzable on its own.
+//! One folder per family, each with its arguments, errors and formats:
+//!
+//! - [`bf`]: RedisBloom's scalable Bloom filter (`BF.*`, `MBbloom--`);
+//! - [`cf`]: RedisBloom's cuckoo filter (`CF.*`, `MBbloomCF`);
+//! - [`apbf`]: bloomkit's sliding-window filter (`APBF.*`, `bkit-apbf`);
+//! - [`vbloom`]: valkey-bloom's filters (`BF.*` on `bloomfltr` keys);
+//! - [`bitmap`]: the bitmap layouts other systems keep in plain strings
+//!   (Guava, Redisson, the PHP BKDR scheme) and Guava's serialized file;
+//! - [`local`]: the cache-line-blocked filter for in-process work.
+//!
+//! What they share lives in [`common`], which imports no family. The module
+//! crate only moves bytes between Redis and these types, so all of it is
+//! testable and fuzzable on its own.
+
+pub mod common;
 
 pub mod apbf;
-pub mod args;
+pub mod bf;
 pub mod bitmap;
-pub mod blocked;
-pub mod bloom;
-pub mod chain;
-pub mod cuckoo;
-pub mod dump;
-pub mod error;
-pub mod file;
-pub mod fmt;
-pub mod guava;
-pub mod hash;
-pub mod payload;
-pub mod rdb;
-pub mod sizing;
-pub mod valkey;
+pub mod cf;
+pub mod local;
+pub mod vbloom;
 
-pub use chain::{Chain, ChainParams, Limits};
-pub use error::Error;
+pub use common::memory::Limits;
+pub use common::reply::{Reply, ReplyError};

@@ -3,11 +3,11 @@
 //! Redisson's hashing code (StringCodec and Kryo5Codec bytes) and PHP 8.2
 //! running the BKDR scheme's functions.
 
+use bloomkit_core::bitmap::guava::{swap_bit_order, SerialError, SerialHeader, SERIAL_HEADER_LEN};
 use bloomkit_core::bitmap::{
     java_double_to_string, kryo5_string, redisson_config_key, redisson_hash, BitmapError, BitmapLayout,
     BitmapShape, BitmapSpec,
 };
-use bloomkit_core::guava::{swap_bit_order, SerialError, SerialHeader, SERIAL_HEADER_LEN};
 use serde_json::Value;
 
 fn fixture(name: &str) -> Value {

@@ -1,8 +1,9 @@
 //! The decoders trust nothing: arbitrary or mutated input is refused or
 //! yields a filter that works, never a panic or an out-of-bounds probe.
 
-use bloomkit_core::rdb::{self, FieldStream};
-use bloomkit_core::{dump, Chain, ChainParams, Limits};
+use bloomkit_core::bf::{scandump as dump, Chain, ChainParams};
+use bloomkit_core::Limits;
+use bloomkit_core::{bf::rdb, common::fields::FieldStream};
 use proptest::prelude::*;
 
 const LIMITS: Limits = Limits { max_bytes: Some(1 << 20) };

@@ -5,8 +5,8 @@
 
 use std::collections::HashMap;
 
-use bloomkit_core::cuckoo::{CuckooFilter, CuckooParams, Insert, Lookup};
-use bloomkit_core::rdb::FieldStream;
+use bloomkit_core::cf::{CuckooFilter, CuckooParams, Insert, Lookup};
+use bloomkit_core::common::fields::FieldStream;
 use bloomkit_core::Limits;
 use proptest::prelude::*;
 

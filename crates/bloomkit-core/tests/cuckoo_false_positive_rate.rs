@@ -6,7 +6,7 @@
 //! the configured `2 x bucket_size / 255` per sub-filter. Default
 //! parameters (20 kick-outs), as `CF.RESERVE` makes them.
 
-use bloomkit_core::cuckoo::{CuckooFilter, CuckooParams, Lookup};
+use bloomkit_core::cf::{CuckooFilter, CuckooParams, Lookup};
 use bloomkit_core::Limits;
 
 fn measure(capacity: u64, bucket_size: u16) -> (f64, f64, usize) {

@@ -14,9 +14,10 @@
 //! that 4σ < p/10: a filter whose rate is off by 10% (one hash too few, a bit
 //! per item lost, the tightening dropped) fails.
 
-use bloomkit_core::blocked::BlockedFilter;
-use bloomkit_core::sizing::false_positive_rate;
-use bloomkit_core::{Chain, ChainParams, Limits};
+use bloomkit_core::bf::{Chain, ChainParams};
+use bloomkit_core::common::sizing::false_positive_rate;
+use bloomkit_core::local::BlockedFilter;
+use bloomkit_core::Limits;
 
 /// Probes enough to see a 10% error in `rate` (and at least 400 000).
 fn probes_for(rate: f64) -> u64 {

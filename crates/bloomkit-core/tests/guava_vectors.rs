@@ -1,13 +1,13 @@
 //! Real Guava 31.1 (tests/fixtures/guava-31.1.json, made by
-//! scripts/guava-vectors.sh) against `bloomkit_core::guava`: the same hash
+//! scripts/guava-vectors.sh) against `bloomkit_core::bitmap::guava`: the same hash
 //! halves, the same sizes and hash counts, and the same set bits after the
 //! same insertions, so a Java service and bloomkit can share one bitmap.
 
 use std::collections::BTreeSet;
 
-use bloomkit_core::guava::{murmur3_128, GuavaShape};
 use bloomkit_testkit::guava_items;
 use serde_json::Value;
+use {bloomkit_core::bitmap::guava::GuavaShape, bloomkit_core::common::hash::murmur3_128};
 
 fn fixture() -> Value {
     serde_json::from_str(include_str!("fixtures/guava-31.1.json")).unwrap()

@@ -1,9 +1,10 @@
 //! Replies, BF.DEBUG lines and SCANDUMP streams captured from RedisBloom 2.8.2
 //! (tests/fixtures/redisbloom-2.8.2.json) reproduced by the core alone.
 
-use bloomkit_core::args::{parse_reserve, Defaults};
-use bloomkit_core::fmt::format_g;
-use bloomkit_core::{dump, Chain, Limits};
+use bloomkit_core::bf::args::{parse_reserve, Defaults};
+use bloomkit_core::bf::{scandump as dump, Chain};
+use bloomkit_core::common::fmt::format_g;
+use bloomkit_core::Limits;
 use serde_json::Value;
 
 fn cases() -> Vec<Value> {

@@ -5,9 +5,9 @@
 //! figures match, saving gives back the same bytes, and replaying the
 //! creation commands from the seed rebuilds the same bits.
 
-use bloomkit_core::rdb::{FieldReader, FieldWriter};
-use bloomkit_core::valkey::{Object, ValkeyError, FIXED_SEED};
-use bloomkit_core::{Error, Limits};
+use bloomkit_core::common::fields::{FieldError, FieldReader, FieldWriter};
+use bloomkit_core::vbloom::{Object, ValkeyError, FIXED_SEED};
+use bloomkit_core::{Limits, ReplyError};
 use serde_json::Value;
 
 const KEYS: [&str; 3] = ["f1", "f2", "f3"];
@@ -38,20 +38,20 @@ impl Payload<'_> {
         Payload { bytes, pos: 10 }
     }
 
-    fn byte(&mut self) -> Result<u8, Error> {
-        let b = *self.bytes.get(self.pos).ok_or(Error::BadData)?;
+    fn byte(&mut self) -> Result<u8, FieldError> {
+        let b = *self.bytes.get(self.pos).ok_or(FieldError)?;
         self.pos += 1;
         Ok(b)
     }
 
-    fn take(&mut self, n: usize) -> Result<&[u8], Error> {
-        let v = self.bytes.get(self.pos..self.pos + n).ok_or(Error::BadData)?;
+    fn take(&mut self, n: usize) -> Result<&[u8], FieldError> {
+        let v = self.bytes.get(self.pos..self.pos + n).ok_or(FieldError)?;
         self.pos += n;
         Ok(v)
     }
 
     /// An RDB length: `(value, encoded)`.
-    fn length(&mut self) -> Result<(u64, bool), Error> {
+    fn length(&mut self) -> Result<(u64, bool), FieldError> {
         let t = self.byte()?;
         Ok(match t >> 6 {
             0 => (u64::from(t & 0x3f), false),
@@ -59,14 +59,14 @@ impl Payload<'_> {
             2 if t == 0x80 => (u64::from(u32::from_be_bytes(self.take(4)?.try_into().unwrap())), false),
             2 if t == 0x81 => (u64::from_be_bytes(self.take(8)?.try_into().unwrap()), false),
             3 => (u64::from(t & 0x3f), true),
-            _ => return Err(Error::BadData),
+            _ => return Err(FieldError),
         })
     }
 
-    fn opcode(&mut self, want: u64) -> Result<(), Error> {
+    fn opcode(&mut self, want: u64) -> Result<(), FieldError> {
         match self.length()? {
             (op, false) if op == want => Ok(()),
-            _ => Err(Error::BadData),
+            _ => Err(FieldError),
         }
     }
 
@@ -103,15 +103,15 @@ fn lzf(data: &[u8], out_len: usize) -> Vec<u8> {
 }
 
 impl FieldReader for Payload<'_> {
-    fn unsigned(&mut self) -> Result<u64, Error> {
+    fn unsigned(&mut self) -> Result<u64, FieldError> {
         self.opcode(2)?;
         Ok(self.length()?.0)
     }
-    fn double(&mut self) -> Result<f64, Error> {
+    fn double(&mut self) -> Result<f64, FieldError> {
         self.opcode(4)?;
         Ok(f64::from_le_bytes(self.take(8)?.try_into().unwrap()))
     }
-    fn buffer(&mut self) -> Result<Box<[u8]>, Error> {
+    fn buffer(&mut self) -> Result<Box<[u8]>, FieldError> {
         self.opcode(5)?;
         match self.length()? {
             (len, false) => Ok(self.take(len as usize)?.into()),
@@ -119,7 +119,7 @@ impl FieldReader for Payload<'_> {
                 let (clen, ulen) = (self.length()?.0 as usize, self.length()?.0 as usize);
                 Ok(lzf(self.take(clen)?, ulen).into())
             }
-            _ => Err(Error::BadData),
+            _ => Err(FieldError),
         }
     }
 }
@@ -355,8 +355,8 @@ fn damaged_blobs_are_refused_with_valkey_bloom_texts() {
     let (_, blob) = aof_blobs().into_iter().next().unwrap();
     let limits = Limits { max_bytes: Some(1 << 30) };
     let refuse = |b: &[u8]| Object::decode_blob(b, limits).unwrap_err();
-    assert_eq!(refuse(b""), Error::Valkey(ValkeyError::DecodeFailed));
-    assert_eq!(refuse(b"garbage"), Error::Valkey(ValkeyError::UnsupportedVersion));
+    assert_eq!(refuse(b""), ValkeyError::DecodeFailed);
+    assert_eq!(refuse(b"garbage"), ValkeyError::UnsupportedVersion);
     for len in 1..blob.len() {
         assert!(
             refuse(&blob[..len]).message().starts_with("ERR bloom object decoding failed"),
@@ -369,9 +369,9 @@ fn damaged_blobs_are_refused_with_valkey_bloom_texts() {
         b
     };
     // Header: expansion @1, fp @5, tightening @13, seed flag @21, count @22; filter length @30, filter @38.
-    assert_eq!(refuse(&with(5, &2f64.to_le_bytes())), Error::Valkey(ValkeyError::ErrorRateRange));
-    assert_eq!(refuse(&with(13, &0f64.to_le_bytes())), Error::Valkey(ValkeyError::ErrorRateRange));
-    assert_eq!(refuse(&with(5, &f64::NAN.to_le_bytes())), Error::Valkey(ValkeyError::ErrorRateRange));
+    assert_eq!(refuse(&with(5, &2f64.to_le_bytes())), ValkeyError::ErrorRateRange);
+    assert_eq!(refuse(&with(13, &0f64.to_le_bytes())), ValkeyError::ErrorRateRange);
+    assert_eq!(refuse(&with(5, &f64::NAN.to_le_bytes())), ValkeyError::ErrorRateRange);
     for (what, b) in [
         ("seed flag 2", with(21, &[2])),
         ("zero filters", with(22, &0u64.to_le_bytes())),
@@ -396,6 +396,6 @@ fn damaged_blobs_are_refused_with_valkey_bloom_texts() {
     }
     assert_eq!(
         Object::decode_blob(&blob, Limits { max_bytes: Some(300) }).unwrap_err(),
-        Error::Valkey(ValkeyError::MemoryLimit)
+        ValkeyError::MemoryLimit
     );
 }

@@ -11,8 +11,8 @@
 use std::ffi::{c_char, c_int, c_longlong, c_void};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering::Relaxed};
 
-use bloomkit_core::args::{parse_double, parse_long_long, Defaults};
-use bloomkit_core::error::MAX_EXPANSION;
+use bloomkit_core::bf::args::{Defaults, MAX_EXPANSION};
+use bloomkit_core::common::parse::{parse_double, parse_long_long};
 use bloomkit_core::Limits;
 use redis_module::raw;
 

@@ -372,3 +372,9 @@ pub fn digest_buffers(md: *mut raw::RedisModuleDigest, buffers: &[&[u8]]) {
     // SAFETY: a valid digest handle.
     unsafe { api!(RedisModule_DigestEndSequence)(md) };
 }
+
+/// Runs a callback, turning a panic into `fallback` so that it never unwinds
+/// into the server.
+pub fn guard<T>(fallback: T, f: impl FnOnce() -> T) -> T {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(fallback)
+}

@@ -2,8 +2,7 @@
 //! `RedisModule_Load*`/`Save*` (which core's codecs read and write through),
 //! and what a loader needs to know about its context.
 
-use bloomkit_core::error::Error;
-use bloomkit_core::rdb::{FieldReader, FieldWriter};
+use bloomkit_core::common::fields::{FieldError, FieldReader, FieldWriter};
 use redis_module::raw;
 
 use crate::config;
@@ -12,10 +11,10 @@ use crate::ffi::{api, log};
 pub(crate) struct IoReader(pub(crate) *mut raw::RedisModuleIO);
 
 impl IoReader {
-    fn check<T>(&self, v: T) -> Result<T, Error> {
+    fn check<T>(&self, v: T) -> Result<T, FieldError> {
         // SAFETY: valid IO handle; the module set HANDLE_IO_ERRORS at load.
         if unsafe { api!(RedisModule_IsIOError)(self.0) } != 0 {
-            Err(Error::BadData)
+            Err(FieldError)
         } else {
             Ok(v)
         }
@@ -23,19 +22,19 @@ impl IoReader {
 }
 
 impl FieldReader for IoReader {
-    fn unsigned(&mut self) -> Result<u64, Error> {
+    fn unsigned(&mut self) -> Result<u64, FieldError> {
         // SAFETY: valid IO handle.
         let v = unsafe { api!(RedisModule_LoadUnsigned)(self.0) };
         self.check(v)
     }
 
-    fn double(&mut self) -> Result<f64, Error> {
+    fn double(&mut self) -> Result<f64, FieldError> {
         // SAFETY: valid IO handle.
         let v = unsafe { api!(RedisModule_LoadDouble)(self.0) };
         self.check(v)
     }
 
-    fn buffer(&mut self) -> Result<Box<[u8]>, Error> {
+    fn buffer(&mut self) -> Result<Box<[u8]>, FieldError> {
         let mut len = 0usize;
         // SAFETY: valid IO handle. The buffer comes from the server's allocator,
         // which is also this module's global allocator, so a Box may own it.
@@ -43,7 +42,7 @@ impl FieldReader for IoReader {
             let ptr = api!(RedisModule_LoadStringBuffer)(self.0, &mut len);
             let ptr = self.check(ptr)?;
             if ptr.is_null() {
-                return Err(Error::BadData);
+                return Err(FieldError);
             }
             if len == 0 {
                 api!(RedisModule_Free)(ptr.cast());

@@ -6,7 +6,11 @@ use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
-use bloomkit_core::Error;
+use bloomkit_core::bf::Chain;
+use bloomkit_core::common::memory::OutOfMemory;
+use bloomkit_core::common::reply::WrongType;
+use bloomkit_core::vbloom::Object;
+use bloomkit_core::Reply;
 use redis_module::raw;
 
 use crate::ffi::{api, cstring, Key, Slot};
@@ -83,16 +87,16 @@ pub trait Stored: Sized {
 
 /// The value in a key: `Ok(None)` when the key is empty, `WRONGTYPE` when
 /// it holds anything else.
-pub fn lookup<T: Stored>(key: &Key) -> Result<Option<NonNull<T>>, Error> {
+pub fn lookup<T: Stored>(key: &Key) -> Result<Option<NonNull<T>>, Reply> {
     match key.slot::<T>(T::data_type()) {
         Slot::Ours(v) => Ok(Some(v)),
         Slot::Empty => Ok(None),
-        Slot::OtherType => Err(Error::WrongType),
+        Slot::OtherType => Err(WrongType.into()),
     }
 }
 
 /// Stores a new value in an empty key opened for writing.
-pub fn store<T: Stored>(key: &Key, value: T) -> Result<NonNull<T>, Error> {
+pub fn store<T: Stored>(key: &Key, value: T) -> Result<NonNull<T>, Reply> {
     let value = value.into_value();
     // SAFETY: a key opened for writing and a value of T's type; on success
     // the keyspace owns it and frees it through the type's free callback.
@@ -100,7 +104,44 @@ pub fn store<T: Stored>(key: &Key, value: T) -> Result<NonNull<T>, Error> {
     if status != raw::REDISMODULE_OK as i32 {
         // SAFETY: refused, so still ours.
         unsafe { T::free_value(value) };
-        return Err(Error::OutOfMemory);
+        return Err(OutOfMemory.into());
     }
     Ok(NonNull::new(value.cast()).expect("into_value never returns null"))
+}
+
+/// What a `BF.*` key holds: RedisBloom's chain, or valkey-bloom's object.
+/// Both families answer `BF.*`; this is the one place that tells them apart.
+pub enum BloomFilter {
+    Chain(NonNull<Chain>),
+    Valkey(NonNull<Object>),
+}
+
+/// The Bloom filter in a key, of either type: `Ok(None)` when the key is
+/// empty, `WRONGTYPE` when it holds anything else.
+pub fn lookup_bloom(key: &Key) -> Result<Option<BloomFilter>, Reply> {
+    match key.slot::<Chain>(Chain::data_type()) {
+        Slot::Ours(chain) => Ok(Some(BloomFilter::Chain(chain))),
+        Slot::Empty => Ok(None),
+        Slot::OtherType => match key.slot::<Object>(Object::data_type()) {
+            Slot::Ours(object) => Ok(Some(BloomFilter::Valkey(object))),
+            _ => Err(WrongType.into()),
+        },
+    }
+}
+
+/// The filter in a key, read only while the key is open.
+pub enum Found<'a> {
+    Chain(&'a Chain),
+    Valkey(&'a Object),
+}
+
+impl BloomFilter {
+    /// # Safety
+    /// The key the filter came from must stay open while the result is used.
+    pub unsafe fn get<'a>(&self) -> Found<'a> {
+        match self {
+            BloomFilter::Chain(c) => Found::Chain(&*c.as_ptr()),
+            BloomFilter::Valkey(o) => Found::Valkey(&*o.as_ptr()),
+        }
+    }
 }

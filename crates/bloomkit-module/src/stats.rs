@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use bloomkit_core::Chain;
+use bloomkit_core::bf::Chain;
 
 pub static FILTERS: AtomicU64 = AtomicU64::new(0);
 pub static BYTES: AtomicU64 = AtomicU64::new(0);

@@ -4,8 +4,8 @@
 //! (`TestServer::hostile`), so a runaway allocation fails here instead of
 //! taking the machine's memory. `hostile_apbf.rs` does the same for `APBF.*`.
 
-use bloomkit_core::hash::HashWidth;
-use bloomkit_core::sizing::Shape;
+use bloomkit_core::common::hash::HashWidth;
+use bloomkit_core::common::sizing::Shape;
 use bloomkit_testkit::hostile::{
     assert_dump_round_trips, assert_refused, damaged_headers, load_headers, restore_damaged, seal, RdbValue,
     Watch,

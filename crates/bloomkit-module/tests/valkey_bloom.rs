@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use bloomkit_core::valkey::Object;
+use bloomkit_core::vbloom::Object;
 use bloomkit_core::Limits;
 use bloomkit_testkit::hostile::{assert_dump_round_trips, restore_damaged, seal, RdbValue, Watch};
 use bloomkit_testkit::{aof_args, Conn, Module, Reply, Server, TestServer};
@@ -41,7 +41,7 @@ fn payload_for(c: &mut Conn, hex_payload: &str) -> Vec<u8> {
     let probe = c.cmd("DUMP rdb-version-probe").as_bytes().to_vec();
     c.ok("DEL rdb-version-probe");
     let version = u16::from_le_bytes([probe[probe.len() - 10], probe[probe.len() - 9]]);
-    bloomkit_core::payload::retarget(&p, version).unwrap()
+    bloomkit_core::common::payload::retarget(&p, version).unwrap()
 }
 
 fn payload(c: &mut Conn, key: &str) -> Vec<u8> {

@@ -175,7 +175,7 @@ impl RdbValue {
     }
 }
 
-pub use bloomkit_core::payload::{crc64, seal};
+pub use bloomkit_core::common::payload::{crc64, seal};
 
 /// Damaged versions of a DUMP payload that still pass the server's own
 /// checks (RDB version, CRC), so that they reach the module's loader: the

@@ -4,8 +4,8 @@
 
 use std::io::{Read, Write};
 
+use bloomkit_core::bitmap::guava::{swap_bit_order, GuavaShape, SerialHeader, SERIAL_HEADER_LEN};
 use bloomkit_core::bitmap::{BitmapLayout, BitmapSpec};
-use bloomkit_core::guava::{swap_bit_order, GuavaShape, SerialHeader, SERIAL_HEADER_LEN};
 
 use super::checked::{CrcReader, CrcWriter};
 use super::{arm_staging, kind, stage_and_commit, unreadable, Kind, Progress, Server, MAX_CHUNK};

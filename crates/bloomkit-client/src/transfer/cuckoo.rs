@@ -23,7 +23,7 @@ use crate::error::Result;
 pub const CUCKOO_MAGIC: &[u8; 8] = b"BKCUCKOO";
 
 /// Chunk sizes a server sends are at most this; larger in a file is damage.
-const MAX_CHUNK: u32 = bloomkit_core::cuckoo::MAX_CHUNK as u32;
+const MAX_CHUNK: u32 = bloomkit_core::common::MAX_CHUNK as u32;
 
 fn cf_scandump(server: &mut Server, key: &str, iter: i64) -> Result<(i64, Vec<u8>)> {
     let (next, data): (i64, Option<Vec<u8>>) =

@@ -11,8 +11,8 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 use bloomkit_core::apbf;
-use bloomkit_core::dump::{self, MAX_CHUNK};
-use bloomkit_core::file::{FileReader, FileWriter};
+use bloomkit_core::bf::file::{FileReader, FileWriter};
+use bloomkit_core::{bf::scandump as dump, common::MAX_CHUNK};
 use redis::{Cmd, FromRedisValue};
 
 use crate::error::{Error, Result};
@@ -341,14 +341,14 @@ pub fn log10_estimated_rate(subs: &[SubFilterInfo]) -> f64 {
     let rates: Vec<f64> = subs
         .iter()
         .map(|s| {
-            bloomkit_core::sizing::log10_false_positive_rate(
+            bloomkit_core::common::sizing::log10_false_positive_rate(
                 (s.bytes * 8) as f64,
                 s.hashes as f64,
                 s.items as f64,
             )
         })
         .collect();
-    bloomkit_core::sizing::log10_combined_rate(&rates)
+    bloomkit_core::common::sizing::log10_combined_rate(&rates)
 }
 
 /// What a key holds, from `TYPE`.

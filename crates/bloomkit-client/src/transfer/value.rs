@@ -6,7 +6,7 @@
 
 use std::io::{Read, Write};
 
-use bloomkit_core::payload::{self, MODULE_VALUE_RDB_VERSION};
+use bloomkit_core::common::payload::{self, MODULE_VALUE_RDB_VERSION};
 
 use super::checked::{CrcReader, CrcWriter};
 use super::{stage_and_commit, Progress, Server, STAGING_TTL_MS};

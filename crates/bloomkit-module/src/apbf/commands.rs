@@ -12,18 +12,18 @@
 use std::ffi::CStr;
 use std::ptr::NonNull;
 
-use bloomkit_core::apbf::{Apbf, Window};
-use bloomkit_core::args::{
-    parse_apbf_advance, parse_apbf_chunk_iter, parse_apbf_reserve, parse_long_long, ArgError,
-};
-use bloomkit_core::error::Error;
-use bloomkit_core::fmt::format_g;
+use bloomkit_core::apbf::args::{parse_advance, parse_chunk_iter, parse_reserve};
+use bloomkit_core::apbf::{Apbf, ApbfError, Window};
+use bloomkit_core::common::fmt::format_g;
+use bloomkit_core::common::parse::parse_long_long;
+use bloomkit_core::Reply;
 use redis_module::raw;
 
+use crate::command::Outcome;
 use crate::ffi::{api, Arg, Ctx, Key};
-use crate::{config, keys, Outcome};
+use crate::{config, keys};
 
-fn lookup(key: &Key) -> Result<Option<NonNull<Apbf>>, Error> {
+fn lookup(key: &Key) -> Result<Option<NonNull<Apbf>>, Reply> {
     keys::lookup(key)
 }
 
@@ -36,13 +36,13 @@ fn now_ms() -> u64 {
 
 /// `APBF.RESERVE key error_rate capacity COUNT | TIME seconds`
 pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    let params = parse_apbf_reserve(argv)?;
+    let params = parse_reserve(argv)?;
     let key = Key::open(ctx, &argv[1], true);
     if lookup(&key)?.is_some() {
-        return Err(Error::ItemExists.into());
+        return Err(ApbfError::ItemExists.into());
     }
     // Sized and checked against the limit before anything is allocated.
-    let f = Apbf::new(params, now_ms(), config::limits(ctx).max_bytes).map_err(Error::from)?;
+    let f = Apbf::new(params, now_ms(), config::limits(ctx).max_bytes)?;
     let header = f.encode_header();
     keys::store(&key, f)?;
     ctx.reply_simple(c"OK");
@@ -54,7 +54,7 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `APBF.ADD key item` and `APBF.MADD key item...`: 1 new within the window, 0 seen.
 fn add_items(ctx: Ctx, argv: &[Arg], multi: bool) -> Outcome {
     let key = Key::open(ctx, &argv[1], true);
-    let Some(mut f) = lookup(&key)? else { return Err(Error::NotFound.into()) };
+    let Some(mut f) = lookup(&key)? else { return Err(ApbfError::NotFound.into()) };
     // SAFETY: owned by the keyspace; commands run one at a time.
     let f = unsafe { f.as_mut() };
     let now = if f.window() == Window::Count {
@@ -85,20 +85,20 @@ fn add_items(ctx: Ctx, argv: &[Arg], multi: bool) -> Outcome {
 
 pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 3 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     add_items(ctx, argv, false)
 }
 
 pub fn madd(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() < 3 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     add_items(ctx, argv, true)
 }
 
 /// Reads see generations due by now as passed, without changing anything.
-fn with_filter<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&Apbf>) -> T) -> Result<T, Error> {
+fn with_filter<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&Apbf>) -> T) -> Result<T, Reply> {
     let key = Key::open(ctx, name, false);
     // SAFETY: owned by the keyspace, read only while the key is open.
     Ok(f(lookup(&key)?.map(|p| unsafe { &*p.as_ptr() })))
@@ -107,7 +107,7 @@ fn with_filter<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&Apbf>) -> T) -> R
 /// `APBF.EXISTS key item` (0 for a missing key).
 pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 3 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     let now = now_ms();
     let found = with_filter(ctx, &argv[1], |f| f.is_some_and(|f| f.contains(argv[2].bytes(), now)))?;
@@ -118,7 +118,7 @@ pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `APBF.MEXISTS key item...`
 pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() < 3 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     let now = now_ms();
     with_filter(ctx, &argv[1], |f| {
@@ -133,7 +133,7 @@ pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `APBF.INFO key`: parameters, then the state as of now.
 pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 2 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     let now = now_ms();
     let found = with_filter(ctx, &argv[1], |f| {
@@ -168,7 +168,7 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
         true
     })?;
     if !found {
-        return Err(Error::NotFound.into());
+        return Err(ApbfError::NotFound.into());
     }
     Ok(())
 }
@@ -177,9 +177,10 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// then the body; `[0, ""]` at the end. Each pair loads with APBF.LOADCHUNK.
 pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 3 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
-    let iter = parse_long_long(argv[2].bytes()).filter(|i| *i >= 0).ok_or(Error::ScanDumpIterNotNumeric)?;
+    let iter =
+        parse_long_long(argv[2].bytes()).filter(|i| *i >= 0).ok_or(ApbfError::ScanDumpIterNotNumeric)?;
     let found = with_filter(ctx, &argv[1], |f| {
         let Some(f) = f else { return false };
         let (next, data) = f.scan_chunk(iter as u64);
@@ -189,16 +190,16 @@ pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
         true
     })?;
     if !found {
-        return Err(Error::NotFound.into());
+        return Err(ApbfError::NotFound.into());
     }
     Ok(())
 }
 
 /// `APBF.ADVANCE key n started_ms [now_ms]`: ends n generations, as the primary did.
 pub fn advance(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    let a = parse_apbf_advance(argv)?;
+    let a = parse_advance(argv)?;
     let key = Key::open(ctx, &argv[1], true);
-    let Some(mut f) = lookup(&key)? else { return Err(Error::NotFound.into()) };
+    let Some(mut f) = lookup(&key)? else { return Err(ApbfError::NotFound.into()) };
     // SAFETY: owned by the keyspace; commands run one at a time.
     unsafe { f.as_mut() }.advance(a.generations, a.started_ms, a.now_ms);
     ctx.reply_simple(c"OK");
@@ -210,22 +211,22 @@ pub fn advance(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// fills the body (what AOF rewrite and replication of creation send).
 pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 4 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
-    let offset = parse_apbf_chunk_iter(argv[2].bytes())?;
+    let offset = parse_chunk_iter(argv[2].bytes())?;
     let data = argv[3].bytes();
     let key = Key::open(ctx, &argv[1], true);
     match (lookup(&key)?, offset) {
         (None, None) => {
             // Checked against the limit before the body is allocated.
-            let f = Apbf::from_header(data, config::limits(ctx).max_bytes).map_err(Error::from)?;
+            let f = Apbf::from_header(data, config::limits(ctx).max_bytes)?;
             keys::store(&key, f)?;
         }
-        (Some(_), None) => return Err(Error::ItemExists.into()),
-        (None, Some(_)) => return Err(Error::NotFound.into()),
+        (Some(_), None) => return Err(ApbfError::ItemExists.into()),
+        (None, Some(_)) => return Err(ApbfError::NotFound.into()),
         (Some(mut f), Some(offset)) => {
             // SAFETY: owned by the keyspace; commands run one at a time.
-            unsafe { f.as_mut() }.load_bits(offset, data).map_err(Error::from)?;
+            unsafe { f.as_mut() }.load_bits(offset, data)?;
         }
     }
     ctx.reply_simple(c"OK");

@@ -5,13 +5,14 @@
 use std::ffi::{c_int, c_void};
 
 use bloomkit_core::apbf::Apbf;
-use bloomkit_core::rdb::{FieldReader, FieldWriter};
+use bloomkit_core::common::fields::{FieldReader, FieldWriter};
 use redis_module::raw;
 
+use crate::config;
+use crate::ffi::guard;
 use crate::ffi::{digest_buffers, emit_aof_chunk, log};
 use crate::io::{self, IoReader, IoWriter};
 use crate::keys::{DataType, Stored};
-use crate::{config, guard};
 
 /// Nine characters, as the server requires; never changes once released.
 pub const TYPE_NAME: &str = "bkit-apbf";

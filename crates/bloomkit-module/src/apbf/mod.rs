@@ -2,3 +2,91 @@
 
 pub mod commands;
 pub mod data_type;
+
+use crate::command::{entry, Command, Family, RO, RW_INSERT, RW_UPDATE};
+
+pub const FAMILY: Family = Family { commands: COMMANDS, register: data_type::register, info: None };
+
+const COMMANDS: &[Command] = &[
+    Command {
+        name: c"apbf.reserve",
+        acl: c"bloom write",
+        handler: entry!(commands::reserve),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Creates a sliding-window filter: COUNT (the last capacity items) or TIME seconds",
+        complexity: c"O(1)",
+    },
+    Command {
+        name: c"apbf.add",
+        acl: c"bloom write fast",
+        handler: entry!(commands::add),
+        flags: c"write deny-oom",
+        key_flags: RW_UPDATE,
+        summary: c"Adds an item; 1 if it was not seen within the window",
+        complexity: c"O(k + l)",
+    },
+    Command {
+        name: c"apbf.madd",
+        acl: c"bloom write",
+        handler: entry!(commands::madd),
+        flags: c"write deny-oom",
+        key_flags: RW_UPDATE,
+        summary: c"Adds items; one reply per item",
+        complexity: c"O((k + l) * n)",
+    },
+    Command {
+        name: c"apbf.exists",
+        acl: c"bloom read fast",
+        handler: entry!(commands::exists),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"Checks whether an item was seen within the window",
+        complexity: c"O(k + l)",
+    },
+    Command {
+        name: c"apbf.mexists",
+        acl: c"bloom read",
+        handler: entry!(commands::mexists),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"Checks items; one reply per item",
+        complexity: c"O((k + l) * n)",
+    },
+    Command {
+        name: c"apbf.info",
+        acl: c"bloom read fast",
+        handler: entry!(commands::info),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"Returns a sliding-window filter's parameters and state",
+        complexity: c"O(1)",
+    },
+    Command {
+        name: c"apbf.scandump",
+        acl: c"bloom read",
+        handler: entry!(commands::scandump),
+        flags: c"readonly",
+        key_flags: RO,
+        summary: c"Returns the next chunk of a sliding-window filter's state",
+        complexity: c"O(c), c the chunk size",
+    },
+    Command {
+        name: c"apbf.advance",
+        acl: c"bloom write",
+        handler: entry!(commands::advance),
+        flags: c"write",
+        key_flags: RW_UPDATE,
+        summary: c"Ends generations as the primary decided (replication and AOF)",
+        complexity: c"O(n) slices cleared",
+    },
+    Command {
+        name: c"apbf.loadchunk",
+        acl: c"bloom write",
+        handler: entry!(commands::loadchunk),
+        flags: c"write deny-oom",
+        key_flags: RW_UPDATE,
+        summary: c"Restores a sliding-window filter's state (replication and AOF rewrite)",
+        complexity: c"O(c), c the chunk size",
+    },
+];

@@ -3,67 +3,33 @@
 //! Reply shapes, error texts and quirks follow RedisBloom 2.8.2 as measured
 //! (see the differential tests); where bloomkit differs on purpose, README says so.
 //!
-//! A key may also hold a valkey-bloom filter (`bloomfltr`): [`lookup`] is
-//! the one place that tells the two apart, and each command hands such a
+//! A key may also hold a valkey-bloom filter (`bloomfltr`):
+//! [`keys::lookup_bloom`] is the one place that tells the two apart, and each command hands such a
 //! key to `vbloom::commands`, which answers as valkey-bloom does.
 
 use std::ffi::CStr;
 use std::ptr::NonNull;
 
-use bloomkit_core::args::{parse_insert, parse_long_long, parse_reserve, ArgError, InfoField};
-use bloomkit_core::fmt::format_g;
-use bloomkit_core::{dump, Chain, ChainParams, Error, Limits};
+use bloomkit_core::bf::args::{parse_insert, parse_reserve, InfoField};
+use bloomkit_core::bf::{scandump as dump, BfError, Chain, ChainParams};
+use bloomkit_core::common::fmt::format_g;
+use bloomkit_core::common::parse::parse_long_long;
+use bloomkit_core::vbloom::ValkeyError;
+use bloomkit_core::{Limits, Reply, ReplyError};
 use redis_module::raw;
 
-use bloomkit_core::valkey::{Object, ValkeyError};
-
-use super::data_type::bf_type;
-use crate::ffi::{api, Arg, Ctx, Key, Slot};
-use crate::vbloom::{self, data_type::vbloom_type};
-use crate::{config, keys, stats, Outcome};
-
-/// What a `BF.*` key holds: RedisBloom's chain, or valkey-bloom's object.
-pub(crate) enum Filter {
-    Chain(NonNull<Chain>),
-    Valkey(NonNull<Object>),
-}
-
-/// The filter in a key: `Ok(None)` when the key is empty, `WRONGTYPE`
-/// when it holds anything else.
-pub(crate) fn lookup(key: &Key) -> Result<Option<Filter>, Error> {
-    match key.slot::<Chain>(bf_type()) {
-        Slot::Ours(chain) => Ok(Some(Filter::Chain(chain))),
-        Slot::Empty => Ok(None),
-        Slot::OtherType => match key.slot::<Object>(vbloom_type()) {
-            Slot::Ours(object) => Ok(Some(Filter::Valkey(object))),
-            _ => Err(Error::WrongType),
-        },
-    }
-}
-
-/// The filter in a key, read only while the key is open.
-enum Found<'a> {
-    Chain(&'a Chain),
-    Valkey(&'a Object),
-}
-
-impl Filter {
-    /// # Safety
-    /// The key the filter came from must stay open while the result is used.
-    unsafe fn get<'a>(&self) -> Found<'a> {
-        match self {
-            Filter::Chain(c) => Found::Chain(&*c.as_ptr()),
-            Filter::Valkey(o) => Found::Valkey(&*o.as_ptr()),
-        }
-    }
-}
+use crate::command::Outcome;
+use crate::ffi::{api, Arg, Ctx, Key};
+use crate::keys::{lookup_bloom as lookup, BloomFilter as Filter, Found};
+use crate::vbloom;
+use crate::{config, keys, stats};
 
 /// A new chain stored in an empty key opened for writing.
 fn create(
     key: &Key,
     ctx: Ctx,
-    make: impl FnOnce(Limits) -> Result<Chain, Error>,
-) -> Result<NonNull<Chain>, Error> {
+    make: impl FnOnce(Limits) -> Result<Chain, BfError>,
+) -> Result<NonNull<Chain>, Reply> {
     let chain = make(config::limits(ctx)).inspect_err(|_| stats::refused())?;
     keys::store(key, chain)
 }
@@ -71,7 +37,7 @@ fn create(
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
 pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() < 2 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     let key = Key::open(ctx, &argv[1], true);
     let found = lookup(&key);
@@ -80,7 +46,7 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
     }
     let params = parse_reserve(argv, &config::defaults())?;
     if found?.is_some() {
-        return Err(Error::ItemExists.into());
+        return Err(BfError::ItemExists.into());
     }
     let chain = create(&key, ctx, |limits| Chain::new(params, limits))?;
     ctx.reply_simple(c"OK");
@@ -93,7 +59,7 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `BF.ADD key item` → 1 new, 0 probably present.
 pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 3 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     let key = Key::open(ctx, &argv[1], true);
     match lookup(&key)? {
@@ -106,7 +72,7 @@ pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `BF.MADD key item...` → one reply per item.
 pub fn madd(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() < 3 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     let key = Key::open(ctx, &argv[1], true);
     match lookup(&key)? {
@@ -119,7 +85,7 @@ pub fn madd(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...`
 pub fn insert(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() < 2 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     let key = Key::open(ctx, &argv[1], true);
     let found = lookup(&key);
@@ -151,7 +117,7 @@ fn insert_items(
     let (mut chain, created) = match (existing, create_with) {
         (Some(chain), _) => (chain, false),
         (None, Some(params)) => (create(&key, ctx, |limits| Chain::new(params, limits))?, true),
-        (None, None) => return Err(Error::NotFound.into()),
+        (None, None) => return Err(BfError::NotFound.into()),
     };
     // SAFETY: the keyspace owns the chain and nothing else touches it while
     // this command runs (commands run one at a time on the main thread).
@@ -177,7 +143,7 @@ fn insert_items(
                 true
             }
             Err(e) => {
-                if !matches!(e, Error::NonScalingFull) {
+                if !matches!(e, BfError::NonScalingFull) {
                     stats::refused();
                 }
                 ctx.reply_error(&e.message());
@@ -222,7 +188,7 @@ fn with_filter_for_read<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<Found>) -
 /// `BF.EXISTS key item`
 pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 3 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     let item = argv[2].bytes();
     with_filter_for_read(ctx, &argv[1], |filter| match filter {
@@ -238,7 +204,7 @@ pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `BF.MEXISTS key item...`
 pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() < 3 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     let items = &argv[2..];
     with_filter_for_read(ctx, &argv[1], |filter| {
@@ -256,28 +222,28 @@ pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
 }
 
 /// The filter in a key for commands that report on it: errors when missing.
-fn with_existing<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Found) -> T) -> Result<T, Error> {
+fn with_existing<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Found) -> T) -> Result<T, Reply> {
     let key = Key::open(ctx, name, false);
     match lookup(&key)? {
         // SAFETY: owned by the keyspace, read only while the key is open.
         Some(filter) => Ok(f(unsafe { filter.get() })),
-        None => Err(Error::NotFound),
+        None => Err(BfError::NotFound.into()),
     }
 }
 
 /// The chain in a key for commands that only RedisBloom's filters have
 /// (valkey-bloom has no SCANDUMP): a `bloomfltr` key is refused, saying so.
-fn with_chain<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(&Chain) -> T) -> Result<T, Error> {
+fn with_chain<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(&Chain) -> T) -> Result<T, Reply> {
     with_existing(ctx, name, |found| match found {
         Found::Chain(chain) => Ok(f(chain)),
-        Found::Valkey(_) => Err(Error::from(ValkeyError::NoChunks)),
+        Found::Valkey(_) => Err(ValkeyError::NoChunks.into()),
     })?
 }
 
 /// `BF.CARD key` → items added; 0 for a missing key.
 pub fn card(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 2 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     let key = Key::open(ctx, &argv[1], false);
     // SAFETY: owned by the keyspace, read only while the key is open.
@@ -292,7 +258,7 @@ pub fn card(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]`
 pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if !(2..=3).contains(&argv.len()) {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     with_existing(ctx, &argv[1], |found| {
         let chain = match found {
@@ -338,7 +304,7 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `BF.DEBUG key` → `size:<items>` then one line per sub-filter.
 pub fn debug(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 2 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     with_existing(ctx, &argv[1], |found| {
         let chain = match found {
@@ -369,10 +335,10 @@ pub fn debug(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `BF.SCANDUMP key iter` → `[next_iter, data]`; iter 0 gives the header.
 pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 3 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     with_chain(ctx, &argv[1], |chain| {
-        let iter = parse_long_long(argv[2].bytes()).ok_or(Error::ScanDumpIterNotNumeric)?;
+        let iter = parse_long_long(argv[2].bytes()).ok_or(BfError::ScanDumpIterNotNumeric)?;
         ctx.reply_array(2);
         if iter == 0 {
             ctx.reply_i64(1);
@@ -382,7 +348,7 @@ pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
             ctx.reply_i64(next);
             ctx.reply_bulk(data);
         }
-        Ok::<(), Error>(())
+        Ok::<(), Reply>(())
     })??;
     Ok(())
 }
@@ -390,17 +356,17 @@ pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `BF.LOADCHUNK key iter data`: iter 1 on an empty key is the header.
 pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 4 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
-    let iter = parse_long_long(argv[2].bytes()).ok_or(Error::LoadChunkIterNotNumeric)?;
+    let iter = parse_long_long(argv[2].bytes()).ok_or(BfError::LoadChunkIterNotNumeric)?;
     let data = argv[3].bytes();
     let key = Key::open(ctx, &argv[1], true);
     match lookup(&key)? {
-        Some(Filter::Valkey(_)) => return Err(Error::from(ValkeyError::NoChunks).into()),
+        Some(Filter::Valkey(_)) => return Err(ValkeyError::NoChunks.into()),
         None if iter == 1 => {
             create(&key, ctx, |limits| dump::decode_header(data, limits))?;
         }
-        None => return Err(Error::NotFound.into()),
+        None => return Err(BfError::NotFound.into()),
         Some(Filter::Chain(mut chain)) => {
             // SAFETY: owned by the keyspace; commands run one at a time.
             dump::load_chunk(unsafe { chain.as_mut() }, iter, data)?;

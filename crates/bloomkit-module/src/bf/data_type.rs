@@ -2,18 +2,18 @@
 //!
 //! Same name and encoding version as RedisBloom, so that its RDB files and
 //! DUMP payloads load here and ours load there. The field order lives in
-//! `bloomkit_core::rdb`; this file only connects it to the module IO calls.
+//! `bloomkit_core::bf::rdb`; this file only connects it to the module IO calls.
 
 use std::ffi::{c_int, c_void};
 
-use bloomkit_core::rdb;
-use bloomkit_core::{dump, Chain};
+use bloomkit_core::bf::{rdb, scandump as dump, Chain};
 use redis_module::raw;
 
+use crate::ffi::guard;
 use crate::ffi::{digest_buffers, emit_aof_chunk, log};
 use crate::io::{self, IoReader, IoWriter};
 use crate::keys::{DataType, Stored};
-use crate::{config, guard, stats};
+use crate::{config, stats};
 
 static BF_TYPE: DataType = DataType::new();
 

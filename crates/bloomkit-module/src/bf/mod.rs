@@ -1,4 +1,119 @@
-//! `BF.*`: RedisBloom's scalable Bloom filter, type `MBbloom--`.
+//! `BF.*`: RedisBloom's scalable Bloom filter, type `MBbloom--`. A `BF.*`
+//! key may also hold a valkey-bloom filter: [`crate::keys::lookup_bloom`]
+//! tells them apart and `commands` hands those to [`crate::vbloom`].
 
 pub mod commands;
 pub mod data_type;
+
+use crate::command::{add_acl_category, entry, Command, Family, RO, RW_INSERT, RW_UPDATE};
+
+pub const FAMILY: Family = Family { commands: COMMANDS, register, info: None };
+
+/// The data type, and the `bloom` ACL category every Bloom-family command
+/// is in (APBF's and valkey-bloom's too).
+fn register(ctx: *mut redis_module::raw::RedisModuleCtx) -> Result<(), String> {
+    data_type::register(ctx)?;
+    add_acl_category(ctx, c"bloom")
+}
+
+const COMMANDS: &[Command] = &[
+    Command {
+        name: c"bf.reserve",
+        acl: c"bloom write",
+        handler: entry!(commands::reserve),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Creates an empty Bloom filter with an error rate and initial capacity",
+        complexity: c"O(1)",
+    },
+    Command {
+        name: c"bf.add",
+        acl: c"bloom write fast",
+        handler: entry!(commands::add),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Adds an item, creating the filter if needed",
+        complexity: c"O(k), k the number of hash functions",
+    },
+    Command {
+        name: c"bf.madd",
+        acl: c"bloom write",
+        handler: entry!(commands::madd),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Adds items, creating the filter if needed",
+        complexity: c"O(k * n), n the number of items",
+    },
+    Command {
+        name: c"bf.insert",
+        acl: c"bloom write",
+        handler: entry!(commands::insert),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Adds items, creating the filter with the given parameters if needed",
+        complexity: c"O(k * n)",
+    },
+    Command {
+        name: c"bf.exists",
+        acl: c"bloom read fast",
+        handler: entry!(commands::exists),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"Checks whether an item may have been added",
+        complexity: c"O(k)",
+    },
+    Command {
+        name: c"bf.mexists",
+        acl: c"bloom read",
+        handler: entry!(commands::mexists),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"Checks whether items may have been added",
+        complexity: c"O(k * n)",
+    },
+    Command {
+        name: c"bf.info",
+        acl: c"bloom read fast",
+        handler: entry!(commands::info),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"Returns information about a Bloom filter",
+        complexity: c"O(1)",
+    },
+    Command {
+        name: c"bf.card",
+        acl: c"bloom read fast",
+        handler: entry!(commands::card),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"Returns the number of items added to a Bloom filter",
+        complexity: c"O(1)",
+    },
+    Command {
+        name: c"bf.debug",
+        acl: c"bloom read",
+        handler: entry!(commands::debug),
+        flags: c"readonly",
+        key_flags: RO,
+        summary: c"Returns the layout of a Bloom filter's sub-filters",
+        complexity: c"O(s), s the number of sub-filters",
+    },
+    Command {
+        name: c"bf.scandump",
+        acl: c"bloom read",
+        handler: entry!(commands::scandump),
+        flags: c"readonly",
+        key_flags: RO,
+        summary: c"Returns the next chunk of a Bloom filter's dump",
+        complexity: c"O(c), c the chunk size",
+    },
+    Command {
+        name: c"bf.loadchunk",
+        acl: c"bloom write",
+        handler: entry!(commands::loadchunk),
+        flags: c"write deny-oom",
+        key_flags: RW_UPDATE,
+        summary: c"Restores a Bloom filter from chunks returned by BF.SCANDUMP",
+        complexity: c"O(c)",
+    },
+];

@@ -15,25 +15,24 @@
 use std::ffi::CStr;
 use std::ptr::NonNull;
 
-use bloomkit_core::args::{
-    parse_cf_insert, parse_cf_loadchunk_pos, parse_cf_reserve, parse_cf_scandump_pos, ArgError,
-};
-use bloomkit_core::cuckoo::{CuckooError, CuckooFilter, CuckooParams, Insert, Lookup, DEFAULT_CAPACITY};
-use bloomkit_core::{Error, Limits};
+use bloomkit_core::cf::args::{parse_insert, parse_loadchunk_pos, parse_reserve, parse_scandump_pos};
+use bloomkit_core::cf::{CfError, CuckooFilter, CuckooParams, Insert, Lookup, DEFAULT_CAPACITY};
+use bloomkit_core::{Limits, Reply, ReplyError};
 use redis_module::raw;
 
 use super::data_type::cf_type;
+use crate::command::Outcome;
 use crate::ffi::{api, Arg, Ctx, Key, Slot};
 use crate::stats::cuckoo as stats;
-use crate::{config, keys, Outcome};
+use crate::{config, keys};
 
-fn lookup(key: &Key) -> Result<Option<NonNull<CuckooFilter>>, Error> {
+fn lookup(key: &Key) -> Result<Option<NonNull<CuckooFilter>>, Reply> {
     keys::lookup(key)
 }
 
 /// A new filter stored in an empty key opened for writing, and sent to
 /// replicas with its exact parameters.
-fn create(ctx: Ctx, key: &Key, name: &Arg, params: CuckooParams) -> Result<NonNull<CuckooFilter>, Error> {
+fn create(ctx: Ctx, key: &Key, name: &Arg, params: CuckooParams) -> Result<NonNull<CuckooFilter>, Reply> {
     let f = CuckooFilter::new(params, config::limits(ctx)).inspect_err(|_| crate::stats::refused())?;
     let header = f.encode_header();
     let stored = keys::store(key, f)?;
@@ -43,10 +42,10 @@ fn create(ctx: Ctx, key: &Key, name: &Arg, params: CuckooParams) -> Result<NonNu
 
 /// `CF.RESERVE key capacity [BUCKETSIZE n] [MAXITERATIONS n] [EXPANSION n]`
 pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    let params = parse_cf_reserve(argv)?;
+    let params = parse_reserve(argv)?;
     let key = Key::open(ctx, &argv[1], true);
     if lookup(&key)?.is_some() {
-        return Err(Error::ItemExists.into());
+        return Err(CfError::ItemExists.into());
     }
     create(ctx, &key, &argv[1], params)?;
     ctx.reply_simple(c"OK");
@@ -77,21 +76,21 @@ pub fn addnx(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 fn add_single(ctx: Ctx, argv: &[Arg], nx: bool, event: &'static CStr) -> Outcome {
     if argv.len() != 3 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     insert_items(ctx, argv, 2, Some(DEFAULT_CAPACITY), nx, Shape::Single, event)
 }
 
 /// `CF.INSERT key [CAPACITY c] [NOCREATE] ITEMS item...`
 pub fn insert(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    let parsed = parse_cf_insert(argv)?;
+    let parsed = parse_insert(argv)?;
     let create_with = parsed.create.then_some(parsed.capacity);
     insert_items(ctx, argv, parsed.items_from, create_with, false, Shape::Booleans, c"cf.insert")
 }
 
 /// `CF.INSERTNX key [CAPACITY c] [NOCREATE] ITEMS item...`
 pub fn insertnx(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    let parsed = parse_cf_insert(argv)?;
+    let parsed = parse_insert(argv)?;
     let create_with = parsed.create.then_some(parsed.capacity);
     insert_items(ctx, argv, parsed.items_from, create_with, true, Shape::Integers, c"cf.insertnx")
 }
@@ -110,7 +109,7 @@ fn insert_items(
     let (mut f, created) = match (lookup(&key)?, create_with) {
         (Some(f), _) => (f, false),
         (None, Some(capacity)) => (create(ctx, &key, &argv[1], CuckooParams::with_capacity(capacity))?, true),
-        (None, None) => return Err(Error::NotFound.into()),
+        (None, None) => return Err(CfError::NotFound.into()),
     };
     // SAFETY: the keyspace owns the filter and nothing else touches it while
     // this command runs (commands run one at a time on the main thread).
@@ -125,7 +124,7 @@ fn insert_items(
     }
     let mut added = 0u64;
     let mut ran = 0usize;
-    let mut failed: Option<Error> = None;
+    let mut failed: Option<CfError> = None;
     for item in items {
         let l = Lookup::new(item.bytes());
         let outcome = if nx { f.insert_unique(&l, limits) } else { f.insert(&l, limits) };
@@ -135,7 +134,7 @@ fn insert_items(
             (Ok(Insert::Inserted), _) => ctx.reply_bool(true),
             (Ok(Insert::Exists), Shape::Integers) => ctx.reply_i64(0),
             (Ok(Insert::Exists), _) => ctx.reply_bool(false),
-            (Ok(Insert::Full), Shape::Single) => failed = Some(CuckooError::Full.into()),
+            (Ok(Insert::Full), Shape::Single) => failed = Some(CfError::Full),
             (Ok(Insert::Full), Shape::Booleans) if ctx.is_resp3() => ctx.reply_bool(false),
             (Ok(Insert::Full), _) => ctx.reply_i64(-1),
             (Err(e), _) => {
@@ -187,7 +186,7 @@ fn with_filter_for_read<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&CuckooFi
 /// `CF.EXISTS key item`
 pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 3 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     let found =
         with_filter_for_read(ctx, &argv[1], |f| f.is_some_and(|f| f.contains(&Lookup::new(argv[2].bytes()))));
@@ -199,7 +198,7 @@ pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `CF.MEXISTS key item...`
 pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() < 3 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     let items = &argv[2..];
     with_filter_for_read(ctx, &argv[1], |f| {
@@ -215,7 +214,7 @@ pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `CF.COUNT key item` → copies that may be present; 0 for a missing key.
 pub fn count(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 3 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     let n = with_filter_for_read(ctx, &argv[1], |f| f.map_or(0, |f| f.count(&Lookup::new(argv[2].bytes()))));
     stats::looked_up(1);
@@ -225,7 +224,7 @@ pub fn count(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// The filter in a key opened for writing, or `missing` when the key is
 /// empty or holds another type (as `CF.DEL` and `CF.COMPACT` answer).
-fn writable(key: &Key, missing: CuckooError) -> Result<NonNull<CuckooFilter>, Error> {
+fn writable(key: &Key, missing: CfError) -> Result<NonNull<CuckooFilter>, Reply> {
     match key.slot::<CuckooFilter>(cf_type()) {
         Slot::Ours(p) => Ok(p),
         _ => Err(missing.into()),
@@ -235,10 +234,10 @@ fn writable(key: &Key, missing: CuckooError) -> Result<NonNull<CuckooFilter>, Er
 /// `CF.DEL key item` → 1 deleted one copy, 0 not found.
 pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 3 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     let key = Key::open(ctx, &argv[1], true);
-    let mut f = writable(&key, CuckooError::DelNotFound)?;
+    let mut f = writable(&key, CfError::DelNotFound)?;
     // SAFETY: owned by the keyspace; commands run one at a time.
     let f = unsafe { f.as_mut() };
     let size_before = f.size_bytes();
@@ -255,10 +254,10 @@ pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `CF.COMPACT key`: moves fingerprints into older sub-filters, frees emptied ones.
 pub fn compact(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 2 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     let key = Key::open(ctx, &argv[1], true);
-    let mut f = writable(&key, CuckooError::CompactNotFound)?;
+    let mut f = writable(&key, CfError::CompactNotFound)?;
     // SAFETY: owned by the keyspace; commands run one at a time.
     let f = unsafe { f.as_mut() };
     let size_before = f.size_bytes();
@@ -272,19 +271,19 @@ pub fn compact(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// The filter in a key for commands that report on it: `ERR not found` when
 /// missing, WRONGTYPE for another type.
-fn with_existing<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(&CuckooFilter) -> T) -> Result<T, Error> {
+fn with_existing<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(&CuckooFilter) -> T) -> Result<T, Reply> {
     let key = Key::open(ctx, name, false);
     match lookup(&key)? {
         // SAFETY: owned by the keyspace, read only while the key is open.
         Some(p) => Ok(f(unsafe { p.as_ref() })),
-        None => Err(Error::NotFound),
+        None => Err(CfError::NotFound.into()),
     }
 }
 
 /// `CF.INFO key` → a map of eight figures (a flat array in RESP2).
 pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 2 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     with_existing(ctx, &argv[1], |f| {
         let s = f.shape();
@@ -310,7 +309,7 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `CF.DEBUG key` → one line of parameters and counters.
 pub fn debug(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 2 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     with_existing(ctx, &argv[1], |f| ctx.reply_bulk(f.debug_line().as_bytes()))?;
     Ok(())
@@ -320,9 +319,9 @@ pub fn debug(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// sub-filters; `[0, nil]` at the end, and for a filter with no items.
 pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 3 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
-    let pos = parse_cf_scandump_pos(argv[2].bytes())?;
+    let pos = parse_scandump_pos(argv[2].bytes())?;
     with_existing(ctx, &argv[1], |f| {
         ctx.reply_array(2);
         let chunk = match pos {
@@ -351,22 +350,22 @@ pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `CF.LOADCHUNK key pos data`: pos 1 on an empty key is the header.
 pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 4 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     let key = Key::open(ctx, &argv[1], true);
-    let pos = parse_cf_loadchunk_pos(argv[2].bytes())?;
+    let pos = parse_loadchunk_pos(argv[2].bytes())?;
     let data = argv[3].bytes();
     match (lookup(&key)?, pos) {
         (None, 1) => {
-            if data.len() != bloomkit_core::cuckoo::HEADER_LEN {
-                return Err(Error::from(CuckooError::InvalidHeader).into());
+            if data.len() != bloomkit_core::cf::HEADER_LEN {
+                return Err(CfError::InvalidHeader.into());
             }
             let f = CuckooFilter::from_header(data, config::limits(ctx))
                 .inspect_err(|_| crate::stats::refused())?;
             keys::store(&key, f)?;
         }
-        (Some(_), 1) => return Err(Error::ItemExists.into()),
-        (None, _) => return Err(Error::NotFound.into()),
+        (Some(_), 1) => return Err(CfError::ItemExists.into()),
+        (None, _) => return Err(CfError::NotFound.into()),
         // SAFETY: owned by the keyspace; commands run one at a time.
         (Some(mut f), _) => unsafe { f.as_mut() }.load_chunk(pos, data)?,
     }

@@ -2,18 +2,19 @@
 //!
 //! Same name and encoding version as RedisBloom, so that its RDB files and
 //! DUMP payloads load here and ours load there. The field order lives in
-//! `bloomkit_core::cuckoo`; this file only connects it to the module IO calls.
+//! `bloomkit_core::cf`; this file only connects it to the module IO calls.
 
 use std::ffi::{c_int, c_void};
 
-use bloomkit_core::cuckoo::{CuckooFilter, ENCODING_VERSION, TYPE_NAME};
+use bloomkit_core::cf::{CuckooFilter, ENCODING_VERSION, TYPE_NAME};
 use redis_module::raw;
 
+use crate::config;
+use crate::ffi::guard;
 use crate::ffi::{digest_buffers, emit_aof_chunk, log};
 use crate::io::{self, IoReader, IoWriter};
 use crate::keys::{DataType, Stored};
 use crate::stats::cuckoo as stats;
-use crate::{config, guard};
 
 static CF_TYPE: DataType = DataType::new();
 

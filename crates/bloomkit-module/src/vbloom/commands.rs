@@ -14,24 +14,24 @@
 
 use std::ptr::NonNull;
 
-use bloomkit_core::args::ArgError;
-use bloomkit_core::fmt::format_g;
-use bloomkit_core::valkey::{self, InfoField, Object, ValkeyError};
-use bloomkit_core::Error;
+use bloomkit_core::common::fmt::format_g;
+use bloomkit_core::vbloom::{self, InfoField, Object, ValkeyError};
+use bloomkit_core::{Reply, ReplyError};
 use redis_module::raw;
 
-use crate::bf::commands::lookup;
+use crate::command::Outcome;
 use crate::ffi::{api, Arg, Ctx, Key};
-use crate::{config, keys, stats, Outcome};
+use crate::keys::lookup_bloom as lookup;
+use crate::{config, keys, stats};
 
 /// `BF.LOAD key blob`: creates the object valkey-bloom's AOF rewrite wrote.
 pub fn load(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 3 {
-        return Err(ArgError::WrongArity);
+        return Err(Reply::WrongArity);
     }
     let key = Key::open(ctx, &argv[1], true);
     if lookup(&key)?.is_some() {
-        return Err(Error::from(ValkeyError::KeyExists).into());
+        return Err(ValkeyError::KeyExists.into());
     }
     // Checked and compared with the limit before anything is allocated.
     let object = Object::decode_blob(argv[2].bytes(), config::limits(ctx))?;
@@ -45,14 +45,14 @@ pub fn load(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `BF.RESERVE` on a `bloomfltr` key: its arguments are checked, then the
 /// key is taken.
 pub fn reserve(argv: &[Arg]) -> Outcome {
-    valkey::check_reserve(argv)?;
-    Err(Error::from(ValkeyError::ItemExists).into())
+    vbloom::check_reserve(argv)?;
+    Err(ValkeyError::ItemExists.into())
 }
 
 /// `BF.INSERT` on a `bloomfltr` key: the options are checked (they change
 /// nothing on an existing object), then the items are added.
 pub fn insert(ctx: Ctx, argv: &[Arg], object: NonNull<Object>) -> Outcome {
-    let items_from = valkey::parse_insert(argv, config::limits(ctx))?;
+    let items_from = vbloom::parse_insert(argv, config::limits(ctx))?;
     add(ctx, argv, object, items_from, true)
 }
 
@@ -140,7 +140,7 @@ pub fn info(ctx: Ctx, argv: &[Arg], o: &Object) -> Outcome {
         }
         return Ok(());
     };
-    let scaling_only = || o.expansion().ok_or(Error::from(ValkeyError::InvalidInfoField));
+    let scaling_only = || o.expansion().ok_or(ValkeyError::InvalidInfoField);
     match InfoField::parse(field.bytes())? {
         InfoField::Capacity => ctx.reply_i64(o.capacity() as i64),
         InfoField::Size => ctx.reply_i64(o.size() as i64),

@@ -1,17 +1,18 @@
 //! The `bloomfltr` data type: everything a valkey-bloom object owes the
 //! server, in valkey-bloom's formats (RDB value and DUMP payload, AOF
 //! rewrite as `BF.LOAD key blob`), so that its files load here and ours
-//! load there. The formats live in `bloomkit_core::valkey`.
+//! load there. The formats live in `bloomkit_core::vbloom`.
 
 use std::ffi::{c_int, c_void};
 
-use bloomkit_core::valkey::{Object, ENCODING_VERSION, TYPE_NAME};
+use bloomkit_core::vbloom::{Object, ENCODING_VERSION, TYPE_NAME};
 use redis_module::raw;
 
+use crate::ffi::guard;
 use crate::ffi::{api, emit_aof_command, log};
 use crate::io::{self, IoReader, IoWriter};
 use crate::keys::{DataType, Stored};
-use crate::{config, guard, stats};
+use crate::{config, stats};
 
 static VBLOOM_TYPE: DataType = DataType::new();
 

@@ -5,3 +5,17 @@
 
 pub mod commands;
 pub mod data_type;
+
+use crate::command::{entry, Command, Family, RW_INSERT};
+
+pub const FAMILY: Family = Family { commands: COMMANDS, register: data_type::register, info: None };
+
+const COMMANDS: &[Command] = &[Command {
+    name: c"bf.load",
+    acl: c"bloom write",
+    handler: entry!(commands::load),
+    flags: c"write deny-oom",
+    key_flags: RW_INSERT,
+    summary: c"Creates a valkey-bloom filter from the blob its AOF rewrite wrote",
+    complexity: c"O(n), n the blob's size",
+}];

@@ -9,42 +9,29 @@
 //! Version 2-3 have no growth (it is 2); 1 has no options (32-bit hashes,
 //! power-of-two filters); 0 has no bits or n2 (bits = capacity x bpe).
 
-use crate::bloom::SubFilter;
-use crate::chain::{Chain, Limits};
-use crate::error::Error;
-use crate::sizing::Shape;
+use super::chain::Chain;
+use super::errors::BfError;
+use super::sub_filter::SubFilter;
+use crate::common::fields::{FieldReader, FieldWriter};
+use crate::common::memory::Limits;
+use crate::common::sizing::Shape;
 
 /// The encoding version bloomkit writes, and the newest it reads.
 pub const ENCODING_VERSION: i32 = 4;
 /// The type name: RedisBloom's, so that its RDB files and DUMP payloads load.
 pub const TYPE_NAME: &str = "MBbloom--";
 
-/// Typed reads of one value's RDB fields. A failed read is an `Err`.
-pub trait FieldReader {
-    fn unsigned(&mut self) -> Result<u64, Error>;
-    fn double(&mut self) -> Result<f64, Error>;
-    /// A string field as an owned buffer (the module adopts Redis's copy).
-    fn buffer(&mut self) -> Result<Box<[u8]>, Error>;
-}
-
-/// Typed writes of one value's RDB fields.
-pub trait FieldWriter {
-    fn unsigned(&mut self, v: u64);
-    fn double(&mut self, v: f64);
-    fn buffer(&mut self, v: &[u8]);
-}
-
 /// Reads a chain of any encoding version from 0 to [`ENCODING_VERSION`].
-pub fn load(r: &mut dyn FieldReader, encver: i32, limits: Limits) -> Result<Chain, Error> {
+pub fn load(r: &mut dyn FieldReader, encver: i32, limits: Limits) -> Result<Chain, BfError> {
     if !(0..=ENCODING_VERSION).contains(&encver) {
-        return Err(Error::BadData);
+        return Err(BfError::BadData);
     }
     let items = r.unsigned()?;
     let nfilters = r.unsigned()?;
     let options = if encver >= 2 { narrow(r.unsigned()?)? } else { 0 };
     let growth = if encver >= 4 { narrow(r.unsigned()?)? } else { 2 };
     if nfilters == 0 {
-        return Err(Error::BadData);
+        return Err(BfError::BadData);
     }
     let mut filters: Vec<SubFilter> = Vec::new();
     let mut total: u64 = 0;
@@ -57,20 +44,20 @@ pub fn load(r: &mut dyn FieldReader, encver: i32, limits: Limits) -> Result<Chai
             ((capacity as f64 * bpe) as u64, 0)
         } else {
             let bits = r.unsigned()?;
-            let n2 = u8::try_from(r.unsigned()?).map_err(|_| Error::BadData)?;
+            let n2 = u8::try_from(r.unsigned()?).map_err(|_| BfError::BadData)?;
             (bits, n2)
         };
         let array = r.buffer()?;
         let link_items = r.unsigned()?;
-        total = total.checked_add(array.len() as u64).ok_or(Error::BadData)?;
-        let size = Chain::accounted_size(filters.len() as u64 + 1, total).ok_or(Error::BadData)?;
+        total = total.checked_add(array.len() as u64).ok_or(BfError::BadData)?;
+        let size = Chain::accounted_size(filters.len() as u64 + 1, total).ok_or(BfError::BadData)?;
         if let Some(limit) = limits.max_bytes {
             if size > limit {
-                return Err(Error::TooLarge { bytes: size, limit });
+                return Err(BfError::TooLarge { bytes: size, limit });
             }
         }
         let shape = Shape { capacity, error, bpe, hashes, bits, bytes: array.len() as u64, n2 };
-        filters.try_reserve(1).map_err(|_| Error::OutOfMemory)?;
+        filters.try_reserve(1).map_err(|_| BfError::OutOfMemory)?;
         filters.push(SubFilter::from_parts(shape, link_items, array)?);
     }
     Chain::from_parts(items, options, growth, filters)
@@ -95,69 +82,15 @@ pub fn save(chain: &Chain, w: &mut dyn FieldWriter) {
     }
 }
 
-fn narrow(v: u64) -> Result<u32, Error> {
-    u32::try_from(v).map_err(|_| Error::BadData)
-}
-
-/// A plain in-memory field stream, for tests and fuzzing: each field is a tag
-/// byte (`U`, `D`, `B`) then 8 bytes little-endian (for `B`, the length, then the bytes).
-#[derive(Default, Debug)]
-pub struct FieldStream {
-    pub bytes: Vec<u8>,
-    pub pos: usize,
-}
-
-impl FieldStream {
-    fn field(&mut self, tag: u8) -> Result<[u8; 8], Error> {
-        let rest = self.bytes.get(self.pos..).ok_or(Error::BadData)?;
-        match rest.split_first() {
-            Some((&t, rest)) if t == tag => {
-                let (v, _) = rest.split_first_chunk::<8>().ok_or(Error::BadData)?;
-                self.pos += 9;
-                Ok(*v)
-            }
-            _ => Err(Error::BadData),
-        }
-    }
-}
-
-impl FieldReader for FieldStream {
-    fn unsigned(&mut self) -> Result<u64, Error> {
-        self.field(b'U').map(u64::from_le_bytes)
-    }
-    fn double(&mut self) -> Result<f64, Error> {
-        self.field(b'D').map(f64::from_le_bytes)
-    }
-    fn buffer(&mut self) -> Result<Box<[u8]>, Error> {
-        let len = u64::from_le_bytes(self.field(b'B')?);
-        let end = u64::try_from(self.pos).ok().and_then(|p| p.checked_add(len)).ok_or(Error::BadData)?;
-        let end = usize::try_from(end).map_err(|_| Error::BadData)?;
-        let data = self.bytes.get(self.pos..end).ok_or(Error::BadData)?;
-        self.pos = end;
-        Ok(data.into())
-    }
-}
-
-impl FieldWriter for FieldStream {
-    fn unsigned(&mut self, v: u64) {
-        self.bytes.push(b'U');
-        self.bytes.extend_from_slice(&v.to_le_bytes());
-    }
-    fn double(&mut self, v: f64) {
-        self.bytes.push(b'D');
-        self.bytes.extend_from_slice(&v.to_le_bytes());
-    }
-    fn buffer(&mut self, v: &[u8]) {
-        self.bytes.push(b'B');
-        self.bytes.extend_from_slice(&(v.len() as u64).to_le_bytes());
-        self.bytes.extend_from_slice(v);
-    }
+fn narrow(v: u64) -> Result<u32, BfError> {
+    u32::try_from(v).map_err(|_| BfError::BadData)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::ChainParams;
+    use crate::bf::chain::ChainParams;
+    use crate::common::fields::FieldStream;
 
     fn sample() -> Chain {
         let p = ChainParams { capacity: 5, error: 0.01, expansion: 2, scaling: true };

@@ -3,7 +3,7 @@
 //! bits: each layout is its sizing rule and its index derivation.
 //!
 //! - [`BitmapLayout::Guava`]: Guava's `BloomFilter` (MURMUR128_MITZ_64), the
-//!   bit count rounded up to whole longs ([`crate::guava`]).
+//!   bit count rounded up to whole longs ([`guava`]).
 //! - [`BitmapLayout::GuavaUnrounded`]: the widely copied Java
 //!   "RedisBloomFilter" pattern: Guava's sizing and hashing, but the bit
 //!   count `(int)(-n ln p / ln² 2)` as is (a Java int: it saturates at
@@ -25,7 +25,9 @@ use std::f64::consts::LN_2;
 
 use highway::{HighwayHash, HighwayHasher, Key};
 
-use crate::guava::GuavaShape;
+pub mod guava;
+
+use guava::GuavaShape;
 
 /// Which system's bitmap layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,7 +88,7 @@ impl BitmapLayout {
     /// filter (k = 30 is a rate of 1e-9) that keeps one item's work small.
     pub fn max_hashes(self) -> u32 {
         match self {
-            BitmapLayout::Guava | BitmapLayout::GuavaUnrounded => crate::guava::MAX_HASHES,
+            BitmapLayout::Guava | BitmapLayout::GuavaUnrounded => guava::MAX_HASHES,
             _ => 1024,
         }
     }

@@ -10,13 +10,13 @@
 //! Decoding trusts nothing: every length, count and product is checked before
 //! anything is allocated, and against the caller's size limit.
 
-use crate::bloom::SubFilter;
-use crate::chain::{Chain, Limits};
-use crate::error::Error;
-use crate::sizing::Shape;
+use super::chain::Chain;
+use super::errors::BfError;
+use super::sub_filter::{SubFilter, MAX_HASHES};
+use crate::common::memory::{zeroed_bytes, Limits};
+use crate::common::sizing::Shape;
+use crate::common::MAX_CHUNK;
 
-/// The largest chunk `BF.SCANDUMP` returns (RedisBloom's figure).
-pub const MAX_CHUNK: u64 = 16 * 1024 * 1024;
 const HEADER_LEN: usize = 8 + 4 + 4 + 4;
 const LINK_LEN: usize = 8 + 8 + 8 + 8 + 8 + 4 + 8 + 1;
 
@@ -46,21 +46,21 @@ pub fn encode_header(chain: &Chain) -> Vec<u8> {
 struct Reader<'a>(&'a [u8]);
 
 impl Reader<'_> {
-    fn take<const N: usize>(&mut self) -> Result<[u8; N], Error> {
-        let (head, rest) = self.0.split_first_chunk::<N>().ok_or(Error::BadData)?;
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], BfError> {
+        let (head, rest) = self.0.split_first_chunk::<N>().ok_or(BfError::BadData)?;
         self.0 = rest;
         Ok(*head)
     }
-    fn u8(&mut self) -> Result<u8, Error> {
+    fn u8(&mut self) -> Result<u8, BfError> {
         Ok(self.take::<1>()?[0])
     }
-    fn u32(&mut self) -> Result<u32, Error> {
+    fn u32(&mut self) -> Result<u32, BfError> {
         Ok(u32::from_le_bytes(self.take()?))
     }
-    fn u64(&mut self) -> Result<u64, Error> {
+    fn u64(&mut self) -> Result<u64, BfError> {
         Ok(u64::from_le_bytes(self.take()?))
     }
-    fn f64(&mut self) -> Result<f64, Error> {
+    fn f64(&mut self) -> Result<f64, BfError> {
         Ok(f64::from_le_bytes(self.take()?))
     }
 }
@@ -84,7 +84,7 @@ impl Header {
 }
 
 /// Parses and checks a header: lengths, counts and every sub-filter's shape.
-pub fn parse_header(buf: &[u8]) -> Result<Header, Error> {
+pub fn parse_header(buf: &[u8]) -> Result<Header, BfError> {
     let mut r = Reader(buf);
     let items = r.u64()?;
     let nfilters = r.u32()?;
@@ -93,7 +93,7 @@ pub fn parse_header(buf: &[u8]) -> Result<Header, Error> {
     let expected_len =
         (nfilters as u64).checked_mul(LINK_LEN as u64).and_then(|links| links.checked_add(HEADER_LEN as u64));
     if expected_len != Some(buf.len() as u64) || nfilters == 0 {
-        return Err(Error::BadData);
+        return Err(BfError::BadData);
     }
     // nfilters is bounded by the buffer's length, checked above.
     let mut links = Vec::with_capacity(nfilters as usize);
@@ -111,25 +111,25 @@ pub fn parse_header(buf: &[u8]) -> Result<Header, Error> {
         links.push((shape, link_items));
     }
     let header = Header { items, options, growth, links };
-    header.size_bytes().ok_or(Error::BadData)?;
+    header.size_bytes().ok_or(BfError::BadData)?;
     Ok(header)
 }
 
 /// An empty chain of the shape a header describes (bits arrive in chunks).
-pub fn decode_header(buf: &[u8], limits: Limits) -> Result<Chain, Error> {
+pub fn decode_header(buf: &[u8], limits: Limits) -> Result<Chain, BfError> {
     let header = parse_header(buf)?;
     // Checked before any bit array is allocated, so that a header asking
     // for more than the limit costs nothing.
-    let size = header.size_bytes().ok_or(Error::BadData)?;
+    let size = header.size_bytes().ok_or(BfError::BadData)?;
     if let Some(limit) = limits.max_bytes {
         if size > limit {
-            return Err(Error::TooLarge { bytes: size, limit });
+            return Err(BfError::TooLarge { bytes: size, limit });
         }
     }
     let mut filters = Vec::new();
-    filters.try_reserve_exact(header.links.len()).map_err(|_| Error::OutOfMemory)?;
+    filters.try_reserve_exact(header.links.len()).map_err(|_| BfError::OutOfMemory)?;
     for (shape, link_items) in header.links {
-        let bits = crate::bloom::zeroed_bytes(shape.bytes)?;
+        let bits = zeroed_bytes(shape.bytes)?;
         filters.push(SubFilter::from_parts(shape, link_items, bits)?);
     }
     Chain::from_parts(header.items, header.options, header.growth, filters)
@@ -137,7 +137,7 @@ pub fn decode_header(buf: &[u8], limits: Limits) -> Result<Chain, Error> {
 
 /// Checks of one sub-filter's shape, before anything is allocated (the same
 /// as `SubFilter::from_parts`, which re-checks against the real array).
-fn validate_shape(s: &Shape) -> Result<(), Error> {
+fn validate_shape(s: &Shape) -> Result<(), BfError> {
     let modulus_fits = if s.n2 > 0 {
         s.n2 <= 63 && (1u64 << s.n2) <= s.bytes.saturating_mul(8)
     } else {
@@ -146,7 +146,7 @@ fn validate_shape(s: &Shape) -> Result<(), Error> {
     let valid = modulus_fits
         && s.bytes > 0
         && s.hashes >= 1
-        && s.hashes <= crate::bloom::MAX_HASHES
+        && s.hashes <= MAX_HASHES
         && s.error > 0.0
         && s.error < 1.0
         && s.bpe > 0.0
@@ -154,7 +154,7 @@ fn validate_shape(s: &Shape) -> Result<(), Error> {
     if valid {
         Ok(())
     } else {
-        Err(Error::BadData)
+        Err(BfError::BadData)
     }
 }
 
@@ -186,15 +186,15 @@ pub fn chunk_at(chain: &Chain, iter: i64) -> (i64, &[u8]) {
 
 /// `BF.LOADCHUNK key iter data` on an existing chain: copies the chunk that
 /// ends just before `iter` into place.
-pub fn load_chunk(chain: &mut Chain, iter: i64, data: &[u8]) -> Result<(), Error> {
+pub fn load_chunk(chain: &mut Chain, iter: i64, data: &[u8]) -> Result<(), BfError> {
     if iter <= 0 || (iter as u64) < data.len() as u64 {
-        return Err(Error::BadData);
+        return Err(BfError::BadData);
     }
     let start = (iter as u64 - data.len() as u64).wrapping_sub(1);
-    let (index, offset) = locate(chain, start).ok_or(Error::NoLinkAtOffset)?;
+    let (index, offset) = locate(chain, start).ok_or(BfError::NoLinkAtOffset)?;
     let target = chain.filters_mut()[index].bytes_mut();
     if data.len() as u64 > target.len() as u64 - offset {
-        return Err(Error::ChunkTooBig);
+        return Err(BfError::ChunkTooBig);
     }
     let offset = offset as usize;
     target[offset..offset + data.len()].copy_from_slice(data);
@@ -213,8 +213,9 @@ pub fn chunks(chain: &Chain) -> impl Iterator<Item = (i64, &[u8])> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::chain::ChainParams;
     use super::*;
-    use crate::chain::ChainParams;
+    use crate::common::memory::Limits;
 
     fn sample() -> Chain {
         let p = ChainParams { capacity: 10, error: 0.1, expansion: 3, scaling: true };
@@ -243,7 +244,7 @@ mod tests {
     fn every_truncation_of_a_header_is_refused() {
         let header = encode_header(&sample());
         for len in 0..header.len() {
-            assert_eq!(decode_header(&header[..len], Limits::NONE).err(), Some(Error::BadData));
+            assert_eq!(decode_header(&header[..len], Limits::NONE).err(), Some(BfError::BadData));
         }
         let mut longer = header.clone();
         longer.push(0);
@@ -256,6 +257,6 @@ mod tests {
         // bytes of the first sub-filter: 2^60
         header[20..28].copy_from_slice(&(1u64 << 60).to_le_bytes());
         let limits = Limits { max_bytes: Some(1 << 30) };
-        assert!(matches!(decode_header(&header, limits), Err(Error::TooLarge { .. })));
+        assert!(matches!(decode_header(&header, limits), Err(BfError::TooLarge { .. })));
     }
 }

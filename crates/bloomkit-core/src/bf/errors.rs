@@ -1,17 +1,19 @@
-//! Every error a command can answer with, and its exact text.
+//! The errors of RedisBloom's Bloom filter (`BF.*` on `MBbloom--` keys)
+//! and their exact texts.
 //!
 //! The texts of RedisBloom 2.8.2 are kept to the letter (clients match on
 //! them); the errors bloomkit adds say what was wrong and what is allowed.
 
 use std::borrow::Cow;
-use std::fmt;
 
-use crate::apbf::{ApbfError, MAX_WINDOW_SECONDS};
-use crate::cuckoo::CuckooError;
-use crate::valkey::ValkeyError;
+use crate::common::fields::FieldError;
+use crate::common::memory::{LimitExceeded, OutOfMemory};
+use crate::common::reply::{display_as_reply, Reply, ReplyError};
 
 #[derive(Clone, Debug, PartialEq)]
-pub enum Error {
+pub enum BfError {
+    /// The server's own wrong-arity error.
+    WrongArity,
     // BF.RESERVE
     BadErrorRate,
     ErrorRateRange,
@@ -30,8 +32,6 @@ pub enum Error {
     UnknownArgument,
     // lookups and adds
     NotFound,
-    /// The key holds a value of another type (the server's standard text).
-    WrongType,
     NonScalingFull,
     InvalidInfoField,
     // BF.SCANDUMP / BF.LOADCHUNK
@@ -54,22 +54,13 @@ pub enum Error {
     /// the error rate underflows after many scalings).
     CannotScale,
     OutOfMemory,
-    /// An `APBF.*` error: the sliding-window filter's own type.
-    Apbf(ApbfError),
-    /// An error of a valkey-bloom filter (`bloomfltr` keys), in its texts.
-    Valkey(ValkeyError),
-    /// A `CF.*` error: the cuckoo filter's own texts.
-    Cuckoo(CuckooError),
 }
 
-/// The largest expansion accepted, as in current RedisBloom releases.
-pub const MAX_EXPANSION: i64 = 32768;
-
-impl Error {
-    /// The error reply, exactly as sent to the client.
-    pub fn message(&self) -> Cow<'static, str> {
-        use Error::*;
-        Cow::Borrowed(match self {
+impl ReplyError for BfError {
+    fn reply(&self) -> Reply {
+        use BfError::*;
+        Reply::Error(Cow::Borrowed(match self {
+            WrongArity => return Reply::WrongArity,
             BadErrorRate => "ERR bad error rate",
             ErrorRateRange => "ERR (0 < error rate range < 1) ",
             BadCapacity => "ERR bad capacity",
@@ -85,7 +76,6 @@ impl Error {
             InsertBadArgument => "Bad argument received",
             UnknownArgument => "Unknown argument received",
             NotFound => "ERR not found",
-            WrongType => "WRONGTYPE Operation against a key holding the wrong kind of value",
             NonScalingFull => "ERR non scaling filter is full",
             InvalidInfoField => "Invalid information value",
             ScanDumpIterNotNumeric => "Second argument must be numeric",
@@ -100,74 +90,34 @@ impl Error {
                  representable; create a filter with a larger capacity or expansion"
             }
             OutOfMemory => "ERR out of memory while allocating the filter; nothing was changed",
-            Apbf(e) => return apbf_message(e),
-            Valkey(e) => return e.message(),
-            Cuckoo(e) => return e.message(),
             TooLarge { bytes, limit } => {
-                return Cow::Owned(format!(
+                return Reply::Error(Cow::Owned(format!(
                     "ERR the filter would take {bytes} bytes, more than bf.max-filter-bytes \
                      ({limit}); use a larger error rate or capacity step, or raise the limit \
                      with CONFIG SET bf.max-filter-bytes"
-                ))
+                )))
             }
-        })
+        }))
     }
 }
 
-/// The reply texts of the sliding-window filter's errors.
-fn apbf_message(e: &ApbfError) -> Cow<'static, str> {
-    use ApbfError::*;
-    Cow::Borrowed(match e {
-        BadErrorRate => "ERR error rate must be a number strictly between 0 and 1",
-        BadCapacity => "ERR capacity must be a positive integer (the most items per window)",
-        BadWindow => "ERR the window must be COUNT (the last capacity items) or TIME seconds",
-        BadSeconds => {
-            return Cow::Owned(format!(
-                "ERR TIME takes a window in seconds, a whole number from 1 to {MAX_WINDOW_SECONDS} (10 years)"
-            ))
-        }
-        CannotSize => {
-            "ERR cannot size a window filter for this error rate and capacity: use a larger \
-             error rate or a smaller capacity"
-        }
-        TooLarge { bytes, limit } => {
-            return Cow::Owned(format!(
-                "ERR the window filter would take {bytes} bytes, more than bf.max-filter-bytes \
-                 ({limit}); use a larger error rate or a smaller capacity, or raise the limit \
-                 with CONFIG SET bf.max-filter-bytes"
-            ))
-        }
-        OutOfMemory => "ERR out of memory while allocating the window filter; nothing was changed",
-        BadAdvance => "ERR APBF.ADVANCE takes a generation count and times in ms, non-negative integers",
-        BadState(why) => return Cow::Owned(format!("ERR invalid sliding-window filter state: {why}")),
-        BadChunk => "ERR invalid chunk: it does not fit the sliding-window filter",
-    })
-}
+display_as_reply!(BfError);
 
-impl From<ApbfError> for Error {
-    fn from(e: ApbfError) -> Error {
-        Error::Apbf(e)
+impl From<OutOfMemory> for BfError {
+    fn from(_: OutOfMemory) -> BfError {
+        BfError::OutOfMemory
     }
 }
 
-impl From<ValkeyError> for Error {
-    fn from(e: ValkeyError) -> Error {
-        Error::Valkey(e)
+impl From<LimitExceeded> for BfError {
+    fn from(e: LimitExceeded) -> BfError {
+        BfError::TooLarge { bytes: e.bytes, limit: e.limit }
     }
 }
 
-impl fmt::Display for ApbfError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&apbf_message(self))
+/// A value that ends early or holds a field of the wrong type is bad data.
+impl From<FieldError> for BfError {
+    fn from(_: FieldError) -> BfError {
+        BfError::BadData
     }
 }
-
-impl std::error::Error for ApbfError {}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message())
-    }
-}
-
-impl std::error::Error for Error {}

@@ -1,9 +1,10 @@
 //! The scalable filter: the single source of truth for what `BF.ADD` does.
 
-use crate::bloom::{SubFilter, PREFETCH_FROM_BYTES};
-use crate::error::Error;
-use crate::hash::{HashPair, HashWidth};
-use crate::sizing::{options, Shape};
+use super::errors::BfError;
+use super::sub_filter::{SubFilter, PREFETCH_FROM_BYTES};
+use crate::common::hash::{HashPair, HashWidth};
+use crate::common::memory::Limits;
+use crate::common::sizing::{options, Shape};
 
 /// Each new sub-filter halves the error rate, so the chain's total stays
 /// below the rate asked for (a geometric series).
@@ -17,25 +18,6 @@ const BATCH: usize = 16;
 /// bookkeeping in `BF.INFO Size` and `MEMORY USAGE`.
 const CHAIN_OVERHEAD: u64 = 32;
 const LINK_OVERHEAD: u64 = 64;
-
-/// The limit on one filter's size, from `bf.max-filter-bytes`; `None` when a
-/// replicated or loading client replays what the primary already accepted.
-#[derive(Clone, Copy, Debug)]
-pub struct Limits {
-    pub max_bytes: Option<u64>,
-}
-
-impl Limits {
-    pub const NONE: Limits = Limits { max_bytes: None };
-
-    /// `Err(TooLarge)` when a filter of `bytes` would pass the limit.
-    pub fn check(&self, bytes: u64) -> Result<(), Error> {
-        match self.max_bytes {
-            Some(limit) if bytes > limit => Err(Error::TooLarge { bytes, limit }),
-            _ => Ok(()),
-        }
-    }
-}
 
 /// Parameters of a new chain, as given to `BF.RESERVE` / `BF.INSERT`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -57,7 +39,7 @@ pub struct Chain {
 
 impl Chain {
     /// A new chain as `BF.RESERVE` creates it.
-    pub fn new(params: ChainParams, limits: Limits) -> Result<Chain, Error> {
+    pub fn new(params: ChainParams, limits: Limits) -> Result<Chain, BfError> {
         let mut chain_options = options::DEFAULT;
         let error = if params.scaling {
             params.error * TIGHTENING_RATIO
@@ -65,7 +47,7 @@ impl Chain {
             chain_options |= options::NO_SCALING;
             params.error
         };
-        let shape = Shape::new(params.capacity, error, chain_options).ok_or(Error::CannotCreate)?;
+        let shape = Shape::new(params.capacity, error, chain_options).ok_or(BfError::CannotCreate)?;
         limits.check(CHAIN_OVERHEAD + LINK_OVERHEAD + shape.bytes)?;
         let first = SubFilter::new(shape)?;
         Chain::from_parts(0, chain_options, params.expansion, vec![first])
@@ -77,9 +59,9 @@ impl Chain {
         options: u32,
         growth: u32,
         filters: Vec<SubFilter>,
-    ) -> Result<Chain, Error> {
+    ) -> Result<Chain, BfError> {
         if filters.is_empty() {
-            return Err(Error::BadData);
+            return Err(BfError::BadData);
         }
         let width = if options & options::FORCE64 != 0 { HashWidth::Bits64 } else { HashWidth::Bits32 };
         Ok(Chain { items, options, growth, width, filters })
@@ -131,7 +113,7 @@ impl Chain {
         &mut self,
         items: &[I],
         limits: Limits,
-        mut result: impl FnMut(Result<bool, Error>) -> bool,
+        mut result: impl FnMut(Result<bool, BfError>) -> bool,
     ) {
         for group in items.chunks(BATCH) {
             let hashes = self.hash_and_prefetch(group);
@@ -173,7 +155,7 @@ impl Chain {
 
     /// Adds an item: `Ok(true)` when new, `Ok(false)` when probably present.
     #[inline]
-    pub fn add(&mut self, item: &[u8], limits: Limits) -> Result<bool, Error> {
+    pub fn add(&mut self, item: &[u8], limits: Limits) -> Result<bool, BfError> {
         self.add_hash(self.hash(item), limits)
     }
 
@@ -183,7 +165,7 @@ impl Chain {
     /// When the newest sub-filter has room, checking it and inserting into it
     /// are one pass (test-and-set): if every bit was already set, nothing
     /// changed and the item was present, exactly as a check would have said.
-    pub fn add_hash(&mut self, h: HashPair, limits: Limits) -> Result<bool, Error> {
+    pub fn add_hash(&mut self, h: HashPair, limits: Limits) -> Result<bool, BfError> {
         let (newest, older) = self.filters.split_last().expect("a chain has at least one sub-filter");
         if older.iter().rev().any(|f| f.contains(h)) {
             return Ok(false);
@@ -205,17 +187,17 @@ impl Chain {
         Ok(newly_set)
     }
 
-    fn grow(&mut self, limits: Limits) -> Result<(), Error> {
+    fn grow(&mut self, limits: Limits) -> Result<(), BfError> {
         if self.options & options::NO_SCALING != 0 {
-            return Err(Error::NonScalingFull);
+            return Err(BfError::NonScalingFull);
         }
         let newest = &self.filters.last().expect("a chain has at least one sub-filter").shape;
-        let capacity = newest.capacity.checked_mul(u64::from(self.growth)).ok_or(Error::CannotScale)?;
-        let shape =
-            Shape::new(capacity, newest.error * TIGHTENING_RATIO, self.options).ok_or(Error::CannotScale)?;
-        let total = self.size_bytes().checked_add(LINK_OVERHEAD + shape.bytes).ok_or(Error::CannotScale)?;
+        let capacity = newest.capacity.checked_mul(u64::from(self.growth)).ok_or(BfError::CannotScale)?;
+        let shape = Shape::new(capacity, newest.error * TIGHTENING_RATIO, self.options)
+            .ok_or(BfError::CannotScale)?;
+        let total = self.size_bytes().checked_add(LINK_OVERHEAD + shape.bytes).ok_or(BfError::CannotScale)?;
         limits.check(total)?;
-        self.filters.try_reserve(1).map_err(|_| Error::OutOfMemory)?;
+        self.filters.try_reserve(1).map_err(|_| BfError::OutOfMemory)?;
         self.filters.push(SubFilter::new(shape)?);
         Ok(())
     }
@@ -293,13 +275,13 @@ impl Chain {
                 f64::from(f.shape.hashes) * fill.log10()
             })
             .collect();
-        crate::sizing::log10_combined_rate(&rates)
+        crate::common::sizing::log10_combined_rate(&rates)
     }
 
     /// A deep copy that reports allocation failure (for `COPY`).
-    pub fn try_clone(&self) -> Result<Chain, Error> {
+    pub fn try_clone(&self) -> Result<Chain, BfError> {
         let mut filters = Vec::new();
-        filters.try_reserve_exact(self.filters.len()).map_err(|_| Error::OutOfMemory)?;
+        filters.try_reserve_exact(self.filters.len()).map_err(|_| BfError::OutOfMemory)?;
         for f in &self.filters {
             filters.push(f.try_clone()?);
         }
@@ -356,7 +338,7 @@ mod tests {
             seen.push(r);
             go_on
         });
-        assert_eq!(seen, [Ok(true), Ok(true), Err(Error::NonScalingFull)]);
+        assert_eq!(seen, [Ok(true), Ok(true), Err(BfError::NonScalingFull)]);
     }
 
     #[test]
@@ -365,7 +347,7 @@ mod tests {
         for item in [b"a", b"b", b"c"] {
             assert_eq!(c.add(item, Limits::NONE), Ok(true));
         }
-        assert_eq!(c.add(b"d", Limits::NONE), Err(Error::NonScalingFull));
+        assert_eq!(c.add(b"d", Limits::NONE), Err(BfError::NonScalingFull));
         assert_eq!(c.add(b"a", Limits::NONE), Ok(false));
         assert_eq!(c.expansion(), None);
         assert_eq!(c.size_bytes(), 104);
@@ -374,7 +356,7 @@ mod tests {
     #[test]
     fn size_limit_refuses_creation_and_growth() {
         let limits = Limits { max_bytes: Some(300) };
-        assert!(matches!(Chain::new(params(1000, 0.01, 2, true), limits), Err(Error::TooLarge { .. })));
+        assert!(matches!(Chain::new(params(1000, 0.01, 2, true), limits), Err(BfError::TooLarge { .. })));
         let mut c = Chain::new(params(100, 0.01, 2, true), limits).unwrap();
         let mut refused = None;
         for i in 0..200u32 {
@@ -383,7 +365,7 @@ mod tests {
                 break;
             }
         }
-        assert!(matches!(refused, Some(Error::TooLarge { limit: 300, .. })));
+        assert!(matches!(refused, Some(BfError::TooLarge { limit: 300, .. })));
         assert_eq!(c.filters().len(), 1, "a refused growth leaves the chain as it was");
     }
 }

@@ -14,7 +14,8 @@
 
 use std::f64::consts::LN_2;
 
-use crate::bloom::Modulus;
+use crate::common::hash::murmur3_128;
+use crate::common::memory::Modulus;
 
 const BLOCK_BITS: u32 = 512;
 const BATCH: usize = 16;
@@ -190,7 +191,7 @@ fn fmix64(mut k: u64) -> u64 {
 /// One pass of a 128-bit hash over the item.
 #[inline]
 fn hash(item: &[u8]) -> (u64, u64) {
-    crate::guava::murmur3_128(item)
+    murmur3_128(item)
 }
 
 impl BlockedFilter {

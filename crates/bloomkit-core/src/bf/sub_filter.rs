@@ -1,43 +1,9 @@
 //! One sub-filter: a bit array and the parameters that address it.
 
-use crate::error::Error;
-use crate::hash::HashPair;
-use crate::sizing::Shape;
-
-/// `x mod d` for a divisor fixed when the filter is built.
-///
-/// Every probe of a RedisBloom filter is a 64-bit modulo by the bit count, and a
-/// hardware division costs tens of cycles. Lemire's direct remainder
-/// ("Faster Remainder by Direct Computation", 2019) with a 128-bit reciprocal is
-/// exact for every 64-bit numerator and divisor, and costs three multiplies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Modulus {
-    divisor: u64,
-    reciprocal: u128,
-    /// `divisor - 1` when the divisor is a power of two: a mask then suffices.
-    mask: Option<u64>,
-}
-
-impl Modulus {
-    pub(crate) fn new(divisor: u64) -> Modulus {
-        assert!(divisor > 0, "modulus of zero");
-        let mask = divisor.is_power_of_two().then(|| divisor - 1);
-        Modulus { divisor, reciprocal: (u128::MAX / u128::from(divisor)).wrapping_add(1), mask }
-    }
-
-    #[inline(always)]
-    pub(crate) fn reduce(&self, x: u64) -> u64 {
-        if let Some(mask) = self.mask {
-            return x & mask;
-        }
-        let low = self.reciprocal.wrapping_mul(u128::from(x));
-        // High 64 bits of the 192-bit product `low * divisor`.
-        let d = u128::from(self.divisor);
-        let bottom = ((low & u128::from(u64::MAX)) * d) >> 64;
-        let top = (low >> 64) * d;
-        ((bottom + top) >> 64) as u64
-    }
-}
+use super::errors::BfError;
+use crate::common::hash::HashPair;
+use crate::common::memory::{zeroed_bytes, Modulus};
+use crate::common::sizing::Shape;
 
 /// A sub-filter of a chain, laid out as RedisBloom lays it out.
 #[derive(Debug)]
@@ -51,18 +17,18 @@ pub struct SubFilter {
 
 impl SubFilter {
     /// An empty sub-filter of the given shape.
-    pub fn new(shape: Shape) -> Result<SubFilter, Error> {
+    pub fn new(shape: Shape) -> Result<SubFilter, BfError> {
         let bits = zeroed_bytes(shape.bytes)?;
         SubFilter::from_parts(shape, 0, bits)
     }
 
     /// A sub-filter over existing bytes, after checking that every probe the
     /// shape can produce lands inside them (a decoder's last line of defence).
-    pub fn from_parts(shape: Shape, items: u64, bits: Box<[u8]>) -> Result<SubFilter, Error> {
-        let available = (bits.len() as u64).checked_mul(8).ok_or(Error::BadData)?;
+    pub fn from_parts(shape: Shape, items: u64, bits: Box<[u8]>) -> Result<SubFilter, BfError> {
+        let available = (bits.len() as u64).checked_mul(8).ok_or(BfError::BadData)?;
         let modulus = if shape.n2 > 0 {
             if shape.n2 > 63 {
-                return Err(Error::BadData);
+                return Err(BfError::BadData);
             }
             1u64 << shape.n2
         } else {
@@ -78,7 +44,7 @@ impl SubFilter {
             && shape.bpe > 0.0
             && shape.capacity >= 1;
         if !valid {
-            return Err(Error::BadData);
+            return Err(BfError::BadData);
         }
         Ok(SubFilter { shape, items, bits, modulus: Modulus::new(modulus) })
     }
@@ -141,7 +107,7 @@ impl SubFilter {
         self.bits.iter().map(|b| u64::from(b.count_ones())).sum()
     }
 
-    pub fn try_clone(&self) -> Result<SubFilter, Error> {
+    pub fn try_clone(&self) -> Result<SubFilter, BfError> {
         let mut bits = zeroed_bytes(self.shape.bytes)?;
         bits.copy_from_slice(&self.bits);
         Ok(SubFilter { shape: self.shape, items: self.items, bits, modulus: self.modulus })
@@ -168,50 +134,3 @@ fn prefetch_byte(ptr: *const u8) {
 /// More hashes than any error rate above the smallest double can ask for
 /// (ceil(ln2 x -ln(4.9e-324) / ln2^2) = 1075); larger counts are corrupt data.
 pub const MAX_HASHES: u32 = 1100;
-
-/// Zeroed memory that reports failure instead of aborting the process.
-pub fn zeroed_bytes(len: u64) -> Result<Box<[u8]>, Error> {
-    let len = usize::try_from(len).map_err(|_| Error::OutOfMemory)?;
-    if len == 0 {
-        return Ok(Box::new([]));
-    }
-    let layout = std::alloc::Layout::array::<u8>(len).map_err(|_| Error::OutOfMemory)?;
-    // SAFETY: layout has a non-zero size; a null result is handled; the
-    // pointer and length describe exactly the block just allocated, which
-    // `Box<[u8]>` frees with the same layout.
-    unsafe {
-        let ptr = std::alloc::alloc_zeroed(layout);
-        if ptr.is_null() {
-            return Err(Error::OutOfMemory);
-        }
-        Ok(Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn modulus_matches_division(x: u64, d in 1u64..) {
-            prop_assert_eq!(Modulus::new(d).reduce(x), x % d);
-        }
-
-        #[test]
-        fn modulus_matches_division_small(x: u64, d in 1u64..100_000) {
-            prop_assert_eq!(Modulus::new(d).reduce(x), x % d);
-        }
-    }
-
-    #[test]
-    fn modulus_edges() {
-        for d in [1, 2, 3, 7, 64, 1152, u64::MAX, u64::MAX - 1, 1 << 63] {
-            let m = Modulus::new(d);
-            for x in [0, 1, d - 1, d, d.wrapping_add(1), u64::MAX, u64::MAX - 1] {
-                assert_eq!(m.reduce(x), x % d, "x={x} d={d}");
-            }
-        }
-    }
-}

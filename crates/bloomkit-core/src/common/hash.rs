@@ -103,6 +103,13 @@ pub fn murmur2_32(data: &[u8], seed: u32) -> u32 {
     h
 }
 
+/// murmur3_x64_128 with seed 0, as Guava's `Hashing.murmur3_128()`: the two
+/// little-endian halves of its 16-byte result.
+#[inline]
+pub fn murmur3_128(item: &[u8]) -> (u64, u64) {
+    mur3::murmurhash3_x64_128(item, 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,8 @@
 //! test the same bits. The reference is real Guava 31.1
 //! (`tests/fixtures/guava-31.1.json`, made by `scripts/guava-vectors.sh`).
 
+use crate::common::hash::murmur3_128;
+
 use std::f64::consts::LN_2;
 
 /// Guava caps the hash count at what its serial form stores (one byte).
@@ -58,13 +60,6 @@ impl GuavaShape {
         let (h1, h2) = murmur3_128(item);
         Positions { combined: h1, step: h2, left: self.hashes, bits: self.bits }
     }
-}
-
-/// murmur3_x64_128 with seed 0, as Guava's `Hashing.murmur3_128()`: the two
-/// little-endian halves of its 16-byte result.
-#[inline]
-pub fn murmur3_128(item: &[u8]) -> (u64, u64) {
-    mur3::murmurhash3_x64_128(item, 0)
 }
 
 /// Iterator over an item's bit positions, in Guava's order.

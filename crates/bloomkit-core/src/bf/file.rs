@@ -14,9 +14,10 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 
-use crate::chain::{Chain, Limits};
-use crate::dump;
-use crate::error::Error;
+use super::chain::Chain;
+use super::errors::BfError;
+use super::scandump as dump;
+use crate::common::memory::Limits;
 
 pub const MAGIC: &[u8; 8] = b"BLOOMKIT";
 pub const VERSION: u32 = 1;
@@ -30,7 +31,7 @@ pub enum FileError {
     UnsupportedVersion(u32),
     /// Cut short, a checksum mismatch, or trailing bytes.
     Corrupt(&'static str),
-    Filter(Error),
+    Filter(BfError),
 }
 
 impl fmt::Display for FileError {
@@ -192,7 +193,7 @@ pub fn read(input: impl Read, limits: Limits) -> Result<Chain, FileError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::ChainParams;
+    use crate::bf::chain::ChainParams;
 
     fn sample() -> Chain {
         let p = ChainParams { capacity: 10, error: 0.01, expansion: 2, scaling: true };

@@ -1,0 +1,157 @@
+//! Typed parsing of `CF.*` arguments, with RedisBloom 2.8.2's rules and
+//! order of checks.
+//!
+//! Arguments are the whole argv, command name included, as the server passes them.
+
+use super::errors::CfError;
+use super::{
+    CuckooParams, DEFAULT_BUCKET_SIZE, DEFAULT_CAPACITY, DEFAULT_EXPANSION, DEFAULT_MAX_ITERATIONS,
+    MAX_BUCKET_SIZE, MAX_EXPANSION,
+};
+use crate::common::parse::{eq_ignore_case, parse_long_long};
+
+/// `CF.RESERVE key capacity [BUCKETSIZE n] [MAXITERATIONS n] [EXPANSION n]`,
+/// with RedisBloom 2.8.2's order of checks: capacity, MAXITERATIONS,
+/// BUCKETSIZE, EXPANSION, then capacity against the bucket size. Keywords
+/// are found anywhere in argv (key included), unknown words are ignored.
+pub fn parse_reserve<A: AsRef<[u8]>>(argv: &[A]) -> Result<CuckooParams, CfError> {
+    if argv.len() < 3 || argv.len().is_multiple_of(2) {
+        return Err(CfError::WrongArity);
+    }
+    let capacity = parse_long_long(argv[2].as_ref()).ok_or(CfError::BadCapacity)?;
+    let option = |word: &str, default: u16, range: (i64, i64), not_number, out_of_range| {
+        let Some(at) = argv.iter().position(|a| eq_ignore_case(a.as_ref(), word)) else {
+            return Ok(default);
+        };
+        let v = argv.get(at + 1).and_then(|v| parse_long_long(v.as_ref())).ok_or(not_number)?;
+        if !(range.0..=range.1).contains(&v) {
+            return Err(out_of_range);
+        }
+        Ok(v as u16)
+    };
+    use CfError::*;
+    let max_iterations = option(
+        "MAXITERATIONS",
+        DEFAULT_MAX_ITERATIONS,
+        (1, i64::from(u16::MAX)),
+        MaxIterationsNotNumber,
+        MaxIterationsRange,
+    )?;
+    let bucket_size = option(
+        "BUCKETSIZE",
+        DEFAULT_BUCKET_SIZE,
+        (1, i64::from(MAX_BUCKET_SIZE)),
+        BucketSizeNotNumber,
+        BucketSizeRange,
+    )?;
+    let expansion = option(
+        "EXPANSION",
+        DEFAULT_EXPANSION,
+        (0, i64::from(MAX_EXPANSION)),
+        ExpansionNotNumber,
+        ExpansionRange,
+    )?;
+    if i64::from(bucket_size) * 2 > capacity {
+        return Err(CapacityTooSmall);
+    }
+    Ok(CuckooParams { capacity: capacity as u64, bucket_size, max_iterations, expansion })
+}
+
+/// A parsed `CF.INSERT` / `CF.INSERTNX`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Insert {
+    /// Capacity of the filter created for a missing key.
+    pub capacity: u64,
+    pub create: bool,
+    /// Index in argv of the first item.
+    pub items_from: usize,
+}
+
+/// `CF.INSERT key [CAPACITY c] [NOCREATE] ITEMS item...`: options told apart
+/// by their first letter (`c`, `n`, `i`), as RedisBloom does.
+pub fn parse_insert<A: AsRef<[u8]>>(argv: &[A]) -> Result<Insert, CfError> {
+    if argv.len() < 4 {
+        return Err(CfError::WrongArity);
+    }
+    let mut capacity = DEFAULT_CAPACITY as i64;
+    let mut create = true;
+    let mut items_from = None;
+    let mut pos = 2;
+    while pos < argv.len() && items_from.is_none() {
+        match argv[pos].as_ref().first().map(u8::to_ascii_lowercase) {
+            Some(b'c') => {
+                let value = argv.get(pos + 1).ok_or(CfError::WrongArity)?;
+                capacity = parse_long_long(value.as_ref()).ok_or(CfError::BadCapacity)?;
+                if 2 * i64::from(DEFAULT_BUCKET_SIZE) > capacity {
+                    return Err(CfError::CapacityTooSmall);
+                }
+                pos += 2;
+            }
+            Some(b'i') => {
+                pos += 1;
+                items_from = Some(pos);
+            }
+            Some(b'n') => {
+                create = false;
+                pos += 1;
+            }
+            _ => return Err(CfError::UnknownArgument),
+        }
+    }
+    match items_from {
+        Some(i) if i < argv.len() => Ok(Insert { capacity: capacity as u64, create, items_from: i }),
+        _ => Err(CfError::WrongArity),
+    }
+}
+
+/// The position of `CF.SCANDUMP key pos`: a non-negative integer.
+pub fn parse_scandump_pos(word: &[u8]) -> Result<i64, CfError> {
+    parse_long_long(word).filter(|p| *p >= 0).ok_or(CfError::InvalidPosition)
+}
+
+/// The position of `CF.LOADCHUNK key pos data`: any integer but 0 (1 is the header).
+pub fn parse_loadchunk_pos(word: &[u8]) -> Result<i64, CfError> {
+    parse_long_long(word).filter(|p| *p != 0).ok_or(CfError::InvalidPosition)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<&[u8]> {
+        s.split(' ').map(str::as_bytes).collect()
+    }
+
+    #[test]
+    fn reserve_checks_in_redisbloom_order() {
+        let err = |s: &str| parse_reserve(&argv(s)).unwrap_err();
+        assert_eq!(err("CF.RESERVE k"), CfError::WrongArity);
+        assert_eq!(err("CF.RESERVE k 10 BUCKETSIZE"), CfError::WrongArity);
+        assert_eq!(err("CF.RESERVE k x"), CfError::BadCapacity);
+        assert_eq!(err("CF.RESERVE k 100 bucketsize 0 maxiterations 0"), CfError::MaxIterationsRange);
+        assert_eq!(err("CF.RESERVE k 100 expansion -1 bucketsize 0"), CfError::BucketSizeRange);
+        assert_eq!(err("CF.RESERVE k 10 foo maxiterations"), CfError::MaxIterationsNotNumber);
+        assert_eq!(err("CF.RESERVE k 100 EXPANSION 32769"), CfError::ExpansionRange);
+        assert_eq!(err("CF.RESERVE k 3"), CfError::CapacityTooSmall);
+        assert_eq!(err("CF.RESERVE bucketsize 10"), CfError::CapacityTooSmall);
+        let p = parse_reserve(&argv("CF.RESERVE maxiterations 10")).unwrap();
+        assert_eq!(p.max_iterations, 10);
+        let p = parse_reserve(&argv("CF.RESERVE k 100 foo 3 EXPANSION 0")).unwrap();
+        assert_eq!((p.capacity, p.bucket_size, p.expansion), (100, 2, 0));
+    }
+
+    #[test]
+    fn insert_options_by_first_letter() {
+        let ok = |s: &str| parse_insert(&argv(s)).unwrap();
+        let err = |s: &str| parse_insert(&argv(s)).unwrap_err();
+        assert_eq!(ok("CF.INSERT k Cap 5 n items a"), Insert { capacity: 5, create: false, items_from: 6 });
+        assert_eq!(ok("CF.INSERT k i a").items_from, 3);
+        assert_eq!(err("CF.INSERT k items"), CfError::WrongArity);
+        assert_eq!(err("CF.INSERT k capacity"), CfError::WrongArity);
+        assert_eq!(err("CF.INSERT k capacity 3 items a"), CfError::CapacityTooSmall);
+        assert_eq!(err("CF.INSERT k foo items a"), CfError::UnknownArgument);
+        assert_eq!(parse_scandump_pos(b"-1"), Err(CfError::InvalidPosition));
+        assert_eq!(parse_loadchunk_pos(b"0"), Err(CfError::InvalidPosition));
+        assert_eq!(parse_loadchunk_pos(b"-5"), Ok(-5));
+    }
+}
