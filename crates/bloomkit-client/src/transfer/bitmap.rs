@@ -5,10 +5,11 @@
 use std::io::{Read, Write};
 
 use bloomkit_core::bitmap::{BitmapLayout, BitmapSpec};
+use bloomkit_core::dump::MAX_CHUNK;
 use bloomkit_core::guava::{swap_bit_order, GuavaShape, SerialHeader, SERIAL_HEADER_LEN};
 
 use super::checked::{CrcReader, CrcWriter};
-use super::{arm_staging, kind, stage_and_commit, unreadable, Kind, Progress, Server, MAX_CHUNK};
+use super::{arm_staging, kind, stage_and_commit, unreadable, Kind, Progress, Server};
 use crate::error::{Error, Result};
 use crate::{Filter, Layout, Options, RedisFilter};
 
