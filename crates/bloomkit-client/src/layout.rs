@@ -28,9 +28,15 @@ pub struct Layout {
     kind: Kind,
 }
 
+/// Which commands reach the filter, decided once by the constructor so
+/// that no command builder has to look at the options again.
 #[derive(Clone, Debug)]
 enum Kind {
-    Module,
+    /// A Bloom filter (`BF.*`).
+    Bloom,
+    /// A sliding-window filter (`APBF.*`, bloomkit only): `Layout::module`
+    /// with [`Options::window`].
+    Window(Window),
     /// A cuckoo filter (`CF.*`): deletes as well as adds.
     Cuckoo,
     /// `keys` hold the bits; `config` is Redisson's parameter hash.
@@ -180,7 +186,11 @@ impl Layout {
     /// the first write that finds it missing.
     pub fn module(name: impl Into<String>, options: Options) -> Result<Layout> {
         options.validate()?;
-        Ok(Layout { name: name.into(), options, kind: Kind::Module })
+        let kind = match options.window {
+            Some(window) => Kind::Window(window),
+            None => Kind::Bloom,
+        };
+        Ok(Layout { name: name.into(), options, kind })
     }
 
     /// A cuckoo filter (`CF.*`, bloomkit or RedisBloom) in the key `name`,
@@ -353,14 +363,14 @@ impl Layout {
 
     /// A sliding-window filter on the module (`APBF.*`): writes to a missing
     /// one fail with `NotFound`, and the filter reserves it and retries.
-    pub(crate) fn is_module_window(&self) -> bool {
-        matches!(self.kind, Kind::Module) && self.options.window.is_some()
+    pub(crate) fn is_window(&self) -> bool {
+        matches!(self.kind, Kind::Window(_))
     }
 
     /// Every key the filter may occupy.
     pub fn keys(&self) -> Vec<String> {
         match &self.kind {
-            Kind::Module | Kind::Cuckoo => vec![self.name.clone()],
+            Kind::Bloom | Kind::Window(_) | Kind::Cuckoo => vec![self.name.clone()],
             Kind::Bitmap { keys, config, .. } => keys.iter().chain(config).cloned().collect(),
             Kind::Sharded { shards, .. } => shards.iter().flat_map(|s| s.keys()).collect(),
         }
@@ -383,22 +393,21 @@ impl Layout {
     fn push_reserve(&self, steps: &mut Vec<Step>) {
         let o = &self.options;
         match &self.kind {
-            Kind::Module => {
-                let mut c;
-                match o.window {
-                    None => {
-                        c = cmd("BF.RESERVE");
-                        c.arg(&self.name).arg(o.error_rate).arg(o.capacity);
-                    }
-                    Some(window) => {
-                        c = cmd("APBF.RESERVE");
-                        c.arg(&self.name).arg(o.error_rate).arg(o.capacity);
-                        match window {
-                            Window::Count => c.arg("COUNT"),
-                            Window::Time(t) => c.arg("TIME").arg(t.as_millis().div_ceil(1000).max(1) as u64),
-                        };
-                    }
+            Kind::Bloom => {
+                steps.push(Step::ignore(
+                    cmd("BF.RESERVE").arg(&self.name).arg(o.error_rate).arg(o.capacity).clone(),
+                ));
+                if let Some(ttl) = o.ttl_millis() {
+                    steps.push(Step::ignore(cmd("PEXPIRE").arg(&self.name).arg(ttl).clone()));
                 }
+            }
+            Kind::Window(window) => {
+                let mut c = cmd("APBF.RESERVE");
+                c.arg(&self.name).arg(o.error_rate).arg(o.capacity);
+                match window {
+                    Window::Count => c.arg("COUNT"),
+                    Window::Time(t) => c.arg("TIME").arg(t.as_millis().div_ceil(1000).max(1) as u64),
+                };
                 steps.push(Step::ignore(c));
                 if let Some(ttl) = o.ttl_millis() {
                     steps.push(Step::ignore(cmd("PEXPIRE").arg(&self.name).arg(ttl).clone()));
@@ -470,12 +479,17 @@ impl Layout {
         let o = &self.options;
         for (chunk, owners) in items.chunks(o.batch_size).zip(owners.chunks(o.batch_size)) {
             match &self.kind {
-                Kind::Module => {
+                Kind::Window(_) => {
+                    let mut c = cmd(if write { "APBF.MADD" } else { "APBF.MEXISTS" });
+                    c.arg(&self.name);
+                    chunk.iter().for_each(|item| {
+                        c.arg(*item);
+                    });
+                    plan.steps.push(Step { cmd: c, decode: Decode::PerItem(owners.to_vec()) });
+                }
+                Kind::Bloom => {
                     let mut c;
-                    if o.window.is_some() {
-                        c = cmd(if write { "APBF.MADD" } else { "APBF.MEXISTS" });
-                        c.arg(&self.name);
-                    } else if write {
+                    if write {
                         c = cmd("BF.INSERT");
                         c.arg(&self.name).arg("CAPACITY").arg(o.capacity).arg("ERROR").arg(o.error_rate);
                         c.arg("ITEMS");
@@ -557,7 +571,7 @@ impl Layout {
             }
         }
         let single_key = match &self.kind {
-            Kind::Module | Kind::Cuckoo => true,
+            Kind::Bloom | Kind::Window(_) | Kind::Cuckoo => true,
             // Redisson's script sets both keys' TTLs itself.
             Kind::Bitmap { keys, config, .. } => keys.len() == 1 && config.is_none(),
             Kind::Sharded { .. } => false,
@@ -586,8 +600,8 @@ impl Layout {
     /// Commands whose replies [`Layout::read_info`] reads (not sharded).
     pub(crate) fn info(&self) -> Vec<Cmd> {
         match &self.kind {
-            Kind::Module if self.options.window.is_some() => vec![cmd("APBF.INFO").arg(&self.name).clone()],
-            Kind::Module => vec![cmd("BF.INFO").arg(&self.name).clone()],
+            Kind::Window(_) => vec![cmd("APBF.INFO").arg(&self.name).clone()],
+            Kind::Bloom => vec![cmd("BF.INFO").arg(&self.name).clone()],
             Kind::Cuckoo => vec![cmd("CF.INFO").arg(&self.name).clone()],
             Kind::Bitmap { keys, .. } => keys
                 .iter()
@@ -607,7 +621,7 @@ impl Layout {
         let mut replies = replies.into_iter();
         let mut next = || replies.next().ok_or_else(|| Error::Protocol("too few replies to INFO".into()));
         match &self.kind {
-            Kind::Module | Kind::Cuckoo => {
+            Kind::Bloom | Kind::Window(_) | Kind::Cuckoo => {
                 let fields = module_info_fields(next()?, &self.name)?;
                 let field =
                     |label: &str| fields.iter().find(|(l, _)| l.eq_ignore_ascii_case(label)).map(|f| f.1);
@@ -632,7 +646,7 @@ impl Layout {
                     });
                 }
                 Ok(Info {
-                    backend: if self.options.window.is_some() { "module window" } else { "module" }.into(),
+                    backend: if self.is_window() { "module window" } else { "module" }.into(),
                     keys: vec![self.name.clone()],
                     capacity: field("Capacity").unwrap_or(0),
                     bytes: field("Size").unwrap_or(0),
@@ -718,8 +732,9 @@ impl Layout {
     /// Exact item count where the backend keeps one.
     pub(crate) fn count(&self) -> Option<Vec<Cmd>> {
         match &self.kind {
-            Kind::Module if self.options.window.is_some() => None,
-            Kind::Module => Some(vec![cmd("BF.CARD").arg(&self.name).clone()]),
+            // Items leave a window as it slides: it keeps no count.
+            Kind::Window(_) => None,
+            Kind::Bloom => Some(vec![cmd("BF.CARD").arg(&self.name).clone()]),
             // Counted, but only in CF.INFO: see `Filter::count`.
             Kind::Cuckoo => None,
             Kind::Bitmap { .. } => None,

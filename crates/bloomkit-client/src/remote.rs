@@ -144,7 +144,7 @@ impl<C: Transport> Filter for RedisFilter<C> {
         let plan = self.layout.add_plan(items);
         match self.run_plan(plan) {
             // Nothing was written: create the window filter, then add.
-            Err(Error::NotFound(_)) if self.layout.is_module_window() => {
+            Err(Error::NotFound(_)) if self.layout.is_window() => {
                 match self.reserve() {
                     Ok(()) | Err(Error::AlreadyExists(_)) => {}
                     Err(e) => return Err(e),
@@ -320,7 +320,7 @@ impl<C: AsyncTransport> AsyncRedisFilter<C> {
         let plan = self.layout.add_plan(items);
         match self.run_plan(plan).await {
             // Nothing was written: create the window filter, then add.
-            Err(Error::NotFound(_)) if self.layout.is_module_window() => {
+            Err(Error::NotFound(_)) if self.layout.is_window() => {
                 match self.reserve().await {
                     Ok(()) | Err(Error::AlreadyExists(_)) => {}
                     Err(e) => return Err(e),
