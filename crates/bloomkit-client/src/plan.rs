@@ -151,3 +151,46 @@ fn flatten(v: Value, key: &str, out: &mut Vec<i64>) -> Result<()> {
         }
     }
 }
+
+/// The numeric fields of an `*.INFO` reply (`BF.INFO`, `CF.INFO`,
+/// `APBF.INFO`), by label: a flat array in RESP2, a map in RESP3.
+pub(crate) struct InfoFields(Vec<(String, u64)>);
+
+impl InfoFields {
+    pub fn read(reply: Value, key: &str) -> Result<InfoFields> {
+        let pairs: Vec<(Value, Value)> = match reply {
+            Value::Map(m) => m,
+            other => {
+                let flat = array(other, key)?;
+                let mut it = flat.into_iter();
+                let mut pairs = Vec::new();
+                while let (Some(l), Some(v)) = (it.next(), it.next()) {
+                    pairs.push((l, v));
+                }
+                pairs
+            }
+        };
+        Ok(InfoFields(
+            pairs
+                .into_iter()
+                .filter_map(|(l, v)| {
+                    let label = match l {
+                        Value::SimpleString(s) => s,
+                        Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+                        _ => return None,
+                    };
+                    let value = match v {
+                        Value::Int(i) => u64::try_from(i).ok()?,
+                        _ => return None,
+                    };
+                    Some((label, value))
+                })
+                .collect(),
+        ))
+    }
+
+    /// The field's value; labels differ in case between servers.
+    pub fn get(&self, label: &str) -> Option<u64> {
+        self.0.iter().find(|(l, _)| l.eq_ignore_ascii_case(label)).map(|f| f.1)
+    }
+}

@@ -136,8 +136,7 @@ impl<C: Transport> RedisFilter<C> {
 
 impl<C: Transport> Filter for RedisFilter<C> {
     fn reserve(&mut self) -> Result<()> {
-        let steps = self.layout.reserve();
-        self.run_all(steps.into_iter().map(|s| s.cmd).collect()).map(drop)
+        self.run_all(self.layout.reserve()).map(drop)
     }
 
     fn add_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
@@ -306,8 +305,7 @@ impl<C: AsyncTransport> AsyncRedisFilter<C> {
 
     /// See [`Filter::reserve`].
     pub async fn reserve(&mut self) -> Result<()> {
-        let steps = self.layout.reserve();
-        self.run_all(steps.into_iter().map(|s| s.cmd).collect()).await.map(drop)
+        self.run_all(self.layout.reserve()).await.map(drop)
     }
 
     /// See [`Filter::add`].
