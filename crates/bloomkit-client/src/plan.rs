@@ -1,8 +1,12 @@
-//! Commands and how to read their replies, with no I/O: the sync and async
-//! filters run the same plans, so each backend is written once.
+//! The commands of one `add_many`, `contains_many` or `remove_many` and
+//! how their replies become one answer per item, with no I/O; and the
+//! readers of replies every command builder shares. A call's items are
+//! split into batches, shards and keys, so each reply says which items it
+//! answers for.
 
 use redis::{Cmd, Value};
 
+use crate::call::Call;
 use crate::error::{Error, Result};
 
 /// How one command's reply feeds the per-item answers.
@@ -43,70 +47,76 @@ impl Plan {
         Plan { steps: Vec::new(), items, init }
     }
 
-    pub fn commands(&self) -> impl Iterator<Item = &Cmd> {
-        self.steps.iter().map(|s| &s.cmd)
+    /// The call that sends the plan's commands in one round trip and makes
+    /// their replies the per-item answers; `key` names the filter in errors.
+    pub fn into_call(self, key: &str) -> Call<'_, Vec<bool>> {
+        let Plan { steps, items, init } = self;
+        let (cmds, decodes): (Vec<Cmd>, Vec<Decode>) = steps.into_iter().map(|s| (s.cmd, s.decode)).unzip();
+        Call::round(cmds, move |replies| answers(decodes, items, init, replies?, key))
     }
+}
 
-    /// Turns the replies (one per step, in order) into one answer per item.
-    pub fn answers(self, replies: Vec<Value>, key: &str) -> Result<Vec<bool>> {
-        if replies.len() != self.steps.len() {
-            return Err(Error::Protocol(format!(
-                "{} replies to {} commands",
-                replies.len(),
-                self.steps.len()
-            )));
-        }
-        let mut answers = vec![self.init; self.items];
-        for (step, reply) in self.steps.into_iter().zip(replies) {
-            match step.decode {
-                Decode::Ignore => check(&reply, key)?,
-                Decode::PerItem(owners) => {
-                    let values = array(reply, key)?;
-                    // BF.MADD/BF.INSERT end their array at the first item
-                    // that fails (a full non-scaling filter).
-                    if let Some(e) = values.iter().find(|v| matches!(v, Value::ServerError(_))) {
-                        return Err(reply_error(e.clone(), key));
-                    }
-                    if values.len() != owners.len() {
-                        return Err(Error::Protocol(format!(
-                            "{} answers for {} items",
-                            values.len(),
-                            owners.len()
-                        )));
-                    }
-                    for (owner, v) in owners.into_iter().zip(values) {
-                        answers[owner as usize] = match integer(&v, key)? {
-                            -1 => {
-                                return Err(Error::Server(format!(
-                                    "cuckoo filter {key:?} is full and cannot grow (EXPANSION 0, or its \
-                                     last sub-filter at the size limit)"
-                                )))
-                            }
-                            n => n == 1,
-                        };
-                    }
+/// Turns the replies (one per command, in order) into one answer per item.
+fn answers(
+    decodes: Vec<Decode>,
+    items: usize,
+    init: bool,
+    replies: Vec<Value>,
+    key: &str,
+) -> Result<Vec<bool>> {
+    if replies.len() != decodes.len() {
+        return Err(Error::Protocol(format!("{} replies to {} commands", replies.len(), decodes.len())));
+    }
+    let mut answers = vec![init; items];
+    for (decode, reply) in decodes.into_iter().zip(replies) {
+        match decode {
+            Decode::Ignore => check(&reply, key)?,
+            Decode::PerItem(owners) => {
+                let values = array(reply, key)?;
+                // BF.MADD/BF.INSERT end their array at the first item
+                // that fails (a full non-scaling filter).
+                if let Some(e) = values.iter().find(|v| matches!(v, Value::ServerError(_))) {
+                    return Err(reply_error(e.clone(), key));
                 }
-                Decode::One(owner) => answers[owner as usize] = integer(&reply, key)? == 1,
-                Decode::Bits(owners) => {
-                    let mut bits = Vec::with_capacity(owners.len());
-                    flatten(reply, key, &mut bits)?;
-                    if bits.len() != owners.len() {
-                        return Err(Error::Protocol(format!(
-                            "{} bits for {} positions",
-                            bits.len(),
-                            owners.len()
-                        )));
-                    }
-                    for (owner, bit) in owners.into_iter().zip(bits) {
-                        if bit == 0 {
-                            answers[owner as usize] = !self.init;
+                if values.len() != owners.len() {
+                    return Err(Error::Protocol(format!(
+                        "{} answers for {} items",
+                        values.len(),
+                        owners.len()
+                    )));
+                }
+                for (owner, v) in owners.into_iter().zip(values) {
+                    answers[owner as usize] = match integer(&v, key)? {
+                        -1 => {
+                            return Err(Error::Server(format!(
+                                "cuckoo filter {key:?} is full and cannot grow (EXPANSION 0, or its \
+                                     last sub-filter at the size limit)"
+                            )))
                         }
+                        n => n == 1,
+                    };
+                }
+            }
+            Decode::One(owner) => answers[owner as usize] = integer(&reply, key)? == 1,
+            Decode::Bits(owners) => {
+                let mut bits = Vec::with_capacity(owners.len());
+                flatten(reply, key, &mut bits)?;
+                if bits.len() != owners.len() {
+                    return Err(Error::Protocol(format!(
+                        "{} bits for {} positions",
+                        bits.len(),
+                        owners.len()
+                    )));
+                }
+                for (owner, bit) in owners.into_iter().zip(bits) {
+                    if bit == 0 {
+                        answers[owner as usize] = !init;
                     }
                 }
             }
         }
-        Ok(answers)
     }
+    Ok(answers)
 }
 
 /// An error reply as an `Error`; anything else is fine.
