@@ -349,12 +349,13 @@ impl Layout {
 
     pub(crate) fn read_info(&self, replies: Vec<Value>) -> Result<Info> {
         let name = &self.name;
-        let first =
-            || replies.first().cloned().ok_or_else(|| Error::Protocol("too few replies to INFO".into()));
+        let first = |replies: Vec<Value>| {
+            replies.into_iter().next().ok_or_else(|| Error::Protocol("too few replies to INFO".into()))
+        };
         match &self.kind {
-            Kind::Bloom => bloom::read_info(name, first()?),
-            Kind::Window(_) => window::read_info(name, first()?),
-            Kind::Cuckoo => cuckoo::read_info(name, first()?),
+            Kind::Bloom => bloom::read_info(name, first(replies)?),
+            Kind::Window(_) => window::read_info(name, first(replies)?),
+            Kind::Cuckoo => cuckoo::read_info(name, first(replies)?),
             Kind::Bitmap(bitmap) => bitmap.read_info(name, &self.options, self.keys(), replies),
             Kind::Sharded { .. } => unreachable!("shards are read one by one"),
         }
