@@ -38,13 +38,16 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod call;
 mod error;
 mod layout;
 mod local;
+mod operations;
 mod options;
 mod plan;
 mod remote;
 pub mod transfer;
+mod transport;
 
 use std::time::Duration;
 
@@ -54,9 +57,8 @@ pub use error::{Error, Result};
 pub use layout::{has_hash_tag, Layout, Over};
 pub use local::LocalFilter;
 pub use options::{Info, Options, Window, MAX_STRING_BITS};
-pub use remote::{
-    AsyncRedisFilter, AsyncTransport, BlockingCluster, RedisFilter, Transport, CLUSTER_IN_FLIGHT,
-};
+pub use remote::{AsyncRedisFilter, RedisFilter};
+pub use transport::{AsyncTransport, BlockingCluster, Transport, CLUSTER_IN_FLIGHT};
 
 /// The `redis` crate this client is built on (1.x): use it through here, so
 /// that your connections are always of the version the filters take.

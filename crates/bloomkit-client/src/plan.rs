@@ -1,8 +1,12 @@
-//! Commands and how to read their replies, with no I/O: the sync and async
-//! filters run the same plans, so each backend is written once.
+//! The commands of one `add_many`, `contains_many` or `remove_many` and
+//! how their replies become one answer per item, with no I/O; and the
+//! readers of replies every command builder shares. A call's items are
+//! split into batches, shards and keys, so each reply says which items it
+//! answers for.
 
 use redis::{Cmd, Value};
 
+use crate::call::Call;
 use crate::error::{Error, Result};
 
 /// How one command's reply feeds the per-item answers.
@@ -43,70 +47,76 @@ impl Plan {
         Plan { steps: Vec::new(), items, init }
     }
 
-    pub fn commands(&self) -> impl Iterator<Item = &Cmd> {
-        self.steps.iter().map(|s| &s.cmd)
+    /// The call that sends the plan's commands in one round trip and makes
+    /// their replies the per-item answers; `key` names the filter in errors.
+    pub fn into_call(self, key: &str) -> Call<'_, Vec<bool>> {
+        let Plan { steps, items, init } = self;
+        let (cmds, decodes): (Vec<Cmd>, Vec<Decode>) = steps.into_iter().map(|s| (s.cmd, s.decode)).unzip();
+        Call::round(cmds, move |replies| answers(decodes, items, init, replies?, key))
     }
+}
 
-    /// Turns the replies (one per step, in order) into one answer per item.
-    pub fn answers(self, replies: Vec<Value>, key: &str) -> Result<Vec<bool>> {
-        if replies.len() != self.steps.len() {
-            return Err(Error::Protocol(format!(
-                "{} replies to {} commands",
-                replies.len(),
-                self.steps.len()
-            )));
-        }
-        let mut answers = vec![self.init; self.items];
-        for (step, reply) in self.steps.into_iter().zip(replies) {
-            match step.decode {
-                Decode::Ignore => check(&reply, key)?,
-                Decode::PerItem(owners) => {
-                    let values = array(reply, key)?;
-                    // BF.MADD/BF.INSERT end their array at the first item
-                    // that fails (a full non-scaling filter).
-                    if let Some(e) = values.iter().find(|v| matches!(v, Value::ServerError(_))) {
-                        return Err(reply_error(e.clone(), key));
-                    }
-                    if values.len() != owners.len() {
-                        return Err(Error::Protocol(format!(
-                            "{} answers for {} items",
-                            values.len(),
-                            owners.len()
-                        )));
-                    }
-                    for (owner, v) in owners.into_iter().zip(values) {
-                        answers[owner as usize] = match integer(&v, key)? {
-                            -1 => {
-                                return Err(Error::Server(format!(
-                                    "cuckoo filter {key:?} is full and cannot grow (EXPANSION 0, or its \
-                                     last sub-filter at the size limit)"
-                                )))
-                            }
-                            n => n == 1,
-                        };
-                    }
+/// Turns the replies (one per command, in order) into one answer per item.
+fn answers(
+    decodes: Vec<Decode>,
+    items: usize,
+    init: bool,
+    replies: Vec<Value>,
+    key: &str,
+) -> Result<Vec<bool>> {
+    if replies.len() != decodes.len() {
+        return Err(Error::Protocol(format!("{} replies to {} commands", replies.len(), decodes.len())));
+    }
+    let mut answers = vec![init; items];
+    for (decode, reply) in decodes.into_iter().zip(replies) {
+        match decode {
+            Decode::Ignore => check(&reply, key)?,
+            Decode::PerItem(owners) => {
+                let values = array(reply, key)?;
+                // BF.MADD/BF.INSERT end their array at the first item
+                // that fails (a full non-scaling filter).
+                if let Some(e) = values.iter().find(|v| matches!(v, Value::ServerError(_))) {
+                    return Err(reply_error(e.clone(), key));
                 }
-                Decode::One(owner) => answers[owner as usize] = integer(&reply, key)? == 1,
-                Decode::Bits(owners) => {
-                    let mut bits = Vec::with_capacity(owners.len());
-                    flatten(reply, key, &mut bits)?;
-                    if bits.len() != owners.len() {
-                        return Err(Error::Protocol(format!(
-                            "{} bits for {} positions",
-                            bits.len(),
-                            owners.len()
-                        )));
-                    }
-                    for (owner, bit) in owners.into_iter().zip(bits) {
-                        if bit == 0 {
-                            answers[owner as usize] = !self.init;
+                if values.len() != owners.len() {
+                    return Err(Error::Protocol(format!(
+                        "{} answers for {} items",
+                        values.len(),
+                        owners.len()
+                    )));
+                }
+                for (owner, v) in owners.into_iter().zip(values) {
+                    answers[owner as usize] = match integer(&v, key)? {
+                        -1 => {
+                            return Err(Error::Server(format!(
+                                "cuckoo filter {key:?} is full and cannot grow (EXPANSION 0, or its \
+                                     last sub-filter at the size limit)"
+                            )))
                         }
+                        n => n == 1,
+                    };
+                }
+            }
+            Decode::One(owner) => answers[owner as usize] = integer(&reply, key)? == 1,
+            Decode::Bits(owners) => {
+                let mut bits = Vec::with_capacity(owners.len());
+                flatten(reply, key, &mut bits)?;
+                if bits.len() != owners.len() {
+                    return Err(Error::Protocol(format!(
+                        "{} bits for {} positions",
+                        bits.len(),
+                        owners.len()
+                    )));
+                }
+                for (owner, bit) in owners.into_iter().zip(bits) {
+                    if bit == 0 {
+                        answers[owner as usize] = !init;
                     }
                 }
             }
         }
-        Ok(answers)
     }
+    Ok(answers)
 }
 
 /// An error reply as an `Error`; anything else is fine.
@@ -149,5 +159,48 @@ fn flatten(v: Value, key: &str, out: &mut Vec<i64>) -> Result<()> {
             out.push(integer(&v, key)?);
             Ok(())
         }
+    }
+}
+
+/// The numeric fields of an `*.INFO` reply (`BF.INFO`, `CF.INFO`,
+/// `APBF.INFO`), by label: a flat array in RESP2, a map in RESP3.
+pub(crate) struct InfoFields(Vec<(String, u64)>);
+
+impl InfoFields {
+    pub fn read(reply: Value, key: &str) -> Result<InfoFields> {
+        let pairs: Vec<(Value, Value)> = match reply {
+            Value::Map(m) => m,
+            other => {
+                let flat = array(other, key)?;
+                let mut it = flat.into_iter();
+                let mut pairs = Vec::new();
+                while let (Some(l), Some(v)) = (it.next(), it.next()) {
+                    pairs.push((l, v));
+                }
+                pairs
+            }
+        };
+        Ok(InfoFields(
+            pairs
+                .into_iter()
+                .filter_map(|(l, v)| {
+                    let label = match l {
+                        Value::SimpleString(s) => s,
+                        Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+                        _ => return None,
+                    };
+                    let value = match v {
+                        Value::Int(i) => u64::try_from(i).ok()?,
+                        _ => return None,
+                    };
+                    Some((label, value))
+                })
+                .collect(),
+        ))
+    }
+
+    /// The field's value; labels differ in case between servers.
+    pub fn get(&self, label: &str) -> Option<u64> {
+        self.0.iter().find(|(l, _)| l.eq_ignore_ascii_case(label)).map(|f| f.1)
     }
 }

@@ -6,9 +6,10 @@ use std::io::{Read, Write};
 
 use bloomkit_core::bitmap::guava::{swap_bit_order, GuavaShape, SerialHeader, SERIAL_HEADER_LEN};
 use bloomkit_core::bitmap::{BitmapLayout, BitmapSpec};
+use bloomkit_core::common::MAX_CHUNK;
 
 use super::checked::{CrcReader, CrcWriter};
-use super::{arm_staging, kind, stage_and_commit, unreadable, Kind, Progress, Server, MAX_CHUNK};
+use super::{arm_staging, kind, stage_and_commit, unreadable, Kind, Progress, Server};
 use crate::error::{Error, Result};
 use crate::{Filter, Layout, Options, RedisFilter};
 

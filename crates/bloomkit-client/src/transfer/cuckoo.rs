@@ -11,7 +11,8 @@
 //! ```
 //! A filter with no items has no chunks (`CF.SCANDUMP` answers `[0, nil]`
 //! at once, in RedisBloom and bloomkit alike); it moves whole instead
-//! (`DUMP`/`RESTORE`, [`super::value`]), where it is small.
+//! (`DUMP`/`RESTORE`, the module-value format), where it is small: the
+//! dispatch in `transfer` picks which, so that this file stands alone.
 
 use std::io::{Read, Write};
 
@@ -45,16 +46,18 @@ fn info_size(info: &[(String, i64)]) -> u64 {
 }
 
 /// Whether the filter has chunks to scan (a filter with no items has none).
-fn has_chunks(server: &mut Server, key: &str) -> Result<bool> {
+pub(super) fn has_chunks(server: &mut Server, key: &str) -> Result<bool> {
     Ok(cf_scandump(server, key, 0)?.0 != 0)
 }
 
-/// Streams a cuckoo filter into a file: its chunks, then its `CF.INFO`.
-/// A filter with no items is written whole (a module-value file).
-pub fn dump_cuckoo(server: &mut Server, key: &str, out: impl Write, progress: &dyn Progress) -> Result<u64> {
-    if !has_chunks(server, key)? {
-        return super::dump_value(server, key, out, progress);
-    }
+/// Streams a cuckoo filter that has chunks into a file: its chunks, then
+/// its `CF.INFO` ([`super::dump_cuckoo`] picks this or a whole value).
+pub(super) fn dump_chunks(
+    server: &mut Server,
+    key: &str,
+    out: impl Write,
+    progress: &dyn Progress,
+) -> Result<u64> {
     let info = cf_info(server, key)?;
     progress.set_length(info_size(&info));
     let mut out = CrcWriter::new(out, CUCKOO_MAGIC)?;
@@ -157,18 +160,16 @@ fn verify(server: &mut Server, staging: &str, expected: &[(String, i64)], url: &
     Ok(())
 }
 
-/// Copies a cuckoo filter chunk by chunk; a write to the source meanwhile
-/// (its `CF.INFO` changed) is refused rather than copied torn.
-pub fn copy_cuckoo(
+/// Copies a cuckoo filter that has chunks, chunk by chunk; a write to the
+/// source meanwhile (its `CF.INFO` changed) is refused rather than copied
+/// torn.
+pub(super) fn copy_chunks(
     from: &mut Server,
     to: &mut Server,
     key: &str,
     replace: bool,
     progress: &dyn Progress,
 ) -> Result<()> {
-    if !has_chunks(from, key)? {
-        return super::copy_value(from, to, key, replace, progress).map(drop);
-    }
     let info = cf_info(from, key)?;
     let url = to.url.clone();
     progress.set_length(info_size(&info));

@@ -1,7 +1,7 @@
 //! Filters moved whole, as their server serialises them (`DUMP` /
 //! `RESTORE`): valkey-bloom's `bloomfltr` values and cuckoo filters
 //! (`MBbloomCF`). The payload is retargeted to RDB version 9 on the way
-//! ([`bloomkit_core::payload`]), so a value dumped by Valkey 9 restores into
+//! ([`bloomkit_core::common::payload`]), so a value dumped by Valkey 9 restores into
 //! Redis 7 and back; a payload is at most the server's 512 MB bulk limit.
 
 use std::io::{Read, Write};

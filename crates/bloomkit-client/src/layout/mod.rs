@@ -1,0 +1,493 @@
+//! Where a filter's bits live on the server and which commands reach them.
+//! A [`Layout`] is a filter's name, options and kind, the kind decided once
+//! by its constructor; each kind's commands and reply reading are in its
+//! own file (`bloom.rs`, `window.rs`, `cuckoo.rs`, `bitmap.rs`), and this
+//! file dispatches to them and spreads sharded filters over their shards.
+//! Pure command building and reply reading: [`crate::RedisFilter`] and
+//! [`crate::AsyncRedisFilter`] only move the bytes.
+
+use bloomkit_core::bitmap::{BitmapLayout, BitmapSpec};
+use bloomkit_core::common::hash::murmur64a;
+use redis::{cmd, Cmd, Value};
+
+use crate::error::{Error, Result};
+use crate::options::{Info, Options, Window};
+use crate::plan::{Decode, Plan, Step};
+
+mod bitmap;
+mod bloom;
+mod cuckoo;
+mod window;
+
+use bitmap::Bitmap;
+
+/// Which backend a sharded filter's shards use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Over {
+    /// Each shard is a `BF.*` filter (bloomkit, RedisBloom or valkey-bloom).
+    Module,
+    /// Each shard is a Guava-compatible bitmap over plain strings.
+    Bitmap,
+}
+
+/// A filter's name, options and backend, from which every command is built.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    name: String,
+    options: Options,
+    kind: Kind,
+}
+
+/// Which commands reach the filter, decided once by the constructor so
+/// that no command builder has to look at the options again.
+#[derive(Clone, Debug)]
+enum Kind {
+    /// A Bloom filter (`BF.*`).
+    Bloom,
+    /// A sliding-window filter (`APBF.*`, bloomkit only): `Layout::module`
+    /// with [`Options::window`].
+    Window(Window),
+    /// A cuckoo filter (`CF.*`): deletes as well as adds.
+    Cuckoo,
+    /// Plain strings, in one system's layout.
+    Bitmap(Bitmap),
+    Sharded {
+        over: Over,
+        shards: Vec<Layout>,
+    },
+}
+
+/// Seed of the shard-choosing hash: unrelated to every bit hash, so that the
+/// items of one shard are spread evenly over its bits.
+const SHARD_SEED: u64 = 0x5348_4152_4442_4b31;
+
+impl Layout {
+    /// A `BF.*` filter in the key `name`, created on first write with the
+    /// options' capacity and error rate (`BF.INSERT`); with
+    /// [`Options::window`], an `APBF.*` filter (bloomkit only), created by
+    /// the first write that finds it missing.
+    pub fn module(name: impl Into<String>, options: Options) -> Result<Layout> {
+        options.validate()?;
+        let kind = match options.window {
+            Some(window) => Kind::Window(window),
+            None => Kind::Bloom,
+        };
+        Ok(Layout { name: name.into(), options, kind })
+    }
+
+    /// A cuckoo filter (`CF.*`, bloomkit or RedisBloom) in the key `name`,
+    /// created on first write with the options' capacity (`CF.INSERTNX`):
+    /// like a module filter, and items can be removed ([`Filter::remove`]).
+    /// Its false-positive rate follows from its 8-bit fingerprints and
+    /// bucket size (about 2 x 2 / 255 = 1.6% at the default bucket size of
+    /// 2), not from `error_rate`.
+    ///
+    /// [`Filter::remove`]: crate::Filter::remove
+    pub fn cuckoo(name: impl Into<String>, options: Options) -> Result<Layout> {
+        options.validate()?;
+        if options.window.is_some() {
+            return Err(Error::InvalidOptions(
+                "sliding windows need APBF.* or the local backend, not CF.*".into(),
+            ));
+        }
+        Ok(Layout { name: name.into(), options, kind: Kind::Cuckoo })
+    }
+
+    /// Whether items can be removed (a cuckoo filter).
+    pub fn removes(&self) -> bool {
+        matches!(self.kind, Kind::Cuckoo)
+    }
+
+    /// A Guava-sized bitmap over plain strings: the key `name` itself when
+    /// it fits in one string, else `{name}:0`, `{name}:1`, ... in one slot
+    /// (`name:0`, ... when `name` already has a hash tag).
+    pub fn bitmap(name: impl Into<String>, options: Options) -> Result<Layout> {
+        Layout::bitmap_with(name, BitmapLayout::Guava, options)
+    }
+
+    /// A bitmap in another system's layout, sharing its bits with that
+    /// system's code: sized from the options' capacity and error rate as
+    /// that code sizes it, or by [`Options::shape`] (required for
+    /// `PhpBkdr`). Only `Guava` may spread over several keys; the others
+    /// keep the one key their own code uses. A `Redisson` filter also has
+    /// its config hash (`{name}:config`), written by the first write or
+    /// `reserve` as Redisson writes it and checked by every call:
+    /// a mismatch is [`Error::ConfigMismatch`].
+    pub fn bitmap_with(name: impl Into<String>, layout: BitmapLayout, options: Options) -> Result<Layout> {
+        options.validate()?;
+        if options.window.is_some() {
+            return Err(Error::InvalidOptions(
+                "sliding windows need the module (APBF.*) or local backend, not bitmaps".into(),
+            ));
+        }
+        let name = name.into();
+        let bitmap = Bitmap::new(&name, layout, &options)?;
+        Ok(Layout { name, options, kind: Kind::Bitmap(bitmap) })
+    }
+
+    /// The bitmap's layout and shape (`None` for other backends).
+    pub fn bitmap_spec(&self) -> Option<BitmapSpec> {
+        match &self.kind {
+            Kind::Bitmap(bitmap) => Some(bitmap.spec),
+            _ => None,
+        }
+    }
+
+    /// The keys that hold a bitmap's bits (not its config): its own keys,
+    /// empty for other backends.
+    pub fn bitmap_keys(&self) -> &[String] {
+        match &self.kind {
+            Kind::Bitmap(bitmap) => &bitmap.keys,
+            _ => &[],
+        }
+    }
+
+    /// A Redisson filter's config key and the four fields this filter
+    /// writes there (size, hashIterations, expectedInsertions,
+    /// falseProbability).
+    pub fn redisson_config(&self) -> Option<(String, [String; 4])> {
+        match &self.kind {
+            Kind::Bitmap(bitmap) => {
+                bitmap.config.as_ref().map(|config| (config.clone(), bitmap.redisson_fields(&self.options)))
+            }
+            _ => None,
+        }
+    }
+
+    /// One logical filter over `shards` filters in keys `{name:0}`,
+    /// `{name:1}`, ...: each in its own hash slot, so that a Redis Cluster
+    /// spreads them over its masters. Each shard holds `capacity / shards`
+    /// items plus four standard deviations of the binomial spread, so the
+    /// fullest shard stays within its capacity when the whole filter is full.
+    pub fn sharded(name: impl Into<String>, shards: u32, over: Over, options: Options) -> Result<Layout> {
+        options.validate()?;
+        if options.window.is_some() {
+            return Err(Error::InvalidOptions(
+                "sliding windows need the module (APBF.*) or local backend, not shards".into(),
+            ));
+        }
+        let name = name.into();
+        if shards == 0 {
+            return Err(Error::InvalidOptions("a sharded filter needs at least one shard".into()));
+        }
+        if name.contains(['{', '}']) {
+            return Err(Error::InvalidOptions(format!(
+                "sharded filter name {name:?} may not contain braces: each shard's key is its own hash tag"
+            )));
+        }
+        let mean = options.capacity as f64 / f64::from(shards);
+        let per_shard = Options { capacity: (mean + 4.0 * mean.sqrt()).ceil() as u64, ..options.clone() };
+        let shards = (0..shards)
+            .map(|s| {
+                let key = format!("{{{name}:{s}}}");
+                match over {
+                    Over::Module => Layout::module(key, per_shard.clone()),
+                    Over::Bitmap => Layout::bitmap(key, per_shard.clone()),
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Layout { name, options, kind: Kind::Sharded { over, shards } })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// A sliding-window filter on the module (`APBF.*`): writes to a missing
+    /// one fail with `NotFound`, and the filter reserves it and retries.
+    pub(crate) fn is_window(&self) -> bool {
+        matches!(self.kind, Kind::Window(_))
+    }
+
+    /// Every key the filter may occupy.
+    pub fn keys(&self) -> Vec<String> {
+        match &self.kind {
+            Kind::Bloom | Kind::Window(_) | Kind::Cuckoo => vec![self.name.clone()],
+            Kind::Bitmap(bitmap) => bitmap.keys.iter().chain(&bitmap.config).cloned().collect(),
+            Kind::Sharded { shards, .. } => shards.iter().flat_map(|s| s.keys()).collect(),
+        }
+    }
+
+    /// The shard an item belongs to (0 unless sharded).
+    pub fn shard_of(&self, item: &[u8]) -> usize {
+        match &self.kind {
+            Kind::Sharded { shards, .. } => reduce(murmur64a(item, SHARD_SEED), shards.len()),
+            _ => 0,
+        }
+    }
+
+    /// Commands that create the filter now, each answering only an error
+    /// or not.
+    pub(crate) fn reserve(&self) -> Vec<Cmd> {
+        let mut cmds = Vec::new();
+        self.push_reserve(&mut cmds);
+        cmds
+    }
+
+    fn push_reserve(&self, cmds: &mut Vec<Cmd>) {
+        let (name, o) = (&self.name, &self.options);
+        let create = match &self.kind {
+            Kind::Bloom => bloom::reserve(name, o),
+            Kind::Window(window) => window::reserve(name, o, *window),
+            Kind::Cuckoo => cuckoo::reserve(name, o),
+            // Its script sets the TTLs itself.
+            Kind::Bitmap(bitmap) => return cmds.push(bitmap.reserve(o)),
+            Kind::Sharded { shards, .. } => return shards.iter().for_each(|s| s.push_reserve(cmds)),
+        };
+        cmds.push(create);
+        if let Some(ttl) = o.ttl_millis() {
+            cmds.push(cmd("PEXPIRE").arg(name).arg(ttl).clone());
+        }
+    }
+
+    pub(crate) fn add_plan(&self, items: &[&[u8]]) -> Plan {
+        let mut plan = Plan::new(items.len(), false);
+        self.push_items(items, &mut plan, true);
+        plan
+    }
+
+    pub(crate) fn contains_plan(&self, items: &[&[u8]]) -> Plan {
+        let mut plan = Plan::new(items.len(), true);
+        self.push_items(items, &mut plan, false);
+        plan
+    }
+
+    /// `CF.DEL` of each item: its answer is whether a copy was removed.
+    pub(crate) fn remove_plan(&self, items: &[&[u8]]) -> Plan {
+        let mut plan = Plan::new(items.len(), false);
+        for (i, item) in items.iter().enumerate() {
+            plan.steps.push(Step { cmd: cuckoo::remove(&self.name, item), decode: Decode::One(i as u32) });
+        }
+        plan
+    }
+
+    /// `CF.COUNT`: how many copies of the item a cuckoo filter may hold.
+    pub(crate) fn count_of(&self, item: &[u8]) -> Cmd {
+        cuckoo::count_of(&self.name, item)
+    }
+
+    fn push_items(&self, items: &[&[u8]], plan: &mut Plan, write: bool) {
+        match &self.kind {
+            Kind::Sharded { shards, .. } => {
+                // Group by shard; a shard's commands go to its node together.
+                let mut owners: Vec<Vec<u32>> = vec![Vec::new(); shards.len()];
+                for (i, item) in items.iter().enumerate() {
+                    owners[self.shard_of(item)].push(i as u32);
+                }
+                for (shard, owners) in shards.iter().zip(owners) {
+                    if !owners.is_empty() {
+                        let mine: Vec<&[u8]> = owners.iter().map(|&i| items[i as usize]).collect();
+                        shard.push_single(&mine, &owners, plan, write);
+                    }
+                }
+            }
+            _ => {
+                let owners: Vec<u32> = (0..items.len() as u32).collect();
+                self.push_single(items, &owners, plan, write);
+            }
+        }
+    }
+
+    /// Commands for items of one filter that is not sharded, in batches of
+    /// [`Options::batch_size`]; `owners[i]` is item i's position in the
+    /// caller's slice.
+    fn push_single(&self, items: &[&[u8]], owners: &[u32], plan: &mut Plan, write: bool) {
+        let (name, o) = (&self.name, &self.options);
+        for (chunk, owners) in items.chunks(o.batch_size).zip(owners.chunks(o.batch_size)) {
+            let batch = match &self.kind {
+                Kind::Bloom => bloom::batch(name, o, chunk, write),
+                Kind::Window(_) => window::batch(name, chunk, write),
+                Kind::Cuckoo => cuckoo::batch(name, o, chunk, write),
+                Kind::Bitmap(bitmap) => {
+                    bitmap.push_batch(o, chunk, owners, write, plan);
+                    continue;
+                }
+                Kind::Sharded { .. } => unreachable!("shards are module or bitmap filters"),
+            };
+            plan.steps.push(Step { cmd: batch, decode: Decode::PerItem(owners.to_vec()) });
+        }
+        let single_key = match &self.kind {
+            Kind::Bloom | Kind::Window(_) | Kind::Cuckoo => true,
+            Kind::Bitmap(bitmap) => bitmap.is_single_key(),
+            Kind::Sharded { .. } => false,
+        };
+        if write && single_key && !items.is_empty() {
+            if let Some(ttl) = o.ttl_millis() {
+                // Gives a key created by this write its lifetime; NX keeps an
+                // existing one (Redis 7 and later, Valkey). Split bitmaps set
+                // it inside their script.
+                let c = cmd("PEXPIRE").arg(&self.keys()[0]).arg(ttl).arg("NX").clone();
+                plan.steps.push(Step::ignore(c));
+            }
+        }
+    }
+
+    /// The filters whose info is read one by one: the shards, or itself.
+    /// Each is queried alone so that a shard with no key yet (an error reply
+    /// to `BF.INFO`) does not fail the others.
+    pub(crate) fn info_parts(&self) -> Vec<&Layout> {
+        match &self.kind {
+            Kind::Sharded { shards, .. } => shards.iter().collect(),
+            _ => vec![self],
+        }
+    }
+
+    /// Commands whose replies [`Layout::read_info`] reads (not sharded).
+    pub(crate) fn info(&self) -> Vec<Cmd> {
+        match &self.kind {
+            Kind::Bloom => vec![bloom::info(&self.name)],
+            Kind::Window(_) => vec![window::info(&self.name)],
+            Kind::Cuckoo => vec![cuckoo::info(&self.name)],
+            Kind::Bitmap(bitmap) => bitmap.info(),
+            Kind::Sharded { .. } => unreachable!("shards are read one by one"),
+        }
+    }
+
+    pub(crate) fn read_info(&self, replies: Vec<Value>) -> Result<Info> {
+        let name = &self.name;
+        let first = |replies: Vec<Value>| {
+            replies.into_iter().next().ok_or_else(|| Error::Protocol("too few replies to INFO".into()))
+        };
+        match &self.kind {
+            Kind::Bloom => bloom::read_info(name, first(replies)?),
+            Kind::Window(_) => window::read_info(name, first(replies)?),
+            Kind::Cuckoo => cuckoo::read_info(name, first(replies)?),
+            Kind::Bitmap(bitmap) => bitmap.read_info(name, &self.options, self.keys(), replies),
+            Kind::Sharded { .. } => unreachable!("shards are read one by one"),
+        }
+    }
+
+    /// The info of the whole filter from its parts' (see [`Layout::info_parts`]).
+    pub(crate) fn combine_info(&self, parts: Vec<Result<Info>>) -> Result<Info> {
+        let Kind::Sharded { over, shards } = &self.kind else {
+            return parts.into_iter().next().unwrap_or_else(|| Err(Error::Protocol("no info".into())));
+        };
+        let module = *over == Over::Module;
+        let mut total = Info {
+            backend: format!("sharded {}", if module { "module" } else { "bitmap" }),
+            keys: self.keys(),
+            shards: Some(shards.len() as u32),
+            items: module.then_some(0),
+            filters: module.then_some(0),
+            estimated_items: (!module).then_some(0.0),
+            bits: (!module).then_some(0),
+            ..Info::default()
+        };
+        let mut missing = 0;
+        for (shard, info) in shards.iter().zip(parts) {
+            let info = match info {
+                // A shard nobody wrote to yet has no key: it counts as empty.
+                Err(Error::NotFound(_)) => {
+                    missing += 1;
+                    total.capacity += shard.options.capacity;
+                    continue;
+                }
+                other => other?,
+            };
+            total.capacity += info.capacity;
+            total.bytes += info.bytes;
+            total.items = total.items.map(|t| t + info.items.unwrap_or(0));
+            total.filters = total.filters.map(|t| t + info.filters.unwrap_or(0));
+            total.estimated_items = total.estimated_items.map(|t| t + info.estimated_items.unwrap_or(0.0));
+            total.bits = total.bits.map(|t| t + info.bits.unwrap_or(0));
+            total.hashes = info.hashes.or(total.hashes);
+        }
+        if missing == shards.len() {
+            return Err(Error::NotFound(self.name.clone()));
+        }
+        Ok(total)
+    }
+
+    /// Exact item count where the backend keeps one.
+    pub(crate) fn count(&self) -> Option<Vec<Cmd>> {
+        match &self.kind {
+            Kind::Bloom => Some(vec![bloom::count(&self.name)]),
+            // Items leave a window as it slides: it keeps no count.
+            Kind::Window(_) => None,
+            // Counted, but only in CF.INFO: see `Filter::count`.
+            Kind::Cuckoo => None,
+            Kind::Bitmap(_) => None,
+            Kind::Sharded { shards, .. } => {
+                shards.iter().map(|s| s.count()).collect::<Option<Vec<_>>>().map(|v| v.concat())
+            }
+        }
+    }
+
+    pub(crate) fn clear(&self) -> Vec<Cmd> {
+        // One DEL per key: a cluster cannot delete keys of several slots at once.
+        self.keys().into_iter().map(|k| cmd("DEL").arg(k).clone()).collect()
+    }
+
+    pub(crate) fn expire(&self, ttl: std::time::Duration) -> Vec<Cmd> {
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        self.keys().into_iter().map(|k| cmd("PEXPIRE").arg(k).arg(ms).clone()).collect()
+    }
+}
+
+/// Redis Cluster's hash-tag rule: a `{` followed later by `}` with
+/// something between; the slot is then that of what is between.
+pub fn has_hash_tag(key: &str) -> bool {
+    key.find('{').is_some_and(|open| key[open + 1..].find('}').is_some_and(|close| close > 0))
+}
+
+/// Lemire's multiply-shift: a uniform index below `n` from a 64-bit hash.
+fn reduce(hash: u64, n: usize) -> usize {
+    ((u128::from(hash) * n as u128) >> 64) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_tags_follow_redis() {
+        assert!(has_hash_tag("a{b}c"));
+        assert!(!has_hash_tag("a{}c"));
+        assert!(!has_hash_tag("a}b{c"));
+        assert!(!has_hash_tag("plain"));
+    }
+
+    #[test]
+    fn big_bitmaps_split_into_keys_of_one_slot() {
+        let layout = Layout::bitmap("clicks", Options::new(1_000_000, 0.01).max_key_bits(1 << 20)).unwrap();
+        let keys = layout.keys();
+        assert_eq!(keys.len(), 10, "9.6 Mbit over 1 Mbit keys");
+        assert_eq!(keys[0], "{clicks}:0");
+        let tagged = Layout::bitmap("a:{u1}", Options::new(1_000_000, 0.01).max_key_bits(1 << 20)).unwrap();
+        assert_eq!(tagged.keys()[3], "a:{u1}:3");
+        let small = Layout::bitmap("clicks", Options::new(1000, 0.01)).unwrap();
+        assert_eq!(
+            small.keys(),
+            vec!["clicks".to_string()],
+            "one key: the name itself, as hand-written SETBITs use"
+        );
+    }
+
+    #[test]
+    fn shards_have_their_own_tags_and_share_the_load() {
+        let layout = Layout::sharded("s", 8, Over::Module, Options::new(80_000, 0.01)).unwrap();
+        assert_eq!(layout.keys()[5], "{s:5}");
+        let mut counts = [0u32; 8];
+        for i in 0..80_000u32 {
+            counts[layout.shard_of(format!("item{i}").as_bytes())] += 1;
+        }
+        let per_shard = match &layout.kind {
+            Kind::Sharded { shards, .. } => shards[0].options.capacity,
+            _ => unreachable!(),
+        };
+        assert!(counts.iter().all(|&c| u64::from(c) <= per_shard), "{counts:?} over {per_shard}");
+        assert!(Layout::sharded("a{b}", 2, Over::Bitmap, Options::new(10, 0.1)).is_err());
+    }
+
+    #[test]
+    fn options_are_checked() {
+        assert!(Layout::module("k", Options::new(10, 1.5)).is_err());
+        assert!(Layout::module("k", Options::new(0, 0.1)).is_err());
+        assert!(Layout::bitmap("k", Options::new(10, 0.1).batch_size(0)).is_err());
+        assert!(Layout::bitmap("k", Options::new(10, 0.1).max_key_bits(1 << 33)).is_err());
+    }
+}
