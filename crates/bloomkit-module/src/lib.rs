@@ -17,11 +17,6 @@ mod io;
 mod keys;
 mod stats;
 
-mod apbf;
-mod bf;
-mod cf;
-mod vbloom;
-
 use std::ffi::{c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -38,8 +33,17 @@ static ALLOCATOR: alloc::ServerAllocator = alloc::ServerAllocator;
 /// bloomkit implements, because clients gate features on it.
 const MODULE_VERSION: c_int = 20802;
 
-/// Every family, in the order its types, categories and commands are registered.
-const FAMILIES: &[Family] = &[bf::FAMILY, cf::FAMILY, apbf::FAMILY, vbloom::FAMILY];
+/// Declares each family's folder and lists its `FAMILY`, so that a new
+/// family is one name here.
+macro_rules! families {
+    ($($family:ident),* $(,)?) => {
+        $(mod $family;)*
+        /// Every family, in the order its types, categories and commands are registered.
+        const FAMILIES: &[Family] = &[$($family::FAMILY),*];
+    };
+}
+
+families!(bf, cf, apbf, vbloom);
 
 /// `INFO bf`: the module's counters.
 extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {

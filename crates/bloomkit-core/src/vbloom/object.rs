@@ -6,7 +6,6 @@ use std::hash::Hasher;
 
 use siphasher::sip::SipHasher13;
 
-use super::formats::parse_header;
 use super::*;
 use crate::common::memory::{zeroed_bytes, Limits, Modulus};
 
@@ -147,6 +146,30 @@ impl Filter {
     pub(super) fn accounted(&self) -> u64 {
         FILTER_BYTES + self.bitmap_len()
     }
+}
+
+/// Checks a serialized filter's header against its length: `(L, k, seed)`.
+pub(super) fn parse_header(data: &[u8]) -> Result<(u64, u32, [u8; 32]), ValkeyError> {
+    let Some((header, bits)) = data.split_first_chunk::<FILTER_HEADER>() else {
+        return Err(bad("a sub-filter is shorter than its 45-byte header"));
+    };
+    if header[0] != FILTER_VERSION {
+        return Err(bad("a sub-filter's format version is not 1"));
+    }
+    let bytes = u64::from_le_bytes(header[1..9].try_into().expect("8 bytes"));
+    let k = u32::from_le_bytes(header[9..13].try_into().expect("4 bytes"));
+    if bytes == 0 || bytes != bits.len() as u64 || bytes > u64::MAX / 8 {
+        return Err(bad("a sub-filter's bitmap length does not match its bytes"));
+    }
+    if !(1..=MAX_HASHES).contains(&k) {
+        return Err(bad("a sub-filter's hash count is outside 1 to 1100"));
+    }
+    Ok((bytes, k, header[13..45].try_into().expect("32 bytes")))
+}
+
+/// Bytes of bits in a serialized filter (what `Size` counts of it).
+pub(super) fn bits_of(data: &[u8]) -> u64 {
+    (data.len() as u64).saturating_sub(FILTER_HEADER as u64)
 }
 
 /// The two SipHash keys of a seed: each 16-byte half as two u64 LE.
