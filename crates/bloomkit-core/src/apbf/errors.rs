@@ -27,7 +27,7 @@ pub enum ApbfError {
     BadWindow,
     /// `TIME` seconds not within 1 ..= [`MAX_WINDOW_SECONDS`].
     BadSeconds,
-    /// No shape of at most [`MAX_SLICES`] slices meets the rate.
+    /// No shape of at most [`super::MAX_SLICES`] slices meets the rate.
     CannotSize,
     /// The filter would exceed `bf.max-filter-bytes`.
     TooLarge {

@@ -5,7 +5,7 @@
 //! - [`args`]: `BF.RESERVE` / `BF.INSERT` / `BF.INFO` arguments;
 //! - [`errors`]: every error and its reply text;
 //! - formats: [`scandump`] (`BF.SCANDUMP` / `BF.LOADCHUNK`), [`rdb`] (RDB
-//!   and DUMP values) and [`file`] (bloomkit's filter file).
+//!   and DUMP values) and [`file`](mod@file) (bloomkit's filter file).
 
 pub mod args;
 pub mod chain;

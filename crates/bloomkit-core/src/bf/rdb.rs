@@ -1,8 +1,8 @@
 //! The RDB encoding of the `MBbloom--` data type, as a sequence of fields.
 //!
-//! Redis hands a module typed reads (`unsigned`, `double`, `string buffer`);
-//! this module states the field order of every encoding version over a small
-//! trait, so that the real loader and a fuzzer share one implementation.
+//! The field order of every encoding version, over the typed reads and
+//! writes of [`crate::common::fields`], so that the real loader and a
+//! fuzzer share one implementation.
 //!
 //! Version 4 (current): items, nfilters, options, growth, then per sub-filter
 //! capacity, error, hashes, bpe, bits, n2, bit array, items.

@@ -40,7 +40,7 @@ pub enum CfError {
     InvalidHeader,
     CannotCreate,
     BadChunk,
-    /// bloomkit's: growth past [`MAX_GROWN_FILTERS`] sub-filters.
+    /// bloomkit's: growth past [`super::MAX_GROWN_FILTERS`] sub-filters.
     TooManyFilters,
     /// bloomkit's: a size that cannot be represented (capacity or growth overflow).
     CannotSize,
