@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
     argv.extend(&words);
     if let Ok(params) = parse_reserve(&argv) {
         assert!(params.error > 0.0 && params.error < 1.0 && params.capacity >= 1);
-        if let Ok(mut f) = Apbf::new(params, 0, Some(LIMIT)) {
+        if let Ok(mut f) = Apbf::new(params, 0, bloomkit_core::Limits::at_most(LIMIT)) {
             assert!(f.bytes() as u64 <= LIMIT);
             f.add(b"a", 1);
             assert!(f.contains(b"a", 1));

@@ -2,6 +2,7 @@
 #![no_main]
 use bloomkit_core::bf::args::{parse_insert, parse_reserve, Defaults, InfoField};
 use bloomkit_core::bf::Chain;
+use bloomkit_core::common::compat::Compat;
 use bloomkit_core::common::parse::{parse_double, parse_long_long};
 use bloomkit_core::Limits;
 use libfuzzer_sys::fuzz_target;
@@ -14,20 +15,20 @@ fuzz_target!(|data: &[u8]| {
         let _ = InfoField::parse(w);
     }
     let defaults = Defaults::REDISBLOOM;
-    let small = Limits { max_bytes: Some(1 << 20) };
-    for command in [&b"BF.RESERVE"[..], b"BF.INSERT"] {
+    let small = Limits::at_most(1 << 20);
+    for (command, compat) in Compat::ALL.iter().flat_map(|c| [(&b"BF.RESERVE"[..], *c), (&b"BF.INSERT"[..], *c)]) {
         let mut argv: Vec<&[u8]> = vec![command];
         argv.extend(&words);
-        if command == b"BF.RESERVE" {
-            if let Ok(params) = parse_reserve(&argv, &defaults) {
-                assert!(
-                    params.error > 0.0 && params.error < 1.0 && params.capacity >= 1 && params.expansion >= 1
-                );
-                let _ = Chain::new(params, small);
-            }
-        } else if let Ok(insert) = parse_insert(&argv, &defaults) {
-            assert!(insert.items_from < argv.len());
-            let _ = Chain::new(insert.params, small);
+        let parsed = if command == b"BF.RESERVE" {
+            parse_reserve(&argv, &defaults, compat)
+        } else {
+            parse_insert(&argv, &defaults, compat).inspect(|insert| assert!(insert.items_from < argv.len())).map(|i| i.params)
+        };
+        if let Ok(params) = parsed {
+            // Only a non-scaling filter may have an expansion of 0 (RedisBloom 8).
+            assert!(params.error > 0.0 && params.error < 1.0 && params.capacity >= 1);
+            assert!(params.expansion >= 1 || !params.scaling);
+            let _ = Chain::new(params, small);
         }
     }
 });

@@ -5,7 +5,7 @@
 use bloomkit_core::bf::{scandump as dump, Chain};
 use bloomkit_core::Limits;
 
-pub const LIMITS: Limits = Limits { max_bytes: Some(1 << 22) };
+pub const LIMITS: Limits = Limits::at_most(1 << 22);
 
 pub fn exercise(mut chain: Chain) {
     for i in 0..32u32 {

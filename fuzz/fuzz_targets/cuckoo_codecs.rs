@@ -7,7 +7,7 @@ use bloomkit_core::common::fields::FieldStream;
 use bloomkit_core::Limits;
 use libfuzzer_sys::fuzz_target;
 
-const LIMITS: Limits = Limits { max_bytes: Some(1 << 22) };
+const LIMITS: Limits = Limits::at_most(1 << 22);
 
 fn exercise(mut f: CuckooFilter) {
     for i in 0..48u32 {

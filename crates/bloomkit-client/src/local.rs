@@ -65,7 +65,10 @@ impl LocalFilter {
                 };
                 let params =
                     apbf::ApbfParams { error: options.error_rate, capacity: options.capacity, window: w };
-                Some(Apbf::new(params, now_ms(), None).map_err(|e| Error::InvalidOptions(e.to_string()))?)
+                Some(
+                    Apbf::new(params, now_ms(), Limits::NONE)
+                        .map_err(|e| Error::InvalidOptions(e.to_string()))?,
+                )
             }
         };
         let chain =

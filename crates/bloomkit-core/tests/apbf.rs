@@ -13,7 +13,7 @@ fn item(i: u64) -> [u8; 8] {
 }
 
 fn filter(error: f64, capacity: u64, window: Window, now: u64) -> Apbf {
-    Apbf::new(ApbfParams { error, capacity, window }, now, None).unwrap()
+    Apbf::new(ApbfParams { error, capacity, window }, now, bloomkit_core::Limits::NONE).unwrap()
 }
 
 /// Allowed measured rate: the configured one plus four standard deviations.

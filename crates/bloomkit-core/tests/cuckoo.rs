@@ -107,7 +107,7 @@ proptest! {
 
     #[test]
     fn any_header_is_refused_or_works(bytes in prop::collection::vec(any::<u8>(), 38)) {
-        let limits = Limits { max_bytes: Some(1 << 20) };
+        let limits = Limits::at_most(1 << 20);
         if let Ok(mut f) = CuckooFilter::from_header(&bytes, limits) {
             for i in 0..20u8 {
                 let _ = f.insert(&Lookup::new(&item(i)), limits);

@@ -3,6 +3,7 @@
 
 use bloomkit_core::bf::args::{parse_reserve, Defaults};
 use bloomkit_core::bf::{scandump as dump, Chain};
+use bloomkit_core::common::compat::Compat;
 use bloomkit_core::common::fmt::format_g;
 use bloomkit_core::Limits;
 use serde_json::Value;
@@ -26,7 +27,7 @@ fn build(case: &Value) -> Chain {
             argv.push(r["error_rate"].as_str().unwrap().into());
             argv.push(r["capacity"].to_string());
             argv.extend(r["options"].as_array().unwrap().iter().map(|o| o.as_str().unwrap().into()));
-            parse_reserve(&argv, &Defaults::REDISBLOOM).unwrap()
+            parse_reserve(&argv, &Defaults::REDISBLOOM, Compat::RedisBloom28).unwrap()
         }
     };
     Chain::new(params, Limits::NONE).unwrap()

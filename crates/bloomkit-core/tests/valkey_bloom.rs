@@ -244,7 +244,7 @@ fn saving_gives_back_the_same_payload_bytes() {
 #[test]
 fn info_figures_match_valkey_bloom() {
     let observed = json("observed.json");
-    let limits = Limits { max_bytes: Some(4 << 30) };
+    let limits = Limits::at_most(4 << 30);
     for key in KEYS {
         let o = load(&payload(key));
         let info = observed["results"][format!("info_{key}")]["ok"].as_array().unwrap().clone();
@@ -271,7 +271,7 @@ fn aof_blobs_decode_to_the_same_objects_and_encode_back() {
     let blobs = aof_blobs();
     assert_eq!(blobs.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), KEYS);
     for (key, blob) in blobs {
-        let o = Object::decode_blob(&blob, Limits { max_bytes: Some(4 << 30) }).unwrap();
+        let o = Object::decode_blob(&blob, Limits::at_most(4 << 30)).unwrap();
         assert_eq!(saved(&o), saved(&load(&payload(&key))), "{key}: the same object as its DUMP");
         assert_eq!(o.encode_blob().unwrap(), blob, "{key}: the blob valkey-bloom wrote");
         assert_answers_like_valkey_bloom(&key, &o);
@@ -292,7 +292,7 @@ fn replaying_the_creation_rebuilds_the_same_filters() {
         let mut o = Object::new(capacity, fp, 0.5, expansion, &seed, Limits::NONE).unwrap();
         let mut not_added = Vec::new();
         for item in strings(&examples["items"][key]) {
-            if !o.add(item.as_bytes(), Limits { max_bytes: Some(4 << 30) }).unwrap() {
+            if !o.add(item.as_bytes(), Limits::at_most(4 << 30)).unwrap() {
                 not_added.push(item);
             }
         }
@@ -336,7 +336,7 @@ fn damaged_payloads_are_refused_or_consistent() {
                 let mut d = p.clone();
                 d[i] ^= flip;
                 let mut r = Payload::new(&d);
-                if let Ok(o) = Object::load(&mut r, 1, Limits { max_bytes: Some(1 << 30) }) {
+                if let Ok(o) = Object::load(&mut r, 1, Limits::at_most(1 << 30)) {
                     loaded += 1;
                     let fields = saved(&o);
                     let mut again = vec![0x07, 0x81, 0, 0, 0, 0, 0, 0, 0, 0];
@@ -353,7 +353,7 @@ fn damaged_payloads_are_refused_or_consistent() {
 #[test]
 fn damaged_blobs_are_refused_with_valkey_bloom_texts() {
     let (_, blob) = aof_blobs().into_iter().next().unwrap();
-    let limits = Limits { max_bytes: Some(1 << 30) };
+    let limits = Limits::at_most(1 << 30);
     let refuse = |b: &[u8]| Object::decode_blob(b, limits).unwrap_err();
     assert_eq!(refuse(b""), ValkeyError::DecodeFailed);
     assert_eq!(refuse(b"garbage"), ValkeyError::UnsupportedVersion);
@@ -394,8 +394,5 @@ fn damaged_blobs_are_refused_with_valkey_bloom_texts() {
         let e = refuse(&with(at, &v.to_le_bytes()));
         assert!(e.message().starts_with("ERR bloom object decoding failed"), "{what}: {e}");
     }
-    assert_eq!(
-        Object::decode_blob(&blob, Limits { max_bytes: Some(300) }).unwrap_err(),
-        ValkeyError::MemoryLimit
-    );
+    assert_eq!(Object::decode_blob(&blob, Limits::at_most(300)).unwrap_err(), ValkeyError::MemoryLimit);
 }

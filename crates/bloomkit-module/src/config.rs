@@ -1,17 +1,36 @@
-//! Defaults and limits: RedisBloom's load-time arguments and runtime configs.
+//! Every setting the module takes: RedisBloom 2.8's load arguments,
+//! RedisBloom 8's configs, bloomkit's own, and the compatibility level.
+//! One table ([`SETTINGS`]) serves the load arguments, the registration of
+//! runtime configs (CONFIG SET/GET/REWRITE, the config file) and their checks.
 //!
-//! | config                  | load argument   | default | range            |
-//! |-------------------------|-----------------|---------|------------------|
-//! | `bf.error-rate`         | `ERROR_RATE`    | 0.01    | (0, 1)           |
-//! | `bf.initial-size`       | `INITIAL_SIZE`  | 100     | [1, 2^40]        |
-//! | `bf.expansion-factor`   | `EXPANSION`     | 2       | [1, 32768]       |
-//! | `bf.max-filter-bytes`   | `MAX_FILTER_BYTES` | 4 GiB | [64, 2^50]     |
-//! | `bf.huge-pages`         | `HUGE_PAGES`    | no      | yes, no          |
+//! | config (Redis 8)      | elsewhere               | load argument       | default | range |
+//! |-----------------------|-------------------------|---------------------|---------|-------|
+//! | `bf-error-rate`       | `bf.bf-error-rate`      | `ERROR_RATE`        | 0.01    | (0, 1) |
+//! | `bf-initial-size`     | `bf.bf-initial-size`    | `INITIAL_SIZE`      | 100     | [1, 2^30] |
+//! | `bf-expansion-factor` | `bf.bf-expansion-factor`| `EXPANSION`         | 2       | [0, 32768], 0: non-scaling |
+//! | `cf-bucket-size`      | `bf.cf-bucket-size`     |                     | 2       | [1, 255] |
+//! | `cf-initial-size`     | `bf.cf-initial-size`    |                     | 1024    | [4, 2^30] |
+//! | `cf-max-iterations`   | `bf.cf-max-iterations`  |                     | 20      | [1, 65535] |
+//! | `cf-expansion-factor` | `bf.cf-expansion-factor`|                     | 1       | [0, 32768] |
+//! | `cf-max-expansions`   | `bf.cf-max-expansions`  | `CF_MAX_EXPANSIONS` | 32      | [1, 65536] |
+//! | `bf.error-rate`, `bf.initial-size`, `bf.expansion-factor` | the same | | | the first three, under bloomkit's names |
+//! | `bf.compat`           | `bf.compat`             | `COMPAT`            | `redisbloom-8` on Redis 8, else `redisbloom-2.8` | `redisbloom-2.8`, `redisbloom-8` |
+//! | `bf.max-filter-bytes` | `bf.max-filter-bytes`   | `MAX_FILTER_BYTES`  | 4 GiB   | [64, 2^50] |
+//! | `bf.huge-pages`       | `bf.huge-pages`         | `HUGE_PAGES`        | no      | yes, no |
+//! | `bf.maxmemory-guard`  | `bf.maxmemory-guard`    | `MAXMEMORY_GUARD`   | yes     | yes, no |
+//!
+//! RedisBloom 8 registers its configs without the module's prefix, which
+//! only Redis 8 allows; elsewhere they carry `bf.`. A load argument may be
+//! any setting's name (with or without `bf.`, `_` for `-`, any case) or a
+//! RedisBloom 2.8 name. Two names of one value share its range, so that
+//! `CONFIG REWRITE` never writes a line the other name would refuse.
 
-use std::ffi::{c_char, c_int, c_longlong, c_void};
+use std::ffi::{c_char, c_int, c_longlong, c_void, CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering::Relaxed};
 
-use bloomkit_core::bf::args::{Defaults, MAX_EXPANSION};
+use bloomkit_core::bf::args::{Defaults, ERROR_RATE_CAP_8, MAX_CAPACITY_8, MAX_EXPANSION};
+use bloomkit_core::cf::CfDefaults;
+use bloomkit_core::common::compat::Compat;
 use bloomkit_core::common::parse::{parse_double, parse_long_long};
 use bloomkit_core::Limits;
 use redis_module::raw;
@@ -21,6 +40,14 @@ use crate::ffi::{api, cstring, has_api, Arg, Ctx};
 static ERROR_RATE: AtomicU64 = AtomicU64::new(0x3F84_7AE1_47AE_147B); // 0.01
 static INITIAL_SIZE: AtomicI64 = AtomicI64::new(100);
 static EXPANSION: AtomicI64 = AtomicI64::new(2);
+static CF_BUCKET_SIZE: AtomicI64 = AtomicI64::new(2);
+static CF_INITIAL_SIZE: AtomicI64 = AtomicI64::new(1024);
+static CF_MAX_ITERATIONS: AtomicI64 = AtomicI64::new(20);
+static CF_EXPANSION: AtomicI64 = AtomicI64::new(1);
+static CF_MAX_EXPANSIONS: AtomicI64 = AtomicI64::new(32);
+/// The compatibility level, as an index into [`Compat::ALL`]; -1 until the
+/// load sets it from the server (or a load argument does).
+static COMPAT: AtomicI64 = AtomicI64::new(-1);
 static MAX_FILTER_BYTES: AtomicI64 = AtomicI64::new(4 << 30);
 /// Whether large arrays ask for transparent huge pages (see `alloc.rs`).
 /// Off by default: the first writes to a new filter then commit it 2 MiB at
@@ -28,10 +55,90 @@ static MAX_FILTER_BYTES: AtomicI64 = AtomicI64::new(4 << 30);
 /// all of it in one command (0.7 s without answering a PING for a 290 MB
 /// sub-filter here, against 23 ms on 4 KiB pages).
 static HUGE_PAGES: AtomicBool = AtomicBool::new(false);
+/// Whether creations and scale-outs that would pass `maxmemory` are refused.
+static MAXMEMORY_GUARD: AtomicBool = AtomicBool::new(true);
+/// The server's `maxmemory`, read at load and again whenever a CONFIG SET
+/// changes it, so that a write reads one ratio instead of the INFO section.
+static MAXMEMORY: AtomicU64 = AtomicU64::new(0);
 /// Added to the clock of APBF time windows: a test hook that moves time
 /// without sleeping (`CONFIG SET bf.apbf-clock-offset-ms`).
 static APBF_CLOCK_OFFSET: AtomicI64 = AtomicI64::new(0);
+/// The text `CONFIG GET` answers for the error rate (owned by the module).
+static ERROR_RATE_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Where a setting's config name is registered.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Naming {
+    /// `bf.<name>` on every server: bloomkit's own settings.
+    Prefixed,
+    /// RedisBloom 8's names: unprefixed where the server allows it (Redis
+    /// 8), `bf.<name>` elsewhere.
+    RedisBloom8,
+}
+
+/// What a setting holds, and its range.
+#[derive(Clone, Copy)]
+enum Value {
+    /// An error rate strictly between 0 and 1, kept as `f64` bits.
+    Rate(&'static AtomicU64),
+    Integer {
+        cell: &'static AtomicI64,
+        min: i64,
+        max: i64,
+    },
+    Bool(&'static AtomicBool),
+    Compat,
+}
+
+struct Setting {
+    name: &'static str,
+    naming: Naming,
+    value: Value,
+    /// Load-argument names besides the setting's own (normalised: lower
+    /// case, `-` for `_`): RedisBloom 2.8's `ERROR_RATE`, `INITIAL_SIZE` and
+    /// `CF_MAX_EXPANSIONS` are the settings' own names so normalised.
+    aliases: &'static [&'static str],
+}
+
+const fn int(cell: &'static AtomicI64, min: i64, max: i64) -> Value {
+    Value::Integer { cell, min, max }
+}
+
+const fn setting(name: &'static str, naming: Naming, value: Value) -> Setting {
+    Setting { name, naming, value, aliases: &[] }
+}
+
+const MAX_FILTER_BYTES_RANGE: (i64, i64) = (64, 1 << 50);
 const MAX_CLOCK_OFFSET: i64 = 100 * 365 * 86_400_000;
+
+/// Every setting. Its index is the privdata its callbacks get.
+static SETTINGS: [Setting; 16] = [
+    setting("error-rate", Naming::Prefixed, Value::Rate(&ERROR_RATE)),
+    setting("initial-size", Naming::Prefixed, int(&INITIAL_SIZE, 1, MAX_CAPACITY_8)),
+    Setting {
+        name: "expansion-factor",
+        naming: Naming::Prefixed,
+        value: int(&EXPANSION, 0, MAX_EXPANSION),
+        aliases: &["expansion"],
+    },
+    setting("bf-error-rate", Naming::RedisBloom8, Value::Rate(&ERROR_RATE)),
+    setting("bf-initial-size", Naming::RedisBloom8, int(&INITIAL_SIZE, 1, MAX_CAPACITY_8)),
+    setting("bf-expansion-factor", Naming::RedisBloom8, int(&EXPANSION, 0, MAX_EXPANSION)),
+    setting("cf-bucket-size", Naming::RedisBloom8, int(&CF_BUCKET_SIZE, 1, 255)),
+    setting("cf-initial-size", Naming::RedisBloom8, int(&CF_INITIAL_SIZE, 4, MAX_CAPACITY_8)),
+    setting("cf-max-iterations", Naming::RedisBloom8, int(&CF_MAX_ITERATIONS, 1, 65535)),
+    setting("cf-expansion-factor", Naming::RedisBloom8, int(&CF_EXPANSION, 0, MAX_EXPANSION)),
+    setting("cf-max-expansions", Naming::RedisBloom8, int(&CF_MAX_EXPANSIONS, 1, 65536)),
+    setting("compat", Naming::Prefixed, Value::Compat),
+    setting(
+        "max-filter-bytes",
+        Naming::Prefixed,
+        int(&MAX_FILTER_BYTES, MAX_FILTER_BYTES_RANGE.0, MAX_FILTER_BYTES_RANGE.1),
+    ),
+    setting("huge-pages", Naming::Prefixed, Value::Bool(&HUGE_PAGES)),
+    setting("maxmemory-guard", Naming::Prefixed, Value::Bool(&MAXMEMORY_GUARD)),
+    setting("apbf-clock-offset-ms", Naming::Prefixed, int(&APBF_CLOCK_OFFSET, 0, MAX_CLOCK_OFFSET)),
+];
 
 #[cfg_attr(test, allow(dead_code))] // read by the allocator, which tests do not install
 pub fn huge_pages() -> bool {
@@ -41,30 +148,102 @@ pub fn huge_pages() -> bool {
 pub fn apbf_clock_offset_ms() -> u64 {
     APBF_CLOCK_OFFSET.load(Relaxed).max(0) as u64
 }
-/// The text `CONFIG GET bf.error-rate` answers (owned by the module).
-static ERROR_RATE_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
 
-const MAX_INITIAL_SIZE: i64 = 1 << 40;
-const MIN_FILTER_BYTES: i64 = 64;
-const MAX_FILTER_BYTES_LIMIT: i64 = 1 << 50;
+/// The compatibility level in force.
+pub fn compat() -> Compat {
+    usize::try_from(COMPAT.load(Relaxed))
+        .ok()
+        .and_then(|i| Compat::ALL.get(i).copied())
+        .unwrap_or(Compat::RedisBloom28)
+}
 
-/// What a write uses for a filter it creates without parameters.
+/// What a write uses for a Bloom filter it creates without parameters.
+/// RedisBloom 8 uses an error rate above 0.25 as 0.25.
 pub fn defaults() -> Defaults {
-    Defaults {
-        error: f64::from_bits(ERROR_RATE.load(Relaxed)),
-        capacity: INITIAL_SIZE.load(Relaxed) as u64,
-        expansion: EXPANSION.load(Relaxed) as u32,
+    let mut error = f64::from_bits(ERROR_RATE.load(Relaxed));
+    if compat() == Compat::RedisBloom8 {
+        error = error.min(ERROR_RATE_CAP_8);
+    }
+    Defaults { error, capacity: INITIAL_SIZE.load(Relaxed) as u64, expansion: EXPANSION.load(Relaxed) as u32 }
+}
+
+/// What a write uses for a cuckoo filter it creates, and for the options
+/// `CF.RESERVE` leaves out.
+pub fn cf_defaults() -> CfDefaults {
+    CfDefaults {
+        capacity: CF_INITIAL_SIZE.load(Relaxed) as u64,
+        bucket_size: CF_BUCKET_SIZE.load(Relaxed) as u16,
+        max_iterations: CF_MAX_ITERATIONS.load(Relaxed) as u16,
+        expansion: CF_EXPANSION.load(Relaxed) as u16,
+        max_expansions: CF_MAX_EXPANSIONS.load(Relaxed) as usize,
     }
 }
 
-/// The size limit for this command: none when replaying what a primary or
-/// the AOF already accepted, so that a replica never diverges.
+/// What this command may allocate: a filter up to `bf.max-filter-bytes`,
+/// and (with `bf.maxmemory-guard yes` under a `maxmemory`) no more than the
+/// server has left. Nothing is refused when replaying what a primary or the
+/// AOF already accepted, so that a replica never diverges.
 pub fn limits(ctx: Ctx) -> Limits {
     if ctx.is_replaying() {
-        Limits::NONE
-    } else {
-        Limits { max_bytes: Some(MAX_FILTER_BYTES.load(Relaxed) as u64) }
+        return Limits::NONE;
     }
+    Limits { headroom: memory_headroom(), ..Limits::at_most(MAX_FILTER_BYTES.load(Relaxed) as u64) }
+}
+
+/// `maxmemory - used_memory` where the server enforces a `maxmemory`.
+fn memory_headroom() -> Option<u64> {
+    let maxmemory = MAXMEMORY.load(Relaxed);
+    if maxmemory == 0 || !MAXMEMORY_GUARD.load(Relaxed) || !has_api!(RedisModule_GetUsedMemoryRatio) {
+        return None;
+    }
+    // SAFETY: no arguments; reads the allocator's counter.
+    let ratio = f64::from(unsafe { api!(RedisModule_GetUsedMemoryRatio)() });
+    let used = (ratio * maxmemory as f64) as u64;
+    Some(maxmemory.saturating_sub(used))
+}
+
+/// Reads the server's `maxmemory` into [`MAXMEMORY`].
+fn refresh_maxmemory(ctx: *mut raw::RedisModuleCtx) {
+    if !has_api!(RedisModule_GetServerInfo) {
+        return;
+    }
+    // SAFETY: a valid (or null, which the call allows) context; the data is
+    // freed before returning.
+    unsafe {
+        let info = api!(RedisModule_GetServerInfo)(ctx, c"memory".as_ptr());
+        if info.is_null() {
+            return;
+        }
+        let mut err: c_int = 0;
+        let value = api!(RedisModule_ServerInfoGetFieldUnsigned)(info, c"maxmemory".as_ptr(), &mut err);
+        if err == 0 {
+            MAXMEMORY.store(value, Relaxed);
+        }
+        api!(RedisModule_FreeServerInfo)(ctx, info);
+    }
+}
+
+/// A CONFIG SET that changed `maxmemory`: read it again.
+extern "C" fn on_config_change(
+    ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    _subevent: u64,
+    data: *mut c_void,
+) {
+    crate::ffi::guard((), || {
+        // SAFETY: for the config event the server passes a
+        // RedisModuleConfigChange whose names live during the call.
+        let changed = unsafe {
+            let change = &*(data as *const raw::RedisModuleConfigChangeV1);
+            (0..change.num_changes as usize).any(|i| {
+                let name = *change.config_names.add(i);
+                !name.is_null() && CStr::from_ptr(name).to_bytes().eq_ignore_ascii_case(b"maxmemory")
+            })
+        };
+        if changed {
+            refresh_maxmemory(ctx);
+        }
+    })
 }
 
 /// The limit for RDB loads: RESTORE obeys it; loading at startup does not,
@@ -73,144 +252,207 @@ pub fn limits_for_load(loading: bool) -> Limits {
     if loading {
         Limits::NONE
     } else {
-        Limits { max_bytes: Some(MAX_FILTER_BYTES.load(Relaxed) as u64) }
+        Limits::at_most(MAX_FILTER_BYTES.load(Relaxed) as u64)
     }
 }
 
-fn check_error_rate(text: &[u8]) -> Result<f64, String> {
-    match parse_double(text) {
-        Some(v) if v > 0.0 && v < 1.0 => Ok(v),
-        _ => Err(format!(
-            "bf.error-rate must be a number strictly between 0 and 1, got '{}'",
-            String::from_utf8_lossy(text)
-        )),
+/// Checks a value for a setting; the message names the setting as given.
+fn check(name: &str, value: Value, text: &[u8]) -> Result<i64, String> {
+    let shown = String::from_utf8_lossy(text);
+    match value {
+        Value::Rate(_) => match parse_double(text) {
+            Some(v) if v > 0.0 && v < 1.0 => Ok(v.to_bits() as i64),
+            _ => Err(format!(
+                "{name} must be in the range (0, 1), a number strictly between them; got '{shown}'"
+            )),
+        },
+        Value::Integer { min, max, .. } => match parse_long_long(text) {
+            Some(v) if (min..=max).contains(&v) => Ok(v),
+            _ => Err(format!("{name} must be in the range [{min}, {max}], an integer; got '{shown}'")),
+        },
+        Value::Bool(_) => match text.to_ascii_lowercase().as_slice() {
+            b"yes" => Ok(1),
+            b"no" => Ok(0),
+            _ => Err(format!("{name} must be yes or no, got '{shown}'")),
+        },
+        Value::Compat => Compat::from_name(&shown)
+            .map(|c| Compat::ALL.iter().position(|a| *a == c).expect("listed") as i64)
+            .ok_or_else(|| {
+                let names: Vec<_> = Compat::ALL.iter().map(|c| c.name()).collect();
+                format!("{name} must be one of {}, got '{shown}'", names.join(", "))
+            }),
     }
 }
 
-fn check_integer(name: &str, text: &[u8], min: i64, max: i64) -> Result<i64, String> {
-    match parse_long_long(text) {
-        Some(v) if (min..=max).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "{name} must be an integer from {min} to {max}, got '{}'",
-            String::from_utf8_lossy(text)
-        )),
+fn store(value: Value, checked: i64) {
+    match value {
+        Value::Rate(cell) => cell.store(checked as u64, Relaxed),
+        Value::Integer { cell, .. } => cell.store(checked, Relaxed),
+        Value::Bool(cell) => cell.store(checked != 0, Relaxed),
+        Value::Compat => COMPAT.store(checked, Relaxed),
     }
 }
 
-fn check_yes_no(name: &str, text: &[u8]) -> Result<bool, String> {
-    match text.to_ascii_lowercase().as_slice() {
-        b"yes" => Ok(true),
-        b"no" => Ok(false),
-        _ => Err(format!("{name} must be yes or no, got '{}'", String::from_utf8_lossy(text))),
-    }
+/// A load argument's name, normalised: lower case, `-` for `_`, no `bf.`.
+fn normalised(name: &[u8]) -> String {
+    let name = String::from_utf8_lossy(name).to_ascii_lowercase().replace('_', "-");
+    name.strip_prefix("bf.").map(str::to_owned).unwrap_or(name)
 }
 
-/// `loadmodule libbloomkit.so [ERROR_RATE p] [INITIAL_SIZE n] [EXPANSION n] [MAX_FILTER_BYTES n] [HUGE_PAGES yes|no]`.
+fn find(name: &str) -> Option<&'static Setting> {
+    SETTINGS.iter().find(|s| s.name == name || s.aliases.contains(&name))
+}
+
+/// `loadmodule libbloomkit.so [NAME VALUE ...]`: RedisBloom 2.8's
+/// `ERROR_RATE`, `INITIAL_SIZE` and `CF_MAX_EXPANSIONS`, RedisBloom 8's
+/// config names, and bloomkit's. They become the configs' defaults.
 pub fn apply_load_args(args: &[Arg]) -> Result<(), String> {
-    let mut pairs = args.chunks(2);
-    for pair in &mut pairs {
-        let name = String::from_utf8_lossy(pair[0].bytes()).to_ascii_uppercase();
-        let Some(value) = pair.get(1).map(Arg::bytes) else {
-            return Err(format!("module argument {name} needs a value"));
+    for pair in args.chunks(2) {
+        let given = String::from_utf8_lossy(pair[0].bytes()).into_owned();
+        let Some(setting) = find(&normalised(pair[0].bytes())) else {
+            let known: Vec<_> = SETTINGS.iter().map(|s| s.name).collect();
+            return Err(format!(
+                "unknown module argument '{given}'; allowed: ERROR_RATE, INITIAL_SIZE, CF_MAX_EXPANSIONS, EXPANSION, \
+                 or any of {} (with or without bf.)",
+                known.join(", ")
+            ));
         };
-        match name.as_str() {
-            "ERROR_RATE" => ERROR_RATE.store(check_error_rate(value)?.to_bits(), Relaxed),
-            "INITIAL_SIZE" => INITIAL_SIZE.store(check_integer("INITIAL_SIZE", value, 1, MAX_INITIAL_SIZE)?, Relaxed),
-            "EXPANSION" => EXPANSION.store(check_integer("EXPANSION", value, 1, MAX_EXPANSION)?, Relaxed),
-            "MAX_FILTER_BYTES" => MAX_FILTER_BYTES.store(
-                check_integer("MAX_FILTER_BYTES", value, MIN_FILTER_BYTES, MAX_FILTER_BYTES_LIMIT)?,
-                Relaxed,
-            ),
-            "HUGE_PAGES" => HUGE_PAGES.store(check_yes_no("HUGE_PAGES", value)?, Relaxed),
-            _ => {
-                return Err(format!(
-                    "unknown module argument '{name}'; allowed: ERROR_RATE, INITIAL_SIZE, EXPANSION, MAX_FILTER_BYTES, \
-                     HUGE_PAGES"
-                ))
-            }
-        }
+        let Some(value) = pair.get(1).map(Arg::bytes) else {
+            return Err(format!("module argument {given} needs a value"));
+        };
+        store(setting.value, check(&given, setting.value, value)?);
     }
     Ok(())
 }
 
-/// Which numeric config a callback serves (passed as privdata).
-#[derive(Clone, Copy)]
-#[repr(usize)]
-enum Numeric {
-    InitialSize = 1,
-    Expansion = 2,
-    MaxFilterBytes = 3,
-    ApbfClockOffset = 4,
+/// The level a server gets unless told otherwise: RedisBloom 8's on Redis 8
+/// and later (which ships it), RedisBloom 2.8's on Redis 7 and Valkey.
+fn server_compat(ctx: Ctx) -> Compat {
+    if redis_major(ctx) >= 8 {
+        Compat::RedisBloom8
+    } else {
+        Compat::RedisBloom28
+    }
 }
 
-impl Numeric {
-    fn from_privdata(p: *mut c_void) -> Option<Numeric> {
-        match p as usize {
-            1 => Some(Numeric::InitialSize),
-            2 => Some(Numeric::Expansion),
-            3 => Some(Numeric::MaxFilterBytes),
-            4 => Some(Numeric::ApbfClockOffset),
-            _ => None,
-        }
+/// Redis's major version; 0 for Valkey (whatever Redis version it reports)
+/// or when the server does not say.
+fn redis_major(ctx: Ctx) -> u32 {
+    if !has_api!(RedisModule_GetServerInfo) {
+        return 0;
     }
-    fn cell(self) -> &'static AtomicI64 {
-        match self {
-            Numeric::InitialSize => &INITIAL_SIZE,
-            Numeric::Expansion => &EXPANSION,
-            Numeric::MaxFilterBytes => &MAX_FILTER_BYTES,
-            Numeric::ApbfClockOffset => &APBF_CLOCK_OFFSET,
+    // SAFETY: valid context during OnLoad; the data is freed below and the
+    // field pointers are not used after that.
+    unsafe {
+        let info = api!(RedisModule_GetServerInfo)(ctx.0, c"server".as_ptr());
+        if info.is_null() {
+            return 0;
         }
+        let field = |name: &CStr| {
+            let p = api!(RedisModule_ServerInfoGetFieldC)(info, name.as_ptr());
+            (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
+        };
+        let valkey =
+            field(c"valkey_version").is_some() || field(c"server_name").is_some_and(|n| n == "valkey");
+        let version = field(c"redis_version");
+        api!(RedisModule_FreeServerInfo)(ctx.0, info);
+        if valkey {
+            return 0;
+        }
+        version.and_then(|v| v.split('.').next()?.parse().ok()).unwrap_or(0)
     }
+}
+
+fn setting_of(privdata: *mut c_void) -> Option<&'static Setting> {
+    SETTINGS.get(privdata as usize)
+}
+
+fn error_string(err: *mut *mut raw::RedisModuleString, message: &str) -> c_int {
+    // SAFETY: the server takes ownership of the error string.
+    unsafe {
+        *err = api!(RedisModule_CreateString)(std::ptr::null_mut(), message.as_ptr().cast(), message.len())
+    };
+    raw::REDISMODULE_ERR as c_int
 }
 
 extern "C" fn get_numeric(_name: *const c_char, privdata: *mut c_void) -> c_longlong {
-    Numeric::from_privdata(privdata).map_or(0, |n| n.cell().load(Relaxed))
-}
-
-extern "C" fn set_numeric(
-    _name: *const c_char,
-    value: c_longlong,
-    privdata: *mut c_void,
-    _err: *mut *mut raw::RedisModuleString,
-) -> c_int {
-    // The server already enforced the registered range.
-    match Numeric::from_privdata(privdata) {
-        Some(n) => {
-            n.cell().store(value, Relaxed);
-            raw::REDISMODULE_OK as c_int
-        }
-        None => raw::REDISMODULE_ERR as c_int,
+    match setting_of(privdata).map(|s| s.value) {
+        Some(Value::Integer { cell, .. }) => cell.load(Relaxed),
+        _ => 0,
     }
 }
 
-extern "C" fn get_huge_pages(_name: *const c_char, _privdata: *mut c_void) -> c_int {
-    c_int::from(HUGE_PAGES.load(Relaxed))
+extern "C" fn set_numeric(
+    name: *const c_char,
+    value: c_longlong,
+    privdata: *mut c_void,
+    err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    let Some(setting) = setting_of(privdata) else { return raw::REDISMODULE_ERR as c_int };
+    // SAFETY: the server passes the config's NUL-terminated name.
+    let shown = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+    match check(&shown, setting.value, value.to_string().as_bytes()) {
+        Ok(v) => {
+            store(setting.value, v);
+            raw::REDISMODULE_OK as c_int
+        }
+        Err(message) => error_string(err, &message),
+    }
 }
 
-extern "C" fn set_huge_pages(
+extern "C" fn get_bool(_name: *const c_char, privdata: *mut c_void) -> c_int {
+    match setting_of(privdata).map(|s| s.value) {
+        Some(Value::Bool(cell)) => c_int::from(cell.load(Relaxed)),
+        _ => 0,
+    }
+}
+
+extern "C" fn set_bool(
+    _name: *const c_char,
+    value: c_int,
+    privdata: *mut c_void,
+    _err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    match setting_of(privdata).map(|s| s.value) {
+        Some(Value::Bool(cell)) => {
+            cell.store(value != 0, Relaxed);
+            raw::REDISMODULE_OK as c_int
+        }
+        _ => raw::REDISMODULE_ERR as c_int,
+    }
+}
+
+extern "C" fn get_compat(_name: *const c_char, _privdata: *mut c_void) -> c_int {
+    COMPAT.load(Relaxed).max(0) as c_int
+}
+
+extern "C" fn set_compat(
     _name: *const c_char,
     value: c_int,
     _privdata: *mut c_void,
     _err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    HUGE_PAGES.store(value != 0, Relaxed);
+    // The server accepts only the registered names.
+    COMPAT.store(i64::from(value), Relaxed);
     raw::REDISMODULE_OK as c_int
 }
 
-extern "C" fn get_error_rate(_name: *const c_char, _privdata: *mut c_void) -> *mut raw::RedisModuleString {
+extern "C" fn get_rate(_name: *const c_char, _privdata: *mut c_void) -> *mut raw::RedisModuleString {
     ERROR_RATE_TEXT.load(Relaxed)
 }
 
-extern "C" fn set_error_rate(
-    _name: *const c_char,
+extern "C" fn set_rate(
+    name: *const c_char,
     value: *mut raw::RedisModuleString,
-    _privdata: *mut c_void,
+    privdata: *mut c_void,
     err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    let arg = Arg::from_raw(value);
-    match check_error_rate(arg.bytes()) {
-        Ok(rate) => {
-            ERROR_RATE.store(rate.to_bits(), Relaxed);
+    let Some(setting) = setting_of(privdata) else { return raw::REDISMODULE_ERR as c_int };
+    // SAFETY: the server passes the config's NUL-terminated name.
+    let shown = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+    match check(&shown, setting.value, Arg::from_raw(value).bytes()) {
+        Ok(bits) => {
+            store(setting.value, bits);
             // SAFETY: retaining the server's string keeps it valid for our getter.
             unsafe { api!(RedisModule_RetainString)(std::ptr::null_mut(), value) };
             let old = ERROR_RATE_TEXT.swap(value, Relaxed);
@@ -220,91 +462,124 @@ extern "C" fn set_error_rate(
             }
             raw::REDISMODULE_OK as c_int
         }
-        Err(message) => {
-            // SAFETY: the server takes ownership of the error string.
+        Err(message) => error_string(err, &message),
+    }
+}
+
+/// Registers one setting under `name` with `flags`.
+fn register_one(ctx: Ctx, index: usize, name: &CString, flags: u32) -> c_int {
+    let privdata = index as *mut c_void;
+    let flags = raw::REDISMODULE_CONFIG_DEFAULT | flags;
+    // SAFETY (every arm): valid context during OnLoad, NUL-terminated names
+    // and values that the server copies, callbacks with the declared
+    // signatures; privdata is an index, never dereferenced.
+    match SETTINGS[index].value {
+        Value::Rate(cell) => {
+            let text = format!("{}", f64::from_bits(cell.load(Relaxed)));
+            let default = cstring(&text);
             unsafe {
-                *err = api!(RedisModule_CreateString)(
-                    std::ptr::null_mut(),
-                    message.as_ptr().cast(),
-                    message.len(),
+                if ERROR_RATE_TEXT.load(Relaxed).is_null() {
+                    ERROR_RATE_TEXT.store(
+                        api!(RedisModule_CreateString)(
+                            std::ptr::null_mut(),
+                            text.as_ptr().cast(),
+                            text.len(),
+                        ),
+                        Relaxed,
+                    );
+                }
+                api!(RedisModule_RegisterStringConfig)(
+                    ctx.0,
+                    name.as_ptr(),
+                    default.as_ptr(),
+                    flags,
+                    Some(get_rate),
+                    Some(set_rate),
+                    None,
+                    privdata,
                 )
-            };
-            raw::REDISMODULE_ERR as c_int
+            }
+        }
+        // The range is checked by the setter, so that its message names it
+        // as RedisBloom 8's does ("must be in the range").
+        Value::Integer { cell, .. } => unsafe {
+            api!(RedisModule_RegisterNumericConfig)(
+                ctx.0,
+                name.as_ptr(),
+                cell.load(Relaxed),
+                flags,
+                i64::MIN,
+                i64::MAX,
+                Some(get_numeric),
+                Some(set_numeric),
+                None,
+                privdata,
+            )
+        },
+        Value::Bool(cell) => unsafe {
+            api!(RedisModule_RegisterBoolConfig)(
+                ctx.0,
+                name.as_ptr(),
+                c_int::from(cell.load(Relaxed)),
+                flags,
+                Some(get_bool),
+                Some(set_bool),
+                None,
+                privdata,
+            )
+        },
+        Value::Compat => {
+            let names: Vec<CString> = Compat::ALL.iter().map(|c| cstring(c.name())).collect();
+            let pointers: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
+            let values: Vec<c_int> = (0..Compat::ALL.len() as c_int).collect();
+            unsafe {
+                api!(RedisModule_RegisterEnumConfig)(
+                    ctx.0,
+                    name.as_ptr(),
+                    COMPAT.load(Relaxed) as c_int,
+                    flags,
+                    pointers.as_ptr().cast_mut(),
+                    values.as_ptr(),
+                    values.len() as c_int,
+                    Some(get_compat),
+                    Some(set_compat),
+                    None,
+                    privdata,
+                )
+            }
         }
     }
 }
 
-/// Registers the runtime configs, with the load arguments as their defaults.
+/// Registers every setting as a runtime config, with the load arguments as
+/// their defaults, then applies the values of the server's configuration.
 pub fn register(ctx: Ctx) -> Result<(), String> {
+    if COMPAT.load(Relaxed) < 0 {
+        let level = server_compat(ctx);
+        COMPAT.store(Compat::ALL.iter().position(|c| *c == level).expect("listed") as i64, Relaxed);
+    }
+    refresh_maxmemory(ctx.0);
+    if has_api!(RedisModule_SubscribeToServerEvent) {
+        let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_CONFIG, dataver: 1 };
+        // SAFETY: valid context during OnLoad; a callback of the declared signature.
+        unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx.0, event, Some(on_config_change)) };
+    }
     if !has_api!(RedisModule_RegisterNumericConfig) {
         return Ok(()); // servers before 7.0: load arguments only
     }
-    let rate_text = format!("{}", f64::from_bits(ERROR_RATE.load(Relaxed)));
-    let name = cstring("error-rate");
-    let default = cstring(&rate_text);
-    // SAFETY: valid context, NUL-terminated names, callbacks with the declared signatures.
-    let status = unsafe {
-        ERROR_RATE_TEXT.store(
-            api!(RedisModule_CreateString)(std::ptr::null_mut(), rate_text.as_ptr().cast(), rate_text.len()),
-            Relaxed,
-        );
-        api!(RedisModule_RegisterStringConfig)(
-            ctx.0,
-            name.as_ptr(),
-            default.as_ptr(),
-            raw::REDISMODULE_CONFIG_DEFAULT,
-            Some(get_error_rate),
-            Some(set_error_rate),
-            None,
-            std::ptr::null_mut(),
-        )
-    };
-    if status != raw::REDISMODULE_OK as c_int {
-        return Err("could not register config bf.error-rate".into());
-    }
-    let numerics = [
-        ("initial-size", Numeric::InitialSize, 1, MAX_INITIAL_SIZE),
-        ("expansion-factor", Numeric::Expansion, 1, MAX_EXPANSION),
-        ("max-filter-bytes", Numeric::MaxFilterBytes, MIN_FILTER_BYTES, MAX_FILTER_BYTES_LIMIT),
-        ("apbf-clock-offset-ms", Numeric::ApbfClockOffset, 0, MAX_CLOCK_OFFSET),
-    ];
-    for (config, which, min, max) in numerics {
-        let name = cstring(config);
-        // SAFETY: as above; privdata is a tag, never dereferenced.
-        let status = unsafe {
-            api!(RedisModule_RegisterNumericConfig)(
-                ctx.0,
-                name.as_ptr(),
-                which.cell().load(Relaxed),
-                raw::REDISMODULE_CONFIG_DEFAULT,
-                min,
-                max,
-                Some(get_numeric),
-                Some(set_numeric),
-                None,
-                which as usize as *mut c_void,
-            )
+    let unprefixed = redis_major(ctx) >= 8;
+    for (index, setting) in SETTINGS.iter().enumerate() {
+        let (name, flags) = match setting.naming {
+            Naming::RedisBloom8 if unprefixed => {
+                (setting.name.to_owned(), raw::REDISMODULE_CONFIG_UNPREFIXED)
+            }
+            _ => (setting.name.to_owned(), 0),
         };
-        if status != raw::REDISMODULE_OK as c_int {
-            return Err(format!("could not register config bf.{config}"));
+        let c_name = cstring(&name);
+        if register_one(ctx, index, &c_name, flags) != raw::REDISMODULE_OK as c_int {
+            let shown = if flags == 0 { format!("bf.{name}") } else { name };
+            return Err(format!("could not register config {shown}"));
         }
-    }
-    let name = cstring("huge-pages");
-    // SAFETY: as above.
-    let status = unsafe {
-        api!(RedisModule_RegisterBoolConfig)(
-            ctx.0,
-            name.as_ptr(),
-            c_int::from(HUGE_PAGES.load(Relaxed)),
-            raw::REDISMODULE_CONFIG_DEFAULT,
-            Some(get_huge_pages),
-            Some(set_huge_pages),
-            None,
-            std::ptr::null_mut(),
-        )
-    };
-    if status != raw::REDISMODULE_OK as c_int {
-        return Err("could not register config bf.huge-pages".into());
     }
     // SAFETY: valid context; applies values from the config file / command line.
     let status = unsafe { api!(RedisModule_LoadConfigs)(ctx.0) };

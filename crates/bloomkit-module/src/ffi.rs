@@ -148,6 +148,12 @@ impl Ctx {
     }
 
     pub fn reply_error(self, message: &str) {
+        // Every family words a refusal for maxmemory with the server's own
+        // text; counted here, where every error reply passes (also those
+        // inside a batch's array).
+        if message.starts_with(OOM_PREFIX) {
+            crate::stats::MAXMEMORY_REFUSALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         let message =
             CString::new(message.replace(['\r', '\n', '\0'], " ")).expect("NUL bytes were replaced");
         // SAFETY: valid context and NUL-terminated string; the server copies it.
@@ -325,6 +331,10 @@ pub fn cstring(s: &str) -> CString {
 }
 
 pub type RawArgv = *mut *mut raw::RedisModuleString;
+
+/// The start of the server's OOM error, which the families' refusals for
+/// `maxmemory` reply with.
+const OOM_PREFIX: &str = "OOM command not allowed";
 
 /// Writes `command key number data` to a rewritten AOF: both data types
 /// rewrite themselves as LOADCHUNK commands.

@@ -48,13 +48,14 @@ families!(bf, cf, apbf, vbloom);
 /// `INFO bf`: the module's counters.
 extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
     guard((), || {
-        let fields: [(&CStr, u64); 6] = [
+        let fields: [(&CStr, u64); 7] = [
             (c"filters", stats::get(&stats::FILTERS)),
             (c"bytes", stats::get(&stats::BYTES)),
             (c"items_added", stats::get(&stats::ITEMS_ADDED)),
             (c"lookups", stats::get(&stats::LOOKUPS)),
             (c"scale_outs", stats::get(&stats::SCALE_OUTS)),
             (c"refused_creations", stats::get(&stats::REFUSED)),
+            (c"maxmemory_refusals", stats::get(&stats::MAXMEMORY_REFUSALS)),
         ];
         // SAFETY: valid info context; NUL-terminated names.
         unsafe {

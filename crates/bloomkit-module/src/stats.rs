@@ -13,6 +13,8 @@ pub static ITEMS_ADDED: AtomicU64 = AtomicU64::new(0);
 pub static LOOKUPS: AtomicU64 = AtomicU64::new(0);
 pub static SCALE_OUTS: AtomicU64 = AtomicU64::new(0);
 pub static REFUSED: AtomicU64 = AtomicU64::new(0);
+/// Creations and scale-outs refused because they would pass `maxmemory`.
+pub static MAXMEMORY_REFUSALS: AtomicU64 = AtomicU64::new(0);
 
 /// A filter now owned by the keyspace.
 pub fn created(chain: &Chain) {

@@ -182,8 +182,13 @@ fn runtime_configs_and_limits() {
         let debug = format!("{:?}", c.cmd("BF.DEBUG k"));
         assert!(debug.contains("ratio:0.0005"), "{debug}");
         let refused = c.cmd("CONFIG SET bf.error-rate 1.5");
-        assert!(refused.error_text().contains("strictly between 0 and 1"), "{refused:?}");
-        assert!(c.cmd("CONFIG SET bf.expansion-factor 0").is_error());
+        assert!(refused.error_text().contains("must be in the range (0, 1)"), "{refused:?}");
+        assert!(c.cmd("CONFIG SET bf.expansion-factor -1").is_error());
+        // 0 is RedisBloom 8's non-scaling default.
+        c.ok("CONFIG SET bf.expansion-factor 0");
+        c.ok("BF.ADD nonscaling a");
+        assert_eq!(c.cmd("BF.INFO nonscaling expansion"), Reply::Array(vec![Reply::Nil]));
+        c.ok("CONFIG SET bf.expansion-factor 4");
         assert_eq!(
             c.cmd("CONFIG GET bf.error-rate"),
             Reply::Array(vec![Reply::Bulk(b"bf.error-rate".to_vec()), Reply::Bulk(b"0.001".to_vec())])

@@ -151,7 +151,9 @@ fn exercise(c: &mut Conn, key: &str, what: &str) {
 }
 
 fn header(window: Window) -> Vec<u8> {
-    Apbf::new(ApbfParams { error: 0.01, capacity: 50, window }, 1_000, None).unwrap().encode_header()
+    Apbf::new(ApbfParams { error: 0.01, capacity: 50, window }, 1_000, bloomkit_core::Limits::NONE)
+        .unwrap()
+        .encode_header()
 }
 
 /// Sets field `i` (after the magic) of a header.

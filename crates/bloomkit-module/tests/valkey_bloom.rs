@@ -335,7 +335,7 @@ fn model_after(present: &[(String, String)], key: &str) -> Object {
     let mut o = Object::decode_blob(&aof_blob(key), Limits::NONE).unwrap();
     for (k, item) in present {
         if k == key {
-            o.add(item.as_bytes(), Limits { max_bytes: Some(4 << 30) }).unwrap();
+            o.add(item.as_bytes(), Limits::at_most(4 << 30)).unwrap();
         }
     }
     o

@@ -100,7 +100,12 @@ fn answers_match_the_core_filter() {
     let mut c = s.conn();
     let (capacity, rate) = (3000u64, 0.01);
     c.ok(&format!("APBF.RESERVE w {rate} {capacity} COUNT"));
-    let mut oracle = Apbf::new(ApbfParams { error: rate, capacity, window: Window::Count }, 0, None).unwrap();
+    let mut oracle = Apbf::new(
+        ApbfParams { error: rate, capacity, window: Window::Count },
+        0,
+        bloomkit_core::Limits::NONE,
+    )
+    .unwrap();
     let mut x = 1u64;
     let mut forgotten_inside = 0;
     let mut inserted: Vec<String> = Vec::new();

@@ -118,6 +118,9 @@ pub struct TestServer {
     child: Option<Child>,
     /// `prlimit --as`: the server's address space, in bytes.
     address_space: Option<u64>,
+    /// A configuration file given as the first argument (`server.conf` in
+    /// the server's folder), for tests of `CONFIG REWRITE`.
+    config_file: Option<PathBuf>,
 }
 
 /// The address space hostile suites give a server: enough for the server,
@@ -181,9 +184,36 @@ impl TestServer {
             dir,
             child: None,
             address_space,
+            config_file: None,
         };
         s.launch();
         s
+    }
+
+    /// Starts a server from a configuration file with these lines (written
+    /// to `server.conf` in its folder, which `CONFIG REWRITE` then rewrites);
+    /// `loadmodule` lines name their modules themselves ([`bloomkit_module`]).
+    pub fn start_with_config(server: Server, config: &str) -> TestServer {
+        let dir = tempfile::Builder::new().prefix("bloomkit-test-").tempdir().expect("temp dir");
+        let path = dir.path().join("server.conf");
+        std::fs::write(&path, config).expect("write server.conf");
+        let mut s = TestServer {
+            server,
+            port: 0,
+            modules: Vec::new(),
+            extra: Vec::new(),
+            dir,
+            child: None,
+            address_space: None,
+            config_file: Some(path),
+        };
+        s.launch();
+        s
+    }
+
+    /// The configuration file the server was started from, as it is now.
+    pub fn config_file(&self) -> Option<String> {
+        self.config_file.as_ref().map(|p| std::fs::read_to_string(p).expect("read server.conf"))
     }
 
     /// bloomkit under [`HOSTILE_ADDRESS_SPACE`], for hostile-input suites.
@@ -222,6 +252,9 @@ impl TestServer {
         for _ in 0..5 {
             let port = if keep_port { self.port } else { free_port() };
             let mut cmd = server_command(self.server, self.address_space);
+            if let Some(config) = &self.config_file {
+                cmd.arg(config);
+            }
             cmd.arg("--port")
                 .arg(port.to_string())
                 .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 
 use super::MAX_WINDOW_SECONDS;
+use crate::common::memory::{Bound, LimitExceeded};
 use crate::common::reply::{display_as_reply, Reply, ReplyError};
 
 /// Everything that can go wrong with a sliding-window filter.
@@ -35,6 +36,8 @@ pub enum ApbfError {
         limit: u64,
     },
     OutOfMemory,
+    /// Creating the filter would take the server past `maxmemory`.
+    OverMaxmemory,
     /// `APBF.ADVANCE`'s count or times are not non-negative integers.
     BadAdvance,
     /// A state (RDB, DUMP, LOADCHUNK header, file) that is not valid.
@@ -72,6 +75,7 @@ impl ReplyError for ApbfError {
                 )))
             }
             OutOfMemory => "ERR out of memory while allocating the window filter; nothing was changed",
+            OverMaxmemory => "OOM command not allowed when used memory > 'maxmemory'.",
             BadAdvance => "ERR APBF.ADVANCE takes a generation count and times in ms, non-negative integers",
             BadState(why) => {
                 return Reply::Error(Cow::Owned(format!("ERR invalid sliding-window filter state: {why}")))
@@ -82,3 +86,12 @@ impl ReplyError for ApbfError {
 }
 
 display_as_reply!(ApbfError);
+
+impl From<LimitExceeded> for ApbfError {
+    fn from(e: LimitExceeded) -> ApbfError {
+        match e.bound {
+            Bound::Filter => ApbfError::TooLarge { bytes: e.bytes, limit: e.limit },
+            Bound::Memory => ApbfError::OverMaxmemory,
+        }
+    }
+}

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::common::hash::HashWidth;
-use crate::common::memory::{zeroed_bytes, Modulus};
+use crate::common::memory::{zeroed_bytes, Limits, Modulus};
 
 /// An age-partitioned Bloom filter.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,7 +42,7 @@ pub struct Apbf {
 impl Apbf {
     /// A new, empty filter, sized and checked against `max_bytes` before
     /// anything is allocated; the allocation itself fails softly.
-    pub fn new(params: ApbfParams, now_ms: u64, max_bytes: Option<u64>) -> Result<Apbf, ApbfError> {
+    pub fn new(params: ApbfParams, now_ms: u64, limits: Limits) -> Result<Apbf, ApbfError> {
         let ApbfParams { error, capacity, window } = params;
         if !(error > 0.0 && error < 1.0) {
             return Err(ApbfError::BadErrorRate);
@@ -60,7 +60,7 @@ impl Apbf {
             // least W (l_v - 1) / l_v; the proof needs only P >= W / l_v.
             Window::Time { millis } => millis.div_ceil(u64::from(shape.window_generations)),
         };
-        let bits = Apbf::allocate(&shape, max_bytes)?;
+        let bits = Apbf::allocate(&shape, limits)?;
         Ok(Apbf {
             shape,
             error,
@@ -80,13 +80,9 @@ impl Apbf {
 
     /// Zeroed state for a shape: the size is computed and compared with
     /// the limit first, and a failed allocation is an error, not an abort.
-    pub(super) fn allocate(shape: &ApbfShape, max_bytes: Option<u64>) -> Result<Vec<u8>, ApbfError> {
+    pub(super) fn allocate(shape: &ApbfShape, limits: Limits) -> Result<Vec<u8>, ApbfError> {
         let bytes = shape.bytes().ok_or(ApbfError::CannotSize)?;
-        if let Some(limit) = max_bytes {
-            if bytes > limit {
-                return Err(ApbfError::TooLarge { bytes, limit });
-            }
-        }
+        limits.check(bytes)?;
         zeroed_bytes(bytes).map(Vec::from).map_err(|_| ApbfError::OutOfMemory)
     }
 
@@ -382,7 +378,7 @@ pub(super) mod tests {
     use super::*;
 
     pub(in crate::apbf) fn new(error: f64, capacity: u64, window: Window, now: u64) -> Apbf {
-        Apbf::new(ApbfParams { error, capacity, window }, now, None).unwrap()
+        Apbf::new(ApbfParams { error, capacity, window }, now, Limits::NONE).unwrap()
     }
 
     #[test]
@@ -410,14 +406,14 @@ pub(super) mod tests {
     #[test]
     fn sizes_are_checked_before_anything_is_allocated() {
         let huge = ApbfParams { error: 0.01, capacity: 1_000_000_000_000, window: Window::Count };
-        match Apbf::new(huge, 0, Some(4 << 30)) {
+        match Apbf::new(huge, 0, Limits::at_most(4 << 30)) {
             Err(ApbfError::TooLarge { bytes, limit }) => assert!(bytes > limit, "{bytes}"),
             other => panic!("{other:?}"),
         }
         let absurd =
             ApbfParams { error: 1e-300, capacity: i64::MAX as u64, window: Window::Time { millis: 1000 } };
         assert!(matches!(
-            Apbf::new(absurd, 0, Some(1 << 50)),
+            Apbf::new(absurd, 0, Limits::at_most(1 << 50)),
             Err(ApbfError::TooLarge { .. } | ApbfError::CannotSize)
         ));
         // A header that claims slices beyond the address space is refused

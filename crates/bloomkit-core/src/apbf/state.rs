@@ -4,7 +4,7 @@
 //! written. Nothing decoded is trusted: sizes are checked before allocating.
 
 use super::*;
-use crate::common::memory::Modulus;
+use crate::common::memory::{Limits, Modulus};
 
 impl Apbf {
     /// The filter as bytes (RDB, DUMP): [`Apbf::encode_header`], then the body.
@@ -115,7 +115,7 @@ impl Apbf {
     /// generation of slack, ticks of `W / l`), gaining volume ends.
     pub fn from_header(header: &[u8], max_bytes: Option<u64>) -> Result<Apbf, ApbfError> {
         let mut f = Apbf::parse_header(header, max_bytes)?;
-        f.bits = Apbf::allocate(&f.shape, max_bytes)?;
+        f.bits = Apbf::allocate(&f.shape, Limits { max_bytes, headroom: None })?;
         Ok(f)
     }
 

@@ -1,14 +1,22 @@
 //! Typed parsing of `BF.RESERVE` / `BF.INSERT` / `BF.INFO` arguments, with
-//! RedisBloom 2.8.2's rules and quirks, checked against the live module.
+//! RedisBloom 2.8.2's rules and quirks (checked against the live module) or
+//! RedisBloom 8's (capacity at most 2^30, expansion 0 meaning non-scaling,
+//! error rates above 0.25 used as 0.25, range errors that name the range,
+//! `BF.INSERT` naming the bad field), as `bf.compat` says.
 //!
 //! Arguments are the whole argv, command name included, as the server passes them.
 
 use super::chain::ChainParams;
 use super::errors::BfError;
+use crate::common::compat::Compat;
 use crate::common::parse::{eq_ignore_case, parse_double, parse_long_long};
 
 /// The largest expansion accepted, as in current RedisBloom releases.
 pub const MAX_EXPANSION: i64 = 32768;
+/// RedisBloom 8's largest capacity at creation (2^30).
+pub const MAX_CAPACITY_8: i64 = 1 << 30;
+/// RedisBloom 8 uses an error rate above this as this.
+pub const ERROR_RATE_CAP_8: f64 = 0.25;
 
 /// Parameters used when a write creates a filter without naming them.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -21,42 +29,70 @@ pub struct Defaults {
 impl Defaults {
     pub const REDISBLOOM: Defaults = Defaults { error: 0.01, capacity: 100, expansion: 2 };
 
+    /// The parameters of a filter a write creates; an expansion of 0 (which
+    /// RedisBloom 8's `bf-expansion-factor` allows) makes it non-scaling.
     pub fn params(&self) -> ChainParams {
-        ChainParams { capacity: self.capacity, error: self.error, expansion: self.expansion, scaling: true }
+        ChainParams {
+            capacity: self.capacity,
+            error: self.error,
+            expansion: self.expansion,
+            scaling: self.expansion > 0,
+        }
     }
 }
 
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`.
-pub fn parse_reserve<A: AsRef<[u8]>>(argv: &[A], defaults: &Defaults) -> Result<ChainParams, BfError> {
+pub fn parse_reserve<A: AsRef<[u8]>>(
+    argv: &[A],
+    defaults: &Defaults,
+    compat: Compat,
+) -> Result<ChainParams, BfError> {
     if !(4..=7).contains(&argv.len()) {
         return Err(BfError::WrongArity);
     }
-    let error = parse_double(argv[2].as_ref()).ok_or(BfError::BadErrorRate)?;
+    let v8 = compat == Compat::RedisBloom8;
+    let mut error = parse_double(argv[2].as_ref()).ok_or(BfError::BadErrorRate)?;
     if !(error > 0.0 && error < 1.0) {
-        return Err(BfError::ErrorRateRange);
+        return Err(if v8 { BfError::ErrorRateOutOfRange } else { BfError::ErrorRateRange });
+    }
+    if v8 {
+        error = error.min(ERROR_RATE_CAP_8);
     }
     let capacity = parse_long_long(argv[3].as_ref()).ok_or(BfError::BadCapacity)?;
+    if v8 && !(1..=MAX_CAPACITY_8).contains(&capacity) {
+        return Err(BfError::CapacityOutOfRange);
+    }
     if capacity <= 0 {
         return Err(BfError::CapacityRange);
     }
     // RedisBloom looks for the keywords anywhere in argv, key included.
     let position = |word: &str| argv.iter().position(|a| eq_ignore_case(a.as_ref(), word));
-    let scaling = position("NONSCALING").is_none();
+    let mut scaling = position("NONSCALING").is_none();
     let mut expansion = i64::from(defaults.expansion);
-    if let Some(at) = position("EXPANSION") {
-        if at + 1 == argv.len() {
-            return Err(BfError::NoExpansion);
+    match position("EXPANSION") {
+        Some(at) if at + 1 == argv.len() => return Err(BfError::NoExpansion),
+        // 2.8 refuses EXPANSION with NONSCALING before reading it.
+        Some(_) if !v8 && !scaling => return Err(BfError::NonScalingCannotExpand),
+        Some(at) => {
+            expansion = parse_long_long(argv[at + 1].as_ref()).ok_or(BfError::BadExpansion)?;
+            if v8 {
+                // 8 reads it first: 0 is non-scaling, anything else with NONSCALING is refused.
+                if expansion != 0 && !scaling {
+                    return Err(BfError::NonScalingCannotExpand);
+                }
+                if !(0..=MAX_EXPANSION).contains(&expansion) {
+                    return Err(BfError::ExpansionOutOfRange);
+                }
+            } else if expansion < 1 {
+                return Err(BfError::ExpansionRange);
+            } else if expansion > MAX_EXPANSION {
+                return Err(BfError::ExpansionTooLarge);
+            }
         }
-        if !scaling {
-            return Err(BfError::NonScalingCannotExpand);
-        }
-        expansion = parse_long_long(argv[at + 1].as_ref()).ok_or(BfError::BadExpansion)?;
-        if expansion < 1 {
-            return Err(BfError::ExpansionRange);
-        }
-        if expansion > MAX_EXPANSION {
-            return Err(BfError::ExpansionTooLarge);
-        }
+        None => {}
+    }
+    if expansion == 0 {
+        scaling = false;
     }
     Ok(ChainParams { capacity: capacity as u64, error, expansion: expansion as u32, scaling })
 }
@@ -75,7 +111,11 @@ pub struct Insert {
 /// Options are told apart by their first letters, as RedisBloom does:
 /// `I…` starts the items, `ER…` is the error rate, other `E…` the expansion,
 /// `C…` the capacity, `N?C…` NOCREATE and other `N…` NONSCALING.
-pub fn parse_insert<A: AsRef<[u8]>>(argv: &[A], defaults: &Defaults) -> Result<Insert, BfError> {
+pub fn parse_insert<A: AsRef<[u8]>>(
+    argv: &[A],
+    defaults: &Defaults,
+    compat: Compat,
+) -> Result<Insert, BfError> {
     if argv.len() < 4 {
         return Err(BfError::WrongArity);
     }
@@ -123,12 +163,27 @@ pub fn parse_insert<A: AsRef<[u8]>>(argv: &[A], defaults: &Defaults) -> Result<I
         Some(i) if i < argv.len() => i,
         _ => return Err(BfError::WrongArity),
     };
-    if !(error > 0.0 && error < 1.0) || capacity < 1 || expansion < 1 {
-        return Err(BfError::InsertBadArgument);
+    if compat == Compat::RedisBloom8 {
+        // 8 names the field, allows expansion 0 (non-scaling) and caps the rate.
+        if !(error > 0.0 && error < 1.0) {
+            return Err(BfError::InsertBadErrorRate);
+        }
+        if !(1..=MAX_CAPACITY_8).contains(&capacity) {
+            return Err(BfError::InsertBadCapacity);
+        }
+        if !(0..=MAX_EXPANSION).contains(&expansion) {
+            return Err(BfError::InsertBadExpansion);
+        }
+        error = error.min(ERROR_RATE_CAP_8);
+    } else {
+        if !(error > 0.0 && error < 1.0) || capacity < 1 || expansion < 1 {
+            return Err(BfError::InsertBadArgument);
+        }
+        if expansion > MAX_EXPANSION {
+            return Err(BfError::ExpansionTooLarge);
+        }
     }
-    if expansion > MAX_EXPANSION {
-        return Err(BfError::ExpansionTooLarge);
-    }
+    let scaling = scaling && expansion > 0;
     let params = ChainParams { capacity: capacity as u64, error, expansion: expansion as u32, scaling };
     Ok(Insert { params, create, items_from })
 }
@@ -179,31 +234,70 @@ mod tests {
     #[test]
     fn reserve_checks_in_redisbloom_order() {
         let d = Defaults::REDISBLOOM;
-        let err = |s: &str| parse_reserve(&argv(s), &d).unwrap_err();
+        let err = |s: &str| parse_reserve(&argv(s), &d, Compat::RedisBloom28).unwrap_err();
         assert_eq!(err("BF.RESERVE k bad 0 EXPANSION x"), BfError::BadErrorRate);
         assert_eq!(err("BF.RESERVE k 0.01 0 EXPANSION x"), BfError::CapacityRange);
         assert_eq!(err("BF.RESERVE k 0.01 100 NONSCALING EXPANSION"), BfError::NoExpansion);
         assert_eq!(err("BF.RESERVE k 0.01 100 NONSCALING EXPANSION x"), BfError::NonScalingCannotExpand);
         assert_eq!(err("BF.RESERVE expansion 0.01 100"), BfError::BadExpansion);
         assert_eq!(err("BF.RESERVE k 0.01 100 EXPANSION 2 EXPANSION x"), BfError::WrongArity);
-        let p = parse_reserve(&argv("BF.RESERVE nonscaling 0.01 100"), &d).unwrap();
+        let p = parse_reserve(&argv("BF.RESERVE nonscaling 0.01 100"), &d, Compat::RedisBloom28).unwrap();
         assert!(!p.scaling);
     }
 
     #[test]
     fn insert_options_by_first_letters() {
         let d = Defaults::REDISBLOOM;
-        let ok = |s: &str| parse_insert(&argv(s), &d).unwrap();
+        let ok = |s: &str| parse_insert(&argv(s), &d, Compat::RedisBloom28).unwrap();
         let i = ok("BF.INSERT k Cxx 10 ERR 0.1 EX 3 NOPE ITEMS a");
         assert_eq!(i.params, ChainParams { capacity: 10, error: 0.1, expansion: 3, scaling: false });
         assert!(i.create);
         assert!(!ok("BF.INSERT k NOCREATEX ITEMS a").create);
         assert_eq!(ok("BF.INSERT k Ifoo a").items_from, 3);
-        let err = |s: &str| parse_insert(&argv(s), &d).unwrap_err();
+        let err = |s: &str| parse_insert(&argv(s), &d, Compat::RedisBloom28).unwrap_err();
         assert_eq!(err("BF.INSERT k E 0.1 ITEMS a"), BfError::InsertBadExpansion);
         assert_eq!(err("BF.INSERT k CAPACITY 5 ITEMS"), BfError::WrongArity);
         assert_eq!(err("BF.INSERT k CAPACITY"), BfError::WrongArity);
         assert_eq!(err("BF.INSERT k X 5 ITEMS a"), BfError::UnknownArgument);
         assert_eq!(err("BF.INSERT k CAPACITY 0 ITEMS a"), BfError::InsertBadArgument);
+    }
+
+    #[test]
+    fn redisbloom_8_rules() {
+        let d = Defaults::REDISBLOOM;
+        let reserve = |s: &str| parse_reserve(&argv(s), &d, Compat::RedisBloom8);
+        let err = |s: &str| reserve(s).unwrap_err();
+        assert_eq!(err("BF.RESERVE k x 100"), BfError::BadErrorRate);
+        assert_eq!(err("BF.RESERVE k 1 100"), BfError::ErrorRateOutOfRange);
+        assert_eq!(err("BF.RESERVE k 0.01 0"), BfError::CapacityOutOfRange);
+        assert_eq!(err("BF.RESERVE k 0.01 1073741825"), BfError::CapacityOutOfRange);
+        assert_eq!(err("BF.RESERVE k 0.01 100 EXPANSION"), BfError::NoExpansion);
+        assert_eq!(err("BF.RESERVE k 0.01 100 EXPANSION x"), BfError::BadExpansion);
+        assert_eq!(err("BF.RESERVE k 0.01 100 EXPANSION 32769"), BfError::ExpansionOutOfRange);
+        assert_eq!(err("BF.RESERVE k 0.01 100 NONSCALING EXPANSION 3"), BfError::NonScalingCannotExpand);
+        // 2.8 refuses what 8 takes, and the other way round.
+        let p = reserve("BF.RESERVE k 0.01 1073741824 NONSCALING EXPANSION 0").unwrap();
+        assert_eq!((p.capacity, p.expansion, p.scaling), (1 << 30, 0, false));
+        let old = |s: &str| parse_reserve(&argv(s), &d, Compat::RedisBloom28).unwrap_err();
+        assert_eq!(old("BF.RESERVE k 0.01 100 NONSCALING EXPANSION 0"), BfError::NonScalingCannotExpand);
+        assert_eq!(old("BF.RESERVE k 0.01 100 EXPANSION 0"), BfError::ExpansionRange);
+        assert!(parse_reserve(&argv("BF.RESERVE k 0.01 1073741825"), &d, Compat::RedisBloom28).is_ok());
+        assert_eq!(reserve("BF.RESERVE k 0.5 100").unwrap().error, ERROR_RATE_CAP_8);
+
+        let insert = |s: &str| parse_insert(&argv(s), &d, Compat::RedisBloom8);
+        assert_eq!(insert("BF.INSERT k ERROR 2 ITEMS a").unwrap_err(), BfError::InsertBadErrorRate);
+        assert_eq!(insert("BF.INSERT k CAPACITY 0 ITEMS a").unwrap_err(), BfError::InsertBadCapacity);
+        assert_eq!(insert("BF.INSERT k EXPANSION -1 ITEMS a").unwrap_err(), BfError::InsertBadExpansion);
+        let i = insert("BF.INSERT k EXPANSION 0 ITEMS a").unwrap();
+        assert!(!i.params.scaling);
+        let old = parse_insert(&argv("BF.INSERT k CAPACITY 0 ITEMS a"), &d, Compat::RedisBloom28);
+        assert_eq!(old.unwrap_err(), BfError::InsertBadArgument);
+    }
+
+    #[test]
+    fn an_expansion_of_0_in_the_defaults_creates_non_scaling_filters() {
+        let d = Defaults { expansion: 0, ..Defaults::REDISBLOOM };
+        assert!(!d.params().scaling);
+        assert!(Defaults::REDISBLOOM.params().scaling);
     }
 }

@@ -19,6 +19,36 @@ const BATCH: usize = 16;
 const CHAIN_OVERHEAD: u64 = 32;
 const LINK_OVERHEAD: u64 = 64;
 
+/// The rules every chain obeys, checked on whatever is loaded (SCANDUMP
+/// headers, RDB values, DUMP payloads, filter files) as RedisBloom 8 checks
+/// them: only known option bits, at least one sub-filter, a growth of at
+/// least 1 unless the chain never grows, no sub-filter holding more items
+/// than its capacity, and a total equal to the sum of the sub-filters'.
+/// Anything else is `received bad data`: a count that lies would make
+/// `BF.CARD` lie, and survive every save and reload.
+pub fn check_counts(
+    items: u64,
+    chain_options: u32,
+    growth: u32,
+    links: impl IntoIterator<Item = (u64, u64)>,
+) -> Result<(), BfError> {
+    if chain_options & !options::KNOWN != 0 || (growth == 0 && chain_options & options::NO_SCALING == 0) {
+        return Err(BfError::BadData);
+    }
+    let (mut count, mut sum) = (0usize, 0u64);
+    for (capacity, link_items) in links {
+        if link_items > capacity {
+            return Err(BfError::BadData);
+        }
+        sum = sum.checked_add(link_items).ok_or(BfError::BadData)?;
+        count += 1;
+    }
+    if count == 0 || sum != items {
+        return Err(BfError::BadData);
+    }
+    Ok(())
+}
+
 /// Parameters of a new chain, as given to `BF.RESERVE` / `BF.INSERT`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ChainParams {
@@ -60,9 +90,7 @@ impl Chain {
         growth: u32,
         filters: Vec<SubFilter>,
     ) -> Result<Chain, BfError> {
-        if filters.is_empty() {
-            return Err(BfError::BadData);
-        }
+        check_counts(items, options, growth, filters.iter().map(|f| (f.shape.capacity, f.items)))?;
         let width = if options & options::FORCE64 != 0 { HashWidth::Bits64 } else { HashWidth::Bits32 };
         Ok(Chain { items, options, growth, width, filters })
     }
@@ -196,7 +224,7 @@ impl Chain {
         let shape = Shape::new(capacity, newest.error * TIGHTENING_RATIO, self.options)
             .ok_or(BfError::CannotScale)?;
         let total = self.size_bytes().checked_add(LINK_OVERHEAD + shape.bytes).ok_or(BfError::CannotScale)?;
-        limits.check(total)?;
+        limits.check_growth(self.size_bytes(), total)?;
         self.filters.try_reserve(1).map_err(|_| BfError::OutOfMemory)?;
         self.filters.push(SubFilter::new(shape)?);
         Ok(())
@@ -355,7 +383,7 @@ mod tests {
 
     #[test]
     fn size_limit_refuses_creation_and_growth() {
-        let limits = Limits { max_bytes: Some(300) };
+        let limits = Limits::at_most(300);
         assert!(matches!(Chain::new(params(1000, 0.01, 2, true), limits), Err(BfError::TooLarge { .. })));
         let mut c = Chain::new(params(100, 0.01, 2, true), limits).unwrap();
         let mut refused = None;

@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 
 use crate::common::fields::FieldError;
-use crate::common::memory::{LimitExceeded, OutOfMemory};
+use crate::common::memory::{Bound, LimitExceeded, OutOfMemory};
 use crate::common::reply::{display_as_reply, Reply, ReplyError};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -24,6 +24,12 @@ pub enum BfError {
     ExpansionRange,
     NonScalingCannotExpand,
     ItemExists,
+    // RedisBloom 8's range errors (bf.compat redisbloom-8)
+    ErrorRateOutOfRange,
+    CapacityOutOfRange,
+    ExpansionOutOfRange,
+    /// RedisBloom 8's text for a filter that could not be allocated.
+    InsufficientMemory,
     // BF.INSERT
     InsertBadCapacity,
     InsertBadErrorRate,
@@ -48,12 +54,21 @@ pub enum BfError {
         bytes: u64,
         limit: u64,
     },
+    /// A `BF.LOADCHUNK` header describing a filter past `bf.max-filter-bytes`:
+    /// RedisBloom's phrase for a header it refuses, then bloomkit's reason.
+    HeaderTooLarge {
+        bytes: u64,
+        limit: u64,
+    },
     /// A new filter's size cannot be computed (the halved error rate underflows to 0).
     CannotCreate,
     /// A size that cannot be computed at all (capacity x expansion overflows,
     /// the error rate underflows after many scalings).
     CannotScale,
     OutOfMemory,
+    /// Creating or growing the filter would take the server past `maxmemory`
+    /// (the server's own OOM text, so that clients treat it as it).
+    OverMaxmemory,
 }
 
 impl ReplyError for BfError {
@@ -70,6 +85,10 @@ impl ReplyError for BfError {
             ExpansionRange => "ERR expansion should be greater or equal to 1",
             NonScalingCannotExpand => "Nonscaling filters cannot expand",
             ItemExists => "ERR item exists",
+            ErrorRateOutOfRange => "ERR error rate must be in the range (0.000000, 1.000000)",
+            CapacityOutOfRange => "ERR capacity must be in the range [1, 1073741824]",
+            ExpansionOutOfRange => "ERR expansion must be in the range [0, 32768]",
+            InsufficientMemory => "ERR Insufficient memory to create filter",
             InsertBadCapacity => "Bad capacity",
             InsertBadErrorRate => "Bad error rate",
             InsertBadExpansion => "Bad expansion",
@@ -90,6 +109,14 @@ impl ReplyError for BfError {
                  representable; create a filter with a larger capacity or expansion"
             }
             OutOfMemory => "ERR out of memory while allocating the filter; nothing was changed",
+            OverMaxmemory => "OOM command not allowed when used memory > 'maxmemory'.",
+            HeaderTooLarge { bytes, limit } => {
+                return Reply::Error(Cow::Owned(format!(
+                    "ERR received bad data: the filter would take {bytes} bytes, more than \
+                     bf.max-filter-bytes ({limit}); raise the limit with CONFIG SET bf.max-filter-bytes \
+                     to load it"
+                )))
+            }
             TooLarge { bytes, limit } => {
                 return Reply::Error(Cow::Owned(format!(
                     "ERR the filter would take {bytes} bytes, more than bf.max-filter-bytes \
@@ -111,7 +138,10 @@ impl From<OutOfMemory> for BfError {
 
 impl From<LimitExceeded> for BfError {
     fn from(e: LimitExceeded) -> BfError {
-        BfError::TooLarge { bytes: e.bytes, limit: e.limit }
+        match e.bound {
+            Bound::Filter => BfError::TooLarge { bytes: e.bytes, limit: e.limit },
+            Bound::Memory => BfError::OverMaxmemory,
+        }
     }
 }
 

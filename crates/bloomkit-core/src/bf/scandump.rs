@@ -13,7 +13,7 @@
 use super::chain::Chain;
 use super::errors::BfError;
 use super::sub_filter::{SubFilter, MAX_HASHES};
-use crate::common::memory::{zeroed_bytes, Limits};
+use crate::common::memory::{zeroed_bytes, Bound, Limits};
 use crate::common::sizing::Shape;
 use crate::common::MAX_CHUNK;
 
@@ -110,6 +110,7 @@ pub fn parse_header(buf: &[u8]) -> Result<Header, BfError> {
         validate_shape(&shape)?;
         links.push((shape, link_items));
     }
+    super::chain::check_counts(items, options, growth, links.iter().map(|(s, n)| (s.capacity, *n)))?;
     let header = Header { items, options, growth, links };
     header.size_bytes().ok_or(BfError::BadData)?;
     Ok(header)
@@ -121,11 +122,10 @@ pub fn decode_header(buf: &[u8], limits: Limits) -> Result<Chain, BfError> {
     // Checked before any bit array is allocated, so that a header asking
     // for more than the limit costs nothing.
     let size = header.size_bytes().ok_or(BfError::BadData)?;
-    if let Some(limit) = limits.max_bytes {
-        if size > limit {
-            return Err(BfError::TooLarge { bytes: size, limit });
-        }
-    }
+    limits.check(size).map_err(|e| match e.bound {
+        Bound::Filter => BfError::HeaderTooLarge { bytes: e.bytes, limit: e.limit },
+        Bound::Memory => BfError::OverMaxmemory,
+    })?;
     let mut filters = Vec::new();
     filters.try_reserve_exact(header.links.len()).map_err(|_| BfError::OutOfMemory)?;
     for (shape, link_items) in header.links {
@@ -216,6 +216,8 @@ mod tests {
     use super::super::chain::ChainParams;
     use super::*;
     use crate::common::memory::Limits;
+    use crate::common::reply::ReplyError;
+    use crate::common::sizing::options;
 
     fn sample() -> Chain {
         let p = ChainParams { capacity: 10, error: 0.1, expansion: 3, scaling: true };
@@ -256,7 +258,47 @@ mod tests {
         let mut header = encode_header(&sample());
         // bytes of the first sub-filter: 2^60
         header[20..28].copy_from_slice(&(1u64 << 60).to_le_bytes());
-        let limits = Limits { max_bytes: Some(1 << 30) };
-        assert!(matches!(decode_header(&header, limits), Err(BfError::TooLarge { .. })));
+        let limits = Limits::at_most(1 << 30);
+        let refused = decode_header(&header, limits).unwrap_err();
+        assert!(matches!(refused, BfError::HeaderTooLarge { .. }));
+        // RedisBloom's phrase first, then why.
+        assert!(refused.message().starts_with("ERR received bad data: the filter would take"), "{refused}");
+    }
+
+    /// A header whose counts lie is refused before anything is allocated:
+    /// options bits nobody defines, a total other than the sum of the
+    /// sub-filters' counts, a sub-filter over its capacity, a growth of 0 on
+    /// a scaling filter.
+    #[test]
+    fn headers_whose_counts_lie_are_refused() {
+        let chain = sample();
+        let good = encode_header(&chain);
+        assert!(decode_header(&good, Limits::NONE).is_ok());
+        let (items_at, options_at, growth_at) = (0..8, 12..16, 16..20);
+        // First link: bytes, bits, then its item count at 20 + 16.
+        let (link_items_at, link_capacity_at) = (36..44, 20 + 8 * 5 + 4..20 + 8 * 5 + 12);
+        let capacity = u64::from_le_bytes(good[link_capacity_at.clone()].try_into().unwrap());
+        let mut cases: Vec<(&str, Vec<u8>)> = Vec::new();
+        let mut with = |what, range: std::ops::Range<usize>, value: &[u8]| {
+            let mut h = good.clone();
+            h[range].copy_from_slice(value);
+            cases.push((what, h));
+        };
+        with("unknown options bit", options_at.clone(), &(options::DEFAULT | 16).to_le_bytes());
+        with("total above the sum", items_at.clone(), &(chain.items() + 1).to_le_bytes());
+        with("total of 2^32", items_at, &(1u64 << 32).to_le_bytes());
+        with("growth 0 on a scaling filter", growth_at, &0u32.to_le_bytes());
+        let mut over = good.clone();
+        over[link_items_at.clone()].copy_from_slice(&(capacity + 1).to_le_bytes());
+        over[0..8].copy_from_slice(&(capacity + 1 + chain.items() - chain.filters()[0].items).to_le_bytes());
+        cases.push(("a sub-filter over its capacity", over));
+        for (what, header) in cases {
+            assert_eq!(decode_header(&header, Limits::NONE).err(), Some(BfError::BadData), "{what}");
+        }
+        // A non-scaling filter may have a growth of 0 (RedisBloom 8's EXPANSION 0).
+        let mut h = good.clone();
+        h[options_at].copy_from_slice(&(options::DEFAULT | options::NO_SCALING).to_le_bytes());
+        h[16..20].copy_from_slice(&0u32.to_le_bytes());
+        assert!(decode_header(&h, Limits::NONE).is_ok());
     }
 }

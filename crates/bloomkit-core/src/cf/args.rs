@@ -6,15 +6,49 @@
 use super::errors::CfError;
 use super::{
     CuckooParams, DEFAULT_BUCKET_SIZE, DEFAULT_CAPACITY, DEFAULT_EXPANSION, DEFAULT_MAX_ITERATIONS,
-    MAX_BUCKET_SIZE, MAX_EXPANSION,
+    MAX_BUCKET_SIZE, MAX_EXPANSION, MAX_EXPANSIONS,
 };
 use crate::common::parse::{eq_ignore_case, parse_long_long};
+
+/// What a write uses for a filter it creates, and for options `CF.RESERVE`
+/// leaves out: RedisBloom's constants, or RedisBloom 8's `cf-*` configs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CfDefaults {
+    /// `cf-initial-size`: the capacity `CF.ADD` and `CF.INSERT` create with.
+    pub capacity: u64,
+    pub bucket_size: u16,
+    pub max_iterations: u16,
+    pub expansion: u16,
+    /// `cf-max-expansions`: writes are refused once a filter has this many
+    /// sub-filters ("Maximum expansions reached").
+    pub max_expansions: usize,
+}
+
+impl CfDefaults {
+    pub const REDISBLOOM: CfDefaults = CfDefaults {
+        capacity: DEFAULT_CAPACITY,
+        bucket_size: DEFAULT_BUCKET_SIZE,
+        max_iterations: DEFAULT_MAX_ITERATIONS,
+        expansion: DEFAULT_EXPANSION,
+        max_expansions: MAX_EXPANSIONS,
+    };
+
+    /// The parameters of a filter a write creates with this capacity.
+    pub fn params(&self, capacity: u64) -> CuckooParams {
+        CuckooParams {
+            capacity,
+            bucket_size: self.bucket_size,
+            max_iterations: self.max_iterations,
+            expansion: self.expansion,
+        }
+    }
+}
 
 /// `CF.RESERVE key capacity [BUCKETSIZE n] [MAXITERATIONS n] [EXPANSION n]`,
 /// with RedisBloom 2.8.2's order of checks: capacity, MAXITERATIONS,
 /// BUCKETSIZE, EXPANSION, then capacity against the bucket size. Keywords
 /// are found anywhere in argv (key included), unknown words are ignored.
-pub fn parse_reserve<A: AsRef<[u8]>>(argv: &[A]) -> Result<CuckooParams, CfError> {
+pub fn parse_reserve<A: AsRef<[u8]>>(argv: &[A], defaults: &CfDefaults) -> Result<CuckooParams, CfError> {
     if argv.len() < 3 || argv.len().is_multiple_of(2) {
         return Err(CfError::WrongArity);
     }
@@ -32,21 +66,21 @@ pub fn parse_reserve<A: AsRef<[u8]>>(argv: &[A]) -> Result<CuckooParams, CfError
     use CfError::*;
     let max_iterations = option(
         "MAXITERATIONS",
-        DEFAULT_MAX_ITERATIONS,
+        defaults.max_iterations,
         (1, i64::from(u16::MAX)),
         MaxIterationsNotNumber,
         MaxIterationsRange,
     )?;
     let bucket_size = option(
         "BUCKETSIZE",
-        DEFAULT_BUCKET_SIZE,
+        defaults.bucket_size,
         (1, i64::from(MAX_BUCKET_SIZE)),
         BucketSizeNotNumber,
         BucketSizeRange,
     )?;
     let expansion = option(
         "EXPANSION",
-        DEFAULT_EXPANSION,
+        defaults.expansion,
         (0, i64::from(MAX_EXPANSION)),
         ExpansionNotNumber,
         ExpansionRange,
@@ -69,11 +103,11 @@ pub struct Insert {
 
 /// `CF.INSERT key [CAPACITY c] [NOCREATE] ITEMS item...`: options told apart
 /// by their first letter (`c`, `n`, `i`), as RedisBloom does.
-pub fn parse_insert<A: AsRef<[u8]>>(argv: &[A]) -> Result<Insert, CfError> {
+pub fn parse_insert<A: AsRef<[u8]>>(argv: &[A], defaults: &CfDefaults) -> Result<Insert, CfError> {
     if argv.len() < 4 {
         return Err(CfError::WrongArity);
     }
-    let mut capacity = DEFAULT_CAPACITY as i64;
+    let mut capacity = defaults.capacity as i64;
     let mut create = true;
     let mut items_from = None;
     let mut pos = 2;
@@ -82,7 +116,7 @@ pub fn parse_insert<A: AsRef<[u8]>>(argv: &[A]) -> Result<Insert, CfError> {
             Some(b'c') => {
                 let value = argv.get(pos + 1).ok_or(CfError::WrongArity)?;
                 capacity = parse_long_long(value.as_ref()).ok_or(CfError::BadCapacity)?;
-                if 2 * i64::from(DEFAULT_BUCKET_SIZE) > capacity {
+                if 2 * i64::from(defaults.bucket_size) > capacity {
                     return Err(CfError::CapacityTooSmall);
                 }
                 pos += 2;
@@ -124,7 +158,7 @@ mod tests {
 
     #[test]
     fn reserve_checks_in_redisbloom_order() {
-        let err = |s: &str| parse_reserve(&argv(s)).unwrap_err();
+        let err = |s: &str| parse_reserve(&argv(s), &CfDefaults::REDISBLOOM).unwrap_err();
         assert_eq!(err("CF.RESERVE k"), CfError::WrongArity);
         assert_eq!(err("CF.RESERVE k 10 BUCKETSIZE"), CfError::WrongArity);
         assert_eq!(err("CF.RESERVE k x"), CfError::BadCapacity);
@@ -134,16 +168,16 @@ mod tests {
         assert_eq!(err("CF.RESERVE k 100 EXPANSION 32769"), CfError::ExpansionRange);
         assert_eq!(err("CF.RESERVE k 3"), CfError::CapacityTooSmall);
         assert_eq!(err("CF.RESERVE bucketsize 10"), CfError::CapacityTooSmall);
-        let p = parse_reserve(&argv("CF.RESERVE maxiterations 10")).unwrap();
+        let p = parse_reserve(&argv("CF.RESERVE maxiterations 10"), &CfDefaults::REDISBLOOM).unwrap();
         assert_eq!(p.max_iterations, 10);
-        let p = parse_reserve(&argv("CF.RESERVE k 100 foo 3 EXPANSION 0")).unwrap();
+        let p = parse_reserve(&argv("CF.RESERVE k 100 foo 3 EXPANSION 0"), &CfDefaults::REDISBLOOM).unwrap();
         assert_eq!((p.capacity, p.bucket_size, p.expansion), (100, 2, 0));
     }
 
     #[test]
     fn insert_options_by_first_letter() {
-        let ok = |s: &str| parse_insert(&argv(s)).unwrap();
-        let err = |s: &str| parse_insert(&argv(s)).unwrap_err();
+        let ok = |s: &str| parse_insert(&argv(s), &CfDefaults::REDISBLOOM).unwrap();
+        let err = |s: &str| parse_insert(&argv(s), &CfDefaults::REDISBLOOM).unwrap_err();
         assert_eq!(ok("CF.INSERT k Cap 5 n items a"), Insert { capacity: 5, create: false, items_from: 6 });
         assert_eq!(ok("CF.INSERT k i a").items_from, 3);
         assert_eq!(err("CF.INSERT k items"), CfError::WrongArity);
@@ -153,5 +187,19 @@ mod tests {
         assert_eq!(parse_scandump_pos(b"-1"), Err(CfError::InvalidPosition));
         assert_eq!(parse_loadchunk_pos(b"0"), Err(CfError::InvalidPosition));
         assert_eq!(parse_loadchunk_pos(b"-5"), Ok(-5));
+    }
+
+    #[test]
+    fn configured_defaults_fill_what_the_command_leaves_out() {
+        let d =
+            CfDefaults { capacity: 64, bucket_size: 4, max_iterations: 7, expansion: 2, max_expansions: 5 };
+        let p = parse_reserve(&argv("CF.RESERVE k 100"), &d).unwrap();
+        assert_eq!((p.bucket_size, p.max_iterations, p.expansion), (4, 7, 2));
+        let p = parse_reserve(&argv("CF.RESERVE k 100 BUCKETSIZE 1"), &d).unwrap();
+        assert_eq!(p.bucket_size, 1);
+        assert_eq!(parse_insert(&argv("CF.INSERT k ITEMS a"), &d).unwrap().capacity, 64);
+        // The bucket size a created filter gets bounds the capacity asked for.
+        assert_eq!(parse_insert(&argv("CF.INSERT k CAPACITY 7 ITEMS a"), &d), Err(CfError::CapacityTooSmall));
+        assert_eq!(d.params(10).bucket_size, 4);
     }
 }

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 use crate::common::fields::FieldError;
-use crate::common::memory::{LimitExceeded, OutOfMemory};
+use crate::common::memory::{Bound, LimitExceeded, OutOfMemory};
 use crate::common::reply::{display_as_reply, Reply, ReplyError};
 
 /// The `CF.*` errors with RedisBloom 2.8.2's texts, and bloomkit's own.
@@ -22,6 +22,8 @@ pub enum CfError {
     /// `CF.INSERT ... NOCREATE` and readers that need the key, on a missing one.
     NotFound,
     OutOfMemory,
+    /// Creating or growing the filter would take the server past `maxmemory`.
+    OverMaxmemory,
     BadCapacity,
     CapacityTooSmall,
     MaxIterationsNotNumber,
@@ -44,6 +46,12 @@ pub enum CfError {
     TooManyFilters,
     /// bloomkit's: a size that cannot be represented (capacity or growth overflow).
     CannotSize,
+    /// A `CF.LOADCHUNK` header describing a filter past `bf.max-filter-bytes`:
+    /// RedisBloom's words for a header it refuses, then bloomkit's reason.
+    HeaderTooLarge {
+        bytes: u64,
+        limit: u64,
+    },
     /// The filter would pass `bf.max-filter-bytes`.
     TooLarge {
         bytes: u64,
@@ -61,6 +69,7 @@ impl ReplyError for CfError {
             ItemExists => "ERR item exists",
             NotFound => "ERR not found",
             OutOfMemory => "ERR out of memory while allocating the filter; nothing was changed",
+            OverMaxmemory => "OOM command not allowed when used memory > 'maxmemory'.",
             BadCapacity => "Bad capacity",
             CapacityTooSmall => "Capacity must be at least (BucketSize * 2)",
             MaxIterationsNotNumber => "Couldn't parse MAXITERATIONS",
@@ -86,6 +95,13 @@ impl ReplyError for CfError {
                 "ERR the cuckoo filter's size is not representable; use a smaller capacity, \
                  bucket size or expansion"
             }
+            HeaderTooLarge { bytes, limit } => {
+                return Reply::Error(Cow::Owned(format!(
+                    "Couldn't create filter! The cuckoo filter would take {bytes} bytes, more than \
+                     bf.max-filter-bytes ({limit}); raise the limit with CONFIG SET bf.max-filter-bytes \
+                     to load it"
+                )))
+            }
             TooLarge { bytes, limit } => {
                 return Reply::Error(Cow::Owned(format!(
                     "ERR the cuckoo filter would take {bytes} bytes, more than bf.max-filter-bytes \
@@ -108,7 +124,10 @@ impl From<OutOfMemory> for CfError {
 /// The size limit, refused in the cuckoo filter's own words.
 impl From<LimitExceeded> for CfError {
     fn from(e: LimitExceeded) -> CfError {
-        CfError::TooLarge { bytes: e.bytes, limit: e.limit }
+        match e.bound {
+            Bound::Filter => CfError::TooLarge { bytes: e.bytes, limit: e.limit },
+            Bound::Memory => CfError::OverMaxmemory,
+        }
     }
 }
 

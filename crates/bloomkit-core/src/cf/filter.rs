@@ -17,18 +17,6 @@ pub struct CuckooParams {
     pub expansion: u16,
 }
 
-impl CuckooParams {
-    /// What a write that creates a missing key uses.
-    pub fn with_capacity(capacity: u64) -> CuckooParams {
-        CuckooParams {
-            capacity,
-            bucket_size: DEFAULT_BUCKET_SIZE,
-            max_iterations: DEFAULT_MAX_ITERATIONS,
-            expansion: DEFAULT_EXPANSION,
-        }
-    }
-}
-
 /// What an item reduces to: its fingerprint and its two bucket hashes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lookup {
@@ -176,6 +164,16 @@ impl Shape {
         Ok(buckets)
     }
 
+    /// Slots in every sub-filter together: the most fingerprints a filter of
+    /// this shape holds, so a larger item count is corrupt.
+    pub fn slots(&self) -> Result<u64, CfError> {
+        (0..self.filters).try_fold(0u64, |total, i| {
+            let slots =
+                self.sub_buckets(i)?.checked_mul(u64::from(self.bucket_size)).ok_or(CfError::CannotSize)?;
+            total.checked_add(slots).ok_or(CfError::CannotSize)
+        })
+    }
+
     /// `CF.INFO Size` of a filter of this shape, checked.
     pub fn size_bytes(&self) -> Result<u64, CfError> {
         let mut total = SUB_FILTER_OVERHEAD
@@ -266,10 +264,11 @@ impl CuckooFilter {
         self.filters.iter().map(|f| f.count(l, bs)).sum()
     }
 
-    /// Refuses a write up front on a filter with [`MAX_EXPANSIONS`] sub-filters
-    /// or more, as RedisBloom does once per command.
-    pub fn check_writable(&self) -> Result<(), CfError> {
-        if self.filters.len() >= MAX_EXPANSIONS {
+    /// Refuses a write up front on a filter with `max_expansions`
+    /// sub-filters or more ([`MAX_EXPANSIONS`] by default, RedisBloom 8's
+    /// `cf-max-expansions`), as RedisBloom does once per command.
+    pub fn check_writable(&self, max_expansions: usize) -> Result<(), CfError> {
+        if self.filters.len() >= max_expansions {
             return Err(CfError::MaxExpansions);
         }
         Ok(())
@@ -351,7 +350,7 @@ impl CuckooFilter {
             .checked_add(SUB_FILTER_OVERHEAD)
             .and_then(|s| s.checked_add(bytes))
             .ok_or(CfError::CannotSize)?;
-        limits.check(total)?;
+        limits.check_growth(self.size_bytes(), total)?;
         self.filters.try_reserve(1).map_err(|_| CfError::OutOfMemory)?;
         let data = zeroed_bytes(bytes)?;
         self.filters.push(SubFilter { buckets, data });
@@ -596,12 +595,12 @@ pub(super) mod tests {
         }
         assert_eq!(refused, Some(CfError::TooManyFilters));
         assert_eq!(f.filters().len(), MAX_GROWN_FILTERS);
-        assert_eq!(f.check_writable(), Err(CfError::MaxExpansions));
+        assert_eq!(f.check_writable(MAX_EXPANSIONS), Err(CfError::MaxExpansions));
     }
 
     #[test]
     fn limits_are_checked_before_allocation() {
-        let limits = Limits { max_bytes: Some(1 << 20) };
+        let limits = Limits::at_most(1 << 20);
         assert!(matches!(
             CuckooFilter::new(params(1 << 40, 2, 20, 1), limits),
             Err(CfError::TooLarge { .. })

@@ -42,9 +42,18 @@ impl CuckooFilter {
             max_iterations: u16_at(34),
             expansion: u16_at(36),
         };
-        // A shape 2.8.2 could not have written answers as it would refuse it.
-        CuckooFilter::allocate(u64_at(0), u64_at(16), shape, limits).map_err(|e| match e {
+        // A shape 2.8.2 could not have written, or more items than its
+        // slots, answers as RedisBloom refuses a header; one past the size
+        // limit too, with the reason after its words.
+        let items = u64_at(0);
+        shape
+            .validate()
+            .and_then(|()| shape.slots())
+            .and_then(|slots| if items > slots { Err(CfError::CannotCreate) } else { Ok(()) })
+            .map_err(|_| CfError::CannotCreate)?;
+        CuckooFilter::allocate(items, u64_at(16), shape, limits).map_err(|e| match e {
             CfError::CannotSize => CfError::CannotCreate,
+            CfError::TooLarge { bytes, limit } => CfError::HeaderTooLarge { bytes, limit },
             e => e,
         })
     }
@@ -148,6 +157,10 @@ impl CuckooFilter {
         };
         let shape = Shape { buckets, filters, bucket_size, max_iterations, expansion };
         shape.validate().map_err(|_| CfError::BadData)?;
+        // No check of the item count against the slots here, unlike a
+        // header's: CF.COMPACT can free sub-filters a header-only load left
+        // empty, so a running filter may hold such a count, and its RDB
+        // value must load again.
         limits.check(shape.size_bytes()?)?;
         let mut subs = Vec::new();
         subs.try_reserve_exact(filters).map_err(|_| CfError::OutOfMemory)?;
@@ -172,6 +185,7 @@ mod tests {
     use super::*;
     use crate::cf::filter::tests::{add, params, slots};
     use crate::common::fields::FieldStream;
+    use crate::common::reply::ReplyError;
 
     #[test]
     fn scandump_round_trip_and_quirks() {
@@ -225,10 +239,23 @@ mod tests {
             CuckooFilter::from_header(&header[..37], Limits::NONE).err(),
             Some(CfError::InvalidHeader)
         );
-        let limited = Limits { max_bytes: Some(1 << 20) };
+        let limited = Limits::at_most(1 << 20);
         let mut h = header;
         h[8..16].copy_from_slice(&(1u64 << 40).to_le_bytes());
-        assert!(matches!(CuckooFilter::from_header(&h, limited), Err(CfError::TooLarge { .. })));
+        let refused = CuckooFilter::from_header(&h, limited).unwrap_err();
+        assert!(matches!(refused, CfError::HeaderTooLarge { .. }));
+        assert!(
+            refused.message().starts_with("Couldn't create filter! The cuckoo filter would take"),
+            "{refused}"
+        );
+        // More items than the filter has slots.
+        let f = CuckooFilter::new(params(100, 2, 20, 1), Limits::NONE).unwrap();
+        let mut h = f.encode_header();
+        let slots = f.shape().slots().unwrap();
+        h[0..8].copy_from_slice(&slots.to_le_bytes());
+        assert!(CuckooFilter::from_header(&h, Limits::NONE).is_ok());
+        h[0..8].copy_from_slice(&(slots + 1).to_le_bytes());
+        assert_eq!(CuckooFilter::from_header(&h, Limits::NONE).err(), Some(CfError::CannotCreate));
     }
 
     fn saved(f: &CuckooFilter) -> Vec<u8> {
@@ -270,5 +297,23 @@ mod tests {
             f.debug_line(),
             "bktsize:2 buckets:4 items:7 deletes:0 filters:2 max_iterations:20 expansion:1"
         );
+    }
+
+    /// Found by cf_hostile: a header's item count within its slots loads;
+    /// CF.COMPACT then frees the sub-filters no chunk filled, leaving more
+    /// items than slots. That filter's RDB value must still load.
+    #[test]
+    fn a_compacted_header_only_filter_saves_and_loads() {
+        let mut f = CuckooFilter::new(params(64, 2, 20, 2), Limits::NONE).unwrap();
+        for i in 0..300u32 {
+            add(&mut f, &i.to_le_bytes());
+        }
+        let mut loaded = CuckooFilter::from_header(&f.encode_header(), Limits::NONE).unwrap();
+        loaded.compact(true);
+        assert!(loaded.items() > loaded.shape().slots().unwrap(), "the case this test is about");
+        let bytes = saved(&loaded);
+        let back =
+            CuckooFilter::load(&mut FieldStream { bytes, pos: 0 }, ENCODING_VERSION, Limits::NONE).unwrap();
+        assert_eq!(back.debug_line(), loaded.debug_line());
     }
 }

@@ -34,6 +34,7 @@ pub mod errors;
 pub mod filter;
 pub mod formats;
 
+pub use args::CfDefaults;
 pub use errors::CfError;
 pub use filter::{CuckooFilter, CuckooParams, Insert, Lookup, Shape, SubFilter};
 

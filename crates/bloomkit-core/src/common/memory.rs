@@ -25,22 +25,55 @@ impl ReplyError for OutOfMemory {
 pub struct LimitExceeded {
     pub bytes: u64,
     pub limit: u64,
+    /// Which limit: the filter's own, or the server's memory.
+    pub bound: Bound,
 }
 
-/// The limit on one filter's size, from `bf.max-filter-bytes`; `None` when a
-/// replicated or loading client replays what the primary already accepted.
-#[derive(Clone, Copy, Debug)]
+/// Which of [`Limits`]' two bounds a value would pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// `bf.max-filter-bytes`: `bytes` is the filter's whole size.
+    Filter,
+    /// The server's `maxmemory`: `bytes` is what the operation would add,
+    /// `limit` what the server may still allocate.
+    Memory,
+}
+
+/// What one command may allocate: a filter's size is bounded by
+/// `bf.max-filter-bytes`, and what a creation or scale-out adds by the memory
+/// the server has left under `maxmemory`. Both are `None` when a replicated
+/// or loading client replays what the primary already accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     pub max_bytes: Option<u64>,
+    /// `maxmemory` minus `used_memory`, where the server enforces `maxmemory`.
+    pub headroom: Option<u64>,
 }
 
 impl Limits {
-    pub const NONE: Limits = Limits { max_bytes: None };
+    pub const NONE: Limits = Limits { max_bytes: None, headroom: None };
 
-    /// `Err` when a filter of `bytes` would pass the limit.
+    /// A filter's size bounded by `max_bytes`, memory unbounded.
+    pub const fn at_most(max_bytes: u64) -> Limits {
+        Limits { max_bytes: Some(max_bytes), headroom: None }
+    }
+
+    /// `Err` when a new value of `bytes` would pass a bound.
     pub fn check(&self, bytes: u64) -> Result<(), LimitExceeded> {
-        match self.max_bytes {
-            Some(limit) if bytes > limit => Err(LimitExceeded { bytes, limit }),
+        self.check_growth(0, bytes)
+    }
+
+    /// `Err` when a value growing from `before` to `after` bytes would pass
+    /// a bound: `after` against the filter's, the growth against the memory's.
+    pub fn check_growth(&self, before: u64, after: u64) -> Result<(), LimitExceeded> {
+        if let Some(limit) = self.max_bytes {
+            if after > limit {
+                return Err(LimitExceeded { bytes: after, limit, bound: Bound::Filter });
+            }
+        }
+        let added = after.saturating_sub(before);
+        match self.headroom {
+            Some(limit) if added > limit => Err(LimitExceeded { bytes: added, limit, bound: Bound::Memory }),
             _ => Ok(()),
         }
     }
@@ -129,9 +162,17 @@ mod tests {
 
     #[test]
     fn limits_refuse_only_what_passes_them() {
-        let limits = Limits { max_bytes: Some(100) };
+        let limits = Limits::at_most(100);
         assert_eq!(limits.check(100), Ok(()));
-        assert_eq!(limits.check(101), Err(LimitExceeded { bytes: 101, limit: 100 }));
+        assert_eq!(limits.check(101), Err(LimitExceeded { bytes: 101, limit: 100, bound: Bound::Filter }));
         assert_eq!(Limits::NONE.check(u64::MAX), Ok(()));
+        // The memory bound counts what is added, the filter's what there is.
+        let tight = Limits { max_bytes: Some(1000), headroom: Some(50) };
+        assert_eq!(tight.check_growth(900, 950), Ok(()));
+        assert_eq!(
+            tight.check_growth(900, 951),
+            Err(LimitExceeded { bytes: 51, limit: 50, bound: Bound::Memory })
+        );
+        assert_eq!(tight.check_growth(0, 1001).unwrap_err().bound, Bound::Filter);
     }
 }

@@ -1,9 +1,10 @@
 //! What every family shares, and nothing family-specific: item hashing,
 //! Bloom sizing, the RDB field reader and writer, DUMP payload framing,
 //! memory (zeroed arrays, size limits, fast modulo), argument numbers,
-//! `%g` formatting and how errors become replies. No module here imports a
+//! `%g` formatting, how errors become replies and the compatibility level. No module here imports a
 //! family.
 
+pub mod compat;
 pub mod fields;
 pub mod fmt;
 pub mod hash;

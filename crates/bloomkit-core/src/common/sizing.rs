@@ -17,6 +17,8 @@ pub mod options {
     pub const NO_SCALING: u32 = 8;
     /// What `BF.*` commands create.
     pub const DEFAULT: u32 = FORCE64 | NOROUND;
+    /// Every option a filter may carry; a stored value with any other bit is corrupt.
+    pub const KNOWN: u32 = NOROUND | ENTS_IS_BITS | FORCE64 | NO_SCALING;
 }
 
 /// Bits per element for an error rate: `-ln(p) / ln(2)^2`.

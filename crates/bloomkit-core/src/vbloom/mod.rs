@@ -214,7 +214,7 @@ pub(super) mod tests {
     #[test]
     fn the_limit_refuses_a_scale_out_and_changes_nothing() {
         let mut o = object(100, 0.01, 2);
-        let limits = Limits { max_bytes: Some(700) };
+        let limits = Limits::at_most(700);
         let mut refused = None;
         for i in 0..400u32 {
             if let Err(e) = o.add(&i.to_le_bytes(), limits) {
@@ -229,7 +229,7 @@ pub(super) mod tests {
     #[test]
     fn max_scaled_capacity_matches_valkey_bloom() {
         // BF.INFO f1 / f2 MAXSCALEDCAPACITY on valkey-bloom 1.0 (128 MiB limit).
-        let limits = Limits { max_bytes: Some(u64::MAX) };
+        let limits = Limits::at_most(u64::MAX);
         assert_eq!(scaled_capacity(100, 0.01, None, 0.5, 2, limits), Ok(26_214_300));
         assert_eq!(scaled_capacity(1000, 0.001, None, 0.5, 4, limits), Ok(21_845_000));
     }
@@ -237,7 +237,7 @@ pub(super) mod tests {
     #[test]
     fn arguments_follow_valkey_bloom() {
         let argv = |s: &str| s.split(' ').map(|w| w.as_bytes().to_vec()).collect::<Vec<_>>();
-        let limits = Limits { max_bytes: Some(u64::MAX) };
+        let limits = Limits::at_most(u64::MAX);
         let e = |r: Result<(), ValkeyError>| r.unwrap_err();
         assert_eq!(e(check_reserve(&argv("BF.RESERVE k 0.01 100 FOO"))), ValkeyError::Syntax);
         assert_eq!(

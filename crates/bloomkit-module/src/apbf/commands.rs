@@ -42,7 +42,7 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
         return Err(ApbfError::ItemExists.into());
     }
     // Sized and checked against the limit before anything is allocated.
-    let f = Apbf::new(params, now_ms(), config::limits(ctx).max_bytes)?;
+    let f = Apbf::new(params, now_ms(), config::limits(ctx))?;
     let header = f.encode_header();
     keys::store(&key, f)?;
     ctx.reply_simple(c"OK");

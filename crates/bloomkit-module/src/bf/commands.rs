@@ -12,6 +12,7 @@ use std::ptr::NonNull;
 
 use bloomkit_core::bf::args::{parse_insert, parse_reserve, InfoField};
 use bloomkit_core::bf::{scandump as dump, BfError, Chain, ChainParams};
+use bloomkit_core::common::compat::Compat;
 use bloomkit_core::common::fmt::format_g;
 use bloomkit_core::common::parse::parse_long_long;
 use bloomkit_core::vbloom::ValkeyError;
@@ -30,7 +31,14 @@ fn create(
     ctx: Ctx,
     make: impl FnOnce(Limits) -> Result<Chain, BfError>,
 ) -> Result<NonNull<Chain>, Reply> {
-    let chain = make(config::limits(ctx)).inspect_err(|_| stats::refused())?;
+    let chain = make(config::limits(ctx)).map_err(|e| {
+        stats::refused();
+        // RedisBloom 8 words an allocation failure its own way.
+        match e {
+            BfError::OutOfMemory if config::compat() == Compat::RedisBloom8 => BfError::InsufficientMemory,
+            e => e,
+        }
+    })?;
     keys::store(key, chain)
 }
 
@@ -44,7 +52,7 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if let Ok(Some(Filter::Valkey(_))) = found {
         return vbloom::commands::reserve(argv);
     }
-    let params = parse_reserve(argv, &config::defaults())?;
+    let params = parse_reserve(argv, &config::defaults(), config::compat())?;
     if found?.is_some() {
         return Err(BfError::ItemExists.into());
     }
@@ -92,7 +100,7 @@ pub fn insert(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if let Ok(Some(Filter::Valkey(o))) = found {
         return vbloom::commands::insert(ctx, argv, o);
     }
-    let parsed = parse_insert(argv, &config::defaults())?;
+    let parsed = parse_insert(argv, &config::defaults(), config::compat())?;
     let chain = match found? {
         Some(Filter::Chain(c)) => Some(c),
         _ => None,

@@ -1,0 +1,30 @@
+//! Whose behaviour the module answers with (`bf.compat`): the validation,
+//! limits, replies and error texts of RedisBloom 2.8.2 or of RedisBloom 8.
+//! Data formats are the same under every level; only what a client reads
+//! in replies to invalid input (and a few limits) differs.
+
+/// A compatibility level, as `bf.compat` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compat {
+    /// RedisBloom 2.8.2, the release Redis Stack 7.x ships (`redisbloom-2.8`).
+    RedisBloom28,
+    /// RedisBloom 8, built into Redis 8 (`redisbloom-8`).
+    RedisBloom8,
+}
+
+impl Compat {
+    /// Every level, in the order `bf.compat` lists them.
+    pub const ALL: [Compat; 2] = [Compat::RedisBloom28, Compat::RedisBloom8];
+
+    /// The value `bf.compat` takes for this level.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compat::RedisBloom28 => "redisbloom-2.8",
+            Compat::RedisBloom8 => "redisbloom-8",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Compat> {
+        Compat::ALL.into_iter().find(|c| c.name().eq_ignore_ascii_case(name))
+    }
+}

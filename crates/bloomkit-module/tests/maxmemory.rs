@@ -1,0 +1,122 @@
+//! Under `maxmemory`, creating or growing a filter of any type that would
+//! take `used_memory` past it is refused before anything is allocated, with
+//! the server's own OOM text (RedisBloom accepts it, after which every write
+//! fails); `bf.maxmemory-guard no` turns the guard off, `INFO bf` counts the
+//! refusals, and replicas and AOF replays of a primary without `maxmemory`
+//! still load everything.
+
+use std::time::Duration;
+
+use bloomkit_testkit::{aof_args, wait_until, Conn, Module, Reply, Server, TestServer};
+
+const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
+
+fn used_memory(c: &mut Conn) -> u64 {
+    c.info_field("memory", "used_memory").parse().unwrap()
+}
+
+fn refusals(c: &mut Conn) -> u64 {
+    c.info_field("bf", "bf_maxmemory_refusals").parse().unwrap()
+}
+
+#[test]
+fn creations_and_scale_outs_past_maxmemory_are_refused() {
+    for server in SERVERS {
+        let s = TestServer::start(server, &[Module::bloomkit()], &["--maxmemory", "20mb"]);
+        let mut c = s.conn();
+        let before = used_memory(&mut c);
+        // 180 MB, well under bf.max-filter-bytes: refused for the server's memory.
+        for (line, key) in [
+            ("BF.RESERVE big 0.001 100000000", "big"),
+            ("BF.INSERT big CAPACITY 100000000 ERROR 0.001 ITEMS a", "big"),
+            ("CF.RESERVE big 100000000", "big"),
+            ("CF.INSERT big CAPACITY 100000000 ITEMS a", "big"),
+            ("APBF.RESERVE big 0.001 10000000 COUNT", "big"),
+        ] {
+            assert_eq!(c.cmd(line), Reply::Error(OOM.into()), "{server:?}: {line}");
+            assert_eq!(c.call(&["EXISTS", key]), Reply::Int(0), "{server:?}: {line}");
+        }
+        assert!(used_memory(&mut c) < before + (1 << 20), "{server:?}: nothing was allocated");
+        assert_eq!(refusals(&mut c), 5, "{server:?}");
+
+        // A scale-out past it: the first sub-filter (100 000 items, 120 KB)
+        // fits, the next (1024 times larger, 160 MB) would not; what was
+        // added stays.
+        c.ok("BF.RESERVE grows 0.01 100000 EXPANSION 1024");
+        let mut refused_at = None;
+        'batches: for batch in 0..200 {
+            let mut args = vec!["BF.MADD".to_string(), "grows".to_string()];
+            args.extend((0..1000).map(|i| format!("item-{batch}-{i}")));
+            for (i, reply) in c.call(&args).as_array().iter().enumerate() {
+                if let Reply::Error(e) = reply {
+                    assert_eq!(e, OOM, "{server:?}");
+                    refused_at = Some(batch * 1000 + i);
+                    break 'batches;
+                }
+            }
+        }
+        let refused_at = refused_at.expect("the scale-out was refused");
+        // Refused when the first sub-filter was full (adds answered 0 for
+        // false positives did not fill it).
+        assert!((100_000..=101_000).contains(&refused_at), "{server:?}: refused at item {refused_at}");
+        assert_eq!(c.cmd("BF.CARD grows"), Reply::Int(100_000), "{server:?}");
+        assert_eq!(c.cmd("BF.INFO grows FILTERS"), Reply::Array(vec![Reply::Int(1)]), "{server:?}");
+        assert_eq!(c.cmd("BF.EXISTS grows item-0-0"), Reply::Int(1));
+        assert_eq!(refusals(&mut c), 6, "{server:?}");
+
+        // A cuckoo filter's growth too: 1 KB, then 32 MB.
+        c.ok("CF.RESERVE cgrows 1000 EXPANSION 32768");
+        let mut refused = false;
+        for batch in 0..20 {
+            let mut args = vec!["CF.INSERT".to_string(), "cgrows".to_string(), "ITEMS".to_string()];
+            args.extend((0..200).map(|i| format!("c-{batch}-{i}")));
+            if c.call(&args).as_array().iter().any(|r| r == &Reply::Error(OOM.into())) {
+                refused = true;
+                break;
+            }
+        }
+        assert!(refused, "{server:?}: the cuckoo filter's growth was refused");
+
+        // The guard off: the server's own rule only (used_memory below maxmemory now).
+        c.ok("CONFIG SET bf.maxmemory-guard no");
+        c.ok("BF.RESERVE accepted 0.001 10000000");
+        assert!(used_memory(&mut c) > 20 << 20, "{server:?}: the 18 MB filter was allocated");
+        c.ok("DEL accepted");
+    }
+}
+
+/// A replica with a small `maxmemory`, and a restart with one, load what a
+/// primary without it accepted: nothing replicated or replayed is refused.
+#[test]
+fn replicas_and_aof_replays_never_refuse() {
+    for server in SERVERS {
+        let mut primary = TestServer::start(server, &[Module::bloomkit()], &aof_args(false));
+        let port = primary.port.to_string();
+        let replica = TestServer::start(
+            server,
+            &[Module::bloomkit()],
+            // Replicas ignore maxmemory by default; with `replica-ignore-maxmemory
+            // no` the server itself refuses the primary's writes once over it.
+            &["--replicaof", "127.0.0.1", &port, "--maxmemory", "5mb"],
+        );
+        let mut r = replica.conn();
+        r.wait_for_sync(Duration::from_secs(30));
+        let mut p = primary.conn();
+        p.ok("BF.RESERVE big 0.001 5000000");
+        p.ok("CF.RESERVE cbig 4000000");
+        p.ok("APBF.RESERVE wbig 0.001 1000000 COUNT");
+        let mut args = vec!["BF.MADD".to_string(), "big".to_string()];
+        args.extend((0..1000).map(|i| format!("x{i}")));
+        p.call(&args);
+        let digest = p.digest();
+        wait_until("the replica holds the primary's data", Duration::from_secs(60), || r.digest() == digest);
+        assert_eq!(r.info_field("bf", "bf_maxmemory_refusals"), "0", "{server:?}");
+        // The same AOF replayed under a maxmemory far below what it holds.
+        p.ok("CONFIG SET appendfsync always");
+        primary.restart(&["--maxmemory", "5mb"]);
+        let mut p = primary.conn();
+        assert_eq!(p.digest(), digest, "{server:?}: the AOF replay loaded everything");
+        assert_eq!(p.cmd("BF.EXISTS big x7"), Reply::Int(1));
+    }
+}
