@@ -11,6 +11,8 @@ use redis_module::raw;
 
 use crate::ffi::{api, has_api, Arg, Ctx, RawArgv};
 
+pub mod docs;
+
 /// One command: name, handler, server flags, ACL categories, key-spec flags and docs.
 /// Names are lowercase as RedisBloom registers them: the server's
 /// wrong-arity error quotes the registered name.
@@ -23,9 +25,24 @@ pub struct Command {
     /// readers (servers that let modules set categories: Redis 7.4+, Valkey 8+).
     pub acl: &'static CStr,
     pub key_flags: u32,
+    /// What the command does, in a line (`COMMAND DOCS`' summary).
     pub summary: &'static CStr,
     pub complexity: &'static CStr,
+    /// The release that added the command: RedisBloom's for `BF.*` and
+    /// `CF.*`, valkey-bloom's for `BF.LOAD`, bloomkit's for `APBF.*`.
+    pub since: &'static CStr,
+    /// Command tips (`COMMAND INFO`), space-separated: [`DONT_CACHE`] on
+    /// readers whose reply a client must not cache.
+    pub tips: Option<&'static CStr>,
+    /// The argument tree after the command name, for `COMMAND DOCS`.
+    pub args: &'static [docs::Arg],
 }
+
+/// The tip RedisBloom 8 puts on `*.INFO`, `*.DEBUG` and `*.SCANDUMP`: read-only
+/// commands on one key whose replies client-side caches must not keep
+/// (sizes and state that change without the key changing, or one chunk of
+/// an iteration).
+pub const DONT_CACHE: Option<&CStr> = Some(c"dont-cache");
 
 /// Wraps a handler so that it runs behind `catch_unwind`, with its errors replied.
 macro_rules! entry {
@@ -87,7 +104,11 @@ pub fn add_acl_category(ctx: *mut raw::RedisModuleCtx, name: &CStr) -> Result<()
     Ok(())
 }
 
-/// Registers one command with its key spec and documentation.
+/// Registers one command with its key spec and documentation (summary,
+/// complexity, since, tips and argument tree), where the server has
+/// `RedisModule_SetCommandInfo` (Redis 7+, Valkey 7.2+). The arity stays the
+/// server's -1 for module commands: each handler checks its own, with
+/// RedisBloom's replies where those are not the server's arity error.
 pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command) -> Result<(), String> {
     let name = c.name.to_string_lossy();
     // SAFETY: valid context during OnLoad; first/last/step key = 1 for every BF command.
@@ -123,9 +144,16 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command) -> Result<(), String
     info.version = &version;
     info.summary = c.summary.as_ptr();
     info.complexity = c.complexity.as_ptr();
-    info.since = c"1.0.0".as_ptr();
+    info.since = c.since.as_ptr();
+    info.tips = c.tips.map_or(std::ptr::null(), CStr::as_ptr);
     info.key_specs = key_specs.as_mut_ptr();
-    // SAFETY: the server copies everything it keeps from `info` during the call.
+    // Lives until after the call: `info.args` points into it.
+    let mut args = docs::RawArgs::new(c.args);
+    info.args = args.root();
+    // SAFETY: the server validates `info` and copies everything it keeps
+    // from it (strings, key specs, the argument tree) during the call; every
+    // pointer in it is to 'static strings or to `version`, `key_specs` and
+    // `args`, which outlive the call.
     let status = unsafe { api!(RedisModule_SetCommandInfo)(command, &info) };
     if status != raw::REDISMODULE_OK as c_int {
         return Err(format!("could not set the command info of {name}"));

@@ -3,9 +3,14 @@
 pub mod commands;
 pub mod data_type;
 
-use crate::command::{entry, Command, Family, RO, RW_INSERT, RW_UPDATE};
+use crate::command::docs::{Arg, KEY, KEY_ITEM, KEY_ITEMS, LOADCHUNK, SCANDUMP};
+use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
 
 pub const FAMILY: Family = Family { commands: COMMANDS, register: data_type::register, info: None };
+
+/// bloomkit's own commands, all in its first release. k is the number of
+/// hash functions, l the number of slices a lookup may walk past.
+const SINCE: &std::ffi::CStr = c"0.1.0";
 
 const COMMANDS: &[Command] = &[
     Command {
@@ -16,6 +21,14 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Creates a sliding-window filter: COUNT (the last capacity items) or TIME seconds",
         complexity: c"O(1)",
+        since: SINCE,
+        tips: None,
+        args: &[
+            Arg::key(c"key"),
+            Arg::double(c"error_rate"),
+            Arg::integer(c"capacity"),
+            Arg::one_of(c"window", &[Arg::word(c"count", c"COUNT"), Arg::integer(c"seconds").token(c"TIME")]),
+        ],
     },
     Command {
         name: c"apbf.add",
@@ -25,6 +38,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Adds an item; 1 if it was not seen within the window",
         complexity: c"O(k + l)",
+        since: SINCE,
+        tips: None,
+        args: KEY_ITEM,
     },
     Command {
         name: c"apbf.madd",
@@ -33,7 +49,10 @@ const COMMANDS: &[Command] = &[
         flags: c"write deny-oom",
         key_flags: RW_UPDATE,
         summary: c"Adds items; one reply per item",
-        complexity: c"O((k + l) * n)",
+        complexity: c"O((k + l) * n), n the number of items",
+        since: SINCE,
+        tips: None,
+        args: KEY_ITEMS,
     },
     Command {
         name: c"apbf.exists",
@@ -43,6 +62,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Checks whether an item was seen within the window",
         complexity: c"O(k + l)",
+        since: SINCE,
+        tips: None,
+        args: KEY_ITEM,
     },
     Command {
         name: c"apbf.mexists",
@@ -51,7 +73,10 @@ const COMMANDS: &[Command] = &[
         flags: c"readonly fast",
         key_flags: RO,
         summary: c"Checks items; one reply per item",
-        complexity: c"O((k + l) * n)",
+        complexity: c"O((k + l) * n), n the number of items",
+        since: SINCE,
+        tips: None,
+        args: KEY_ITEMS,
     },
     Command {
         name: c"apbf.info",
@@ -61,6 +86,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns a sliding-window filter's parameters and state",
         complexity: c"O(1)",
+        since: SINCE,
+        tips: DONT_CACHE,
+        args: KEY,
     },
     Command {
         name: c"apbf.scandump",
@@ -70,6 +98,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns the next chunk of a sliding-window filter's state",
         complexity: c"O(c), c the chunk size",
+        since: SINCE,
+        tips: DONT_CACHE,
+        args: SCANDUMP,
     },
     Command {
         name: c"apbf.advance",
@@ -79,6 +110,15 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Ends generations as the primary decided (replication and AOF)",
         complexity: c"O(n) slices cleared",
+        since: SINCE,
+        tips: None,
+        args: &[
+            Arg::key(c"key"),
+            Arg::integer(c"generations"),
+            Arg::integer(c"started_ms"),
+            // Left out by the first format, which wrote at `started_ms`.
+            Arg::integer(c"now_ms").optional(),
+        ],
     },
     Command {
         name: c"apbf.loadchunk",
@@ -88,5 +128,8 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Restores a sliding-window filter's state (replication and AOF rewrite)",
         complexity: c"O(c), c the chunk size",
+        since: SINCE,
+        tips: None,
+        args: LOADCHUNK,
     },
 ];

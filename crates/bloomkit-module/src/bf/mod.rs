@@ -5,7 +5,8 @@
 pub mod commands;
 pub mod data_type;
 
-use crate::command::{add_acl_category, entry, Command, Family, RO, RW_INSERT, RW_UPDATE};
+use crate::command::docs::{Arg, KEY, KEY_ITEM, KEY_ITEMS, LOADCHUNK, SCANDUMP};
+use crate::command::{add_acl_category, entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
 
 pub const FAMILY: Family = Family { commands: COMMANDS, register, info: None };
 
@@ -16,6 +17,9 @@ fn register(ctx: *mut redis_module::raw::RedisModuleCtx) -> Result<(), String> {
     add_acl_category(ctx, c"bloom")
 }
 
+// `since` is RedisBloom's: 1.0.0 for every command but BF.CARD (2.4.4), as
+// its command docs give them (BF.DEBUG, undocumented there, is 1.0.0 in its
+// command info).
 const COMMANDS: &[Command] = &[
     Command {
         name: c"bf.reserve",
@@ -25,6 +29,15 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Creates an empty Bloom filter with an error rate and initial capacity",
         complexity: c"O(1)",
+        since: c"1.0.0",
+        tips: None,
+        args: &[
+            Arg::key(c"key"),
+            Arg::double(c"error_rate"),
+            Arg::integer(c"capacity"),
+            Arg::integer(c"expansion").token(c"EXPANSION").optional(),
+            Arg::word(c"nonscaling", c"NONSCALING").optional(),
+        ],
     },
     Command {
         name: c"bf.add",
@@ -34,6 +47,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Adds an item, creating the filter if needed",
         complexity: c"O(k), k the number of hash functions",
+        since: c"1.0.0",
+        tips: None,
+        args: KEY_ITEM,
     },
     Command {
         name: c"bf.madd",
@@ -42,7 +58,10 @@ const COMMANDS: &[Command] = &[
         flags: c"write deny-oom",
         key_flags: RW_INSERT,
         summary: c"Adds items, creating the filter if needed",
-        complexity: c"O(k * n), n the number of items",
+        complexity: c"O(k * n), k the number of hash functions, n the number of items",
+        since: c"1.0.0",
+        tips: None,
+        args: KEY_ITEMS,
     },
     Command {
         name: c"bf.insert",
@@ -51,7 +70,19 @@ const COMMANDS: &[Command] = &[
         flags: c"write deny-oom",
         key_flags: RW_INSERT,
         summary: c"Adds items, creating the filter with the given parameters if needed",
-        complexity: c"O(k * n)",
+        complexity: c"O(k * n), k the number of hash functions, n the number of items",
+        since: c"1.0.0",
+        tips: None,
+        args: &[
+            Arg::key(c"key"),
+            Arg::integer(c"capacity").token(c"CAPACITY").optional(),
+            Arg::double(c"error").token(c"ERROR").optional(),
+            Arg::integer(c"expansion").token(c"EXPANSION").optional(),
+            Arg::word(c"nocreate", c"NOCREATE").optional(),
+            Arg::word(c"nonscaling", c"NONSCALING").optional(),
+            Arg::word(c"items", c"ITEMS"),
+            Arg::string(c"item").multiple(),
+        ],
     },
     Command {
         name: c"bf.exists",
@@ -60,7 +91,10 @@ const COMMANDS: &[Command] = &[
         flags: c"readonly fast",
         key_flags: RO,
         summary: c"Checks whether an item may have been added",
-        complexity: c"O(k)",
+        complexity: c"O(k), k the number of hash functions",
+        since: c"1.0.0",
+        tips: None,
+        args: KEY_ITEM,
     },
     Command {
         name: c"bf.mexists",
@@ -69,7 +103,10 @@ const COMMANDS: &[Command] = &[
         flags: c"readonly fast",
         key_flags: RO,
         summary: c"Checks whether items may have been added",
-        complexity: c"O(k * n)",
+        complexity: c"O(k * n), k the number of hash functions, n the number of items",
+        since: c"1.0.0",
+        tips: None,
+        args: KEY_ITEMS,
     },
     Command {
         name: c"bf.info",
@@ -77,8 +114,24 @@ const COMMANDS: &[Command] = &[
         handler: entry!(commands::info),
         flags: c"readonly fast",
         key_flags: RO,
-        summary: c"Returns information about a Bloom filter",
+        summary: c"Returns a Bloom filter's capacity, size, sub-filters, items and expansion, or one of them",
         complexity: c"O(1)",
+        since: c"1.0.0",
+        tips: DONT_CACHE,
+        args: &[
+            Arg::key(c"key"),
+            Arg::one_of(
+                c"single_value",
+                &[
+                    Arg::word(c"capacity", c"CAPACITY"),
+                    Arg::word(c"size", c"SIZE"),
+                    Arg::word(c"filters", c"FILTERS"),
+                    Arg::word(c"items", c"ITEMS"),
+                    Arg::word(c"expansion", c"EXPANSION"),
+                ],
+            )
+            .optional(),
+        ],
     },
     Command {
         name: c"bf.card",
@@ -88,6 +141,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns the number of items added to a Bloom filter",
         complexity: c"O(1)",
+        since: c"2.4.4",
+        tips: None,
+        args: KEY,
     },
     Command {
         name: c"bf.debug",
@@ -97,6 +153,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns the layout of a Bloom filter's sub-filters",
         complexity: c"O(s), s the number of sub-filters",
+        since: c"1.0.0",
+        tips: DONT_CACHE,
+        args: KEY,
     },
     Command {
         name: c"bf.scandump",
@@ -106,6 +165,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns the next chunk of a Bloom filter's dump",
         complexity: c"O(c), c the chunk size",
+        since: c"1.0.0",
+        tips: DONT_CACHE,
+        args: SCANDUMP,
     },
     Command {
         name: c"bf.loadchunk",
@@ -114,6 +176,9 @@ const COMMANDS: &[Command] = &[
         flags: c"write deny-oom",
         key_flags: RW_UPDATE,
         summary: c"Restores a Bloom filter from chunks returned by BF.SCANDUMP",
-        complexity: c"O(c)",
+        complexity: c"O(c), c the chunk size",
+        since: c"1.0.0",
+        tips: None,
+        args: LOADCHUNK,
     },
 ];

@@ -7,7 +7,8 @@ use std::ffi::CStr;
 
 use redis_module::raw;
 
-use crate::command::{add_acl_category, entry, Command, Family, RO, RW_INSERT, RW_UPDATE};
+use crate::command::docs::{Arg, KEY, KEY_ITEM, KEY_ITEMS, LOADCHUNK, SCANDUMP};
+use crate::command::{add_acl_category, entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
 use crate::ffi::api;
 use crate::stats::{self, cuckoo};
 
@@ -37,6 +38,17 @@ fn info(ctx: *mut raw::RedisModuleInfoCtx) {
     }
 }
 
+/// `CF.INSERT` and `CF.INSERTNX`: `key [CAPACITY capacity] [NOCREATE] ITEMS item [item ...]`.
+const INSERT_ARGS: &[Arg] = &[
+    Arg::key(c"key"),
+    Arg::integer(c"capacity").token(c"CAPACITY").optional(),
+    Arg::word(c"nocreate", c"NOCREATE").optional(),
+    Arg::word(c"items", c"ITEMS"),
+    Arg::string(c"item").multiple(),
+];
+
+// `since` is RedisBloom's: 1.0.0 for every CF command its command docs list;
+// CF.COMPACT and CF.DEBUG, undocumented there, date from the same release.
 const COMMANDS: &[Command] = &[
     Command {
         name: c"cf.reserve",
@@ -46,6 +58,15 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Creates an empty cuckoo filter with a capacity and optional bucket size, max iterations and expansion",
         complexity: c"O(1)",
+        since: c"1.0.0",
+        tips: None,
+        args: &[
+            Arg::key(c"key"),
+            Arg::integer(c"capacity"),
+            Arg::integer(c"bucketsize").token(c"BUCKETSIZE").optional(),
+            Arg::integer(c"maxiterations").token(c"MAXITERATIONS").optional(),
+            Arg::integer(c"expansion").token(c"EXPANSION").optional(),
+        ],
     },
     Command {
         name: c"cf.add",
@@ -54,7 +75,10 @@ const COMMANDS: &[Command] = &[
         flags: c"write deny-oom",
         key_flags: RW_INSERT,
         summary: c"Adds an item (a copy if already present), creating the filter if needed",
-        complexity: c"O(k + i), k sub-filters, i max iterations",
+        complexity: c"O(k + i), k the number of sub-filters, i the max iterations",
+        since: c"1.0.0",
+        tips: None,
+        args: KEY_ITEM,
     },
     Command {
         name: c"cf.addnx",
@@ -63,7 +87,10 @@ const COMMANDS: &[Command] = &[
         flags: c"write deny-oom",
         key_flags: RW_INSERT,
         summary: c"Adds an item unless it may already be present, creating the filter if needed",
-        complexity: c"O(k + i)",
+        complexity: c"O(k + i), k the number of sub-filters, i the max iterations",
+        since: c"1.0.0",
+        tips: None,
+        args: KEY_ITEM,
     },
     Command {
         name: c"cf.insert",
@@ -72,7 +99,10 @@ const COMMANDS: &[Command] = &[
         flags: c"write deny-oom",
         key_flags: RW_INSERT,
         summary: c"Adds items, creating the filter with the given capacity if needed",
-        complexity: c"O(n * (k + i)), n the number of items",
+        complexity: c"O(n * (k + i)), n the number of items, k the number of sub-filters, i the max iterations",
+        since: c"1.0.0",
+        tips: None,
+        args: INSERT_ARGS,
     },
     Command {
         name: c"cf.insertnx",
@@ -81,7 +111,10 @@ const COMMANDS: &[Command] = &[
         flags: c"write deny-oom",
         key_flags: RW_INSERT,
         summary: c"Adds items unless they may already be present, creating the filter if needed",
-        complexity: c"O(n * (k + i))",
+        complexity: c"O(n * (k + i)), n the number of items, k the number of sub-filters, i the max iterations",
+        since: c"1.0.0",
+        tips: None,
+        args: INSERT_ARGS,
     },
     Command {
         name: c"cf.exists",
@@ -90,7 +123,10 @@ const COMMANDS: &[Command] = &[
         flags: c"readonly fast",
         key_flags: RO,
         summary: c"Checks whether an item may be in a cuckoo filter",
-        complexity: c"O(k)",
+        complexity: c"O(k), k the number of sub-filters",
+        since: c"1.0.0",
+        tips: None,
+        args: KEY_ITEM,
     },
     Command {
         name: c"cf.mexists",
@@ -99,7 +135,10 @@ const COMMANDS: &[Command] = &[
         flags: c"readonly fast",
         key_flags: RO,
         summary: c"Checks whether items may be in a cuckoo filter",
-        complexity: c"O(k * n)",
+        complexity: c"O(k * n), k the number of sub-filters, n the number of items",
+        since: c"1.0.0",
+        tips: None,
+        args: KEY_ITEMS,
     },
     Command {
         name: c"cf.count",
@@ -108,7 +147,10 @@ const COMMANDS: &[Command] = &[
         flags: c"readonly fast",
         key_flags: RO,
         summary: c"Returns how many copies of an item may be in a cuckoo filter",
-        complexity: c"O(k)",
+        complexity: c"O(k), k the number of sub-filters",
+        since: c"1.0.0",
+        tips: None,
+        args: KEY_ITEM,
     },
     Command {
         name: c"cf.del",
@@ -117,7 +159,10 @@ const COMMANDS: &[Command] = &[
         flags: c"write fast",
         key_flags: RW_UPDATE,
         summary: c"Deletes one copy of an item from a cuckoo filter",
-        complexity: c"O(k), more when it compacts",
+        complexity: c"O(k), k the number of sub-filters; more when it compacts",
+        since: c"1.0.0",
+        tips: None,
+        args: KEY_ITEM,
     },
     Command {
         name: c"cf.compact",
@@ -127,6 +172,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Moves items into older sub-filters and frees emptied ones",
         complexity: c"O(s), s the number of slots",
+        since: c"1.0.0",
+        tips: None,
+        args: KEY,
     },
     Command {
         name: c"cf.info",
@@ -134,8 +182,11 @@ const COMMANDS: &[Command] = &[
         handler: entry!(commands::info),
         flags: c"readonly fast",
         key_flags: RO,
-        summary: c"Returns information about a cuckoo filter",
+        summary: c"Returns a cuckoo filter's size, buckets, sub-filters, items and parameters",
         complexity: c"O(1)",
+        since: c"1.0.0",
+        tips: DONT_CACHE,
+        args: KEY,
     },
     Command {
         name: c"cf.debug",
@@ -145,6 +196,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns a cuckoo filter's parameters and counters on one line",
         complexity: c"O(1)",
+        since: c"1.0.0",
+        tips: DONT_CACHE,
+        args: KEY,
     },
     Command {
         name: c"cf.scandump",
@@ -154,6 +208,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns the next chunk of a cuckoo filter's dump",
         complexity: c"O(c), c the chunk size",
+        since: c"1.0.0",
+        tips: DONT_CACHE,
+        args: SCANDUMP,
     },
     Command {
         name: c"cf.loadchunk",
@@ -162,6 +219,9 @@ const COMMANDS: &[Command] = &[
         flags: c"write deny-oom",
         key_flags: RW_UPDATE,
         summary: c"Restores a cuckoo filter from chunks returned by CF.SCANDUMP",
-        complexity: c"O(c)",
+        complexity: c"O(c), c the chunk size",
+        since: c"1.0.0",
+        tips: None,
+        args: LOADCHUNK,
     },
 ];
