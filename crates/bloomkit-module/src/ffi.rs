@@ -401,6 +401,9 @@ pub struct Defrag {
     ctx: *mut raw::RedisModuleDefragCtx,
     /// The cursor the server keeps for a late defrag, `None` otherwise.
     cursor: Option<u64>,
+    /// Which block sizes the allocator lets move (`alloc::defrag_may_move`,
+    /// passed in: alloc.rs imports this file through config.rs).
+    may_move: fn(usize) -> bool,
     pub hits: u64,
     pub misses: u64,
     pub large_kept: u64,
@@ -409,13 +412,13 @@ pub struct Defrag {
 impl Defrag {
     /// # Safety
     /// `ctx` must be the context the server passed to the running callback.
-    pub unsafe fn new(ctx: *mut raw::RedisModuleDefragCtx) -> Defrag {
+    pub unsafe fn new(ctx: *mut raw::RedisModuleDefragCtx, may_move: fn(usize) -> bool) -> Defrag {
         let mut cursor: std::ffi::c_ulong = 0;
         // SAFETY: a valid context; the call only reads the server's cursor
         // into `cursor` (or fails when there is none).
         let late =
             unsafe { api!(RedisModule_DefragCursorGet)(ctx, &mut cursor) } == raw::REDISMODULE_OK as c_int;
-        Defrag { ctx, cursor: late.then_some(cursor as u64), hits: 0, misses: 0, large_kept: 0 }
+        Defrag { ctx, cursor: late.then_some(cursor as u64), may_move, hits: 0, misses: 0, large_kept: 0 }
     }
 
     /// The cursor of a late defrag (0 when the value starts), `None` when
@@ -451,7 +454,7 @@ impl Defrag {
     ) -> Option<NonNull<std::ffi::c_void>> {
         // alloc.rs pads every size to the alignment; it assumes 16-byte
         // aligned blocks, which a same-size copy also gets.
-        if align > 16 || !crate::alloc::defrag_may_move(len.next_multiple_of(align)) {
+        if align > 16 || !(self.may_move)(len.next_multiple_of(align)) {
             self.large_kept += 1;
             return None;
         }

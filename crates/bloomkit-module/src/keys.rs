@@ -94,7 +94,7 @@ pub unsafe fn defrag<T>(
 ) -> c_int {
     crate::ffi::guard(0, || {
         // SAFETY: the server's context for this callback.
-        let mut d = unsafe { crate::ffi::Defrag::new(ctx) };
+        let mut d = unsafe { crate::ffi::Defrag::new(ctx, crate::alloc::defrag_may_move) };
         let resumed = d.cursor().is_some_and(|c| c > 0);
         let from = match d.cursor() {
             Some(c) if c > 0 => usize::try_from(c - 1).unwrap_or(usize::MAX),
