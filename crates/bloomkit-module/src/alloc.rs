@@ -132,6 +132,18 @@ unsafe fn advise_huge(ptr: *mut u8, len: usize, huge: bool) {
     }
 }
 
+/// Whether active defrag may move a block of `len` bytes
+/// (`RedisModule_DefragAlloc`: the server copies it to a new block and frees
+/// the old one without calling back here). Only blocks below
+/// [`LAZY_ZERO_FROM`] may: a larger one may carry huge-page advice, which
+/// belongs to its addresses (the old block would keep it when the server
+/// frees it, the copy would lack it), and copying it would commit every
+/// page that lazy zeroing left untouched. Nothing is lost by keeping them:
+/// jemalloc only ever moves blocks of its small size classes (up to 14 KiB).
+pub fn defrag_may_move(len: usize) -> bool {
+    len < LAZY_ZERO_FROM
+}
+
 /// Sizes padded to the alignment, as the redis-module crate does. The
 /// server's allocators return 16-byte aligned blocks, which covers every type
 /// bloomkit allocates.

@@ -388,3 +388,163 @@ pub fn digest_buffers(md: *mut raw::RedisModuleDigest, buffers: &[&[u8]]) {
 pub fn guard<T>(fallback: T, f: impl FnOnce() -> T) -> T {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(fallback)
 }
+
+/// Whether the server has the defrag API a type's `defrag` callback uses
+/// (Redis 6.2+, Valkey): without it the callback is not registered.
+pub fn defrag_supported() -> bool {
+    has_api!(RedisModule_DefragAlloc)
+        && has_api!(RedisModule_DefragShouldStop)
+        && has_api!(RedisModule_DefragCursorGet)
+        && has_api!(RedisModule_DefragCursorSet)
+}
+
+/// A type's `defrag` callback's context: moves blocks through
+/// `RedisModule_DefragAlloc`, answers the walk's "time is up?", and counts.
+///
+/// The server calls the callback in two ways. For a value whose
+/// `free_effort` is at most `active-defrag-max-scan-fields`, at once with no
+/// cursor and no time limit: the whole value is done in one call. Otherwise
+/// ("late defrag") with a cursor and an end time: the walk stops when
+/// `RedisModule_DefragShouldStop` says so and resumes from the cursor on a
+/// later call (0 = start of a value).
+pub struct Defrag {
+    ctx: *mut raw::RedisModuleDefragCtx,
+    /// The cursor the server keeps for a late defrag, `None` otherwise.
+    cursor: Option<u64>,
+    /// Which block sizes the allocator lets move (`alloc::defrag_may_move`,
+    /// passed in: alloc.rs imports this file through config.rs).
+    may_move: fn(usize) -> bool,
+    pub hits: u64,
+    pub misses: u64,
+    pub large_kept: u64,
+}
+
+impl Defrag {
+    /// # Safety
+    /// `ctx` must be the context the server passed to the running callback.
+    pub unsafe fn new(ctx: *mut raw::RedisModuleDefragCtx, may_move: fn(usize) -> bool) -> Defrag {
+        let mut cursor: std::ffi::c_ulong = 0;
+        // SAFETY: a valid context; the call only reads the server's cursor
+        // into `cursor` (or fails when there is none).
+        let late =
+            unsafe { api!(RedisModule_DefragCursorGet)(ctx, &mut cursor) } == raw::REDISMODULE_OK as c_int;
+        Defrag { ctx, cursor: late.then_some(cursor as u64), may_move, hits: 0, misses: 0, large_kept: 0 }
+    }
+
+    /// The cursor of a late defrag (0 when the value starts), `None` when
+    /// the server wants the value done in one call.
+    pub fn cursor(&self) -> Option<u64> {
+        self.cursor
+    }
+
+    /// Leaves `cursor` (not 0) for the next call; false when the server
+    /// keeps no cursor for this call.
+    pub fn set_cursor(&mut self, cursor: u64) -> bool {
+        debug_assert!(cursor != 0, "0 tells the server the value is done");
+        // SAFETY: the context of the running callback.
+        self.cursor.is_some()
+            && unsafe { api!(RedisModule_DefragCursorSet)(self.ctx, cursor as std::ffi::c_ulong) }
+                == raw::REDISMODULE_OK as c_int
+    }
+
+    /// Asks the server to move the block at `ptr`, `len` bytes allocated
+    /// through the global allocator for alignment `align`: the new address,
+    /// or `None` when it stays (the block is then untouched).
+    ///
+    /// # Safety
+    /// `ptr` must be a live block from the global allocator (the server's,
+    /// see `alloc.rs`) that the caller owns and that nothing else points to.
+    /// When `Some` is returned the old block has been freed: the caller must
+    /// replace every use of `ptr` by the new address before anything reads it.
+    unsafe fn relocate(
+        &mut self,
+        ptr: *mut std::ffi::c_void,
+        len: usize,
+        align: usize,
+    ) -> Option<NonNull<std::ffi::c_void>> {
+        // alloc.rs pads every size to the alignment; it assumes 16-byte
+        // aligned blocks, which a same-size copy also gets.
+        if align > 16 || !(self.may_move)(len.next_multiple_of(align)) {
+            self.large_kept += 1;
+            return None;
+        }
+        // SAFETY: the caller's block, allocated by the server's allocator
+        // (RedisModule_TryAlloc and friends). The server copies its usable
+        // size into a block of the same size class (hence the same
+        // alignment: every class of 16 bytes or more is 16-aligned, smaller
+        // blocks hold types of at most their size's alignment) and frees it.
+        let moved = NonNull::new(unsafe { api!(RedisModule_DefragAlloc)(self.ctx, ptr) });
+        match moved {
+            Some(_) => self.hits += 1,
+            None => self.misses += 1,
+        }
+        moved
+    }
+
+    /// Moves the value the keyspace holds (`*value`, a `Box<T>` leaked by
+    /// `into_value`), updating the keyspace's pointer.
+    ///
+    /// # Safety
+    /// `value` must be the pointer the server passed to the callback, its
+    /// target a `Box<T>` made by the type's `into_value`, with no reference
+    /// to it alive.
+    pub unsafe fn value<T>(&mut self, value: *mut *mut std::ffi::c_void) {
+        // SAFETY: the caller's guarantees; the box's block is
+        // `size_of::<T>()` bytes for `align_of::<T>()`, and the keyspace's
+        // pointer is updated before anything else reads it.
+        unsafe {
+            if let Some(new) = self.relocate(*value, std::mem::size_of::<T>(), std::mem::align_of::<T>()) {
+                *value = new.as_ptr();
+            }
+        }
+    }
+}
+
+impl bloomkit_core::common::memory::Relocate for Defrag {
+    fn bytes(&mut self, buffer: &mut Box<[u8]>) {
+        let len = buffer.len();
+        if len == 0 {
+            return; // no allocation behind an empty box
+        }
+        // Taken out of the value while the server may free its block, so
+        // that no reference to the old address survives the call.
+        let old = Box::into_raw(std::mem::take(buffer)).cast::<u8>();
+        // SAFETY: a block of `len` bytes the value owned, from the global
+        // allocator, now owned here only.
+        let ptr = match unsafe { self.relocate(old.cast(), len, 1) } {
+            Some(new) => new.as_ptr().cast::<u8>(),
+            None => old,
+        };
+        // SAFETY: `ptr` is the live block holding the buffer's `len` bytes
+        // (the copy, when the old one was freed), from the server's
+        // allocator, which `Box` frees through the global allocator.
+        *buffer = unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) };
+    }
+
+    fn vec<T>(&mut self, buffer: &mut Vec<T>) {
+        let (capacity, size) = (buffer.capacity(), std::mem::size_of::<T>());
+        if capacity == 0 || size == 0 {
+            return; // no allocation
+        }
+        // Taken out of the value, never dropped here: its block either moves
+        // (and the server freed the old one) or comes back as it was.
+        let mut old = std::mem::ManuallyDrop::new(std::mem::take(buffer));
+        let (ptr, len) = (old.as_mut_ptr(), old.len());
+        // SAFETY: the vector's block, `capacity * size` bytes for
+        // `align_of::<T>()`, from the global allocator, owned here only.
+        let ptr = match unsafe { self.relocate(ptr.cast(), capacity * size, std::mem::align_of::<T>()) } {
+            Some(new) => new.as_ptr().cast::<T>(),
+            None => ptr,
+        };
+        // SAFETY: `ptr` is the live block holding the same `len` elements
+        // (moved bitwise, as Rust moves any value) with room for `capacity`,
+        // from the server's allocator, aligned for T (see `relocate`).
+        *buffer = unsafe { Vec::from_raw_parts(ptr, len, capacity) };
+    }
+
+    fn should_stop(&mut self) -> bool {
+        // Only a late defrag can resume; the other call must finish.
+        // SAFETY: the context of the running callback.
+        self.cursor.is_some() && unsafe { api!(RedisModule_DefragShouldStop)(self.ctx) } != 0
+    }
+}

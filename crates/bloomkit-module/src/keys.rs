@@ -54,8 +54,9 @@ impl DataType {
 
 /// The callbacks every data type registers, taken from the functions of
 /// these names in the calling module (`rdb_load`, `rdb_save`,
-/// `aof_rewrite`, `mem_usage`, `digest`, `free`, `free_effort`, `copy`):
-/// one list, so that no type forgets one.
+/// `aof_rewrite`, `mem_usage`, `digest`, `free`, `free_effort`, `copy`, and
+/// `defrag` where the server has the defrag API): one list, so that no type
+/// forgets one.
 macro_rules! type_methods {
     () => {
         |m: &mut redis_module::raw::RedisModuleTypeMethods| {
@@ -67,10 +68,54 @@ macro_rules! type_methods {
             m.free = Some(free);
             m.free_effort = Some(free_effort);
             m.copy = Some(copy);
+            if crate::ffi::defrag_supported() {
+                m.defrag = Some(defrag);
+            }
         }
     };
 }
 pub(crate) use type_methods;
+
+/// Active defrag of one value, the body of every type's `defrag` callback:
+/// moves the value itself (the `Box` the keyspace points to) when a walk
+/// starts, then the buffers `walk` (the core type's `relocate`) offers from
+/// the cursor on. Returns 1 when the server's time ran out first (the
+/// cursor says where to resume: the next buffer's number plus one, as 0
+/// means "start"), 0 when the value is done.
+///
+/// # Safety
+/// `ctx` and `value` must be what the server passed to the callback, and
+/// `*value` a `T` stored by this type (made by its `into_value`).
+pub unsafe fn defrag<T>(
+    ctx: *mut raw::RedisModuleDefragCtx,
+    value: *mut *mut c_void,
+    kind: crate::stats::defrag::Kind,
+    walk: impl FnOnce(&mut T, usize, &mut crate::ffi::Defrag) -> Option<usize>,
+) -> c_int {
+    crate::ffi::guard(0, || {
+        // SAFETY: the server's context for this callback.
+        let mut d = unsafe { crate::ffi::Defrag::new(ctx, crate::alloc::defrag_may_move) };
+        let resumed = d.cursor().is_some_and(|c| c > 0);
+        let from = match d.cursor() {
+            Some(c) if c > 0 => usize::try_from(c - 1).unwrap_or(usize::MAX),
+            // SAFETY: the caller's guarantees; no reference to the value is alive.
+            _ => unsafe {
+                d.value::<T>(value);
+                0
+            },
+        };
+        // SAFETY: `*value` now points at the value (moved or not); the
+        // server runs this on its main thread, where nothing else uses it.
+        let v = unsafe { &mut *(*value).cast::<T>() };
+        let more = walk(v, from, &mut d);
+        let status = match more {
+            Some(next) if d.set_cursor(next as u64 + 1) => 1,
+            _ => 0,
+        };
+        crate::stats::defrag::tally(kind, d.hits, d.misses, d.large_kept, resumed);
+        status
+    })
+}
 
 /// A Rust value stored under a module data type.
 pub trait Stored: Sized {

@@ -8,7 +8,8 @@
 //! ([`io`]), the settings ([`config`]) and the counters ([`stats`]). Every
 //! filter operation and argument rule is in `bloomkit-core`.
 
-#[cfg(not(test))]
+// Compiled in tests too, for `alloc::defrag_may_move`; installed only outside them.
+#[cfg_attr(test, allow(dead_code))]
 mod alloc;
 mod command;
 mod config;
@@ -74,7 +75,28 @@ extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) 
                 section(ctx);
             }
         }
+        defrag_info(ctx);
     })
+}
+
+/// `INFO bf`'s `defrag` section: what active defrag moved, by data type.
+fn defrag_info(ctx: *mut raw::RedisModuleInfoCtx) {
+    use stats::defrag::{Kind, HITS, KEYS_RESUMED, LARGE_KEPT, MISSES};
+    let kinds = [(Kind::Bf, "bf"), (Kind::Cf, "cf"), (Kind::Apbf, "apbf"), (Kind::Vbloom, "vbloom")];
+    let mut fields: Vec<(String, u64)> = Vec::with_capacity(2 * kinds.len() + 2);
+    for (kind, name) in kinds {
+        fields.push((format!("defrag_{name}_hits\0"), stats::get(&HITS[kind as usize])));
+        fields.push((format!("defrag_{name}_misses\0"), stats::get(&MISSES[kind as usize])));
+    }
+    fields.push(("defrag_large_kept\0".into(), stats::get(&LARGE_KEPT)));
+    fields.push(("defrag_keys_resumed\0".into(), stats::get(&KEYS_RESUMED)));
+    // SAFETY: valid info context; NUL-terminated names.
+    unsafe {
+        api!(RedisModule_InfoAddSection)(ctx, c"defrag".as_ptr());
+        for (name, value) in &fields {
+            api!(RedisModule_InfoAddFieldULongLong)(ctx, name.as_ptr().cast(), *value);
+        }
+    }
 }
 
 /// Panics are caught at every entry point; this puts their message and

@@ -110,3 +110,33 @@ pub mod cuckoo {
         LOOKUPS.store(LOOKUPS.load(Relaxed) + n, Relaxed);
     }
 }
+
+/// Active defrag (`activedefrag yes`), by data type: blocks the server
+/// moved (hits) and left where they were (misses), blocks never offered
+/// because the allocator treats them specially (`alloc::defrag_may_move`),
+/// and defrag calls that resumed a value from a cursor.
+pub mod defrag {
+    use super::*;
+
+    /// The data types, in the order of the counters below.
+    #[derive(Clone, Copy)]
+    pub enum Kind {
+        Bf = 0,
+        Cf = 1,
+        Apbf = 2,
+        Vbloom = 3,
+    }
+
+    pub static HITS: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+    pub static MISSES: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+    pub static LARGE_KEPT: AtomicU64 = AtomicU64::new(0);
+    pub static KEYS_RESUMED: AtomicU64 = AtomicU64::new(0);
+
+    /// What one defrag call did.
+    pub fn tally(kind: Kind, hits: u64, misses: u64, large_kept: u64, resumed: bool) {
+        HITS[kind as usize].fetch_add(hits, Relaxed);
+        MISSES[kind as usize].fetch_add(misses, Relaxed);
+        LARGE_KEPT.fetch_add(large_kept, Relaxed);
+        KEYS_RESUMED.fetch_add(u64::from(resumed), Relaxed);
+    }
+}

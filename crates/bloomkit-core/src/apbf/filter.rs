@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::common::hash::HashWidth;
-use crate::common::memory::{zeroed_bytes, Limits, Modulus};
+use crate::common::memory::{zeroed_bytes, Limits, Modulus, Relocate};
 
 /// An age-partitioned Bloom filter.
 #[derive(Clone, Debug, PartialEq)]
@@ -123,6 +123,17 @@ impl Apbf {
     /// a window, and some were forgotten early.
     pub fn early_losses(&self) -> u64 {
         self.early_losses
+    }
+
+    /// Offers the filter's one buffer (its slices and counts) to `to`, for
+    /// a server's active defragmentation, when `from` is 0; never asks to
+    /// resume (`None`), as there is nothing after it. The filter itself is
+    /// the caller's to move.
+    pub fn relocate(&mut self, from: usize, to: &mut impl Relocate) -> Option<usize> {
+        if from == 0 {
+            to.vec(&mut self.bits);
+        }
+        None
     }
 
     /// Bytes of the state's body (slices, generation counts and times).
@@ -376,6 +387,21 @@ impl Apbf {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+
+    #[test]
+    fn relocate_moves_the_one_buffer() {
+        use crate::common::memory::TestMover;
+        let mut f = new(0.01, 1000, Window::Count, 0);
+        for i in 0..500u32 {
+            f.add(&i.to_le_bytes(), 0);
+        }
+        let copy = f.clone();
+        let mut mover = TestMover::new(1);
+        assert_eq!(mover.run(|from, to| f.relocate(from, to)), 1);
+        assert_eq!(mover.moved_from.len(), 1);
+        assert_eq!(f, copy);
+        assert!((0..500u32).all(|i| f.contains(&i.to_le_bytes(), 0)));
+    }
 
     pub(in crate::apbf) fn new(error: f64, capacity: u64, window: Window, now: u64) -> Apbf {
         Apbf::new(ApbfParams { error, capacity, window }, now, Limits::NONE).unwrap()

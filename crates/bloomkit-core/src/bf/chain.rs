@@ -3,7 +3,7 @@
 use super::errors::BfError;
 use super::sub_filter::{SubFilter, PREFETCH_FROM_BYTES};
 use crate::common::hash::{HashPair, HashWidth};
-use crate::common::memory::Limits;
+use crate::common::memory::{relocate_list, Limits, Relocate};
 use crate::common::sizing::{options, Shape};
 
 /// Each new sub-filter halves the error rate, so the chain's total stays
@@ -273,6 +273,15 @@ impl Chain {
         &self.filters
     }
 
+    /// Offers the chain's buffers to `to` from buffer `from` on, for a
+    /// server's active defragmentation: the list of sub-filters (buffer 0),
+    /// then each sub-filter's bit array. `Some(next)` when `to` asked to
+    /// stop; see [`relocate_list`]. The chain itself (its `Box`) is the
+    /// caller's to move.
+    pub fn relocate(&mut self, from: usize, to: &mut impl Relocate) -> Option<usize> {
+        relocate_list(&mut self.filters, from, to, |f, to| f.relocate(to))
+    }
+
     pub fn filters_mut(&mut self) -> &mut [SubFilter] {
         &mut self.filters
     }
@@ -323,6 +332,31 @@ mod tests {
 
     fn params(capacity: u64, error: f64, expansion: u32, scaling: bool) -> ChainParams {
         ChainParams { capacity, error, expansion, scaling }
+    }
+
+    /// Every buffer is offered once, across calls cut short by the budget,
+    /// and the chain answers the same from its moved buffers.
+    #[test]
+    fn relocate_offers_every_buffer_once_and_resumes() {
+        use crate::common::memory::TestMover;
+        let mut c = Chain::new(params(10, 0.01, 2, true), Limits::NONE).unwrap();
+        let items: Vec<String> = (0..200).map(|i| format!("item{i}")).collect();
+        for i in &items {
+            c.add(i.as_bytes(), Limits::NONE).unwrap();
+        }
+        let n = c.filters().len();
+        assert!(n >= 4, "{n} sub-filters");
+        let before: Vec<usize> = c.filters().iter().map(|f| f.bytes().as_ptr() as usize).collect();
+        let mut mover = TestMover::new(2);
+        let calls = mover.run(|from, to| c.relocate(from, to));
+        assert_eq!(mover.moved_from.len(), n + 1, "the list and each bit array, once");
+        assert_eq!(&mover.moved_from[1..], &before[..]);
+        assert_eq!(calls, (n + 1).div_ceil(2));
+        assert!(items.iter().all(|i| c.contains(i.as_bytes())));
+        // A cursor past the end (the chain shrank, the key was replaced) offers nothing.
+        let mut mover = TestMover::new(1);
+        assert_eq!(c.relocate(n + 5, &mut mover), None);
+        assert!(mover.moved_from.is_empty());
     }
 
     #[test]

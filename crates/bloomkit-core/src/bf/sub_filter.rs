@@ -2,7 +2,7 @@
 
 use super::errors::BfError;
 use crate::common::hash::HashPair;
-use crate::common::memory::{zeroed_bytes, Modulus};
+use crate::common::memory::{zeroed_bytes, Modulus, Relocate};
 use crate::common::sizing::Shape;
 
 /// A sub-filter of a chain, laid out as RedisBloom lays it out.
@@ -96,6 +96,11 @@ impl SubFilter {
 
     pub fn bytes(&self) -> &[u8] {
         &self.bits
+    }
+
+    /// Offers the bit array to `to` (active defragmentation).
+    pub(super) fn relocate(&mut self, to: &mut impl Relocate) {
+        to.bytes(&mut self.bits);
     }
 
     pub fn bytes_mut(&mut self) -> &mut [u8] {

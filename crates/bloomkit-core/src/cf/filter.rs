@@ -5,7 +5,7 @@
 use super::errors::CfError;
 use super::*;
 use crate::common::hash::murmur64a;
-use crate::common::memory::{zeroed_bytes, Limits};
+use crate::common::memory::{relocate_list, zeroed_bytes, Limits, Relocate};
 
 /// Parameters of a new filter, as given to `CF.RESERVE` (already range-checked).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -428,6 +428,14 @@ impl CuckooFilter {
         &self.shape
     }
 
+    /// Offers the filter's buffers to `to` from buffer `from` on, for a
+    /// server's active defragmentation: the list of sub-filters (buffer 0),
+    /// then each sub-filter's slots. `Some(next)` when `to` asked to stop;
+    /// see [`relocate_list`]. The filter itself is the caller's to move.
+    pub fn relocate(&mut self, from: usize, to: &mut impl Relocate) -> Option<usize> {
+        relocate_list(&mut self.filters, from, to, |f, to| to.bytes(&mut f.data))
+    }
+
     pub fn filters(&self) -> &[SubFilter] {
         &self.filters
     }
@@ -532,6 +540,24 @@ pub(super) mod tests {
         assert!(full > 0);
         assert_eq!(f.filters().len(), 1);
         assert!(slots(&f).iter().all(|&s| s != 0));
+    }
+
+    #[test]
+    fn relocate_offers_every_buffer_once_and_resumes() {
+        use crate::common::memory::TestMover;
+        let mut f = CuckooFilter::new(params(64, 2, 20, 2), Limits::NONE).unwrap();
+        let items: Vec<Vec<u8>> = (0..1000u32).map(|i| format!("item{i}").into_bytes()).collect();
+        for item in &items {
+            add(&mut f, item);
+        }
+        let n = f.filters().len();
+        assert!(n > 2);
+        let mut mover = TestMover::new(3);
+        let calls = mover.run(|from, to| f.relocate(from, to));
+        assert_eq!(mover.moved_from.len(), n + 1);
+        assert_eq!(calls, (n + 1).div_ceil(3));
+        assert!(items.iter().all(|i| f.contains(&Lookup::new(i))));
+        assert_eq!(f.items(), 1000);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Memory every family allocates the same way: zeroed arrays that report
 //! failure instead of aborting the server, the size limit every new or
-//! growing value is checked against before anything is allocated, and the
-//! fast modulo their probes reduce by.
+//! growing value is checked against before anything is allocated, the
+//! fast modulo their probes reduce by, and the hook through which a server's
+//! active defragmentation moves a value's buffers ([`Relocate`]).
 //!
 //! The errors here are small values of their own: each family turns them
 //! into its own error, with its own words for the reply.
@@ -98,6 +99,49 @@ pub fn zeroed_bytes(len: u64) -> Result<Box<[u8]>, OutOfMemory> {
     }
 }
 
+/// Moves heap buffers to new addresses with their contents unchanged, as a
+/// server's active defragmentation does. Each family's value offers it the
+/// buffers it owns, one at a time (`relocate` on `Chain`, `CuckooFilter`,
+/// `Apbf` and valkey-bloom's `Object`), so that their fields stay private.
+///
+/// The contract: an implementation may replace the buffer it is offered by
+/// one of the same length, capacity and contents (the same bytes at another
+/// address), or leave it as it is. Anything else breaks the value.
+pub trait Relocate {
+    /// Offers a byte array (a bit array, a bucket array).
+    fn bytes(&mut self, buffer: &mut Box<[u8]>);
+    /// Offers a vector's buffer (a list of sub-filters, an array).
+    fn vec<T>(&mut self, buffer: &mut Vec<T>);
+    /// True when the caller's time is up: the walk stops before the next buffer.
+    fn should_stop(&mut self) -> bool;
+}
+
+/// The walk every value with a list of sub-filters makes: the list's own
+/// buffer is buffer 0, sub-filter `i`'s buffers are buffer `i + 1` (offered
+/// by `each`). Offers them from buffer `from` on and returns `Some(next)`
+/// when `to.should_stop()` cut the walk short (at least one buffer is
+/// offered per call, so that a resumed walk always progresses), `None`
+/// once all were offered. A walk resumed after the value changed (a
+/// sub-filter added, the key replaced) may offer a buffer twice or miss one
+/// until the next pass, which is harmless; a `from` past the end offers nothing.
+pub fn relocate_list<T, R: Relocate>(
+    list: &mut Vec<T>,
+    from: usize,
+    to: &mut R,
+    mut each: impl FnMut(&mut T, &mut R),
+) -> Option<usize> {
+    for next in from..=list.len() {
+        if next > from && to.should_stop() {
+            return Some(next);
+        }
+        match next {
+            0 => to.vec(list),
+            i => each(&mut list[i - 1], to),
+        }
+    }
+    None
+}
+
 /// `x mod d` for a divisor fixed when the filter is built.
 ///
 /// Every probe of a RedisBloom filter is a 64-bit modulo by the bit count, and a
@@ -130,6 +174,61 @@ impl Modulus {
         let bottom = ((low & u128::from(u64::MAX)) * d) >> 64;
         let top = (low >> 64) * d;
         ((bottom + top) >> 64) as u64
+    }
+}
+
+/// A [`Relocate`] for the families' tests: copies every buffer it is
+/// offered to a new allocation (as a server's defragmentation would, so
+/// that a value still reading an old address would fail under Miri or a
+/// sanitizer), records the old addresses, and stops after `budget`
+/// buffers per call.
+#[cfg(test)]
+pub(crate) struct TestMover {
+    pub budget: usize,
+    pub offered_this_call: usize,
+    /// Address of each buffer offered, before it moved.
+    pub moved_from: Vec<usize>,
+}
+
+#[cfg(test)]
+impl TestMover {
+    pub fn new(budget: usize) -> TestMover {
+        TestMover { budget, offered_this_call: 0, moved_from: Vec::new() }
+    }
+
+    /// Runs `walk` (a value's `relocate`) to the end, one call per budget,
+    /// and gives the number of calls.
+    pub fn run(&mut self, mut walk: impl FnMut(usize, &mut TestMover) -> Option<usize>) -> usize {
+        let mut calls = 1;
+        self.offered_this_call = 0;
+        let mut next = walk(0, self);
+        while let Some(from) = next {
+            calls += 1;
+            self.offered_this_call = 0;
+            next = walk(from, self);
+        }
+        calls
+    }
+}
+
+#[cfg(test)]
+impl Relocate for TestMover {
+    fn bytes(&mut self, buffer: &mut Box<[u8]>) {
+        self.offered_this_call += 1;
+        self.moved_from.push(buffer.as_ptr() as usize);
+        *buffer = buffer.to_vec().into_boxed_slice();
+    }
+
+    fn vec<T>(&mut self, buffer: &mut Vec<T>) {
+        self.offered_this_call += 1;
+        self.moved_from.push(buffer.as_ptr() as usize);
+        let mut moved = Vec::with_capacity(buffer.capacity());
+        moved.append(buffer);
+        *buffer = moved;
+    }
+
+    fn should_stop(&mut self) -> bool {
+        self.offered_this_call >= self.budget
     }
 }
 

@@ -185,6 +185,23 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn relocate_offers_every_buffer_once_and_resumes() {
+        use crate::common::memory::TestMover;
+        let mut o = object(4, 0.01, 2);
+        for i in 0..100u32 {
+            o.add(&i.to_le_bytes(), Limits::NONE).unwrap();
+        }
+        let n = o.filters().len();
+        let blob = o.encode_blob().unwrap();
+        let mut mover = TestMover::new(2);
+        let calls = mover.run(|from, to| o.relocate(from, to));
+        assert_eq!(mover.moved_from.len(), n + 1);
+        assert_eq!(calls, (n + 1).div_ceil(2));
+        assert_eq!(o.encode_blob().unwrap(), blob);
+        assert!((0..100u32).all(|i| o.contains(&i.to_le_bytes())));
+    }
+
+    #[test]
     fn scales_with_the_first_seed_and_counts_items() {
         let mut o = object(4, 0.01, 2);
         let limits = Limits::NONE;

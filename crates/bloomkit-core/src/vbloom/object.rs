@@ -7,7 +7,7 @@ use std::hash::Hasher;
 use siphasher::sip::SipHasher13;
 
 use super::*;
-use crate::common::memory::{zeroed_bytes, Limits, Modulus};
+use crate::common::memory::{relocate_list, zeroed_bytes, Limits, Modulus, Relocate};
 
 /// One SipHash-1-3 of an item as `Hash for [u8]` feeds it.
 pub(super) fn sip(keys: (u64, u64), item: &[u8]) -> u64 {
@@ -377,6 +377,14 @@ impl Object {
 
     pub fn seed_random(&self) -> bool {
         self.seed_random
+    }
+
+    /// Offers the object's buffers to `to` from buffer `from` on, for a
+    /// server's active defragmentation: the list of sub-filters (buffer 0),
+    /// then each sub-filter's serialized bytes. `Some(next)` when `to` asked
+    /// to stop; see [`relocate_list`]. The object itself is the caller's to move.
+    pub fn relocate(&mut self, from: usize, to: &mut impl Relocate) -> Option<usize> {
+        relocate_list(&mut self.filters, from, to, |f, to| to.bytes(&mut f.data))
     }
 
     pub fn filters(&self) -> &[Filter] {

@@ -131,6 +131,22 @@ extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_voi
 }
 
 /// COPY: a failed allocation makes COPY fail, not the server.
+/// Active defrag (`activedefrag yes`): the filter and its one array of slices and counts,
+/// resumable between buffers (see `keys::defrag`).
+extern "C" fn defrag(
+    ctx: *mut raw::RedisModuleDefragCtx,
+    _key: *mut raw::RedisModuleString,
+    value: *mut *mut c_void,
+) -> c_int {
+    // SAFETY: the server passes its defrag context and the pointer to a
+    // value of this type, which it holds.
+    unsafe {
+        crate::keys::defrag::<Apbf>(ctx, value, crate::stats::defrag::Kind::Apbf, |filter, from, d| {
+            filter.relocate(from, d)
+        })
+    }
+}
+
 extern "C" fn copy(
     _from: *mut raw::RedisModuleString,
     _to: *mut raw::RedisModuleString,

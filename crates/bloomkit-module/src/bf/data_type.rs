@@ -121,6 +121,22 @@ extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_voi
     guard(1, || (unsafe { chain_ref(value as *mut c_void) }.size_bytes() >> 20) as usize)
 }
 
+/// Active defrag (`activedefrag yes`): the chain, its list of sub-filters and their bit arrays,
+/// resumable between buffers (see `keys::defrag`).
+extern "C" fn defrag(
+    ctx: *mut raw::RedisModuleDefragCtx,
+    _key: *mut raw::RedisModuleString,
+    value: *mut *mut c_void,
+) -> c_int {
+    // SAFETY: the server passes its defrag context and the pointer to a
+    // value of this type, which it holds.
+    unsafe {
+        crate::keys::defrag::<Chain>(ctx, value, crate::stats::defrag::Kind::Bf, |chain, from, d| {
+            chain.relocate(from, d)
+        })
+    }
+}
+
 extern "C" fn copy(
     _from: *mut raw::RedisModuleString,
     _to: *mut raw::RedisModuleString,

@@ -138,6 +138,22 @@ extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_voi
 }
 
 /// COPY: a failed allocation makes COPY fail, not the server.
+/// Active defrag (`activedefrag yes`): the object, its list of sub-filters and their bytes,
+/// resumable between buffers (see `keys::defrag`).
+extern "C" fn defrag(
+    ctx: *mut raw::RedisModuleDefragCtx,
+    _key: *mut raw::RedisModuleString,
+    value: *mut *mut c_void,
+) -> c_int {
+    // SAFETY: the server passes its defrag context and the pointer to a
+    // value of this type, which it holds.
+    unsafe {
+        crate::keys::defrag::<Object>(ctx, value, crate::stats::defrag::Kind::Vbloom, |object, from, d| {
+            object.relocate(from, d)
+        })
+    }
+}
+
 extern "C" fn copy(
     _from: *mut raw::RedisModuleString,
     _to: *mut raw::RedisModuleString,
