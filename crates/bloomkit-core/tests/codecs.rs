@@ -1,7 +1,7 @@
 //! The decoders trust nothing: arbitrary or mutated input is refused or
 //! yields a filter that works, never a panic or an out-of-bounds probe.
 
-use bloomkit_core::bf::{scandump as dump, BfError, Chain, ChainParams};
+use bloomkit_core::bf::{scandump as dump, BfError, Chain, ChainParams, Counts};
 use bloomkit_core::Limits;
 use bloomkit_core::{bf::rdb, common::fields::FieldStream};
 use proptest::prelude::*;
@@ -71,14 +71,14 @@ proptest! {
             let i = at % bytes.len();
             bytes[i] ^= mask;
         }
-        if let Ok(chain) = rdb::load(&mut FieldStream { bytes, pos: 0 }, encver, LIMITS) {
+        if let Ok(chain) = rdb::load(&mut FieldStream { bytes, pos: 0 }, encver, LIMITS, Counts::Checked) {
             exercise(chain);
         }
     }
 
     #[test]
     fn arbitrary_rdb_fields(bytes in proptest::collection::vec(any::<u8>(), 0..400), encver in 0i32..5) {
-        if let Ok(chain) = rdb::load(&mut FieldStream { bytes, pos: 0 }, encver, LIMITS) {
+        if let Ok(chain) = rdb::load(&mut FieldStream { bytes, pos: 0 }, encver, LIMITS, Counts::Checked) {
             exercise(chain);
         }
     }
@@ -100,7 +100,8 @@ fn item_counts_near_2_64_in_a_header_are_refused() {
 fn every_truncated_rdb_value_is_refused() {
     let bytes = rdb_bytes(&sample());
     for len in 0..bytes.len() {
-        let r = rdb::load(&mut FieldStream { bytes: bytes[..len].to_vec(), pos: 0 }, 4, LIMITS);
+        let r =
+            rdb::load(&mut FieldStream { bytes: bytes[..len].to_vec(), pos: 0 }, 4, LIMITS, Counts::Checked);
         assert!(r.is_err(), "truncated to {len}");
     }
 }

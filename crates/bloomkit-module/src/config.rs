@@ -57,12 +57,20 @@ static MAX_FILTER_BYTES: AtomicI64 = AtomicI64::new(4 << 30);
 static HUGE_PAGES: AtomicBool = AtomicBool::new(false);
 /// Whether creations and scale-outs that would pass `maxmemory` are refused.
 static MAXMEMORY_GUARD: AtomicBool = AtomicBool::new(true);
-/// The server's `maxmemory`, read at load and again whenever a CONFIG SET
-/// changes it, so that a write reads one ratio instead of the INFO section.
+/// The server's `maxmemory` where its policy is `noeviction` (else 0), read
+/// at load and again whenever a CONFIG SET changes either, so that a write
+/// reads one ratio instead of the INFO section. Under an eviction policy the
+/// server makes room itself, by evicting keys before each command, as it
+/// does for RedisBloom's filters; refusing there would refuse for good.
 static MAXMEMORY: AtomicU64 = AtomicU64::new(0);
 /// Added to the clock of APBF time windows: a test hook that moves time
 /// without sleeping (`CONFIG SET bf.apbf-clock-offset-ms`).
 static APBF_CLOCK_OFFSET: AtomicI64 = AtomicI64::new(0);
+/// True while `RedisModule_LoadConfigs` applies the configuration file.
+static LOADING_CONFIGS: AtomicBool = AtomicBool::new(false);
+/// Each setting's registered default, as [`store`] takes it.
+static DEFAULTS: [AtomicI64; SETTINGS.len()] = [const { AtomicI64::new(0) }; SETTINGS.len()];
+
 /// The text `CONFIG GET` answers for the error rate (owned by the module).
 static ERROR_RATE_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
 
@@ -190,7 +198,8 @@ pub fn limits(ctx: Ctx) -> Limits {
     Limits { headroom: memory_headroom(), ..Limits::at_most(MAX_FILTER_BYTES.load(Relaxed) as u64) }
 }
 
-/// `maxmemory - used_memory` where the server enforces a `maxmemory`.
+/// `maxmemory - used_memory` where the server refuses writes past its
+/// `maxmemory` (policy `noeviction`).
 fn memory_headroom() -> Option<u64> {
     let maxmemory = MAXMEMORY.load(Relaxed);
     if maxmemory == 0 || !MAXMEMORY_GUARD.load(Relaxed) || !has_api!(RedisModule_GetUsedMemoryRatio) {
@@ -202,7 +211,8 @@ fn memory_headroom() -> Option<u64> {
     Some(maxmemory.saturating_sub(used))
 }
 
-/// Reads the server's `maxmemory` into [`MAXMEMORY`].
+/// Reads the server's `maxmemory` into [`MAXMEMORY`] (0 unless its policy is
+/// `noeviction`).
 fn refresh_maxmemory(ctx: *mut raw::RedisModuleCtx) {
     if !has_api!(RedisModule_GetServerInfo) {
         return;
@@ -216,14 +226,16 @@ fn refresh_maxmemory(ctx: *mut raw::RedisModuleCtx) {
         }
         let mut err: c_int = 0;
         let value = api!(RedisModule_ServerInfoGetFieldUnsigned)(info, c"maxmemory".as_ptr(), &mut err);
+        let policy = api!(RedisModule_ServerInfoGetFieldC)(info, c"maxmemory_policy".as_ptr());
+        let noeviction = !policy.is_null() && CStr::from_ptr(policy).to_bytes() == b"noeviction";
         if err == 0 {
-            MAXMEMORY.store(value, Relaxed);
+            MAXMEMORY.store(if noeviction { value } else { 0 }, Relaxed);
         }
         api!(RedisModule_FreeServerInfo)(ctx, info);
     }
 }
 
-/// A CONFIG SET that changed `maxmemory`: read it again.
+/// A CONFIG SET that changed `maxmemory` or its policy: read them again.
 extern "C" fn on_config_change(
     ctx: *mut raw::RedisModuleCtx,
     _event: raw::RedisModuleEvent,
@@ -237,7 +249,10 @@ extern "C" fn on_config_change(
             let change = &*(data as *const raw::RedisModuleConfigChangeV1);
             (0..change.num_changes as usize).any(|i| {
                 let name = *change.config_names.add(i);
-                !name.is_null() && CStr::from_ptr(name).to_bytes().eq_ignore_ascii_case(b"maxmemory")
+                !name.is_null() && {
+                    let name = CStr::from_ptr(name).to_bytes();
+                    name.eq_ignore_ascii_case(b"maxmemory") || name.eq_ignore_ascii_case(b"maxmemory-policy")
+                }
             })
         };
         if changed {
@@ -282,6 +297,28 @@ fn check(name: &str, value: Value, text: &[u8]) -> Result<i64, String> {
                 format!("{name} must be one of {}, got '{shown}'", names.join(", "))
             }),
     }
+}
+
+/// What a setting holds now, as [`store`] takes it.
+fn current(value: Value) -> i64 {
+    match value {
+        Value::Rate(cell) => cell.load(Relaxed) as i64,
+        Value::Integer { cell, .. } => cell.load(Relaxed),
+        Value::Bool(cell) => i64::from(cell.load(Relaxed)),
+        Value::Compat => COMPAT.load(Relaxed),
+    }
+}
+
+/// A setter's store. While the configuration file is applied, the server
+/// also sets every config the file leaves out to its registered default;
+/// two names share one value (`bf.initial-size`, `bf-initial-size`), so that
+/// default would undo what the file gave the other name. A default then
+/// changes nothing (it equals the value, or the twin's from the file).
+fn store_from_server(index: usize, checked: i64) {
+    if LOADING_CONFIGS.load(Relaxed) && checked == DEFAULTS[index].load(Relaxed) {
+        return;
+    }
+    store(SETTINGS[index].value, checked);
 }
 
 fn store(value: Value, checked: i64) {
@@ -393,7 +430,7 @@ extern "C" fn set_numeric(
     let shown = unsafe { CStr::from_ptr(name) }.to_string_lossy();
     match check(&shown, setting.value, value.to_string().as_bytes()) {
         Ok(v) => {
-            store(setting.value, v);
+            store_from_server(privdata as usize, v);
             raw::REDISMODULE_OK as c_int
         }
         Err(message) => error_string(err, &message),
@@ -414,8 +451,8 @@ extern "C" fn set_bool(
     _err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
     match setting_of(privdata).map(|s| s.value) {
-        Some(Value::Bool(cell)) => {
-            cell.store(value != 0, Relaxed);
+        Some(Value::Bool(_)) => {
+            store_from_server(privdata as usize, i64::from(value != 0));
             raw::REDISMODULE_OK as c_int
         }
         _ => raw::REDISMODULE_ERR as c_int,
@@ -429,11 +466,11 @@ extern "C" fn get_compat(_name: *const c_char, _privdata: *mut c_void) -> c_int 
 extern "C" fn set_compat(
     _name: *const c_char,
     value: c_int,
-    _privdata: *mut c_void,
+    privdata: *mut c_void,
     _err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
     // The server accepts only the registered names.
-    COMPAT.store(i64::from(value), Relaxed);
+    store_from_server(privdata as usize, i64::from(value));
     raw::REDISMODULE_OK as c_int
 }
 
@@ -452,6 +489,9 @@ extern "C" fn set_rate(
     let shown = unsafe { CStr::from_ptr(name) }.to_string_lossy();
     match check(&shown, setting.value, Arg::from_raw(value).bytes()) {
         Ok(bits) => {
+            if LOADING_CONFIGS.load(Relaxed) && bits == DEFAULTS[privdata as usize].load(Relaxed) {
+                return raw::REDISMODULE_OK as c_int; // see store_from_server
+            }
             store(setting.value, bits);
             // SAFETY: retaining the server's string keeps it valid for our getter.
             unsafe { api!(RedisModule_RetainString)(std::ptr::null_mut(), value) };
@@ -569,6 +609,7 @@ pub fn register(ctx: Ctx) -> Result<(), String> {
     }
     let unprefixed = redis_major(ctx) >= 8;
     for (index, setting) in SETTINGS.iter().enumerate() {
+        DEFAULTS[index].store(current(setting.value), Relaxed);
         let (name, flags) = match setting.naming {
             Naming::RedisBloom8 if unprefixed => {
                 (setting.name.to_owned(), raw::REDISMODULE_CONFIG_UNPREFIXED)
@@ -581,8 +622,10 @@ pub fn register(ctx: Ctx) -> Result<(), String> {
             return Err(format!("could not register config {shown}"));
         }
     }
+    LOADING_CONFIGS.store(true, Relaxed);
     // SAFETY: valid context; applies values from the config file / command line.
     let status = unsafe { api!(RedisModule_LoadConfigs)(ctx.0) };
+    LOADING_CONFIGS.store(false, Relaxed);
     if status != raw::REDISMODULE_OK as c_int {
         return Err("invalid bf.* value in the server configuration".into());
     }

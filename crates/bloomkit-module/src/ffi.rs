@@ -189,8 +189,8 @@ impl Ctx {
 
     /// Replicates `command key [keyword] item...`: what a batch write
     /// actually did when an error cut it short, so that a replica (which
-    /// skips the limits) does not go further (`BF.MADD key ...` for
-    /// valkey-bloom filters, `CF.INSERT key ITEMS ...` for cuckoo filters).
+    /// skips the limits) does not go further (`BF.MADD key ...` for Bloom
+    /// filters of both types, `CF.INSERT key ITEMS ...` for cuckoo filters).
     pub fn replicate_items(
         self,
         command: &std::ffi::CStr,

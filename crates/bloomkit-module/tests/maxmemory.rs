@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use bloomkit_core::apbf::{Apbf, ApbfParams, Window};
 use bloomkit_testkit::{aof_args, wait_until, Conn, Module, Reply, Server, TestServer};
 
 const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
@@ -118,5 +119,77 @@ fn replicas_and_aof_replays_never_refuse() {
         let mut p = primary.conn();
         assert_eq!(p.digest(), digest, "{server:?}: the AOF replay loaded everything");
         assert_eq!(p.cmd("BF.EXISTS big x7"), Reply::Int(1));
+    }
+}
+
+/// A batch the primary's maxmemory cut short reaches a replica (which has
+/// no such limit) and the AOF as what it did, not as the whole command:
+/// replica and replay end where the primary ended.
+#[test]
+fn a_batch_cut_short_replicates_what_it_did() {
+    for server in SERVERS {
+        let mut args = aof_args(false);
+        args.extend(["--maxmemory", "20mb"]);
+        let mut primary = TestServer::start(server, &[Module::bloomkit()], &args);
+        let port = primary.port.to_string();
+        let replica = TestServer::start(server, &[Module::bloomkit()], &["--replicaof", "127.0.0.1", &port]);
+        let mut r = replica.conn();
+        r.wait_for_sync(Duration::from_secs(30));
+        let mut p = primary.conn();
+        p.ok("BF.RESERVE grows 0.01 100000 EXPANSION 1024");
+        let mut cut = false;
+        for batch in 0..120 {
+            let mut args = vec!["BF.MADD".to_string(), "grows".to_string()];
+            args.extend((0..1000).map(|i| format!("item-{batch}-{i}")));
+            if p.call(&args).as_array().iter().any(Reply::is_error) {
+                cut = true;
+                break;
+            }
+        }
+        assert!(cut, "{server:?}: a batch was cut short");
+        let digest = p.digest();
+        wait_until("the replica holds the primary's data", Duration::from_secs(60), || r.digest() == digest);
+        assert_eq!(r.cmd("BF.INFO grows FILTERS"), Reply::Array(vec![Reply::Int(1)]), "{server:?}");
+        primary.restart(&["--maxmemory", "0"]);
+        assert_eq!(primary.conn().digest(), digest, "{server:?}: the AOF replays to the same filter");
+    }
+}
+
+/// Under an eviction policy the server makes room itself, as it does for
+/// RedisBloom's filters: bloomkit refuses nothing there. Switching the
+/// policy to noeviction at run time turns the guard on at once.
+#[test]
+fn eviction_policies_make_room_themselves() {
+    for server in SERVERS {
+        let s = TestServer::start(
+            server,
+            &[Module::bloomkit()],
+            &["--maxmemory", "20mb", "--maxmemory-policy", "allkeys-lru"],
+        );
+        let mut c = s.conn();
+        let value = "v".repeat(100_000);
+        for i in 0..150 {
+            c.call(&["SET", &format!("s{i}"), &value]);
+        }
+        // About 9.6 MB on top of about 15 MB of strings: evicted for, not refused.
+        c.ok("BF.RESERVE big 0.01 8000000");
+        assert_eq!(refusals(&mut c), 0, "{server:?}");
+        c.ok("DEL big");
+        c.ok("CONFIG SET maxmemory-policy noeviction");
+        // Strings up to 12 MB, then the same filter would pass 20 MB: refused by the guard.
+        let mut i = 1000;
+        while used_memory(&mut c) < 12 << 20 {
+            c.call(&["SET", &format!("s{i}"), &value]);
+            i += 1;
+        }
+        assert_eq!(c.cmd("BF.RESERVE big 0.01 8000000"), Reply::Error(OOM.into()), "{server:?}");
+        assert_eq!(refusals(&mut c), 1, "{server:?}");
+        // A sliding-window filter's state loaded by its header obeys the guard too.
+        // About 16 MB of state, more than the 8 MB left.
+        let params = ApbfParams { error: 0.001, capacity: 5_000_000, window: Window::Count };
+        let header = Apbf::new(params, 0, bloomkit_core::Limits::NONE).unwrap().encode_header();
+        let reply = c.call(&[b"APBF.LOADCHUNK".to_vec(), b"w".to_vec(), b"0".to_vec(), header]);
+        assert_eq!(reply, Reply::Error(OOM.into()), "{server:?}");
+        assert_eq!(c.cmd("EXISTS w"), Reply::Int(0));
     }
 }

@@ -245,3 +245,23 @@ fn allocation_failure_in_redisbloom_8_words() {
     let refused = c.cmd("BF.RESERVE huge 0.00001 1073741824 NONSCALING");
     assert!(refused.error_text().starts_with("ERR out of memory"), "{refused:?}");
 }
+
+/// bloomkit's own names in a config file keep their values: their RedisBloom
+/// 8 twins (same value) are registered after them, and loading the file must
+/// not put the twins' defaults back over what the file said.
+#[test]
+fn bloomkit_names_in_a_config_file_keep_their_values() {
+    for server in [Server::Redis, Server::Valkey, Server::Redis8] {
+        let conf = format!(
+            "loadmodule {}\nbf.initial-size 500\nbf.error-rate 0.05\nbf.expansion-factor 3\n",
+            bloomkit_module().display()
+        );
+        let s = TestServer::start_with_config(server, &conf);
+        let mut c = s.conn();
+        assert_eq!(config(&mut c, "bf.initial-size"), bulk("500"), "{server:?}");
+        assert_eq!(config(&mut c, "bf.error-rate"), bulk("0.05"), "{server:?}");
+        c.ok("BF.ADD b x");
+        assert_eq!(info_field(&mut c, "b", "CAPACITY"), Reply::Int(500), "{server:?}");
+        assert_eq!(info_field(&mut c, "b", "EXPANSION"), Reply::Int(3), "{server:?}");
+    }
+}

@@ -8,7 +8,7 @@
 
 use bloomkit_core::bf::scandump::parse_header;
 use bloomkit_testkit::hostile::{seal, RdbValue, Watch};
-use bloomkit_testkit::{Conn, Reply, Server, TestServer};
+use bloomkit_testkit::{Conn, Module, Reply, Server, TestServer};
 
 const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
 
@@ -171,4 +171,27 @@ fn cuckoo_headers_past_their_slots_or_the_limit_are_refused() {
         c.ok("CONFIG SET bf.max-filter-bytes 4294967296");
         watch.check(&mut c, "cuckoo headers");
     }
+}
+
+/// RedisBloom 2.8.2 stores `EXPANSION 4294967296` as a growth of 0 on a
+/// scaling filter. RESTORE of its DUMP is refused like any lying value, but
+/// an RDB file holding it still loads at startup: no file may stop a server
+/// from starting. The log says what was kept.
+#[test]
+fn redisbloom_rdb_files_with_odd_counts_still_load_at_startup() {
+    let rb = TestServer::start(Server::Redis, &[Module::RedisBloom], &[]);
+    let mut r = rb.conn();
+    r.ok("BF.RESERVE old 0.01 100 EXPANSION 4294967296");
+    r.call(&["BF.MADD", "old", "a", "b", "c"]);
+    let dump = r.cmd("DUMP old").as_bytes().to_vec();
+    r.ok("SAVE");
+    let mut bk = TestServer::start(Server::Redis, &[Module::bloomkit()], &[]);
+    let refused = bk.conn().call(&[b"RESTORE".to_vec(), b"old".to_vec(), b"0".to_vec(), dump]);
+    assert!(refused.error_text().contains("Bad data format"), "{refused:?}");
+    std::fs::copy(rb.dir().join("dump.rdb"), bk.dir().join("dump.rdb")).unwrap();
+    bk.restart(&[]);
+    let mut c = bk.conn();
+    assert_eq!(c.cmd("BF.CARD old"), Reply::Int(3));
+    assert_eq!(c.cmd("BF.EXISTS old b"), Reply::Int(1));
+    assert!(bk.log().contains("whose counts RESTORE would refuse"), "{}", bk.log());
 }

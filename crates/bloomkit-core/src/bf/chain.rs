@@ -19,6 +19,19 @@ const BATCH: usize = 16;
 const CHAIN_OVERHEAD: u64 = 32;
 const LINK_OVERHEAD: u64 = 64;
 
+/// Whether a loaded chain's counts are checked against [`check_counts`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counts {
+    /// Input a client sent (RESTORE, a SCANDUMP header, a file): refused
+    /// when its counts lie.
+    Checked,
+    /// A value the server saved itself, or its primary sent: loaded as it
+    /// is, so that no RDB file stops a server from starting. RedisBloom
+    /// 2.8.2 writes some that fail the checks (an `EXPANSION` of 2^32 is
+    /// stored as a growth of 0 on a scaling filter); the caller logs them.
+    Trusted,
+}
+
 /// The rules every chain obeys, checked on whatever is loaded (SCANDUMP
 /// headers, RDB values, DUMP payloads, filter files) as RedisBloom 8 checks
 /// them: only known option bits, at least one sub-filter, a growth of at
@@ -90,7 +103,23 @@ impl Chain {
         growth: u32,
         filters: Vec<SubFilter>,
     ) -> Result<Chain, BfError> {
-        check_counts(items, options, growth, filters.iter().map(|f| (f.shape.capacity, f.items)))?;
+        Chain::from_loaded_parts(items, options, growth, filters, Counts::Checked)
+    }
+
+    /// [`Chain::from_parts`] for a loaded value, its counts checked or trusted.
+    pub fn from_loaded_parts(
+        items: u64,
+        options: u32,
+        growth: u32,
+        filters: Vec<SubFilter>,
+        counts: Counts,
+    ) -> Result<Chain, BfError> {
+        if filters.is_empty() {
+            return Err(BfError::BadData);
+        }
+        if counts == Counts::Checked {
+            check_counts(items, options, growth, filters.iter().map(|f| (f.shape.capacity, f.items)))?;
+        }
         let width = if options & options::FORCE64 != 0 { HashWidth::Bits64 } else { HashWidth::Bits32 };
         Ok(Chain { items, options, growth, width, filters })
     }

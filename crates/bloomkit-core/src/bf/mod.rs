@@ -15,6 +15,6 @@ pub mod rdb;
 pub mod scandump;
 pub mod sub_filter;
 
-pub use chain::{Chain, ChainParams, TIGHTENING_RATIO};
+pub use chain::{check_counts, Chain, ChainParams, Counts, TIGHTENING_RATIO};
 pub use errors::BfError;
 pub use sub_filter::{SubFilter, MAX_HASHES};

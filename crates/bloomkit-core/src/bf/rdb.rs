@@ -9,7 +9,7 @@
 //! Version 2-3 have no growth (it is 2); 1 has no options (32-bit hashes,
 //! power-of-two filters); 0 has no bits or n2 (bits = capacity x bpe).
 
-use super::chain::Chain;
+use super::chain::{Chain, Counts};
 use super::errors::BfError;
 use super::sub_filter::SubFilter;
 use crate::common::fields::{FieldReader, FieldWriter};
@@ -22,7 +22,7 @@ pub const ENCODING_VERSION: i32 = 4;
 pub const TYPE_NAME: &str = "MBbloom--";
 
 /// Reads a chain of any encoding version from 0 to [`ENCODING_VERSION`].
-pub fn load(r: &mut dyn FieldReader, encver: i32, limits: Limits) -> Result<Chain, BfError> {
+pub fn load(r: &mut dyn FieldReader, encver: i32, limits: Limits, counts: Counts) -> Result<Chain, BfError> {
     if !(0..=ENCODING_VERSION).contains(&encver) {
         return Err(BfError::BadData);
     }
@@ -60,7 +60,7 @@ pub fn load(r: &mut dyn FieldReader, encver: i32, limits: Limits) -> Result<Chai
         filters.try_reserve(1).map_err(|_| BfError::OutOfMemory)?;
         filters.push(SubFilter::from_parts(shape, link_items, array)?);
     }
-    Chain::from_parts(items, options, growth, filters)
+    Chain::from_loaded_parts(items, options, growth, filters, counts)
 }
 
 /// Writes a chain at [`ENCODING_VERSION`].
@@ -111,7 +111,9 @@ mod tests {
     fn round_trip() {
         let c = sample();
         let bytes = saved(&c);
-        let loaded = load(&mut FieldStream { bytes: bytes.clone(), pos: 0 }, 4, Limits::NONE).unwrap();
+        let loaded =
+            load(&mut FieldStream { bytes: bytes.clone(), pos: 0 }, 4, Limits::NONE, Counts::Checked)
+                .unwrap();
         assert_eq!(saved(&loaded), bytes);
         for i in 0..40u32 {
             assert!(loaded.contains(&i.to_le_bytes()));
@@ -123,7 +125,33 @@ mod tests {
         let bytes = saved(&sample());
         for len in 0..bytes.len() {
             let mut r = FieldStream { bytes: bytes[..len].to_vec(), pos: 0 };
-            assert!(load(&mut r, 4, Limits::NONE).is_err(), "length {len}");
+            assert!(load(&mut r, 4, Limits::NONE, Counts::Checked).is_err(), "length {len}");
         }
+    }
+
+    /// RedisBloom 2.8.2 stores `EXPANSION 4294967296` as a growth of 0 on a
+    /// scaling filter. Such an RDB value is refused from a client (RESTORE)
+    /// but loads from the server's own file, and the filter then works: it
+    /// cannot scale, and says so.
+    #[test]
+    fn trusted_values_load_what_checked_ones_refuse() {
+        let mut chain =
+            Chain::new(ChainParams { capacity: 10, error: 0.01, expansion: 2, scaling: true }, Limits::NONE)
+                .unwrap();
+        for i in 0..10u32 {
+            chain.add(&i.to_le_bytes(), Limits::NONE).unwrap();
+        }
+        let mut w = FieldStream::default();
+        save(&chain, &mut w);
+        // The growth field is the fourth unsigned: tag byte, then 8 bytes.
+        let at = 3 * 9 + 1;
+        w.bytes[at..at + 8].copy_from_slice(&0u64.to_le_bytes());
+        let read =
+            |counts| load(&mut FieldStream { bytes: w.bytes.clone(), pos: 0 }, 4, Limits::NONE, counts);
+        assert_eq!(read(Counts::Checked).err(), Some(BfError::BadData));
+        let mut trusted = read(Counts::Trusted).unwrap();
+        assert_eq!(trusted.growth(), 0);
+        let full = (100..200u32).map(|i| trusted.add(&i.to_le_bytes(), Limits::NONE)).find(|r| r.is_err());
+        assert_eq!(full, Some(Err(BfError::CannotScale)), "a growth of 0 cannot scale, and says so");
     }
 }

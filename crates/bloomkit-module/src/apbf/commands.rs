@@ -13,10 +13,10 @@ use std::ffi::CStr;
 use std::ptr::NonNull;
 
 use bloomkit_core::apbf::args::{parse_advance, parse_chunk_iter, parse_reserve};
-use bloomkit_core::apbf::{Apbf, ApbfError, Window};
+use bloomkit_core::apbf::{self, Apbf, ApbfError, Window};
 use bloomkit_core::common::fmt::format_g;
 use bloomkit_core::common::parse::parse_long_long;
-use bloomkit_core::Reply;
+use bloomkit_core::{Limits, Reply};
 use redis_module::raw;
 
 use crate::command::Outcome;
@@ -218,8 +218,12 @@ pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let key = Key::open(ctx, &argv[1], true);
     match (lookup(&key)?, offset) {
         (None, None) => {
-            // Checked against the limit before the body is allocated.
-            let f = Apbf::from_header(data, config::limits(ctx).max_bytes)?;
+            // Checked against both limits before the body is allocated: the
+            // server's memory here, bf.max-filter-bytes by the decoder.
+            let limits = config::limits(ctx);
+            let memory = Limits { max_bytes: None, ..limits };
+            memory.check(apbf::state_body_len(data)?).map_err(ApbfError::from)?;
+            let f = Apbf::from_header(data, limits.max_bytes)?;
             keys::store(&key, f)?;
         }
         (Some(_), None) => return Err(ApbfError::ItemExists.into()),

@@ -142,6 +142,7 @@ fn insert_items(
     }
     let mut added = 0u64;
     let mut replied = 0usize;
+    let mut stopped = false;
     chain.add_each(items, limits, |outcome| {
         replied += 1;
         match outcome {
@@ -155,6 +156,7 @@ fn insert_items(
                     stats::refused();
                 }
                 ctx.reply_error(&e.message());
+                stopped = true;
                 false
             }
         }
@@ -165,8 +167,16 @@ fn insert_items(
     }
     stats::wrote(added, size_before, chain, filters_before);
     // An add that changed nothing is not replicated: replicas already agree.
+    // One that an error cut short replicates the items it did: a replica or
+    // an AOF replay applies no limits (the size limit, maxmemory), so the
+    // whole command would go further there than here.
     if added > 0 {
-        ctx.replicate_verbatim();
+        if stopped {
+            let done = replied - 1;
+            ctx.replicate_items(c"BF.MADD", &argv[1], None, &items[..done]);
+        } else {
+            ctx.replicate_verbatim();
+        }
     }
     if created || added > 0 {
         ctx.notify(event, &argv[1]);

@@ -6,7 +6,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use bloomkit_core::bf::{rdb, scandump as dump, Chain};
+use bloomkit_core::bf::{check_counts, rdb, scandump as dump, Chain, Counts};
 use redis_module::raw;
 
 use crate::ffi::guard;
@@ -41,10 +41,29 @@ pub fn into_value(chain: Chain) -> *mut c_void {
 extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     guard(std::ptr::null_mut(), || {
         let loading = io::is_loading(io);
-        match rdb::load(&mut IoReader(io), encver, config::limits_for_load(loading)) {
+        // RESTORE is held to RedisBloom 8's count checks; the server's own
+        // RDB (startup, a replica's full sync) is trusted, so that no file
+        // stops it from starting, and what fails the checks is logged.
+        let counts = if loading { Counts::Trusted } else { Counts::Checked };
+        match rdb::load(&mut IoReader(io), encver, config::limits_for_load(loading), counts) {
             Ok(chain) => {
                 if loading {
                     io::warn_if_over_limit(io, chain.size_bytes());
+                    let links = chain.filters().iter().map(|f| (f.shape.capacity, f.items));
+                    if check_counts(chain.items(), chain.options(), chain.growth(), links).is_err() {
+                        log(
+                            std::ptr::null_mut(),
+                            c"warning",
+                            &format!(
+                                "bloomkit: loaded filter '{}' whose counts RESTORE would refuse (items {}, \
+                                 growth {}, options {}); kept as it was saved",
+                                io::key_name(io),
+                                chain.items(),
+                                chain.growth(),
+                                chain.options()
+                            ),
+                        );
+                    }
                 }
                 into_value(chain)
             }
