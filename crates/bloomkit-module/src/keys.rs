@@ -58,7 +58,7 @@ impl DataType {
 /// `defrag` where the server has the defrag API): one list, so that no type
 /// forgets one.
 macro_rules! type_methods {
-    () => {
+    ($value:ty) => {
         |m: &mut redis_module::raw::RedisModuleTypeMethods| {
             m.rdb_load = Some(rdb_load);
             m.rdb_save = Some(rdb_save);
@@ -69,7 +69,7 @@ macro_rules! type_methods {
             m.free_effort = Some(free_effort);
             m.copy = Some(copy);
             if crate::ffi::defrag_supported() {
-                m.defrag = Some(defrag);
+                m.defrag = Some(crate::keys::defrag_callback::<$value>);
             }
         }
     };
@@ -128,6 +128,23 @@ pub trait Stored: Sized {
     /// # Safety
     /// `value` must come from `into_value` and not be used afterwards.
     unsafe fn free_value(value: *mut c_void);
+    /// The `INFO bf` counters active defrag adds this type's moves to.
+    const DEFRAG_KIND: crate::stats::defrag::Kind;
+    /// Offers the value's buffers to active defrag from buffer `from` on
+    /// (the core type's `relocate`); `Some(next)` when time ran out first.
+    fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize>;
+}
+
+/// Every data type's `defrag` callback (`activedefrag yes`): the value and
+/// its buffers, resumable between buffers (see [`defrag`]).
+pub extern "C" fn defrag_callback<T: Stored>(
+    ctx: *mut raw::RedisModuleDefragCtx,
+    _key: *mut raw::RedisModuleString,
+    value: *mut *mut c_void,
+) -> c_int {
+    // SAFETY: the server passes its defrag context and the pointer to a
+    // value of the type this callback was registered for, which it holds.
+    unsafe { defrag::<T>(ctx, value, T::DEFRAG_KIND, |v, from, d| v.relocate_buffers(from, d)) }
 }
 
 /// The value in a key: `Ok(None)` when the key is empty, `WRONGTYPE` when

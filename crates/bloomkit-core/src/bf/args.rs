@@ -226,10 +226,7 @@ impl InfoField {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn argv(s: &str) -> Vec<&[u8]> {
-        s.split(' ').map(str::as_bytes).collect()
-    }
+    use crate::common::parse::argv;
 
     #[test]
     fn reserve_checks_in_redisbloom_order() {

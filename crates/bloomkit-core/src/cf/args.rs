@@ -151,10 +151,7 @@ pub fn parse_loadchunk_pos(word: &[u8]) -> Result<i64, CfError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn argv(s: &str) -> Vec<&[u8]> {
-        s.split(' ').map(str::as_bytes).collect()
-    }
+    use crate::common::parse::argv;
 
     #[test]
     fn reserve_checks_in_redisbloom_order() {

@@ -76,6 +76,12 @@ pub fn eq_ignore_case(a: &[u8], b: &str) -> bool {
     a.eq_ignore_ascii_case(b.as_bytes())
 }
 
+/// A command line split at spaces, as the server passes argv (for tests).
+#[cfg(test)]
+pub(crate) fn argv(s: &str) -> Vec<&[u8]> {
+    s.split(' ').map(str::as_bytes).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

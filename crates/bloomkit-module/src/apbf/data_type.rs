@@ -29,7 +29,7 @@ pub fn apbf_type() -> *mut raw::RedisModuleType {
 }
 
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    APBF_TYPE.register(ctx, TYPE_NAME, ENCODING_VERSION, crate::keys::type_methods!())
+    APBF_TYPE.register(ctx, TYPE_NAME, ENCODING_VERSION, crate::keys::type_methods!(Apbf))
 }
 
 impl Stored for Apbf {
@@ -43,6 +43,12 @@ impl Stored for Apbf {
 
     unsafe fn free_value(value: *mut c_void) {
         drop(Box::from_raw(value.cast::<Apbf>()));
+    }
+
+    const DEFRAG_KIND: crate::stats::defrag::Kind = crate::stats::defrag::Kind::Apbf;
+
+    fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
+        Apbf::relocate(self, from, to)
     }
 }
 
@@ -131,22 +137,6 @@ extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_voi
 }
 
 /// COPY: a failed allocation makes COPY fail, not the server.
-/// Active defrag (`activedefrag yes`): the filter and its one array of slices and counts,
-/// resumable between buffers (see `keys::defrag`).
-extern "C" fn defrag(
-    ctx: *mut raw::RedisModuleDefragCtx,
-    _key: *mut raw::RedisModuleString,
-    value: *mut *mut c_void,
-) -> c_int {
-    // SAFETY: the server passes its defrag context and the pointer to a
-    // value of this type, which it holds.
-    unsafe {
-        crate::keys::defrag::<Apbf>(ctx, value, crate::stats::defrag::Kind::Apbf, |filter, from, d| {
-            filter.relocate(from, d)
-        })
-    }
-}
-
 extern "C" fn copy(
     _from: *mut raw::RedisModuleString,
     _to: *mut raw::RedisModuleString,

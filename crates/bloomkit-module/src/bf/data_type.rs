@@ -23,7 +23,7 @@ pub fn bf_type() -> *mut raw::RedisModuleType {
 }
 
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    BF_TYPE.register(ctx, rdb::TYPE_NAME, rdb::ENCODING_VERSION, crate::keys::type_methods!())
+    BF_TYPE.register(ctx, rdb::TYPE_NAME, rdb::ENCODING_VERSION, crate::keys::type_methods!(Chain))
 }
 
 /// # Safety
@@ -140,22 +140,6 @@ extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_voi
     guard(1, || (unsafe { chain_ref(value as *mut c_void) }.size_bytes() >> 20) as usize)
 }
 
-/// Active defrag (`activedefrag yes`): the chain, its list of sub-filters and their bit arrays,
-/// resumable between buffers (see `keys::defrag`).
-extern "C" fn defrag(
-    ctx: *mut raw::RedisModuleDefragCtx,
-    _key: *mut raw::RedisModuleString,
-    value: *mut *mut c_void,
-) -> c_int {
-    // SAFETY: the server passes its defrag context and the pointer to a
-    // value of this type, which it holds.
-    unsafe {
-        crate::keys::defrag::<Chain>(ctx, value, crate::stats::defrag::Kind::Bf, |chain, from, d| {
-            chain.relocate(from, d)
-        })
-    }
-}
-
 extern "C" fn copy(
     _from: *mut raw::RedisModuleString,
     _to: *mut raw::RedisModuleString,
@@ -181,5 +165,11 @@ impl Stored for Chain {
 
     unsafe fn free_value(value: *mut c_void) {
         free_value(value)
+    }
+
+    const DEFRAG_KIND: crate::stats::defrag::Kind = crate::stats::defrag::Kind::Bf;
+
+    fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
+        Chain::relocate(self, from, to)
     }
 }

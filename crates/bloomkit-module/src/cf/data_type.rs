@@ -23,7 +23,7 @@ pub fn cf_type() -> *mut raw::RedisModuleType {
 }
 
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    CF_TYPE.register(ctx, TYPE_NAME, ENCODING_VERSION, crate::keys::type_methods!())
+    CF_TYPE.register(ctx, TYPE_NAME, ENCODING_VERSION, crate::keys::type_methods!(CuckooFilter))
 }
 
 impl Stored for CuckooFilter {
@@ -40,6 +40,12 @@ impl Stored for CuckooFilter {
     unsafe fn free_value(value: *mut c_void) {
         let f = Box::from_raw(value.cast::<CuckooFilter>());
         stats::freed(f.size_bytes());
+    }
+
+    const DEFRAG_KIND: crate::stats::defrag::Kind = crate::stats::defrag::Kind::Cf;
+
+    fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
+        CuckooFilter::relocate(self, from, to)
     }
 }
 
@@ -121,22 +127,6 @@ extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_voi
 }
 
 /// COPY: a failed allocation makes COPY fail, not the server.
-/// Active defrag (`activedefrag yes`): the filter, its list of sub-filters and their slots,
-/// resumable between buffers (see `keys::defrag`).
-extern "C" fn defrag(
-    ctx: *mut raw::RedisModuleDefragCtx,
-    _key: *mut raw::RedisModuleString,
-    value: *mut *mut c_void,
-) -> c_int {
-    // SAFETY: the server passes its defrag context and the pointer to a
-    // value of this type, which it holds.
-    unsafe {
-        crate::keys::defrag::<CuckooFilter>(ctx, value, crate::stats::defrag::Kind::Cf, |filter, from, d| {
-            filter.relocate(from, d)
-        })
-    }
-}
-
 extern "C" fn copy(
     _from: *mut raw::RedisModuleString,
     _to: *mut raw::RedisModuleString,

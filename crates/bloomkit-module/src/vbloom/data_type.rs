@@ -22,7 +22,7 @@ pub fn vbloom_type() -> *mut raw::RedisModuleType {
 }
 
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    VBLOOM_TYPE.register(ctx, TYPE_NAME, ENCODING_VERSION, crate::keys::type_methods!())
+    VBLOOM_TYPE.register(ctx, TYPE_NAME, ENCODING_VERSION, crate::keys::type_methods!(Object))
 }
 
 impl Stored for Object {
@@ -38,6 +38,12 @@ impl Stored for Object {
     unsafe fn free_value(value: *mut c_void) {
         let object = Box::from_raw(value.cast::<Object>());
         stats::uncounted(object.size());
+    }
+
+    const DEFRAG_KIND: crate::stats::defrag::Kind = crate::stats::defrag::Kind::Vbloom;
+
+    fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
+        Object::relocate(self, from, to)
     }
 }
 
@@ -138,22 +144,6 @@ extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_voi
 }
 
 /// COPY: a failed allocation makes COPY fail, not the server.
-/// Active defrag (`activedefrag yes`): the object, its list of sub-filters and their bytes,
-/// resumable between buffers (see `keys::defrag`).
-extern "C" fn defrag(
-    ctx: *mut raw::RedisModuleDefragCtx,
-    _key: *mut raw::RedisModuleString,
-    value: *mut *mut c_void,
-) -> c_int {
-    // SAFETY: the server passes its defrag context and the pointer to a
-    // value of this type, which it holds.
-    unsafe {
-        crate::keys::defrag::<Object>(ctx, value, crate::stats::defrag::Kind::Vbloom, |object, from, d| {
-            object.relocate(from, d)
-        })
-    }
-}
-
 extern "C" fn copy(
     _from: *mut raw::RedisModuleString,
     _to: *mut raw::RedisModuleString,
