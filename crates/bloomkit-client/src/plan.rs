@@ -203,4 +203,18 @@ impl InfoFields {
     pub fn get(&self, label: &str) -> Option<u64> {
         self.0.iter().find(|(l, _)| l.eq_ignore_ascii_case(label)).map(|f| f.1)
     }
+
+    /// The [`Info`] of a one-key filter whose reply has `BF.INFO`'s labels
+    /// (`BF.INFO` and `APBF.INFO` both do), shown as `backend`.
+    pub fn bloom_info(&self, backend: &str, name: &str) -> crate::options::Info {
+        crate::options::Info {
+            backend: backend.into(),
+            keys: vec![name.to_string()],
+            capacity: self.get("Capacity").unwrap_or(0),
+            bytes: self.get("Size").unwrap_or(0),
+            items: self.get("Number of items inserted"),
+            filters: self.get("Number of filters"),
+            ..crate::options::Info::default()
+        }
+    }
 }

@@ -34,16 +34,7 @@ pub(super) fn info(name: &str) -> Cmd {
 }
 
 pub(super) fn read_info(name: &str, reply: Value) -> Result<Info> {
-    let fields = InfoFields::read(reply, name)?;
-    Ok(Info {
-        backend: "module".into(),
-        keys: vec![name.to_string()],
-        capacity: fields.get("Capacity").unwrap_or(0),
-        bytes: fields.get("Size").unwrap_or(0),
-        items: fields.get("Number of items inserted"),
-        filters: fields.get("Number of filters"),
-        ..Info::default()
-    })
+    Ok(InfoFields::read(reply, name)?.bloom_info("module", name))
 }
 
 /// `BF.CARD`: the exact count a Bloom filter keeps.
