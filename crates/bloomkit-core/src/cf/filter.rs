@@ -164,16 +164,6 @@ impl Shape {
         Ok(buckets)
     }
 
-    /// Slots in every sub-filter together: the most fingerprints a filter of
-    /// this shape holds, so a larger item count is corrupt.
-    pub fn slots(&self) -> Result<u64, CfError> {
-        (0..self.filters).try_fold(0u64, |total, i| {
-            let slots =
-                self.sub_buckets(i)?.checked_mul(u64::from(self.bucket_size)).ok_or(CfError::CannotSize)?;
-            total.checked_add(slots).ok_or(CfError::CannotSize)
-        })
-    }
-
     /// `CF.INFO Size` of a filter of this shape, checked.
     pub fn size_bytes(&self) -> Result<u64, CfError> {
         let mut total = SUB_FILTER_OVERHEAD
