@@ -195,20 +195,21 @@ pub fn limits(ctx: Ctx) -> Limits {
     if ctx.is_replaying() {
         return Limits::NONE;
     }
-    Limits { headroom: memory_headroom(), ..Limits::at_most(MAX_FILTER_BYTES.load(Relaxed) as u64) }
+    let guarded = MAXMEMORY.load(Relaxed) > 0
+        && MAXMEMORY_GUARD.load(Relaxed)
+        && has_api!(RedisModule_GetUsedMemoryRatio);
+    let headroom = guarded.then_some(memory_headroom as fn() -> u64);
+    Limits { headroom, ..Limits::at_most(MAX_FILTER_BYTES.load(Relaxed) as u64) }
 }
 
-/// `maxmemory - used_memory` where the server refuses writes past its
-/// `maxmemory` (policy `noeviction`).
-fn memory_headroom() -> Option<u64> {
+/// `maxmemory - used_memory`, asked by core only when a creation or
+/// scale-out is about to allocate (see [`limits`] for when it is asked at all).
+fn memory_headroom() -> u64 {
     let maxmemory = MAXMEMORY.load(Relaxed);
-    if maxmemory == 0 || !MAXMEMORY_GUARD.load(Relaxed) || !has_api!(RedisModule_GetUsedMemoryRatio) {
-        return None;
-    }
-    // SAFETY: no arguments; reads the allocator's counter.
+    // SAFETY: no arguments; reads the allocator's counter (checked present by `limits`).
     let ratio = f64::from(unsafe { api!(RedisModule_GetUsedMemoryRatio)() });
     let used = (ratio * maxmemory as f64) as u64;
-    Some(maxmemory.saturating_sub(used))
+    maxmemory.saturating_sub(used)
 }
 
 /// Reads the server's `maxmemory` into [`MAXMEMORY`] (0 unless its policy is
@@ -360,16 +361,6 @@ pub fn apply_load_args(args: &[Arg]) -> Result<(), String> {
         store(setting.value, check(&given, setting.value, value)?);
     }
     Ok(())
-}
-
-/// The level a server gets unless told otherwise: RedisBloom 8's on Redis 8
-/// and later (which ships it), RedisBloom 2.8's on Redis 7 and Valkey.
-fn server_compat(ctx: Ctx) -> Compat {
-    if redis_major(ctx) >= 8 {
-        Compat::RedisBloom8
-    } else {
-        Compat::RedisBloom28
-    }
 }
 
 /// Redis's major version; 0 for Valkey (whatever Redis version it reports)
@@ -594,8 +585,12 @@ fn register_one(ctx: Ctx, index: usize, name: &CString, flags: u32) -> c_int {
 /// Registers every setting as a runtime config, with the load arguments as
 /// their defaults, then applies the values of the server's configuration.
 pub fn register(ctx: Ctx) -> Result<(), String> {
+    // Redis 8 ships RedisBloom 8 and lets modules register unprefixed names;
+    // Redis 7 and Valkey (major 0 here) do neither.
+    let redis_8 = redis_major(ctx) >= 8;
     if COMPAT.load(Relaxed) < 0 {
-        let level = server_compat(ctx);
+        // The level a server gets unless told otherwise.
+        let level = if redis_8 { Compat::RedisBloom8 } else { Compat::RedisBloom28 };
         COMPAT.store(Compat::ALL.iter().position(|c| *c == level).expect("listed") as i64, Relaxed);
     }
     refresh_maxmemory(ctx.0);
@@ -607,13 +602,10 @@ pub fn register(ctx: Ctx) -> Result<(), String> {
     if !has_api!(RedisModule_RegisterNumericConfig) {
         return Ok(()); // servers before 7.0: load arguments only
     }
-    let unprefixed = redis_major(ctx) >= 8;
     for (index, setting) in SETTINGS.iter().enumerate() {
         DEFAULTS[index].store(current(setting.value), Relaxed);
         let (name, flags) = match setting.naming {
-            Naming::RedisBloom8 if unprefixed => {
-                (setting.name.to_owned(), raw::REDISMODULE_CONFIG_UNPREFIXED)
-            }
+            Naming::RedisBloom8 if redis_8 => (setting.name.to_owned(), raw::REDISMODULE_CONFIG_UNPREFIXED),
             _ => (setting.name.to_owned(), 0),
         };
         let c_name = cstring(&name);

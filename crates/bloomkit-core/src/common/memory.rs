@@ -44,11 +44,13 @@ pub enum Bound {
 /// `bf.max-filter-bytes`, and what a creation or scale-out adds by the memory
 /// the server has left under `maxmemory`. Both are `None` when a replicated
 /// or loading client replays what the primary already accepted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct Limits {
     pub max_bytes: Option<u64>,
-    /// `maxmemory` minus `used_memory`, where the server enforces `maxmemory`.
-    pub headroom: Option<u64>,
+    /// Where the server enforces `maxmemory`: how to ask it what it has
+    /// left (`maxmemory - used_memory`). Asked only when something is about
+    /// to be allocated, so that the adds that allocate nothing never ask.
+    pub headroom: Option<fn() -> u64>,
 }
 
 impl Limits {
@@ -73,7 +75,7 @@ impl Limits {
             }
         }
         let added = after.saturating_sub(before);
-        match self.headroom {
+        match self.headroom.map(|left| left()) {
             Some(limit) if added > limit => Err(LimitExceeded { bytes: added, limit, bound: Bound::Memory }),
             _ => Ok(()),
         }
@@ -266,7 +268,7 @@ mod tests {
         assert_eq!(limits.check(101), Err(LimitExceeded { bytes: 101, limit: 100, bound: Bound::Filter }));
         assert_eq!(Limits::NONE.check(u64::MAX), Ok(()));
         // The memory bound counts what is added, the filter's what there is.
-        let tight = Limits { max_bytes: Some(1000), headroom: Some(50) };
+        let tight = Limits { max_bytes: Some(1000), headroom: Some(|| 50) };
         assert_eq!(tight.check_growth(900, 950), Ok(()));
         assert_eq!(
             tight.check_growth(900, 951),
