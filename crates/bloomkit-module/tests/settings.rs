@@ -194,6 +194,36 @@ fn each_compat_level_answers_as_its_version() {
         ("BF.INSERT k EXPANSION -1 ITEMS a", "Bad argument received", "Bad expansion"),
         ("BF.INSERT k CAPACITY 1073741825 ITEMS a", "", "Bad capacity"),
         ("BF.RESERVE k 0.01 100 EXPANSION 0", "ERR expansion should be greater or equal to 1", ""),
+        (
+            "CF.RESERVE k 100 MAXITERATIONS 0",
+            "MAXITERATIONS: value must be an integer between 1 and 65535, inclusive.",
+            "ERR max iterations must be in the range [1, 65535]",
+        ),
+        (
+            "CF.RESERVE k 100 BUCKETSIZE 256",
+            "BUCKETSIZE: value must be an integer between 1 and 255, inclusive.",
+            "ERR bucket size must be in the range [1, 255]",
+        ),
+        (
+            "CF.RESERVE k 100 EXPANSION 32769",
+            "EXPANSION: value must be an integer between 0 and 32768, inclusive.",
+            "ERR expansion must be in the range [0, 32768]",
+        ),
+        (
+            "CF.RESERVE k 0",
+            "Capacity must be at least (BucketSize * 2)",
+            "ERR capacity must be in the range [1, 1073741824]",
+        ),
+        (
+            "CF.INSERT k CAPACITY 1073741825 NOCREATE ITEMS a",
+            "ERR not found",
+            "ERR capacity must be in the range [1, 1073741824]",
+        ),
+        (
+            "CF.RESERVE k 3",
+            "Capacity must be at least (BucketSize * 2)",
+            "Capacity must be at least (BucketSize * 2)",
+        ),
     ];
     for (server, default) in [
         (Server::Redis, "redisbloom-2.8"),

@@ -1,5 +1,7 @@
 //! Typed parsing of `CF.*` arguments, with RedisBloom 2.8.2's rules and
-//! order of checks.
+//! order of checks, or RedisBloom 8's range texts and capacity limit
+//! (`bf.compat redisbloom-8`): the ranges are the same in both, only 8 caps
+//! the capacity at 2^30 and words its range errors as `BF.*` does.
 //!
 //! Arguments are the whole argv, command name included, as the server passes them.
 
@@ -8,7 +10,19 @@ use super::{
     CuckooParams, DEFAULT_BUCKET_SIZE, DEFAULT_CAPACITY, DEFAULT_EXPANSION, DEFAULT_MAX_ITERATIONS,
     MAX_BUCKET_SIZE, MAX_EXPANSION, MAX_EXPANSIONS,
 };
+use crate::common::compat::Compat;
 use crate::common::parse::{eq_ignore_case, parse_long_long};
+
+/// RedisBloom 8's largest capacity at creation (2^30), as for `BF.*`.
+pub const MAX_CAPACITY_8: i64 = 1 << 30;
+
+/// RedisBloom 8 refuses a capacity outside [1, 2^30] before anything else.
+fn check_capacity(capacity: i64, compat: Compat) -> Result<(), CfError> {
+    if compat == Compat::RedisBloom8 && !(1..=MAX_CAPACITY_8).contains(&capacity) {
+        return Err(CfError::CapacityOutOfRange);
+    }
+    Ok(())
+}
 
 /// What a write uses for a filter it creates, and for options `CF.RESERVE`
 /// leaves out: RedisBloom's constants, or RedisBloom 8's `cf-*` configs.
@@ -48,11 +62,17 @@ impl CfDefaults {
 /// with RedisBloom 2.8.2's order of checks: capacity, MAXITERATIONS,
 /// BUCKETSIZE, EXPANSION, then capacity against the bucket size. Keywords
 /// are found anywhere in argv (key included), unknown words are ignored.
-pub fn parse_reserve<A: AsRef<[u8]>>(argv: &[A], defaults: &CfDefaults) -> Result<CuckooParams, CfError> {
+pub fn parse_reserve<A: AsRef<[u8]>>(
+    argv: &[A],
+    defaults: &CfDefaults,
+    compat: Compat,
+) -> Result<CuckooParams, CfError> {
     if argv.len() < 3 || argv.len().is_multiple_of(2) {
         return Err(CfError::WrongArity);
     }
     let capacity = parse_long_long(argv[2].as_ref()).ok_or(CfError::BadCapacity)?;
+    check_capacity(capacity, compat)?;
+    let v8 = compat == Compat::RedisBloom8;
     let option = |word: &str, default: u16, range: (i64, i64), not_number, out_of_range| {
         let Some(at) = argv.iter().position(|a| eq_ignore_case(a.as_ref(), word)) else {
             return Ok(default);
@@ -69,21 +89,21 @@ pub fn parse_reserve<A: AsRef<[u8]>>(argv: &[A], defaults: &CfDefaults) -> Resul
         defaults.max_iterations,
         (1, i64::from(u16::MAX)),
         MaxIterationsNotNumber,
-        MaxIterationsRange,
+        if v8 { MaxIterationsOutOfRange } else { MaxIterationsRange },
     )?;
     let bucket_size = option(
         "BUCKETSIZE",
         defaults.bucket_size,
         (1, i64::from(MAX_BUCKET_SIZE)),
         BucketSizeNotNumber,
-        BucketSizeRange,
+        if v8 { BucketSizeOutOfRange } else { BucketSizeRange },
     )?;
     let expansion = option(
         "EXPANSION",
         defaults.expansion,
         (0, i64::from(MAX_EXPANSION)),
         ExpansionNotNumber,
-        ExpansionRange,
+        if v8 { ExpansionOutOfRange } else { ExpansionRange },
     )?;
     if i64::from(bucket_size) * 2 > capacity {
         return Err(CapacityTooSmall);
@@ -103,7 +123,11 @@ pub struct Insert {
 
 /// `CF.INSERT key [CAPACITY c] [NOCREATE] ITEMS item...`: options told apart
 /// by their first letter (`c`, `n`, `i`), as RedisBloom does.
-pub fn parse_insert<A: AsRef<[u8]>>(argv: &[A], defaults: &CfDefaults) -> Result<Insert, CfError> {
+pub fn parse_insert<A: AsRef<[u8]>>(
+    argv: &[A],
+    defaults: &CfDefaults,
+    compat: Compat,
+) -> Result<Insert, CfError> {
     if argv.len() < 4 {
         return Err(CfError::WrongArity);
     }
@@ -116,6 +140,7 @@ pub fn parse_insert<A: AsRef<[u8]>>(argv: &[A], defaults: &CfDefaults) -> Result
             Some(b'c') => {
                 let value = argv.get(pos + 1).ok_or(CfError::WrongArity)?;
                 capacity = parse_long_long(value.as_ref()).ok_or(CfError::BadCapacity)?;
+                check_capacity(capacity, compat)?;
                 if 2 * i64::from(defaults.bucket_size) > capacity {
                     return Err(CfError::CapacityTooSmall);
                 }
@@ -155,7 +180,8 @@ mod tests {
 
     #[test]
     fn reserve_checks_in_redisbloom_order() {
-        let err = |s: &str| parse_reserve(&argv(s), &CfDefaults::REDISBLOOM).unwrap_err();
+        let err =
+            |s: &str| parse_reserve(&argv(s), &CfDefaults::REDISBLOOM, Compat::RedisBloom28).unwrap_err();
         assert_eq!(err("CF.RESERVE k"), CfError::WrongArity);
         assert_eq!(err("CF.RESERVE k 10 BUCKETSIZE"), CfError::WrongArity);
         assert_eq!(err("CF.RESERVE k x"), CfError::BadCapacity);
@@ -165,16 +191,27 @@ mod tests {
         assert_eq!(err("CF.RESERVE k 100 EXPANSION 32769"), CfError::ExpansionRange);
         assert_eq!(err("CF.RESERVE k 3"), CfError::CapacityTooSmall);
         assert_eq!(err("CF.RESERVE bucketsize 10"), CfError::CapacityTooSmall);
-        let p = parse_reserve(&argv("CF.RESERVE maxiterations 10"), &CfDefaults::REDISBLOOM).unwrap();
+        let p = parse_reserve(
+            &argv("CF.RESERVE maxiterations 10"),
+            &CfDefaults::REDISBLOOM,
+            Compat::RedisBloom28,
+        )
+        .unwrap();
         assert_eq!(p.max_iterations, 10);
-        let p = parse_reserve(&argv("CF.RESERVE k 100 foo 3 EXPANSION 0"), &CfDefaults::REDISBLOOM).unwrap();
+        let p = parse_reserve(
+            &argv("CF.RESERVE k 100 foo 3 EXPANSION 0"),
+            &CfDefaults::REDISBLOOM,
+            Compat::RedisBloom28,
+        )
+        .unwrap();
         assert_eq!((p.capacity, p.bucket_size, p.expansion), (100, 2, 0));
     }
 
     #[test]
     fn insert_options_by_first_letter() {
-        let ok = |s: &str| parse_insert(&argv(s), &CfDefaults::REDISBLOOM).unwrap();
-        let err = |s: &str| parse_insert(&argv(s), &CfDefaults::REDISBLOOM).unwrap_err();
+        let ok = |s: &str| parse_insert(&argv(s), &CfDefaults::REDISBLOOM, Compat::RedisBloom28).unwrap();
+        let err =
+            |s: &str| parse_insert(&argv(s), &CfDefaults::REDISBLOOM, Compat::RedisBloom28).unwrap_err();
         assert_eq!(ok("CF.INSERT k Cap 5 n items a"), Insert { capacity: 5, create: false, items_from: 6 });
         assert_eq!(ok("CF.INSERT k i a").items_from, 3);
         assert_eq!(err("CF.INSERT k items"), CfError::WrongArity);
@@ -190,13 +227,39 @@ mod tests {
     fn configured_defaults_fill_what_the_command_leaves_out() {
         let d =
             CfDefaults { capacity: 64, bucket_size: 4, max_iterations: 7, expansion: 2, max_expansions: 5 };
-        let p = parse_reserve(&argv("CF.RESERVE k 100"), &d).unwrap();
+        let p = parse_reserve(&argv("CF.RESERVE k 100"), &d, Compat::RedisBloom28).unwrap();
         assert_eq!((p.bucket_size, p.max_iterations, p.expansion), (4, 7, 2));
-        let p = parse_reserve(&argv("CF.RESERVE k 100 BUCKETSIZE 1"), &d).unwrap();
+        let p = parse_reserve(&argv("CF.RESERVE k 100 BUCKETSIZE 1"), &d, Compat::RedisBloom28).unwrap();
         assert_eq!(p.bucket_size, 1);
-        assert_eq!(parse_insert(&argv("CF.INSERT k ITEMS a"), &d).unwrap().capacity, 64);
+        assert_eq!(
+            parse_insert(&argv("CF.INSERT k ITEMS a"), &d, Compat::RedisBloom28).unwrap().capacity,
+            64
+        );
         // The bucket size a created filter gets bounds the capacity asked for.
-        assert_eq!(parse_insert(&argv("CF.INSERT k CAPACITY 7 ITEMS a"), &d), Err(CfError::CapacityTooSmall));
+        assert_eq!(
+            parse_insert(&argv("CF.INSERT k CAPACITY 7 ITEMS a"), &d, Compat::RedisBloom28),
+            Err(CfError::CapacityTooSmall)
+        );
         assert_eq!(d.params(10).bucket_size, 4);
+    }
+
+    #[test]
+    fn redisbloom_8_names_each_range() {
+        let v8 = |s: &str| parse_reserve(&argv(s), &CfDefaults::REDISBLOOM, Compat::RedisBloom8).unwrap_err();
+        assert_eq!(v8("CF.RESERVE k 1073741825"), CfError::CapacityOutOfRange);
+        assert_eq!(v8("CF.RESERVE k 0"), CfError::CapacityOutOfRange);
+        assert_eq!(v8("CF.RESERVE k 100 MAXITERATIONS 0"), CfError::MaxIterationsOutOfRange);
+        assert_eq!(v8("CF.RESERVE k 100 BUCKETSIZE 256"), CfError::BucketSizeOutOfRange);
+        assert_eq!(v8("CF.RESERVE k 100 EXPANSION 32769"), CfError::ExpansionOutOfRange);
+        // The bucket-size floor is the same rule in both.
+        assert_eq!(v8("CF.RESERVE k 3"), CfError::CapacityTooSmall);
+        let p = parse_reserve(&argv("CF.RESERVE k 1073741824"), &CfDefaults::REDISBLOOM, Compat::RedisBloom8);
+        assert_eq!(p.unwrap().capacity, 1 << 30);
+        let ins = |s: &str| parse_insert(&argv(s), &CfDefaults::REDISBLOOM, Compat::RedisBloom8);
+        assert_eq!(ins("CF.INSERT k CAPACITY 1073741825 ITEMS a"), Err(CfError::CapacityOutOfRange));
+        // 2.8.2 takes any capacity it can size.
+        let p =
+            parse_reserve(&argv("CF.RESERVE k 1073741825"), &CfDefaults::REDISBLOOM, Compat::RedisBloom28);
+        assert!(p.is_ok());
     }
 }

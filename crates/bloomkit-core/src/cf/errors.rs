@@ -32,6 +32,11 @@ pub enum CfError {
     BucketSizeRange,
     ExpansionNotNumber,
     ExpansionRange,
+    // RedisBloom 8's range errors (bf.compat redisbloom-8), worded as BF's.
+    CapacityOutOfRange,
+    MaxIterationsOutOfRange,
+    BucketSizeOutOfRange,
+    ExpansionOutOfRange,
     /// `CF.DEL` on a missing key or one of another type.
     DelNotFound,
     /// `CF.COMPACT` on a missing key or one of another type.
@@ -78,6 +83,10 @@ impl ReplyError for CfError {
             BucketSizeRange => "BUCKETSIZE: value must be an integer between 1 and 255, inclusive.",
             ExpansionNotNumber => "Couldn't parse EXPANSION",
             ExpansionRange => "EXPANSION: value must be an integer between 0 and 32768, inclusive.",
+            CapacityOutOfRange => "ERR capacity must be in the range [1, 1073741824]",
+            MaxIterationsOutOfRange => "ERR max iterations must be in the range [1, 65535]",
+            BucketSizeOutOfRange => "ERR bucket size must be in the range [1, 255]",
+            ExpansionOutOfRange => "ERR expansion must be in the range [0, 32768]",
             DelNotFound => "Not found",
             CompactNotFound => "Cuckoo filter was not found",
             Full => "Filter is full",
