@@ -5,6 +5,9 @@
 //!
 //! - [`bf`]: RedisBloom's scalable Bloom filter (`BF.*`, `MBbloom--`);
 //! - [`cf`]: RedisBloom's cuckoo filter (`CF.*`, `MBbloomCF`);
+//! - [`cms`]: RedisBloom's Count-Min Sketch (`CMS.*`, `CMSk-TYPE`);
+//! - [`topk`]: RedisBloom's Top-K (`TOPK.*`, `TopK-TYPE`);
+//! - [`tdigest`]: RedisBloom's t-digest (`TDIGEST.*`, `TDIS-TYPE`);
 //! - [`apbf`]: bloomkit's sliding-window filter (`APBF.*`, `bkit-apbf`);
 //! - [`vbloom`]: valkey-bloom's filters (`BF.*` on `bloomfltr` keys);
 //! - [`bitmap`]: the bitmap layouts other systems keep in plain strings
@@ -21,7 +24,10 @@ pub mod apbf;
 pub mod bf;
 pub mod bitmap;
 pub mod cf;
+pub mod cms;
 pub mod local;
+pub mod tdigest;
+pub mod topk;
 pub mod vbloom;
 
 pub use common::memory::Limits;

@@ -1,5 +1,6 @@
-//! `bf`: RedisBloom's BF.* and CF.* commands, valkey-bloom's filters and
-//! bloomkit's APBF.*, for Redis 7 and 8 and Valkey 8 and 9.
+//! `bf`: RedisBloom's BF.*, CF.*, CMS.*, TOPK.* and TDIGEST.* commands,
+//! valkey-bloom's filters and bloomkit's APBF.*, for Redis 7 and 8 and
+//! Valkey 8 and 9.
 //!
 //! This file lists the families and starts the module. Each family has its
 //! folder, named as in `bloomkit-core`, with its command table in `mod.rs`,
@@ -44,7 +45,7 @@ macro_rules! families {
     };
 }
 
-families!(bf, cf, apbf, vbloom);
+families!(bf, cf, apbf, vbloom, cms, topk, tdigest);
 
 /// `INFO bf`: the module's counters.
 extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
@@ -82,7 +83,15 @@ extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) 
 /// `INFO bf`'s `defrag` section: what active defrag moved, by data type.
 fn defrag_info(ctx: *mut raw::RedisModuleInfoCtx) {
     use stats::defrag::{Kind, HITS, KEYS_RESUMED, LARGE_KEPT, MISSES};
-    let kinds = [(Kind::Bf, "bf"), (Kind::Cf, "cf"), (Kind::Apbf, "apbf"), (Kind::Vbloom, "vbloom")];
+    let kinds = [
+        (Kind::Bf, "bf"),
+        (Kind::Cf, "cf"),
+        (Kind::Apbf, "apbf"),
+        (Kind::Vbloom, "vbloom"),
+        (Kind::Cms, "cms"),
+        (Kind::Topk, "topk"),
+        (Kind::Tdigest, "tdigest"),
+    ];
     let mut fields: Vec<(String, u64)> = Vec::with_capacity(2 * kinds.len() + 2);
     for (kind, name) in kinds {
         fields.push((format!("defrag_{name}_hits\0"), stats::get(&HITS[kind as usize])));

@@ -125,10 +125,13 @@ pub mod defrag {
         Cf = 1,
         Apbf = 2,
         Vbloom = 3,
+        Cms = 4,
+        Topk = 5,
+        Tdigest = 6,
     }
 
-    pub static HITS: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
-    pub static MISSES: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+    pub static HITS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
+    pub static MISSES: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
     pub static LARGE_KEPT: AtomicU64 = AtomicU64::new(0);
     pub static KEYS_RESUMED: AtomicU64 = AtomicU64::new(0);
 

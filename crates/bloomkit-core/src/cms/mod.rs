@@ -1,0 +1,1 @@
+//! RedisBloom's Count-Min Sketch (`CMS.*`, `CMSk-TYPE`).

@@ -1,0 +1,1 @@
+//! RedisBloom's t-digest, the merging digest of t-digest-c (`TDIGEST.*`, `TDIS-TYPE`).

@@ -1,0 +1,1 @@
+//! RedisBloom's Top-K, a HeavyKeeper (`TOPK.*`, `TopK-TYPE`).

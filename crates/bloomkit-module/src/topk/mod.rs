@@ -1,0 +1,11 @@
+//! RedisBloom's Top-K, a HeavyKeeper (`TOPK.*`, `TopK-TYPE`).
+
+use crate::command::{Command, Family};
+
+pub const FAMILY: Family = Family { commands: COMMANDS, register, info: None };
+
+fn register(_ctx: *mut redis_module::raw::RedisModuleCtx) -> Result<(), String> {
+    Ok(())
+}
+
+const COMMANDS: &[Command] = &[];
