@@ -262,8 +262,16 @@ struct CopyArgs {
     #[arg(long, value_name = "URL")]
     to: String,
     /// The keys to copy; each keeps its name.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
     keys: Vec<String>,
+    /// Copy every filter and sketch on the source (every key of a Bloom,
+    /// cuckoo, sliding-window, valkey-bloom, Count-Min Sketch, Top-K or
+    /// t-digest type), found with SCAN; other keys are left alone.
+    #[arg(long)]
+    all: bool,
+    /// With --all: only keys matching this SCAN MATCH pattern.
+    #[arg(long, value_name = "PATTERN", requires = "all", default_value = "*")]
+    r#match: String,
     /// Overwrite existing keys on the destination.
     #[arg(long)]
     replace: bool,
@@ -451,7 +459,18 @@ fn run(cli: Cli) -> Result<()> {
             let mut from = transfer::Server::connect(&a.from)?;
             let mut to = transfer::Server::connect(&a.to)?;
             let mut failures = Vec::new();
-            for key in &a.keys {
+            let keys = if a.all {
+                let (keys, others) = transfer::module_keys(&mut from, &a.r#match)?;
+                eprintln!(
+                    "bloomkit copy: {} filters and sketches on {} ({others} other keys left alone)",
+                    keys.len(),
+                    a.from
+                );
+                keys
+            } else {
+                a.keys.clone()
+            };
+            for key in &keys {
                 let bar = progress_bar(key);
                 let result = transfer::copy_key(
                     &mut from,
@@ -470,8 +489,8 @@ fn run(cli: Cli) -> Result<()> {
                     }
                 }
             }
-            let copied = a.keys.len() - failures.len();
-            eprintln!("bloomkit copy: {copied} of {} copied", a.keys.len());
+            let copied = keys.len() - failures.len();
+            eprintln!("bloomkit copy: {copied} of {} copied", keys.len());
             if !failures.is_empty() {
                 bail!("not copied: {}", failures.join(", "));
             }
@@ -480,10 +499,14 @@ fn run(cli: Cli) -> Result<()> {
             let mut server = transfer::Server::connect(&a.redis)?;
             let info = match transfer::kind(&mut server, &a.key)? {
                 transfer::Kind::Bloom => bloom_info(&mut server, &a.key)?,
-                kind @ (transfer::Kind::Window | transfer::Kind::ValkeyBloom | transfer::Kind::Cuckoo) => {
+                kind @ (transfer::Kind::Window
+                | transfer::Kind::ValkeyBloom
+                | transfer::Kind::Cuckoo
+                | transfer::Kind::Sketch(_)) => {
                     let (command, name) = match kind {
                         transfer::Kind::Window => ("APBF.INFO", "sliding-window filter"),
                         transfer::Kind::ValkeyBloom => ("BF.INFO", "valkey-bloom filter"),
+                        transfer::Kind::Sketch(s) => (s.info_command(), s.name()),
                         _ => ("CF.INFO", "cuckoo filter"),
                     };
                     let fields = transfer::info_fields(&mut server, &a.key, command)?;

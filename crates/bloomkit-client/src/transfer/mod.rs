@@ -176,7 +176,7 @@ pub fn stage_and_commit(
 }
 
 /// The label and value pairs of an `*.INFO` command (`BF.INFO` of a
-/// valkey-bloom filter, `CF.INFO`, `APBF.INFO`).
+/// valkey-bloom filter, `CF.INFO`, `APBF.INFO`, the sketches' INFO).
 pub fn info_fields(server: &mut Server, key: &str, command: &str) -> Result<Vec<(String, String)>> {
     let values: Vec<redis::Value> = server.call(redis::cmd(command).arg(key), key)?;
     let text = |v: &redis::Value| match v {
@@ -199,23 +199,123 @@ pub enum Kind {
     ValkeyBloom,
     /// A cuckoo filter (`MBbloomCF`).
     Cuckoo,
+    /// One of RedisBloom's sketches, moved whole.
+    Sketch(Sketch),
     /// A string: a bitmap filter, if the options describe one.
     String,
     Missing,
     Other(String),
 }
 
+/// RedisBloom's other families: small, self-contained values, moved whole
+/// with `DUMP` / `RESTORE` like valkey-bloom's filters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sketch {
+    /// A Count-Min Sketch (`CMSk-TYPE`).
+    CountMin,
+    /// A Top-K (`TopK-TYPE`).
+    TopK,
+    /// A t-digest (`TDIS-TYPE`).
+    TDigest,
+}
+
+impl Sketch {
+    pub const ALL: [Sketch; 3] = [Sketch::CountMin, Sketch::TopK, Sketch::TDigest];
+
+    /// The data type's name, as `TYPE` answers it.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            Sketch::CountMin => "CMSk-TYPE",
+            Sketch::TopK => "TopK-TYPE",
+            Sketch::TDigest => "TDIS-TYPE",
+        }
+    }
+
+    /// The command that describes one.
+    pub fn info_command(self) -> &'static str {
+        match self {
+            Sketch::CountMin => "CMS.INFO",
+            Sketch::TopK => "TOPK.INFO",
+            Sketch::TDigest => "TDIGEST.INFO",
+        }
+    }
+
+    /// What to call it in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Sketch::CountMin => "Count-Min Sketch",
+            Sketch::TopK => "Top-K",
+            Sketch::TDigest => "t-digest",
+        }
+    }
+
+    pub fn from_type_name(name: &str) -> Option<Sketch> {
+        Sketch::ALL.into_iter().find(|s| s.type_name() == name)
+    }
+}
+
+impl Kind {
+    /// A kind from `TYPE`'s answer.
+    pub fn from_type_name(t: &str) -> Kind {
+        match t {
+            "MBbloom--" => Kind::Bloom,
+            "bkit-apbf" => Kind::Window,
+            "bloomfltr" => Kind::ValkeyBloom,
+            "MBbloomCF" => Kind::Cuckoo,
+            "string" => Kind::String,
+            "none" => Kind::Missing,
+            _ => match Sketch::from_type_name(t) {
+                Some(s) => Kind::Sketch(s),
+                None => Kind::Other(t.to_string()),
+            },
+        }
+    }
+
+    /// Whether `copy_key` moves it without bitmap parameters.
+    pub fn is_module_value(&self) -> bool {
+        matches!(self, Kind::Bloom | Kind::Window | Kind::ValkeyBloom | Kind::Cuckoo | Kind::Sketch(_))
+    }
+}
+
 pub fn kind(server: &mut Server, key: &str) -> Result<Kind> {
     let t: String = server.call(redis::cmd("TYPE").arg(key), key)?;
-    Ok(match t.as_str() {
-        "MBbloom--" => Kind::Bloom,
-        "bkit-apbf" => Kind::Window,
-        "bloomfltr" => Kind::ValkeyBloom,
-        "MBbloomCF" => Kind::Cuckoo,
-        "string" => Kind::String,
-        "none" => Kind::Missing,
-        _ => Kind::Other(t),
-    })
+    Ok(Kind::from_type_name(&t))
+}
+
+/// Every key on the server (matching `pattern`, a `SCAN MATCH` glob) that
+/// holds a filter or sketch bloomkit moves without parameters, in `SCAN`
+/// order, and how many other keys were passed over. A key deleted during the
+/// scan is skipped.
+pub fn module_keys(server: &mut Server, pattern: &str) -> Result<(Vec<String>, usize)> {
+    let mut cursor: u64 = 0;
+    let (mut keys, mut others) = (Vec::new(), 0);
+    loop {
+        let (next, batch): (u64, Vec<String>) = server
+            .call(redis::cmd("SCAN").arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(1000), pattern)?;
+        let mut pipe = redis::pipe();
+        for key in &batch {
+            pipe.cmd("TYPE").arg(key);
+        }
+        let types: Vec<String> = if batch.is_empty() {
+            Vec::new()
+        } else {
+            pipe.query(&mut server.con).map_err(|e| Error::from_redis(e, pattern))?
+        };
+        for (key, t) in batch.into_iter().zip(types) {
+            match Kind::from_type_name(&t) {
+                kind if kind.is_module_value() => keys.push(key),
+                Kind::Missing => {}
+                _ => others += 1,
+            }
+        }
+        if next == 0 {
+            // SCAN may return a key twice; keep its first place.
+            let mut seen = std::collections::HashSet::new();
+            keys.retain(|k| seen.insert(k.clone()));
+            return Ok((keys, others));
+        }
+        cursor = next;
+    }
 }
 
 /// The error for a key that holds something bloomkit cannot read, naming it.
@@ -230,10 +330,11 @@ pub fn unreadable(server: &Server, key: &str, kind: &Kind) -> Error {
         ),
         Kind::Other(t) => transfer!(
             "key '{key}' on {} holds a {t}, not a filter bloomkit can read (a Bloom filter, a \
-             sliding-window filter, or a bitmap filter with --bitmap)",
+             sliding-window filter, a cuckoo filter, one of RedisBloom's sketches, or a bitmap \
+             filter with --bitmap)",
             server.url
         ),
-        Kind::Bloom | Kind::Window | Kind::ValkeyBloom | Kind::Cuckoo => {
+        Kind::Bloom | Kind::Window | Kind::ValkeyBloom | Kind::Cuckoo | Kind::Sketch(_) => {
             transfer!("key '{key}' on {} is a filter of another kind", server.url)
         }
     }
@@ -272,6 +373,7 @@ fn kind_name(kind: &Kind) -> &'static str {
         Kind::Window => "sliding-window filter",
         Kind::ValkeyBloom => "valkey-bloom filter",
         Kind::Cuckoo => "cuckoo filter",
+        Kind::Sketch(s) => s.name(),
         _ => "bitmap filter",
     }
 }
@@ -291,7 +393,7 @@ pub fn dump_key(
         (Kind::Window, _) => {
             dump_window(server, key, out, progress)?;
         }
-        (Kind::ValkeyBloom, _) => {
+        (Kind::ValkeyBloom | Kind::Sketch(_), _) => {
             dump_value(server, key, out, progress)?;
         }
         (Kind::Cuckoo, _) => {
@@ -326,9 +428,10 @@ pub fn restore_file(
     }
     if &magic == VALUE_MAGIC {
         let type_name = restore_value(server, key, input, replace, progress)?;
-        return Ok(match type_name.as_str() {
-            "bloomfltr" => "valkey-bloom filter",
-            "MBbloomCF" => "cuckoo filter",
+        return Ok(match Kind::from_type_name(&type_name) {
+            Kind::ValkeyBloom => "valkey-bloom filter",
+            Kind::Cuckoo => "cuckoo filter",
+            Kind::Sketch(s) => s.name(),
             _ => "filter",
         });
     }
@@ -343,7 +446,7 @@ pub fn restore_file(
     Err(transfer!(
         "not a filter file: it starts with neither BLOOMKIT (a Bloom filter), BKAPBF (a \
          sliding-window filter), BKBITMAP (a bitmap filter), BKCUCKOO (a cuckoo filter) nor \
-         BKMODVAL (a valkey-bloom filter, or an empty cuckoo filter)"
+         BKMODVAL (a valkey-bloom filter, a sketch, or an empty cuckoo filter)"
     ))
 }
 
@@ -360,7 +463,7 @@ pub fn copy_key(
     match (&kind, bitmap) {
         (Kind::Bloom, _) => copy(from, to, key, replace, progress)?,
         (Kind::Window, _) => copy_window(from, to, key, replace, progress)?,
-        (Kind::ValkeyBloom, _) => {
+        (Kind::ValkeyBloom | Kind::Sketch(_), _) => {
             copy_value(from, to, key, replace, progress)?;
         }
         (Kind::Cuckoo, _) => copy_cuckoo(from, to, key, replace, progress)?,

@@ -1,6 +1,7 @@
 //! Filters moved whole, as their server serialises them (`DUMP` /
-//! `RESTORE`): valkey-bloom's `bloomfltr` values and cuckoo filters
-//! (`MBbloomCF`). The payload is retargeted to RDB version 9 on the way
+//! `RESTORE`): valkey-bloom's `bloomfltr` values, empty cuckoo filters
+//! (`MBbloomCF`) and RedisBloom's sketches (`CMSk-TYPE`, `TopK-TYPE`,
+//! `TDIS-TYPE`). The payload is retargeted to RDB version 9 on the way
 //! ([`bloomkit_core::common::payload`]), so a value dumped by Valkey 9 restores into
 //! Redis 7 and back; a payload is at most the server's 512 MB bulk limit.
 
