@@ -23,6 +23,7 @@ macro_rules! usage {
 
 mod calc;
 mod dedup;
+mod manual;
 mod server;
 mod units;
 
@@ -64,12 +65,26 @@ enum Command {
     /// Describe a server's filter.
     Info(InfoArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    ///
+    /// For bash: mkdir -p ~/.local/share/bash-completion/completions &&
+    /// bloomkit completions bash > ~/.local/share/bash-completion/completions/bloomkit
     Completions {
         /// The shell to complete for.
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff), for `man -l -` or a man directory.
-    Man,
+    /// Print a manual page (roff): `bloomkit man dedup | man -l -`.
+    Man(ManArgs),
+}
+
+#[derive(Args)]
+struct ManArgs {
+    /// The subcommand whose page to print (bloomkit-SUBCOMMAND(1)); without
+    /// one, the page of bloomkit itself.
+    subcommand: Option<String>,
+    /// Write every page (bloomkit.1 and one per subcommand) into this
+    /// folder instead, e.g. for /usr/share/man/man1.
+    #[arg(long, value_name = "DIR", conflicts_with = "subcommand")]
+    out_dir: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]
@@ -545,8 +560,16 @@ fn run(cli: Cli) -> Result<()> {
                 &mut io::stdout(),
             );
         }
-        Command::Man => {
-            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut io::stdout())?;
+        Command::Man(a) => {
+            let top = <Cli as clap::CommandFactory>::command();
+            match a.out_dir {
+                Some(dir) => {
+                    for file in manual::write_all(top, &dir)? {
+                        eprintln!("bloomkit man: wrote {file}");
+                    }
+                }
+                None => manual::print(top, a.subcommand.as_deref(), &mut io::stdout().lock())?,
+            }
         }
     }
     Ok(())

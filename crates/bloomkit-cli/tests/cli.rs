@@ -658,6 +658,23 @@ fn cli_conventions() {
     }
     let man = String::from_utf8(ok(&["man"], b"")).unwrap();
     assert!(man.contains(".TH") && man.contains("bloomkit"), "{man}");
+    // One page per subcommand, each with every option the parser takes.
+    let pages = tempfile::tempdir().unwrap();
+    ok(&["man", "--out-dir", pages.path().to_str().unwrap()], b"");
+    for command in ["calc", "dedup", "dump", "restore", "copy", "info", "completions", "man"] {
+        let page = String::from_utf8(ok(&["man", command], b"")).unwrap();
+        assert!(page.contains(&format!(".TH bloomkit-{command} 1")), "{command}: {page}");
+        let written = std::fs::read_to_string(pages.path().join(format!("bloomkit-{command}.1"))).unwrap();
+        assert_eq!(written, page, "{command}: the installed page is the printed one");
+        assert!(man.contains(&format!("bloomkit\\-{command}(1)")), "the top page lists {command}");
+        let help = String::from_utf8(ok(&[command, "--help"], b"")).unwrap();
+        for word in help.split_whitespace().filter(|w| w.starts_with("--")) {
+            let option = word.trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
+            let roff = option.replace('-', "\\-");
+            assert!(page.contains(&roff), "{command}: the page documents {option}");
+        }
+    }
+    usage_error(&["man", "nope"], b"", "pages exist for: calc");
 
     // Every argument has help text: on its line, or on the next (long help).
     for command in ["calc", "dedup", "dump", "restore", "copy", "info", "completions"] {
@@ -668,6 +685,7 @@ fn cli_conventions() {
             // (clap's "[default: x]" under a list of possible values is not an argument.)
             let is_argument = line.starts_with("  ")
                 && !trimmed.starts_with("[default:")
+                && !trimmed.starts_with("[possible values:")
                 && (trimmed.starts_with('-') || trimmed.starts_with('<') || trimmed.starts_with('['));
             if !is_argument {
                 continue;
