@@ -428,13 +428,16 @@ fn check_paths(o: &Options) -> Result<Option<u64>> {
             bail!("the state file {} is a directory", state.display());
         }
         let dir = state.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-        tempfile::NamedTempFile::new_in(dir).with_context(|| {
-            format!(
-                "cannot write the state file {}: no new file can be made in {}",
+        // (tempfile's error names its random file: say what matters instead.)
+        if let Err(e) = tempfile::NamedTempFile::new_in(dir) {
+            let why = std::io::Error::from(e.kind());
+            bail!(
+                "cannot write the state file {}: no file can be created in {} ({why}); choose a \
+                 folder that exists and is writable",
                 state.display(),
                 dir.display()
-            )
-        })?;
+            );
+        }
     }
     Ok(total)
 }

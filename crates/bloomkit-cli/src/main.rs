@@ -704,7 +704,9 @@ fn main() -> ExitCode {
                 c.downcast_ref::<Usage>().is_some()
                     || matches!(
                         c.downcast_ref::<bloomkit_client::Error>(),
-                        Some(bloomkit_client::Error::InvalidOptions(_))
+                        Some(
+                            bloomkit_client::Error::InvalidOptions(_) | bloomkit_client::Error::InvalidUrl(_)
+                        )
                     )
             });
             if invalid {

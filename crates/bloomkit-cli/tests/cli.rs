@@ -391,9 +391,26 @@ fn dump_restore_copy_between_redisbloom_and_bloomkit() {
     fails(
         &["restore", "--redis", &bk_url, "victim", "-i", corrupt_path.to_str().unwrap()],
         b"",
-        "checksum mismatch",
+        "checksum does not match: the file is damaged",
     );
     assert_eq!(bk.cmd("EXISTS victim"), Reply::Int(0));
+    // Cut short, anywhere: said once, in words, with what to do; nothing written.
+    let whole = std::fs::read(&file).unwrap();
+    for cut in [10, 20, whole.len() / 2, whole.len() - 1] {
+        let cut_path = dir.path().join("cut.bkf");
+        std::fs::write(&cut_path, &whole[..cut]).unwrap();
+        let out =
+            self::bloomkit(&["restore", "--redis", &bk_url, "victim", "-i", cut_path.to_str().unwrap()], b"");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("is cut short") && stderr.contains("dump the filter again"),
+            "{cut}: {stderr}"
+        );
+        assert_eq!(stderr.matches("filter file").count(), 1, "{cut}: said once: {stderr}");
+        assert!(!stderr.contains("fill whole buffer"), "{stderr}");
+        assert_eq!(bk.cmd("EXISTS victim"), Reply::Int(0));
+    }
     assert_eq!(bk.cmd("DBSIZE").as_int(), 3, "no staging key left behind");
     fails(&["dump", "--redis", &bk_url, "missing", "-o", file_arg], b"", "does not exist");
     assert!(Path::new(&file).exists(), "a failed dump leaves the old file");
@@ -613,7 +630,10 @@ fn cli_conventions() {
         "--state keeps an in-process filter",
     );
     usage(&["dedup", "--bitmap"], "give the server with --redis");
-    usage(&["info", "--redis", "not a url", "k"], "is not a Redis URL");
+    usage(
+        &["info", "--redis", "not a url", "k"],
+        "'not a url' is not a server address; write it as redis://host:port",
+    );
     usage(
         &["info", "--redis", "redis://127.0.0.1:1", "k", "--bitmap", "--error-rate", "2"],
         "strictly between 0 and 1",
@@ -648,7 +668,10 @@ fn cli_conventions() {
     let out = bloomkit(&["dedup", "--state", "/nonexistent/dir/s.bkf"], b"a\nb\n");
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty(), "output written before the state path was checked");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/dir"), "the path is named");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/nonexistent/dir"), "the path is named");
+    assert!(stderr.contains("choose a folder that exists and is writable"), "{stderr}");
+    assert!(!stderr.contains(".tmp"), "no temporary file name: {stderr}");
     fails(&["dedup", "/tmp"], b"", "cannot read /tmp: it is a directory");
 
     // Completions and a man page, from the clap definitions.

@@ -26,6 +26,8 @@ pub enum Error {
     ConfigMismatch(String),
     /// The options cannot describe a filter.
     InvalidOptions(String),
+    /// A server address that is not a Redis URL.
+    InvalidUrl(String),
     /// The backend cannot do this (for example an expiry on a local filter).
     Unsupported(&'static str),
     /// Any other error reply from the server, verbatim.
@@ -67,10 +69,15 @@ impl fmt::Display for Error {
                 write!(f, "{}; open it with the parameters it was made with", e.trim_start_matches("ERR "))
             }
             Error::InvalidOptions(e) => write!(f, "invalid filter options: {e}"),
+            Error::InvalidUrl(url) => write!(
+                f,
+                "'{url}' is not a server address; write it as redis://host:port[/db] (rediss:// \
+                 for TLS, redis://user:password@host:port with a password, unix:///path/to/socket)"
+            ),
             Error::Unsupported(e) => write!(f, "not supported: {e}"),
             Error::Server(e) => write!(f, "the server refused: {e}"),
             Error::Protocol(e) => write!(f, "unexpected reply from the server: {e}"),
-            Error::File(e) => write!(f, "filter file: {e}"),
+            Error::File(e) => write!(f, "{e}"),
             Error::Filter(e) => write!(f, "{}", e.to_string().trim_start_matches("ERR ")),
             Error::Transfer(e) => f.write_str(e),
         }

@@ -44,9 +44,7 @@ impl Progress for () {}
 /// A connection to `url`, or an error that says what to check: a malformed
 /// URL, or a server that does not answer within five seconds.
 pub fn connect(url: &str) -> Result<redis::Connection> {
-    let client = redis::Client::open(url).map_err(|e| {
-        Error::InvalidOptions(format!("'{url}' is not a Redis URL ({e}); use redis://host:port[/db]"))
-    })?;
+    let client = redis::Client::open(url).map_err(|_| Error::InvalidUrl(url.to_string()))?;
     client
         .get_connection_with_timeout(Duration::from_secs(5))
         .map_err(|e| Error::Connection(format!("{url}: {e}")))

@@ -42,7 +42,7 @@ impl fmt::Display for FileError {
             FileError::UnsupportedVersion(v) => {
                 write!(f, "filter file format version {v} is newer than this bloomkit reads (1)")
             }
-            FileError::Corrupt(what) => write!(f, "corrupt filter file: {what}"),
+            FileError::Corrupt(what) => f.write_str(what),
             FileError::Filter(e) => write!(f, "invalid filter in file: {e}"),
         }
     }
@@ -50,10 +50,14 @@ impl fmt::Display for FileError {
 
 impl std::error::Error for FileError {}
 
+/// A file that stops before the filter it describes does.
+const CUT_SHORT: &str = "the filter file is cut short: it ends before the filter it describes \
+     (an interrupted copy or dump?); dump the filter again";
+
 impl From<io::Error> for FileError {
     fn from(e: io::Error) -> FileError {
         if e.kind() == io::ErrorKind::UnexpectedEof {
-            FileError::Corrupt("the file ends early")
+            FileError::Corrupt(CUT_SHORT)
         } else {
             FileError::Io(e)
         }
@@ -86,7 +90,9 @@ impl<W: Write> FileWriter<W> {
     /// Appends bit-array bytes (a SCANDUMP chunk).
     pub fn write_bits(&mut self, data: &[u8]) -> Result<(), FileError> {
         if data.len() as u64 > self.remaining {
-            return Err(FileError::Corrupt("more bit-array bytes than the header describes"));
+            return Err(FileError::Corrupt(
+                "the filter file would get more bit-array bytes than its header describes",
+            ));
         }
         self.remaining -= data.len() as u64;
         self.crc.update(data);
@@ -97,7 +103,9 @@ impl<W: Write> FileWriter<W> {
     /// Seals the file; fails if bytes are missing.
     pub fn finish(mut self) -> Result<W, FileError> {
         if self.remaining != 0 {
-            return Err(FileError::Corrupt("fewer bit-array bytes than the header describes"));
+            return Err(FileError::Corrupt(
+                "the filter file would get fewer bit-array bytes than its header describes",
+            ));
         }
         self.out.write_all(&self.crc.clone().finalize().to_le_bytes())?;
         self.out.flush()?;
@@ -127,12 +135,21 @@ pub struct FileReader<R: Read> {
 impl<R: Read> FileReader<R> {
     pub fn open(mut input: R) -> Result<FileReader<R>, FileError> {
         let mut prefix = [0u8; 16];
-        input.read_exact(&mut prefix).map_err(|e| match e.kind() {
-            io::ErrorKind::UnexpectedEof => FileError::NotAFilterFile,
-            _ => FileError::Io(e),
-        })?;
-        if &prefix[..8] != MAGIC {
+        let mut got = 0;
+        while got < prefix.len() {
+            match input.read(&mut prefix[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(FileError::Io(e)),
+            }
+        }
+        // A file that starts as one but stops is cut short, not foreign.
+        if got < MAGIC.len() || &prefix[..MAGIC.len()] != MAGIC {
             return Err(FileError::NotAFilterFile);
+        }
+        if got < prefix.len() {
+            return Err(FileError::Corrupt(CUT_SHORT));
         }
         let version = u32::from_le_bytes(prefix[8..12].try_into().expect("4 bytes"));
         if version != VERSION {
@@ -140,7 +157,9 @@ impl<R: Read> FileReader<R> {
         }
         let header_len = u32::from_le_bytes(prefix[12..16].try_into().expect("4 bytes"));
         if header_len > MAX_HEADER {
-            return Err(FileError::Corrupt("the header length is implausible"));
+            return Err(FileError::Corrupt(
+                "the filter file's header length is implausible: the file is damaged",
+            ));
         }
         let mut header = vec![0u8; header_len as usize];
         input.read_exact(&mut header)?;
@@ -169,11 +188,13 @@ impl<R: Read> FileReader<R> {
         let mut stored = [0u8; 4];
         self.input.read_exact(&mut stored)?;
         if u32::from_le_bytes(stored) != self.crc.finalize() {
-            return Err(FileError::Corrupt("checksum mismatch"));
+            return Err(FileError::Corrupt("the filter file's checksum does not match: the file is damaged"));
         }
         let mut extra = [0u8; 1];
         if self.input.read(&mut extra)? != 0 {
-            return Err(FileError::Corrupt("bytes after the checksum"));
+            return Err(FileError::Corrupt(
+                "the filter file has bytes after its checksum: the file is damaged",
+            ));
         }
         Ok(())
     }
