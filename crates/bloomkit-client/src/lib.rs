@@ -30,8 +30,8 @@
 //! use bloomkit_client::redis;
 //! use bloomkit_client::{Filter, Layout, Options, RedisFilter};
 //!
-//! let conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
-//! let layout = Layout::module("clicks:2026-11-22", Options::new(1_000_000_000, 0.001))?;
+//! let conn = redis::Client::open(bloomkit_client::default_url())?.get_connection()?;
+//! let layout = Layout::module("clicks:2026-11-22", Options::new(1_000_000, 0.001))?;
 //! let mut clicks = RedisFilter::new(conn, layout);
 //! let new = clicks.add_many(&[b"c1".as_slice(), b"c2", b"c1"])?;
 //! assert_eq!(new, [true, true, false]);
@@ -59,6 +59,16 @@ pub use local::LocalFilter;
 pub use options::{Info, Options, Window, MAX_STRING_BITS};
 pub use remote::{AsyncRedisFilter, RedisFilter};
 pub use transport::{AsyncTransport, BlockingCluster, Transport, CLUSTER_IN_FLIGHT};
+
+/// The environment variable that names the server for the examples, the
+/// README's snippets and `scripts/run-server.sh`'s hint.
+pub const URL_VARIABLE: &str = "BLOOMKIT_URL";
+
+/// The server the examples talk to: `$BLOOMKIT_URL`, or a server on this
+/// machine's default port.
+pub fn default_url() -> String {
+    std::env::var(URL_VARIABLE).unwrap_or_else(|_| "redis://127.0.0.1:6379/".to_string())
+}
 
 /// The `redis` crate this client is built on (1.x): use it through here, so
 /// that your connections are always of the version the filters take.
