@@ -21,7 +21,7 @@ rm -rf "$stage"
 mkdir -p "$stage/DEBIAN"
 
 # The module: one file, reachable from both servers' module folders.
-install -D -m 644 target/release/libbloomkit.so "$stage/usr/lib/redis/modules/libbloomkit.so"
+install -D -m 755 target/release/libbloomkit.so "$stage/usr/lib/redis/modules/libbloomkit.so"
 mkdir -p "$stage/usr/lib/valkey/modules"
 ln -s ../../redis/modules/libbloomkit.so "$stage/usr/lib/valkey/modules/libbloomkit.so"
 install -D -m 755 target/release/bloomkit "$stage/usr/bin/bloomkit"
