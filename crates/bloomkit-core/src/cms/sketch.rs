@@ -25,13 +25,25 @@ pub fn array_bytes(width: u64, depth: u64) -> Option<u64> {
     width.checked_mul(depth)?.checked_mul(4)
 }
 
-/// `cells` zeroed counters, allocated only if the memory is there.
+/// `cells` zeroed counters, allocated only if the memory is there (zeroed
+/// by the allocator, so that untouched pages stay untouched where it can).
 fn zeroed(cells: u64) -> Result<Vec<u32>, CmsError> {
     let cells = usize::try_from(cells).map_err(|_| CmsError::InsufficientMemory)?;
-    let mut v = Vec::new();
-    v.try_reserve_exact(cells).map_err(|_| CmsError::InsufficientMemory)?;
-    v.resize(cells, 0);
-    Ok(v)
+    if cells == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u32>(cells).map_err(|_| CmsError::InsufficientMemory)?;
+    // SAFETY: the layout has a non-zero size; a null result is handled; the
+    // block holds `cells` zeroed u32 (all-zero is a valid u32) with exactly
+    // that capacity, allocated by the global allocator with u32's layout,
+    // as `Vec<u32>` frees it.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout).cast::<u32>();
+        if ptr.is_null() {
+            return Err(CmsError::InsufficientMemory);
+        }
+        Ok(Vec::from_raw_parts(ptr, cells, cells))
+    }
 }
 
 /// A source of `CMS.MERGE`: the destination itself (which may be listed
