@@ -190,3 +190,23 @@ fn creation_past_maxmemory_is_refused() {
     c.ok("CMS.INITBYDIM small 1000 5");
     assert_eq!(c.cmd("CMS.INCRBY small a 1").as_array()[0].as_int(), 1);
 }
+
+/// CMS.MERGE declares its sources (a second key spec, counted by
+/// numKeys): `COMMAND GETKEYS` lists them on every server, so a cluster that
+/// routes by key specs checks their slots too; the weights are not keys.
+#[test]
+fn merge_declares_its_sources_as_keys() {
+    for server in Server::ALL {
+        let s = TestServer::with_bloomkit(server);
+        let mut c = s.conn();
+        let keys = |c: &mut Conn, line: &str| -> Vec<Reply> { c.cmd(line).as_array().to_vec() };
+        let bulk = |k: &str| Reply::Bulk(k.as_bytes().to_vec());
+        assert_eq!(
+            keys(&mut c, "COMMAND GETKEYS CMS.MERGE d 2 a b WEIGHTS 1 2"),
+            vec![bulk("d"), bulk("a"), bulk("b")],
+            "{server:?}"
+        );
+        assert_eq!(keys(&mut c, "COMMAND GETKEYS CMS.MERGE d 1 a"), vec![bulk("d"), bulk("a")], "{server:?}");
+        assert_eq!(keys(&mut c, "COMMAND GETKEYS CMS.QUERY k a b"), vec![bulk("k")], "{server:?}");
+    }
+}
