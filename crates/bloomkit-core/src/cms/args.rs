@@ -62,7 +62,7 @@ pub fn dimensions_from_prob(error: f64, prob: f64) -> (i64, i64) {
     // C promotes the float quotient to double for ceil().
     let q = (prob as f32).log10() / 0.5f32.log10();
     let depth = f64::from(q).ceil();
-    let fit = |v: f64| if v.is_finite() && v < 9.223372036854775807e18 { v as i64 } else { -1 };
+    let fit = |v: f64| if v.is_finite() && v < 9_223_372_036_854_775_808.0 { v as i64 } else { -1 };
     (fit(width), fit(depth))
 }
 
