@@ -47,6 +47,12 @@ const SINCE: &[(&str, &str)] = &[
     ("apbf.scandump", "0.1.0"),
     ("apbf.advance", "0.1.0"),
     ("apbf.loadchunk", "0.1.0"),
+    ("cms.initbydim", "2.0.0"),
+    ("cms.initbyprob", "2.0.0"),
+    ("cms.incrby", "2.0.0"),
+    ("cms.query", "2.0.0"),
+    ("cms.merge", "2.0.0"),
+    ("cms.info", "2.0.0"),
 ];
 
 /// The readers RedisBloom 8 marks `dont-cache` (and bloomkit's APBF ones).
@@ -59,6 +65,7 @@ const DONT_CACHE: &[&str] = &[
     "cf.scandump",
     "apbf.info",
     "apbf.scandump",
+    "cms.info",
 ];
 
 fn text(r: &Reply) -> String {

@@ -1,11 +1,130 @@
-//! RedisBloom's Count-Min Sketch (`CMS.*`, `CMSk-TYPE`).
+//! `CMS.*`: RedisBloom's Count-Min Sketch, type `CMSk-TYPE`.
 
-use crate::command::{Command, Family};
+pub mod commands;
+pub mod counters;
+pub mod data_type;
 
-pub const FAMILY: Family = Family { commands: COMMANDS, register, info: None };
+use std::ffi::CStr;
 
-fn register(_ctx: *mut redis_module::raw::RedisModuleCtx) -> Result<(), String> {
-    Ok(())
+use redis_module::raw;
+
+use crate::command::docs::Arg;
+use crate::command::{
+    add_acl_category, entry, Command, Family, DONT_CACHE, READS_NUMKEYS_SOURCES, RO, RW_INSERT, RW_UPDATE,
+};
+use crate::ffi::api;
+
+pub const FAMILY: Family = Family { commands: COMMANDS, register, info: Some(info) };
+
+/// The data type and the `cms` ACL category.
+fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+    data_type::register(ctx)?;
+    add_acl_category(ctx, c"cms")
 }
 
-const COMMANDS: &[Command] = &[];
+/// `INFO bf`'s `cms` section: the sketches' counters.
+fn info(ctx: *mut raw::RedisModuleInfoCtx) {
+    use counters::*;
+    let fields: [(&CStr, u64); 6] = [
+        (c"cms_sketches", get(&SKETCHES)),
+        (c"cms_bytes", get(&BYTES)),
+        (c"cms_increments", get(&INCREMENTS)),
+        (c"cms_queries", get(&QUERIES)),
+        (c"cms_merges", get(&MERGES)),
+        (c"cms_refused_creations", get(&REFUSED)),
+    ];
+    // SAFETY: valid info context; NUL-terminated names.
+    unsafe {
+        api!(RedisModule_InfoAddSection)(ctx, c"cms".as_ptr());
+        for (name, value) in fields {
+            api!(RedisModule_InfoAddFieldULongLong)(ctx, name.as_ptr(), value);
+        }
+    }
+}
+
+// Flags are RedisBloom 2.8.2's (`write deny-oom` for the writers,
+// `readonly` for the readers, none `fast`); `since` is RedisBloom's 2.0.0
+// for every CMS command; the ACL categories are RedisBloom 8's `cms` plus
+// the server's read/write ones.
+const COMMANDS: &[Command] = &[
+    Command {
+        name: c"cms.initbydim",
+        acl: c"cms write",
+        handler: entry!(commands::initbydim),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Creates a Count-Min Sketch of the given width and depth",
+        complexity: c"O(1)",
+        since: c"2.0.0",
+        tips: None,
+        args: &[Arg::key(c"key"), Arg::integer(c"width"), Arg::integer(c"depth")],
+    },
+    Command {
+        name: c"cms.initbyprob",
+        acl: c"cms write",
+        handler: entry!(commands::initbyprob),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Creates a Count-Min Sketch sized for an error rate and a probability of exceeding it",
+        complexity: c"O(1)",
+        since: c"2.0.0",
+        tips: None,
+        args: &[Arg::key(c"key"), Arg::double(c"error"), Arg::double(c"probability")],
+    },
+    Command {
+        name: c"cms.incrby",
+        acl: c"cms write",
+        handler: entry!(commands::incrby),
+        flags: c"write deny-oom",
+        key_flags: RW_UPDATE,
+        summary: c"Increases the counts of one or more items",
+        complexity: c"O(n * d), n the number of items, d the depth",
+        since: c"2.0.0",
+        tips: None,
+        args: &[Arg::key(c"key"), Arg::block(c"items", INCREMENT).multiple()],
+    },
+    Command {
+        name: c"cms.query",
+        acl: c"cms read",
+        handler: entry!(commands::query),
+        flags: c"readonly",
+        key_flags: RO,
+        summary: c"Returns the estimated counts of one or more items",
+        complexity: c"O(n * d), n the number of items, d the depth",
+        since: c"2.0.0",
+        tips: None,
+        args: &[Arg::key(c"key"), Arg::string(c"item").multiple()],
+    },
+    Command {
+        name: c"cms.merge",
+        acl: c"cms write",
+        handler: entry!(commands::merge),
+        flags: c"write deny-oom",
+        key_flags: RW_UPDATE | READS_NUMKEYS_SOURCES,
+        summary: c"Replaces a sketch by the weighted sum of sketches of the same dimensions",
+        complexity: c"O(n * w * d), n the number of sources, w the width, d the depth",
+        since: c"2.0.0",
+        tips: None,
+        args: &[
+            Arg::key(c"destination"),
+            Arg::integer(c"numkeys"),
+            Arg::key(c"source").multiple(),
+            Arg::integer(c"weight").token(c"WEIGHTS").multiple().optional(),
+        ],
+    },
+    Command {
+        name: c"cms.info",
+        acl: c"cms read",
+        handler: entry!(commands::info),
+        flags: c"readonly",
+        key_flags: RO,
+        summary: c"Returns a sketch's width, depth and total count",
+        complexity: c"O(1)",
+        since: c"2.0.0",
+        tips: DONT_CACHE,
+        args: &[Arg::key(c"key")],
+    },
+];
+
+/// `item increment`, one pair of `CMS.INCRBY`.
+const INCREMENT: &[Arg] = &[Arg::string(c"item"), Arg::integer(c"increment")];

@@ -21,6 +21,8 @@ pub enum Kind {
     PureToken,
     /// Exactly one of the sub-arguments.
     OneOf,
+    /// All of the sub-arguments, in order (`item increment` of `CMS.INCRBY`).
+    Block,
 }
 
 impl Kind {
@@ -32,6 +34,7 @@ impl Kind {
             Kind::Double => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_DOUBLE,
             Kind::PureToken => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
             Kind::OneOf => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF,
+            Kind::Block => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK,
         }
     }
 }
@@ -83,6 +86,11 @@ impl Arg {
 
     pub const fn one_of(name: &'static CStr, alternatives: &'static [Arg]) -> Arg {
         Arg { subargs: alternatives, ..Arg::new(name, Kind::OneOf) }
+    }
+
+    /// Sub-arguments that come together, e.g. a repeated `item increment` pair.
+    pub const fn block(name: &'static CStr, parts: &'static [Arg]) -> Arg {
+        Arg { subargs: parts, ..Arg::new(name, Kind::Block) }
     }
 
     /// The word before the value: `CAPACITY` in `CAPACITY 100`.
@@ -151,13 +159,21 @@ impl RawArgs {
     /// Builds one array (its sub-arrays first) and returns its first entry.
     fn array(&mut self, args: &[Arg]) -> *mut raw::RedisModuleCommandArg {
         let mut entries = Vec::with_capacity(args.len() + 1);
+        let mut keys_seen = 0;
         for arg in args {
             let subargs = if arg.subargs.is_empty() { ptr::null_mut() } else { self.array(arg.subargs) };
             entries.push(raw::RedisModuleCommandArg {
                 name: arg.name.as_ptr(),
                 type_: arg.kind.raw(),
-                // The command's one key spec; -1 ("none") for any other argument.
-                key_spec_index: if arg.kind == Kind::Key { 0 } else { -1 },
+                // The n-th key argument is described by key spec n (the
+                // command's key is spec 0; `CMS.MERGE`'s sources, spec 1);
+                // -1 ("none") for any other argument.
+                key_spec_index: if arg.kind == Kind::Key {
+                    keys_seen += 1;
+                    keys_seen - 1
+                } else {
+                    -1
+                },
                 token: arg.token.map_or(ptr::null(), CStr::as_ptr),
                 flags: arg.flags(),
                 subargs,
@@ -193,6 +209,7 @@ mod tests {
         let own = match arg.kind {
             Kind::PureToken => return 1,
             Kind::OneOf => arg.subargs.iter().map(arg_min_words).min().unwrap_or(0),
+            Kind::Block => min_words(arg.subargs),
             Kind::Key | Kind::String | Kind::Integer | Kind::Double => 1,
         };
         own + usize::from(arg.token.is_some())
@@ -225,7 +242,11 @@ mod tests {
                 arg.kind != Kind::PureToken || arg.token.is_some(),
                 "{command} {name}: a word needs its token"
             );
-            assert_eq!(arg.kind == Kind::OneOf, !arg.subargs.is_empty(), "{command} {name}: sub-arguments");
+            assert_eq!(
+                matches!(arg.kind, Kind::OneOf | Kind::Block),
+                !arg.subargs.is_empty(),
+                "{command} {name}: sub-arguments"
+            );
             if arg.kind == Kind::OneOf {
                 assert!(arg.subargs.len() >= 2, "{command} {name}: one of one");
             }
@@ -236,15 +257,17 @@ mod tests {
     #[test]
     fn every_command_has_docs_and_a_well_formed_tree() {
         let commands: Vec<_> = crate::FAMILIES.iter().flat_map(|f| f.commands).collect();
-        assert_eq!(commands.len(), 35);
+        assert_eq!(commands.len(), 35 + 6);
         for c in commands {
             let name = c.name.to_str().unwrap();
             for (field, text) in [("summary", c.summary), ("complexity", c.complexity), ("since", c.since)] {
                 assert!(!text.is_empty(), "{name}: no {field}");
             }
-            // Every command takes its key first, and only one key.
+            // Every command takes its key first, and only one key (or a
+            // second, its sources, where a second key spec declares them).
             assert_eq!(c.args.first().map(|a| a.kind), Some(Kind::Key), "{name}");
-            assert_eq!(c.args.iter().filter(|a| a.kind == Kind::Key).count(), 1, "{name}");
+            let specs = 1 + usize::from(c.key_flags & crate::command::READS_NUMKEYS_SOURCES != 0);
+            assert_eq!(c.args.iter().filter(|a| a.kind == Kind::Key).count(), specs, "{name}");
             check_tree(name, c.args);
         }
     }

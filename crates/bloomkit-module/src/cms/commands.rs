@@ -1,0 +1,177 @@
+//! The CMS.* commands: parse in core, open the key, call core, reply,
+//! replicate, notify, count.
+//!
+//! Replies, error texts and their order follow RedisBloom 2.8.2 as measured
+//! (see `tests/cms_differential.rs`): errors carry its `CMS: ` prefix
+//! without `ERR`, `CMS.INCRBY` answers an item that reached 4294967295 with
+//! an error element inside its array, `CMS.INFO`'s count is signed.
+//!
+//! Every write is replicated verbatim: it is deterministic, and replicas
+//! and AOF replays skip the size limits, so they do exactly what the
+//! primary did.
+
+use std::ptr::NonNull;
+
+use bloomkit_core::cms::args::{
+    check_incrby_arity, check_merge_arity, parse_incrby, parse_initbydim, parse_initbyprob, parse_merge,
+};
+use bloomkit_core::cms::{CmsError, CountMinSketch, Dimensions, Source};
+use bloomkit_core::{Reply, ReplyError};
+
+use super::counters;
+use crate::command::Outcome;
+use crate::ffi::{Arg, Ctx, Key, Slot};
+use crate::keys::Stored;
+use crate::{config, keys};
+
+/// The sketch in an open key: `CMS: key does not exist` when it is empty,
+/// WRONGTYPE when it holds anything else.
+fn existing(key: &Key) -> Result<NonNull<CountMinSketch>, Reply> {
+    keys::lookup::<CountMinSketch>(key)?.ok_or_else(|| CmsError::KeyMissing.into())
+}
+
+/// `CMS.INITBYDIM key width depth`
+pub fn initbydim(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    create(ctx, argv, parse_initbydim, c"cms.initbydim")
+}
+
+/// `CMS.INITBYPROB key error probability`
+pub fn initbyprob(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    create(ctx, argv, parse_initbyprob, c"cms.initbyprob")
+}
+
+/// Both creations: any value in the key (of any type) is refused first,
+/// then the arguments, then the size against `bf.max-filter-bytes` and the
+/// memory left, before anything is allocated.
+fn create(
+    ctx: Ctx,
+    argv: &[Arg],
+    parse: fn(&[Arg]) -> Result<Dimensions, CmsError>,
+    event: &'static std::ffi::CStr,
+) -> Outcome {
+    if argv.len() != 4 {
+        return Err(Reply::WrongArity);
+    }
+    let key = Key::open(ctx, &argv[1], true);
+    if !matches!(key.slot::<CountMinSketch>(CountMinSketch::data_type()), Slot::Empty) {
+        return Err(CmsError::KeyExists.into());
+    }
+    let dims = parse(argv)?;
+    let sketch = CountMinSketch::new(dims, config::limits(ctx)).inspect_err(|_| {
+        counters::add(&counters::REFUSED, 1);
+        crate::stats::refused();
+    })?;
+    keys::store(&key, sketch)?;
+    ctx.reply_simple(c"OK");
+    ctx.replicate_verbatim();
+    ctx.notify(event, &argv[1]);
+    Ok(())
+}
+
+/// `CMS.INCRBY key item increment [item increment ...]`: every increment is
+/// parsed before any is applied; an item whose estimate reaches 4294967295
+/// answers `CMS: INCRBY overflow` in its place of the array.
+///
+/// The key is opened for writing, so that `WATCH` and client-side caching
+/// see the change (2.8.2 opened it read-only; RedisBloom 2.8.5 and 8.1 fixed it).
+pub fn incrby(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    check_incrby_arity(argv)?;
+    let key = Key::open(ctx, &argv[1], true);
+    let mut sketch = existing(&key)?;
+    let increments = parse_incrby(argv)?;
+    // SAFETY: the keyspace owns the sketch and nothing else touches it while
+    // this command runs (commands run one at a time on the main thread).
+    let sketch = unsafe { sketch.as_mut() };
+    ctx.reply_array(increments.len());
+    for (pair, by) in argv[2..].chunks_exact(2).zip(increments) {
+        match sketch.increment(pair[0].bytes(), by) {
+            u32::MAX => ctx.reply_error(&CmsError::IncrbyOverflow.message()),
+            estimate => ctx.reply_i64(i64::from(estimate)),
+        }
+    }
+    counters::add(&counters::INCREMENTS, (argv.len() as u64 - 2) / 2);
+    ctx.replicate_verbatim();
+    ctx.notify(c"cms.incrby", &argv[1]);
+    Ok(())
+}
+
+/// `CMS.QUERY key item [item ...]` → each item's estimate.
+pub fn query(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() < 3 {
+        return Err(Reply::WrongArity);
+    }
+    let key = Key::open(ctx, &argv[1], false);
+    // SAFETY: owned by the keyspace, read only while the key is open.
+    let sketch = unsafe { existing(&key)?.as_ref() };
+    let items = &argv[2..];
+    ctx.reply_array(items.len());
+    for item in items {
+        ctx.reply_i64(i64::from(sketch.query(item.bytes())));
+    }
+    counters::add(&counters::QUERIES, items.len() as u64);
+    Ok(())
+}
+
+/// `CMS.MERGE destination numKeys source [source ...] [WEIGHTS weight ...]`:
+/// the destination's checks, then numKeys and the shape, then each source
+/// in turn (its weight, its key, its dimensions), then the overflow
+/// pre-pass; nothing changes unless all pass. The destination may be among
+/// its sources.
+pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    check_merge_arity(argv)?;
+    let dest_key = Key::open(ctx, &argv[1], true);
+    let mut dest = existing(&dest_key)?;
+    let shape = parse_merge(argv)?;
+    let mut source_keys = Vec::with_capacity(shape.sources.min(1024));
+    let mut sources = Vec::with_capacity(shape.sources.min(1024));
+    for i in 0..shape.sources {
+        let weight = shape.weight(argv, i)?;
+        let key = Key::open(ctx, &argv[3 + i], false);
+        let found = existing(&key)?;
+        if found == dest {
+            sources.push((None, weight));
+        } else {
+            // SAFETY: owned by the keyspace and not the destination: only read.
+            let other = unsafe { found.as_ref() };
+            // SAFETY: the destination is only read here.
+            if !unsafe { dest.as_ref() }.same_dimensions(other) {
+                return Err(CmsError::DimensionsDiffer.into());
+            }
+            sources.push((Some(found), weight));
+        }
+        source_keys.push(key);
+    }
+    // SAFETY: every source pointer is a distinct value from the destination
+    // (equal pointers became `Source::Destination`), owned by the keyspace,
+    // whose keys stay open until the end of the command; commands run one
+    // at a time, so nothing else touches them.
+    let sources: Vec<(Source<'_>, i64)> = sources
+        .into_iter()
+        .map(|(s, w)| (s.map_or(Source::Destination, |p| Source::Other(unsafe { p.as_ref() })), w))
+        .collect();
+    // SAFETY: as above; the only mutable reference to the destination.
+    unsafe { dest.as_mut() }.merge(&sources)?;
+    counters::add(&counters::MERGES, 1);
+    ctx.reply_simple(c"OK");
+    ctx.replicate_verbatim();
+    ctx.notify(c"cms.merge", &argv[1]);
+    drop(source_keys);
+    Ok(())
+}
+
+/// `CMS.INFO key` → width, depth and count (a flat array in RESP2, a map
+/// in RESP3); the count printed signed, as RedisBloom prints it.
+pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() != 2 {
+        return Err(Reply::WrongArity);
+    }
+    let key = Key::open(ctx, &argv[1], false);
+    // SAFETY: owned by the keyspace, read only while the key is open.
+    let sketch = unsafe { existing(&key)?.as_ref() };
+    ctx.reply_map(3);
+    for (label, value) in [(c"width", sketch.width()), (c"depth", sketch.depth()), (c"count", sketch.count())] {
+        ctx.reply_simple(label);
+        ctx.reply_i64(value as i64);
+    }
+    Ok(())
+}
