@@ -74,8 +74,8 @@ pub fn parse_list<A: AsRef<[u8]>>(argv: &[A]) -> Result<bool, TopkError> {
         2 => Ok(false),
         3 => {
             let word = argv[2].as_ref();
-            let is_prefix = word.len() <= b"WITHCOUNT".len()
-                && word.eq_ignore_ascii_case(&b"WITHCOUNT"[..word.len()]);
+            let is_prefix =
+                word.len() <= b"WITHCOUNT".len() && word.eq_ignore_ascii_case(&b"WITHCOUNT"[..word.len()]);
             if is_prefix {
                 Ok(true)
             } else {

@@ -31,7 +31,10 @@ pub enum TopkError {
     /// Creating the sketch would take the server past `maxmemory`.
     OverMaxmemory,
     /// The sketch would pass `bf.max-filter-bytes`.
-    TooLarge { bytes: u64, limit: u64 },
+    TooLarge {
+        bytes: u64,
+        limit: u64,
+    },
     /// An RDB value or DUMP payload that does not describe a sketch.
     BadData,
 }

@@ -35,7 +35,7 @@ pub mod formats;
 pub mod sketch;
 
 pub use errors::TopkError;
-pub use sketch::{Slot, TopK, TopkParams};
+pub use sketch::{Bucket, Slot, TopK, TopkParams};
 
 /// The data type's name and encoding version, RedisBloom's.
 pub const TYPE_NAME: &str = "TopK-TYPE";

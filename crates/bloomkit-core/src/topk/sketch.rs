@@ -409,9 +409,8 @@ pub(crate) mod tests {
         assert_eq!(a, b);
         assert!(a.2 > 1000, "draws were made: {}", a.2);
         let mut t = sketch(1, 1, 1, 0.5);
-        let draws: Vec<f64> = (0..10_000u32)
-            .map(|u| t.draw(1, 2, Bucket { fp: 3, count: 4 }, u % 3))
-            .collect();
+        let draws: Vec<f64> =
+            (0..10_000u32).map(|u| t.draw(1, 2, Bucket { fp: 3, count: 4 }, u % 3)).collect();
         let mean = draws.iter().sum::<f64>() / draws.len() as f64;
         assert!((mean - 0.5).abs() < 0.02, "mean {mean}");
         assert!(draws.iter().all(|d| (0.0..1.0).contains(d)));
