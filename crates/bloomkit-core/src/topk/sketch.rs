@@ -130,7 +130,8 @@ impl TopK {
         if k == 0 || width == 0 || depth == 0 || !(decay > 0.0 && decay <= 1.0) {
             return Err(TopkError::BadData);
         }
-        limits.check(params.size_bytes().ok_or(TopkError::OutOfMemory)?)?;
+        // A size past 2^64 bytes is over any limit (and fails to allocate without one).
+        limits.check(params.size_bytes().unwrap_or(u64::MAX))?;
         let (buckets, heap) = allocate(k, width, depth)?;
         Ok(TopK { k, width, depth, decay, buckets, heap, table: decay_table(decay), draws: 0 })
     }
