@@ -47,6 +47,13 @@ const SINCE: &[(&str, &str)] = &[
     ("apbf.scandump", "0.1.0"),
     ("apbf.advance", "0.1.0"),
     ("apbf.loadchunk", "0.1.0"),
+    ("topk.reserve", "2.0.0"),
+    ("topk.add", "2.0.0"),
+    ("topk.incrby", "2.0.0"),
+    ("topk.query", "2.0.0"),
+    ("topk.count", "2.0.0"),
+    ("topk.list", "2.0.0"),
+    ("topk.info", "2.0.0"),
 ];
 
 /// The readers RedisBloom 8 marks `dont-cache` (and bloomkit's APBF ones).
@@ -59,6 +66,7 @@ const DONT_CACHE: &[&str] = &[
     "cf.scandump",
     "apbf.info",
     "apbf.scandump",
+    "topk.info",
 ];
 
 fn text(r: &Reply) -> String {
