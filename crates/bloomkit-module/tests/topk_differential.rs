@@ -158,9 +158,9 @@ fn run_stream(seed: u64, steps: usize, resp3: bool) -> (usize, usize) {
         let mut cmd = command(&mut rng);
         if cmd[1] == b"solo" && (cmd[0].eq_ignore_ascii_case(b"TOPK.ADD") || cmd[0] == b"TOPK.INCRBY") {
             let incr = cmd[0] == b"TOPK.INCRBY";
-            for i in 2..cmd.len() {
+            for (i, arg) in cmd.iter_mut().enumerate().skip(2) {
                 if !incr || i % 2 == 0 {
-                    cmd[i] = word("only");
+                    *arg = word("only");
                 }
             }
         }

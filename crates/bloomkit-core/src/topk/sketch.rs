@@ -315,7 +315,7 @@ impl TopK {
     /// count of 0.
     pub fn list(&self) -> Vec<&Slot> {
         let mut slots: Vec<&Slot> = self.heap.iter().collect();
-        slots.sort_by(|a, b| b.count.cmp(&a.count));
+        slots.sort_by_key(|s| std::cmp::Reverse(s.count));
         slots.into_iter().take_while(|s| s.count > 0).collect()
     }
 
