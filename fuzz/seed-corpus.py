@@ -83,3 +83,20 @@ for name, (buckets, filters, bs, exp) in {"one": (8, 1, 2, 1), "grown": (4, 3, 2
     for i, n in enumerate(sizes):
         fields += b"U" + struct.pack("<Q", n // bs) + b"B" + struct.pack("<Q", n) + bytes(n)
     put("cuckoo_codecs", "rdb-" + name, bytes([1 | (4 << 1)]) + fields)
+
+# Top-K: RedisBloom 2.8.2's DUMP of `TOPK.RESERVE tk 2 8 2 0.9; TOPK.ADD tk a b a`
+# (mode 1), its RDB fields (mode 0) and RESERVE arguments (mode 2).
+topk_dump = bytes.fromhex(
+    "07814e8a4af9360f100002020208020204cdccccccccccec3f05c3274080010000e015000497eddf2a01e002220417f53cf202e0020fc000e00727c000e00f2f800001000005c327300f97eddf2a01000000687727bd097f0000400b40000317f53cf2400b01787a80170002401420000502620005026100000a002056ccf039905a6e")
+put("topk_codecs", "dump-vector", b"\x01" + topk_dump)
+buckets = bytearray(128)
+struct.pack_into("<II", buckets, 6 * 8, 0xF23CF517, 2)
+struct.pack_into("<II", buckets, 12 * 8, 0xF23CF517, 2)
+struct.pack_into("<II", buckets, 4 * 8, 0x2ADFED97, 1)
+struct.pack_into("<II", buckets, 9 * 8, 0x2ADFED97, 1)
+heap = struct.pack("<IIQII", 0x2ADFED97, 1, 0, 1, 0) + struct.pack("<IIQII", 0xF23CF517, 1, 0, 2, 0)
+fields = b"".join(b"U" + struct.pack("<Q", v) for v in [2, 8, 2]) + b"D" + struct.pack("<d", 0.9)
+for blob in [bytes(buckets), heap, b"b\x00", b"a\x00"]:
+    fields += b"B" + struct.pack("<Q", len(blob)) + blob
+put("topk_codecs", "rdb-vector", b"\x00" + fields)
+put("topk_codecs", "args-reserve", b"\x02" + b"\xff".join([b"TOPK.RESERVE", b"k", b"3", b"16", b"4", b"0.5"]))

@@ -53,6 +53,13 @@ const SINCE: &[(&str, &str)] = &[
     ("cms.query", "2.0.0"),
     ("cms.merge", "2.0.0"),
     ("cms.info", "2.0.0"),
+    ("topk.reserve", "2.0.0"),
+    ("topk.add", "2.0.0"),
+    ("topk.incrby", "2.0.0"),
+    ("topk.query", "2.0.0"),
+    ("topk.count", "2.0.0"),
+    ("topk.list", "2.0.0"),
+    ("topk.info", "2.0.0"),
 ];
 
 /// The readers RedisBloom 8 marks `dont-cache` (and bloomkit's APBF ones).
@@ -66,6 +73,7 @@ const DONT_CACHE: &[&str] = &[
     "apbf.info",
     "apbf.scandump",
     "cms.info",
+    "topk.info",
 ];
 
 fn text(r: &Reply) -> String {

@@ -1,11 +1,136 @@
-//! RedisBloom's Top-K, a HeavyKeeper (`TOPK.*`, `TopK-TYPE`).
+//! `TOPK.*`: RedisBloom's Top-K (a HeavyKeeper), type `TopK-TYPE`.
 
-use crate::command::{Command, Family};
+pub mod commands;
+pub mod data_type;
+pub mod stats;
 
-pub const FAMILY: Family = Family { commands: COMMANDS, register, info: None };
+use std::ffi::CStr;
 
-fn register(_ctx: *mut redis_module::raw::RedisModuleCtx) -> Result<(), String> {
-    Ok(())
+use redis_module::raw;
+
+use crate::command::docs::{Arg, KEY, KEY_ITEMS};
+use crate::command::{add_acl_category, entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
+use crate::ffi::api;
+
+pub const FAMILY: Family = Family { commands: COMMANDS, register, info: Some(info) };
+
+/// The data type and the `topk` ACL category.
+fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+    data_type::register(ctx)?;
+    add_acl_category(ctx, c"topk")
 }
 
-const COMMANDS: &[Command] = &[];
+/// `INFO bf`'s `topk` section: the sketches' counters.
+fn info(ctx: *mut raw::RedisModuleInfoCtx) {
+    let fields: [(&CStr, u64); 5] = [
+        (c"topk_sketches", stats::get(&stats::SKETCHES)),
+        (c"topk_bytes", stats::get(&stats::BYTES)),
+        (c"topk_units_added", stats::get(&stats::UNITS_ADDED)),
+        (c"topk_items_expelled", stats::get(&stats::EXPELLED)),
+        (c"topk_lookups", stats::get(&stats::LOOKUPS)),
+    ];
+    // SAFETY: valid info context; NUL-terminated names.
+    unsafe {
+        api!(RedisModule_InfoAddSection)(ctx, c"topk".as_ptr());
+        for (name, value) in fields {
+            api!(RedisModule_InfoAddFieldULongLong)(ctx, name.as_ptr(), value);
+        }
+    }
+}
+
+// Flags are RedisBloom's (`write deny-oom` for writers, `readonly` for
+// readers, none `fast`), except TOPK.COUNT: 2.8.2 registers it `write`, so
+// replicas refuse it; it is `readonly` here, as in RedisBloom 8.
+// `since` is RedisBloom's: 2.0.0, the release that added Top-K.
+const COMMANDS: &[Command] = &[
+    Command {
+        name: c"topk.reserve",
+        acl: c"topk write",
+        handler: entry!(commands::reserve),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Creates a Top-K sketch keeping the k heaviest items, with optional width, depth and decay",
+        complexity: c"O(1)",
+        since: c"2.0.0",
+        tips: None,
+        args: &[
+            Arg::key(c"key"),
+            Arg::integer(c"topk"),
+            Arg::integer(c"width").optional(),
+            Arg::integer(c"depth").optional(),
+            Arg::double(c"decay").optional(),
+        ],
+    },
+    Command {
+        name: c"topk.add",
+        acl: c"topk write",
+        handler: entry!(commands::add),
+        flags: c"write deny-oom",
+        key_flags: RW_UPDATE,
+        summary: c"Counts one occurrence of each item; replies the items pushed out of the top k",
+        complexity: c"O(n * d), n the number of items, d the depth",
+        since: c"2.0.0",
+        tips: None,
+        args: KEY_ITEMS,
+    },
+    Command {
+        name: c"topk.incrby",
+        acl: c"topk write",
+        handler: entry!(commands::incrby),
+        flags: c"write deny-oom",
+        key_flags: RW_UPDATE,
+        summary: c"Counts each item by its increment; replies the items pushed out of the top k",
+        complexity: c"O(n * d * i), n the number of items, d the depth, i the increment where buckets collide",
+        since: c"2.0.0",
+        tips: None,
+        args: &[Arg::key(c"key"), Arg::string(c"item"), Arg::integer(c"increment")],
+    },
+    Command {
+        name: c"topk.query",
+        acl: c"topk read",
+        handler: entry!(commands::query),
+        flags: c"readonly",
+        key_flags: RO,
+        summary: c"Checks whether items are among the top k",
+        complexity: c"O(n * k), n the number of items",
+        since: c"2.0.0",
+        tips: None,
+        args: KEY_ITEMS,
+    },
+    Command {
+        name: c"topk.count",
+        acl: c"topk read",
+        handler: entry!(commands::count),
+        flags: c"readonly",
+        key_flags: RO,
+        summary: c"Returns the estimated counts of items (deprecated in RedisBloom's docs)",
+        complexity: c"O(n * (d + k)), n the number of items, d the depth",
+        since: c"2.0.0",
+        tips: None,
+        args: KEY_ITEMS,
+    },
+    Command {
+        name: c"topk.list",
+        acl: c"topk read",
+        handler: entry!(commands::list),
+        flags: c"readonly",
+        key_flags: RO,
+        summary: c"Returns the top k items, heaviest first, optionally with their counts",
+        complexity: c"O(k log k)",
+        since: c"2.0.0",
+        tips: None,
+        args: &[Arg::key(c"key"), Arg::word(c"withcount", c"WITHCOUNT").optional()],
+    },
+    Command {
+        name: c"topk.info",
+        acl: c"topk read",
+        handler: entry!(commands::info),
+        flags: c"readonly",
+        key_flags: RO,
+        summary: c"Returns a Top-K sketch's k, width, depth and decay",
+        complexity: c"O(1)",
+        since: c"2.0.0",
+        tips: DONT_CACHE,
+        args: KEY,
+    },
+];
