@@ -1,0 +1,261 @@
+//! The t-digest's RDB value, RedisBloom's field for field (encoding
+//! version 0, the only one; RedisBloom ignores the version on load and so
+//! does this): compression, min, max (doubles); capacity, merged nodes,
+//! unmerged nodes, total compressions (signed, written as unsigned
+//! opcodes); merged and unmerged weight (doubles); then the merged
+//! centroids' means and their weights (doubles). The buffer is never
+//! written: saving compresses first, as RedisBloom does.
+//!
+//! Nothing decoded is trusted: the capacity must be the compression's, the
+//! node counts must fit it, weights must be whole and add up, and the size
+//! is compared with the limit before the arrays are allocated.
+
+use super::digest::{capacity_for, size_for, zeroed};
+use super::errors::TdError;
+use super::TDigest;
+use crate::common::fields::{FieldReader, FieldWriter};
+use crate::common::memory::Limits;
+
+/// 2^63 as a double: whole weights are below it.
+const I64_LIMIT: f64 = 9_223_372_036_854_775_808.0;
+
+/// A stored weight: a whole, non-negative double below 2^63.
+fn weight(v: f64) -> Result<i64, TdError> {
+    if v >= 0.0 && v < I64_LIMIT && v.fract() == 0.0 {
+        Ok(v as i64)
+    } else {
+        Err(TdError::BadData)
+    }
+}
+
+fn count(v: u64, at_most: usize) -> Result<usize, TdError> {
+    usize::try_from(v).ok().filter(|&n| n <= at_most).ok_or(TdError::BadData)
+}
+
+impl TDigest {
+    /// Compresses (as RedisBloom's `rdb_save` does, which `TDIGEST.INFO`
+    /// shows afterwards), then writes the value.
+    pub fn save(&mut self, w: &mut dyn FieldWriter) {
+        let _ = self.compress();
+        self.save_as_is(w);
+    }
+
+    /// Writes the value as it is (the caller compressed it, or wants a
+    /// copy's fields).
+    pub fn save_as_is(&self, w: &mut dyn FieldWriter) {
+        w.double(self.compression);
+        w.double(self.min);
+        w.double(self.max);
+        w.unsigned(self.cap as u64);
+        w.unsigned(self.merged_nodes as u64);
+        w.unsigned(self.unmerged_nodes as u64);
+        w.unsigned(self.total_compressions as u64);
+        w.double(self.merged_weight as f64);
+        w.double(self.unmerged_weight as f64);
+        for &m in &self.means[..self.merged_nodes] {
+            w.double(m);
+        }
+        for &x in &self.weights[..self.merged_nodes] {
+            w.double(x as f64);
+        }
+    }
+
+    /// Reads a value (any encoding version: RedisBloom wrote only 0 and
+    /// never checks it), checked before anything is allocated.
+    ///
+    /// A value of one observation that RedisBloom 2.8.2 saved from its
+    /// buffer (no centroid, one unmerged node of weight 1) lost the point's
+    /// value in 2.8.2; min and max still hold it, so it comes back here.
+    /// Other unmerged counts (which 2.8.2 never writes in practice) load as
+    /// RedisBloom loads them: counted, with zeroed nodes.
+    pub fn load(r: &mut dyn FieldReader, limits: Limits) -> Result<TDigest, TdError> {
+        let compression = r.double()?;
+        let min = r.double()?;
+        let max = r.double()?;
+        let cap = r.unsigned()?;
+        let merged = r.unsigned()?;
+        let unmerged = r.unsigned()?;
+        let total_compressions = r.unsigned()? as i64;
+        let merged_weight = weight(r.double()?)?;
+        let unmerged_weight = weight(r.double()?)?;
+        let expected = capacity_for(compression).filter(|_| compression.fract() == 0.0);
+        let cap = match expected {
+            Some(c) if c as u64 == cap => c,
+            _ => return Err(TdError::BadData),
+        };
+        let merged = count(merged, cap)?;
+        let unmerged = count(unmerged, cap - merged)?;
+        if min.is_nan() || max.is_nan() || merged_weight.checked_add(unmerged_weight).is_none() {
+            return Err(TdError::BadData);
+        }
+        if unmerged == 0 && unmerged_weight != 0 {
+            return Err(TdError::BadData);
+        }
+        limits.check(size_for(cap))?;
+        let mut means = zeroed::<f64>(cap)?;
+        let mut weights = zeroed::<i64>(cap)?;
+        for m in &mut means[..merged] {
+            *m = r.double()?;
+            if m.is_nan() {
+                return Err(TdError::BadData);
+            }
+        }
+        let mut sum = 0i64;
+        for x in &mut weights[..merged] {
+            *x = weight(r.double()?)?;
+            sum = sum.checked_add(*x).ok_or(TdError::BadData)?;
+        }
+        if sum != merged_weight {
+            return Err(TdError::BadData);
+        }
+        if merged == 0 && unmerged == 1 && unmerged_weight == 1 && min == max && min.is_finite() {
+            means[0] = min;
+            weights[0] = 1;
+        }
+        Ok(TDigest {
+            compression,
+            cap,
+            min,
+            max,
+            merged_nodes: merged,
+            unmerged_nodes: unmerged,
+            total_compressions,
+            merged_weight,
+            unmerged_weight,
+            means,
+            weights,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::fields::FieldStream;
+    use crate::tdigest::digest::tests::digest;
+
+    fn saved(t: &mut TDigest) -> Vec<u8> {
+        let mut w = FieldStream::default();
+        t.save(&mut w);
+        w.bytes
+    }
+
+    fn load(bytes: &[u8]) -> Result<TDigest, TdError> {
+        TDigest::load(&mut FieldStream { bytes: bytes.to_vec(), pos: 0 }, Limits::NONE)
+    }
+
+    #[test]
+    fn round_trip_and_truncations() {
+        let values: Vec<f64> = (0..500).map(|i| ((i * 37) % 101) as f64 / 3.0).collect();
+        let mut t = digest(20.0, &values);
+        let bytes = saved(&mut t);
+        let mut back = load(&bytes).unwrap();
+        assert_eq!(back, t);
+        assert_eq!(saved(&mut back), bytes);
+        for len in 0..bytes.len() {
+            assert!(load(&bytes[..len]).is_err(), "length {len}");
+        }
+    }
+
+    #[test]
+    fn damaged_values_are_refused() {
+        let mut t = digest(10.0, &[1.0, 2.0, 3.0]);
+        let bytes = saved(&mut t);
+        // Each field is a tag byte then 8 bytes.
+        let with = |field: usize, v: [u8; 8]| {
+            let mut b = bytes.clone();
+            b[field * 9 + 1..field * 9 + 9].copy_from_slice(&v);
+            load(&b)
+        };
+        assert!(with(0, 0.5f64.to_le_bytes()).is_err(), "compression below 1");
+        assert!(with(0, 10.5f64.to_le_bytes()).is_err(), "fractional compression");
+        assert!(with(0, f64::NAN.to_le_bytes()).is_err());
+        assert!(with(0, 1e300f64.to_le_bytes()).is_err(), "capacity past int");
+        assert!(with(3, 1000u64.to_le_bytes()).is_err(), "capacity not the compression's");
+        assert!(with(4, 71u64.to_le_bytes()).is_err(), "merged nodes past the capacity");
+        assert!(with(5, 68u64.to_le_bytes()).is_err(), "unmerged past what is left");
+        assert!(with(7, 4.0f64.to_le_bytes()).is_err(), "weights do not add up");
+        assert!(with(7, (-3.0f64).to_le_bytes()).is_err(), "negative weight");
+        assert!(with(9, f64::NAN.to_le_bytes()).is_err(), "NaN mean");
+        assert!(with(12, 1.5f64.to_le_bytes()).is_err(), "fractional weight");
+        let huge = TDigest::load(&mut FieldStream { bytes: bytes.clone(), pos: 0 }, Limits::at_most(100));
+        assert!(matches!(huge, Err(TdError::TooLarge { bytes: 1128, limit: 100 })));
+    }
+
+    /// COMPAT-SKETCHES.md's vectors, the RDB fields of their DUMP payloads.
+    #[test]
+    fn redisbloom_dump_vectors() {
+        let mut t = digest(10.0, &[1.0, 2.0, 3.0, 4.0, 5.0]);
+        assert_eq!((t.merged_nodes(), t.unmerged_nodes(), t.total_compressions()), (0, 5, 0));
+        let payload = hex("07814c3212f9360f100004000000000000244004000000000000f03f04000000000000144002404602050200020104000000000000144004000000000000000004000000000000f03f04000000000000004004000000000000084004000000000000104004000000000000144004000000000000f03f04000000000000f03f04000000000000f03f04000000000000f03f04000000000000f03f000a00c8d3f0a85862e443");
+        assert_eq!(rdb_fields(&payload), saved(&mut t));
+        assert_eq!((t.merged_nodes(), t.unmerged_nodes(), t.total_compressions()), (5, 0, 1));
+
+        let mut t2 = digest(1.0, &(1..=20).map(f64::from).collect::<Vec<_>>());
+        let payload = hex("07814c3212f9360f100004000000000000f03f04000000000000f03f040000000000003440021002040200020204000000000000344004000000000000000004000000000000f03f04000000000000244004000000000000334004000000000000344004000000000000f03f04000000000000314004000000000000f03f04000000000000f03f000a003a953ca4b6a857ca");
+        assert_eq!(rdb_fields(&payload), saved(&mut t2));
+
+        let mut empty = TDigest::new(1.0, Limits::NONE).unwrap();
+        let payload = hex("07814c3212f9360f100004000000000000f03f04ffffffffffffef7f04ffffffffffffefff0210020002000200040000000000000000040000000000000000000a003a5211657fc6e7b7");
+        assert_eq!(rdb_fields(&payload), saved(&mut empty));
+        let back = load(&rdb_fields(&payload)).unwrap();
+        assert_eq!(back, empty);
+    }
+
+    /// A RedisBloom 2.8.2 value of one observation (merged 0, unmerged 1):
+    /// the point comes back from min/max.
+    #[test]
+    fn a_lost_single_point_comes_back() {
+        let mut w = FieldStream::default();
+        let f: &mut dyn FieldWriter = &mut w;
+        f.double(100.0);
+        f.double(7.25);
+        f.double(7.25);
+        for v in [610u64, 0, 1, 0] {
+            f.unsigned(v);
+        }
+        f.double(0.0);
+        f.double(1.0);
+        let mut t = load(&w.bytes).unwrap();
+        assert_eq!((t.merged_nodes(), t.unmerged_nodes(), t.size()), (0, 1, 1));
+        assert_eq!(t.quantile(0.5), 7.25);
+        // Saved again, it is a centroid, which RedisBloom loads and answers.
+        let bytes = saved(&mut t);
+        let back = load(&bytes).unwrap();
+        assert_eq!((back.merged_nodes(), back.unmerged_nodes(), back.merged_weight()), (1, 0, 1));
+    }
+
+    /// The module-value fields of a DUMP payload (type byte, 9-byte module
+    /// id, opcodes, EOF, version, CRC) as a [`FieldStream`].
+    fn rdb_fields(payload: &[u8]) -> Vec<u8> {
+        let body = &payload[10..payload.len() - 11];
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < body.len() {
+            match body[i] {
+                4 => {
+                    out.push(b'D');
+                    out.extend_from_slice(&body[i + 1..i + 9]);
+                    i += 9;
+                }
+                2 => {
+                    // RDB length encoding: 6-bit, 14-bit, or 0x81 + 8 bytes.
+                    let (v, n) = match body[i + 1] >> 6 {
+                        0 => (u64::from(body[i + 1] & 0x3f), 1),
+                        1 => ((u64::from(body[i + 1] & 0x3f) << 8) | u64::from(body[i + 2]), 2),
+                        _ => (u64::from_be_bytes(body[i + 2..i + 10].try_into().unwrap()), 9),
+                    };
+                    out.push(b'U');
+                    out.extend_from_slice(&v.to_le_bytes());
+                    i += 1 + n;
+                }
+                op => panic!("opcode {op}"),
+            }
+        }
+        out
+    }
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    }
+}
