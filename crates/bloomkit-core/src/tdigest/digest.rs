@@ -298,15 +298,11 @@ impl TDigest {
         Ok(())
     }
 
-    /// Merges the buffer into the centroids (t-digest-c's `td_compress`).
-    ///
-    /// One deliberate difference: 2.8.2 stops when the total weight is at
-    /// most 1, leaving a lone observation in the buffer, where every
-    /// estimate ignores it (NaN answers) and RDB drops it. Here it moves to
-    /// the centroids, as upstream t-digest-c later does (#39), but without
-    /// counting a compression, so that `Total compressions` stays what
-    /// RedisBloom shows once more points arrive (from then on the nodes
-    /// and counts are the same as RedisBloom's).
+    /// Merges the buffer into the centroids (t-digest-c's `td_compress`),
+    /// exactly: with a total weight of at most 1 it sorts and stops, leaving
+    /// a lone observation in the buffer, as 2.8.2 does (so that INFO and
+    /// every later state stay RedisBloom's). The estimates then answer from
+    /// that point ([`TDigest::single`]) where 2.8.2 answers NaN.
     pub fn compress(&mut self) -> Result<(), TdError> {
         if self.unmerged_nodes == 0 {
             return Ok(());
@@ -318,10 +314,6 @@ impl TDigest {
             return Err(TdError::Overflow);
         }
         if total <= 1.0 {
-            self.merged_nodes = n;
-            self.merged_weight = self.merged_weight.wrapping_add(self.unmerged_weight);
-            self.unmerged_nodes = 0;
-            self.unmerged_weight = 0;
             return Ok(());
         }
         let denom = 2.0 * PI * total * total.ln();
@@ -364,6 +356,24 @@ impl TDigest {
         Ok(())
     }
 
+    /// The one observation of a digest that holds exactly one, still in
+    /// the buffer (where 2.8.2's compression leaves it): bloomkit's
+    /// estimates answer with it, as t-digest-c does for one centroid.
+    pub fn single(&self) -> Option<f64> {
+        (self.merged_nodes == 0 && self.unmerged_nodes == 1 && self.size() == 1 && self.weights[0] == 1)
+            .then_some(self.means[0])
+    }
+
+    /// Merged centroids for the estimates: the digest's own, or its one
+    /// buffered observation as one centroid (see [`TDigest::single`]).
+    fn estimate_nodes(&self) -> usize {
+        if self.single().is_some() {
+            1
+        } else {
+            self.merged_nodes
+        }
+    }
+
     /// Pours `from`'s nodes into `self` (t-digest-c's `td_merge`): both are
     /// compressed first, `from` included (as in RedisBloom, a merge source changes).
     pub fn merge_from(&mut self, from: &mut TDigest) -> Result<(), TdError> {
@@ -383,7 +393,7 @@ impl TDigest {
     }
 
     fn cdf_compressed(&self, val: f64) -> f64 {
-        let n = self.merged_nodes;
+        let n = self.estimate_nodes();
         if n == 0 {
             return f64::NAN;
         }
@@ -518,10 +528,10 @@ impl TDigest {
     /// One quantile (`td_quantile`, what BYRANK uses), after compressing.
     pub fn quantile(&mut self, q: f64) -> f64 {
         let _ = self.compress();
-        if q < 0.0 || q > 1.0 || self.merged_nodes == 0 {
+        if q < 0.0 || q > 1.0 || self.estimate_nodes() == 0 {
             return f64::NAN;
         }
-        if self.merged_nodes == 1 {
+        if self.estimate_nodes() == 1 {
             return self.means[0];
         }
         let index = q * d(self.merged_weight);
@@ -536,7 +546,7 @@ impl TDigest {
     /// Several quantiles walked with one cursor (`td_quantiles`), after compressing.
     fn quantiles_run(&mut self, qs: &[f64], out: &mut Vec<f64>) {
         let _ = self.compress();
-        let n = self.merged_nodes;
+        let n = self.estimate_nodes();
         if n == 0 {
             out.extend(qs.iter().map(|_| f64::NAN));
             return;
@@ -572,10 +582,10 @@ impl TDigest {
     /// `TDIGEST.TRIMMED_MEAN` (`td_trimmed_mean`), after compressing.
     pub fn trimmed_mean(&mut self, low: f64, high: f64) -> f64 {
         let _ = self.compress();
-        if self.merged_nodes == 0 || !(0.0..=1.0).contains(&low) || !(0.0..=1.0).contains(&high) {
+        if self.estimate_nodes() == 0 || !(0.0..=1.0).contains(&low) || !(0.0..=1.0).contains(&high) {
             return f64::NAN;
         }
-        if self.merged_nodes == 1 {
+        if self.estimate_nodes() == 1 {
             return self.means[0];
         }
         let mw = d(self.merged_weight);
@@ -716,7 +726,7 @@ pub(crate) mod tests {
         let mut t = digest(100.0, &[42.5]);
         assert_eq!(t.quantiles(&[0.0, 0.5, 1.0]), vec![42.5; 3]);
         assert_eq!(t.total_compressions, 0, "no compression counted, as RedisBloom");
-        assert_eq!((t.merged_nodes, t.unmerged_nodes, t.merged_weight), (1, 0, 1));
+        assert_eq!((t.merged_nodes, t.unmerged_nodes, t.unmerged_weight), (0, 1, 1), "2.8.2's state");
         assert_eq!(t.cdf(42.5), 0.5);
         assert_eq!(t.trimmed_mean(0.0, 1.0), 42.5);
         assert_eq!(t.rank(42.5, false), 0);

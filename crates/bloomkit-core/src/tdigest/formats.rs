@@ -42,20 +42,27 @@ impl TDigest {
 
     /// Writes the value as it is (the caller compressed it, or wants a
     /// copy's fields).
+    ///
+    /// A lone observation still in the buffer (which 2.8.2 saves as an
+    /// unmerged count without its value, losing it) is written as one
+    /// centroid of weight 1, which RedisBloom loads and answers with.
     pub fn save_as_is(&self, w: &mut dyn FieldWriter) {
+        let single = self.single().is_some();
+        let (merged, unmerged) = if single { (1, 0) } else { (self.merged_nodes, self.unmerged_nodes) };
+        let (mw, uw) = if single { (1, 0) } else { (self.merged_weight, self.unmerged_weight) };
         w.double(self.compression);
         w.double(self.min);
         w.double(self.max);
         w.unsigned(self.cap as u64);
-        w.unsigned(self.merged_nodes as u64);
-        w.unsigned(self.unmerged_nodes as u64);
+        w.unsigned(merged as u64);
+        w.unsigned(unmerged as u64);
         w.unsigned(self.total_compressions as u64);
-        w.double(self.merged_weight as f64);
-        w.double(self.unmerged_weight as f64);
-        for &m in &self.means[..self.merged_nodes] {
+        w.double(mw as f64);
+        w.double(uw as f64);
+        for &m in &self.means[..merged] {
             w.double(m);
         }
-        for &x in &self.weights[..self.merged_nodes] {
+        for &x in &self.weights[..merged] {
             w.double(x as f64);
         }
     }
@@ -108,9 +115,16 @@ impl TDigest {
         if sum != merged_weight {
             return Err(TdError::BadData);
         }
+        let (mut merged, mut unmerged, mut merged_weight, mut unmerged_weight) =
+            (merged, unmerged, merged_weight, unmerged_weight);
         if merged == 0 && unmerged == 1 && unmerged_weight == 1 && min == max && min.is_finite() {
+            // 2.8.2 lost this point's value; its min and max kept it.
             means[0] = min;
             weights[0] = 1;
+        } else if merged == 1 && unmerged == 0 && merged_weight == 1 {
+            // bloomkit's form of a lone observation (see `save_as_is`) goes
+            // back to the buffer, where RedisBloom keeps it while it is alone.
+            (merged, unmerged, merged_weight, unmerged_weight) = (0, 1, 0, 1);
         }
         Ok(TDigest {
             compression,
@@ -125,6 +139,80 @@ impl TDigest {
             means,
             weights,
         })
+    }
+}
+
+/// The module type id RedisBloom's `TDIS-TYPE` has in RDB files and DUMP
+/// payloads: each of the nine characters as 6 bits (`A-Z a-z 0-9 - _`),
+/// then the encoding version in the low 10 bits.
+pub const MODULE_ID: u64 = module_id(super::TYPE_NAME.as_bytes(), super::ENCODING_VERSION as u64);
+
+const fn module_id(name: &[u8], encver: u64) -> u64 {
+    let mut id = 0u64;
+    let mut i = 0;
+    while i < name.len() {
+        let c = name[i];
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' => 62,
+            _ => 63,
+        };
+        id = (id << 6) | v as u64;
+        i += 1;
+    }
+    (id << 10) | encver
+}
+
+/// Module-value fields in RDB's opcode form (what the server writes for a
+/// module's `Save*` calls), for DUMP payloads built without a server.
+struct Opcodes(Vec<u8>);
+
+impl Opcodes {
+    fn length(&mut self, v: u64) {
+        match v {
+            0..=63 => self.0.push(v as u8),
+            64..=16383 => self.0.extend_from_slice(&[0x40 | (v >> 8) as u8, v as u8]),
+            16384..=0xffff_ffff => {
+                self.0.push(0x80);
+                self.0.extend_from_slice(&(v as u32).to_be_bytes());
+            }
+            _ => {
+                self.0.push(0x81);
+                self.0.extend_from_slice(&v.to_be_bytes());
+            }
+        }
+    }
+}
+
+impl FieldWriter for Opcodes {
+    fn unsigned(&mut self, v: u64) {
+        self.0.push(2);
+        self.length(v);
+    }
+    fn double(&mut self, v: f64) {
+        self.0.push(4);
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn buffer(&mut self, v: &[u8]) {
+        self.0.push(5);
+        self.length(v.len() as u64);
+        self.0.extend_from_slice(v);
+    }
+}
+
+impl TDigest {
+    /// The `DUMP` payload of this digest as it is (compress first for
+    /// RedisBloom's), sealed with `rdb_version` (what `RESTORE` in a
+    /// rewritten AOF reads).
+    pub fn dump_payload(&self, rdb_version: u16) -> Vec<u8> {
+        let mut w = Opcodes(vec![7]);
+        w.length(MODULE_ID);
+        self.save_as_is(&mut w);
+        w.0.push(0); // the module value's EOF opcode
+        w.0.extend_from_slice(&rdb_version.to_le_bytes());
+        crate::common::payload::seal(&w.0)
     }
 }
 
@@ -198,8 +286,10 @@ mod tests {
         let mut empty = TDigest::new(1.0, Limits::NONE).unwrap();
         let payload = hex("07814c3212f9360f100004000000000000f03f04ffffffffffffef7f04ffffffffffffefff0210020002000200040000000000000000040000000000000000000a003a5211657fc6e7b7");
         assert_eq!(rdb_fields(&payload), saved(&mut empty));
+        assert_eq!(empty.dump_payload(10), payload, "the whole payload, CRC included");
         let back = load(&rdb_fields(&payload)).unwrap();
         assert_eq!(back, empty);
+        assert_eq!(MODULE_ID, 0x4c3212f9360f1000);
     }
 
     /// A RedisBloom 2.8.2 value of one observation (merged 0, unmerged 1):
@@ -221,8 +311,9 @@ mod tests {
         assert_eq!(t.quantile(0.5), 7.25);
         // Saved again, it is a centroid, which RedisBloom loads and answers.
         let bytes = saved(&mut t);
+        assert_eq!(&bytes[4 * 9 + 1..4 * 9 + 9], &1u64.to_le_bytes(), "one merged node");
         let back = load(&bytes).unwrap();
-        assert_eq!((back.merged_nodes(), back.unmerged_nodes(), back.merged_weight()), (1, 0, 1));
+        assert_eq!(back, t, "loaded back in 2.8.2's live form");
     }
 
     /// The module-value fields of a DUMP payload (type byte, 9-byte module

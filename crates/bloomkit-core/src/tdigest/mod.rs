@@ -11,9 +11,11 @@
 //! What bloomkit does differently from 2.8.2, on purpose (README says so too):
 //! - a digest of one observation answers with that value (2.8.2 leaves the
 //!   point in the buffer, where QUANTILE, CDF and TRIMMED_MEAN answer NaN,
-//!   RANK a nonsense integer, and RDB loses it): compression moves it into
-//!   the centroids (saved as a centroid, which RedisBloom loads), and a
-//!   RedisBloom file that lost such a point gets it back from its min/max;
+//!   RANK a nonsense integer, and RDB loses it): the point stays in the
+//!   buffer as in 2.8.2 (so INFO and every later state are RedisBloom's),
+//!   the estimates answer from it, RDB saves it as a centroid (which
+//!   RedisBloom loads and answers with), and a RedisBloom file that lost
+//!   such a point gets it back from its min/max;
 //! - a loaded value is checked (capacity matching the compression, node
 //!   counts within it, weights that add up, no NaN) instead of trusted;
 //! - the compression is bounded by `bf.max-filter-bytes` (and a capacity

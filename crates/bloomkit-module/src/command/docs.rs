@@ -131,12 +131,15 @@ pub struct RawArgs {
     /// `Vec` itself moves into this list, and none is pushed to afterwards.
     arrays: Vec<Vec<raw::RedisModuleCommandArg>>,
     root: *mut raw::RedisModuleCommandArg,
+    /// Key arguments seen so far: the n-th names key spec n (a `numkeys`
+    /// command's sources are its second, see `command::has_numkeys_sources`).
+    keys: c_int,
 }
 
 impl RawArgs {
     /// The server's form of `args`; a null root for a command without arguments.
     pub fn new(args: &[Arg]) -> RawArgs {
-        let mut raw_args = RawArgs { arrays: Vec::new(), root: ptr::null_mut() };
+        let mut raw_args = RawArgs { arrays: Vec::new(), root: ptr::null_mut(), keys: 0 };
         if !args.is_empty() {
             raw_args.root = raw_args.array(args);
         }
@@ -156,8 +159,13 @@ impl RawArgs {
             entries.push(raw::RedisModuleCommandArg {
                 name: arg.name.as_ptr(),
                 type_: arg.kind.raw(),
-                // The command's one key spec; -1 ("none") for any other argument.
-                key_spec_index: if arg.kind == Kind::Key { 0 } else { -1 },
+                // The command's key specs in order; -1 ("none") for any other argument.
+                key_spec_index: if arg.kind == Kind::Key {
+                    self.keys += 1;
+                    self.keys - 1
+                } else {
+                    -1
+                },
                 token: arg.token.map_or(ptr::null(), CStr::as_ptr),
                 flags: arg.flags(),
                 subargs,
