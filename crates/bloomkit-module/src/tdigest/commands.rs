@@ -148,12 +148,34 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
             e => e,
         })
         .inspect_err(|_| crate::stats::refused())?;
+    // Merging compresses the old destination and every source in place; a
+    // failed MERGE is not replicated, so those compressions are sent on
+    // their own (RedisBloom leaves its replicas without them).
+    let buffered = |p: &NonNull<TDigest>| unsafe { p.as_ref() }.unmerged_nodes() > 0;
+    let dest_buffered = dest.as_ref().is_some_and(buffered);
+    let sources_buffered: Vec<bool> = sources.iter().map(buffered).collect();
     if let (Some(mut d), false) = (dest, parsed.overwrite) {
         // RedisBloom ignores a failure here and goes on.
         let _ = merged.merge_from(unsafe { d.as_mut() });
     }
-    for s in &mut sources {
-        merged.merge_from(unsafe { s.as_mut() })?;
+    for i in 0..sources.len() {
+        if let Err(e) = merged.merge_from(unsafe { sources[i].as_mut() }) {
+            let mut names: Vec<&Arg> = Vec::new();
+            if dest_buffered && dest.as_ref().is_some_and(|d| !buffered(d)) {
+                names.push(&argv[1]);
+            }
+            for (j, s) in sources.iter().enumerate() {
+                let name = &argv[3 + j];
+                if sources_buffered[j] && !buffered(s) && !names.iter().any(|n| n.bytes() == name.bytes()) {
+                    names.push(name);
+                }
+            }
+            for name in names {
+                ctx.replicate_items(c"TDIGEST.CDF", name, Some(c"0"), &[]);
+                stats::add(&stats::COMPRESSIONS_REPLICATED, 1);
+            }
+            return Err(e.into());
+        }
     }
     drop(source_keys);
     keys::store(&dest_key, merged)?;
