@@ -94,7 +94,7 @@ pub fn parse_quantiles<A: AsRef<[u8]>>(values: &[A]) -> Result<Vec<f64>, TdError
         .iter()
         .map(|v| {
             let q = parse_double(v.as_ref()).ok_or(TdError::QuantileParse)?;
-            if q < 0.0 || q > 1.0 {
+            if !(0.0..=1.0).contains(&q) {
                 return Err(TdError::QuantileRange);
             }
             Ok(q)

@@ -21,7 +21,7 @@ const I64_LIMIT: f64 = 9_223_372_036_854_775_808.0;
 
 /// A stored weight: a whole, non-negative double below 2^63.
 fn weight(v: f64) -> Result<i64, TdError> {
-    if v >= 0.0 && v < I64_LIMIT && v.fract() == 0.0 {
+    if (0.0..I64_LIMIT).contains(&v) && v.fract() == 0.0 {
         Ok(v as i64)
     } else {
         Err(TdError::BadData)
