@@ -176,5 +176,8 @@ fn info_counters_and_memory_usage() {
     assert_ne!(c.call(&["DEBUG", "DIGEST-VALUE", "a"]), c.call(&["DEBUG", "DIGEST-VALUE", "b"]));
     c.ok("DEL a b");
     assert_eq!(c.info_field("bf", "bf_tdigest_digests"), "0");
+    // MERGE's sources are declared keys (cluster routing, cross-slot checks).
+    let keys = c.cmd("COMMAND GETKEYS TDIGEST.MERGE d 2 a b COMPRESSION 5");
+    assert_eq!(format!("{keys:?}"), r#"["d", "a", "b"]"#);
     assert_eq!(c.info_field("bf", "bf_tdigest_bytes"), "0");
 }
