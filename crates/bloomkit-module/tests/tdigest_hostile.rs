@@ -107,7 +107,7 @@ fn damaged_payloads_are_refused_or_consistent() {
         ("cap overwritten", bad(10.0, 1_000_000_000, 2, 0, 1.0)),
         ("merged past cap", bad(1.0, 16, 17, 0, 1.0)),
         ("unmerged past cap", bad(1.0, 16, 2, 15, 1.0)),
-        ("NaN mean", bad(1.0, 16, 2, 0, f64::NAN)),
+        ("NaN compression", bad(f64::NAN, 16, 2, 0, 1.0)),
         ("huge compression", bad(3e8, 1_800_000_010, 0, 0, 1.0)),
         ("negative compression", bad(-5.0, 16, 0, 0, 1.0)),
     ] {

@@ -17,7 +17,8 @@
 //!   RedisBloom loads and answers with), and a RedisBloom file that lost
 //!   such a point gets it back from its min/max;
 //! - a loaded value is checked (capacity matching the compression, node
-//!   counts within it, whole weights, no NaN) instead of trusted;
+//!   counts within it, whole weights, no NaN min, max or compression)
+//!   instead of trusted;
 //! - the compression is bounded by `bf.max-filter-bytes` (and a capacity
 //!   that fits RedisBloom's `int`), checked before anything is allocated.
 //!
