@@ -66,13 +66,6 @@ pub const RO: u32 = raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCES
 pub const RW_INSERT: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_INSERT;
 /// Key-spec flags of a command that changes an existing key.
 pub const RW_UPDATE: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE;
-/// Not a server flag, added to a command's `key_flags`: after its key come
-/// `numkeys source [source ...]`, read-only keys declared as a second key
-/// spec (found by their count at argument 2), so that Redis Cluster routes
-/// and cross-slot-checks them too (`CMS.MERGE`). In the argument tree, the
-/// second `Arg::key` refers to that spec.
-pub const READS_NUMKEYS_SOURCES: u32 = 1 << 31;
-
 /// What a command handler returns: an error is replied by [`run`]. Any
 /// family's error converts into a [`Reply`] with `?`.
 pub type Outcome = Result<(), Reply>;
@@ -110,6 +103,17 @@ pub fn add_acl_category(ctx: *mut raw::RedisModuleCtx, name: &CStr) -> Result<()
     Ok(())
 }
 
+/// Whether a command's arguments are `key numkeys key [key ...] ...`
+/// (`TDIGEST.MERGE`, `CMS.MERGE`): its second key spec then declares the
+/// keys `numkeys` counts.
+pub fn has_numkeys_sources(args: &[docs::Arg]) -> bool {
+    matches!(args, [first, count, sources, ..]
+        if first.kind == docs::Kind::Key
+            && count.kind == docs::Kind::Integer
+            && count.name == c"numkeys"
+            && sources.kind == docs::Kind::Key)
+}
+
 /// Registers one command with its key spec and documentation (summary,
 /// complexity, since, tips and argument tree), where the server has
 /// `RedisModule_SetCommandInfo` (Redis 7+, Valkey 7.2+). The arity stays the
@@ -129,18 +133,20 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command) -> Result<(), String
     }
     // SAFETY: the command was just created.
     let command = unsafe { api!(RedisModule_GetCommand)(ctx, c.name.as_ptr()) };
-    // One key, at argument 1 (and the sources after numkeys, for a command
-    // that reads them); the array ends with a zeroed entry.
+    // One key, at argument 1 (and, for a `numkeys` command, its sources);
+    // the array ends with a zeroed entry.
     // SAFETY: all-zero is the terminator the API expects.
     let mut key_specs: [raw::RedisModuleCommandKeySpec; 3] = unsafe { std::mem::zeroed() };
-    key_specs[0].flags = u64::from(c.key_flags & !READS_NUMKEYS_SOURCES);
+    key_specs[0].flags = u64::from(c.key_flags);
     key_specs[0].begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
     key_specs[0].bs.index.pos = 1;
     key_specs[0].find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
     key_specs[0].fk.range.lastkey = 0;
     key_specs[0].fk.range.keystep = 1;
     key_specs[0].fk.range.limit = 0;
-    if c.key_flags & READS_NUMKEYS_SOURCES != 0 {
+    if has_numkeys_sources(c.args) {
+        // `destination numkeys source [source ...]`: the sources are keys
+        // too (read), so that a cluster routes and cross-slot-checks them.
         key_specs[1].flags = u64::from(RO);
         key_specs[1].begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
         key_specs[1].bs.index.pos = 2;

@@ -60,6 +60,20 @@ const SINCE: &[(&str, &str)] = &[
     ("topk.count", "2.0.0"),
     ("topk.list", "2.0.0"),
     ("topk.info", "2.0.0"),
+    ("tdigest.create", "2.4.0"),
+    ("tdigest.reset", "2.4.0"),
+    ("tdigest.add", "2.4.0"),
+    ("tdigest.merge", "2.4.0"),
+    ("tdigest.min", "2.4.0"),
+    ("tdigest.max", "2.4.0"),
+    ("tdigest.quantile", "2.4.0"),
+    ("tdigest.cdf", "2.4.0"),
+    ("tdigest.trimmed_mean", "2.4.0"),
+    ("tdigest.rank", "2.4.2"),
+    ("tdigest.revrank", "2.4.2"),
+    ("tdigest.byrank", "2.4.2"),
+    ("tdigest.byrevrank", "2.4.2"),
+    ("tdigest.info", "2.4.0"),
 ];
 
 /// The readers RedisBloom 8 marks `dont-cache` (and bloomkit's APBF ones).
@@ -74,6 +88,7 @@ const DONT_CACHE: &[&str] = &[
     "apbf.scandump",
     "cms.info",
     "topk.info",
+    "tdigest.info",
 ];
 
 fn text(r: &Reply) -> String {

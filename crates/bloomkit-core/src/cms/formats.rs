@@ -7,7 +7,7 @@
 use super::errors::CmsError;
 use super::sketch::{array_bytes, CountMinSketch, OVERHEAD};
 use super::{ENCODING_VERSION, TYPE_NAME};
-use crate::common::dump::{module_type_id, PayloadWriter};
+use crate::common::dump::{own_type_id, PayloadWriter};
 use crate::common::fields::{FieldReader, FieldWriter};
 use crate::common::memory::Limits;
 
@@ -49,7 +49,7 @@ impl CountMinSketch {
     /// The `DUMP` payload of this sketch (uncompressed, RDB version 9):
     /// what an AOF rewrite emits as `RESTORE key 0 <payload>`, as RedisBloom does.
     pub fn dump_payload(&self) -> Vec<u8> {
-        let id = module_type_id(TYPE_NAME, ENCODING_VERSION as u32).expect("a valid type name");
+        let id = own_type_id(TYPE_NAME, ENCODING_VERSION);
         let mut w = PayloadWriter::new(id);
         self.save(&mut w);
         w.finish()

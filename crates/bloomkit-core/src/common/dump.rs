@@ -26,16 +26,35 @@ const OPCODE_STRING: u8 = 5;
 /// The 64-bit id the server stores for a module type: its nine characters,
 /// six bits each over `A-Z a-z 0-9 - _`, first character highest, then the
 /// encoding version in the low 10 bits. `None` for a name it would refuse.
-pub fn module_type_id(name: &str, encver: u32) -> Option<u64> {
-    const SET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+pub const fn module_type_id(name: &str, encver: u32) -> Option<u64> {
+    let name = name.as_bytes();
     if name.len() != 9 || encver >= 1024 {
         return None;
     }
     let mut id = 0u64;
-    for c in name.bytes() {
-        id = (id << 6) | SET.iter().position(|&s| s == c)? as u64;
+    let mut i = 0;
+    while i < name.len() {
+        let c = name[i];
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' => 62,
+            b'_' => 63,
+            _ => return None,
+        };
+        id = (id << 6) | v as u64;
+        i += 1;
     }
-    Some((id << 10) | u64::from(encver))
+    Some((id << 10) | encver as u64)
+}
+
+/// [`module_type_id`] of a family's own type, at compile time.
+pub const fn own_type_id(name: &str, encver: i32) -> u64 {
+    match module_type_id(name, encver as u32) {
+        Some(id) => id,
+        None => panic!("not a module type name"),
+    }
 }
 
 /// Writes a module value as a `DUMP` payload, strings uncompressed, framed
@@ -65,9 +84,15 @@ impl PayloadWriter {
     }
 
     /// The sealed payload: end opcode, RDB version and checksum.
-    pub fn finish(mut self) -> Vec<u8> {
+    pub fn finish(self) -> Vec<u8> {
+        self.finish_for(MODULE_VALUE_RDB_VERSION)
+    }
+
+    /// The payload framed for `rdb_version` (a test comparing with a
+    /// server's own DUMP gives that server's).
+    pub fn finish_for(mut self, rdb_version: u16) -> Vec<u8> {
         self.0.push(OPCODE_EOF);
-        self.0.extend_from_slice(&MODULE_VALUE_RDB_VERSION.to_le_bytes());
+        self.0.extend_from_slice(&rdb_version.to_le_bytes());
         seal(&self.0)
     }
 }

@@ -22,12 +22,12 @@
 use super::errors::TopkError;
 use super::sketch::{allocate, decay_table, Bucket, Slot, TopK, TopkParams};
 use super::*;
-use crate::common::fields::{FieldError, FieldReader, FieldWriter};
+use crate::common::dump::{own_type_id, PayloadReader, PayloadWriter};
+use crate::common::fields::{FieldReader, FieldWriter};
 use crate::common::memory::Limits;
 
-/// `RDB_TYPE_MODULE_2` and the module id of `TopK-TYPE` at encoding 0.
-const RDB_TYPE_MODULE_2: u8 = 7;
-pub const MODULE_ID: u64 = 0x4e8a_4af9_360f_1000;
+/// The module id of `TopK-TYPE` at encoding 0.
+pub const MODULE_ID: u64 = own_type_id(TYPE_NAME, ENCODING_VERSION);
 
 impl TopK {
     /// Writes the value at [`ENCODING_VERSION`].
@@ -121,194 +121,22 @@ impl TopK {
     /// that loads module values reads): what the AOF rewrite sends as
     /// `RESTORE key 0 <payload>`, as RedisBloom's does.
     pub fn dump_payload(&self) -> Vec<u8> {
-        let mut w = PayloadWriter::default();
+        let mut w = PayloadWriter::new(MODULE_ID);
         self.save(&mut w);
         w.finish()
     }
 
-    /// Reads a `DUMP` payload of a `TopK-TYPE` value (the CRC is not checked).
+    /// Reads a `DUMP` payload of a `TopK-TYPE` value, its CRC checked.
     pub fn from_payload(payload: &[u8], limits: Limits) -> Result<TopK, TopkError> {
         let mut r = PayloadReader::new(payload)?;
+        if r.type_id != MODULE_ID {
+            return Err(TopkError::BadData);
+        }
         let t = TopK::load(&mut r, ENCODING_VERSION, limits)?;
-        r.end()?;
+        if !r.at_end() {
+            return Err(TopkError::BadData);
+        }
         Ok(t)
-    }
-}
-
-/// Writes fields as RDB opcodes (as `RedisModule_Save*` does, strings
-/// uncompressed) and frames them as a `DUMP` payload.
-#[derive(Default)]
-pub struct PayloadWriter(Vec<u8>);
-
-impl PayloadWriter {
-    fn length(&mut self, v: u64) {
-        match v {
-            0..=0x3f => self.0.push(v as u8),
-            0x40..=0x3fff => self.0.extend_from_slice(&[0x40 | (v >> 8) as u8, v as u8]),
-            0x4000..=0xffff_ffff => {
-                self.0.push(0x80);
-                self.0.extend_from_slice(&(v as u32).to_be_bytes());
-            }
-            _ => {
-                self.0.push(0x81);
-                self.0.extend_from_slice(&v.to_be_bytes());
-            }
-        }
-    }
-
-    /// The payload: type, module id, the fields, EOF, RDB version 9, CRC.
-    pub fn finish(self) -> Vec<u8> {
-        let mut body = Vec::with_capacity(self.0.len() + 13);
-        body.push(RDB_TYPE_MODULE_2);
-        body.push(0x81);
-        body.extend_from_slice(&MODULE_ID.to_be_bytes());
-        body.extend_from_slice(&self.0);
-        body.push(0);
-        body.extend_from_slice(&crate::common::payload::MODULE_VALUE_RDB_VERSION.to_le_bytes());
-        crate::common::payload::seal(&body)
-    }
-}
-
-impl FieldWriter for PayloadWriter {
-    fn unsigned(&mut self, v: u64) {
-        self.0.push(2);
-        self.length(v);
-    }
-    fn double(&mut self, v: f64) {
-        self.0.push(4);
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn buffer(&mut self, v: &[u8]) {
-        self.0.push(5);
-        self.length(v.len() as u64);
-        self.0.extend_from_slice(v);
-    }
-}
-
-/// Reads the fields of a `DUMP` payload of a `TopK-TYPE` value as the
-/// server hands them to a module: opcodes, RDB lengths, strings (LZF
-/// strings decompressed). For tests, tools and the fuzzer: it trusts
-/// nothing, and bounds every length by the bytes that are there.
-pub struct PayloadReader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> PayloadReader<'a> {
-    /// After the value type and the module id, which must be `TopK-TYPE`'s.
-    pub fn new(bytes: &'a [u8]) -> Result<PayloadReader<'a>, TopkError> {
-        let mut r = PayloadReader { bytes, pos: 0 };
-        if r.byte()? != RDB_TYPE_MODULE_2 || r.length()? != (MODULE_ID, false) {
-            return Err(TopkError::BadData);
-        }
-        Ok(r)
-    }
-
-    /// The value must end here: EOF, then the version and CRC (10 bytes).
-    pub fn end(&mut self) -> Result<(), TopkError> {
-        if self.byte()? != 0 || self.bytes.len() - self.pos != 10 {
-            return Err(TopkError::BadData);
-        }
-        Ok(())
-    }
-
-    fn byte(&mut self) -> Result<u8, FieldError> {
-        let b = *self.bytes.get(self.pos).ok_or(FieldError)?;
-        self.pos += 1;
-        Ok(b)
-    }
-
-    fn take(&mut self, n: u64) -> Result<&'a [u8], FieldError> {
-        let n = usize::try_from(n).map_err(|_| FieldError)?;
-        let end = self.pos.checked_add(n).ok_or(FieldError)?;
-        let v = self.bytes.get(self.pos..end).ok_or(FieldError)?;
-        self.pos = end;
-        Ok(v)
-    }
-
-    /// An RDB length: `(value, is_special_encoding)`.
-    fn length(&mut self) -> Result<(u64, bool), FieldError> {
-        let t = self.byte()?;
-        Ok(match t >> 6 {
-            0 => (u64::from(t & 0x3f), false),
-            1 => ((u64::from(t & 0x3f) << 8) | u64::from(self.byte()?), false),
-            2 if t == 0x80 => (u64::from(u32::from_be_bytes(self.take(4)?.try_into().expect("4"))), false),
-            2 if t == 0x81 => (u64::from_be_bytes(self.take(8)?.try_into().expect("8")), false),
-            3 => (u64::from(t & 0x3f), true),
-            _ => return Err(FieldError),
-        })
-    }
-
-    fn opcode(&mut self, want: u64) -> Result<(), FieldError> {
-        match self.length()? {
-            (op, false) if op == want => Ok(()),
-            _ => Err(FieldError),
-        }
-    }
-}
-
-/// LZF decompression, bounds-checked: `Err` unless `data` expands to
-/// exactly `out_len` bytes.
-fn lzf(data: &[u8], out_len: u64) -> Result<Vec<u8>, FieldError> {
-    // A back-reference of 2 or 3 input bytes writes at most 264 bytes.
-    if out_len > (data.len() as u64).saturating_mul(132) {
-        return Err(FieldError);
-    }
-    let out_len = usize::try_from(out_len).map_err(|_| FieldError)?;
-    let mut out = Vec::new();
-    out.try_reserve_exact(out_len).map_err(|_| FieldError)?;
-    let mut i = 0;
-    while i < data.len() {
-        let ctrl = usize::from(data[i]);
-        i += 1;
-        if ctrl < 32 {
-            let lit = data.get(i..i + ctrl + 1).ok_or(FieldError)?;
-            out.extend_from_slice(lit);
-            i += ctrl + 1;
-        } else {
-            let mut len = ctrl >> 5;
-            if len == 7 {
-                len += usize::from(*data.get(i).ok_or(FieldError)?);
-                i += 1;
-            }
-            let back = ((ctrl & 0x1f) << 8) + usize::from(*data.get(i).ok_or(FieldError)?) + 1;
-            i += 1;
-            if back > out.len() {
-                return Err(FieldError);
-            }
-            for _ in 0..len + 2 {
-                out.push(out[out.len() - back]);
-            }
-        }
-        if out.len() > out_len {
-            return Err(FieldError);
-        }
-    }
-    if out.len() != out_len {
-        return Err(FieldError);
-    }
-    Ok(out)
-}
-
-impl FieldReader for PayloadReader<'_> {
-    fn unsigned(&mut self) -> Result<u64, FieldError> {
-        self.opcode(2)?;
-        Ok(self.length()?.0)
-    }
-    fn double(&mut self) -> Result<f64, FieldError> {
-        self.opcode(4)?;
-        Ok(f64::from_le_bytes(self.take(8)?.try_into().expect("8")))
-    }
-    fn buffer(&mut self) -> Result<Box<[u8]>, FieldError> {
-        self.opcode(5)?;
-        match self.length()? {
-            (len, false) => Ok(self.take(len)?.into()),
-            (3, true) => {
-                let (clen, ulen) = (self.length()?.0, self.length()?.0);
-                Ok(lzf(self.take(clen)?, ulen)?.into())
-            }
-            _ => Err(FieldError),
-        }
     }
 }
 

@@ -10,7 +10,7 @@ use redis_module::raw;
 
 use crate::command::docs::Arg;
 use crate::command::{
-    add_acl_category, entry, Command, Family, DONT_CACHE, READS_NUMKEYS_SOURCES, RO, RW_INSERT, RW_UPDATE,
+    add_acl_category, entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE,
 };
 use crate::ffi::api;
 
@@ -100,7 +100,7 @@ const COMMANDS: &[Command] = &[
         acl: c"cms write",
         handler: entry!(commands::merge),
         flags: c"write deny-oom",
-        key_flags: RW_UPDATE | READS_NUMKEYS_SOURCES,
+        key_flags: RW_UPDATE,
         summary: c"Replaces a sketch by the weighted sum of sketches of the same dimensions",
         complexity: c"O(n * w * d), n the number of sources, w the width, d the depth",
         since: c"2.0.0",

@@ -139,12 +139,15 @@ pub struct RawArgs {
     /// `Vec` itself moves into this list, and none is pushed to afterwards.
     arrays: Vec<Vec<raw::RedisModuleCommandArg>>,
     root: *mut raw::RedisModuleCommandArg,
+    /// Key arguments seen so far: the n-th names key spec n (a `numkeys`
+    /// command's sources are its second, see `command::has_numkeys_sources`).
+    keys: c_int,
 }
 
 impl RawArgs {
     /// The server's form of `args`; a null root for a command without arguments.
     pub fn new(args: &[Arg]) -> RawArgs {
-        let mut raw_args = RawArgs { arrays: Vec::new(), root: ptr::null_mut() };
+        let mut raw_args = RawArgs { arrays: Vec::new(), root: ptr::null_mut(), keys: 0 };
         if !args.is_empty() {
             raw_args.root = raw_args.array(args);
         }
@@ -159,18 +162,15 @@ impl RawArgs {
     /// Builds one array (its sub-arrays first) and returns its first entry.
     fn array(&mut self, args: &[Arg]) -> *mut raw::RedisModuleCommandArg {
         let mut entries = Vec::with_capacity(args.len() + 1);
-        let mut keys_seen = 0;
         for arg in args {
             let subargs = if arg.subargs.is_empty() { ptr::null_mut() } else { self.array(arg.subargs) };
             entries.push(raw::RedisModuleCommandArg {
                 name: arg.name.as_ptr(),
                 type_: arg.kind.raw(),
-                // The n-th key argument is described by key spec n (the
-                // command's key is spec 0; `CMS.MERGE`'s sources, spec 1);
-                // -1 ("none") for any other argument.
+                // The command's key specs in order; -1 ("none") for any other argument.
                 key_spec_index: if arg.kind == Kind::Key {
-                    keys_seen += 1;
-                    keys_seen - 1
+                    self.keys += 1;
+                    self.keys - 1
                 } else {
                     -1
                 },
@@ -257,7 +257,7 @@ mod tests {
     #[test]
     fn every_command_has_docs_and_a_well_formed_tree() {
         let commands: Vec<_> = crate::FAMILIES.iter().flat_map(|f| f.commands).collect();
-        assert_eq!(commands.len(), 35 + 6 /* cms */ + 7 /* topk */);
+        assert_eq!(commands.len(), 35 + 6 /* cms */ + 7 /* topk */ + 14 /* tdigest */);
         for c in commands {
             let name = c.name.to_str().unwrap();
             for (field, text) in [("summary", c.summary), ("complexity", c.complexity), ("since", c.since)] {
@@ -266,7 +266,7 @@ mod tests {
             // Every command takes its key first, and only one key (or a
             // second, its sources, where a second key spec declares them).
             assert_eq!(c.args.first().map(|a| a.kind), Some(Kind::Key), "{name}");
-            let specs = 1 + usize::from(c.key_flags & crate::command::READS_NUMKEYS_SOURCES != 0);
+            let specs = 1 + usize::from(crate::command::has_numkeys_sources(c.args));
             assert_eq!(c.args.iter().filter(|a| a.kind == Kind::Key).count(), specs, "{name}");
             check_tree(name, c.args);
         }

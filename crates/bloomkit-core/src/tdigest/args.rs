@@ -1,0 +1,190 @@
+//! Typed parsing of `TDIGEST.*` arguments, with RedisBloom 2.8.2's rules
+//! and order of checks. The module checks the arity and looks the key up
+//! first, as RedisBloom does; these read what follows.
+//!
+//! Arguments are the whole argv, command name included, unless a function
+//! says it takes only the values.
+
+use super::errors::TdError;
+use super::DEFAULT_COMPRESSION;
+use crate::common::parse::{eq_ignore_case, parse_double, parse_long_long};
+
+/// A compression value: an integer above zero.
+pub fn parse_compression(word: &[u8]) -> Result<i64, TdError> {
+    let c = parse_long_long(word).ok_or(TdError::CompressionParse)?;
+    if c <= 0 {
+        return Err(TdError::CompressionNotPositive);
+    }
+    Ok(c)
+}
+
+/// `TDIGEST.CREATE key [COMPRESSION c]` (argv of 2 or 4, checked by the
+/// caller): the keyword may be either of the last two arguments, the value
+/// is always the last one, as in RedisBloom.
+pub fn parse_create<A: AsRef<[u8]>>(argv: &[A]) -> Result<i64, TdError> {
+    match argv.len() {
+        2 => Ok(DEFAULT_COMPRESSION),
+        4 => {
+            if !argv[2..].iter().any(|a| eq_ignore_case(a.as_ref(), "COMPRESSION")) {
+                return Err(TdError::WrongKeyword);
+            }
+            parse_compression(argv[3].as_ref())
+        }
+        _ => Err(TdError::WrongArity),
+    }
+}
+
+/// A parsed `TDIGEST.MERGE destination numkeys source... [COMPRESSION c] [OVERRIDE]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Merge {
+    pub numkeys: usize,
+    pub compression: Option<i64>,
+    pub overwrite: bool,
+}
+
+/// The arguments of `TDIGEST.MERGE` after the destination's type check
+/// (argv of at least 4, checked by the caller): numkeys, then the options
+/// after the sources, where unknown words are ignored once a keyword is
+/// found (RedisBloom's order of checks).
+pub fn parse_merge<A: AsRef<[u8]>>(argv: &[A]) -> Result<Merge, TdError> {
+    let numkeys = parse_long_long(argv[2].as_ref()).ok_or(TdError::NumkeysParse)?;
+    if numkeys <= 0 {
+        return Err(TdError::NumkeysNotPositive);
+    }
+    if numkeys > argv.len() as i64 - 3 {
+        return Err(TdError::WrongArity);
+    }
+    let numkeys = numkeys as usize;
+    let rest = &argv[3 + numkeys..];
+    let find = |word: &str| rest.iter().position(|a| eq_ignore_case(a.as_ref(), word));
+    let mut compression = None;
+    let mut overwrite = false;
+    if !rest.is_empty() {
+        let at = find("COMPRESSION");
+        if let Some(at) = at {
+            let value = rest.get(at + 1).ok_or(TdError::WrongArity)?;
+            compression = Some(parse_compression(value.as_ref())?);
+        }
+        overwrite = find("OVERRIDE").is_some();
+        if at.is_none() && !overwrite {
+            return Err(TdError::WrongKeyword);
+        }
+    }
+    Ok(Merge { numkeys, compression, overwrite })
+}
+
+/// `TDIGEST.ADD`'s values (argv after the key): every one parsed before
+/// any is added.
+pub fn parse_add_values<A: AsRef<[u8]>>(values: &[A]) -> Result<Vec<f64>, TdError> {
+    values
+        .iter()
+        .map(|v| {
+            let x = parse_double(v.as_ref()).ok_or(TdError::ValParse)?;
+            if !x.is_finite() {
+                return Err(TdError::ValNotFinite);
+            }
+            Ok(x)
+        })
+        .collect()
+}
+
+/// `TDIGEST.QUANTILE`'s fractions (argv after the key), each in [0, 1].
+pub fn parse_quantiles<A: AsRef<[u8]>>(values: &[A]) -> Result<Vec<f64>, TdError> {
+    values
+        .iter()
+        .map(|v| {
+            let q = parse_double(v.as_ref()).ok_or(TdError::QuantileParse)?;
+            if !(0.0..=1.0).contains(&q) {
+                return Err(TdError::QuantileRange);
+            }
+            Ok(q)
+        })
+        .collect()
+}
+
+/// `TDIGEST.CDF`'s values (argv after the key); infinities are accepted.
+pub fn parse_cdf_values<A: AsRef<[u8]>>(values: &[A]) -> Result<Vec<f64>, TdError> {
+    values.iter().map(|v| parse_double(v.as_ref()).ok_or(TdError::CdfParse)).collect()
+}
+
+/// `TDIGEST.RANK`/`REVRANK`'s values (argv after the key).
+pub fn parse_rank_values<A: AsRef<[u8]>>(values: &[A]) -> Result<Vec<f64>, TdError> {
+    values.iter().map(|v| parse_double(v.as_ref()).ok_or(TdError::ValueParse)).collect()
+}
+
+/// `TDIGEST.BYRANK`/`BYREVRANK`'s ranks (argv after the key), integers from 0.
+pub fn parse_ranks<A: AsRef<[u8]>>(values: &[A]) -> Result<Vec<i64>, TdError> {
+    values
+        .iter()
+        .map(|v| {
+            let r = parse_long_long(v.as_ref()).ok_or(TdError::RankParse)?;
+            if r < 0 {
+                return Err(TdError::RankNegative);
+            }
+            Ok(r)
+        })
+        .collect()
+}
+
+/// `TDIGEST.TRIMMED_MEAN key low high` (argv of 4, checked by the caller).
+pub fn parse_trimmed_mean<A: AsRef<[u8]>>(argv: &[A]) -> Result<(f64, f64), TdError> {
+    let low = parse_double(argv[2].as_ref()).ok_or(TdError::LowCutParse)?;
+    let high = parse_double(argv[3].as_ref()).ok_or(TdError::HighCutParse)?;
+    if !(0.0..=1.0).contains(&low) || !(0.0..=1.0).contains(&high) {
+        return Err(TdError::CutRange);
+    }
+    if low >= high {
+        return Err(TdError::CutOrder);
+    }
+    Ok((low, high))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::parse::argv;
+
+    #[test]
+    fn create_reads_the_last_argument() {
+        assert_eq!(parse_create(&argv("TDIGEST.CREATE k")), Ok(100));
+        assert_eq!(parse_create(&argv("TDIGEST.CREATE k compression 7")), Ok(7));
+        assert_eq!(parse_create(&argv("TDIGEST.CREATE k 7 COMPRESSION")), Err(TdError::CompressionParse));
+        assert_eq!(parse_create(&argv("TDIGEST.CREATE k x 7")), Err(TdError::WrongKeyword));
+        assert_eq!(
+            parse_create(&argv("TDIGEST.CREATE k COMPRESSION 0")),
+            Err(TdError::CompressionNotPositive)
+        );
+        assert_eq!(parse_create(&argv("TDIGEST.CREATE k COMPRESSION 1.5")), Err(TdError::CompressionParse));
+    }
+
+    #[test]
+    fn merge_in_redisbloom_order() {
+        let ok = |s: &str| parse_merge(&argv(s)).unwrap();
+        let err = |s: &str| parse_merge(&argv(s)).unwrap_err();
+        assert_eq!(ok("M d 2 a b"), Merge { numkeys: 2, compression: None, overwrite: false });
+        assert_eq!(ok("M d 1 a foo override"), Merge { numkeys: 1, compression: None, overwrite: true });
+        assert_eq!(
+            ok("M d 1 a COMPRESSION 5 x"),
+            Merge { numkeys: 1, compression: Some(5), overwrite: false }
+        );
+        assert_eq!(err("M d x a"), TdError::NumkeysParse);
+        assert_eq!(err("M d 0 a"), TdError::NumkeysNotPositive);
+        assert_eq!(err("M d 3 a b"), TdError::WrongArity);
+        assert_eq!(err("M d 1 a COMPRESSION"), TdError::WrongArity);
+        assert_eq!(err("M d 1 a COMPRESSION -1 OVERRIDE"), TdError::CompressionNotPositive);
+        assert_eq!(err("M d 1 a b"), TdError::WrongKeyword);
+    }
+
+    #[test]
+    fn values() {
+        assert_eq!(parse_add_values(&argv("1 inf")), Err(TdError::ValNotFinite));
+        assert_eq!(parse_add_values(&argv("nan 1")), Err(TdError::ValParse));
+        assert_eq!(parse_quantiles(&argv("0 1.5")), Err(TdError::QuantileRange));
+        assert_eq!(parse_cdf_values(&argv("-inf 3")), Ok(vec![f64::NEG_INFINITY, 3.0]));
+        assert_eq!(parse_ranks(&argv("0 -1")), Err(TdError::RankNegative));
+        assert_eq!(parse_trimmed_mean(&argv("T k 0.5 0.5")), Err(TdError::CutOrder));
+        assert_eq!(parse_trimmed_mean(&argv("T k x y")), Err(TdError::LowCutParse));
+        assert_eq!(parse_trimmed_mean(&argv("T k -1 y")), Err(TdError::HighCutParse));
+        assert_eq!(parse_trimmed_mean(&argv("T k -1 0.5")), Err(TdError::CutRange));
+    }
+}

@@ -1,0 +1,791 @@
+//! The merging t-digest as t-digest-c 9dcd73d8 computes it (RedisBloom
+//! 2.8.2): the same operations in the same order on IEEE doubles, so that
+//! every answer is the same double, bit for bit. Only the one-observation
+//! case differs on purpose (see [`TDigest::compress`]).
+
+use std::f64::consts::PI;
+
+use super::errors::TdError;
+use super::*;
+use crate::common::memory::{Limits, Relocate};
+
+/// One digest: centroids (merged, sorted, at the front of the arrays) and
+/// the buffer of points added since the last compression after them.
+#[derive(Debug, PartialEq)]
+pub struct TDigest {
+    pub(super) compression: f64,
+    pub(super) cap: usize,
+    pub(super) min: f64,
+    pub(super) max: f64,
+    pub(super) merged_nodes: usize,
+    pub(super) unmerged_nodes: usize,
+    pub(super) total_compressions: i64,
+    pub(super) merged_weight: i64,
+    pub(super) unmerged_weight: i64,
+    pub(super) means: Vec<f64>,
+    pub(super) weights: Vec<i64>,
+}
+
+/// C's `fmax`-free `__td_max`/`__td_min` macros: the second operand wins ties and NaN.
+#[inline]
+fn c_max(a: f64, b: f64) -> f64 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+#[inline]
+fn c_min(a: f64, b: f64) -> f64 {
+    if a < b {
+        a
+    } else {
+        b
+    }
+}
+
+fn weighted_average_sorted(x1: f64, w1: f64, x2: f64, w2: f64) -> f64 {
+    let x = (x1 * w1 + x2 * w2) / (w1 + w2);
+    c_max(x1, c_min(x, x2))
+}
+
+fn weighted_average(x1: f64, w1: f64, x2: f64, w2: f64) -> f64 {
+    if x1 <= x2 {
+        weighted_average_sorted(x1, w1, x2, w2)
+    } else {
+        weighted_average_sorted(x2, w2, x1, w1)
+    }
+}
+
+/// The digest's node capacity for a compression: `6 * floor(c) + 10`,
+/// `None` when it would not fit RedisBloom's `int`.
+pub fn capacity_for(compression: f64) -> Option<usize> {
+    if !compression.is_finite() || compression < 1.0 || compression > MAX_COMPRESSION as f64 {
+        return None;
+    }
+    Some(6 * compression.floor() as usize + 10)
+}
+
+/// What a digest of `cap` nodes takes, as RedisBloom counts it (`MEMORY
+/// USAGE`, `TDIGEST.INFO`'s "Memory usage", and the size limit).
+pub fn size_for(cap: usize) -> u64 {
+    FIXED_BYTES + NODE_BYTES * cap as u64
+}
+
+/// A zeroed array, or `AllocationFailed` instead of an abort.
+pub(super) fn zeroed<T: Clone + Default>(n: usize) -> Result<Vec<T>, TdError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| TdError::AllocationFailed)?;
+    v.resize(n, T::default());
+    Ok(v)
+}
+
+/// Exactly t-digest-c's quicksort of `means[start..=end]` (weights move
+/// with their means): a two-element range is swapped when out of order;
+/// otherwise the middle element is the pivot of a Lomuto partition
+/// (strictly-less elements to the left). The order it leaves equal means
+/// in decides how weighted duplicates merge, so it is reproduced exactly;
+/// the two sub-ranges are independent, so an explicit stack (the larger
+/// range pushed, the smaller done first) gives the same result without
+/// deep recursion.
+fn quicksort(means: &mut [f64], weights: &mut [i64]) {
+    if means.len() < 2 {
+        return;
+    }
+    let mut stack: Vec<(usize, usize)> = vec![(0, means.len() - 1)];
+    while let Some((start, end)) = stack.pop() {
+        if start >= end {
+            continue;
+        }
+        if end - start == 1 {
+            if means[start] > means[end] {
+                means.swap(start, end);
+                weights.swap(start, end);
+            }
+            continue;
+        }
+        let pivot_idx = start + (end - start) / 2;
+        let pivot = means[pivot_idx];
+        means.swap(pivot_idx, end);
+        weights.swap(pivot_idx, end);
+        // `i` is one past the last element found smaller than the pivot.
+        let mut i = start;
+        for j in start..end {
+            if means[j] < pivot {
+                means.swap(i, j);
+                weights.swap(i, j);
+                i += 1;
+            }
+        }
+        means.swap(i, end);
+        weights.swap(i, end);
+        let p = i;
+        let left = (p > start).then(|| (start, p - 1));
+        let right = (p < end).then(|| (p + 1, end));
+        let len = |r: Option<(usize, usize)>| r.map_or(0, |(s, e)| e - s + 1);
+        // Pushed last is done first: the smaller range, so the stack stays short.
+        if len(left) >= len(right) {
+            stack.extend(left);
+            stack.extend(right);
+        } else {
+            stack.extend(right);
+            stack.extend(left);
+        }
+    }
+}
+
+/// `(double)x` of C for a `long long`.
+#[inline]
+fn d(x: i64) -> f64 {
+    x as f64
+}
+
+/// C's `(long long)x` on x86-64: NaN and values out of range become `i64::MIN`.
+pub fn c_to_i64(x: f64) -> i64 {
+    if !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&x) {
+        i64::MIN
+    } else {
+        x as i64
+    }
+}
+
+/// RedisBloom's `_halfRoundDown`: the nearest integer, halves toward zero.
+fn half_round_down(f: f64) -> f64 {
+    let int_part = f.trunc();
+    let frac = f - int_part;
+    if frac.abs() <= 0.5 {
+        return int_part;
+    }
+    if int_part >= 0.0 {
+        int_part + 1.0
+    } else {
+        int_part - 1.0
+    }
+}
+
+/// The walk position QUANTILE's values share: the weight left of node
+/// `pos` (plus half of it), and `pos`.
+struct Cursor {
+    weight_so_far: f64,
+    pos: usize,
+}
+
+impl TDigest {
+    /// An empty digest of this compression, checked against the limit
+    /// before anything is allocated.
+    pub fn new(compression: f64, limits: Limits) -> Result<TDigest, TdError> {
+        let cap = capacity_for(compression).ok_or(TdError::AllocationFailed)?;
+        limits.check(size_for(cap))?;
+        Ok(TDigest {
+            compression,
+            cap,
+            min: f64::MAX,
+            max: -f64::MAX,
+            merged_nodes: 0,
+            unmerged_nodes: 0,
+            total_compressions: 0,
+            merged_weight: 0,
+            unmerged_weight: 0,
+            means: zeroed(cap)?,
+            weights: zeroed(cap)?,
+        })
+    }
+
+    /// A copy (COPY, and reads on a replica), failing softly.
+    pub fn try_clone(&self) -> Result<TDigest, TdError> {
+        let mut means = Vec::new();
+        means.try_reserve_exact(self.cap).map_err(|_| TdError::AllocationFailed)?;
+        means.extend_from_slice(&self.means);
+        let mut weights = Vec::new();
+        weights.try_reserve_exact(self.cap).map_err(|_| TdError::AllocationFailed)?;
+        weights.extend_from_slice(&self.weights);
+        Ok(TDigest { means, weights, ..*self })
+    }
+
+    pub fn compression(&self) -> f64 {
+        self.compression
+    }
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+    pub fn min(&self) -> f64 {
+        self.min
+    }
+    pub fn max(&self) -> f64 {
+        self.max
+    }
+    pub fn merged_nodes(&self) -> usize {
+        self.merged_nodes
+    }
+    pub fn unmerged_nodes(&self) -> usize {
+        self.unmerged_nodes
+    }
+    pub fn merged_weight(&self) -> i64 {
+        self.merged_weight
+    }
+    pub fn unmerged_weight(&self) -> i64 {
+        self.unmerged_weight
+    }
+    pub fn total_compressions(&self) -> i64 {
+        self.total_compressions
+    }
+    /// Observations: merged plus unmerged weight.
+    pub fn size(&self) -> i64 {
+        self.merged_weight.wrapping_add(self.unmerged_weight)
+    }
+    /// `MEMORY USAGE` and INFO's "Memory usage": `8 + 16 * cap`.
+    pub fn size_bytes(&self) -> u64 {
+        size_for(self.cap)
+    }
+    /// The nodes in use (centroids, then the buffer): means and weights.
+    pub fn nodes(&self) -> (&[f64], &[i64]) {
+        let n = self.merged_nodes + self.unmerged_nodes;
+        (&self.means[..n], &self.weights[..n])
+    }
+
+    /// Offers the two node arrays to active defrag, from buffer `from` on.
+    pub fn relocate(&mut self, from: usize, to: &mut impl Relocate) -> Option<usize> {
+        for next in from..2 {
+            if next > from && to.should_stop() {
+                return Some(next);
+            }
+            match next {
+                0 => to.vec(&mut self.means),
+                _ => to.vec(&mut self.weights),
+            }
+        }
+        None
+    }
+
+    /// `TDIGEST.RESET`: empty, with the same compression and capacity.
+    pub fn reset(&mut self) {
+        self.min = f64::MAX;
+        self.max = -f64::MAX;
+        self.merged_nodes = 0;
+        self.merged_weight = 0;
+        self.unmerged_nodes = 0;
+        self.unmerged_weight = 0;
+        self.total_compressions = 0;
+    }
+
+    /// Adds `weight` observations of `mean` (t-digest-c's `td_add`):
+    /// compresses first when the arrays are full; `Overflow` when a weight
+    /// would overflow, with nothing added.
+    pub fn add(&mut self, mean: f64, weight: i64) -> Result<(), TdError> {
+        if self.merged_nodes + self.unmerged_nodes >= self.cap.saturating_sub(1) {
+            self.compress()?;
+        }
+        let pos = self.merged_nodes + self.unmerged_nodes;
+        if pos >= self.cap {
+            return Err(TdError::Overflow);
+        }
+        let new_unmerged = self.unmerged_weight.checked_add(weight).ok_or(TdError::Overflow)?;
+        let new_total = new_unmerged.checked_add(self.merged_weight).ok_or(TdError::Overflow)?;
+        let (nu, nt) = (d(new_unmerged), d(new_total));
+        if nu == f64::INFINITY || nt == f64::INFINITY || 2.0 * PI * nt * nt.ln() == f64::INFINITY {
+            return Err(TdError::Overflow);
+        }
+        if mean < self.min {
+            self.min = mean;
+        }
+        if mean > self.max {
+            self.max = mean;
+        }
+        self.means[pos] = mean;
+        self.weights[pos] = weight;
+        self.unmerged_nodes += 1;
+        self.unmerged_weight = new_unmerged;
+        Ok(())
+    }
+
+    /// Merges the buffer into the centroids (t-digest-c's `td_compress`),
+    /// exactly: with a total weight of at most 1 it sorts and stops, leaving
+    /// a lone observation in the buffer, as 2.8.2 does (so that INFO and
+    /// every later state stay RedisBloom's). The estimates then answer from
+    /// that point ([`TDigest::single`]) where 2.8.2 answers NaN.
+    pub fn compress(&mut self) -> Result<(), TdError> {
+        if self.unmerged_nodes == 0 {
+            return Ok(());
+        }
+        let n = self.merged_nodes + self.unmerged_nodes;
+        quicksort(&mut self.means[..n], &mut self.weights[..n]);
+        let total = d(self.merged_weight) + d(self.unmerged_weight);
+        if d(self.unmerged_weight) == f64::INFINITY || total == f64::INFINITY {
+            return Err(TdError::Overflow);
+        }
+        if total <= 1.0 {
+            return Ok(());
+        }
+        let denom = 2.0 * PI * total * total.ln();
+        if denom == f64::INFINITY {
+            return Err(TdError::Overflow);
+        }
+        let normalizer = self.compression / denom;
+        if normalizer == f64::INFINITY {
+            return Err(TdError::Overflow);
+        }
+        let (means, weights) = (&mut self.means, &mut self.weights);
+        let mut cur = 0usize;
+        let mut weight_so_far = 0.0f64;
+        for i in 1..n {
+            let proposed = d(weights[cur]) + d(weights[i]);
+            let z = proposed * normalizer;
+            let q0 = weight_so_far / total;
+            let q2 = (weight_so_far + proposed) / total;
+            if z <= q0 * (1.0 - q0) && z <= q2 * (1.0 - q2) {
+                weights[cur] = weights[cur].wrapping_add(weights[i]);
+                let delta = means[i] - means[cur];
+                let weighted_delta = (delta * d(weights[i])) / d(weights[cur]);
+                means[cur] += weighted_delta;
+            } else {
+                weight_so_far += d(weights[cur]);
+                cur += 1;
+                weights[cur] = weights[i];
+                means[cur] = means[i];
+            }
+            if cur != i {
+                weights[i] = 0;
+                means[i] = 0.0;
+            }
+        }
+        self.merged_nodes = cur + 1;
+        self.merged_weight = total as i64;
+        self.unmerged_nodes = 0;
+        self.unmerged_weight = 0;
+        self.total_compressions = self.total_compressions.wrapping_add(1);
+        Ok(())
+    }
+
+    /// The one observation of a digest that holds exactly one, still in
+    /// the buffer (where 2.8.2's compression leaves it): bloomkit's
+    /// estimates answer with it, as t-digest-c does for one centroid.
+    pub fn single(&self) -> Option<f64> {
+        (self.merged_nodes == 0 && self.unmerged_nodes == 1 && self.size() == 1 && self.weights[0] == 1)
+            .then_some(self.means[0])
+    }
+
+    /// Merged centroids for the estimates: the digest's own, or its one
+    /// buffered observation as one centroid (see [`TDigest::single`]).
+    fn estimate_nodes(&self) -> usize {
+        if self.single().is_some() {
+            1
+        } else {
+            self.merged_nodes
+        }
+    }
+
+    /// Pours `from`'s nodes into `self` (t-digest-c's `td_merge`): both are
+    /// compressed first, `from` included (as in RedisBloom, a merge source changes).
+    pub fn merge_from(&mut self, from: &mut TDigest) -> Result<(), TdError> {
+        self.compress()?;
+        from.compress()?;
+        let n = from.merged_nodes + from.unmerged_nodes;
+        for i in 0..n {
+            self.add(from.means[i], from.weights[i])?;
+        }
+        Ok(())
+    }
+
+    /// The fraction of observations at or below `x` (`td_cdf`), after compressing.
+    pub fn cdf(&mut self, x: f64) -> f64 {
+        let _ = self.compress();
+        self.cdf_compressed(x)
+    }
+
+    fn cdf_compressed(&self, val: f64) -> f64 {
+        let n = self.estimate_nodes();
+        if n == 0 {
+            return f64::NAN;
+        }
+        if val < self.min {
+            return 0.0;
+        }
+        if val > self.max {
+            return 1.0;
+        }
+        if n == 1 {
+            let width = self.max - self.min;
+            return if val - self.min <= width { 0.5 } else { (val - self.min) / width };
+        }
+        let (m, w) = (&self.means, &self.weights);
+        let mw = d(self.merged_weight);
+        let left_mean = m[0];
+        let left_weight = d(w[0]);
+        if val < left_mean {
+            let width = left_mean - self.min;
+            if width > 0.0 {
+                if val == self.min {
+                    return 0.5 / mw;
+                }
+                return (1.0 + (val - self.min) / width * (left_weight / 2.0 - 1.0)) / mw;
+            }
+            return 0.0;
+        }
+        let right_mean = m[n - 1];
+        let right_weight = d(w[n - 1]);
+        if val > right_mean {
+            let width = self.max - right_mean;
+            if width > 0.0 {
+                if val == self.max {
+                    return 1.0 - 0.5 / mw;
+                }
+                let dq = (1.0 + (self.max - val) / width * (right_weight / 2.0 - 1.0)) / mw;
+                return 1.0 - dq;
+            }
+            return 1.0;
+        }
+        let mut so = 0.0f64;
+        let mut it = 0usize;
+        while it + 1 < n {
+            if m[it] == val {
+                let mut dw = 0.0f64;
+                while it < n && m[it] == val {
+                    dw += d(w[it]);
+                    it += 1;
+                }
+                return (so + dw / 2.0) / mw;
+            } else if m[it] <= val && val < m[it + 1] {
+                let nw = d(w[it]);
+                let nwn = d(w[it + 1]);
+                let nm = m[it];
+                let nmn = m[it + 1];
+                if nmn - nm > 0.0 {
+                    let mut left_excluded = 0.0;
+                    let mut right_excluded = 0.0;
+                    if nw == 1.0 {
+                        if nwn == 1.0 {
+                            return (so + 1.0) / mw;
+                        }
+                        left_excluded = 0.5;
+                    } else if nwn == 1.0 {
+                        right_excluded = 0.5;
+                    }
+                    let dw = (nw + nwn) / 2.0;
+                    let dw_no_singleton = dw - left_excluded - right_excluded;
+                    let base = so + nw / 2.0 + left_excluded;
+                    return (base + dw_no_singleton * (val - nm) / (nmn - nm)) / mw;
+                }
+                let dw = (nw + nwn) / 2.0;
+                return (so + dw) / mw;
+            } else {
+                so += d(w[it]);
+            }
+            it += 1;
+        }
+        1.0 - 0.5 / mw
+    }
+
+    /// t-digest-c's `td_internal_iterate_centroids_to_index`.
+    fn at_index(&self, index: f64, left_weight: f64, cursor: &mut Cursor) -> f64 {
+        let (m, w) = (&self.means, &self.weights);
+        let n = self.merged_nodes;
+        if left_weight > 1.0 && index < left_weight / 2.0 {
+            return self.min + (index - 1.0) / (left_weight / 2.0 - 1.0) * (m[0] - self.min);
+        }
+        if index > d(self.merged_weight.wrapping_sub(1)) {
+            return self.max;
+        }
+        let right_weight = d(w[n - 1]);
+        let right_mean = m[n - 1];
+        let mw = d(self.merged_weight);
+        if right_weight > 1.0 && mw - index <= right_weight / 2.0 {
+            return self.max - (mw - index - 1.0) / (right_weight / 2.0 - 1.0) * (self.max - right_mean);
+        }
+        while cursor.pos + 1 < n {
+            let i = cursor.pos;
+            let nw = d(w[i]);
+            let nwn = d(w[i + 1]);
+            let nm = m[i];
+            let nmn = m[i + 1];
+            let dw = (nw + nwn) / 2.0;
+            if cursor.weight_so_far + dw > index {
+                let mut left_unit = 0.0;
+                if nw == 1.0 {
+                    if index - cursor.weight_so_far < 0.5 {
+                        return nm;
+                    }
+                    left_unit = 0.5;
+                }
+                let mut right_unit = 0.0;
+                if nwn == 1.0 {
+                    if cursor.weight_so_far + dw - index <= 0.5 {
+                        return nmn;
+                    }
+                    right_unit = 0.5;
+                }
+                let z1 = index - cursor.weight_so_far - left_unit;
+                let z2 = cursor.weight_so_far + dw - index - right_unit;
+                return weighted_average(nm, z2, nmn, z1);
+            }
+            cursor.weight_so_far += dw;
+            cursor.pos += 1;
+        }
+        let z1 = index - mw - right_weight / 2.0;
+        let z2 = right_weight / 2.0 - z1;
+        weighted_average(right_mean, z1, self.max, z2)
+    }
+
+    /// One quantile (`td_quantile`, what BYRANK uses), after compressing.
+    // C's comparisons, kept: a NaN `q` passes them.
+    #[allow(clippy::manual_range_contains)]
+    pub fn quantile(&mut self, q: f64) -> f64 {
+        let _ = self.compress();
+        if q < 0.0 || q > 1.0 || self.estimate_nodes() == 0 {
+            return f64::NAN;
+        }
+        if self.estimate_nodes() == 1 {
+            return self.means[0];
+        }
+        let index = q * d(self.merged_weight);
+        if index < 1.0 {
+            return self.min;
+        }
+        let left_weight = d(self.weights[0]);
+        let mut cursor = Cursor { weight_so_far: left_weight / 2.0, pos: 0 };
+        self.at_index(index, left_weight, &mut cursor)
+    }
+
+    /// Several quantiles walked with one cursor (`td_quantiles`), after compressing.
+    #[allow(clippy::manual_range_contains)]
+    fn quantiles_run(&mut self, qs: &[f64], out: &mut Vec<f64>) {
+        let _ = self.compress();
+        let n = self.estimate_nodes();
+        if n == 0 {
+            out.extend(qs.iter().map(|_| f64::NAN));
+            return;
+        }
+        if n == 1 {
+            out.extend(qs.iter().map(|&q| if q < 0.0 || q > 1.0 { f64::NAN } else { self.means[0] }));
+            return;
+        }
+        let left_weight = d(self.weights[0]);
+        let mut cursor = Cursor { weight_so_far: left_weight / 2.0, pos: 0 };
+        for &q in qs {
+            let index = q * d(self.merged_weight);
+            out.push(self.at_index(index, left_weight, &mut cursor));
+        }
+    }
+
+    /// `TDIGEST.QUANTILE`: the list split into non-decreasing runs, each
+    /// walked with a fresh cursor, as RedisBloom does.
+    pub fn quantiles(&mut self, qs: &[f64]) -> Vec<f64> {
+        let mut out = Vec::with_capacity(qs.len());
+        let mut start = 0;
+        while start < qs.len() {
+            let mut end = start;
+            while end + 1 < qs.len() && qs[end] <= qs[end + 1] {
+                end += 1;
+            }
+            self.quantiles_run(&qs[start..=end], &mut out);
+            start = end + 1;
+        }
+        out
+    }
+
+    /// `TDIGEST.TRIMMED_MEAN` (`td_trimmed_mean`), after compressing.
+    pub fn trimmed_mean(&mut self, low: f64, high: f64) -> f64 {
+        let _ = self.compress();
+        if self.estimate_nodes() == 0 || !(0.0..=1.0).contains(&low) || !(0.0..=1.0).contains(&high) {
+            return f64::NAN;
+        }
+        if self.estimate_nodes() == 1 {
+            return self.means[0];
+        }
+        let mw = d(self.merged_weight);
+        let leftmost = (mw * low).floor();
+        let rightmost = (mw * high).ceil();
+        let mut count_done = 0.0f64;
+        let mut sum = 0.0f64;
+        let mut count = 0.0f64;
+        for i in 0..self.merged_nodes {
+            let nw = d(self.weights[i]);
+            let mut add = nw;
+            add -= c_min(c_max(0.0, leftmost - count_done), add);
+            add = c_min(c_max(0.0, rightmost - count_done), add);
+            count_done += nw;
+            sum += self.means[i] * add;
+            count += add;
+            if count_done >= rightmost {
+                break;
+            }
+        }
+        sum / count
+    }
+
+    /// `TDIGEST.MIN`: NaN when empty.
+    pub fn min_reply(&self) -> f64 {
+        if self.size() > 0 {
+            self.min
+        } else {
+            f64::NAN
+        }
+    }
+
+    /// `TDIGEST.MAX`: NaN when empty.
+    pub fn max_reply(&self) -> f64 {
+        if self.size() > 0 {
+            self.max
+        } else {
+            f64::NAN
+        }
+    }
+
+    /// `TDIGEST.RANK` (or `REVRANK` with `reverse`) of one value.
+    pub fn rank(&mut self, v: f64, reverse: bool) -> i64 {
+        let size = d(self.size());
+        let r = if size == 0.0 {
+            -2.0
+        } else if v < self.min {
+            if reverse {
+                size
+            } else {
+                -1.0
+            }
+        } else if v > self.max {
+            if reverse {
+                -1.0
+            } else {
+                size
+            }
+        } else {
+            let c = self.cdf(v) * size;
+            if reverse {
+                (size - c.round()).round()
+            } else {
+                half_round_down(c)
+            }
+        };
+        c_to_i64(r)
+    }
+
+    /// `TDIGEST.BYRANK` (or `BYREVRANK` with `reverse`) of one rank.
+    pub fn by_rank(&mut self, rank: i64, reverse: bool) -> f64 {
+        let size = d(self.size());
+        let input = d(rank);
+        if size == 0.0 {
+            f64::NAN
+        } else if input == 0.0 {
+            if reverse {
+                self.max
+            } else {
+                self.min
+            }
+        } else if input >= size {
+            if reverse {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            }
+        } else {
+            let r = if reverse { size - input - 1.0 } else { input };
+            self.quantile(r / size)
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub fn digest(compression: f64, values: &[f64]) -> TDigest {
+        let mut t = TDigest::new(compression, Limits::NONE).unwrap();
+        for &v in values {
+            t.add(v, 1).unwrap();
+        }
+        t
+    }
+
+    fn range(n: usize) -> Vec<f64> {
+        (1..=n).map(|i| i as f64).collect()
+    }
+
+    /// COMPAT-SKETCHES.md's second vector: compression 1, values 1..20.
+    #[test]
+    fn compression_one_twenty_values() {
+        let mut t = digest(1.0, &range(20));
+        assert_eq!((t.merged_nodes, t.unmerged_nodes), (3, 5));
+        assert_eq!((t.merged_weight, t.unmerged_weight, t.total_compressions), (15, 5, 1));
+        assert_eq!(t.size_bytes(), 264);
+        t.compress().unwrap();
+        let (m, w) = t.nodes();
+        assert_eq!(m, &[1.0, 10.0, 19.0, 20.0]);
+        assert_eq!(w, &[1, 17, 1, 1]);
+        assert_eq!(t.total_compressions, 2);
+        let q = t.quantiles(&[0.0, 0.1, 0.5, 0.9, 1.0]);
+        assert_eq!(q, vec![1.0, 2.0588235294117645, 10.529411764705882, 19.0, 20.0]);
+        assert_eq!(t.cdf(5.0), 0.23888888888888887);
+        assert_eq!(t.cdf(10.5), 0.49861111111111106);
+        assert_eq!(t.trimmed_mean(0.1, 0.9), 10.0);
+        assert_eq!((t.rank(5.0, false), t.rank(10.5, false)), (5, 10));
+        assert_eq!((t.rank(5.0, true), t.rank(10.5, true)), (15, 10));
+        assert_eq!(t.by_rank(3, false), 3.1176470588235294);
+        assert_eq!(t.by_rank(10, false), 10.529411764705882);
+        assert_eq!(t.by_rank(3, true), 16.88235294117647);
+        assert_eq!(t.by_rank(10, true), 9.470588235294118);
+    }
+
+    #[test]
+    fn a_single_observation_answers_its_value() {
+        let mut t = digest(100.0, &[42.5]);
+        assert_eq!(t.quantiles(&[0.0, 0.5, 1.0]), vec![42.5; 3]);
+        assert_eq!(t.total_compressions, 0, "no compression counted, as RedisBloom");
+        assert_eq!((t.merged_nodes, t.unmerged_nodes, t.unmerged_weight), (0, 1, 1), "2.8.2's state");
+        assert_eq!(t.cdf(42.5), 0.5);
+        assert_eq!(t.trimmed_mean(0.0, 1.0), 42.5);
+        assert_eq!(t.rank(42.5, false), 0);
+        assert_eq!(t.rank(42.5, true), 0, "round(1 - round(0.5))");
+        // A second value joins as in RedisBloom: both sort, then merge.
+        t.add(1.0, 1).unwrap();
+        t.compress().unwrap();
+        assert_eq!(t.nodes().0, &[1.0, 42.5]);
+        assert_eq!(t.total_compressions, 1);
+    }
+
+    #[test]
+    fn empty_answers() {
+        let mut t = digest(10.0, &[]);
+        assert!(t.quantile(0.5).is_nan());
+        assert!(t.cdf(1.0).is_nan());
+        assert!(t.trimmed_mean(0.1, 0.9).is_nan());
+        assert_eq!(t.rank(1.0, false), -2);
+        assert!(t.by_rank(0, false).is_nan());
+        assert!(t.min_reply().is_nan());
+    }
+
+    #[test]
+    fn quicksort_keeps_lomuto_tie_order() {
+        // Equal means: the weights end in the order the partitions leave them.
+        let mut m = vec![5.0, 5.0, 5.0, 5.0, 5.0];
+        let mut w = vec![1, 2, 3, 4, 5];
+        quicksort(&mut m, &mut w);
+        // pivot idx 2 -> end: [1,2,5,4,3]; nothing smaller; swap(0,4): [3,2,5,4,1], p=0;
+        // then [1..4]: pivot idx 2 (w 5) -> end: [3,2,1,4,5]; swap(1,4): [3,5,1,4,2];
+        // then [2..4]: pivot 3 -> swap(3,4): [3,5,1,2,4]; swap(2,4): [3,5,4,2,1]; then [3..4] equal.
+        assert_eq!(w, vec![3, 5, 4, 2, 1]);
+        let mut m: Vec<f64> = (0..2000).map(|i| ((i * 7919) % 2000) as f64).collect();
+        let mut w = vec![1; 2000];
+        quicksort(&mut m, &mut w);
+        assert!(m.windows(2).all(|p| p[0] <= p[1]));
+        // All-equal input of many elements: no deep recursion.
+        let mut m = vec![1.0; 20000];
+        let mut w: Vec<i64> = (0..20000).collect();
+        quicksort(&mut m, &mut w);
+    }
+
+    #[test]
+    fn overflow_is_refused() {
+        let mut t = digest(10.0, &[1.0]);
+        assert_eq!(t.add(2.0, i64::MAX), Err(TdError::Overflow));
+        assert_eq!(t.size(), 1);
+    }
+
+    #[test]
+    fn c_cast() {
+        assert_eq!(c_to_i64(f64::NAN), i64::MIN);
+        assert_eq!(c_to_i64(1e300), i64::MIN);
+        assert_eq!(c_to_i64(-3.9), -3);
+        assert_eq!(half_round_down(2.5), 2.0);
+        assert_eq!(half_round_down(2.5000001), 3.0);
+        assert_eq!(half_round_down(-2.7), -3.0);
+    }
+}

@@ -1,0 +1,94 @@
+//! t-digests and the server's memory: the maxmemory guard refuses a digest
+//! that would pass `maxmemory` before allocating it, and active defrag (on
+//! Redis 8.2, built with Redis's jemalloc) moves digests' node arrays
+//! without changing any answer or digest.
+
+use std::time::{Duration, Instant};
+
+use bloomkit_testkit::{Conn, Module, Reply, Rng, Server, TestServer};
+
+const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+#[test]
+fn creations_past_maxmemory_are_refused() {
+    for server in [Server::Redis, Server::Valkey] {
+        let s = TestServer::start(server, &[Module::bloomkit()], &["--maxmemory", "20mb"]);
+        let mut c = s.conn();
+        c.ok("TDIGEST.CREATE small");
+        c.ok("TDIGEST.ADD small 1 2 3");
+        // 2 000 000 -> 12 000 010 nodes, 192 MB: under bf.max-filter-bytes, over the memory left.
+        for line in
+            ["TDIGEST.CREATE big COMPRESSION 2000000", "TDIGEST.MERGE big 1 small COMPRESSION 2000000"]
+        {
+            assert_eq!(c.cmd(line), Reply::Error(OOM.into()), "{server:?}: {line}");
+            assert_eq!(c.cmd("EXISTS big"), Reply::Int(0), "{server:?}: {line}");
+        }
+        assert_eq!(c.info_field("bf", "bf_maxmemory_refusals"), "2", "{server:?}");
+        c.ok("CONFIG SET bf.maxmemory-guard no");
+        c.ok("TDIGEST.CREATE fits COMPRESSION 1000");
+    }
+}
+
+fn defrag_field(c: &mut Conn, name: &str) -> u64 {
+    c.info_field("bf", &format!("bf_defrag_{name}")).parse().unwrap()
+}
+
+fn observe(c: &mut Conn, keys: &[String]) -> Vec<Reply> {
+    let mut out = Vec::new();
+    for key in keys {
+        out.push(c.call(&["DEBUG", "DIGEST-VALUE", key]));
+        out.push(c.call(&["TDIGEST.QUANTILE", key, "0.1", "0.5", "0.9"]));
+        out.push(c.call(&["TDIGEST.INFO", key]));
+    }
+    out
+}
+
+#[test]
+fn active_defrag_moves_digests_and_changes_nothing() {
+    let s = TestServer::start(Server::Redis8, &[Module::bloomkit()], &[]);
+    let mut c = s.conn();
+    assert!(c.info_field("memory", "mem_allocator").starts_with("jemalloc"));
+    let mut rng = Rng(0x7d16);
+    let mut keys = Vec::new();
+    let mut garbage = Vec::new();
+    for round in 0..1500 {
+        for g in 0..8 {
+            let key = format!("s:{round}:{g}");
+            c.call(&["SET", &key, &"x".repeat(1 + rng.below(400))]);
+            garbage.push(key);
+        }
+        let key = format!("td:{round}");
+        c.ok(&format!("TDIGEST.CREATE {key} COMPRESSION {}", 1 + rng.below(8)));
+        let values: Vec<String> = (0..1 + rng.below(30)).map(|_| rng.below(1000).to_string()).collect();
+        c.ok(&format!("TDIGEST.ADD {key} {}", values.join(" ")));
+        keys.push(key);
+    }
+    for chunk in garbage.chunks(500) {
+        let mut cmd = vec!["DEL".to_string()];
+        cmd.extend(chunk.iter().cloned());
+        c.call(&cmd);
+    }
+    // The first look compresses the digests (QUANTILE does); the second is the reference.
+    observe(&mut c, &keys);
+    let before = observe(&mut c, &keys);
+    for setting in [
+        "active-defrag-ignore-bytes 1mb",
+        "active-defrag-threshold-lower 1",
+        "active-defrag-cycle-min 1",
+        "active-defrag-cycle-max 1",
+        "active-defrag-max-scan-fields 1",
+        "activedefrag yes",
+    ] {
+        c.ok(&format!("CONFIG SET {setting}"));
+    }
+    let end = Instant::now() + Duration::from_secs(120);
+    while defrag_field(&mut c, "tdigest_hits") == 0 {
+        assert!(Instant::now() < end, "no t-digest was moved within 120 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    c.ok("CONFIG SET activedefrag no");
+    let after = observe(&mut c, &keys);
+    assert!(before == after, "a digest changed under defrag");
+    c.ok("FLUSHALL");
+    assert_eq!(c.cmd("PING"), Reply::Simple("PONG".into()));
+}
