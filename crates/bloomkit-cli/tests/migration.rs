@@ -77,7 +77,9 @@ fn answers(c: &mut Conn) -> Vec<Reply> {
 fn as_values(r: Reply) -> Reply {
     match r {
         Reply::Bulk(b) => match std::str::from_utf8(&b).ok().and_then(|t| t.parse::<f64>().ok()) {
-            Some(x) if b.iter().any(|c| matches!(c, b'.' | b'e' | b'n' | b'i')) => Reply::Double(format!("{x:?}")),
+            Some(x) if b.iter().any(|c| matches!(c, b'.' | b'e' | b'n' | b'i')) => {
+                Reply::Double(format!("{x:?}"))
+            }
             _ => Reply::Bulk(b),
         },
         Reply::Array(items) => Reply::Array(items.into_iter().map(as_values).collect()),
