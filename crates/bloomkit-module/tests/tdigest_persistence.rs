@@ -132,6 +132,8 @@ fn replicas_stay_identical() {
         write_everything(&mut p, "late");
         for key in ["0", "1", "2"] {
             p.ok(&format!("TDIGEST.ADD late:{key} 1 2 3 4 5 6 7 8 9"));
+            // The replica has what the primary wrote before it is read.
+            assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1), "{server:?}");
             r.ok(&format!("TDIGEST.QUANTILE late:{key} 0.5"));
             r.ok(&format!("DUMP late:{key}"));
         }
