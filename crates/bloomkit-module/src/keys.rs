@@ -65,7 +65,7 @@ macro_rules! type_methods {
             m.aof_rewrite = Some(aof_rewrite);
             m.mem_usage = Some(mem_usage);
             m.digest = Some(digest);
-            m.free = Some(free);
+            m.free = Some(crate::keys::free_callback::<$value>);
             m.free_effort = Some(free_effort);
             m.copy = Some(copy);
             if crate::ffi::defrag_supported() {
@@ -133,6 +133,14 @@ pub trait Stored: Sized {
     /// Offers the value's buffers to active defrag from buffer `from` on
     /// (the core type's `relocate`); `Some(next)` when time ran out first.
     fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize>;
+}
+
+/// Every data type's `free` callback: the value goes back through its
+/// type's [`Stored::free_value`], which keeps the counters right.
+pub extern "C" fn free_callback<T: Stored>(value: *mut c_void) {
+    // SAFETY: the server passes ownership of a value of the type this
+    // callback was registered for.
+    crate::ffi::guard((), || unsafe { T::free_value(value) })
 }
 
 /// Every data type's `defrag` callback (`activedefrag yes`): the value and

@@ -119,11 +119,6 @@ extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
     })
 }
 
-extern "C" fn free(value: *mut c_void) {
-    // SAFETY: the server passes ownership of a value of this type.
-    guard((), || unsafe { free_value(value) })
-}
-
 /// Drops a value made by [`into_value`], uncounting it.
 ///
 /// # Safety

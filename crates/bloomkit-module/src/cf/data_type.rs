@@ -115,11 +115,6 @@ extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
     })
 }
 
-extern "C" fn free(value: *mut c_void) {
-    // SAFETY: the server passes ownership of a value of this type.
-    guard((), || unsafe { CuckooFilter::free_value(value) })
-}
-
 /// Large filters are freed on a background thread, as for `MBbloom--`.
 extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
     // SAFETY: the server passes a value of this type.
