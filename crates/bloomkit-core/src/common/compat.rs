@@ -1,7 +1,13 @@
 //! Whose behaviour the module answers with (`bf.compat`): the validation,
-//! limits, replies and error texts of RedisBloom 2.8.2 or of RedisBloom 8.
-//! Data formats are the same under every level; only what a client reads
-//! in replies to invalid input (and a few limits) differs.
+//! limits, replies and error texts of RedisBloom 2.8.2 or of RedisBloom 8,
+//! or valkey-bloom 1.0's dialect of `BF.*`.
+//!
+//! Between the two RedisBloom levels data formats are the same; only what a
+//! client reads in replies to invalid input (and a few limits) differs.
+//! Under `valkey-bloom`, new Bloom filters are valkey-bloom's own type
+//! (`bloomfltr`) and `BF.*` is registered, answered and replicated as
+//! valkey-bloom does; keys of RedisBloom's type keep RedisBloom's behaviour,
+//! and every other family is the same under every level.
 
 /// A compatibility level, as `bf.compat` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -10,17 +16,21 @@ pub enum Compat {
     RedisBloom28,
     /// RedisBloom 8, built into Redis 8 (`redisbloom-8`).
     RedisBloom8,
+    /// valkey-bloom 1.0, the module Valkey ships (`valkey-bloom`). Chosen
+    /// when the module loads: it decides how `BF.*` commands are registered.
+    ValkeyBloom,
 }
 
 impl Compat {
     /// Every level, in the order `bf.compat` lists them.
-    pub const ALL: [Compat; 2] = [Compat::RedisBloom28, Compat::RedisBloom8];
+    pub const ALL: [Compat; 3] = [Compat::RedisBloom28, Compat::RedisBloom8, Compat::ValkeyBloom];
 
     /// The value `bf.compat` takes for this level.
     pub fn name(self) -> &'static str {
         match self {
             Compat::RedisBloom28 => "redisbloom-2.8",
             Compat::RedisBloom8 => "redisbloom-8",
+            Compat::ValkeyBloom => "valkey-bloom",
         }
     }
 

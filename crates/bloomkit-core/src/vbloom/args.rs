@@ -40,37 +40,108 @@ fn parse_expansion(arg: &[u8]) -> Result<u32, ValkeyError> {
     text(arg).parse::<u32>().ok().filter(|e| *e >= 1).ok_or(ValkeyError::BadExpansion)
 }
 
-/// Checks `BF.RESERVE key error_rate capacity [NONSCALING | EXPANSION n]`
-/// as valkey-bloom does before it finds the key taken (`ERR item exists`).
-pub fn check_reserve<A: AsRef<[u8]>>(argv: &[A]) -> Result<(), ValkeyError> {
+/// What a new object gets where a command leaves a parameter out:
+/// valkey-bloom's configs (`bf.bloom-capacity`, `bf.bloom-fp-rate`,
+/// `bf.bloom-tightening-ratio`, `bf.bloom-expansion`,
+/// `bf.bloom-use-random-seed`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VbDefaults {
+    pub capacity: i64,
+    pub fp_rate: f64,
+    pub tightening: f64,
+    /// 0: new objects are non-scaling.
+    pub expansion: u32,
+    /// False: new objects get [`FIXED_SEED`](super::FIXED_SEED).
+    pub random_seed: bool,
+}
+
+impl VbDefaults {
+    /// valkey-bloom's own defaults.
+    pub const VALKEY_BLOOM: VbDefaults = VbDefaults {
+        capacity: DEFAULT_CAPACITY,
+        fp_rate: DEFAULT_FP_RATE,
+        tightening: DEFAULT_TIGHTENING,
+        expansion: DEFAULT_EXPANSION,
+        random_seed: true,
+    };
+
+    /// The seed a new object gets unless the command names one: `None`
+    /// for a fresh random one.
+    fn seed(&self) -> Option<[u8; 32]> {
+        (!self.random_seed).then_some(super::FIXED_SEED)
+    }
+}
+
+/// An object to create, as a command asked for it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Creation {
+    pub capacity: u64,
+    pub fp_rate: f64,
+    pub tightening: f64,
+    /// 0 for a non-scaling object.
+    pub expansion: u32,
+    /// `None`: draw a random seed (the caller has the randomness).
+    pub seed: Option<[u8; 32]>,
+}
+
+impl Creation {
+    /// What a command that names no parameter creates (`BF.ADD`, `BF.MADD`).
+    pub fn from_defaults(defaults: &VbDefaults) -> Creation {
+        Creation {
+            capacity: defaults.capacity as u64,
+            fp_rate: defaults.fp_rate,
+            tightening: defaults.tightening,
+            expansion: defaults.expansion,
+            seed: defaults.seed(),
+        }
+    }
+}
+
+/// Parses `BF.RESERVE key error_rate capacity [NONSCALING | EXPANSION n]`
+/// as valkey-bloom does, before it looks at the key (which may be taken:
+/// `ERR item exists`).
+pub fn parse_reserve<A: AsRef<[u8]>>(argv: &[A], defaults: &VbDefaults) -> Result<Creation, ValkeyError> {
     if !(4..=6).contains(&argv.len()) {
         return Err(ValkeyError::WrongArity);
     }
-    parse_rate(argv[2].as_ref())?;
-    parse_capacity(argv[3].as_ref())?;
+    let mut creation = Creation::from_defaults(defaults);
+    creation.fp_rate = parse_rate(argv[2].as_ref())?;
+    creation.capacity = parse_capacity(argv[3].as_ref())? as u64;
     if argv.len() > 4 {
         match (word(argv[4].as_ref()).as_str(), argv.len()) {
-            ("NONSCALING", 5) => {}
-            ("EXPANSION", 6) => {
-                parse_expansion(argv[5].as_ref())?;
-            }
+            ("NONSCALING", 5) => creation.expansion = 0,
+            ("EXPANSION", 6) => creation.expansion = parse_expansion(argv[5].as_ref())?,
             _ => return Err(ValkeyError::Syntax),
         }
     }
-    Ok(())
+    Ok(creation)
+}
+
+/// `BF.INSERT`, parsed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Insert {
+    /// What a missing key becomes (options change nothing on an existing one).
+    pub creation: Creation,
+    pub nocreate: bool,
+    /// Where the items start (`argv.len()` when there are none).
+    pub items_from: usize,
 }
 
 /// Parses `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NONSCALING]
 /// [NOCREATE] [SEED s] [TIGHTENING t] [VALIDATESCALETO n] [ITEMS item...]`
-/// as valkey-bloom does; on an existing object the options change nothing
-/// but are still checked. Returns where the items start (`argv.len()`
-/// when there are none).
-pub fn parse_insert<A: AsRef<[u8]>>(argv: &[A], limits: Limits) -> Result<usize, ValkeyError> {
+/// as valkey-bloom does; every option is checked, also on an existing
+/// object. `VALIDATESCALETO` is checked against `limits` (skipped when a
+/// replica or a replay has none, as valkey-bloom skips it there).
+pub fn parse_insert<A: AsRef<[u8]>>(
+    argv: &[A],
+    defaults: &VbDefaults,
+    limits: Limits,
+) -> Result<Insert, ValkeyError> {
     if argv.len() < 2 {
         return Err(ValkeyError::WrongArity);
     }
-    let (mut capacity, mut fp_rate, mut tightening, mut expansion) =
-        (DEFAULT_CAPACITY, DEFAULT_FP_RATE, DEFAULT_TIGHTENING, DEFAULT_EXPANSION);
+    let mut c = Creation::from_defaults(defaults);
+    let mut nocreate = false;
     let mut scale_to = None;
     let mut items = false;
     let mut i = 2;
@@ -78,23 +149,22 @@ pub fn parse_insert<A: AsRef<[u8]>>(argv: &[A], limits: Limits) -> Result<usize,
         let w = word(argv[i].as_ref());
         let value = |i: usize| argv.get(i + 1).map(AsRef::as_ref).ok_or(ValkeyError::WrongArity);
         match w.as_str() {
-            "ERROR" => fp_rate = parse_rate(value(i)?)?,
+            "ERROR" => c.fp_rate = parse_rate(value(i)?)?,
             "TIGHTENING" => {
-                tightening = match text(value(i)?).parse::<f64>() {
+                c.tightening = match text(value(i)?).parse::<f64>() {
                     Ok(v) if v > 0.0 && v < 1.0 => v,
                     Ok(_) => return Err(ValkeyError::TighteningRange),
                     Err(_) => return Err(ValkeyError::BadTightening),
                 }
             }
-            "CAPACITY" => capacity = parse_capacity(value(i)?)?,
+            "CAPACITY" => c.capacity = parse_capacity(value(i)?)? as u64,
             "SEED" => {
-                if value(i)?.len() != 32 {
-                    return Err(ValkeyError::InvalidSeed);
-                }
+                let seed: [u8; 32] = value(i)?.try_into().map_err(|_| ValkeyError::InvalidSeed)?;
+                c.seed = Some(seed);
             }
-            "NOCREATE" => {}
-            "NONSCALING" => expansion = 0,
-            "EXPANSION" => expansion = parse_expansion(value(i)?)?,
+            "NOCREATE" => nocreate = true,
+            "NONSCALING" => c.expansion = 0,
+            "EXPANSION" => c.expansion = parse_expansion(value(i)?)?,
             "VALIDATESCALETO" => scale_to = Some(parse_capacity(value(i)?)?),
             "ITEMS" => {
                 items = true;
@@ -112,12 +182,14 @@ pub fn parse_insert<A: AsRef<[u8]>>(argv: &[A], limits: Limits) -> Result<usize,
         return Err(ValkeyError::WrongArity);
     }
     if let Some(target) = scale_to {
-        if expansion == 0 {
+        if c.expansion == 0 {
             return Err(ValkeyError::NonScalingAndValidateScaleTo);
         }
-        scaled_capacity(capacity as u64, fp_rate, Some(target as u64), tightening, expansion, limits)?;
+        if limits.max_bytes.is_some() {
+            scaled_capacity(c.capacity, c.fp_rate, Some(target as u64), c.tightening, c.expansion, limits)?;
+        }
     }
-    Ok(i.min(argv.len()))
+    Ok(Insert { creation: c, nocreate, items_from: i.min(argv.len()) })
 }
 
 /// A field of `BF.INFO key <field>` on a `bloomfltr` key.

@@ -29,6 +29,8 @@ pub enum ValkeyError {
     ValidateScaleToTooLarge,
     ValidateScaleToFpZero,
     ItemExists,
+    /// `BF.INFO` of a missing key, `BF.INSERT … NOCREATE` on one.
+    NotFound,
     InvalidInfoField,
     NonScalingFull,
     MemoryLimit,
@@ -44,6 +46,8 @@ pub enum ValkeyError {
     /// `BF.SCANDUMP` / `BF.LOADCHUNK` on a `bloomfltr` key (valkey-bloom has neither).
     NoChunks,
     OutOfMemory,
+    /// A creation or scale-out would pass what the server has left under `maxmemory`.
+    OverMaxmemory,
 }
 
 impl ReplyError for ValkeyError {
@@ -67,6 +71,7 @@ impl ReplyError for ValkeyError {
             }
             ValidateScaleToFpZero => "ERR provided VALIDATESCALETO causes false positive to degrade to 0",
             ItemExists => "ERR item exists",
+            NotFound => "ERR not found",
             InvalidInfoField => "ERR invalid information value",
             NonScalingFull => "ERR non scaling filter is full",
             MemoryLimit => "ERR operation exceeds bloom object memory limit",
@@ -83,6 +88,7 @@ impl ReplyError for ValkeyError {
                  BF.SCANDUMP/BF.LOADCHUNK; copy it with DUMP and RESTORE"
             }
             OutOfMemory => "ERR out of memory while allocating the filter; nothing was changed",
+            OverMaxmemory => "OOM command not allowed when used memory > 'maxmemory'.",
         }))
     }
 }

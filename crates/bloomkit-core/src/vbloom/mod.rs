@@ -36,7 +36,7 @@ pub mod errors;
 pub mod formats;
 pub mod object;
 
-pub use args::{check_reserve, parse_insert, InfoField};
+pub use args::{parse_insert, parse_reserve, Creation, InfoField, Insert, VbDefaults};
 pub use errors::ValkeyError;
 pub use object::{Filter, Object};
 
@@ -54,10 +54,10 @@ pub const FIXED_SEED: [u8; 32] = [
     0x59, 0x0f, 0xf5, 0x22, 0xea, 0x78, 0x11, 0xda, 0xa7, 0x14, 0xd8, 0x09, 0x3b, 0x3e, 0x7b, 0xd9, 0x1d,
     0x89, 0x8a, 0x73, 0x3e, 0x98, 0x88, 0x87, 0x30, 0x7f, 0x97, 0xcd, 0x28, 0x07, 0x33, 0x83,
 ];
-/// valkey-bloom's default `bf.bloom-memory-usage-limit`. An object never
-/// grows past it here either (nor past `bf.max-filter-bytes`), so that what
-/// bloomkit writes still loads in a valkey-bloom with default settings, and
-/// `BF.INFO … MAXSCALEDCAPACITY` answers as valkey-bloom does.
+/// valkey-bloom's default `bf.bloom-memory-usage-limit`: the size an
+/// object may reach, which `BF.INFO … MAXSCALEDCAPACITY` is computed
+/// against. The module passes the configured value (never above
+/// `bf.max-filter-bytes`) as the [`Limits`] of every `bloomfltr` operation.
 pub const MEMORY_LIMIT: u64 = 128 << 20;
 /// valkey-bloom's cap on an object's sub-filter count.
 pub const MAX_FILTERS: u64 = i32::MAX as u64;
@@ -76,17 +76,33 @@ const OBJECT_BYTES: u64 = 48;
 const SLOT_BYTES: u64 = 8;
 const FILTER_BYTES: u64 = 208;
 
-/// valkey-bloom's own defaults, used where its `BF.INSERT` options are
-/// checked without creating anything (`VALIDATESCALETO`).
+/// valkey-bloom's own defaults ([`VbDefaults::VALKEY_BLOOM`]).
 const DEFAULT_CAPACITY: i64 = 100;
 const DEFAULT_FP_RATE: f64 = 0.01;
 const DEFAULT_TIGHTENING: f64 = 0.5;
 const DEFAULT_EXPANSION: u32 = 2;
 
-/// The limit an object obeys: [`MEMORY_LIMIT`] and `bf.max-filter-bytes`,
-/// whichever is lower; none while replaying what was accepted once.
+/// The size an object may reach: the module's limit for `bloomfltr`
+/// objects (valkey-bloom's `bf.bloom-memory-usage-limit`, capped by
+/// `bf.max-filter-bytes`); none while replaying what was accepted once.
 pub fn object_limit(limits: Limits) -> Option<u64> {
-    limits.max_bytes.map(|b| b.min(MEMORY_LIMIT))
+    limits.max_bytes
+}
+
+/// Checks that an object growing from `before` to `after` bytes stays
+/// within the limit (`ERR operation exceeds bloom object memory limit`) and
+/// what the server has left under `maxmemory`.
+fn check_growth(limits: Limits, before: u64, after: Option<u64>) -> Result<(), ValkeyError> {
+    let Some(after) = after else {
+        return match limits.max_bytes {
+            Some(_) => Err(ValkeyError::MemoryLimit),
+            None => Ok(()),
+        };
+    };
+    limits.check_growth(before, after).map_err(|e| match e.bound {
+        crate::common::memory::Bound::Filter => ValkeyError::MemoryLimit,
+        crate::common::memory::Bound::Memory => ValkeyError::OverMaxmemory,
+    })
 }
 
 /// The `bloomfilter` crate's `compute_bitmap_size`: bytes of bits for a
@@ -134,7 +150,7 @@ fn scaled_capacity(
     expansion: u32,
     limits: Limits,
 ) -> Result<u64, ValkeyError> {
-    let limit = object_limit(limits).unwrap_or(MEMORY_LIMIT);
+    let limit = limits.max_bytes.unwrap_or(MEMORY_LIMIT);
     let (mut filter_capacity, mut total, mut n, mut data) = (capacity, 0u64, 0u64, 0u64);
     while target.is_none_or(|t| total < t) {
         let Ok(fp) = rate_of(fp_rate, n, tightening) else {
@@ -246,7 +262,7 @@ pub(super) mod tests {
     #[test]
     fn max_scaled_capacity_matches_valkey_bloom() {
         // BF.INFO f1 / f2 MAXSCALEDCAPACITY on valkey-bloom 1.0 (128 MiB limit).
-        let limits = Limits::at_most(u64::MAX);
+        let limits = Limits::at_most(MEMORY_LIMIT);
         assert_eq!(scaled_capacity(100, 0.01, None, 0.5, 2, limits), Ok(26_214_300));
         assert_eq!(scaled_capacity(1000, 0.001, None, 0.5, 4, limits), Ok(21_845_000));
     }
@@ -254,40 +270,45 @@ pub(super) mod tests {
     #[test]
     fn arguments_follow_valkey_bloom() {
         let argv = |s: &str| s.split(' ').map(|w| w.as_bytes().to_vec()).collect::<Vec<_>>();
-        let limits = Limits::at_most(u64::MAX);
-        let e = |r: Result<(), ValkeyError>| r.unwrap_err();
-        assert_eq!(e(check_reserve(&argv("BF.RESERVE k 0.01 100 FOO"))), ValkeyError::Syntax);
+        let limits = Limits::at_most(MEMORY_LIMIT);
+        let d = VbDefaults::VALKEY_BLOOM;
+        let reserve = |s: &str| parse_reserve(&argv(s), &d);
+        assert_eq!(reserve("BF.RESERVE k 0.01 100 FOO").unwrap_err(), ValkeyError::Syntax);
         assert_eq!(
-            e(check_reserve(&argv("BF.RESERVE k 0.01 100 NONSCALING EXPANSION 2"))),
+            reserve("BF.RESERVE k 0.01 100 NONSCALING EXPANSION 2").unwrap_err(),
             ValkeyError::WrongArity
         );
-        assert_eq!(e(check_reserve(&argv("BF.RESERVE k 0.01 -5"))), ValkeyError::BadCapacity);
-        assert_eq!(e(check_reserve(&argv("BF.RESERVE k 1.5 5"))), ValkeyError::ErrorRateRange);
-        assert_eq!(check_reserve(&argv("BF.RESERVE k 0.01 5 expansion 3")), Ok(()));
+        assert_eq!(reserve("BF.RESERVE k 0.01 -5").unwrap_err(), ValkeyError::BadCapacity);
+        assert_eq!(reserve("BF.RESERVE k 1.5 5").unwrap_err(), ValkeyError::ErrorRateRange);
+        let c = reserve("BF.RESERVE k 0.001 5 expansion 3").unwrap();
+        assert_eq!((c.capacity, c.fp_rate, c.expansion, c.tightening, c.seed), (5, 0.001, 3, 0.5, None));
+        assert_eq!(reserve("BF.RESERVE k 0.01 5 NONSCALING").unwrap().expansion, 0);
+        let fixed = VbDefaults { random_seed: false, ..d };
+        assert_eq!(parse_reserve(&argv("BF.RESERVE k 0.01 5"), &fixed).unwrap().seed, Some(FIXED_SEED));
+
+        let insert = |s: &str| parse_insert(&argv(s), &d, limits);
+        let i =
+            insert("BF.INSERT k SEED 0123456789abcdef0123456789abcdef TIGHTENING 0.25 ITEMS a b").unwrap();
+        assert_eq!(i.items_from, 7);
+        assert_eq!(i.creation.seed, Some(*b"0123456789abcdef0123456789abcdef"));
+        assert_eq!(i.creation.tightening, 0.25);
+        let i = insert("BF.INSERT k NOCREATE").unwrap();
+        assert_eq!((i.nocreate, i.items_from), (true, 3));
+        assert_eq!(insert("BF.INSERT k").unwrap().items_from, 2);
+        assert_eq!(insert("BF.INSERT k ITEMS").unwrap_err(), ValkeyError::WrongArity);
+        assert_eq!(insert("BF.INSERT k SEED x ITEMS a").unwrap_err(), ValkeyError::InvalidSeed);
         assert_eq!(
-            parse_insert(&argv("BF.INSERT k SEED 0123456789abcdef0123456789abcdef ITEMS a b"), limits),
-            Ok(5)
+            insert("BF.INSERT k NONSCALING VALIDATESCALETO 1000 ITEMS a").unwrap_err(),
+            ValkeyError::NonScalingAndValidateScaleTo
         );
-        assert_eq!(parse_insert(&argv("BF.INSERT k NOCREATE"), limits), Ok(3));
-        assert_eq!(parse_insert(&argv("BF.INSERT k ITEMS"), limits), Err(ValkeyError::WrongArity));
-        assert_eq!(parse_insert(&argv("BF.INSERT k SEED x ITEMS a"), limits), Err(ValkeyError::InvalidSeed));
+        let too_large = "BF.INSERT k CAPACITY 100 ERROR 0.5 VALIDATESCALETO 100000000000 ITEMS a";
+        assert_eq!(insert(too_large).unwrap_err(), ValkeyError::ValidateScaleToTooLarge);
+        // A replica (no limits) does not check what its primary checked.
+        assert!(parse_insert(&argv(too_large), &d, Limits::NONE).is_ok());
         assert_eq!(
-            parse_insert(&argv("BF.INSERT k NONSCALING VALIDATESCALETO 1000 ITEMS a"), limits),
-            Err(ValkeyError::NonScalingAndValidateScaleTo)
-        );
-        assert_eq!(
-            parse_insert(
-                &argv("BF.INSERT k CAPACITY 100 ERROR 0.5 VALIDATESCALETO 100000000000 ITEMS a"),
-                limits
-            ),
-            Err(ValkeyError::ValidateScaleToTooLarge)
-        );
-        assert_eq!(
-            parse_insert(
-                &argv("BF.INSERT k CAPACITY 10 ERROR 0.5 TIGHTENING 0.0001 EXPANSION 1 VALIDATESCALETO 100000 ITEMS a"),
-                limits
-            ),
-            Err(ValkeyError::ValidateScaleToFpZero)
+            insert("BF.INSERT k CAPACITY 10 ERROR 0.5 TIGHTENING 0.0001 EXPANSION 1 VALIDATESCALETO 100000 ITEMS a")
+                .unwrap_err(),
+            ValkeyError::ValidateScaleToFpZero
         );
     }
 }

@@ -195,8 +195,8 @@ pub struct Object {
 
 impl Object {
     /// An empty object as valkey-bloom's `BF.RESERVE`/`BF.INSERT` make one
-    /// (`expansion` 0 for non-scaling). bloomkit's commands create
-    /// RedisBloom filters; this rebuilds valkey-bloom's for tests and tools.
+    /// (`expansion` 0 for non-scaling), refused before anything is
+    /// allocated if it would pass the limit.
     pub fn new(
         capacity: u64,
         fp_rate: f64,
@@ -211,16 +211,29 @@ impl Object {
         }
         let size =
             bitmap_bytes(capacity, fp_rate).and_then(|b| accounted_size(1, b.checked_add(FILTER_BYTES)?));
-        if let Some(limit) = object_limit(limits) {
-            if size.is_none_or(|s| s > limit) {
-                return Err(ValkeyError::MemoryLimit);
-            }
-        }
+        check_growth(limits, 0, size)?;
         let filter = Filter::new(capacity, fp_rate, seed)?;
         let mut filters = Vec::new();
         filters.try_reserve_exact(1).map_err(|_| ValkeyError::OutOfMemory)?;
         filters.push(filter);
         Ok(Object { expansion, fp_rate, tightening, seed_random: *seed != FIXED_SEED, filters, slots: 1 })
+    }
+
+    /// The object a parsed command asked for, with `seed` where it named none.
+    pub fn create(c: &Creation, seed: &[u8; 32], limits: Limits) -> Result<Object, ValkeyError> {
+        Object::new(c.capacity, c.fp_rate, c.tightening, c.expansion, c.seed.as_ref().unwrap_or(seed), limits)
+    }
+
+    /// The parameters it was created with, for replicating its creation as
+    /// valkey-bloom does (`BF.INSERT key CAPACITY c ERROR e TIGHTENING t SEED s ...`).
+    pub fn creation(&self) -> Creation {
+        Creation {
+            capacity: self.filters[0].capacity,
+            fp_rate: self.fp_rate,
+            tightening: self.tightening,
+            expansion: self.expansion,
+            seed: Some(self.filters[0].seed()),
+        }
     }
 
     /// The object's parameters, checked as valkey-bloom checks them on load.
@@ -285,14 +298,11 @@ impl Object {
             .checked_mul(u64::from(self.expansion))
             .filter(|c| *c <= i64::MAX as u64)
             .ok_or(ValkeyError::BadCapacity)?;
-        if let Some(limit) = object_limit(limits) {
-            let needed = bitmap_bytes(capacity, fp)
-                .and_then(|b| b.checked_add(FILTER_BYTES))
-                .and_then(|b| b.checked_add(self.size()));
-            if needed.is_none_or(|n| n > limit) {
-                return Err(ValkeyError::MemoryLimit);
-            }
-        }
+        let size = self.size();
+        let needed = bitmap_bytes(capacity, fp)
+            .and_then(|b| b.checked_add(FILTER_BYTES))
+            .and_then(|b| b.checked_add(size));
+        check_growth(limits, size, needed)?;
         Filter::new(capacity, fp, &self.filters[0].seed())
     }
 
