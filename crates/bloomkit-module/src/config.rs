@@ -14,10 +14,20 @@
 //! | `cf-expansion-factor` | `bf.cf-expansion-factor`|                     | 1       | [0, 32768] |
 //! | `cf-max-expansions`   | `bf.cf-max-expansions`  | `CF_MAX_EXPANSIONS` | 32      | [1, 65536] |
 //! | `bf.error-rate`, `bf.initial-size`, `bf.expansion-factor` | the same | | | the first three, under bloomkit's names |
-//! | `bf.compat`           | `bf.compat`             | `COMPAT`            | `redisbloom-8` on Redis 8, else `redisbloom-2.8` | `redisbloom-2.8`, `redisbloom-8` |
+//! | `bf.compat`           | `bf.compat`             | `COMPAT`            | `redisbloom-8` on Redis 8, else `redisbloom-2.8` | `redisbloom-2.8`, `redisbloom-8`, `valkey-bloom` |
 //! | `bf.max-filter-bytes` | `bf.max-filter-bytes`   | `MAX_FILTER_BYTES`  | 4 GiB   | [64, 2^50] |
 //! | `bf.huge-pages`       | `bf.huge-pages`         | `HUGE_PAGES`        | no      | yes, no |
 //! | `bf.maxmemory-guard`  | `bf.maxmemory-guard`    | `MAXMEMORY_GUARD`   | yes     | yes, no |
+//!
+//!
+//! valkey-bloom's seven configs are registered on every server as it
+//! registers them (`bf.bloom-capacity`, `bf.bloom-expansion`,
+//! `bf.bloom-fp-rate`, `bf.bloom-tightening-ratio`,
+//! `bf.bloom-memory-usage-limit`, `bf.bloom-use-random-seed`,
+//! `bf.bloom-defrag-enabled`), with its defaults, ranges and messages, so
+//! that a configuration written for it starts. The memory limit and the
+//! defrag switch govern `bloomfltr` objects under every level; the others
+//! are what `bf.compat valkey-bloom` creates new filters with.
 //!
 //! RedisBloom 8 registers its configs without the module's prefix, which
 //! only Redis 8 allows; elsewhere they carry `bf.`. A load argument may be
@@ -32,6 +42,7 @@ use bloomkit_core::bf::args::{Defaults, ERROR_RATE_CAP_8, MAX_CAPACITY_8, MAX_EX
 use bloomkit_core::cf::CfDefaults;
 use bloomkit_core::common::compat::Compat;
 use bloomkit_core::common::parse::{parse_double, parse_long_long};
+use bloomkit_core::vbloom::{self, VbDefaults};
 use bloomkit_core::Limits;
 use redis_module::raw;
 
@@ -66,13 +77,23 @@ static MAXMEMORY: AtomicU64 = AtomicU64::new(0);
 /// Added to the clock of APBF time windows: a test hook that moves time
 /// without sleeping (`CONFIG SET bf.apbf-clock-offset-ms`).
 static APBF_CLOCK_OFFSET: AtomicI64 = AtomicI64::new(0);
+/// valkey-bloom's configs (see the table above).
+static VB_CAPACITY: AtomicI64 = AtomicI64::new(100);
+static VB_EXPANSION: AtomicI64 = AtomicI64::new(2);
+static VB_FP_RATE: AtomicU64 = AtomicU64::new(0x3F84_7AE1_47AE_147B); // 0.01
+static VB_TIGHTENING: AtomicU64 = AtomicU64::new(0x3FE0_0000_0000_0000); // 0.5
+static VB_MEMORY_LIMIT: AtomicI64 = AtomicI64::new(vbloom::MEMORY_LIMIT as i64);
+static VB_RANDOM_SEED: AtomicBool = AtomicBool::new(true);
+static VB_DEFRAG: AtomicBool = AtomicBool::new(true);
 /// True while `RedisModule_LoadConfigs` applies the configuration file.
 static LOADING_CONFIGS: AtomicBool = AtomicBool::new(false);
 /// Each setting's registered default, as [`store`] takes it.
 static DEFAULTS: [AtomicI64; SETTINGS.len()] = [const { AtomicI64::new(0) }; SETTINGS.len()];
 
-/// The text `CONFIG GET` answers for the error rate (owned by the module).
+/// The texts `CONFIG GET` answers for the rates, as they were set (owned by the module).
 static ERROR_RATE_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
+static VB_FP_RATE_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
+static VB_TIGHTENING_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
 
 /// Where a setting's config name is registered.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -82,13 +103,23 @@ enum Naming {
     /// RedisBloom 8's names: unprefixed where the server allows it (Redis
     /// 8), `bf.<name>` elsewhere.
     RedisBloom8,
+    /// valkey-bloom's: `bf.<name>` everywhere, integer ranges checked by
+    /// the server (whose message valkey-bloom's users see), rates answered
+    /// with valkey-bloom's texts.
+    ValkeyBloom,
 }
 
 /// What a setting holds, and its range.
 #[derive(Clone, Copy)]
 enum Value {
-    /// An error rate strictly between 0 and 1, kept as `f64` bits.
-    Rate(&'static AtomicU64),
+    /// A ratio strictly between 0 and 1, kept as `f64` bits, with the text
+    /// it was set to (what `CONFIG GET` answers).
+    Rate {
+        cell: &'static AtomicU64,
+        text: &'static AtomicPtr<raw::RedisModuleString>,
+        /// valkey-bloom's range message; `None` for bloomkit's.
+        range_error: Option<&'static str>,
+    },
     Integer {
         cell: &'static AtomicI64,
         min: i64,
@@ -112,6 +143,10 @@ const fn int(cell: &'static AtomicI64, min: i64, max: i64) -> Value {
     Value::Integer { cell, min, max }
 }
 
+const fn rate(cell: &'static AtomicU64, text: &'static AtomicPtr<raw::RedisModuleString>) -> Value {
+    Value::Rate { cell, text, range_error: None }
+}
+
 const fn setting(name: &'static str, naming: Naming, value: Value) -> Setting {
     Setting { name, naming, value, aliases: &[] }
 }
@@ -120,8 +155,8 @@ const MAX_FILTER_BYTES_RANGE: (i64, i64) = (64, 1 << 50);
 const MAX_CLOCK_OFFSET: i64 = 100 * 365 * 86_400_000;
 
 /// Every setting. Its index is the privdata its callbacks get.
-static SETTINGS: [Setting; 16] = [
-    setting("error-rate", Naming::Prefixed, Value::Rate(&ERROR_RATE)),
+static SETTINGS: [Setting; 23] = [
+    setting("error-rate", Naming::Prefixed, rate(&ERROR_RATE, &ERROR_RATE_TEXT)),
     setting("initial-size", Naming::Prefixed, int(&INITIAL_SIZE, 1, MAX_CAPACITY_8)),
     Setting {
         name: "expansion-factor",
@@ -129,7 +164,7 @@ static SETTINGS: [Setting; 16] = [
         value: int(&EXPANSION, 0, MAX_EXPANSION),
         aliases: &["expansion"],
     },
-    setting("bf-error-rate", Naming::RedisBloom8, Value::Rate(&ERROR_RATE)),
+    setting("bf-error-rate", Naming::RedisBloom8, rate(&ERROR_RATE, &ERROR_RATE_TEXT)),
     setting("bf-initial-size", Naming::RedisBloom8, int(&INITIAL_SIZE, 1, MAX_CAPACITY_8)),
     setting("bf-expansion-factor", Naming::RedisBloom8, int(&EXPANSION, 0, MAX_EXPANSION)),
     setting("cf-bucket-size", Naming::RedisBloom8, int(&CF_BUCKET_SIZE, 1, 255)),
@@ -146,6 +181,29 @@ static SETTINGS: [Setting; 16] = [
     setting("huge-pages", Naming::Prefixed, Value::Bool(&HUGE_PAGES)),
     setting("maxmemory-guard", Naming::Prefixed, Value::Bool(&MAXMEMORY_GUARD)),
     setting("apbf-clock-offset-ms", Naming::Prefixed, int(&APBF_CLOCK_OFFSET, 0, MAX_CLOCK_OFFSET)),
+    setting("bloom-capacity", Naming::ValkeyBloom, int(&VB_CAPACITY, 1, i64::MAX)),
+    setting("bloom-expansion", Naming::ValkeyBloom, int(&VB_EXPANSION, 0, u32::MAX as i64)),
+    setting(
+        "bloom-fp-rate",
+        Naming::ValkeyBloom,
+        Value::Rate {
+            cell: &VB_FP_RATE,
+            text: &VB_FP_RATE_TEXT,
+            range_error: Some("ERR (0 < error rate range < 1)"),
+        },
+    ),
+    setting(
+        "bloom-tightening-ratio",
+        Naming::ValkeyBloom,
+        Value::Rate {
+            cell: &VB_TIGHTENING,
+            text: &VB_TIGHTENING_TEXT,
+            range_error: Some("ERR (0 < tightening ratio range < 1)"),
+        },
+    ),
+    setting("bloom-memory-usage-limit", Naming::ValkeyBloom, int(&VB_MEMORY_LIMIT, 0, i64::MAX)),
+    setting("bloom-use-random-seed", Naming::ValkeyBloom, Value::Bool(&VB_RANDOM_SEED)),
+    setting("bloom-defrag-enabled", Naming::ValkeyBloom, Value::Bool(&VB_DEFRAG)),
 ];
 
 #[cfg_attr(test, allow(dead_code))] // read by the allocator, which tests do not install
@@ -173,6 +231,30 @@ pub fn defaults() -> Defaults {
         error = error.min(ERROR_RATE_CAP_8);
     }
     Defaults { error, capacity: INITIAL_SIZE.load(Relaxed) as u64, expansion: EXPANSION.load(Relaxed) as u32 }
+}
+
+/// What `bf.compat valkey-bloom` creates new filters with, where a command
+/// leaves a parameter out: valkey-bloom's configs.
+pub fn vbloom_defaults() -> VbDefaults {
+    VbDefaults {
+        capacity: VB_CAPACITY.load(Relaxed),
+        fp_rate: f64::from_bits(VB_FP_RATE.load(Relaxed)),
+        tightening: f64::from_bits(VB_TIGHTENING.load(Relaxed)),
+        expansion: VB_EXPANSION.load(Relaxed) as u32,
+        random_seed: VB_RANDOM_SEED.load(Relaxed),
+    }
+}
+
+/// The limits of a `bloomfltr` object: [`limits`] with the size capped by
+/// `bf.bloom-memory-usage-limit` (valkey-bloom's per-object limit) as well.
+pub fn vbloom_limits(limits: Limits) -> Limits {
+    let cap = VB_MEMORY_LIMIT.load(Relaxed).max(0) as u64;
+    Limits { max_bytes: limits.max_bytes.map(|b| b.min(cap)), ..limits }
+}
+
+/// Whether active defrag moves `bloomfltr` objects (`bf.bloom-defrag-enabled`).
+pub fn vbloom_defrag() -> bool {
+    VB_DEFRAG.load(Relaxed)
 }
 
 /// What a write uses for a cuckoo filter it creates, and for the options
@@ -276,11 +358,17 @@ pub fn limits_for_load(loading: bool) -> Limits {
 fn check(name: &str, value: Value, text: &[u8]) -> Result<i64, String> {
     let shown = String::from_utf8_lossy(text);
     match value {
-        Value::Rate(_) => match parse_double(text) {
+        Value::Rate { range_error: None, .. } => match parse_double(text) {
             Some(v) if v > 0.0 && v < 1.0 => Ok(v.to_bits() as i64),
             _ => Err(format!(
                 "{name} must be in the range (0, 1), a number strictly between them; got '{shown}'"
             )),
+        },
+        // valkey-bloom's words: the float as Rust reads it, then the range.
+        Value::Rate { range_error: Some(range), .. } => match shown.parse::<f64>() {
+            Ok(v) if v > 0.0 && v < 1.0 => Ok(v.to_bits() as i64),
+            Ok(_) => Err(range.to_string()),
+            Err(_) => Err("Invalid floating-point value".to_string()),
         },
         Value::Integer { min, max, .. } => match parse_long_long(text) {
             Some(v) if (min..=max).contains(&v) => Ok(v),
@@ -303,7 +391,7 @@ fn check(name: &str, value: Value, text: &[u8]) -> Result<i64, String> {
 /// What a setting holds now, as [`store`] takes it.
 fn current(value: Value) -> i64 {
     match value {
-        Value::Rate(cell) => cell.load(Relaxed) as i64,
+        Value::Rate { cell, .. } => cell.load(Relaxed) as i64,
         Value::Integer { cell, .. } => cell.load(Relaxed),
         Value::Bool(cell) => i64::from(cell.load(Relaxed)),
         Value::Compat => COMPAT.load(Relaxed),
@@ -324,7 +412,7 @@ fn store_from_server(index: usize, checked: i64) {
 
 fn store(value: Value, checked: i64) {
     match value {
-        Value::Rate(cell) => cell.store(checked as u64, Relaxed),
+        Value::Rate { cell, .. } => cell.store(checked as u64, Relaxed),
         Value::Integer { cell, .. } => cell.store(checked, Relaxed),
         Value::Bool(cell) => cell.store(checked != 0, Relaxed),
         Value::Compat => COMPAT.store(checked, Relaxed),
@@ -458,15 +546,36 @@ extern "C" fn set_compat(
     _name: *const c_char,
     value: c_int,
     privdata: *mut c_void,
-    _err: *mut *mut raw::RedisModuleString,
+    err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    // The server accepts only the registered names.
-    store_from_server(privdata as usize, i64::from(value));
+    // The server accepts only the registered names. `valkey-bloom` decides
+    // how BF.* is registered (names, flags, categories), which happens once,
+    // when the module loads: it can be entered or left only then.
+    let valkey = Compat::ALL.iter().position(|c| *c == Compat::ValkeyBloom).expect("listed") as i64;
+    let now = COMPAT.load(Relaxed);
+    let value = i64::from(value);
+    if !LOADING_CONFIGS.load(Relaxed) && value != now && (value == valkey || now == valkey) {
+        return error_string(
+            err,
+            "bf.compat valkey-bloom is chosen when the module loads, since it registers the BF.* commands \
+             as valkey-bloom does (names, flags, ACL categories); set it in the configuration file or as a \
+             load argument and restart the server",
+        );
+    }
+    store_from_server(privdata as usize, value);
     raw::REDISMODULE_OK as c_int
 }
 
-extern "C" fn get_rate(_name: *const c_char, _privdata: *mut c_void) -> *mut raw::RedisModuleString {
-    ERROR_RATE_TEXT.load(Relaxed)
+/// The text a rate setting was set to.
+fn rate_text(privdata: *mut c_void) -> Option<&'static AtomicPtr<raw::RedisModuleString>> {
+    match setting_of(privdata)?.value {
+        Value::Rate { text, .. } => Some(text),
+        _ => None,
+    }
+}
+
+extern "C" fn get_rate(_name: *const c_char, privdata: *mut c_void) -> *mut raw::RedisModuleString {
+    rate_text(privdata).map_or(std::ptr::null_mut(), |t| t.load(Relaxed))
 }
 
 extern "C" fn set_rate(
@@ -475,7 +584,9 @@ extern "C" fn set_rate(
     privdata: *mut c_void,
     err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    let Some(setting) = setting_of(privdata) else { return raw::REDISMODULE_ERR as c_int };
+    let (Some(setting), Some(text)) = (setting_of(privdata), rate_text(privdata)) else {
+        return raw::REDISMODULE_ERR as c_int;
+    };
     // SAFETY: the server passes the config's NUL-terminated name.
     let shown = unsafe { CStr::from_ptr(name) }.to_string_lossy();
     match check(&shown, setting.value, Arg::from_raw(value).bytes()) {
@@ -486,7 +597,7 @@ extern "C" fn set_rate(
             store(setting.value, bits);
             // SAFETY: retaining the server's string keeps it valid for our getter.
             unsafe { api!(RedisModule_RetainString)(std::ptr::null_mut(), value) };
-            let old = ERROR_RATE_TEXT.swap(value, Relaxed);
+            let old = text.swap(value, Relaxed);
             if !old.is_null() {
                 // SAFETY: our own retained reference, released once.
                 unsafe { api!(RedisModule_FreeString)(std::ptr::null_mut(), old) };
@@ -505,12 +616,12 @@ fn register_one(ctx: Ctx, index: usize, name: &CString, flags: u32) -> c_int {
     // and values that the server copies, callbacks with the declared
     // signatures; privdata is an index, never dereferenced.
     match SETTINGS[index].value {
-        Value::Rate(cell) => {
+        Value::Rate { cell, text: cell_text, .. } => {
             let text = format!("{}", f64::from_bits(cell.load(Relaxed)));
             let default = cstring(&text);
             unsafe {
-                if ERROR_RATE_TEXT.load(Relaxed).is_null() {
-                    ERROR_RATE_TEXT.store(
+                if cell_text.load(Relaxed).is_null() {
+                    cell_text.store(
                         api!(RedisModule_CreateString)(
                             std::ptr::null_mut(),
                             text.as_ptr().cast(),
@@ -532,15 +643,18 @@ fn register_one(ctx: Ctx, index: usize, name: &CString, flags: u32) -> c_int {
             }
         }
         // The range is checked by the setter, so that its message names it
-        // as RedisBloom 8's does ("must be in the range").
-        Value::Integer { cell, .. } => unsafe {
+        // as RedisBloom 8's does ("must be in the range"); valkey-bloom's
+        // by the server, as valkey-bloom registers them.
+        Value::Integer { cell, min, max } => unsafe {
+            let (min, max) =
+                if SETTINGS[index].naming == Naming::ValkeyBloom { (min, max) } else { (i64::MIN, i64::MAX) };
             api!(RedisModule_RegisterNumericConfig)(
                 ctx.0,
                 name.as_ptr(),
                 cell.load(Relaxed),
                 flags,
-                i64::MIN,
-                i64::MAX,
+                min,
+                max,
                 Some(get_numeric),
                 Some(set_numeric),
                 None,
