@@ -114,16 +114,29 @@ pub fn has_numkeys_sources(args: &[docs::Arg]) -> bool {
             && sources.kind == docs::Kind::Key)
 }
 
+/// How another module registers a command bloomkit answers in its dialect
+/// (`bf.compat valkey-bloom`): its spelling of the name, its flags and ACL
+/// categories, no tips, and the server's own key spec for `1 1 1`.
+pub struct Dialect {
+    pub name: &'static CStr,
+    pub flags: &'static CStr,
+    pub acl: &'static CStr,
+}
+
 /// Registers one command with its key spec and documentation (summary,
 /// complexity, since, tips and argument tree), where the server has
-/// `RedisModule_SetCommandInfo` (Redis 7+, Valkey 7.2+). The arity stays the
-/// server's -1 for module commands: each handler checks its own, with
-/// RedisBloom's replies where those are not the server's arity error.
-pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command) -> Result<(), String> {
-    let name = c.name.to_string_lossy();
+/// `RedisModule_SetCommandInfo` (Redis 7+, Valkey 7.2+); as `dialect` says
+/// where it is given. The arity stays the server's -1 for module commands:
+/// each handler checks its own, with RedisBloom's replies where those are
+/// not the server's arity error.
+pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dialect>) -> Result<(), String> {
+    let registered = dialect.map_or(c.name, |d| d.name);
+    let flags = dialect.map_or(c.flags, |d| d.flags);
+    let acl = dialect.map_or(c.acl, |d| d.acl);
+    let name = registered.to_string_lossy();
     // SAFETY: valid context during OnLoad; first/last/step key = 1 for every BF command.
     let status = unsafe {
-        api!(RedisModule_CreateCommand)(ctx, c.name.as_ptr(), Some(c.handler), c.flags.as_ptr(), 1, 1, 1)
+        api!(RedisModule_CreateCommand)(ctx, registered.as_ptr(), Some(c.handler), flags.as_ptr(), 1, 1, 1)
     };
     if status != raw::REDISMODULE_OK as c_int {
         return Err(format!("could not register {name}"));
@@ -132,7 +145,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command) -> Result<(), String
         return Ok(());
     }
     // SAFETY: the command was just created.
-    let command = unsafe { api!(RedisModule_GetCommand)(ctx, c.name.as_ptr()) };
+    let command = unsafe { api!(RedisModule_GetCommand)(ctx, registered.as_ptr()) };
     // One key, at argument 1 (and, for a `numkeys` command, its sources);
     // the array ends with a zeroed entry.
     // SAFETY: all-zero is the terminator the API expects.
@@ -167,8 +180,12 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command) -> Result<(), String
     info.summary = c.summary.as_ptr();
     info.complexity = c.complexity.as_ptr();
     info.since = c.since.as_ptr();
-    info.tips = c.tips.map_or(std::ptr::null(), CStr::as_ptr);
-    info.key_specs = key_specs.as_mut_ptr();
+    info.tips = match dialect {
+        Some(_) => std::ptr::null(),
+        None => c.tips.map_or(std::ptr::null(), CStr::as_ptr),
+    };
+    // In a dialect, the server keeps the key spec it made from `1 1 1`.
+    info.key_specs = if dialect.is_some() { std::ptr::null_mut() } else { key_specs.as_mut_ptr() };
     // Lives until after the call: `info.args` points into it.
     let mut args = docs::RawArgs::new(c.args);
     info.args = args.root();
@@ -182,9 +199,9 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command) -> Result<(), String
     }
     if has_api!(RedisModule_SetCommandACLCategories) && has_api!(RedisModule_AddACLCategory) {
         // SAFETY: a command of this module and a category it added.
-        let status = unsafe { api!(RedisModule_SetCommandACLCategories)(command, c.acl.as_ptr()) };
+        let status = unsafe { api!(RedisModule_SetCommandACLCategories)(command, acl.as_ptr()) };
         if status != raw::REDISMODULE_OK as c_int {
-            return Err(format!("could not put {name} in the ACL categories {}", c.acl.to_string_lossy()));
+            return Err(format!("could not put {name} in the ACL categories {}", acl.to_string_lossy()));
         }
     }
     Ok(())

@@ -225,6 +225,28 @@ impl Ctx {
         };
     }
 
+    /// Replicates `command key word... item...`: a command whose arguments
+    /// the module makes (`BF.INSERT key CAPACITY c ... ITEMS ...`, how a
+    /// valkey-bloom object's creation reaches replicas).
+    pub fn replicate_words(self, command: &std::ffi::CStr, key: &Arg, words: &[&[u8]], items: &[Arg]) {
+        // SAFETY: strings made here are freed below; the server takes its
+        // own reference to every string of a "v" vector.
+        unsafe {
+            let made: Vec<*mut raw::RedisModuleString> = words
+                .iter()
+                .map(|w| api!(RedisModule_CreateString)(self.0, w.as_ptr().cast(), w.len()))
+                .collect();
+            let mut argv = Vec::with_capacity(1 + made.len() + items.len());
+            argv.push(key.raw());
+            argv.extend_from_slice(&made);
+            argv.extend(items.iter().map(Arg::raw));
+            api!(RedisModule_Replicate)(self.0, command.as_ptr(), c"v".as_ptr(), argv.as_ptr(), argv.len());
+            for s in made {
+                api!(RedisModule_FreeString)(self.0, s);
+            }
+        }
+    }
+
     /// Replicates `APBF.ADVANCE key n started_ms now_ms`: a primary's time decision.
     pub fn replicate_advance(self, key: &Arg, n: u64, started_ms: u64, now_ms: u64) {
         let [n, started_ms, now_ms] =
@@ -254,6 +276,13 @@ impl Ctx {
             )
         };
     }
+}
+
+/// Fills `out` from the server's random source (seeded at start, not
+/// shared with scripts).
+pub fn random_bytes(out: &mut [u8]) {
+    // SAFETY: writes exactly `out.len()` bytes into `out`.
+    unsafe { api!(RedisModule_GetRandomBytes)(out.as_mut_ptr(), out.len()) };
 }
 
 /// Writes to the server log (`ctx` may be null).

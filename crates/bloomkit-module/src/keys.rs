@@ -133,6 +133,11 @@ pub trait Stored: Sized {
     /// Offers the value's buffers to active defrag from buffer `from` on
     /// (the core type's `relocate`); `Some(next)` when time ran out first.
     fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize>;
+    /// Whether active defrag may move values of this type now (valkey-bloom's
+    /// objects obey `bf.bloom-defrag-enabled`).
+    fn defrag_enabled() -> bool {
+        true
+    }
 }
 
 /// Every data type's `free` callback: the value goes back through its
@@ -152,6 +157,9 @@ pub extern "C" fn defrag_callback<T: Stored>(
 ) -> c_int {
     // SAFETY: the server passes its defrag context and the pointer to a
     // value of the type this callback was registered for, which it holds.
+    if !T::defrag_enabled() {
+        return 0; // done: nothing is moved
+    }
     unsafe { defrag::<T>(ctx, value, T::DEFRAG_KIND, |v, from, d| v.relocate_buffers(from, d)) }
 }
 

@@ -126,16 +126,20 @@ fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
     for family in FAMILIES {
         (family.register)(ctx)?;
     }
+    // The settings before the commands: `bf.compat` (from a load argument
+    // or the configuration file) decides how BF.* is registered.
+    config::register(Ctx(ctx))?;
+    let compat = config::compat();
     for family in FAMILIES {
         for c in family.commands {
-            command::register(ctx, c)?;
+            command::register(ctx, c, vbloom::dialect(compat, c.name))?;
         }
     }
     // SAFETY: valid context during OnLoad.
     if unsafe { api!(RedisModule_RegisterInfoFunc)(ctx, Some(info)) } != raw::REDISMODULE_OK as c_int {
         return Err("could not register the INFO section".into());
     }
-    config::register(Ctx(ctx))
+    Ok(())
 }
 
 /// The entry point the server calls on `loadmodule` / `MODULE LOAD`.

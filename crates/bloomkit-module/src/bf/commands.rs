@@ -5,7 +5,10 @@
 //!
 //! A key may also hold a valkey-bloom filter (`bloomfltr`):
 //! [`keys::lookup_bloom`] is the one place that tells the two apart, and each command hands such a
-//! key to `vbloom::commands`, which answers as valkey-bloom does.
+//! key to `vbloom::commands`, which answers as valkey-bloom does. Under
+//! `bf.compat valkey-bloom` it gets empty keys too (new filters are
+//! valkey-bloom's), and a key of another type is WRONGTYPE for every
+//! command, readers included, as in valkey-bloom.
 
 use std::ffi::CStr;
 use std::ptr::NonNull;
@@ -49,8 +52,15 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
     }
     let key = Key::open(ctx, &argv[1], true);
     let found = lookup(&key);
-    if let Ok(Some(Filter::Valkey(_))) = found {
-        return vbloom::commands::reserve(argv);
+    match found {
+        Ok(Some(Filter::Valkey(_))) => return vbloom::commands::reserve_taken(argv),
+        Ok(None) if valkey_bloom() => return vbloom::commands::reserve_new(ctx, argv, &key),
+        // valkey-bloom checks the arguments before the key's type.
+        Err(e) if valkey_bloom() => {
+            bloomkit_core::vbloom::parse_reserve(argv, &config::vbloom_defaults())?;
+            return Err(e);
+        }
+        _ => {}
     }
     let params = parse_reserve(argv, &config::defaults(), config::compat())?;
     if found?.is_some() {
@@ -73,6 +83,7 @@ pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
     match lookup(&key)? {
         Some(Filter::Valkey(o)) => vbloom::commands::add(ctx, argv, o, 2, false),
         Some(Filter::Chain(c)) => insert_items(ctx, argv, key, Some(c), 2, None, false, c"bf.add"),
+        None if valkey_bloom() => vbloom::commands::add_new(ctx, argv, &key, false),
         None => insert_items(ctx, argv, key, None, 2, Some(config::defaults().params()), false, c"bf.add"),
     }
 }
@@ -86,6 +97,7 @@ pub fn madd(ctx: Ctx, argv: &[Arg]) -> Outcome {
     match lookup(&key)? {
         Some(Filter::Valkey(o)) => vbloom::commands::add(ctx, argv, o, 2, true),
         Some(Filter::Chain(c)) => insert_items(ctx, argv, key, Some(c), 2, None, true, c"bf.madd"),
+        None if valkey_bloom() => vbloom::commands::add_new(ctx, argv, &key, true),
         None => insert_items(ctx, argv, key, None, 2, Some(config::defaults().params()), true, c"bf.madd"),
     }
 }
@@ -97,8 +109,15 @@ pub fn insert(ctx: Ctx, argv: &[Arg]) -> Outcome {
     }
     let key = Key::open(ctx, &argv[1], true);
     let found = lookup(&key);
-    if let Ok(Some(Filter::Valkey(o))) = found {
-        return vbloom::commands::insert(ctx, argv, o);
+    match found {
+        Ok(Some(Filter::Valkey(o))) => return vbloom::commands::insert(ctx, argv, &key, Some(o)),
+        Ok(None) if valkey_bloom() => return vbloom::commands::insert(ctx, argv, &key, None),
+        // valkey-bloom checks the arguments before the key's type.
+        Err(e) if valkey_bloom() => {
+            bloomkit_core::vbloom::parse_insert(argv, &config::vbloom_defaults(), Limits::NONE)?;
+            return Err(e);
+        }
+        _ => {}
     }
     let parsed = parse_insert(argv, &config::defaults(), config::compat())?;
     let chain = match found? {
@@ -192,14 +211,31 @@ fn replicate_creation(ctx: Ctx, key: &Arg, chain: &Chain) {
     ctx.replicate_chunk(c"BF.LOADCHUNK", key, 1, &dump::encode_header(chain));
 }
 
-/// Runs `f` on the key's filter for a read; a missing key or one of another
-/// type reads as empty (RedisBloom answers 0 there, never an error).
-fn with_filter_for_read<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<Found>) -> T) -> T {
+/// Whether `bf.compat valkey-bloom` is in force.
+fn valkey_bloom() -> bool {
+    config::compat() == Compat::ValkeyBloom
+}
+
+/// Runs `f` on the key's filter for a read; a missing key reads as empty,
+/// and so does one of another type (RedisBloom answers 0 there, never an
+/// error), except under `bf.compat valkey-bloom` (WRONGTYPE).
+fn with_filter_for_read<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<Found>) -> T) -> Result<T, Reply> {
     let key = Key::open(ctx, name, false);
     match lookup(&key) {
         // SAFETY: owned by the keyspace, read only while the key is open.
-        Ok(Some(filter)) => f(Some(unsafe { filter.get() })),
-        _ => f(None),
+        Ok(Some(filter)) => Ok(f(Some(unsafe { filter.get() }))),
+        Err(e) if valkey_bloom() => Err(e),
+        _ => Ok(f(None)),
+    }
+}
+
+/// A missing key's answer to `BF.EXISTS`: valkey-bloom's integer 0, or
+/// RedisBloom's false (a boolean in RESP3).
+fn reply_absent(ctx: Ctx) {
+    if valkey_bloom() {
+        ctx.reply_i64(0)
+    } else {
+        ctx.reply_bool(false)
     }
 }
 
@@ -213,8 +249,8 @@ pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
         Some(Found::Chain(c)) => ctx.reply_bool(c.contains(item)),
         // valkey-bloom answers integers, also in RESP3.
         Some(Found::Valkey(o)) => ctx.reply_i64(i64::from(o.contains(item))),
-        None => ctx.reply_bool(false),
-    });
+        None => reply_absent(ctx),
+    })?;
     stats::looked_up(1);
     Ok(())
 }
@@ -232,9 +268,9 @@ pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
             Some(Found::Valkey(o)) => {
                 items.iter().for_each(|i| ctx.reply_i64(i64::from(o.contains(i.bytes()))))
             }
-            None => items.iter().for_each(|_| ctx.reply_bool(false)),
+            None => items.iter().for_each(|_| reply_absent(ctx)),
         }
-    });
+    })?;
     stats::looked_up(items.len() as u64);
     Ok(())
 }

@@ -2,27 +2,38 @@
 //! argument rules, replies (integers, not booleans; `BF.INFO` as an array
 //! with its extra fields), errors, scaling and keyspace events
 //! (`bloom.add`, `bloom.reserve`). `bf::commands` finds the key and hands
-//! it here; `BF.LOAD` (valkey-bloom's AOF) is the one command of its own.
+//! it here, and under `bf.compat valkey-bloom` an empty key too, which then
+//! becomes a `bloomfltr` object; `BF.LOAD` (valkey-bloom's AOF) is the one
+//! command of its own.
 //!
-//! Replication: a write replicates what it did, so replicas and the AOF
-//! apply the same adds to the same object and get the same sub-filters (a
-//! scale-out is deterministic: its size comes from the object, its seed is
-//! the first sub-filter's). An add that completed replicates verbatim; one
-//! that stopped at an error (a scale-out refused by the limit) replicates
-//! as `BF.MADD key <the items before it>`, since a replica or a replay
-//! does not apply the limit; `BF.LOAD` replicates verbatim.
+//! Replication, as valkey-bloom replicates, so that a bloomkit primary
+//! feeds a valkey-bloom replica and the other way round: a creation is sent
+//! as `BF.INSERT key CAPACITY c ERROR e TIGHTENING t SEED s (NONSCALING |
+//! EXPANSION x) [ITEMS ...]`, whatever the replica's configs, with the seed
+//! the primary drew; an add that completed replicates verbatim. Where
+//! bloomkit replicates more carefully than valkey-bloom: an add that
+//! stopped at an error (a scale-out refused by the limit) replicates only
+//! the items before it (`BF.MADD key ...`, or the creation's `ITEMS`),
+//! since a replica or a replay applies no limit and would go further;
+//! `BF.LOAD` replicates verbatim rather than as a `BF.INSERT`.
 
 use std::ptr::NonNull;
 
 use bloomkit_core::common::fmt::format_g;
-use bloomkit_core::vbloom::{self, InfoField, Object, ValkeyError};
-use bloomkit_core::{Reply, ReplyError};
+use bloomkit_core::vbloom::{self, Creation, InfoField, Object, ValkeyError, FIXED_SEED};
+use bloomkit_core::{Limits, Reply, ReplyError};
 use redis_module::raw;
 
+use super::counters::{self, Tally};
 use crate::command::Outcome;
-use crate::ffi::{api, Arg, Ctx, Key};
+use crate::ffi::{api, random_bytes, Arg, Ctx, Key};
 use crate::keys::lookup_bloom as lookup;
 use crate::{config, keys, stats};
+
+/// What a `bloomfltr` operation may allocate.
+fn limits(ctx: Ctx) -> Limits {
+    config::vbloom_limits(config::limits(ctx))
+}
 
 /// `BF.LOAD key blob`: creates the object valkey-bloom's AOF rewrite wrote.
 pub fn load(ctx: Ctx, argv: &[Arg]) -> Outcome {
@@ -34,7 +45,7 @@ pub fn load(ctx: Ctx, argv: &[Arg]) -> Outcome {
         return Err(ValkeyError::KeyExists.into());
     }
     // Checked and compared with the limit before anything is allocated.
-    let object = Object::decode_blob(argv[2].bytes(), config::limits(ctx))?;
+    let object = Object::decode_blob(argv[2].bytes(), limits(ctx))?;
     keys::store(&key, object)?;
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
@@ -44,32 +55,104 @@ pub fn load(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `BF.RESERVE` on a `bloomfltr` key: its arguments are checked, then the
 /// key is taken.
-pub fn reserve(argv: &[Arg]) -> Outcome {
-    vbloom::check_reserve(argv)?;
+pub fn reserve_taken(argv: &[Arg]) -> Outcome {
+    vbloom::parse_reserve(argv, &config::vbloom_defaults())?;
     Err(ValkeyError::ItemExists.into())
 }
 
-/// `BF.INSERT` on a `bloomfltr` key: the options are checked (they change
-/// nothing on an existing object), then the items are added.
-pub fn insert(ctx: Ctx, argv: &[Arg], object: NonNull<Object>) -> Outcome {
-    let items_from = vbloom::parse_insert(argv, config::limits(ctx))?;
-    add(ctx, argv, object, items_from, true)
+/// `BF.RESERVE` on an empty key under `bf.compat valkey-bloom`.
+pub fn reserve_new(ctx: Ctx, argv: &[Arg], key: &Key) -> Outcome {
+    let creation = vbloom::parse_reserve(argv, &config::vbloom_defaults())?;
+    let object = create(ctx, &creation)?;
+    let stored = keys::store(key, object)?;
+    ctx.reply_simple(c"OK");
+    // SAFETY: just stored in the key, which is still open.
+    replicate_creation(ctx, &argv[1], unsafe { stored.as_ref() }, &[]);
+    ctx.notify(c"bloom.reserve", &argv[1]);
+    Ok(())
+}
+
+/// A new object as a command asked for it, with a fresh random seed where
+/// it named none and the configs ask for random seeds.
+fn create(ctx: Ctx, creation: &Creation) -> Result<Object, Reply> {
+    let mut seed = FIXED_SEED;
+    if creation.seed.is_none() {
+        random_bytes(&mut seed);
+    }
+    Object::create(creation, &seed, limits(ctx)).map_err(|e| {
+        stats::refused();
+        e.into()
+    })
+}
+
+/// `BF.INSERT` on a `bloomfltr` key (`object`), or on an empty key under
+/// `bf.compat valkey-bloom`: the options are checked (they change nothing
+/// on an existing object), then the items are added.
+pub fn insert(ctx: Ctx, argv: &[Arg], key: &Key, object: Option<NonNull<Object>>) -> Outcome {
+    let parsed = vbloom::parse_insert(argv, &config::vbloom_defaults(), limits(ctx))?;
+    match object {
+        Some(o) => add(ctx, argv, o, parsed.items_from, true),
+        None if parsed.nocreate => Err(ValkeyError::NotFound.into()),
+        None => create_with_items(ctx, argv, key, &parsed.creation, parsed.items_from, true),
+    }
+}
+
+/// `BF.ADD` / `BF.MADD` on an empty key under `bf.compat valkey-bloom`:
+/// an object with the configured defaults, then the items.
+pub fn add_new(ctx: Ctx, argv: &[Arg], key: &Key, multi: bool) -> Outcome {
+    let creation = Creation::from_defaults(&config::vbloom_defaults());
+    create_with_items(ctx, argv, key, &creation, 2, multi)
+}
+
+/// Creates the object and adds `argv[items_from..]`. A batch a
+/// non-scaling object cannot take is refused before the key is made.
+fn create_with_items(
+    ctx: Ctx,
+    argv: &[Arg],
+    key: &Key,
+    creation: &Creation,
+    items_from: usize,
+    multi: bool,
+) -> Outcome {
+    let object = create(ctx, creation)?;
+    object.check_room(&argv[items_from..])?;
+    let stored = keys::store(key, object)?;
+    write(ctx, argv, stored, items_from, multi, true)
 }
 
 /// `BF.ADD` (one item, its result or error as the reply), `BF.MADD` and
-/// `BF.INSERT` (an array; the first error ends it, as its last element).
-/// A non-scaling object that cannot take the batch refuses all of it.
-pub fn add(ctx: Ctx, argv: &[Arg], mut object: NonNull<Object>, items_from: usize, multi: bool) -> Outcome {
+/// `BF.INSERT` (an array; the first error ends it, as its last element)
+/// on an existing object. A non-scaling object that cannot take the batch
+/// refuses all of it.
+pub fn add(ctx: Ctx, argv: &[Arg], object: NonNull<Object>, items_from: usize, multi: bool) -> Outcome {
+    if multi {
+        // SAFETY: the keyspace owns the object; commands run one at a time.
+        unsafe { object.as_ref() }.check_room(&argv[items_from..])?;
+    }
+    write(ctx, argv, object, items_from, multi, false)
+}
+
+/// Adds the items to an object in the keyspace (`created` by this
+/// command, or not), replies, replicates and notifies.
+fn write(
+    ctx: Ctx,
+    argv: &[Arg],
+    mut object: NonNull<Object>,
+    items_from: usize,
+    multi: bool,
+    created: bool,
+) -> Outcome {
     // SAFETY: the keyspace owns the object and nothing else touches it while
     // this command runs (commands run one at a time on the main thread).
     let o = unsafe { object.as_mut() };
-    let limits = config::limits(ctx);
+    let limits = limits(ctx);
     let items = &argv[items_from..];
+    let before = Tally::of(o);
     let (size_before, filters_before) = (o.size(), o.filters().len());
     let mut added = 0u64;
     let mut completed = 0usize;
+    let mut failed = None;
     if multi {
-        o.check_room(items)?;
         // SAFETY: valid context; the length is set below.
         unsafe { api!(RedisModule_ReplyWithArray)(ctx.0, raw::REDISMODULE_POSTPONED_LEN as _) };
         let mut replied = 0usize;
@@ -91,27 +174,77 @@ pub fn add(ctx: Ctx, argv: &[Arg], mut object: NonNull<Object>, items_from: usiz
         // SAFETY: closes the postponed array opened above.
         unsafe { api!(RedisModule_ReplySetArrayLength)(ctx.0, replied as _) };
     } else {
-        let new = o.add(items[0].bytes(), limits)?;
-        added = u64::from(new);
-        completed = 1;
-        ctx.reply_i64(i64::from(new));
+        match o.add(items[0].bytes(), limits) {
+            Ok(new) => {
+                added = u64::from(new);
+                completed = 1;
+            }
+            Err(e) => failed = Some(e),
+        }
     }
     stats::grew(added, o.size() - size_before, (o.filters().len() - filters_before) as u64);
-    if added > 0 {
+    counters::grew(before, o);
+    if created {
+        replicate_creation(ctx, &argv[1], o, &items[..completed]);
+    } else if added > 0 {
         if completed == items.len() {
             ctx.replicate_verbatim();
         } else {
             ctx.replicate_items(c"BF.MADD", &argv[1], None, &items[..completed]);
         }
+    }
+    // valkey-bloom's order: the add, then the creation.
+    if added > 0 {
         ctx.notify(c"bloom.add", &argv[1]);
     }
-    Ok(())
+    if created {
+        ctx.notify(c"bloom.reserve", &argv[1]);
+    }
+    match failed {
+        Some(e) => Err(e.into()),
+        None => {
+            if !multi {
+                ctx.reply_i64(added as i64);
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A new object reaches replicas and the AOF as valkey-bloom sends it:
+/// `BF.INSERT key CAPACITY c ERROR e TIGHTENING t SEED s (NONSCALING |
+/// EXPANSION x) [ITEMS item...]`, the exact object whatever the other
+/// side's configs (numbers as Rust prints them, as valkey-bloom does).
+fn replicate_creation(ctx: Ctx, key: &Arg, o: &Object, items: &[Arg]) {
+    let c = o.creation();
+    let seed = c.seed.expect("an object's creation names its seed");
+    let (capacity, error, tightening, expansion) =
+        (c.capacity.to_string(), c.fp_rate.to_string(), c.tightening.to_string(), c.expansion.to_string());
+    let mut words: Vec<&[u8]> = vec![
+        b"CAPACITY",
+        capacity.as_bytes(),
+        b"ERROR",
+        error.as_bytes(),
+        b"TIGHTENING",
+        tightening.as_bytes(),
+        b"SEED",
+        &seed,
+    ];
+    if c.expansion == 0 {
+        words.push(b"NONSCALING");
+    } else {
+        words.extend([&b"EXPANSION"[..], expansion.as_bytes()]);
+    }
+    if !items.is_empty() {
+        words.push(b"ITEMS");
+    }
+    ctx.replicate_words(c"BF.INSERT", key, &words, items);
 }
 
 /// `BF.INFO key [field]`: valkey-bloom's array (scaling objects add
 /// `Tightening ratio` and `Max scaled capacity`), or one bare value.
 pub fn info(ctx: Ctx, argv: &[Arg], o: &Object) -> Outcome {
-    let limits = config::limits(ctx);
+    let limits = limits(ctx);
     let reply_expansion = || match o.expansion() {
         Some(e) => ctx.reply_i64(i64::from(e)),
         None => ctx.reply_null(),

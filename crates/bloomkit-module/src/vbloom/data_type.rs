@@ -14,6 +14,8 @@ use crate::io::{self, IoReader, IoWriter};
 use crate::keys::{DataType, Stored};
 use crate::{config, stats};
 
+use super::counters;
+
 static VBLOOM_TYPE: DataType = DataType::new();
 
 /// The registered type, for key type checks.
@@ -32,12 +34,18 @@ impl Stored for Object {
 
     fn into_value(self) -> *mut c_void {
         stats::counted(self.size());
+        counters::stored(&self);
         Box::into_raw(Box::new(self)).cast()
     }
 
     unsafe fn free_value(value: *mut c_void) {
         let object = Box::from_raw(value.cast::<Object>());
         stats::uncounted(object.size());
+        counters::freed(&object);
+    }
+
+    fn defrag_enabled() -> bool {
+        config::vbloom_defrag()
     }
 
     const DEFRAG_KIND: crate::stats::defrag::Kind = crate::stats::defrag::Kind::Vbloom;
@@ -58,7 +66,7 @@ unsafe fn object_ref<'a>(value: *const c_void) -> &'a Object {
 extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     guard(std::ptr::null_mut(), || {
         let loading = io::is_loading(io);
-        match Object::load(&mut IoReader(io), encver, config::limits_for_load(loading)) {
+        match Object::load(&mut IoReader(io), encver, config::vbloom_limits(config::limits_for_load(loading))) {
             Ok(object) => {
                 if loading {
                     io::warn_if_over_limit(io, object.size());
