@@ -139,6 +139,14 @@ fn grown_slots(len: u64) -> u64 {
     }
 }
 
+/// How many sub-filters [`scaled_capacity`] walks at most, so that one
+/// command's work is bounded whatever the limits (an expansion of 1 and a
+/// tightening ratio near 1 take one step per ~217 bytes of limit: 2^50
+/// bytes of `bf.max-filter-bytes` would be 5 * 10^12 steps). At
+/// valkey-bloom's default limit an object holds at most 620,000
+/// sub-filters, well within it, so its answers are valkey-bloom's.
+const MAX_SCALE_STEPS: u64 = 1 << 20;
+
 /// valkey-bloom's `calculate_max_scaled_capacity`: walks the sub-filters a
 /// scaling object would get; with `target`, succeeds once the capacity
 /// reaches it, else returns what the limit and the rate allow.
@@ -153,6 +161,9 @@ fn scaled_capacity(
     let limit = limits.max_bytes.unwrap_or(MEMORY_LIMIT);
     let (mut filter_capacity, mut total, mut n, mut data) = (capacity, 0u64, 0u64, 0u64);
     while target.is_none_or(|t| total < t) {
+        if n >= MAX_SCALE_STEPS {
+            return target.map_or(Ok(total), |_| Err(ValkeyError::ValidateScaleToTooLarge));
+        }
         let Ok(fp) = rate_of(fp_rate, n, tightening) else {
             return target.map_or(Ok(total), |_| Err(ValkeyError::ValidateScaleToFpZero));
         };
@@ -265,6 +276,18 @@ pub(super) mod tests {
         let limits = Limits::at_most(MEMORY_LIMIT);
         assert_eq!(scaled_capacity(100, 0.01, None, 0.5, 2, limits), Ok(26_214_300));
         assert_eq!(scaled_capacity(1000, 0.001, None, 0.5, 4, limits), Ok(21_845_000));
+    }
+
+    #[test]
+    fn scaling_walks_are_bounded_whatever_the_limit() {
+        // Expansion 1, tightening near 1: one step per sub-filter, and the
+        // largest limit would allow billions of them.
+        let limits = Limits::at_most(1 << 50);
+        assert_eq!(
+            scaled_capacity(1, 0.5, Some(u64::MAX), 0.999_999_999, 1, limits),
+            Err(ValkeyError::ValidateScaleToTooLarge)
+        );
+        assert_eq!(scaled_capacity(1, 0.5, None, 0.999_999_999, 1, limits), Ok(MAX_SCALE_STEPS));
     }
 
     #[test]
