@@ -111,7 +111,9 @@ pub fn insert(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let found = lookup(&key);
     match found {
         Ok(Some(Filter::Valkey(o))) => return vbloom::commands::insert(ctx, argv, &key, Some(o)),
-        Ok(None) if valkey_bloom() => return vbloom::commands::insert(ctx, argv, &key, None),
+        Ok(None) if valkey_bloom() || (ctx.is_replaying() && names_seed(argv)) => {
+            return vbloom::commands::insert(ctx, argv, &key, None)
+        }
         // valkey-bloom checks the arguments before the key's type.
         Err(e) if valkey_bloom() => {
             bloomkit_core::vbloom::parse_insert(argv, &config::vbloom_defaults(), Limits::NONE)?;
@@ -209,6 +211,19 @@ fn insert_items(
 /// follow as the command itself (the server wraps both in MULTI/EXEC).
 fn replicate_creation(ctx: Ctx, key: &Arg, chain: &Chain) {
     ctx.replicate_chunk(c"BF.LOADCHUNK", key, 1, &dump::encode_header(chain));
+}
+
+/// Whether a `BF.INSERT` names a `SEED` (before its items): valkey-bloom's
+/// form of a creation, which RedisBloom's `BF.INSERT` never has. A replica
+/// or an AOF replay creates a `bloomfltr` object from it under every
+/// `bf.compat`, so that a primary's valkey-bloom filters, or an AOF written
+/// under `valkey-bloom` and replayed after the setting changed, are kept.
+fn names_seed(argv: &[Arg]) -> bool {
+    argv[2..]
+        .iter()
+        .map(|a| a.bytes())
+        .take_while(|a| !a.eq_ignore_ascii_case(b"ITEMS"))
+        .any(|a| a.eq_ignore_ascii_case(b"SEED"))
 }
 
 /// Whether `bf.compat valkey-bloom` is in force.
