@@ -230,6 +230,9 @@ fn active_defrag_moves_every_type_and_changes_nothing() {
             assert_eq!(defrag_field(&mut c, &format!("{t}_hits")), 0, "{server:?}: defrag is off");
         }
 
+        // valkey-bloom's switch first: with it off, the other types move
+        // and its objects do not.
+        c.ok("CONFIG SET bf.bloom-defrag-enabled no");
         for setting in [
             "active-defrag-ignore-bytes 1mb",
             "active-defrag-threshold-lower 1",
@@ -240,6 +243,19 @@ fn active_defrag_moves_every_type_and_changes_nothing() {
         ] {
             c.ok(&format!("CONFIG SET {setting}"));
         }
+        let others = &TYPES[..3];
+        let end = Instant::now() + DEADLINE;
+        while !others.iter().all(|t| defrag_field(&mut c, &format!("{t}_hits")) > 0) {
+            assert!(
+                Instant::now() < end,
+                "{server:?}: no defrag of {others:?} within {DEADLINE:?}; {}",
+                server_defrag_stats(&mut c)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(defrag_field(&mut c, "vbloom_hits"), 0, "{server:?}: bf.bloom-defrag-enabled no");
+        assert_eq!(c.info_field("bf", "bf_bloom_defrag_hits"), "0", "{server:?}: valkey-bloom's own field");
+        c.ok("CONFIG SET bf.bloom-defrag-enabled yes");
         let end = Instant::now() + DEADLINE;
         loop {
             let hits: Vec<u64> = TYPES.iter().map(|t| defrag_field(&mut c, &format!("{t}_hits"))).collect();
@@ -263,6 +279,11 @@ fn active_defrag_moves_every_type_and_changes_nothing() {
             server_defrag_stats(&mut c)
         );
 
+        assert_eq!(
+            c.info_field("bf", "bf_bloom_defrag_hits").parse::<u64>().unwrap(),
+            defrag_field(&mut c, "vbloom_hits"),
+            "{server:?}: valkey-bloom's field counts its objects' moves"
+        );
         let after = observe(&mut c, &filters);
         assert!(before.0 == after.0, "{server:?}: a filter answers differently after defrag");
         for (key, digest) in &before.1 {
