@@ -1,5 +1,5 @@
 //! One suite, every backend: the module (bloomkit on Redis and Valkey,
-//! RedisBloom 2.8.2), the bitmap on a server with no module (one key and
+//! also in valkey-bloom's dialect, RedisBloom 2.8.2), the bitmap on a server with no module (one key and
 //! split over keys), sharded filters over both, the async transport, and the
 //! local filter. Real servers on loopback ports.
 
@@ -17,24 +17,28 @@ use common::{connect, items, slices};
 type Make<'a> = dyn FnMut(&str, Options) -> Box<dyn Filter> + 'a;
 
 /// The false-positive rate a backend's shape predicts after `n` distinct adds:
-/// Guava's bits and hashes for bitmaps, RedisBloom's first sub-filter (at
-/// half the rate) for the module and local filters; a sharded filter's
-/// shards each take an even share.
-fn predicted_rate(info: &Info, rate: f64, n: u64) -> f64 {
+/// Guava's bits and hashes for bitmaps, the first sub-filter for the module
+/// and local filters (at `first` x the rate: half in RedisBloom, all of it
+/// in valkey-bloom); a sharded filter's shards each take an even share.
+fn predicted_rate(info: &Info, rate: f64, first: f64, n: u64) -> f64 {
     let shards = u64::from(info.shards.unwrap_or(1));
     let (m, k) = match (info.bits, info.hashes) {
         (Some(bits), Some(k)) if bits > 0 => (bits as f64 / shards as f64, f64::from(k)),
         _ => {
-            let shape = Shape::new(info.capacity / shards, rate / 2.0, options::DEFAULT).unwrap();
+            let shape = Shape::new(info.capacity / shards, rate * first, options::DEFAULT).unwrap();
             (shape.bits as f64, f64::from(shape.hashes))
         }
     };
     false_positive_rate(m, k, n as f64 / shards as f64)
 }
 
+/// RedisBloom builds a filter's first sub-filter at half the rate asked for.
+const HALF: f64 = 0.5;
+
 /// The suite. `server` is `None` for the local filter; `counts` says whether
-/// the backend keeps an exact count.
-fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool) {
+/// the backend keeps an exact count; `first` is the share of the rate its
+/// first sub-filter is built at.
+fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool, first: f64) {
     // Answers, repeats inside a call, odd bytes.
     let mut f = make("conf:basic", Options::new(1000, 0.001).batch_size(3));
     if server.is_some() {
@@ -85,7 +89,7 @@ fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool) {
     // first sub-filter is built at half the rate), within 4σ over enough
     // probes that a rate off by 10% fails.
     let info = f.info().unwrap();
-    let predicted = predicted_rate(&info, rate, capacity);
+    let predicted = predicted_rate(&info, rate, first, capacity);
     // (Guava rounds k to the nearest integer, which costs bitmaps up to 1%
     // above the rate asked for, as in Guava itself: 0.01003 here.)
     assert!(predicted <= rate * 1.01, "{info:?}: the shape predicts {predicted} above {rate}");
@@ -162,10 +166,14 @@ fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool) {
 }
 
 fn run_sync(server: &TestServer, counts: bool, layout: impl Fn(&str, Options) -> Layout) {
+    run_sync_at(server, counts, HALF, layout)
+}
+
+fn run_sync_at(server: &TestServer, counts: bool, first: f64, layout: impl Fn(&str, Options) -> Layout) {
     let mut make = |name: &str, o: Options| -> Box<dyn Filter> {
         Box::new(RedisFilter::new(connect(server), layout(name, o)))
     };
-    conformance(&mut make, Some(server), counts);
+    conformance(&mut make, Some(server), counts, first);
 }
 
 #[test]
@@ -178,6 +186,16 @@ fn module_on_redis() {
 fn module_on_valkey() {
     let server = TestServer::with_bloomkit(Server::Valkey);
     run_sync(&server, true, |n, o| Layout::module(n, o).unwrap());
+}
+
+/// valkey-bloom's dialect of `BF.*` (bloomkit under `bf.compat
+/// valkey-bloom`, which answers as valkey-bloom 1.0 does): integer replies,
+/// its `BF.INFO`, `bloomfltr` filters.
+#[test]
+fn module_as_valkey_bloom() {
+    let args = ["COMPAT", "valkey-bloom"].map(String::from).to_vec();
+    let server = TestServer::start(Server::Valkey, &[Module::Bloomkit(args)], &[]);
+    run_sync_at(&server, true, 1.0, |n, o| Layout::module(n, o).unwrap());
 }
 
 #[test]
@@ -213,7 +231,7 @@ fn sharded_bitmap() {
 #[test]
 fn local() {
     let mut make = |_: &str, o: Options| -> Box<dyn Filter> { Box::new(LocalFilter::new(o).unwrap()) };
-    conformance(&mut make, None, true);
+    conformance(&mut make, None, true, HALF);
 }
 
 /// The async filter behind the sync trait, so that it runs the same suite.
@@ -259,7 +277,7 @@ fn run_async(server: &TestServer, counts: bool, layout: impl Fn(&str, Options) -
         let conn = runtime.block_on(client.get_multiplexed_async_connection_with_config(&config)).unwrap();
         Box::new(BlockOn { filter: AsyncRedisFilter::new(conn, layout(name, o)), runtime })
     };
-    conformance(&mut make, Some(server), counts);
+    conformance(&mut make, Some(server), counts, HALF);
 }
 
 #[test]
