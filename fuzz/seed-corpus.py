@@ -100,3 +100,28 @@ for blob in [bytes(buckets), heap, b"b\x00", b"a\x00"]:
     fields += b"B" + struct.pack("<Q", len(blob)) + blob
 put("topk_codecs", "rdb-vector", b"\x00" + fields)
 put("topk_codecs", "args-reserve", b"\x02" + b"\xff".join([b"TOPK.RESERVE", b"k", b"3", b"16", b"4", b"0.5"]))
+
+# valkey-bloom (bloomfltr): the DUMP payload valkey-bloom 1.0 wrote for f3
+# (mode 1, without its version and checksum, which the target re-seals), the
+# BF.LOAD blobs its AOF rewrite wrote (mode 2), and its BF.INSERT options (mode 3).
+vb_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", "bloomkit-core", "tests", "fixtures", "valkey-bloom")
+f3 = bytes.fromhex(open(os.path.join(vb_dir, "f3.dump.hex")).read().strip())
+put("vbloom_codecs", "dump-f3", b"\x01" + f3[:-10])
+base = open(os.path.join(vb_dir, "appendonlydir", "appendonly.aof.2.base.aof"), "rb").read()
+args, pos = [], 0
+while pos < len(base):
+    if base[pos:pos + 1] == b"*":
+        end = base.index(b"\r\n", pos)
+        count, pos, cmd = int(base[pos + 1:end]), end + 2, []
+        for _ in range(count):
+            end = base.index(b"\r\n", pos)
+            n = int(base[pos + 1:end])
+            cmd.append(base[end + 2:end + 2 + n])
+            pos = end + 2 + n + 2
+        args.append(cmd)
+    else:
+        pos += 1
+for cmd in args:
+    if cmd[0].upper() == b"BF.LOAD":
+        put("vbloom_codecs", "blob-" + cmd[1].decode(), b"\x02" + cmd[2])
+put("vbloom_codecs", "args-insert", b"\x03" + b" ".join([b"BF.INSERT", b"k", b"CAPACITY", b"50", b"ERROR", b"0.01", b"TIGHTENING", b"0.5", b"EXPANSION", b"2", b"VALIDATESCALETO", b"1000", b"ITEMS", b"a"]))
