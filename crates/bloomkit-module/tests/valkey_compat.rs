@@ -450,7 +450,11 @@ fn events_since(c: &mut Conn, rx: &Receiver<(String, String)>, marker: &mut usiz
     }
 }
 
-fn ev(list: &[(&str, &str)]) -> Vec<(String, String)> {
+/// A command's arguments, and the `(key, event)` pairs it should publish.
+type Command = Vec<Vec<u8>>;
+type Events = Vec<(String, String)>;
+
+fn ev(list: &[(&str, &str)]) -> Events {
     list.iter().map(|(k, e)| (k.to_string(), e.to_string())).collect()
 }
 
@@ -1091,7 +1095,7 @@ fn keyspace_events_are_valkey_bloom_s() {
         };
         c.ok("SET strkey v");
         let _ = events_since(&mut c, &rx, &mut marker);
-        let cases: Vec<(Vec<Vec<u8>>, Vec<(String, String)>)> = vec![
+        let cases: Vec<(Command, Events)> = vec![
             (verbatim("BF.RESERVE r 0.01 100"), ev(&[("r", "bloom.reserve")])),
             (verbatim("BF.RESERVE r 0.01 100"), ev(&[])),
             (verbatim("BF.ADD a x"), ev(&[("a", "bloom.add"), ("a", "bloom.reserve")])),
