@@ -244,7 +244,10 @@ fn saving_gives_back_the_same_payload_bytes() {
 #[test]
 fn info_figures_match_valkey_bloom() {
     let observed = json("observed.json");
-    let limits = Limits::at_most(4 << 30);
+    // The module's limit for these objects: bf.bloom-memory-usage-limit
+    // (valkey-bloom's default when the recordings were made) under
+    // bf.max-filter-bytes.
+    let limits = Limits::at_most(bloomkit_core::vbloom::MEMORY_LIMIT);
     for key in KEYS {
         let o = load(&payload(key));
         let info = observed["results"][format!("info_{key}")]["ok"].as_array().unwrap().clone();
