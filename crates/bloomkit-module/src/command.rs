@@ -186,8 +186,11 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dia
     };
     // In a dialect, the server keeps the key spec it made from `1 1 1`.
     info.key_specs = if dialect.is_some() { std::ptr::null_mut() } else { key_specs.as_mut_ptr() };
-    // Lives until after the call: `info.args` points into it.
-    let mut args = docs::RawArgs::new(c.args);
+    // Lives until after the call: `info.args` points into it. In a dialect
+    // the command takes arguments the tree does not describe (valkey-bloom's
+    // BF.INSERT SEED, TIGHTENING, VALIDATESCALETO), so it gives none, as
+    // valkey-bloom gives none.
+    let mut args = docs::RawArgs::new(if dialect.is_some() { &[] } else { c.args });
     info.args = args.root();
     // SAFETY: the server validates `info` and copies everything it keeps
     // from it (strings, key specs, the argument tree) during the call; every

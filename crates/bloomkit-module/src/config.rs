@@ -78,12 +78,13 @@ static MAXMEMORY: AtomicU64 = AtomicU64::new(0);
 /// without sleeping (`CONFIG SET bf.apbf-clock-offset-ms`).
 static APBF_CLOCK_OFFSET: AtomicI64 = AtomicI64::new(0);
 /// valkey-bloom's configs (see the table above).
-static VB_CAPACITY: AtomicI64 = AtomicI64::new(100);
-static VB_EXPANSION: AtomicI64 = AtomicI64::new(2);
-static VB_FP_RATE: AtomicU64 = AtomicU64::new(0x3F84_7AE1_47AE_147B); // 0.01
-static VB_TIGHTENING: AtomicU64 = AtomicU64::new(0x3FE0_0000_0000_0000); // 0.5
+const VB: VbDefaults = VbDefaults::VALKEY_BLOOM;
+static VB_CAPACITY: AtomicI64 = AtomicI64::new(VB.capacity);
+static VB_EXPANSION: AtomicI64 = AtomicI64::new(VB.expansion as i64);
+static VB_FP_RATE: AtomicU64 = AtomicU64::new(VB.fp_rate.to_bits());
+static VB_TIGHTENING: AtomicU64 = AtomicU64::new(VB.tightening.to_bits());
 static VB_MEMORY_LIMIT: AtomicI64 = AtomicI64::new(vbloom::MEMORY_LIMIT as i64);
-static VB_RANDOM_SEED: AtomicBool = AtomicBool::new(true);
+static VB_RANDOM_SEED: AtomicBool = AtomicBool::new(VB.random_seed);
 static VB_DEFRAG: AtomicBool = AtomicBool::new(true);
 /// True while `RedisModule_LoadConfigs` applies the configuration file.
 static LOADING_CONFIGS: AtomicBool = AtomicBool::new(false);
@@ -215,6 +216,22 @@ pub fn apbf_clock_offset_ms() -> u64 {
     APBF_CLOCK_OFFSET.load(Relaxed).max(0) as u64
 }
 
+/// Whether the server is Redis 8 or later (set at load), whose RedisBloom
+/// is RedisBloom 8.
+static REDIS_8: AtomicBool = AtomicBool::new(false);
+
+/// The RedisBloom level RedisBloom's types and the other families answer
+/// at: the setting, or under `valkey-bloom` (which speaks for `BF.*` on
+/// valkey-bloom's filters only) the server's own default, RedisBloom 8 on
+/// Redis 8 and 2.8 elsewhere.
+pub fn redisbloom_level() -> Compat {
+    match compat() {
+        Compat::ValkeyBloom if REDIS_8.load(Relaxed) => Compat::RedisBloom8,
+        Compat::ValkeyBloom => Compat::RedisBloom28,
+        level => level,
+    }
+}
+
 /// The compatibility level in force.
 pub fn compat() -> Compat {
     usize::try_from(COMPAT.load(Relaxed))
@@ -227,7 +244,7 @@ pub fn compat() -> Compat {
 /// RedisBloom 8 uses an error rate above 0.25 as 0.25.
 pub fn defaults() -> Defaults {
     let mut error = f64::from_bits(ERROR_RATE.load(Relaxed));
-    if compat() == Compat::RedisBloom8 {
+    if redisbloom_level() == Compat::RedisBloom8 {
         error = error.min(ERROR_RATE_CAP_8);
     }
     Defaults { error, capacity: INITIAL_SIZE.load(Relaxed) as u64, expansion: EXPANSION.load(Relaxed) as u32 }
@@ -702,6 +719,7 @@ pub fn register(ctx: Ctx) -> Result<(), String> {
     // Redis 8 ships RedisBloom 8 and lets modules register unprefixed names;
     // Redis 7 and Valkey (major 0 here) do neither.
     let redis_8 = redis_major(ctx) >= 8;
+    REDIS_8.store(redis_8, Relaxed);
     if COMPAT.load(Relaxed) < 0 {
         // The level a server gets unless told otherwise.
         let level = if redis_8 { Compat::RedisBloom8 } else { Compat::RedisBloom28 };

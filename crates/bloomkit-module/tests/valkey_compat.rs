@@ -884,7 +884,11 @@ fn replies_and_errors_are_valkey_bloom_s() {
         assert_eq!(c.cmd("EXISTS e"), Reply::Int(0));
 
         // A non-scaling object of capacity 2: a batch it cannot take is refused whole.
+        // With a fixed seed, so that `c` is not a false positive (which
+        // would make room for it), as it was not in the recorded run.
+        c.ok("CONFIG SET bf.bloom-use-random-seed no");
         c.ok("BF.RESERVE ns 0.01 2 NONSCALING");
+        c.ok("CONFIG SET bf.bloom-use-random-seed yes");
         assert_eq!(c.cmd("BF.MADD ns a b c"), expected(&errors["BF.MADD ns a b c (capacity 2, NONSCALING)"]));
         assert_eq!(c.cmd("BF.CARD ns"), Reply::Int(0), "{server:?}: nothing added");
         let seq = errors["BF.ADD ns a ; BF.ADD ns b ; BF.ADD ns c"].as_array().unwrap();
@@ -1566,6 +1570,24 @@ fn an_aof_written_under_valkey_bloom_replays_at_a_redisbloom_level() {
 }
 
 // ---- what stays as it was ----
+
+/// Under `valkey-bloom`, RedisBloom's types and the other families answer
+/// at the server's default RedisBloom level: RedisBloom 8's texts on Redis
+/// 8, 2.8.2's elsewhere.
+#[test]
+fn other_families_answer_at_the_server_s_redisbloom_level() {
+    for (server, expected) in [
+        (Server::Redis8, "ERR bucket size must be in the range [1, 255]"),
+        (Server::Valkey, "BUCKETSIZE: value must be an integer between 1 and 255, inclusive."),
+    ] {
+        let s = start_vb(server);
+        let mut c = s.conn();
+        assert_eq!(config(&mut c, "bf.compat"), "valkey-bloom", "{server:?}");
+        let refused = c.cmd("CF.RESERVE c 100 BUCKETSIZE 300");
+        assert_eq!(refused.error_text(), expected, "{server:?}");
+        assert_eq!(c.cmd("EXISTS c"), Reply::Int(0), "{server:?}");
+    }
+}
 
 /// Under `bf.compat valkey-bloom` a RedisBloom key (MBbloom--, RESTOREd
 /// from a server at `redisbloom-2.8`) answers as RedisBloom (booleans in

@@ -6,8 +6,8 @@
 //! client reads in replies to invalid input (and a few limits) differs.
 //! Under `valkey-bloom`, new Bloom filters are valkey-bloom's own type
 //! (`bloomfltr`) and `BF.*` is registered, answered and replicated as
-//! valkey-bloom does; keys of RedisBloom's type keep RedisBloom's behaviour,
-//! and every other family is the same under every level.
+//! valkey-bloom does; keys of RedisBloom's type and the other families
+//! answer at the server's default RedisBloom level (8 on Redis 8, else 2.8).
 
 /// A compatibility level, as `bf.compat` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

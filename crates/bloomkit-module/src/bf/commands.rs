@@ -38,7 +38,7 @@ fn create(
         stats::refused();
         // RedisBloom 8 words an allocation failure its own way.
         match e {
-            BfError::OutOfMemory if config::compat() == Compat::RedisBloom8 => BfError::InsufficientMemory,
+            BfError::OutOfMemory if config::redisbloom_level() == Compat::RedisBloom8 => BfError::InsufficientMemory,
             e => e,
         }
     })?;
@@ -53,16 +53,14 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let key = Key::open(ctx, &argv[1], true);
     let found = lookup(&key);
     match found {
-        Ok(Some(Filter::Valkey(_))) => return vbloom::commands::reserve_taken(argv),
-        Ok(None) if valkey_bloom() => return vbloom::commands::reserve_new(ctx, argv, &key),
-        // valkey-bloom checks the arguments before the key's type.
-        Err(e) if valkey_bloom() => {
-            bloomkit_core::vbloom::parse_reserve(argv, &config::vbloom_defaults())?;
-            return Err(e);
+        Ok(Some(Filter::Valkey(_))) => {
+            return vbloom::commands::reserve_refused(argv, ValkeyError::ItemExists.into())
         }
+        Ok(None) if valkey_bloom() => return vbloom::commands::reserve_new(ctx, argv, &key),
+        Err(e) if valkey_bloom() => return vbloom::commands::reserve_refused(argv, e),
         _ => {}
     }
-    let params = parse_reserve(argv, &config::defaults(), config::compat())?;
+    let params = parse_reserve(argv, &config::defaults(), config::redisbloom_level())?;
     if found?.is_some() {
         return Err(BfError::ItemExists.into());
     }
@@ -114,14 +112,10 @@ pub fn insert(ctx: Ctx, argv: &[Arg]) -> Outcome {
         Ok(None) if valkey_bloom() || (ctx.is_replaying() && names_seed(argv)) => {
             return vbloom::commands::insert(ctx, argv, &key, None)
         }
-        // valkey-bloom checks the arguments before the key's type.
-        Err(e) if valkey_bloom() => {
-            bloomkit_core::vbloom::parse_insert(argv, &config::vbloom_defaults(), Limits::NONE)?;
-            return Err(e);
-        }
+        Err(e) if valkey_bloom() => return vbloom::commands::insert_refused(ctx, argv, e),
         _ => {}
     }
-    let parsed = parse_insert(argv, &config::defaults(), config::compat())?;
+    let parsed = parse_insert(argv, &config::defaults(), config::redisbloom_level())?;
     let chain = match found? {
         Some(Filter::Chain(c)) => Some(c),
         _ => None,

@@ -42,7 +42,7 @@ fn create(ctx: Ctx, key: &Key, name: &Arg, params: CuckooParams) -> Result<NonNu
 
 /// `CF.RESERVE key capacity [BUCKETSIZE n] [MAXITERATIONS n] [EXPANSION n]`
 pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    let params = parse_reserve(argv, &config::cf_defaults(), config::compat())?;
+    let params = parse_reserve(argv, &config::cf_defaults(), config::redisbloom_level())?;
     let key = Key::open(ctx, &argv[1], true);
     if lookup(&key)?.is_some() {
         return Err(CfError::ItemExists.into());
@@ -83,14 +83,14 @@ fn add_single(ctx: Ctx, argv: &[Arg], nx: bool, event: &'static CStr) -> Outcome
 
 /// `CF.INSERT key [CAPACITY c] [NOCREATE] ITEMS item...`
 pub fn insert(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    let parsed = parse_insert(argv, &config::cf_defaults(), config::compat())?;
+    let parsed = parse_insert(argv, &config::cf_defaults(), config::redisbloom_level())?;
     let create_with = parsed.create.then_some(parsed.capacity);
     insert_items(ctx, argv, parsed.items_from, create_with, false, Shape::Booleans, c"cf.insert")
 }
 
 /// `CF.INSERTNX key [CAPACITY c] [NOCREATE] ITEMS item...`
 pub fn insertnx(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    let parsed = parse_insert(argv, &config::cf_defaults(), config::compat())?;
+    let parsed = parse_insert(argv, &config::cf_defaults(), config::redisbloom_level())?;
     let create_with = parsed.create.then_some(parsed.capacity);
     insert_items(ctx, argv, parsed.items_from, create_with, true, Shape::Integers, c"cf.insertnx")
 }

@@ -53,11 +53,19 @@ pub fn load(ctx: Ctx, argv: &[Arg]) -> Outcome {
     Ok(())
 }
 
-/// `BF.RESERVE` on a `bloomfltr` key: its arguments are checked, then the
-/// key is taken.
-pub fn reserve_taken(argv: &[Arg]) -> Outcome {
+/// `BF.RESERVE` on a key that cannot take it (`taken`: a `bloomfltr` key's
+/// `ERR item exists`, another type's WRONGTYPE): valkey-bloom checks the
+/// arguments first, and answers their error if they have one.
+pub fn reserve_refused(argv: &[Arg], taken: Reply) -> Outcome {
     vbloom::parse_reserve(argv, &config::vbloom_defaults())?;
-    Err(ValkeyError::ItemExists.into())
+    Err(taken)
+}
+
+/// `BF.INSERT` on a key of another type: the arguments first, as for
+/// [`reserve_refused`].
+pub fn insert_refused(ctx: Ctx, argv: &[Arg], taken: Reply) -> Outcome {
+    vbloom::parse_insert(argv, &config::vbloom_defaults(), limits(ctx))?;
+    Err(taken)
 }
 
 /// `BF.RESERVE` on an empty key under `bf.compat valkey-bloom`.
@@ -115,7 +123,7 @@ fn create_with_items(
     multi: bool,
 ) -> Outcome {
     let object = create(ctx, creation)?;
-    object.check_room(&argv[items_from..])?;
+    check_room(ctx, &object, &argv[items_from..])?;
     let stored = keys::store(key, object)?;
     write(ctx, argv, stored, items_from, multi, true)
 }
@@ -127,9 +135,19 @@ fn create_with_items(
 pub fn add(ctx: Ctx, argv: &[Arg], object: NonNull<Object>, items_from: usize, multi: bool) -> Outcome {
     if multi {
         // SAFETY: the keyspace owns the object; commands run one at a time.
-        unsafe { object.as_ref() }.check_room(&argv[items_from..])?;
+        check_room(ctx, unsafe { object.as_ref() }, &argv[items_from..])?;
     }
     write(ctx, argv, object, items_from, multi, false)
+}
+
+/// valkey-bloom refuses a whole batch a non-scaling object cannot take. A
+/// replica or a replay does not ask: its primary took the batch (and the
+/// trial may need a copy of a sub-filter that memory cannot give there).
+fn check_room(ctx: Ctx, o: &Object, items: &[Arg]) -> Result<(), ValkeyError> {
+    if ctx.is_replaying() {
+        return Ok(());
+    }
+    o.check_room(items)
 }
 
 /// Adds the items to an object in the keyspace (`created` by this
