@@ -42,8 +42,8 @@ use bloomkit_core::bf::args::{Defaults, ERROR_RATE_CAP_8, MAX_CAPACITY_8, MAX_EX
 use bloomkit_core::cf::CfDefaults;
 use bloomkit_core::common::compat::Compat;
 use bloomkit_core::common::parse::{parse_double, parse_long_long};
-use bloomkit_core::vbloom::{self, VbDefaults};
-use bloomkit_core::Limits;
+use bloomkit_core::vbloom::{self, ValkeyError, VbDefaults};
+use bloomkit_core::{Limits, ReplyError};
 use redis_module::raw;
 
 use crate::ffi::{api, cstring, has_api, Arg, Ctx};
@@ -119,7 +119,7 @@ enum Value {
         cell: &'static AtomicU64,
         text: &'static AtomicPtr<raw::RedisModuleString>,
         /// valkey-bloom's range message; `None` for bloomkit's.
-        range_error: Option<&'static str>,
+        range_error: Option<&'static ValkeyError>,
     },
     Integer {
         cell: &'static AtomicI64,
@@ -190,7 +190,7 @@ static SETTINGS: [Setting; 23] = [
         Value::Rate {
             cell: &VB_FP_RATE,
             text: &VB_FP_RATE_TEXT,
-            range_error: Some("ERR (0 < error rate range < 1)"),
+            range_error: Some(&ValkeyError::ErrorRateRange),
         },
     ),
     setting(
@@ -199,7 +199,7 @@ static SETTINGS: [Setting; 23] = [
         Value::Rate {
             cell: &VB_TIGHTENING,
             text: &VB_TIGHTENING_TEXT,
-            range_error: Some("ERR (0 < tightening ratio range < 1)"),
+            range_error: Some(&ValkeyError::TighteningRange),
         },
     ),
     setting("bloom-memory-usage-limit", Naming::ValkeyBloom, int(&VB_MEMORY_LIMIT, 0, i64::MAX)),
@@ -382,10 +382,10 @@ fn check(name: &str, value: Value, text: &[u8]) -> Result<i64, String> {
             )),
         },
         // valkey-bloom's words: the float as Rust reads it, then the range.
-        Value::Rate { range_error: Some(range), .. } => match shown.parse::<f64>() {
-            Ok(v) if v > 0.0 && v < 1.0 => Ok(v.to_bits() as i64),
-            Ok(_) => Err(range.to_string()),
-            Err(_) => Err("Invalid floating-point value".to_string()),
+        Value::Rate { range_error: Some(range), .. } => match vbloom::args::parse_unit_ratio(text) {
+            Ok(v) => Ok(v.to_bits() as i64),
+            Err(Some(_)) => Err(range.message().into_owned()),
+            Err(None) => Err("Invalid floating-point value".to_string()),
         },
         Value::Integer { min, max, .. } => match parse_long_long(text) {
             Some(v) if (min..=max).contains(&v) => Ok(v),

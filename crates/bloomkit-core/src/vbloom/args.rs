@@ -18,13 +18,26 @@ fn word(arg: &[u8]) -> String {
     text(arg).to_uppercase()
 }
 
-/// An error rate: a float strictly between 0 and 1.
-fn parse_rate(arg: &[u8]) -> Result<f64, ValkeyError> {
+/// A ratio strictly between 0 and 1 (an error rate, a tightening ratio),
+/// read as valkey-bloom reads its arguments and configs: `Err(None)` when
+/// it is no number, `Err(Some(v))` when `v` is out of range.
+pub fn parse_unit_ratio(arg: &[u8]) -> Result<f64, Option<f64>> {
     match text(arg).parse::<f64>() {
         Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
-        Ok(_) => Err(ValkeyError::ErrorRateRange),
-        Err(_) => Err(ValkeyError::BadErrorRate),
+        Ok(v) => Err(Some(v)),
+        Err(_) => Err(None),
     }
+}
+
+/// An error rate: a float strictly between 0 and 1.
+fn parse_rate(arg: &[u8]) -> Result<f64, ValkeyError> {
+    parse_unit_ratio(arg).map_err(|e| {
+        if e.is_some() {
+            ValkeyError::ErrorRateRange
+        } else {
+            ValkeyError::BadErrorRate
+        }
+    })
 }
 
 /// A capacity: 1 to 2^63-1 (0 has its own message).
@@ -151,11 +164,13 @@ pub fn parse_insert<A: AsRef<[u8]>>(
         match w.as_str() {
             "ERROR" => c.fp_rate = parse_rate(value(i)?)?,
             "TIGHTENING" => {
-                c.tightening = match text(value(i)?).parse::<f64>() {
-                    Ok(v) if v > 0.0 && v < 1.0 => v,
-                    Ok(_) => return Err(ValkeyError::TighteningRange),
-                    Err(_) => return Err(ValkeyError::BadTightening),
-                }
+                c.tightening = parse_unit_ratio(value(i)?).map_err(|e| {
+                    if e.is_some() {
+                        ValkeyError::TighteningRange
+                    } else {
+                        ValkeyError::BadTightening
+                    }
+                })?
             }
             "CAPACITY" => c.capacity = parse_capacity(value(i)?)? as u64,
             "SEED" => {

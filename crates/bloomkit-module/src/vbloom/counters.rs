@@ -41,32 +41,31 @@ impl Tally {
 /// An object now owned by the keyspace.
 pub fn stored(o: &Object) {
     OBJECTS.fetch_add(1, Relaxed);
-    add(Tally::of(o));
+    apply(Tally::of(o), AtomicU64::fetch_add);
 }
 
 /// An object the keyspace freed.
 pub fn freed(o: &Object) {
     OBJECTS.fetch_sub(1, Relaxed);
-    let t = Tally::of(o);
-    for (cell, v) in [(&BYTES, t.bytes), (&FILTERS, t.filters), (&ITEMS, t.items), (&CAPACITY, t.capacity)] {
-        cell.fetch_sub(v, Relaxed);
-    }
+    apply(Tally::of(o), AtomicU64::fetch_sub);
 }
 
 /// An object that grew from `before` (adds only ever grow one).
 pub fn grew(before: Tally, o: &Object) {
     let after = Tally::of(o);
-    add(Tally {
+    let grown = Tally {
         bytes: after.bytes - before.bytes,
         filters: after.filters - before.filters,
         items: after.items - before.items,
         capacity: after.capacity - before.capacity,
-    });
+    };
+    apply(grown, AtomicU64::fetch_add);
 }
 
-fn add(t: Tally) {
+/// Adds (or takes) a tally to (from) the totals.
+fn apply(t: Tally, op: fn(&AtomicU64, u64, std::sync::atomic::Ordering) -> u64) {
     for (cell, v) in [(&BYTES, t.bytes), (&FILTERS, t.filters), (&ITEMS, t.items), (&CAPACITY, t.capacity)] {
-        cell.fetch_add(v, Relaxed);
+        op(cell, v, Relaxed);
     }
 }
 
