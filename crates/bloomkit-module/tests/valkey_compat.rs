@@ -572,6 +572,18 @@ fn a_valkey_bundle_config_file_starts_and_sets_the_defaults() {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     for server in SERVERS {
+        // Each line alone: the server starts and holds that value, the
+        // others their defaults.
+        for line in lines.lines() {
+            let conf =
+                format!("loadmodule {}\nbf.compat valkey-bloom\n{line}\n", bloomkit_module().display());
+            let s = TestServer::start_with_config(server, &conf);
+            let mut c = s.conn();
+            let (name, value) = line.split_once(' ').unwrap();
+            let mut expected = recorded_defaults();
+            expected.insert(name.to_string(), value.to_string());
+            assert_eq!(config_map(&mut c, "bf.bloom-*"), expected, "{server:?}: {line}");
+        }
         let conf = format!("loadmodule {}\n{lines}", bloomkit_module().display());
         let s = TestServer::start_with_config(server, &conf);
         let mut c = s.conn();
