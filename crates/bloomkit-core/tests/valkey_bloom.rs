@@ -176,28 +176,11 @@ fn saved(o: &Object) -> Vec<u8> {
 
 /// The `BF.LOAD key blob` commands of valkey-bloom's rewritten AOF.
 fn aof_blobs() -> Vec<(String, Vec<u8>)> {
-    let aof = fixture("appendonlydir/appendonly.aof.2.base.aof");
-    let mut pos = 0;
-    let line = |pos: &mut usize| {
-        let end = aof[*pos..].windows(2).position(|w| w == b"\r\n").unwrap() + *pos;
-        let l = String::from_utf8(aof[*pos..end].to_vec()).unwrap();
-        *pos = end + 2;
-        l
-    };
-    let mut out = Vec::new();
-    while pos < aof.len() {
-        let n: usize = line(&mut pos)[1..].parse().unwrap();
-        let mut args = Vec::new();
-        for _ in 0..n {
-            let len: usize = line(&mut pos)[1..].parse().unwrap();
-            args.push(aof[pos..pos + len].to_vec());
-            pos += len + 2;
-        }
-        if args[0] == b"BF.LOAD" {
-            out.push((String::from_utf8(args[1].clone()).unwrap(), args[2].clone()));
-        }
-    }
-    out
+    bloomkit_testkit::aof_commands(&fixture("appendonlydir/appendonly.aof.2.base.aof"))
+        .into_iter()
+        .filter(|args| args[0] == b"BF.LOAD")
+        .map(|args| (String::from_utf8(args[1].clone()).unwrap(), args[2].clone()))
+        .collect()
 }
 
 fn strings(v: &Value) -> Vec<String> {

@@ -15,7 +15,7 @@ use std::time::Duration;
 use bloomkit_core::vbloom::Object;
 use bloomkit_core::Limits;
 use bloomkit_testkit::hostile::{assert_dump_round_trips, restore_damaged, seal, RdbValue, Watch};
-use bloomkit_testkit::{aof_args, Conn, Module, Reply, Server, TestServer};
+use bloomkit_testkit::{aof_args, aof_commands, Conn, Module, Reply, Server, TestServer};
 use serde_json::Value;
 
 const SERVERS: [Server; 2] = [Server::Valkey, Server::Redis];
@@ -348,27 +348,11 @@ fn aof_blob(key: &str) -> Vec<u8> {
 
 /// The `BF.LOAD key blob` commands of an AOF, by key.
 fn blobs_in(aof: &[u8]) -> BTreeMap<String, Vec<u8>> {
-    let mut pos = 0;
-    let line = |pos: &mut usize| {
-        let end = aof[*pos..].windows(2).position(|w| w == b"\r\n").unwrap() + *pos;
-        let l = String::from_utf8(aof[*pos..end].to_vec()).unwrap();
-        *pos = end + 2;
-        l
-    };
-    let mut out = BTreeMap::new();
-    while pos < aof.len() {
-        let n: usize = line(&mut pos)[1..].parse().unwrap();
-        let mut args = Vec::new();
-        for _ in 0..n {
-            let len: usize = line(&mut pos)[1..].parse().unwrap();
-            args.push(aof[pos..pos + len].to_vec());
-            pos += len + 2;
-        }
-        if args[0] == b"BF.LOAD" {
-            out.insert(String::from_utf8(args[1].clone()).unwrap(), args[2].clone());
-        }
-    }
-    out
+    aof_commands(aof)
+        .into_iter()
+        .filter(|args| args[0] == b"BF.LOAD")
+        .map(|args| (String::from_utf8(args[1].clone()).unwrap(), args[2].clone()))
+        .collect()
 }
 
 #[test]

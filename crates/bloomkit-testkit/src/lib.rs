@@ -467,6 +467,30 @@ pub fn aof_args(preamble: bool) -> Vec<&'static str> {
     vec!["--appendonly", "yes", "--appendfsync", "always", "--aof-use-rdb-preamble", preamble]
 }
 
+/// The commands of a RESP command stream (an AOF file without an RDB
+/// preamble), each as its arguments.
+pub fn aof_commands(aof: &[u8]) -> Vec<Vec<Vec<u8>>> {
+    let mut pos = 0;
+    let line = |pos: &mut usize| {
+        let end = aof[*pos..].windows(2).position(|w| w == b"\r\n").expect("a CRLF") + *pos;
+        let l = String::from_utf8(aof[*pos..end].to_vec()).expect("a text line");
+        *pos = end + 2;
+        l
+    };
+    let mut out = Vec::new();
+    while pos < aof.len() {
+        let n: usize = line(&mut pos)[1..].parse().expect("an argument count");
+        let mut cmd = Vec::with_capacity(n);
+        for _ in 0..n {
+            let len: usize = line(&mut pos)[1..].parse().expect("an argument length");
+            cmd.push(aof[pos..pos + len].to_vec());
+            pos += len + 2;
+        }
+        out.push(cmd);
+    }
+    out
+}
+
 /// Drops a replica's link to its primary, runs `write` on the primary
 /// meanwhile, and checks that the replica came back by a partial resync
 /// holding the same data; returns what `write` returned.
