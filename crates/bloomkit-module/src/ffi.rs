@@ -198,31 +198,7 @@ impl Ctx {
         keyword: Option<&std::ffi::CStr>,
         items: &[Arg],
     ) {
-        let items_ptr = items.as_ptr().cast::<*mut raw::RedisModuleString>();
-        // SAFETY: "sv" = a module string, then an array of module strings
-        // and its length; "scv" the same with a C string between; `Arg` is a
-        // transparent wrapper of the string pointer.
-        unsafe {
-            match keyword {
-                None => api!(RedisModule_Replicate)(
-                    self.0,
-                    command.as_ptr(),
-                    c"sv".as_ptr(),
-                    key.raw(),
-                    items_ptr,
-                    items.len(),
-                ),
-                Some(k) => api!(RedisModule_Replicate)(
-                    self.0,
-                    command.as_ptr(),
-                    c"scv".as_ptr(),
-                    key.raw(),
-                    k.as_ptr(),
-                    items_ptr,
-                    items.len(),
-                ),
-            }
-        };
+        self.replicate_words(command, key, keyword.map(std::ffi::CStr::to_bytes).as_slice(), items);
     }
 
     /// Replicates `command key word... item...`: a command whose arguments

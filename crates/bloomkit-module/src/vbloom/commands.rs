@@ -166,7 +166,6 @@ fn write(
     let limits = limits(ctx);
     let items = &argv[items_from..];
     let before = Tally::of(o);
-    let (size_before, filters_before) = (o.size(), o.filters().len());
     let mut added = 0u64;
     let mut completed = 0usize;
     let mut failed = None;
@@ -200,7 +199,7 @@ fn write(
             Err(e) => failed = Some(e),
         }
     }
-    stats::grew(added, o.size() - size_before, (o.filters().len() - filters_before) as u64);
+    stats::grew(added, o.size() - before.bytes, o.filters().len() as u64 - before.filters);
     counters::grew(before, o);
     if created {
         replicate_creation(ctx, &argv[1], o, &items[..completed]);

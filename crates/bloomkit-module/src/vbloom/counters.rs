@@ -26,10 +26,10 @@ static CAPACITY: AtomicU64 = AtomicU64::new(0);
 /// What one object adds to the totals.
 #[derive(Clone, Copy)]
 pub struct Tally {
-    bytes: u64,
-    filters: u64,
-    items: u64,
-    capacity: u64,
+    pub bytes: u64,
+    pub filters: u64,
+    pub items: u64,
+    pub capacity: u64,
 }
 
 impl Tally {
