@@ -18,6 +18,9 @@
 //! the heap string and reads ours right. A value from 2.8.2 whose stored
 //! item is shorter than its heap length (an item cut at a NUL) loads as the
 //! stored text, as RedisBloom 8 loads it: the lost bytes cannot come back.
+//! A slot no writer makes (a text longer than the heap's length, one cut
+//! anywhere but before a NUL, an empty slot with a length) is refused: each
+//! would load as a sketch that saves differently (see [`canonical_slot`]).
 
 use super::errors::TopkError;
 use super::sketch::{allocate, decay_table, Bucket, Slot, TopK, TopkParams};
@@ -111,7 +114,10 @@ impl TopK {
             // other slot holds an item, the empty string included (its
             // fingerprint is not 0). The item is the stored text even when
             // the heap's length says otherwise (2.8.2 cut items at a NUL).
-            let empty = fp == 0 && count == 0 && itemlen == 0 && item.is_empty();
+            if !canonical_slot(fp, itemlen, count, item) {
+                return Err(TopkError::BadData);
+            }
+            let empty = fp == 0 && count == 0 && item.is_empty();
             *slot = Slot { fp, count, item: (!empty).then(|| item.into()) };
         }
         Ok(TopK { k, width, depth, decay, buckets, heap, table: decay_table(decay), draws })
@@ -138,6 +144,28 @@ impl TopK {
         }
         Ok(t)
     }
+}
+
+/// Whether a heap slot as stored is one some writer makes, so that what
+/// loads saves back to the same slot (load, save and load give the same
+/// sketch):
+/// - the stored text is at most the heap's length: bloomkit and RedisBloom 8
+///   write `itemlen` bytes; 2.8.2 writes the item up to its first NUL, so a
+///   shorter text holds no NUL (the item was cut just before one);
+/// - fingerprint 0, count 0 and an empty text is an empty slot, and an
+///   empty slot has length 0: with another length it would load as an
+///   empty-string item, which saves as an empty slot (its length is the
+///   text's), so the copy would answer otherwise (`TOPK.ADD` expelling a
+///   phantom `""` from one, nothing from the other).
+fn canonical_slot(fp: u32, itemlen: u32, count: u32, text: &[u8]) -> bool {
+    let stored = text.len() as u64;
+    let fits = match stored.cmp(&u64::from(itemlen)) {
+        std::cmp::Ordering::Equal => true,
+        std::cmp::Ordering::Less => !text.contains(&0),
+        std::cmp::Ordering::Greater => false,
+    };
+    let empty_looking = fp == 0 && count == 0 && text.is_empty();
+    fits && !(empty_looking && itemlen != 0)
 }
 
 #[cfg(test)]
@@ -266,6 +294,105 @@ mod tests {
         assert!(loaded(good, Limits::at_most(100)).is_err());
         // A wrong encoding version.
         assert!(TopK::load(&mut FieldStream { bytes: saved(&t), pos: 0 }, 1, Limits::NONE).is_err());
+    }
+
+    /// What a loaded sketch must do: save to fields that load to the same
+    /// sketch (draw counter included), which saves to the same fields.
+    fn assert_round_trips(t: &TopK) {
+        let bytes = saved(t);
+        let back = loaded(bytes.clone(), Limits::NONE).expect("a loaded sketch's save loads");
+        assert_eq!(back.params(), t.params());
+        assert_eq!((&back.buckets, &back.heap, back.draws), (&t.buckets, &t.heap, t.draws));
+        assert_eq!(saved(&back), bytes);
+    }
+
+    /// Where slot `i`'s 24 bytes start in a sketch's saved fields.
+    fn slot_at(t: &TopK, i: usize) -> usize {
+        36 + 9 + t.buckets.len() * 8 + 9 + 24 * i
+    }
+
+    fn set_itemlen(bytes: &mut [u8], at: usize, len: u32) {
+        bytes[at + 4..at + 8].copy_from_slice(&len.to_le_bytes());
+    }
+
+    /// Issue 31: an empty slot (fingerprint 0, count 0, empty text) with a
+    /// non-zero length loaded as an empty-string item, which saves as an
+    /// empty slot: the sketch's `TOPK.ADD` then expelled a phantom `""`
+    /// where its copy expelled nothing. Refused now.
+    #[test]
+    fn an_empty_slot_with_a_length_is_refused() {
+        let mut t = sketch(3, 8, 2, 1.0);
+        t.add(b"x", 1);
+        assert!(t.heap[2].item.is_none(), "slot 2 is empty");
+        let mut bytes = saved(&t);
+        set_itemlen(&mut bytes, slot_at(&t, 2), 5);
+        assert_eq!(loaded(bytes, Limits::NONE).err(), Some(TopkError::BadData));
+        // An empty slot as RedisBloom 8.9 may write it, with no string at
+        // all, loads as an empty slot.
+        let mut w = FieldStream::default();
+        let good = saved(&t);
+        let last = good.len() - 10;
+        w.bytes = good[..last].to_vec();
+        FieldWriter::buffer(&mut w, b"");
+        let back = loaded(w.bytes, Limits::NONE).unwrap();
+        assert_eq!(back.heap, t.heap);
+        assert_round_trips(&back);
+    }
+
+    /// No writer stores more text than the heap's length, or cuts an item
+    /// anywhere but just before its first NUL (2.8.2): such slots are
+    /// refused. What 2.8.2 writes still loads and round-trips, an item cut
+    /// to nothing included.
+    #[test]
+    fn item_lengths_must_match_a_writer() {
+        let mut t = sketch(2, 8, 1, 1.0);
+        t.add(b"abc", 2);
+        let at = slot_at(&t, t.heap.iter().position(|s| s.bytes() == b"abc").unwrap());
+        let mut bytes = saved(&t);
+        set_itemlen(&mut bytes, at, 2);
+        assert_eq!(loaded(bytes, Limits::NONE).err(), Some(TopkError::BadData), "text past the length");
+        let mut t = sketch(1, 8, 1, 1.0);
+        t.add(b"a\0b", 1);
+        let mut bytes = saved(&t);
+        set_itemlen(&mut bytes, slot_at(&t, 0), 5);
+        assert_eq!(loaded(bytes, Limits::NONE).err(), Some(TopkError::BadData), "cut after a NUL");
+        // 2.8.2's writing of "\0xy": the heap says 3 bytes, the string is a NUL.
+        let mut t = sketch(1, 8, 1, 1.0);
+        t.add(b"\0xy", 1);
+        let mut bytes = saved(&t);
+        let cut = bytes.len() - 9 - 4;
+        bytes.truncate(cut);
+        let mut w = FieldStream { bytes, pos: 0 };
+        FieldWriter::buffer(&mut w, b"\0");
+        let back = loaded(w.bytes, Limits::NONE).unwrap();
+        assert_eq!(back.heap[0].item.as_deref(), Some(&b""[..]));
+        assert_eq!(back.heap[0].fp, fingerprint(b"\0xy"));
+        assert_round_trips(&back);
+    }
+
+    /// Every one-byte change of a saved sketch (a few values at every
+    /// position) is refused or loads to a sketch that round-trips.
+    #[test]
+    fn whatever_loads_round_trips() {
+        let mut t = sketch(6, 4, 2, 0.9);
+        for item in [&b"a"[..], b"", b"a\0b", b"zz"] {
+            t.add(item, 1);
+        }
+        t.add(b"a", 3);
+        assert!(t.heap.iter().any(|s| s.item.is_none()), "an empty slot is part of the case");
+        let good = saved(&t);
+        let mut accepted = 0;
+        for at in 0..good.len() {
+            for v in [0u8, 1, 3, 0x80, 0xff, good[at] ^ 1] {
+                let mut bytes = good.clone();
+                bytes[at] = v;
+                if let Ok(back) = loaded(bytes, Limits::NONE) {
+                    accepted += 1;
+                    assert_round_trips(&back);
+                }
+            }
+        }
+        assert!(accepted > good.len(), "{accepted}");
     }
 
     #[test]

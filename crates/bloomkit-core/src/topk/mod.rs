@@ -21,8 +21,9 @@
 //!   at their first NUL), and an empty-string item stays one after a reload;
 //! - `k` above 4294967295 is refused (2.8.2 truncates it, and 2^32 aborts
 //!   the server); loads are validated (non-zero `k`, `width`, `depth`,
-//!   blob sizes exactly `8 x width x depth` and `24 x k`) and refused
-//!   cleanly instead of asserting;
+//!   blob sizes exactly `8 x width x depth` and `24 x k`, each heap slot's
+//!   length and text as a writer makes them, so that whatever loads saves
+//!   back to the same sketch) and refused cleanly instead of asserting;
 //! - sizes are checked against the size limit before anything is allocated.
 //!
 //! Here: [`sketch`] (the HeavyKeeper), [`args`] (`TOPK.*` arguments),
