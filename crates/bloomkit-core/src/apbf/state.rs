@@ -141,8 +141,11 @@ impl Apbf {
             millis => Window::Time { millis },
         };
         let (front, in_generation) = (field(6), field(7));
-        // The first format let time windows grow a generation without bound.
-        if front >= k + l || (!(v1 && window != Window::Count) && in_generation >= generation) {
+        // The first format let time windows grow a generation without bound,
+        // and such a filter saves in this format as it is (the next add ends
+        // that generation): a time window's count is not held to `g` in
+        // either format, so that what the first format loads loads again.
+        if front >= k + l || (window == Window::Count && in_generation >= generation) {
             return Err(bad("ring position out of range"));
         }
         let (window_generations, tick_ms, clock_ms, early_losses) = if v1 {
@@ -330,5 +333,51 @@ mod tests {
             assert!(old.contains(&i.to_le_bytes(), 2_000));
         }
         assert!(Apbf::from_header(&v1[..HEADER_LEN_V1], None).is_ok());
+    }
+
+    /// The first format's bytes of a filter: its magic, ten fields and a
+    /// body without the add times.
+    fn first_format(f: &Apbf) -> Vec<u8> {
+        let v2 = f.encode();
+        let mut v1 = MAGIC_V1.to_vec();
+        v1.extend_from_slice(&v2[8..8 + 10 * 8]);
+        let body = &v2[HEADER_LEN..];
+        v1.extend_from_slice(&body[..body.len() - 8 * f.shape().slices() as usize]);
+        v1
+    }
+
+    /// Found reviewing the formats for round trips (issue 31): the first
+    /// format let a time window's generation hold more than `g` adds, and
+    /// such a state loaded, but its save (in this format) was refused, so
+    /// a server that loaded it could not load its own RDB file again.
+    #[test]
+    fn a_first_format_overfull_generation_saves_and_loads_again() {
+        let mut f = new(0.01, 500, Window::Time { millis: 60_000 }, 1_000);
+        for i in 0..100u32 {
+            f.add(&i.to_le_bytes(), 1_000 + u64::from(i));
+        }
+        let mut v1 = first_format(&f);
+        let g = f.shape().generation;
+        v1[8 + 7 * 8..8 + 8 * 8].copy_from_slice(&(g + 3).to_le_bytes());
+        let old = Apbf::decode(&v1, None).unwrap();
+        assert_eq!(old.items_in_generation(1_100), g + 3);
+        let saved = old.encode();
+        let mut back = Apbf::decode(&saved, None).expect("its own save loads");
+        assert_eq!(back, old);
+        assert_eq!(back.encode(), saved);
+        // The next add ends the overfull generation, in both.
+        let mut old = old;
+        assert_eq!(old.add(b"new", 1_200), back.add(b"new", 1_200));
+        assert_eq!(old, back);
+        assert_eq!(old.items_in_generation(1_200), 0);
+        // A count window's generation is still held to `g`.
+        let c = new(0.01, 500, Window::Count, 0);
+        let mut bytes = c.encode();
+        let g = c.shape().generation;
+        bytes[8 + 7 * 8..8 + 8 * 8].copy_from_slice(&g.to_le_bytes());
+        assert!(Apbf::decode(&bytes, None).is_err());
+        let mut v1 = first_format(&c);
+        v1[8 + 7 * 8..8 + 8 * 8].copy_from_slice(&g.to_le_bytes());
+        assert!(Apbf::decode(&v1, None).is_err());
     }
 }
