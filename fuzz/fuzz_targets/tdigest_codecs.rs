@@ -10,22 +10,23 @@ use libfuzzer_sys::fuzz_target;
 
 const LIMITS: Limits = Limits::at_most(1 << 22);
 
-fn exercise(mut t: TDigest, seed: &[u8]) {
-    let before = t.size();
-    let _ = t.quantiles(&[0.0, 0.2, 0.2, 0.1, 0.5, 1.0]);
-    let _ = t.cdf(1.0);
-    let _ = t.trimmed_mean(0.1, 0.9);
-    let _ = t.rank(0.5, false);
-    let _ = t.rank(0.5, true);
-    let _ = t.by_rank(1, false);
-    let _ = t.by_rank(2, true);
-    assert_eq!(t.size(), before, "estimates change no weight");
-    for &b in seed.iter().take(64) {
-        let _ = t.add(f64::from(b) - 100.0, 1);
-    }
-    if let Ok(mut copy) = t.try_clone() {
-        let _ = copy.merge_from(&mut t);
-    }
+fn answers(t: &mut TDigest) -> Vec<u64> {
+    let before = t.try_clone().expect("small digests clone");
+    let Ok(e) = t.estimates() else { return Vec::new() };
+    let mut out: Vec<f64> = e.quantiles(&[0.0, 0.2, 0.2, 0.1, 0.5, 1.0]);
+    out.push(e.cdf(1.0));
+    out.push(e.trimmed_mean(0.1, 0.9));
+    out.extend([e.rank(0.5, false), e.rank(0.5, true)].map(|r| r as f64));
+    out.push(e.by_rank(1, false));
+    out.push(e.by_rank(2, true));
+    out.extend([e.min_reply(), e.max_reply(), e.size() as f64]);
+    assert_eq!(*t, before, "estimates change no value");
+    out.iter().map(|v| v.to_bits()).collect()
+}
+
+/// Saved, loaded and saved again: the same bytes, the same digest, the
+/// same answers (issue 31: a payload is accepted only if it round-trips).
+fn round_trip(t: &mut TDigest) {
     let mut fields = FieldStream::default();
     t.save(&mut fields);
     let mut again = TDigest::load(&mut FieldStream { bytes: fields.bytes.clone(), pos: 0 }, Limits::NONE)
@@ -33,6 +34,23 @@ fn exercise(mut t: TDigest, seed: &[u8]) {
     let mut twice = FieldStream::default();
     again.save(&mut twice);
     assert_eq!(twice.bytes, fields.bytes, "save, load and save again give the same fields");
+    assert_eq!(answers(&mut again), answers(t), "a loaded copy answers the same");
+    let payload = t.estimated().dump_payload(10);
+    assert_eq!(again.dump_payload(10), payload, "the copy's DUMP is the same");
+}
+
+fn exercise(mut t: TDigest, seed: &[u8]) {
+    round_trip(&mut t);
+    for &b in seed.iter().take(64) {
+        let _ = t.add(f64::from(b) - 100.0, 1);
+    }
+    round_trip(&mut t);
+    if let Ok(mut copy) = t.try_clone() {
+        let _ = copy.merge_from(&mut t);
+        round_trip(&mut copy);
+    }
+    let _ = t.settle(1);
+    round_trip(&mut t);
 }
 
 fuzz_target!(|data: &[u8]| {

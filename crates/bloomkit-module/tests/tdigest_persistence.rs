@@ -2,10 +2,11 @@
 //! and replication, on Redis 7.0 and Valkey 9: the servers' DEBUG DIGEST
 //! stays equal, and so do the answers.
 //!
-//! Reads and DUMP compress a digest in place (as in RedisBloom), and where
-//! a compression happens decides later answers; the streams here mix them
-//! with writes, so that a replica or a replayed AOF that compressed
-//! elsewhere would show.
+//! Reads and DUMP never change a digest; they owe RedisBloom's compression
+//! to the next write, which makes it and announces it (`TDIGEST.CDF key 0`
+//! ahead of the write) to replicas and the AOF. Where a compression
+//! happens decides later answers; the streams here mix reads with writes,
+//! so that a replica or a replayed AOF that compressed elsewhere would show.
 
 use std::time::Duration;
 
@@ -83,27 +84,34 @@ fn aof_replay_and_rewrite() {
             let mut c = s.conn();
             c.wait_for_aof_rewrite(Duration::from_secs(30));
             write_everything(&mut c, "a");
-            // The answers first: their reads compress (and are logged so).
+            // Reads first: they owe compressions, which the next writes
+            // make and log ahead of themselves.
             answers(&mut c, "a");
+            for key in ["0", "1", "2", "m", "copied"] {
+                c.ok(&format!("TDIGEST.ADD a:{key} 7"));
+            }
             let replies = answers(&mut c, "a");
             let before = c.digest();
             s.restart(&[]);
             let mut c = s.conn();
-            assert_eq!(c.digest(), before, "{context}: replayed AOF (reads and DUMPs compressed there too)");
+            assert_eq!(c.digest(), before, "{context}: replayed AOF (owed compressions announced there)");
             assert_eq!(answers(&mut c, "a"), replies, "{context}");
-            // A rewrite saves compressed digests (its child compresses its
-            // copy, as RedisBloom's does): compress the live ones first so
-            // that the restart can be compared.
-            for key in ["0", "1", "2", "m", "copied"] {
-                c.ok(&format!("TDIGEST.CDF a:{key} 0"));
-            }
+            // A rewrite saves compressed digests, as RedisBloom's does,
+            // while the live ones keep their buffers: each owes that
+            // compression to its next write, so the server and a restart
+            // from the new AOF go on from the same point.
             c.ok("BGREWRITEAOF");
             c.wait_for_aof_rewrite(Duration::from_secs(30));
             write_everything(&mut c, "b");
+            for key in ["0", "1", "2", "m", "copied"] {
+                c.ok(&format!("TDIGEST.ADD a:{key} 8 9 10"));
+            }
             let before = c.digest();
+            let replies = answers(&mut c, "a");
             s.restart(&[]);
             let mut c = s.conn();
             assert_eq!(c.digest(), before, "{context}: rewritten AOF");
+            assert_eq!(answers(&mut c, "a"), replies, "{context}: rewritten AOF, INFO included");
             if !preamble {
                 let text = s.base_aof();
                 assert!(text.windows(7).any(|w| w == b"RESTORE"), "{context}: rewrite emits RESTORE");
@@ -170,7 +178,11 @@ fn info_counters_and_memory_usage() {
     assert_eq!(c.info_field("bf", "bf_tdigest_bytes"), "9768");
     assert_eq!(c.info_field("bf", "bf_tdigest_observations_added"), "3");
     assert_eq!(c.info_field("bf", "bf_tdigest_queries"), "1");
+    // The read owes its compression; the next write makes and sends it.
+    assert_eq!(c.info_field("bf", "bf_tdigest_compressions_replicated"), "0");
+    c.ok("TDIGEST.ADD a 4");
     assert_eq!(c.info_field("bf", "bf_tdigest_compressions_replicated"), "1");
+    assert_eq!(c.info_field("bf", "bf_tdigest_observations_added"), "4");
     assert_eq!(c.cmd("MEMORY USAGE a").as_int(), 9768 + 8 + 24);
     c.ok("COPY a b");
     assert_eq!(c.call(&["DEBUG", "DIGEST-VALUE", "a"]), c.call(&["DEBUG", "DIGEST-VALUE", "b"]));
@@ -182,4 +194,79 @@ fn info_counters_and_memory_usage() {
     let keys = c.cmd("COMMAND GETKEYS TDIGEST.MERGE d 2 a b COMPRESSION 5");
     assert_eq!(format!("{keys:?}"), r#"["d", "a", "b"]"#);
     assert_eq!(c.info_field("bf", "bf_tdigest_bytes"), "0");
+}
+
+/// Issue 31's divergence: a full sync, or an AOF rewrite, taken while a
+/// digest holds unmerged values wrote its compressed form; the primary
+/// kept its buffer, and answered 19.603070175438599 where the replica or a
+/// restart answered 18.321402483564647 forever after. A snapshot now
+/// counts as a read: the primary's next write makes that compression and
+/// announces it, so the replica, a restart from the rewritten AOF and the
+/// primary answer the same, and hold the same values, from then on.
+#[test]
+fn snapshots_of_buffered_digests_stay_identical() {
+    let first: Vec<String> = (0..100).map(|i| ((i * i) % 97).to_string()).collect();
+    let later: Vec<String> = (0..60).map(|i| ((i * 7) % 13).to_string()).collect();
+    for server in SERVERS {
+        // Full sync.
+        let primary = TestServer::with_bloomkit(server);
+        let mut p = primary.conn();
+        p.ok("TDIGEST.CREATE td COMPRESSION 20");
+        p.ok(&format!("TDIGEST.ADD td {}", first.join(" ")));
+        assert!(format!("{:?}", p.cmd("TDIGEST.INFO td")).contains(r#""Unmerged nodes", 100"#), "{server:?}");
+        let port = primary.port.to_string();
+        let replica = TestServer::start(server, &[Module::bloomkit()], &["--replicaof", "127.0.0.1", &port]);
+        let mut r = replica.conn();
+        r.wait_for_sync(Duration::from_secs(30));
+        assert_eq!(r.digest(), p.digest(), "{server:?}: right after the full sync");
+        p.ok(&format!("TDIGEST.ADD td {}", later.join(" ")));
+        assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1));
+        // INFO first: after a read, a primary's INFO shows the compression
+        // the read owes (as RedisBloom's), which its replicas get with the
+        // next write.
+        assert_eq!(r.cmd("TDIGEST.INFO td"), p.cmd("TDIGEST.INFO td"), "{server:?}");
+        let q = p.cmd("TDIGEST.QUANTILE td 0.5");
+        assert_eq!(
+            format!("{q:?}"),
+            r#"["18.321402483564647"]"#,
+            "{server:?}: compressed where the snapshot was"
+        );
+        assert_eq!(r.cmd("TDIGEST.QUANTILE td 0.5"), q, "{server:?}: the replica");
+        assert_eq!(r.call(&["DUMP", "td"]), p.call(&["DUMP", "td"]), "{server:?}");
+        assert_eq!(r.digest(), p.digest(), "{server:?}");
+        p.ok("TDIGEST.ADD td 1");
+        assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1));
+        assert_eq!(
+            r.cmd("TDIGEST.INFO td"),
+            p.cmd("TDIGEST.INFO td"),
+            "{server:?}: the owed compression arrived"
+        );
+        assert_eq!(r.digest(), p.digest(), "{server:?}");
+
+        // AOF rewrite (with and without the RDB preamble), then a restart.
+        for preamble in [false, true] {
+            let context = format!("{server:?}, preamble {preamble}");
+            let mut s = TestServer::start(server, &[Module::bloomkit()], &aof_args(preamble));
+            let mut c = s.conn();
+            c.wait_for_aof_rewrite(Duration::from_secs(30));
+            c.ok("TDIGEST.CREATE td COMPRESSION 20");
+            c.ok(&format!("TDIGEST.ADD td {}", first.join(" ")));
+            c.ok("BGREWRITEAOF");
+            c.wait_for_aof_rewrite(Duration::from_secs(30));
+            c.ok(&format!("TDIGEST.ADD td {}", later.join(" ")));
+            let info = c.cmd("TDIGEST.INFO td");
+            let (q, dump, digest) = (c.cmd("TDIGEST.QUANTILE td 0.5"), c.call(&["DUMP", "td"]), c.digest());
+            assert_eq!(
+                format!("{q:?}"),
+                r#"["18.321402483564647"]"#,
+                "{context}: compressed where the rewrite was"
+            );
+            s.restart(&[]);
+            let mut c = s.conn();
+            assert_eq!(c.cmd("TDIGEST.INFO td"), info, "{context}");
+            assert_eq!(c.cmd("TDIGEST.QUANTILE td 0.5"), q, "{context}: after the restart");
+            assert_eq!(c.call(&["DUMP", "td"]), dump, "{context}");
+            assert_eq!(c.digest(), digest, "{context}");
+        }
+    }
 }

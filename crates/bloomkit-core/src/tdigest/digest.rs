@@ -11,7 +11,20 @@ use crate::common::memory::{Limits, Relocate};
 
 /// One digest: centroids (merged, sorted, at the front of the arrays) and
 /// the buffer of points added since the last compression after them.
-#[derive(Debug, PartialEq)]
+///
+/// # Reads never write
+///
+/// RedisBloom compresses a digest's buffer whenever it answers an estimate
+/// or saves it. Here the estimates read [`TDigest::estimates`]: the digest
+/// itself when its buffer is empty, else a compressed copy kept until the
+/// next write. The value (what saves, digests and replicas see) changes
+/// only on writes. To keep RedisBloom's answers, a read or a save on a
+/// primary records that a compression is *owed* ([`TDigest::owe_compression`]):
+/// the next write pays it in place first ([`TDigest::settle`]), and the
+/// server announces it to its replicas and AOF inside that write. The same
+/// holds after a snapshot (fork) taken while the buffer held values, which
+/// wrote the compressed form: see [`TDigest::owes_compression`].
+#[derive(Debug)]
 pub struct TDigest {
     pub(super) compression: f64,
     pub(super) cap: usize,
@@ -24,7 +37,41 @@ pub struct TDigest {
     pub(super) unmerged_weight: i64,
     pub(super) means: Vec<f64>,
     pub(super) weights: Vec<i64>,
+    /// Not part of the value (not saved, compared or digested): the
+    /// compressed copy the estimates read while the buffer holds values.
+    pub(super) view: Option<Box<TDigest>>,
+    /// Not part of the value: a read or save asked for a compression that
+    /// the next write must make (and announce) first.
+    pub(super) owed: bool,
+    /// Not part of the value: the next write must announce a compression
+    /// (made in place, a no-op on an empty buffer) even if none is owed.
+    pub(super) announce: bool,
+    /// Not part of the value: the snapshot epoch of the last write.
+    pub(super) epoch: u64,
 }
+
+/// Equal values: the fields that are saved and answered from.
+impl PartialEq for TDigest {
+    fn eq(&self, other: &TDigest) -> bool {
+        let n = self.merged_nodes + self.unmerged_nodes;
+        self.compression.to_bits() == other.compression.to_bits()
+            && self.cap == other.cap
+            && self.min.to_bits() == other.min.to_bits()
+            && self.max.to_bits() == other.max.to_bits()
+            && self.merged_nodes == other.merged_nodes
+            && self.unmerged_nodes == other.unmerged_nodes
+            && self.total_compressions == other.total_compressions
+            && self.merged_weight == other.merged_weight
+            && self.unmerged_weight == other.unmerged_weight
+            && self.means[..n].iter().map(|m| m.to_bits()).eq(other.means[..n].iter().map(|m| m.to_bits()))
+            && self.weights[..n] == other.weights[..n]
+    }
+}
+
+/// The largest total weight a digest keeps: 2^53, past which a weight no
+/// longer survives its trip through a double (RDB values store weights as
+/// doubles), so a DUMP would no longer restore exactly.
+pub const MAX_WEIGHT: i64 = 1 << 53;
 
 /// C's `fmax`-free `__td_max`/`__td_min` macros: the second operand wins ties and NaN.
 #[inline]
@@ -188,6 +235,10 @@ impl TDigest {
             unmerged_weight: 0,
             means: zeroed(cap)?,
             weights: zeroed(cap)?,
+            view: None,
+            owed: false,
+            announce: false,
+            epoch: 0,
         })
     }
 
@@ -199,7 +250,96 @@ impl TDigest {
         let mut weights = Vec::new();
         weights.try_reserve_exact(self.cap).map_err(|_| TdError::AllocationFailed)?;
         weights.extend_from_slice(&self.weights);
-        Ok(TDigest { means, weights, ..*self })
+        Ok(TDigest {
+            compression: self.compression,
+            cap: self.cap,
+            min: self.min,
+            max: self.max,
+            merged_nodes: self.merged_nodes,
+            unmerged_nodes: self.unmerged_nodes,
+            total_compressions: self.total_compressions,
+            merged_weight: self.merged_weight,
+            unmerged_weight: self.unmerged_weight,
+            means,
+            weights,
+            view: None,
+            owed: self.owed,
+            announce: self.announce,
+            epoch: self.epoch,
+        })
+    }
+
+    /// What the estimates read: this digest when compressing would change
+    /// nothing, else its compressed copy, made once and kept until the next
+    /// write. The digest's value never changes here.
+    pub fn estimates(&mut self) -> Result<&TDigest, TdError> {
+        if self.compress_changes_nothing() {
+            return Ok(self);
+        }
+        if self.view.is_none() {
+            let mut copy = self.try_clone()?;
+            copy.compress()?;
+            self.view = Some(Box::new(copy));
+        }
+        Ok(self.view.as_deref().unwrap_or(self))
+    }
+
+    /// The copy [`TDigest::estimates`] made, if it is current; else this digest.
+    pub fn estimated(&self) -> &TDigest {
+        match &self.view {
+            Some(v) if !self.compress_changes_nothing() => v,
+            _ => self,
+        }
+    }
+
+    /// True when [`TDigest::compress`] would leave the value as it is: an
+    /// empty buffer, or a lone observation (which stays in the buffer).
+    fn compress_changes_nothing(&self) -> bool {
+        self.unmerged_nodes == 0 || d(self.merged_weight) + d(self.unmerged_weight) <= 1.0
+    }
+
+    /// Records that a compression is owed: RedisBloom would have compressed
+    /// the value here (an estimate, a save). Nothing else changes.
+    pub fn owe_compression(&mut self) {
+        if !self.compress_changes_nothing() {
+            self.owed = true;
+        }
+    }
+
+    /// Records that the next write must announce a compression even when
+    /// none is owed: a value just loaded (a restart from an RDB file) may be
+    /// followed by replicas that still hold the buffer it was saved from;
+    /// told, they compress theirs. Estimates and INFO are not affected.
+    pub fn owe_announcement(&mut self) {
+        self.announce = true;
+    }
+
+    /// A write replayed from the AOF or the primary's stream: that history
+    /// already holds every announcement, so none is due for the load.
+    pub fn follow_stream(&mut self) {
+        self.announce = false;
+    }
+
+    /// True when the next write must first compress (and announce it): a
+    /// read or save owed one, or a snapshot was taken (`snapshot_epoch`
+    /// passed the epoch of the last write) while the buffer held values, so
+    /// the snapshot holds the compressed form.
+    pub fn owes_compression(&self, snapshot_epoch: u64) -> bool {
+        self.owed || (!self.compress_changes_nothing() && self.epoch < snapshot_epoch)
+    }
+
+    /// Before a write: pays an owed compression in place; `Ok(true)` when
+    /// one was owed or an announcement was due (the caller then announces
+    /// the compression to whoever follows this value).
+    pub fn settle(&mut self, snapshot_epoch: u64) -> Result<bool, TdError> {
+        let due = self.owes_compression(snapshot_epoch) || self.announce;
+        if due {
+            self.compress()?;
+            self.owed = false;
+            self.announce = false;
+        }
+        self.epoch = snapshot_epoch;
+        Ok(due)
     }
 
     pub fn compression(&self) -> f64 {
@@ -259,6 +399,9 @@ impl TDigest {
 
     /// `TDIGEST.RESET`: empty, with the same compression and capacity.
     pub fn reset(&mut self) {
+        self.view = None;
+        self.owed = false;
+        self.announce = false;
         self.min = f64::MAX;
         self.max = -f64::MAX;
         self.merged_nodes = 0;
@@ -281,10 +424,14 @@ impl TDigest {
         }
         let new_unmerged = self.unmerged_weight.checked_add(weight).ok_or(TdError::Overflow)?;
         let new_total = new_unmerged.checked_add(self.merged_weight).ok_or(TdError::Overflow)?;
+        if weight < 0 || new_total > MAX_WEIGHT {
+            return Err(TdError::Overflow);
+        }
         let (nu, nt) = (d(new_unmerged), d(new_total));
         if nu == f64::INFINITY || nt == f64::INFINITY || 2.0 * PI * nt * nt.ln() == f64::INFINITY {
             return Err(TdError::Overflow);
         }
+        self.view = None;
         if mean < self.min {
             self.min = mean;
         }
@@ -307,6 +454,7 @@ impl TDigest {
         if self.unmerged_nodes == 0 {
             return Ok(());
         }
+        self.view = None;
         let n = self.merged_nodes + self.unmerged_nodes;
         quicksort(&mut self.means[..n], &mut self.weights[..n]);
         let total = d(self.merged_weight) + d(self.unmerged_weight);
@@ -374,11 +522,18 @@ impl TDigest {
         }
     }
 
-    /// Pours `from`'s nodes into `self` (t-digest-c's `td_merge`): both are
-    /// compressed first, `from` included (as in RedisBloom, a merge source changes).
+    /// Pours `from`'s nodes into `self` (t-digest-c's `td_merge`): `self`
+    /// is compressed first; `from` is read through its estimates (its
+    /// compressed form, as RedisBloom compresses a source), unchanged.
     pub fn merge_from(&mut self, from: &mut TDigest) -> Result<(), TdError> {
+        from.estimates()?;
+        self.merge_compressed(from.estimated())
+    }
+
+    /// [`TDigest::merge_from`] of a source already read through
+    /// [`TDigest::estimates`] (`from.estimated()`).
+    pub fn merge_compressed(&mut self, from: &TDigest) -> Result<(), TdError> {
         self.compress()?;
-        from.compress()?;
         let n = from.merged_nodes + from.unmerged_nodes;
         for i in 0..n {
             self.add(from.means[i], from.weights[i])?;
@@ -386,9 +541,11 @@ impl TDigest {
         Ok(())
     }
 
-    /// The fraction of observations at or below `x` (`td_cdf`), after compressing.
-    pub fn cdf(&mut self, x: f64) -> f64 {
-        let _ = self.compress();
+    /// The fraction of observations at or below `x` (`td_cdf`). Like every
+    /// estimate below, it reads a digest whose buffer compressing would not
+    /// change: call it on [`TDigest::estimates`].
+    pub fn cdf(&self, x: f64) -> f64 {
+        debug_assert!(self.compress_changes_nothing(), "estimates read a compressed digest");
         self.cdf_compressed(x)
     }
 
@@ -525,11 +682,11 @@ impl TDigest {
         weighted_average(right_mean, z1, self.max, z2)
     }
 
-    /// One quantile (`td_quantile`, what BYRANK uses), after compressing.
+    /// One quantile (`td_quantile`, what BYRANK uses).
     // C's comparisons, kept: a NaN `q` passes them.
     #[allow(clippy::manual_range_contains)]
-    pub fn quantile(&mut self, q: f64) -> f64 {
-        let _ = self.compress();
+    pub fn quantile(&self, q: f64) -> f64 {
+        debug_assert!(self.compress_changes_nothing(), "estimates read a compressed digest");
         if q < 0.0 || q > 1.0 || self.estimate_nodes() == 0 {
             return f64::NAN;
         }
@@ -545,10 +702,9 @@ impl TDigest {
         self.at_index(index, left_weight, &mut cursor)
     }
 
-    /// Several quantiles walked with one cursor (`td_quantiles`), after compressing.
+    /// Several quantiles walked with one cursor (`td_quantiles`).
     #[allow(clippy::manual_range_contains)]
-    fn quantiles_run(&mut self, qs: &[f64], out: &mut Vec<f64>) {
-        let _ = self.compress();
+    fn quantiles_run(&self, qs: &[f64], out: &mut Vec<f64>) {
         let n = self.estimate_nodes();
         if n == 0 {
             out.extend(qs.iter().map(|_| f64::NAN));
@@ -568,7 +724,8 @@ impl TDigest {
 
     /// `TDIGEST.QUANTILE`: the list split into non-decreasing runs, each
     /// walked with a fresh cursor, as RedisBloom does.
-    pub fn quantiles(&mut self, qs: &[f64]) -> Vec<f64> {
+    pub fn quantiles(&self, qs: &[f64]) -> Vec<f64> {
+        debug_assert!(self.compress_changes_nothing(), "estimates read a compressed digest");
         let mut out = Vec::with_capacity(qs.len());
         let mut start = 0;
         while start < qs.len() {
@@ -582,9 +739,9 @@ impl TDigest {
         out
     }
 
-    /// `TDIGEST.TRIMMED_MEAN` (`td_trimmed_mean`), after compressing.
-    pub fn trimmed_mean(&mut self, low: f64, high: f64) -> f64 {
-        let _ = self.compress();
+    /// `TDIGEST.TRIMMED_MEAN` (`td_trimmed_mean`).
+    pub fn trimmed_mean(&self, low: f64, high: f64) -> f64 {
+        debug_assert!(self.compress_changes_nothing(), "estimates read a compressed digest");
         if self.estimate_nodes() == 0 || !(0.0..=1.0).contains(&low) || !(0.0..=1.0).contains(&high) {
             return f64::NAN;
         }
@@ -630,8 +787,20 @@ impl TDigest {
         }
     }
 
-    /// `TDIGEST.RANK` (or `REVRANK` with `reverse`) of one value.
-    pub fn rank(&mut self, v: f64, reverse: bool) -> i64 {
+    /// `TDIGEST.RANK` (or `REVRANK` with `reverse`) of one value, on a
+    /// compressed digest.
+    pub fn rank(&self, v: f64, reverse: bool) -> i64 {
+        self.rank_without_estimates(v, reverse).unwrap_or_else(|| {
+            let size = d(self.size());
+            let c = self.cdf(v) * size;
+            let r = if reverse { (size - c.round()).round() } else { half_round_down(c) };
+            c_to_i64(r)
+        })
+    }
+
+    /// The ranks RANK answers without the centroids (an empty digest, a
+    /// value outside `[min, max]`): RedisBloom compresses only for the others.
+    pub fn rank_without_estimates(&self, v: f64, reverse: bool) -> Option<i64> {
         let size = d(self.size());
         let r = if size == 0.0 {
             -2.0
@@ -648,37 +817,34 @@ impl TDigest {
                 size
             }
         } else {
-            let c = self.cdf(v) * size;
-            if reverse {
-                (size - c.round()).round()
-            } else {
-                half_round_down(c)
-            }
+            return None;
         };
-        c_to_i64(r)
+        Some(c_to_i64(r))
     }
 
-    /// `TDIGEST.BYRANK` (or `BYREVRANK` with `reverse`) of one rank.
-    pub fn by_rank(&mut self, rank: i64, reverse: bool) -> f64 {
+    /// `TDIGEST.BYRANK` (or `BYREVRANK` with `reverse`) of one rank, on a
+    /// compressed digest.
+    pub fn by_rank(&self, rank: i64, reverse: bool) -> f64 {
+        self.by_rank_without_estimates(rank, reverse).unwrap_or_else(|| {
+            let (size, input) = (d(self.size()), d(rank));
+            let r = if reverse { size - input - 1.0 } else { input };
+            self.quantile(r / size)
+        })
+    }
+
+    /// The values BYRANK answers without the centroids (an empty digest,
+    /// rank 0, a rank past the size): RedisBloom compresses only for the others.
+    pub fn by_rank_without_estimates(&self, rank: i64, reverse: bool) -> Option<f64> {
         let size = d(self.size());
         let input = d(rank);
         if size == 0.0 {
-            f64::NAN
+            Some(f64::NAN)
         } else if input == 0.0 {
-            if reverse {
-                self.max
-            } else {
-                self.min
-            }
+            Some(if reverse { self.max } else { self.min })
         } else if input >= size {
-            if reverse {
-                f64::NEG_INFINITY
-            } else {
-                f64::INFINITY
-            }
+            Some(if reverse { f64::NEG_INFINITY } else { f64::INFINITY })
         } else {
-            let r = if reverse { size - input - 1.0 } else { input };
-            self.quantile(r / size)
+            None
         }
     }
 }
@@ -741,9 +907,43 @@ pub(crate) mod tests {
         assert_eq!(t.total_compressions, 1);
     }
 
+    /// Estimates read a compressed copy; the value changes only on writes,
+    /// and a write pays what reads owe, exactly as RedisBloom's read would have.
+    #[test]
+    fn reads_never_write_and_owe_redisbloom_compression() {
+        let values: Vec<f64> = (0..100).map(|i| ((i * i) % 97) as f64).collect();
+        let mut t = digest(20.0, &values);
+        let mut redisbloom = t.try_clone().unwrap();
+        let before = t.try_clone().unwrap();
+        let q = t.estimates().unwrap().quantile(0.5);
+        assert_eq!(t, before, "an estimate changed the value");
+        assert!(!t.owes_compression(0), "owing is the caller's choice (primaries owe)");
+        redisbloom.compress().unwrap();
+        assert_eq!(redisbloom.quantile(0.5), q, "the answer RedisBloom gives");
+        t.owe_compression();
+        assert!(t.owes_compression(0));
+        assert_eq!(t.estimated(), &redisbloom, "INFO shows RedisBloom's compressed digest");
+        assert!(t.settle(0).unwrap(), "a write pays it");
+        assert_eq!(t, redisbloom);
+        assert!(!t.settle(0).unwrap(), "once");
+        // A snapshot (fork) taken while the buffer held values: owed too.
+        t.settle(3).unwrap();
+        t.add(5.0, 1).unwrap();
+        assert!(!t.owes_compression(3));
+        assert!(t.owes_compression(4), "the snapshot wrote the compressed form");
+        // A loaded value announces once, even with nothing to compress.
+        let mut fresh = digest(20.0, &[]);
+        fresh.owe_announcement();
+        assert!(!fresh.owes_compression(9), "INFO is not affected");
+        assert!(fresh.settle(9).unwrap());
+        fresh.owe_announcement();
+        fresh.follow_stream();
+        assert!(!fresh.settle(9).unwrap(), "a replayed write carries its own announcements");
+    }
+
     #[test]
     fn empty_answers() {
-        let mut t = digest(10.0, &[]);
+        let t = digest(10.0, &[]);
         assert!(t.quantile(0.5).is_nan());
         assert!(t.cdf(1.0).is_nan());
         assert!(t.trimmed_mean(0.1, 0.9).is_nan());

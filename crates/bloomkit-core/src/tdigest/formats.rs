@@ -4,13 +4,19 @@
 //! unmerged nodes, total compressions (signed, written as unsigned
 //! opcodes); merged and unmerged weight (doubles); then the merged
 //! centroids' means and their weights (doubles). The buffer is never
-//! written: saving compresses first, as RedisBloom does.
+//! written: what is saved is the compressed form, as RedisBloom saves it,
+//! read from [`TDigest::estimates`] so that saving changes no value.
 //!
-//! Nothing decoded is trusted: the capacity must be the compression's, the
-//! node counts must fit it, weights must be whole and their sum an i64, and the size
-//! is compared with the limit before the arrays are allocated.
+//! Nothing decoded is trusted, and only what a digest can be loads, so
+//! that every accepted value saves back to bytes that load to the same
+//! digest: the capacity must be the compression's, the node counts must
+//! fit it, every weight must be whole and at least 1, the centroids'
+//! weights must add up to the merged weight exactly, at most 2^53
+//! ([`MAX_WEIGHT`]), and a buffer is accepted only in 2.8.2's form of a
+//! single observation. The size is compared with the limit before the
+//! arrays are allocated.
 
-use super::digest::{capacity_for, size_for, zeroed};
+use super::digest::{capacity_for, size_for, zeroed, MAX_WEIGHT};
 use super::errors::TdError;
 use super::TDigest;
 use crate::common::dump::{own_type_id, PayloadWriter};
@@ -34,11 +40,20 @@ fn count(v: u64, at_most: usize) -> Result<usize, TdError> {
 }
 
 impl TDigest {
-    /// Compresses (as RedisBloom's `rdb_save` does, which `TDIGEST.INFO`
-    /// shows afterwards), then writes the value.
+    /// Writes the compressed form, as RedisBloom's `rdb_save` does, from
+    /// [`TDigest::estimates`]: the value does not change, and the
+    /// compression RedisBloom would have made is owed to the next write
+    /// (see [`TDigest::owe_compression`]). Only when the copy cannot be
+    /// allocated is the value compressed in place, and that announced at
+    /// the next write too.
     pub fn save(&mut self, w: &mut dyn FieldWriter) {
-        let _ = self.compress();
-        self.save_as_is(w);
+        if self.estimates().is_err() {
+            let _ = self.compress();
+            self.owe_announcement();
+        } else {
+            self.owe_compression();
+        }
+        self.estimated().save_as_is(w);
     }
 
     /// Writes the value as it is (the caller compressed it, or wants a
@@ -68,14 +83,20 @@ impl TDigest {
         }
     }
 
-    /// Reads a value (any encoding version: RedisBloom wrote only 0 and
-    /// never checks it), checked before anything is allocated.
+    /// Reads a value of encoding version 0 (the module passes its
+    /// version: see [`TDigest::load_version`]), checked before anything is
+    /// allocated.
     ///
     /// A value of one observation that RedisBloom 2.8.2 saved from its
     /// buffer (no centroid, one unmerged node of weight 1) lost the point's
     /// value in 2.8.2; min and max still hold it, so it comes back here.
-    /// Other unmerged counts (which 2.8.2 never writes in practice) load as
-    /// RedisBloom loads them: counted, with zeroed nodes.
+    /// Any other buffer is refused: RedisBloom saves compressed values, and
+    /// a buffer's nodes are not in the value (2.8.2 would load them as
+    /// zeros, which answer differently once copied).
+    ///
+    /// A loaded digest owes an announcement to its next write (see
+    /// [`TDigest::owe_announcement`]): replicas that kept the buffer this
+    /// value was saved from then compress theirs at the same point.
     pub fn load(r: &mut dyn FieldReader, limits: Limits) -> Result<TDigest, TdError> {
         let compression = r.double()?;
         let min = r.double()?;
@@ -99,6 +120,14 @@ impl TDigest {
         if unmerged == 0 && unmerged_weight != 0 {
             return Err(TdError::BadData);
         }
+        let lost_single =
+            merged == 0 && unmerged == 1 && unmerged_weight == 1 && min == max && min.is_finite();
+        if unmerged != 0 && !lost_single {
+            return Err(TdError::BadData);
+        }
+        if merged_weight > MAX_WEIGHT || (merged == 0) != (merged_weight == 0) {
+            return Err(TdError::BadData);
+        }
         limits.check(size_for(cap))?;
         let mut means = zeroed::<f64>(cap)?;
         let mut weights = zeroed::<i64>(cap)?;
@@ -108,24 +137,33 @@ impl TDigest {
         for m in &mut means[..merged] {
             *m = r.double()?;
         }
+        // Each weight is at least 1 (every centroid holds an observation),
+        // and below 2^53 they add up exactly.
         let mut sum = 0i64;
         for x in &mut weights[..merged] {
             *x = weight(r.double()?)?;
+            if *x == 0 {
+                return Err(TdError::BadData);
+            }
             sum = sum.checked_add(*x).ok_or(TdError::BadData)?;
         }
-        // The weights need not add up to the merged weight exactly: past
-        // 2^53 each was rounded on its way to a double (RedisBloom saves
-        // them so), and the sum differs in the last bits.
-        let _ = sum;
+        if sum != merged_weight {
+            return Err(TdError::BadData);
+        }
         let (mut merged, mut unmerged, mut merged_weight, mut unmerged_weight) =
             (merged, unmerged, merged_weight, unmerged_weight);
-        if merged == 0 && unmerged == 1 && unmerged_weight == 1 && min == max && min.is_finite() {
+        if lost_single {
             // 2.8.2 lost this point's value; its min and max kept it.
             means[0] = min;
             weights[0] = 1;
-        } else if merged == 1 && unmerged == 0 && merged_weight == 1 {
+        } else if merged == 1 && merged_weight == 1 {
             // bloomkit's form of a lone observation (see `save_as_is`) goes
-            // back to the buffer, where RedisBloom keeps it while it is alone.
+            // back to the buffer, where RedisBloom keeps it while it is
+            // alone. Only the form `save_as_is` writes: one point, which is
+            // the digest's min and max.
+            if means[0] != min || means[0] != max {
+                return Err(TdError::BadData);
+            }
             (merged, unmerged, merged_weight, unmerged_weight) = (0, 1, 0, 1);
         }
         Ok(TDigest {
@@ -140,7 +178,25 @@ impl TDigest {
             unmerged_weight,
             means,
             weights,
+            view: None,
+            owed: false,
+            announce: true,
+            epoch: 0,
         })
+    }
+
+    /// [`TDigest::load`] of a value saved at `encoding_version`: RedisBloom
+    /// has only written version 0, and a later version's fields are unknown
+    /// here, so anything else is refused rather than misread.
+    pub fn load_version(
+        r: &mut dyn FieldReader,
+        encoding_version: i32,
+        limits: Limits,
+    ) -> Result<TDigest, TdError> {
+        if encoding_version != super::ENCODING_VERSION {
+            return Err(TdError::BadData);
+        }
+        TDigest::load(r, limits)
     }
 }
 
@@ -178,9 +234,12 @@ mod tests {
     fn round_trip_and_truncations() {
         let values: Vec<f64> = (0..500).map(|i| ((i * 37) % 101) as f64 / 3.0).collect();
         let mut t = digest(20.0, &values);
+        let before = t.try_clone().unwrap();
         let bytes = saved(&mut t);
+        assert_eq!(t, before, "saving changes no value");
+        assert!(t.owes_compression(0), "it owes RedisBloom's compression to the next write");
         let mut back = load(&bytes).unwrap();
-        assert_eq!(back, t);
+        assert_eq!(&back, t.estimated(), "what loads is the compressed form");
         assert_eq!(saved(&mut back), bytes);
         for len in 0..bytes.len() {
             assert!(load(&bytes[..len]).is_err(), "length {len}");
@@ -235,7 +294,15 @@ mod tests {
         assert_eq!((t.merged_nodes(), t.unmerged_nodes(), t.total_compressions()), (0, 5, 0));
         let payload = hex("07814c3212f9360f100004000000000000244004000000000000f03f04000000000000144002404602050200020104000000000000144004000000000000000004000000000000f03f04000000000000004004000000000000084004000000000000104004000000000000144004000000000000f03f04000000000000f03f04000000000000f03f04000000000000f03f04000000000000f03f000a00c8d3f0a85862e443");
         assert_eq!(rdb_fields(&payload), saved(&mut t));
-        assert_eq!((t.merged_nodes(), t.unmerged_nodes(), t.total_compressions()), (5, 0, 1));
+        assert_eq!((t.merged_nodes(), t.unmerged_nodes(), t.total_compressions()), (0, 5, 0), "unchanged");
+        let e = t.estimated();
+        assert_eq!((e.merged_nodes(), e.unmerged_nodes(), e.total_compressions()), (5, 0, 1), "RedisBloom's");
+        t.settle(0).unwrap();
+        assert_eq!(
+            (t.merged_nodes(), t.unmerged_nodes(), t.total_compressions()),
+            (5, 0, 1),
+            "paid at a write"
+        );
 
         let mut t2 = digest(1.0, &(1..=20).map(f64::from).collect::<Vec<_>>());
         let payload = hex("07814c3212f9360f100004000000000000f03f04000000000000f03f040000000000003440021002040200020204000000000000344004000000000000000004000000000000f03f04000000000000244004000000000000334004000000000000344004000000000000f03f04000000000000314004000000000000f03f04000000000000f03f000a003a953ca4b6a857ca");
@@ -272,6 +339,97 @@ mod tests {
         assert_eq!(&bytes[4 * 9 + 1..4 * 9 + 9], &1u64.to_le_bytes(), "one merged node");
         let back = load(&bytes).unwrap();
         assert_eq!(back, t, "loaded back in 2.8.2's live form");
+    }
+
+    /// The fields of a value, written by hand: compression, min, max,
+    /// capacity, merged, unmerged, total compressions, merged and unmerged
+    /// weight, then means and weights.
+    fn fields(head: (f64, f64, f64), counts: [u64; 4], weights: (f64, f64), nodes: &[(f64, f64)]) -> Vec<u8> {
+        let mut w = FieldStream::default();
+        let f: &mut dyn FieldWriter = &mut w;
+        f.double(head.0);
+        f.double(head.1);
+        f.double(head.2);
+        for v in counts {
+            f.unsigned(v);
+        }
+        f.double(weights.0);
+        f.double(weights.1);
+        for &(m, _) in nodes {
+            f.double(m);
+        }
+        for &(_, x) in nodes {
+            f.double(x);
+        }
+        w.bytes
+    }
+
+    /// Issue 31's findings: values that loaded but answered differently
+    /// once copied are refused; what RedisBloom writes still loads.
+    #[test]
+    fn only_values_that_round_trip_load() {
+        let c10 = |counts, weights, nodes: &[(f64, f64)]| fields((10.0, 1.0, 9.0), counts, weights, nodes);
+        // A centroid list that adds up: loads.
+        assert!(load(&c10([70, 2, 0, 1], (5.0, 0.0), &[(1.0, 2.0), (9.0, 3.0)])).is_ok());
+        // An unmerged node (its value is never saved: it loaded as zeros).
+        assert!(load(&c10([70, 2, 1, 1], (5.0, 1.0), &[(1.0, 2.0), (9.0, 3.0)])).is_err());
+        // A centroid of weight 0.
+        assert!(load(&c10([70, 2, 0, 1], (5.0, 0.0), &[(1.0, 5.0), (9.0, 0.0)])).is_err());
+        // Weights that do not add up to the merged weight.
+        assert!(load(&c10([70, 2, 0, 1], (6.0, 0.0), &[(1.0, 2.0), (9.0, 3.0)])).is_err());
+        // A merged weight past 2^53, where doubles stop being exact.
+        let big = (1u64 << 53) as f64;
+        assert!(load(&c10([70, 2, 0, 1], (big + 2.0, 0.0), &[(1.0, big), (9.0, 2.0)])).is_err());
+        // bloomkit's one-observation form: weight 1, the point is min and max.
+        let one = |m: f64, x: f64| fields((10.0, 7.25, 7.25), [70, 1, 0, 0], (x, 0.0), &[(m, x)]);
+        let t = load(&one(7.25, 1.0)).unwrap();
+        assert_eq!(t.single(), Some(7.25));
+        assert!(load(&one(7.25, 2.0)).is_ok(), "two observations of 7.25: a centroid");
+        assert!(load(&one(3.0, 1.0)).is_err(), "a point that is not the min and max");
+        // 2.8.2's lost single point, and only that shape of buffer.
+        let lost = |n: u64, uw: f64| fields((10.0, 7.25, 7.25), [70, 0, n, 0], (0.0, uw), &[]);
+        assert!(load(&lost(1, 1.0)).is_ok());
+        assert!(load(&lost(2, 1.0)).is_err(), "the single form grown by extra nodes");
+        assert!(load(&lost(1, 2.0)).is_err());
+    }
+
+    /// Every value that loads saves back to bytes that load to the same
+    /// digest, which answers the same (what the fuzzer checks at random).
+    #[test]
+    fn accepted_values_round_trip() {
+        let mut t = digest(5.0, &(0..97).map(|i| ((i * i) % 31) as f64).collect::<Vec<_>>());
+        for _ in 0..3 {
+            let bytes = saved(&mut t);
+            let mut back = load(&bytes).unwrap();
+            assert_eq!(saved(&mut back), bytes);
+            let (a, b) = (t.estimates().unwrap(), back.estimates().unwrap());
+            assert_eq!(a.quantiles(&[0.1, 0.5, 0.9]), b.quantiles(&[0.1, 0.5, 0.9]));
+            assert_eq!(a.cdf(10.0), b.cdf(10.0));
+            t.add(3.5, 1).unwrap();
+        }
+    }
+
+    /// `TDIGEST.MERGE d 2 d d` doubles the weight: past 2^53 it is refused,
+    /// never rounded, so every DUMP still restores exactly.
+    #[test]
+    fn self_merges_stop_at_exact_weights() {
+        let mut t = digest(10.0, &[1.0, 2.0, 3.0]);
+        let mut refused = false;
+        for _ in 0..80 {
+            let mut merged = TDigest::new(10.0, Limits::NONE).unwrap();
+            t.estimates().unwrap();
+            let src = t.estimated();
+            if merged.merge_compressed(src).and_then(|_| merged.merge_compressed(src)).is_err() {
+                refused = true;
+                break;
+            }
+            t = merged;
+            let bytes = saved(&mut t);
+            let mut back = load(&bytes).unwrap();
+            assert_eq!(saved(&mut back), bytes, "weight {}", t.size());
+        }
+        assert!(refused, "the doubling was refused before 2^53");
+        assert!(t.size() <= 1 << 53);
     }
 
     /// The module-value fields of a DUMP payload (type byte, 9-byte module

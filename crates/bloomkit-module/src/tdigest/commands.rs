@@ -6,14 +6,23 @@
 //! `RedisModule_ReplyWithDouble`, so that the server prints them as it does
 //! RedisBloom's.
 //!
-//! Replicas and the AOF stay identical to the primary. Writes are sent as
-//! received (an ADD cut short by an overflow as the part that ran). Reads
-//! that compress a digest (QUANTILE, CDF, TRIMMED_MEAN, RANK, BYRANK ...)
-//! change it, as in RedisBloom, and where the compression happens decides
-//! later answers: on a primary such a read is followed in the stream by
-//! `TDIGEST.CDF key 0`, which compresses the replica's digest at the same
-//! point; on a replica a client's read answers from a compressed copy and
-//! leaves the digest as its primary has it.
+//! Reads never write. RedisBloom compresses a digest's buffer on every
+//! estimate (QUANTILE, CDF, TRIMMED_MEAN, RANK, BYRANK ...), and where that
+//! happens decides later answers. Here an estimate reads the digest's
+//! compressed copy ([`TDigest::estimates`]) and leaves the value as it is;
+//! on a primary it records that RedisBloom's compression is owed. The next
+//! write from a client pays it in place and sends `TDIGEST.CDF key 0`
+//! before itself into the replication stream and the AOF, where a read
+//! arriving from the primary (or replayed from the AOF) compresses the
+//! replica's digest at the same point. Writes are never run while writes
+//! are paused, so nothing is ever propagated when the server forbids it
+//! (`CLIENT PAUSE WRITE`, `FAILOVER`, `SHUTDOWN` waiting for replicas);
+//! a snapshot taken while a buffer held values (a full sync, BGSAVE, an
+//! AOF rewrite) holds the compressed form, and owes the same to the next
+//! write ([`super::data_type::snapshot_epoch`]).
+//!
+//! Writes are sent as received (an ADD cut short by an overflow as the
+//! part that ran).
 
 use std::ffi::CStr;
 use std::ptr::NonNull;
@@ -83,6 +92,7 @@ pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let values = parse_add_values(&argv[2..])?;
     // SAFETY: owned by the keyspace; commands run one at a time.
     let t = unsafe { t.as_mut() };
+    settle(ctx, t, &argv[1])?;
     let mut ran = 0usize;
     let mut failed = None;
     for &v in &values {
@@ -135,7 +145,9 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
     }
     // SAFETY (every dereference below): the digests belong to the keyspace,
     // whose keys stay open until the end; commands run one at a time, and
-    // no two references to one digest are alive at once.
+    // no two references to one digest are alive at once (a digest named
+    // twice is read through shared references only, after its estimates
+    // were made).
     let compression_of = |p: &NonNull<TDigest>| unsafe { p.as_ref() }.compression() as i64;
     let compression = match (parsed.compression, parsed.overwrite, dest) {
         (Some(c), _, _) => c,
@@ -148,33 +160,24 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
             e => e,
         })
         .inspect_err(|_| crate::stats::refused())?;
-    // Merging compresses the old destination and every source in place; a
-    // failed MERGE is not replicated, so those compressions are sent on
-    // their own (RedisBloom leaves its replicas without them).
-    let buffered = |p: &NonNull<TDigest>| unsafe { p.as_ref() }.unmerged_nodes() > 0;
-    let dest_buffered = dest.as_ref().is_some_and(buffered);
-    let sources_buffered: Vec<bool> = sources.iter().map(buffered).collect();
-    if let (Some(mut d), false) = (dest, parsed.overwrite) {
-        // RedisBloom ignores a failure here and goes on.
-        let _ = merged.merge_from(unsafe { d.as_mut() });
+    // Every digest read is read compressed, as RedisBloom reads it; unlike
+    // RedisBloom, reading compresses none of them in place: each owes it
+    // to its next write (see the file's doc).
+    let old_dest = dest.filter(|_| !parsed.overwrite);
+    let read: Vec<NonNull<TDigest>> = old_dest.into_iter().chain(sources.iter().copied()).collect();
+    let primary = from_client_on_primary(ctx);
+    for p in &read {
+        let t = unsafe { &mut *p.as_ptr() };
+        if primary {
+            t.owe_compression();
+        }
+        t.estimates().map_err(|_| TdError::MergeAllocationFailed)?;
     }
-    for i in 0..sources.len() {
-        if let Err(e) = merged.merge_from(unsafe { sources[i].as_mut() }) {
-            let mut names: Vec<&Arg> = Vec::new();
-            if dest_buffered && dest.as_ref().is_some_and(|d| !buffered(d)) {
-                names.push(&argv[1]);
-            }
-            for (j, s) in sources.iter().enumerate() {
-                let name = &argv[3 + j];
-                if sources_buffered[j] && !buffered(s) && !names.iter().any(|n| n.bytes() == name.bytes()) {
-                    names.push(name);
-                }
-            }
-            for name in names {
-                ctx.replicate_items(c"TDIGEST.CDF", name, Some(c"0"), &[]);
-                stats::add(&stats::COMPRESSIONS_REPLICATED, 1);
-            }
-            return Err(e.into());
+    for (i, p) in read.iter().enumerate() {
+        let poured = merged.merge_compressed(unsafe { p.as_ref() }.estimated());
+        // RedisBloom ignores a failure to pour the old destination and goes on.
+        if i > 0 || old_dest.is_none() {
+            poured?;
         }
     }
     drop(source_keys);
@@ -186,19 +189,62 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
     Ok(())
 }
 
-/// True for a client's command on a replica: it must leave the digest as
-/// the primary has it.
-fn on_replica(ctx: Ctx) -> bool {
-    ctx.flags() & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0 && !ctx.is_replaying()
+/// True for a command from the primary's replication stream or replayed
+/// from the AOF: a `TDIGEST.CDF key 0` there is a compression a primary
+/// announced (see the file's doc).
+fn from_primary_stream(ctx: Ctx) -> bool {
+    ctx.flags() & raw::REDISMODULE_CTX_FLAGS_REPLICATED != 0 || ctx.is_replaying()
 }
 
-/// A read that may compress: the key is looked up before the values are
-/// parsed (RedisBloom's order). See the file's doc for where it compresses.
+/// True for a client's command on a primary: the only place that owes,
+/// pays and announces compressions. A replica's digests follow its primary.
+fn from_client_on_primary(ctx: Ctx) -> bool {
+    ctx.flags() & raw::REDISMODULE_CTX_FLAGS_SLAVE == 0 && !from_primary_stream(ctx)
+}
+
+/// Before a client's write on a primary: pays a compression the digest
+/// owes (a read, a save or a snapshot since its last write) and announces
+/// it ahead of the write, in the same propagation.
+fn settle(ctx: Ctx, t: &mut TDigest, key: &Arg) -> Result<(), TdError> {
+    if !from_client_on_primary(ctx) {
+        t.follow_stream();
+        return Ok(());
+    }
+    if t.settle(super::data_type::snapshot_epoch())? {
+        ctx.replicate_items(c"TDIGEST.CDF", key, Some(c"0"), &[]);
+        stats::add(&stats::COMPRESSIONS_REPLICATED, 1);
+    }
+    Ok(())
+}
+
+/// A digest as an estimate reads it: its fields as they are, and its
+/// compressed form made on first use, as RedisBloom compresses only when an
+/// answer needs the centroids (RANK of a value outside `[min, max]` does not).
+struct Reading<'a> {
+    digest: &'a mut TDigest,
+    compressed: bool,
+}
+
+impl Reading<'_> {
+    /// Size, min and max: what compressing never changes.
+    fn fields(&self) -> &TDigest {
+        self.digest
+    }
+
+    fn compressed(&mut self) -> Result<&TDigest, TdError> {
+        self.compressed = true;
+        self.digest.estimates()
+    }
+}
+
+/// An estimate: the key is looked up before the values are parsed
+/// (RedisBloom's order), and the digest is read compressed without being
+/// changed. See the file's doc.
 fn read<P, T>(
     ctx: Ctx,
     argv: &[Arg],
     parse: impl FnOnce() -> Result<P, TdError>,
-    run: impl FnOnce(&mut TDigest, P) -> T,
+    run: impl FnOnce(&mut Reading, P) -> Result<T, TdError>,
 ) -> Result<T, Reply> {
     let key = Key::open(ctx, &argv[1], false);
     let mut p = existing(&key)?;
@@ -206,17 +252,15 @@ fn read<P, T>(
     stats::add(&stats::QUERIES, 1);
     // SAFETY: owned by the keyspace; commands run one at a time.
     let t = unsafe { p.as_mut() };
-    if t.unmerged_nodes() == 0 {
-        return Ok(run(t, parsed));
+    if from_primary_stream(ctx) {
+        // The compression the primary announced, at the same point.
+        t.compress()?;
+        t.follow_stream();
     }
-    if on_replica(ctx) {
-        let mut copy = t.try_clone()?;
-        return Ok(run(&mut copy, parsed));
-    }
-    let out = run(t, parsed);
-    if t.unmerged_nodes() == 0 && !ctx.is_replaying() {
-        ctx.replicate_items(c"TDIGEST.CDF", &argv[1], Some(c"0"), &[]);
-        stats::add(&stats::COMPRESSIONS_REPLICATED, 1);
+    let mut reading = Reading { digest: t, compressed: false };
+    let out = run(&mut reading, parsed)?;
+    if reading.compressed && from_client_on_primary(ctx) {
+        t.owe_compression();
     }
     Ok(out)
 }
@@ -233,7 +277,7 @@ pub fn quantile(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() < 3 {
         return Err(Reply::WrongArity);
     }
-    let values = read(ctx, argv, || parse_quantiles(&argv[2..]), |t, qs| t.quantiles(&qs))?;
+    let values = read(ctx, argv, || parse_quantiles(&argv[2..]), |r, qs| Ok(r.compressed()?.quantiles(&qs)))?;
     reply_doubles(ctx, &values);
     Ok(())
 }
@@ -247,7 +291,10 @@ pub fn cdf(ctx: Ctx, argv: &[Arg]) -> Outcome {
         ctx,
         argv,
         || parse_cdf_values(&argv[2..]),
-        |t, xs| xs.iter().map(|&x| t.cdf(x)).collect::<Vec<_>>(),
+        |r, xs| {
+            let t = r.compressed()?;
+            Ok(xs.iter().map(|&x| t.cdf(x)).collect::<Vec<_>>())
+        },
     )?;
     reply_doubles(ctx, &values);
     Ok(())
@@ -258,7 +305,7 @@ pub fn trimmed_mean(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 4 {
         return Err(Reply::WrongArity);
     }
-    let v = read(ctx, argv, || parse_trimmed_mean(argv), |t, (lo, hi)| t.trimmed_mean(lo, hi))?;
+    let v = read(ctx, argv, || parse_trimmed_mean(argv), |r, (lo, hi)| Ok(r.compressed()?.trimmed_mean(lo, hi)))?;
     ctx.reply_double(v);
     Ok(())
 }
@@ -271,7 +318,14 @@ fn rank_common(ctx: Ctx, argv: &[Arg], reverse: bool) -> Outcome {
         ctx,
         argv,
         || parse_rank_values(&argv[2..]),
-        |t, xs| xs.iter().map(|&x| t.rank(x, reverse)).collect::<Vec<_>>(),
+        |r, xs| {
+            xs.iter()
+                .map(|&x| match r.fields().rank_without_estimates(x, reverse) {
+                    Some(rank) => Ok(rank),
+                    None => Ok(r.compressed()?.rank(x, reverse)),
+                })
+                .collect::<Result<Vec<_>, TdError>>()
+        },
     )?;
     ctx.reply_array(ranks.len());
     for r in ranks {
@@ -298,7 +352,15 @@ fn by_rank_common(ctx: Ctx, argv: &[Arg], reverse: bool) -> Outcome {
         ctx,
         argv,
         || parse_ranks(&argv[2..]),
-        |t, rs| rs.iter().map(|&r| t.by_rank(r, reverse)).collect::<Vec<_>>(),
+        |r, ranks| {
+            ranks
+                .iter()
+                .map(|&rank| match r.fields().by_rank_without_estimates(rank, reverse) {
+                    Some(v) => Ok(v),
+                    None => Ok(r.compressed()?.by_rank(rank, reverse)),
+                })
+                .collect::<Result<Vec<_>, TdError>>()
+        },
     )?;
     reply_doubles(ctx, &values);
     Ok(())
@@ -314,16 +376,22 @@ pub fn byrevrank(ctx: Ctx, argv: &[Arg]) -> Outcome {
     by_rank_common(ctx, argv, true)
 }
 
-/// The digest in a key for reads that never compress.
+/// The digest in a key for reads that never compress, as a client of this
+/// server sees it: on a primary, with an owed compression made (in the
+/// compressed copy), as RedisBloom would show it.
 fn with_digest<T>(ctx: Ctx, argv: &[Arg], f: impl FnOnce(&TDigest) -> T) -> Result<T, Reply> {
     if argv.len() != 2 {
         return Err(Reply::WrongArity);
     }
     let key = Key::open(ctx, &argv[1], false);
-    let p = existing(&key)?;
+    let mut p = existing(&key)?;
     stats::add(&stats::QUERIES, 1);
-    // SAFETY: owned by the keyspace, read only while the key is open.
-    Ok(f(unsafe { p.as_ref() }))
+    // SAFETY: owned by the keyspace, used only while the key is open.
+    let t = unsafe { p.as_mut() };
+    if from_client_on_primary(ctx) && t.owes_compression(super::data_type::snapshot_epoch()) {
+        return Ok(f(t.estimates()?));
+    }
+    Ok(f(t))
 }
 
 /// `TDIGEST.MIN key`: NaN when empty.

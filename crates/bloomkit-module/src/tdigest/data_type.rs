@@ -5,7 +5,7 @@
 //! `bloomkit_core::tdigest`; this file only connects it to the module IO calls.
 
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use bloomkit_core::common::payload::MODULE_VALUE_RDB_VERSION;
 use bloomkit_core::tdigest::{TDigest, ENCODING_VERSION, TYPE_NAME};
@@ -13,30 +13,47 @@ use redis_module::raw;
 
 use super::stats;
 use crate::config;
-use crate::ffi::{api, digest_buffers, emit_aof_chunk, guard, log};
+use crate::ffi::{api, digest_buffers, emit_aof_chunk, guard, has_api, log};
 use crate::io::{self, IoReader, IoWriter};
 use crate::keys::{DataType, Stored};
 
 static TD_TYPE: DataType = DataType::new();
 
-/// The server's process id at load: `rdb_save` in a fork child (BGSAVE, a
-/// full sync, an AOF rewrite) changes only the child's copy.
-static MAIN_PID: AtomicU32 = AtomicU32::new(0);
+/// How many snapshots (forks: BGSAVE, full syncs, AOF rewrites) this
+/// process has started. A snapshot writes each digest compressed; a digest
+/// whose buffer held values then owes that compression to its next write
+/// (`TDigest::owes_compression`), so that the primary, its replicas and
+/// its AOF go on from the same point as the snapshot.
+static SNAPSHOT_EPOCH: AtomicU64 = AtomicU64::new(0);
 
-/// A context for sending on the compressions `DUMP` runs on the primary's
-/// live digests (the IO context of `rdb_save` has no client to replicate with).
-static REPLICATION_CTX: AtomicPtr<raw::RedisModuleCtx> = AtomicPtr::new(std::ptr::null_mut());
+pub fn snapshot_epoch() -> u64 {
+    SNAPSHOT_EPOCH.load(Relaxed)
+}
+
+/// The server forked a child: in the parent, right after `fork()`, before
+/// any other command, so the child's copy is the state at this epoch.
+extern "C" fn on_fork_child(
+    _ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    subevent: u64,
+    _data: *mut c_void,
+) {
+    guard((), || {
+        if subevent == raw::REDISMODULE_SUBEVENT_FORK_CHILD_BORN {
+            SNAPSHOT_EPOCH.fetch_add(1, Relaxed);
+        }
+    })
+}
 
 pub fn td_type() -> *mut raw::RedisModuleType {
     TD_TYPE.get()
 }
 
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    MAIN_PID.store(std::process::id(), Relaxed);
-    if crate::ffi::has_api!(RedisModule_GetDetachedThreadSafeContext) {
-        // SAFETY: valid context during OnLoad; the detached context lives as long as the module.
-        let detached = unsafe { api!(RedisModule_GetDetachedThreadSafeContext)(ctx) };
-        REPLICATION_CTX.store(detached, Relaxed);
+    if has_api!(RedisModule_SubscribeToServerEvent) {
+        let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_FORK_CHILD, dataver: 1 };
+        // SAFETY: valid context during OnLoad; a callback of the declared signature.
+        unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx, event, Some(on_fork_child)) };
     }
     TD_TYPE.register(ctx, TYPE_NAME, ENCODING_VERSION, crate::keys::type_methods!(TDigest))
 }
@@ -71,11 +88,12 @@ unsafe fn digest_ref<'a>(value: *const c_void) -> &'a TDigest {
 }
 
 /// RDB files and RESTORE: RESTORE obeys `bf.max-filter-bytes`; loading at
-/// startup keeps what it finds, and says so.
-extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, _encver: c_int) -> *mut c_void {
+/// startup keeps what it finds, and says so. Encoding versions other than
+/// RedisBloom's 0 are refused, not misread.
+extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     guard(std::ptr::null_mut(), || {
         let loading = io::is_loading(io);
-        match TDigest::load(&mut IoReader(io), config::limits_for_load(loading)) {
+        match TDigest::load_version(&mut IoReader(io), encver, config::limits_for_load(loading)) {
             Ok(t) => {
                 if loading {
                     io::warn_if_over_limit(io, t.size_bytes());
@@ -83,73 +101,39 @@ extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, _encver: c_int) -> *mut c_vo
                 t.into_value()
             }
             Err(e) => {
-                log(std::ptr::null_mut(), c"warning", &format!("bloomkit: refused a {TYPE_NAME} value: {e}"));
+                log(
+                    std::ptr::null_mut(),
+                    c"warning",
+                    &format!("bloomkit: refused a {TYPE_NAME} value (encoding version {encver}): {e}"),
+                );
                 std::ptr::null_mut()
             }
         }
     })
 }
 
-/// Compresses, then saves, as RedisBloom does (so `TDIGEST.INFO` after a
-/// `DUMP` shows what RedisBloom shows). When that compression changes a live
-/// digest of the main process outside loading (`DUMP`, `SAVE`, `DEBUG
-/// RELOAD`), replicas and the AOF are sent a `TDIGEST.CDF key 0`, which
-/// compresses theirs at the same point of the stream.
+/// Saves the compressed form, as RedisBloom does, without changing the
+/// digest (`DUMP`, `SAVE` and `DEBUG RELOAD` are reads): the compression
+/// RedisBloom would have made here is owed to the next write, which
+/// announces it (see `commands.rs`). In a fork child the copy is the child's.
 extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
     guard((), || {
         // SAFETY: the server passes a value of this type, used by nothing else meanwhile.
         let t = unsafe { &mut *value.cast::<TDigest>() };
-        let had_buffer = t.unmerged_nodes() > 0;
-        let main_process = std::process::id() == MAIN_PID.load(Relaxed);
-        if had_buffer && main_process && io::is_loading(io) {
-            // A replica's DUMP must not compress its live digest: its
-            // primary did not. It saves a compressed copy instead.
-            if let Ok(mut copy) = t.try_clone() {
-                copy.save(&mut IoWriter(io));
-                return;
-            }
-        }
         t.save(&mut IoWriter(io));
-        if had_buffer && t.unmerged_nodes() == 0 && main_process {
-            replicate_dump_compression(io);
-        }
     })
 }
 
-/// Sends `TDIGEST.CDF key 0` for the key `rdb_save` is saving, in its database.
-fn replicate_dump_compression(io: *mut raw::RedisModuleIO) {
-    let ctx = REPLICATION_CTX.load(Relaxed);
-    if ctx.is_null() || !crate::ffi::has_api!(RedisModule_GetDbIdFromIO) {
-        return;
-    }
-    // SAFETY: valid IO handle and the module's detached context, used on the
-    // main thread (the server runs rdb_save there outside a fork child).
-    unsafe {
-        let flags = api!(RedisModule_GetContextFlags)(ctx) as u32;
-        if flags & (raw::REDISMODULE_CTX_FLAGS_LOADING | raw::REDISMODULE_CTX_FLAGS_SLAVE) != 0 {
-            return;
-        }
-        let key = api!(RedisModule_GetKeyNameFromIO)(io);
-        if key.is_null() {
-            return;
-        }
-        let db = api!(RedisModule_GetDbIdFromIO)(io);
-        if api!(RedisModule_SelectDb)(ctx, db) != raw::REDISMODULE_OK as c_int {
-            return;
-        }
-        api!(RedisModule_Replicate)(ctx, c"TDIGEST.CDF".as_ptr(), c"sc".as_ptr(), key, c"0".as_ptr());
-    }
-    stats::add(&stats::COMPRESSIONS_REPLICATED, 1);
-}
-
 /// Rewrites the digest as RedisBloom does: `RESTORE key 0 <payload>` of its
-/// compressed value (this runs in the rewrite's child, on its own copy).
+/// compressed form (this runs in the rewrite's child, on its own copy).
 extern "C" fn aof_rewrite(aof: *mut raw::RedisModuleIO, key: *mut raw::RedisModuleString, value: *mut c_void) {
     guard((), || {
         // SAFETY: the server passes a value of this type.
         let t = unsafe { &mut *value.cast::<TDigest>() };
-        let _ = t.compress();
-        emit_aof_chunk(aof, c"RESTORE", key, 0, &t.dump_payload(MODULE_VALUE_RDB_VERSION));
+        if t.estimates().is_err() {
+            let _ = t.compress(); // the child's own copy
+        }
+        emit_aof_chunk(aof, c"RESTORE", key, 0, &t.estimated().dump_payload(MODULE_VALUE_RDB_VERSION));
     })
 }
 
@@ -158,12 +142,17 @@ extern "C" fn mem_usage(value: *const c_void) -> usize {
     guard(0, || unsafe { digest_ref(value) }.size_bytes() as usize)
 }
 
-/// DEBUG DIGEST-VALUE: every field and every node in use (the buffer too),
-/// without compressing, so that equal digests mean equal values.
+/// DEBUG DIGEST-VALUE: every field and every node in use of the digest's
+/// compressed form, what every estimate, DUMP and snapshot of it reads: a
+/// primary, a replica that kept the buffer and one that loaded the
+/// snapshot agree (their next write compresses the buffer at the same
+/// point). The value itself is not changed.
 extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
     guard((), || {
         // SAFETY: the server passes a value of this type and a digest handle.
-        let t = unsafe { digest_ref(value) };
+        let owned = unsafe { &mut *value.cast::<TDigest>() };
+        let _ = owned.estimates();
+        let t = owned.estimated();
         let mut header = Vec::with_capacity(80);
         for v in [t.compression().to_bits(), t.min().to_bits(), t.max().to_bits()] {
             header.extend_from_slice(&v.to_le_bytes());
