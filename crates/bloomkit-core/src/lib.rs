@@ -29,6 +29,7 @@ pub mod local;
 pub mod tdigest;
 pub mod topk;
 pub mod vbloom;
+pub mod xf;
 
 pub use common::memory::Limits;
 pub use common::reply::{Reply, ReplyError};

@@ -1,0 +1,272 @@
+//! Typed parsing of `XF.*` arguments. Keywords are case-insensitive and
+//! spelled out; numbers follow the server's rules (`string2ll`, `string2d`).
+//!
+//! Arguments are the whole argv, command name included, as the server passes them.
+
+use super::errors::XfError;
+use super::filter::XfParams;
+use super::{DEFAULT_CAPACITY, DEFAULT_ERROR_RATE, DEFAULT_MAX_CAPACITY, MAX_CAPACITY_LIMIT};
+use super::{MAX_ERROR_RATE, MIN_ERROR_RATE};
+use crate::common::parse::{eq_ignore_case, parse_double, parse_long_long};
+
+/// What a write creates a missing key with, and what `XF.RESERVE` leaves out.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct XfDefaults {
+    pub error_rate: f64,
+    pub capacity: u64,
+    pub max_capacity: u64,
+}
+
+impl XfDefaults {
+    pub const BLOOMKIT: XfDefaults = XfDefaults {
+        error_rate: DEFAULT_ERROR_RATE,
+        capacity: DEFAULT_CAPACITY,
+        max_capacity: DEFAULT_MAX_CAPACITY,
+    };
+
+    pub fn params(&self) -> XfParams {
+        XfParams { error_rate: self.error_rate, capacity: self.capacity, max_capacity: self.max_capacity }
+    }
+}
+
+fn error_rate(word: &[u8]) -> Result<f64, XfError> {
+    parse_double(word).filter(|e| (MIN_ERROR_RATE..=MAX_ERROR_RATE).contains(e)).ok_or(XfError::BadErrorRate)
+}
+
+fn count(word: Option<&[u8]>, bad: XfError) -> Result<u64, XfError> {
+    word.and_then(parse_long_long)
+        .filter(|n| (1..=MAX_CAPACITY_LIMIT as i64).contains(n))
+        .map(|n| n as u64)
+        .ok_or(bad)
+}
+
+/// Fills what the command left out: a `CAPACITY` above a default
+/// `MAXCAPACITY` raises it; one above an explicit `MAXCAPACITY` is refused.
+fn complete(
+    error: Option<f64>,
+    capacity: Option<u64>,
+    max: Option<u64>,
+    defaults: &XfDefaults,
+) -> Result<XfParams, XfError> {
+    let (capacity, max_capacity) = match (capacity, max) {
+        (Some(c), Some(m)) if m < c => return Err(XfError::CapacityAboveMax),
+        (Some(c), Some(m)) => (c, m),
+        (Some(c), None) => (c, defaults.max_capacity.max(c)),
+        // A default capacity above an explicit MAXCAPACITY shrinks to it.
+        (None, Some(m)) => (defaults.capacity.min(m), m),
+        (None, None) => (defaults.capacity, defaults.max_capacity),
+    };
+    let params = XfParams { error_rate: error.unwrap_or(defaults.error_rate), capacity, max_capacity };
+    params.check()?;
+    Ok(params)
+}
+
+/// `XF.RESERVE key error_rate [CAPACITY initial] [MAXCAPACITY limit]`.
+pub fn parse_reserve<A: AsRef<[u8]>>(argv: &[A], defaults: &XfDefaults) -> Result<XfParams, XfError> {
+    if argv.len() < 3 || argv.len().is_multiple_of(2) {
+        return Err(XfError::WrongArity);
+    }
+    let error = error_rate(argv[2].as_ref())?;
+    let (mut capacity, mut max) = (None, None);
+    for pair in argv[3..].chunks(2) {
+        let (word, value) = (pair[0].as_ref(), pair.get(1).map(AsRef::as_ref));
+        if eq_ignore_case(word, "CAPACITY") {
+            if capacity.replace(count(value, XfError::BadCapacity)?).is_some() {
+                return Err(XfError::DuplicateArgument("CAPACITY"));
+            }
+        } else if eq_ignore_case(word, "MAXCAPACITY") {
+            if max.replace(count(value, XfError::BadMaxCapacity)?).is_some() {
+                return Err(XfError::DuplicateArgument("MAXCAPACITY"));
+            }
+        } else {
+            return Err(XfError::UnknownArgument(String::from_utf8_lossy(word).into_owned()));
+        }
+    }
+    complete(Some(error), capacity, max, defaults)
+}
+
+/// A parsed `XF.INSERT`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Insert {
+    /// The filter created for a missing key.
+    pub params: XfParams,
+    /// False with `NOCREATE`: a missing key is an error.
+    pub create: bool,
+    /// Index in argv of the first item.
+    pub items_from: usize,
+}
+
+/// `XF.INSERT key [ERROR e] [CAPACITY c] [MAXCAPACITY m] [NOCREATE] ITEMS item...`,
+/// options in any order before `ITEMS`.
+pub fn parse_insert<A: AsRef<[u8]>>(argv: &[A], defaults: &XfDefaults) -> Result<Insert, XfError> {
+    if argv.len() < 4 {
+        return Err(XfError::WrongArity);
+    }
+    let (mut error, mut capacity, mut max, mut create) = (None, None, None, true);
+    let mut pos = 2;
+    loop {
+        let Some(word) = argv.get(pos).map(AsRef::as_ref) else { return Err(XfError::WrongArity) };
+        let value = argv.get(pos + 1).map(AsRef::as_ref);
+        let once = |slot: &mut Option<_>, v, name| match slot.replace(v) {
+            Some(_) => Err(XfError::DuplicateArgument(name)),
+            None => Ok(()),
+        };
+        if eq_ignore_case(word, "ITEMS") {
+            if pos + 1 >= argv.len() {
+                return Err(XfError::WrongArity);
+            }
+            let params = complete(error, capacity, max, defaults)?;
+            return Ok(Insert { params, create, items_from: pos + 1 });
+        } else if eq_ignore_case(word, "ERROR") {
+            once(&mut error, error_rate(value.ok_or(XfError::BadErrorRate)?)?, "ERROR")?;
+            pos += 2;
+        } else if eq_ignore_case(word, "CAPACITY") {
+            let v = count(value, XfError::BadCapacity)?;
+            if capacity.replace(v).is_some() {
+                return Err(XfError::DuplicateArgument("CAPACITY"));
+            }
+            pos += 2;
+        } else if eq_ignore_case(word, "MAXCAPACITY") {
+            let v = count(value, XfError::BadMaxCapacity)?;
+            if max.replace(v).is_some() {
+                return Err(XfError::DuplicateArgument("MAXCAPACITY"));
+            }
+            pos += 2;
+        } else if eq_ignore_case(word, "NOCREATE") {
+            if !std::mem::replace(&mut create, false) {
+                return Err(XfError::DuplicateArgument("NOCREATE"));
+            }
+            pos += 1;
+        } else {
+            return Err(XfError::UnknownArgument(String::from_utf8_lossy(word).into_owned()));
+        }
+    }
+}
+
+/// `XF.ADD key item`, `XF.EXISTS`, `XF.DEL`, `XF.COUNT`: exactly one item.
+pub fn check_single_item<A: AsRef<[u8]>>(argv: &[A]) -> Result<(), XfError> {
+    if argv.len() != 3 {
+        return Err(XfError::WrongArity);
+    }
+    Ok(())
+}
+
+/// `XF.MADD key item...`, `XF.MEXISTS`: at least one item, from argv[2].
+pub fn check_items<A: AsRef<[u8]>>(argv: &[A]) -> Result<(), XfError> {
+    if argv.len() < 3 {
+        return Err(XfError::WrongArity);
+    }
+    Ok(())
+}
+
+/// `XF.CARD key`, `XF.INFO key`: the key alone.
+pub fn check_key_only<A: AsRef<[u8]>>(argv: &[A]) -> Result<(), XfError> {
+    if argv.len() != 2 {
+        return Err(XfError::WrongArity);
+    }
+    Ok(())
+}
+
+/// `XF.MERGE dest numkeys src...`: the argv indices of the sources.
+pub fn parse_merge<A: AsRef<[u8]>>(argv: &[A]) -> Result<std::ops::Range<usize>, XfError> {
+    if argv.len() < 4 {
+        return Err(XfError::WrongArity);
+    }
+    let n = parse_long_long(argv[2].as_ref()).filter(|&n| n >= 1).ok_or(XfError::BadNumKeys)?;
+    if n as u64 != (argv.len() - 3) as u64 {
+        return Err(XfError::BadNumKeys);
+    }
+    Ok(3..argv.len())
+}
+
+/// `XF.SCANDUMP key iter`: a non-negative iterator (0 starts with the header).
+pub fn parse_scandump<A: AsRef<[u8]>>(argv: &[A]) -> Result<u64, XfError> {
+    if argv.len() != 3 {
+        return Err(XfError::WrongArity);
+    }
+    parse_long_long(argv[2].as_ref()).filter(|&i| i >= 0).map(|i| i as u64).ok_or(XfError::BadIterator)
+}
+
+/// `XF.LOADCHUNK key iter data`: the iterator `XF.SCANDUMP` returned with
+/// the chunk (1 for the header), and the index of the data.
+pub fn parse_loadchunk<A: AsRef<[u8]>>(argv: &[A]) -> Result<u64, XfError> {
+    if argv.len() != 4 {
+        return Err(XfError::WrongArity);
+    }
+    parse_long_long(argv[2].as_ref()).filter(|&i| i >= 1).map(|i| i as u64).ok_or(XfError::BadIterator)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::parse::argv;
+
+    const D: XfDefaults = XfDefaults::BLOOMKIT;
+
+    #[test]
+    fn reserve() {
+        let ok = |s: &str| parse_reserve(&argv(s), &D).unwrap();
+        let err = |s: &str| parse_reserve(&argv(s), &D).unwrap_err();
+        assert_eq!(
+            ok("XF.RESERVE k 0.01"),
+            XfParams { error_rate: 0.01, capacity: 1000, max_capacity: DEFAULT_MAX_CAPACITY }
+        );
+        assert_eq!(
+            ok("XF.RESERVE k 0.001 capacity 50 MAXCAPACITY 5000"),
+            XfParams { error_rate: 0.001, capacity: 50, max_capacity: 5000 }
+        );
+        // A MAXCAPACITY below the default capacity shrinks it.
+        assert_eq!(ok("XF.RESERVE k 0.01 MAXCAPACITY 10").capacity, 10);
+        assert_eq!(err("XF.RESERVE k"), XfError::WrongArity);
+        assert_eq!(err("XF.RESERVE k 0.01 CAPACITY"), XfError::WrongArity);
+        assert_eq!(err("XF.RESERVE k 0"), XfError::BadErrorRate);
+        assert_eq!(err("XF.RESERVE k 0.6"), XfError::BadErrorRate);
+        assert_eq!(err("XF.RESERVE k 1e-10"), XfError::BadErrorRate);
+        assert_eq!(err("XF.RESERVE k x"), XfError::BadErrorRate);
+        assert_eq!(err("XF.RESERVE k 0.01 CAPACITY 0"), XfError::BadCapacity);
+        assert_eq!(err("XF.RESERVE k 0.01 CAPACITY -3"), XfError::BadCapacity);
+        assert_eq!(err("XF.RESERVE k 0.01 CAPACITY 1099511627777"), XfError::BadCapacity);
+        assert_eq!(err("XF.RESERVE k 0.01 MAXCAPACITY 0"), XfError::BadMaxCapacity);
+        assert_eq!(err("XF.RESERVE k 0.01 CAPACITY 10 MAXCAPACITY 5"), XfError::CapacityAboveMax);
+        assert_eq!(err("XF.RESERVE k 0.01 CAPACITY 10 CAPACITY 5"), XfError::DuplicateArgument("CAPACITY"));
+        assert_eq!(err("XF.RESERVE k 0.01 EXPANSION 2"), XfError::UnknownArgument("EXPANSION".into()));
+    }
+
+    #[test]
+    fn insert() {
+        let ok = |s: &str| parse_insert(&argv(s), &D).unwrap();
+        let err = |s: &str| parse_insert(&argv(s), &D).unwrap_err();
+        let i = ok("XF.INSERT k ITEMS a b");
+        assert_eq!((i.create, i.items_from, i.params), (true, 3, D.params()));
+        let i = ok("XF.INSERT k error 0.001 NOCREATE capacity 10 maxcapacity 20 items a");
+        assert_eq!(i.params, XfParams { error_rate: 0.001, capacity: 10, max_capacity: 20 });
+        assert_eq!((i.create, i.items_from), (false, 10));
+        // An item may be spelled like a keyword.
+        assert_eq!(ok("XF.INSERT k ITEMS NOCREATE").items_from, 3);
+        assert_eq!(err("XF.INSERT k ITEMS"), XfError::WrongArity);
+        assert_eq!(err("XF.INSERT k NOCREATE a"), XfError::UnknownArgument("a".into()));
+        assert_eq!(err("XF.INSERT k NOCREATE NOCREATE"), XfError::DuplicateArgument("NOCREATE"));
+        assert_eq!(err("XF.INSERT k NOCREATE CAPACITY"), XfError::BadCapacity);
+        assert_eq!(err("XF.INSERT k NOCREATE NOCREATE ITEMS a"), XfError::DuplicateArgument("NOCREATE"));
+        assert_eq!(err("XF.INSERT k ERROR 2 ITEMS a"), XfError::BadErrorRate);
+        assert_eq!(err("XF.INSERT k CAPACITY 0 ITEMS a"), XfError::BadCapacity);
+        assert_eq!(err("XF.INSERT k CAPACITY 9 MAXCAPACITY 3 ITEMS a"), XfError::CapacityAboveMax);
+        assert_eq!(err("XF.INSERT k a"), XfError::WrongArity);
+    }
+
+    #[test]
+    fn the_rest() {
+        assert_eq!(parse_merge(&argv("XF.MERGE d 2 a b")), Ok(3..5));
+        assert_eq!(parse_merge(&argv("XF.MERGE d 3 a b")), Err(XfError::BadNumKeys));
+        assert_eq!(parse_merge(&argv("XF.MERGE d 0 a")), Err(XfError::BadNumKeys));
+        assert_eq!(parse_merge(&argv("XF.MERGE d 1")), Err(XfError::WrongArity));
+        assert_eq!(parse_scandump(&argv("XF.SCANDUMP k 0")), Ok(0));
+        assert_eq!(parse_scandump(&argv("XF.SCANDUMP k -1")), Err(XfError::BadIterator));
+        assert_eq!(parse_loadchunk(&argv("XF.LOADCHUNK k 1 x")), Ok(1));
+        assert_eq!(parse_loadchunk(&argv("XF.LOADCHUNK k 0 x")), Err(XfError::BadIterator));
+        assert_eq!(check_single_item(&argv("XF.ADD k a b")), Err(XfError::WrongArity));
+        assert_eq!(check_items(&argv("XF.MADD k a b")), Ok(()));
+        assert_eq!(check_items(&argv("XF.MADD k")), Err(XfError::WrongArity));
+        assert_eq!(check_key_only(&argv("XF.CARD k")), Ok(()));
+    }
+}

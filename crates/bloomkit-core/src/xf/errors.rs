@@ -1,0 +1,164 @@
+//! The expandable filter's errors (`XF.*`) and their reply texts, which say
+//! what was wrong and what is allowed.
+
+use std::borrow::Cow;
+
+use super::{MAX_CAPACITY_LIMIT, MAX_ERROR_RATE, MIN_ERROR_RATE};
+use crate::common::fields::FieldError;
+use crate::common::memory::{Bound, LimitExceeded, OutOfMemory};
+use crate::common::reply::{display_as_reply, Reply, ReplyError};
+
+/// Everything that can go wrong with an expandable filter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum XfError {
+    /// The server's own wrong-arity error.
+    WrongArity,
+    /// The error rate is not a number within the range allowed.
+    BadErrorRate,
+    /// `CAPACITY` is not a positive integer within the range allowed.
+    BadCapacity,
+    /// `MAXCAPACITY` is not a positive integer within the range allowed.
+    BadMaxCapacity,
+    /// `CAPACITY` is larger than `MAXCAPACITY`.
+    CapacityAboveMax,
+    /// An option `XF.RESERVE` or `XF.INSERT` does not take.
+    UnknownArgument(String),
+    /// An option given twice.
+    DuplicateArgument(&'static str),
+    /// `XF.MERGE`'s numkeys is not a positive integer matching the sources given.
+    BadNumKeys,
+    /// `XF.RESERVE` onto an existing key.
+    ItemExists,
+    /// A command that needs the key, on a missing one (or `NOCREATE`).
+    NotFound,
+    /// The filter holds `MAXCAPACITY` items.
+    Full {
+        max_capacity: u64,
+    },
+    /// Too many items share the end of the table (a crafted input): nothing changed.
+    Crowded,
+    /// The filter would exceed `bf.max-filter-bytes`.
+    TooLarge {
+        bytes: u64,
+        limit: u64,
+    },
+    OutOfMemory,
+    /// Creating or growing the filter would take the server past `maxmemory`.
+    OverMaxmemory,
+    /// A merge whose result would hold more than the destination's `MAXCAPACITY`.
+    MergeTooLarge {
+        items: u128,
+        max_capacity: u64,
+    },
+    /// A merge of a source far smaller than the destination (see `DESIGN.md`).
+    MergeImprecise,
+    /// An RDB value, DUMP payload or SCANDUMP header that is not a filter
+    /// this code could have written: why.
+    BadData(&'static str),
+    /// A write on a filter still being loaded with `XF.LOADCHUNK`.
+    Loading,
+    /// A SCANDUMP or LOADCHUNK iterator that is not a valid position.
+    BadIterator,
+    /// A LOADCHUNK chunk that does not continue the load: why.
+    BadChunk(&'static str),
+}
+
+impl ReplyError for XfError {
+    fn reply(&self) -> Reply {
+        use XfError::*;
+        let text: Cow<'static, str> = match self {
+            WrongArity => return Reply::WrongArity,
+            BadErrorRate => Cow::Owned(format!(
+                "ERR error rate must be a number from {MIN_ERROR_RATE:e} to {MAX_ERROR_RATE}, such as 0.01 for 1%"
+            )),
+            BadCapacity => Cow::Owned(format!(
+                "ERR CAPACITY must be a whole number from 1 to {MAX_CAPACITY_LIMIT} (a hint: the filter grows past it)"
+            )),
+            BadMaxCapacity => Cow::Owned(format!(
+                "ERR MAXCAPACITY must be a whole number from 1 to {MAX_CAPACITY_LIMIT} (the most items the filter will hold)"
+            )),
+            CapacityAboveMax => Cow::Borrowed("ERR CAPACITY must not be larger than MAXCAPACITY"),
+            UnknownArgument(word) => Cow::Owned(format!(
+                "ERR unknown argument '{word}': XF.INSERT takes ERROR rate, CAPACITY n, MAXCAPACITY n and NOCREATE, \
+                 then ITEMS item...; XF.RESERVE takes CAPACITY n and MAXCAPACITY n after the error rate"
+            )),
+            DuplicateArgument(word) => Cow::Owned(format!("ERR {word} is given more than once")),
+            BadNumKeys => Cow::Borrowed(
+                "ERR numkeys must be a positive integer, followed by exactly that many source keys",
+            ),
+            ItemExists => Cow::Borrowed("ERR item exists"),
+            NotFound => Cow::Borrowed("ERR not found"),
+            Full { max_capacity } => Cow::Owned(format!(
+                "ERR the filter holds its MAXCAPACITY of {max_capacity} items; delete items, or create it with a \
+                 larger MAXCAPACITY"
+            )),
+            Crowded => Cow::Borrowed(
+                "ERR too many items fall on the same place in the filter (crafted items?); nothing was changed",
+            ),
+            TooLarge { bytes, limit } => Cow::Owned(format!(
+                "ERR the expandable filter would take {bytes} bytes, more than bf.max-filter-bytes ({limit}); \
+                 use a larger error rate or a smaller MAXCAPACITY, or raise the limit with CONFIG SET \
+                 bf.max-filter-bytes"
+            )),
+            OutOfMemory => Cow::Borrowed("ERR out of memory while allocating the filter; nothing was changed"),
+            OverMaxmemory => Cow::Borrowed("OOM command not allowed when used memory > 'maxmemory'."),
+            MergeTooLarge { items, max_capacity } => Cow::Owned(format!(
+                "ERR the merged filter would hold {items} items, more than the destination's MAXCAPACITY of \
+                 {max_capacity}; nothing was changed"
+            )),
+            MergeImprecise => Cow::Borrowed(
+                "ERR a source filter is too small next to the destination to merge precisely (each of its items \
+                 would take thousands of slots); merge it into a smaller destination first",
+            ),
+            BadData(why) => Cow::Owned(format!("ERR invalid expandable filter data: {why}")),
+            Loading => Cow::Borrowed(
+                "ERR the filter is still being loaded with XF.LOADCHUNK; send the remaining chunks first",
+            ),
+            BadIterator => Cow::Borrowed("ERR the iterator must be a non-negative integer (0 to start)"),
+            BadChunk(why) => Cow::Owned(format!("ERR invalid chunk: {why}")),
+        };
+        Reply::Error(text)
+    }
+}
+
+display_as_reply!(XfError);
+
+impl From<LimitExceeded> for XfError {
+    fn from(e: LimitExceeded) -> XfError {
+        match e.bound {
+            Bound::Filter => XfError::TooLarge { bytes: e.bytes, limit: e.limit },
+            Bound::Memory => XfError::OverMaxmemory,
+        }
+    }
+}
+
+impl From<OutOfMemory> for XfError {
+    fn from(_: OutOfMemory) -> XfError {
+        XfError::OutOfMemory
+    }
+}
+
+/// A value that ends early or holds a field of the wrong type.
+impl From<FieldError> for XfError {
+    fn from(_: FieldError) -> XfError {
+        XfError::BadData("a field is missing or of the wrong type")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_say_what_is_allowed() {
+        assert_eq!(XfError::WrongArity.reply(), Reply::WrongArity);
+        let m = XfError::BadErrorRate.message();
+        assert!(m.starts_with("ERR error rate must be a number from 1e-9 to 0.5"), "{m}");
+        assert!(XfError::Full { max_capacity: 10 }.to_string().contains("MAXCAPACITY of 10 items"));
+        let e: XfError = LimitExceeded { bytes: 5, limit: 4, bound: Bound::Filter }.into();
+        assert!(e.message().contains("5 bytes, more than bf.max-filter-bytes (4)"));
+        let e: XfError = LimitExceeded { bytes: 5, limit: 4, bound: Bound::Memory }.into();
+        assert!(e.message().starts_with("OOM"));
+        assert!(XfError::UnknownArgument("FOO".into()).message().contains("'FOO'"));
+    }
+}
