@@ -52,30 +52,6 @@ impl DataType {
     }
 }
 
-/// The callbacks every data type registers, taken from the functions of
-/// these names in the calling module (`rdb_load`, `rdb_save`,
-/// `aof_rewrite`, `mem_usage`, `digest`, `free`, `free_effort`, `copy`, and
-/// `defrag` where the server has the defrag API): one list, so that no type
-/// forgets one.
-macro_rules! type_methods {
-    ($value:ty) => {
-        |m: &mut redis_module::raw::RedisModuleTypeMethods| {
-            m.rdb_load = Some(rdb_load);
-            m.rdb_save = Some(rdb_save);
-            m.aof_rewrite = Some(aof_rewrite);
-            m.mem_usage = Some(mem_usage);
-            m.digest = Some(digest);
-            m.free = Some(crate::keys::free_callback::<$value>);
-            m.free_effort = Some(free_effort);
-            m.copy = Some(copy);
-            if crate::ffi::defrag_supported() {
-                m.defrag = Some(crate::keys::defrag_callback::<$value>);
-            }
-        }
-    };
-}
-pub(crate) use type_methods;
-
 /// Active defrag of one value, the body of every type's `defrag` callback:
 /// moves the value itself (the `Box` the keyspace points to) when a walk
 /// starts, then the buffers `walk` (the core type's `relocate`) offers from

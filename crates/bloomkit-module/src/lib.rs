@@ -18,6 +18,7 @@ mod ffi;
 mod io;
 mod keys;
 mod stats;
+mod value;
 
 use std::ffi::{c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -1,6 +1,6 @@
-//! The `bkit-apbf` data type: everything a sliding-window filter owes the
-//! server. The bytes are core's (`Apbf::encode`); this file connects them
-//! to the module IO calls, with the same size rules as `MBbloom--`.
+//! The `bkit-apbf` data type: what a sliding-window filter owes the server,
+//! through the shared callbacks of [`crate::value`]. The bytes are core's
+//! (`Apbf::encode`), one string in the RDB value.
 
 use std::ffi::{c_int, c_void};
 
@@ -8,11 +8,9 @@ use bloomkit_core::apbf::Apbf;
 use bloomkit_core::common::fields::{FieldReader, FieldWriter};
 use redis_module::raw;
 
-use crate::config;
-use crate::ffi::guard;
-use crate::ffi::{digest_buffers, emit_aof_chunk, log};
-use crate::io::{self, IoReader, IoWriter};
+use crate::io::IoWriter;
 use crate::keys::{DataType, Stored};
+use crate::value::{self, DigestOut, Load, Rewrite, Value};
 
 /// Nine characters, as the server requires; never changes once released.
 pub const TYPE_NAME: &str = "bkit-apbf";
@@ -29,7 +27,7 @@ pub fn apbf_type() -> *mut raw::RedisModuleType {
 }
 
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    APBF_TYPE.register(ctx, TYPE_NAME, ENCODING_VERSION, crate::keys::type_methods!(Apbf))
+    value::register::<Apbf>(&APBF_TYPE, ctx)
 }
 
 impl Stored for Apbf {
@@ -52,94 +50,45 @@ impl Stored for Apbf {
     }
 }
 
-/// # Safety
-/// `value` must be a filter stored by this type.
-unsafe fn apbf_ref<'a>(value: *const c_void) -> &'a Apbf {
-    &*value.cast::<Apbf>()
-}
+impl Value for Apbf {
+    const TYPE_NAME: &'static str = TYPE_NAME;
+    const ENCODING_VERSION: c_int = ENCODING_VERSION;
 
-/// RDB files and RESTORE: the state as one string. RESTORE obeys
-/// `bf.max-filter-bytes`; loading at startup keeps what it finds, and says so.
-extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
-    guard(std::ptr::null_mut(), || {
-        let refuse = |why: &str| {
-            log(std::ptr::null_mut(), c"warning", &format!("bloomkit: refused a {TYPE_NAME} value: {why}"));
-            std::ptr::null_mut()
-        };
-        if !(1..=ENCODING_VERSION).contains(&encver) {
-            return refuse(&format!("encoding {encver} is unknown"));
+    /// The state as one string, encoding 1 or 2.
+    fn load(from: &mut Load) -> Result<Self, String> {
+        if !(1..=ENCODING_VERSION).contains(&from.encver) {
+            return Err(format!("encoding {} is unknown", from.encver));
         }
-        let loading = io::is_loading(io);
-        let buffer = match IoReader(io).buffer() {
-            Ok(b) => b,
-            Err(_) => return refuse("cut short"),
-        };
-        match Apbf::decode_owned(buffer.into_vec(), config::limits_for_load(loading).max_bytes) {
-            Ok(f) => {
-                if loading {
-                    io::warn_if_over_limit(io, f.bytes() as u64);
-                }
-                f.into_value()
-            }
-            Err(e) => refuse(&e.to_string()),
-        }
-    })
-}
+        let limit = from.limits().max_bytes;
+        let buffer = from.reader().buffer().map_err(|_| "cut short".to_string())?;
+        Apbf::decode_owned(buffer.into_vec(), limit).map_err(|e| e.to_string())
+    }
 
-extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
-    // SAFETY: the server passes a value of this type.
-    guard((), || IoWriter(io).buffer(&unsafe { apbf_ref(value) }.encode()))
-}
+    fn save(&mut self, to: &mut IoWriter) {
+        to.buffer(&self.encode())
+    }
 
-/// The state as `APBF.LOADCHUNK`s: the header, then the body by the MiB
-/// (chunks of zeros are left out: a new filter is zeroed).
-extern "C" fn aof_rewrite(
-    aof: *mut raw::RedisModuleIO,
-    key: *mut raw::RedisModuleString,
-    value: *mut c_void,
-) {
-    guard((), || {
-        // SAFETY: the server passes a value of this type.
-        let f = unsafe { apbf_ref(value) };
-        let emit = |iter: usize, data: &[u8]| emit_aof_chunk(aof, c"APBF.LOADCHUNK", key, iter as i64, data);
-        emit(0, &f.encode_header());
-        for (i, chunk) in f.bits().chunks(CHUNK).enumerate() {
+    fn memory(&self) -> usize {
+        std::mem::size_of::<Apbf>() + self.bytes()
+    }
+
+    /// Header and body.
+    fn digest(&mut self, out: &mut DigestOut) {
+        out.buffers(&[&self.encode_header(), self.bits()]);
+    }
+
+    fn copy(&self) -> Option<Self> {
+        self.try_clone().ok()
+    }
+
+    /// The state as `APBF.LOADCHUNK`s: the header, then the body by the MiB
+    /// (chunks of zeros are left out: a new filter is zeroed).
+    fn rewrite(&mut self, aof: &mut Rewrite) {
+        aof.chunk(c"APBF.LOADCHUNK", 0, &self.encode_header());
+        for (i, chunk) in self.bits().chunks(CHUNK).enumerate() {
             if chunk.iter().any(|&b| b != 0) {
-                emit(1 + i * CHUNK, chunk);
+                aof.chunk(c"APBF.LOADCHUNK", (1 + i * CHUNK) as i64, chunk);
             }
         }
-    })
-}
-
-extern "C" fn mem_usage(value: *const c_void) -> usize {
-    // SAFETY: the server passes a value of this type.
-    guard(0, || std::mem::size_of::<Apbf>() + unsafe { apbf_ref(value) }.bytes())
-}
-
-/// DEBUG DIGEST-VALUE: header and body, so equal digests mean equal filters.
-extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
-    guard((), || {
-        // SAFETY: the server passes a value of this type and a digest handle.
-        let f = unsafe { apbf_ref(value) };
-        digest_buffers(md, &[&f.encode_header(), f.bits()]);
-    })
-}
-
-/// Large filters are freed on a background thread, as for `MBbloom--`.
-extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
-    // SAFETY: the server passes a value of this type.
-    guard(1, || unsafe { apbf_ref(value) }.bytes() >> 20)
-}
-
-/// COPY: a failed allocation makes COPY fail, not the server.
-extern "C" fn copy(
-    _from: *mut raw::RedisModuleString,
-    _to: *mut raw::RedisModuleString,
-    value: *const c_void,
-) -> *mut c_void {
-    // SAFETY: the server passes a value of this type.
-    guard(std::ptr::null_mut(), || match unsafe { apbf_ref(value) }.try_clone() {
-        Ok(f) => f.into_value(),
-        Err(_) => std::ptr::null_mut(),
-    })
+    }
 }

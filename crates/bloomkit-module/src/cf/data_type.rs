@@ -1,20 +1,19 @@
-//! The `MBbloomCF` data type: everything a cuckoo filter owes the server.
+//! The `MBbloomCF` data type: what a cuckoo filter owes the server, through
+//! the shared callbacks of [`crate::value`].
 //!
 //! Same name and encoding version as RedisBloom, so that its RDB files and
 //! DUMP payloads load here and ours load there. The field order lives in
-//! `bloomkit_core::cf`; this file only connects it to the module IO calls.
+//! `bloomkit_core::cf`.
 
 use std::ffi::{c_int, c_void};
 
 use bloomkit_core::cf::{CuckooFilter, ENCODING_VERSION, TYPE_NAME};
 use redis_module::raw;
 
-use crate::config;
-use crate::ffi::guard;
-use crate::ffi::{digest_buffers, emit_aof_chunk, log};
-use crate::io::{self, IoReader, IoWriter};
+use crate::io::IoWriter;
 use crate::keys::{DataType, Stored};
 use crate::stats::cuckoo as stats;
+use crate::value::{self, DigestOut, Load, Rewrite, Value};
 
 static CF_TYPE: DataType = DataType::new();
 
@@ -23,7 +22,7 @@ pub fn cf_type() -> *mut raw::RedisModuleType {
 }
 
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    CF_TYPE.register(ctx, TYPE_NAME, ENCODING_VERSION, crate::keys::type_methods!(CuckooFilter))
+    value::register::<CuckooFilter>(&CF_TYPE, ctx)
 }
 
 impl Stored for CuckooFilter {
@@ -49,87 +48,39 @@ impl Stored for CuckooFilter {
     }
 }
 
-/// # Safety
-/// `value` must be a filter stored by this type.
-unsafe fn filter_ref<'a>(value: *const c_void) -> &'a CuckooFilter {
-    &*value.cast::<CuckooFilter>()
-}
+impl Value for CuckooFilter {
+    const TYPE_NAME: &'static str = TYPE_NAME;
+    const ENCODING_VERSION: c_int = ENCODING_VERSION;
 
-/// RDB files and RESTORE: RESTORE obeys `bf.max-filter-bytes`; loading at
-/// startup keeps what it finds, and says so.
-extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
-    guard(std::ptr::null_mut(), || {
-        let loading = io::is_loading(io);
-        match CuckooFilter::load(&mut IoReader(io), encver, config::limits_for_load(loading)) {
-            Ok(f) => {
-                if loading {
-                    io::warn_if_over_limit(io, f.size_bytes());
-                }
-                f.into_value()
-            }
-            Err(e) => {
-                log(std::ptr::null_mut(), c"warning", &format!("bloomkit: refused a {TYPE_NAME} value: {e}"));
-                std::ptr::null_mut()
-            }
-        }
-    })
-}
+    fn load(from: &mut Load) -> Result<Self, String> {
+        CuckooFilter::load(&mut from.reader(), from.encver, from.limits()).map_err(|e| e.to_string())
+    }
 
-extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
-    // SAFETY: the server passes a value of this type.
-    guard((), || unsafe { filter_ref(value) }.save(&mut IoWriter(io)))
-}
+    fn save(&mut self, to: &mut IoWriter) {
+        CuckooFilter::save(self, to)
+    }
 
-/// Rewrites the filter as RedisBloom does: its SCANDUMP stream as `CF.LOADCHUNK`s.
-extern "C" fn aof_rewrite(
-    aof: *mut raw::RedisModuleIO,
-    key: *mut raw::RedisModuleString,
-    value: *mut c_void,
-) {
-    guard((), || {
-        // SAFETY: the server passes a value of this type.
-        let f = unsafe { filter_ref(value) };
-        let emit = |pos: i64, data: &[u8]| emit_aof_chunk(aof, c"CF.LOADCHUNK", key, pos, data);
-        emit(1, &f.encode_header());
-        for (pos, data) in f.chunks() {
-            emit(pos, data);
-        }
-    })
-}
+    fn memory(&self) -> usize {
+        self.size_bytes() as usize
+    }
 
-extern "C" fn mem_usage(value: *const c_void) -> usize {
-    // SAFETY: the server passes a value of this type.
-    guard(0, || unsafe { filter_ref(value) }.size_bytes() as usize)
-}
-
-/// DEBUG DIGEST-VALUE: the header and every sub-filter, so that equal
-/// digests mean equal filters (replica checks rely on it).
-extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
-    guard((), || {
-        // SAFETY: the server passes a value of this type and a digest handle.
-        let f = unsafe { filter_ref(value) };
-        let header = f.encode_header();
+    /// The header and every sub-filter.
+    fn digest(&mut self, out: &mut DigestOut) {
+        let header = self.encode_header();
         let mut buffers: Vec<&[u8]> = vec![&header];
-        buffers.extend(f.filters().iter().map(|s| s.bytes()));
-        digest_buffers(md, &buffers);
-    })
-}
+        buffers.extend(self.filters().iter().map(|s| s.bytes()));
+        out.buffers(&buffers);
+    }
 
-/// Large filters are freed on a background thread, as for `MBbloom--`.
-extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
-    // SAFETY: the server passes a value of this type.
-    guard(1, || (unsafe { filter_ref(value) }.size_bytes() >> 20) as usize)
-}
+    fn copy(&self) -> Option<Self> {
+        self.try_clone().ok()
+    }
 
-/// COPY: a failed allocation makes COPY fail, not the server.
-extern "C" fn copy(
-    _from: *mut raw::RedisModuleString,
-    _to: *mut raw::RedisModuleString,
-    value: *const c_void,
-) -> *mut c_void {
-    // SAFETY: the server passes a value of this type.
-    guard(std::ptr::null_mut(), || match unsafe { filter_ref(value) }.try_clone() {
-        Ok(f) => f.into_value(),
-        Err(_) => std::ptr::null_mut(),
-    })
+    /// As RedisBloom rewrites it: its SCANDUMP stream as `CF.LOADCHUNK`s.
+    fn rewrite(&mut self, aof: &mut Rewrite) {
+        aof.chunk(c"CF.LOADCHUNK", 1, &self.encode_header());
+        for (pos, data) in self.chunks() {
+            aof.chunk(c"CF.LOADCHUNK", pos, data);
+        }
+    }
 }

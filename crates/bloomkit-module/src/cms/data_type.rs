@@ -1,8 +1,9 @@
-//! The `CMSk-TYPE` data type: everything a Count-Min Sketch owes the server.
+//! The `CMSk-TYPE` data type: what a Count-Min Sketch owes the server,
+//! through the shared callbacks of [`crate::value`].
 //!
 //! Same name and encoding version as RedisBloom, so that its RDB files and
 //! DUMP payloads load here and ours load there. The field order lives in
-//! `bloomkit_core::cms`; this file only connects it to the module IO calls.
+//! `bloomkit_core::cms`.
 
 use std::ffi::{c_int, c_void};
 
@@ -10,15 +11,14 @@ use bloomkit_core::cms::{CountMinSketch, ENCODING_VERSION, TYPE_NAME};
 use redis_module::raw;
 
 use super::counters;
-use crate::config;
-use crate::ffi::{digest_buffers, emit_aof_chunk, guard, log};
-use crate::io::{self, IoReader, IoWriter};
+use crate::io::IoWriter;
 use crate::keys::{DataType, Stored};
+use crate::value::{self, DigestOut, Load, Rewrite, Value};
 
 static CMS_TYPE: DataType = DataType::new();
 
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    CMS_TYPE.register(ctx, TYPE_NAME, ENCODING_VERSION, crate::keys::type_methods!(CountMinSketch))
+    value::register::<CountMinSketch>(&CMS_TYPE, ctx)
 }
 
 impl Stored for CountMinSketch {
@@ -44,89 +44,42 @@ impl Stored for CountMinSketch {
     }
 }
 
-/// # Safety
-/// `value` must be a sketch stored by this type.
-unsafe fn sketch_ref<'a>(value: *const c_void) -> &'a CountMinSketch {
-    &*value.cast::<CountMinSketch>()
-}
+impl Value for CountMinSketch {
+    const TYPE_NAME: &'static str = TYPE_NAME;
+    const ENCODING_VERSION: c_int = ENCODING_VERSION;
 
-/// RDB files and RESTORE: a value that does not describe a sketch is
-/// refused (2.8.2 took it unchecked); RESTORE obeys `bf.max-filter-bytes`,
-/// loading at startup keeps what it finds, and says so.
-extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
-    guard(std::ptr::null_mut(), || {
-        let loading = io::is_loading(io);
-        match CountMinSketch::load(&mut IoReader(io), encver, config::limits_for_load(loading)) {
-            Ok(s) => {
-                if loading {
-                    io::warn_if_over_limit(io, s.size_bytes());
-                }
-                s.into_value()
-            }
-            Err(e) => {
-                log(std::ptr::null_mut(), c"warning", &format!("bloomkit: refused a {TYPE_NAME} value: {e}"));
-                std::ptr::null_mut()
-            }
-        }
-    })
-}
+    /// A value that does not describe a sketch is refused (2.8.2 took it unchecked).
+    fn load(from: &mut Load) -> Result<Self, String> {
+        CountMinSketch::load(&mut from.reader(), from.encver, from.limits()).map_err(|e| e.to_string())
+    }
 
-extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
-    // SAFETY: the server passes a value of this type.
-    guard((), || unsafe { sketch_ref(value) }.save(&mut IoWriter(io)))
-}
+    fn save(&mut self, to: &mut IoWriter) {
+        CountMinSketch::save(self, to)
+    }
 
-/// Rewrites the sketch as RedisBloom does: `RESTORE key 0 <payload>`, the
-/// payload built here (uncompressed, framed for RDB version 9, which every
-/// supported server restores) rather than through a `DUMP` call.
-extern "C" fn aof_rewrite(
-    aof: *mut raw::RedisModuleIO,
-    key: *mut raw::RedisModuleString,
-    value: *mut c_void,
-) {
-    guard((), || {
-        // SAFETY: the server passes a value of this type.
-        let payload = unsafe { sketch_ref(value) }.dump_payload();
-        emit_aof_chunk(aof, c"RESTORE", key, 0, &payload);
-    })
-}
+    /// `32 + 4 * width * depth`, as RedisBloom 8.6 reports (2.8.2 counted
+    /// the array twice).
+    fn memory(&self) -> usize {
+        self.size_bytes() as usize
+    }
 
-/// `32 + 4 * width * depth`, as RedisBloom 8.6 reports (2.8.2 counted the
-/// array twice).
-extern "C" fn mem_usage(value: *const c_void) -> usize {
-    // SAFETY: the server passes a value of this type.
-    guard(0, || unsafe { sketch_ref(value) }.size_bytes() as usize)
-}
-
-/// DEBUG DIGEST-VALUE: dimensions, total and every counter, so that equal
-/// digests mean equal sketches (replica checks rely on it).
-extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
-    guard((), || {
-        // SAFETY: the server passes a value of this type and a digest handle.
-        let s = unsafe { sketch_ref(value) };
+    /// Dimensions, total and every counter.
+    fn digest(&mut self, out: &mut DigestOut) {
         let mut header = [0u8; 24];
-        header[..8].copy_from_slice(&s.width().to_le_bytes());
-        header[8..16].copy_from_slice(&s.depth().to_le_bytes());
-        header[16..].copy_from_slice(&s.count().to_le_bytes());
-        digest_buffers(md, &[&header, &s.counter_bytes()]);
-    })
-}
+        header[..8].copy_from_slice(&self.width().to_le_bytes());
+        header[8..16].copy_from_slice(&self.depth().to_le_bytes());
+        header[16..].copy_from_slice(&self.count().to_le_bytes());
+        out.buffers(&[&header, &self.counter_bytes()]);
+    }
 
-/// Large sketches are freed on a background thread, as filters are.
-extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
-    // SAFETY: the server passes a value of this type.
-    guard(1, || (unsafe { sketch_ref(value) }.size_bytes() >> 20) as usize)
-}
+    fn copy(&self) -> Option<Self> {
+        self.try_clone().ok()
+    }
 
-/// COPY (RedisBloom has none): a failed allocation makes COPY fail, not the server.
-extern "C" fn copy(
-    _from: *mut raw::RedisModuleString,
-    _to: *mut raw::RedisModuleString,
-    value: *const c_void,
-) -> *mut c_void {
-    // SAFETY: the server passes a value of this type.
-    guard(std::ptr::null_mut(), || match unsafe { sketch_ref(value) }.try_clone() {
-        Ok(s) => s.into_value(),
-        Err(_) => std::ptr::null_mut(),
-    })
+    /// As RedisBloom rewrites it: `RESTORE key 0 <payload>`, the payload
+    /// built here (uncompressed, framed for RDB version 9, which every
+    /// supported server restores) rather than through a `DUMP` call.
+    fn rewrite(&mut self, aof: &mut Rewrite) {
+        aof.chunk(c"RESTORE", 0, &self.dump_payload());
+    }
 }

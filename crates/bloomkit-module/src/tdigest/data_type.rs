@@ -12,10 +12,10 @@ use bloomkit_core::tdigest::{TDigest, ENCODING_VERSION, TYPE_NAME};
 use redis_module::raw;
 
 use super::stats;
-use crate::config;
-use crate::ffi::{api, digest_buffers, emit_aof_chunk, guard, has_api, log};
-use crate::io::{self, IoReader, IoWriter};
+use crate::ffi::{api, guard, has_api};
+use crate::io::IoWriter;
 use crate::keys::{DataType, Stored};
+use crate::value::{self, DigestOut, Load, Rewrite, Value};
 
 static TD_TYPE: DataType = DataType::new();
 
@@ -55,7 +55,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
         // SAFETY: valid context during OnLoad; a callback of the declared signature.
         unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx, event, Some(on_fork_child)) };
     }
-    TD_TYPE.register(ctx, TYPE_NAME, ENCODING_VERSION, crate::keys::type_methods!(TDigest))
+    value::register::<TDigest>(&TD_TYPE, ctx)
 }
 
 impl Stored for TDigest {
@@ -81,78 +81,35 @@ impl Stored for TDigest {
     }
 }
 
-/// # Safety
-/// `value` must be a digest stored by this type.
-unsafe fn digest_ref<'a>(value: *const c_void) -> &'a TDigest {
-    &*value.cast::<TDigest>()
-}
+impl Value for TDigest {
+    const TYPE_NAME: &'static str = TYPE_NAME;
+    const ENCODING_VERSION: c_int = ENCODING_VERSION;
 
-/// RDB files and RESTORE: RESTORE obeys `bf.max-filter-bytes`; loading at
-/// startup keeps what it finds, and says so. Encoding versions other than
-/// RedisBloom's 0 are refused, not misread.
-extern "C" fn rdb_load(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
-    guard(std::ptr::null_mut(), || {
-        let loading = io::is_loading(io);
-        match TDigest::load_version(&mut IoReader(io), encver, config::limits_for_load(loading)) {
-            Ok(t) => {
-                if loading {
-                    io::warn_if_over_limit(io, t.size_bytes());
-                }
-                t.into_value()
-            }
-            Err(e) => {
-                log(
-                    std::ptr::null_mut(),
-                    c"warning",
-                    &format!("bloomkit: refused a {TYPE_NAME} value (encoding version {encver}): {e}"),
-                );
-                std::ptr::null_mut()
-            }
-        }
-    })
-}
+    /// Encoding versions other than RedisBloom's 0 are refused, not misread.
+    fn load(from: &mut Load) -> Result<Self, String> {
+        TDigest::load_version(&mut from.reader(), from.encver, from.limits()).map_err(|e| e.to_string())
+    }
 
-/// Saves the compressed form, as RedisBloom does, without changing the
-/// digest (`DUMP`, `SAVE` and `DEBUG RELOAD` are reads): the compression
-/// RedisBloom would have made here is owed to the next write, which
-/// announces it (see `commands.rs`). In a fork child the copy is the child's.
-extern "C" fn rdb_save(io: *mut raw::RedisModuleIO, value: *mut c_void) {
-    guard((), || {
-        // SAFETY: the server passes a value of this type, used by nothing else meanwhile.
-        let t = unsafe { &mut *value.cast::<TDigest>() };
-        t.save(&mut IoWriter(io));
-    })
-}
+    /// The compressed form, as RedisBloom saves it, without changing the
+    /// digest (`DUMP`, `SAVE` and `DEBUG RELOAD` are reads): the compression
+    /// RedisBloom would have made here is owed to the next write, which
+    /// announces it (see `commands.rs`). In a fork child the copy is the child's.
+    fn save(&mut self, to: &mut IoWriter) {
+        TDigest::save(self, to)
+    }
 
-/// Rewrites the digest as RedisBloom does: `RESTORE key 0 <payload>` of its
-/// compressed form (this runs in the rewrite's child, on its own copy).
-extern "C" fn aof_rewrite(aof: *mut raw::RedisModuleIO, key: *mut raw::RedisModuleString, value: *mut c_void) {
-    guard((), || {
-        // SAFETY: the server passes a value of this type.
-        let t = unsafe { &mut *value.cast::<TDigest>() };
-        if t.estimates().is_err() {
-            let _ = t.compress(); // the child's own copy
-        }
-        emit_aof_chunk(aof, c"RESTORE", key, 0, &t.estimated().dump_payload(MODULE_VALUE_RDB_VERSION));
-    })
-}
+    fn memory(&self) -> usize {
+        self.size_bytes() as usize
+    }
 
-extern "C" fn mem_usage(value: *const c_void) -> usize {
-    // SAFETY: the server passes a value of this type.
-    guard(0, || unsafe { digest_ref(value) }.size_bytes() as usize)
-}
-
-/// DEBUG DIGEST-VALUE: every field and every node in use of the digest's
-/// compressed form, what every estimate, DUMP and snapshot of it reads: a
-/// primary, a replica that kept the buffer and one that loaded the
-/// snapshot agree (their next write compresses the buffer at the same
-/// point). The value itself is not changed.
-extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
-    guard((), || {
-        // SAFETY: the server passes a value of this type and a digest handle.
-        let owned = unsafe { &mut *value.cast::<TDigest>() };
-        let _ = owned.estimates();
-        let t = owned.estimated();
+    /// Every field and every node in use of the compressed form, what every
+    /// estimate, DUMP and snapshot of it reads: a primary, a replica that
+    /// kept the buffer and one that loaded the snapshot agree (their next
+    /// write compresses the buffer at the same point). The value itself is
+    /// not changed.
+    fn digest(&mut self, out: &mut DigestOut) {
+        let _ = self.estimates();
+        let t = self.estimated();
         let mut header = Vec::with_capacity(80);
         for v in [t.compression().to_bits(), t.min().to_bits(), t.max().to_bits()] {
             header.extend_from_slice(&v.to_le_bytes());
@@ -170,25 +127,19 @@ extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
         let (means, weights) = t.nodes();
         let means: Vec<u8> = means.iter().flat_map(|m| m.to_bits().to_le_bytes()).collect();
         let weights: Vec<u8> = weights.iter().flat_map(|w| w.to_le_bytes()).collect();
-        digest_buffers(md, &[&header, &means, &weights]);
-    })
-}
+        out.buffers(&[&header, &means, &weights]);
+    }
 
-/// Large digests are freed on a background thread.
-extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
-    // SAFETY: the server passes a value of this type.
-    guard(1, || (unsafe { digest_ref(value) }.size_bytes() >> 20) as usize)
-}
+    fn copy(&self) -> Option<Self> {
+        self.try_clone().ok()
+    }
 
-/// COPY (RedisBloom has none): a failed allocation makes COPY fail, not the server.
-extern "C" fn copy(
-    _from: *mut raw::RedisModuleString,
-    _to: *mut raw::RedisModuleString,
-    value: *const c_void,
-) -> *mut c_void {
-    // SAFETY: the server passes a value of this type.
-    guard(std::ptr::null_mut(), || match unsafe { digest_ref(value) }.try_clone() {
-        Ok(t) => t.into_value(),
-        Err(_) => std::ptr::null_mut(),
-    })
+    /// As RedisBloom rewrites it: `RESTORE key 0 <payload>` of its
+    /// compressed form (this runs in the rewrite's child, on its own copy).
+    fn rewrite(&mut self, aof: &mut Rewrite) {
+        if self.estimates().is_err() {
+            let _ = self.compress(); // the child's own copy
+        }
+        aof.chunk(c"RESTORE", 0, &self.estimated().dump_payload(MODULE_VALUE_RDB_VERSION));
+    }
 }

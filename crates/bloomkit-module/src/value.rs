@@ -1,0 +1,214 @@
+//! One data type for every family: the callbacks the server calls for a
+//! module value (RDB load and save, AOF rewrite, `DEBUG DIGEST-VALUE`,
+//! `COPY`, free, `MEMORY USAGE`, lazy-free effort, active defrag), written
+//! once here over [`Value`]. A family's `data_type.rs` implements [`Value`]
+//! (and [`Stored`]) for its core type with only what is its own: its name
+//! and encoding version (from core), how it loads and saves, what it
+//! digests, how it is rewritten into the AOF.
+//!
+//! Every callback runs inside [`guard`]: no panic crosses into the server,
+//! a failed load is logged and refused, a failed copy makes `COPY` fail.
+
+use std::ffi::{c_int, c_void};
+
+use bloomkit_core::common::memory::Limits;
+use redis_module::raw;
+
+use crate::config;
+use crate::ffi::{api, digest_buffers, emit_aof_chunk, emit_aof_command, guard, log};
+use crate::io::{self, IoReader, IoWriter};
+use crate::keys::{DataType, Stored};
+
+/// What a loader gets: the server's RDB reader (a file at startup or a
+/// full sync, or a `RESTORE` payload), the value's encoding version, and
+/// whether this is the server loading its own data.
+pub struct Load {
+    io: *mut raw::RedisModuleIO,
+    pub encver: c_int,
+    /// True when the server loads its own RDB (startup, a replica's full
+    /// sync, `DEBUG RELOAD`): what it holds is kept, within `limits`' ceiling.
+    pub loading: bool,
+}
+
+impl Load {
+    pub fn reader(&mut self) -> IoReader {
+        IoReader(self.io)
+    }
+
+    /// `RESTORE` obeys `bf.max-filter-bytes`; the server's own data does not,
+    /// so that no file stops it from starting (it is logged instead).
+    pub fn limits(&self) -> Limits {
+        config::limits_for_load(self.loading)
+    }
+
+    /// The key being loaded, for log lines.
+    pub fn key_name(&self) -> String {
+        io::key_name(self.io)
+    }
+}
+
+/// Where `DEBUG DIGEST-VALUE` goes: buffers, integers, then the end of the
+/// value's sequence (added once, after [`Value::digest`]).
+pub struct DigestOut(*mut raw::RedisModuleDigest);
+
+impl DigestOut {
+    /// Each buffer, then the end of the sequence (what most types need).
+    pub fn buffers(&mut self, buffers: &[&[u8]]) {
+        digest_buffers(self.0, buffers);
+    }
+
+    /// One buffer of the sequence (end it with [`DigestOut::end`]).
+    pub fn buffer(&mut self, b: &[u8]) {
+        // SAFETY: a valid digest handle; the server only reads the bytes.
+        unsafe { api!(RedisModule_DigestAddStringBuffer)(self.0, b.as_ptr().cast_mut().cast(), b.len()) };
+    }
+
+    /// One integer of the sequence.
+    pub fn long(&mut self, v: i64) {
+        // SAFETY: a valid digest handle.
+        unsafe { api!(RedisModule_DigestAddLongLong)(self.0, v) };
+    }
+
+    pub fn end(&mut self) {
+        // SAFETY: a valid digest handle.
+        unsafe { api!(RedisModule_DigestEndSequence)(self.0) };
+    }
+}
+
+/// Where an AOF rewrite writes a value: commands naming its key.
+pub struct Rewrite {
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+}
+
+impl Rewrite {
+    /// `command key number data` (`BF.LOADCHUNK key iter data`, `RESTORE key 0 payload`).
+    pub fn chunk(&mut self, command: &std::ffi::CStr, number: i64, data: &[u8]) {
+        emit_aof_chunk(self.aof, command, self.key, number, data);
+    }
+
+    /// `command key data` (valkey-bloom's `BF.LOAD key blob`).
+    pub fn command(&mut self, command: &std::ffi::CStr, data: &[u8]) {
+        emit_aof_command(self.aof, command, self.key, data);
+    }
+}
+
+/// A family's value as the server stores it. See the file's doc.
+pub trait Value: Stored {
+    /// The registered type name (nine characters, never changed once
+    /// released) and the encoding version new values are saved at: core's.
+    const TYPE_NAME: &'static str;
+    const ENCODING_VERSION: c_int;
+
+    /// Reads a value, trusting nothing; `Err` says why it was refused.
+    fn load(from: &mut Load) -> Result<Self, String>;
+
+    /// Writes the value (what [`Value::load`] reads back).
+    fn save(&mut self, to: &mut IoWriter);
+
+    /// `MEMORY USAGE` in bytes; also the lazy-free effort (a MiB a unit)
+    /// and what a startup load compares with the size limit.
+    fn memory(&self) -> usize;
+
+    /// Every field that makes two values answer differently, so that equal
+    /// digests mean equal values (replica checks rely on it).
+    fn digest(&mut self, out: &mut DigestOut);
+
+    /// A copy for `COPY`; `None` when it cannot be allocated.
+    fn copy(&self) -> Option<Self>;
+
+    /// The commands that rebuild the value, for an AOF rewrite without
+    /// RDB preamble. Runs in the rewrite's child process.
+    fn rewrite(&mut self, aof: &mut Rewrite);
+}
+
+/// Registers `T` under its name and version with the shared callbacks.
+pub fn register<T: Value>(ty: &DataType, ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+    ty.register(ctx, T::TYPE_NAME, T::ENCODING_VERSION, |m| {
+        m.rdb_load = Some(rdb_load::<T>);
+        m.rdb_save = Some(rdb_save::<T>);
+        m.aof_rewrite = Some(aof_rewrite::<T>);
+        m.mem_usage = Some(mem_usage::<T>);
+        m.digest = Some(digest::<T>);
+        m.free = Some(crate::keys::free_callback::<T>);
+        m.free_effort = Some(free_effort::<T>);
+        m.copy = Some(copy::<T>);
+        if crate::ffi::defrag_supported() {
+            m.defrag = Some(crate::keys::defrag_callback::<T>);
+        }
+    })
+}
+
+/// # Safety
+/// `value` must be a `T` stored by `T`'s type, used by nothing else meanwhile.
+unsafe fn value_mut<'a, T>(value: *mut c_void) -> &'a mut T {
+    &mut *value.cast::<T>()
+}
+
+/// RDB files and RESTORE. What does not describe a value is refused and
+/// logged; the server's own data past the size limit is kept, and logged.
+extern "C" fn rdb_load<T: Value>(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+    guard(std::ptr::null_mut(), || {
+        let mut from = Load { io, encver, loading: io::is_loading(io) };
+        match T::load(&mut from) {
+            Ok(v) => {
+                if from.loading {
+                    io::warn_if_over_limit(io, v.memory() as u64);
+                }
+                v.into_value()
+            }
+            Err(e) => {
+                log(
+                    std::ptr::null_mut(),
+                    c"warning",
+                    &format!("bloomkit: refused a {} value (encoding version {encver}): {e}", T::TYPE_NAME),
+                );
+                std::ptr::null_mut()
+            }
+        }
+    })
+}
+
+extern "C" fn rdb_save<T: Value>(io: *mut raw::RedisModuleIO, value: *mut c_void) {
+    // SAFETY: the server passes a value of this type.
+    guard((), || unsafe { value_mut::<T>(value) }.save(&mut IoWriter(io)))
+}
+
+extern "C" fn aof_rewrite<T: Value>(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
+    // SAFETY: the server passes a value of this type (the child's copy).
+    guard((), || unsafe { value_mut::<T>(value) }.rewrite(&mut Rewrite { aof, key }))
+}
+
+extern "C" fn mem_usage<T: Value>(value: *const c_void) -> usize {
+    // SAFETY: the server passes a value of this type.
+    guard(0, || unsafe { &*value.cast::<T>() }.memory())
+}
+
+extern "C" fn digest<T: Value>(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
+    // SAFETY: the server passes a value of this type and a digest handle.
+    guard((), || unsafe { value_mut::<T>(value) }.digest(&mut DigestOut(md)))
+}
+
+/// Large values are freed on a background thread (UNLINK, lazyfree): the
+/// server does that above an effort of 64, here 64 MiB.
+extern "C" fn free_effort<T: Value>(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
+    // SAFETY: the server passes a value of this type.
+    guard(1, || unsafe { &*value.cast::<T>() }.memory() >> 20)
+}
+
+/// COPY (RedisBloom has none): a failed allocation makes COPY fail, not the server.
+extern "C" fn copy<T: Value>(
+    _from: *mut raw::RedisModuleString,
+    _to: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> *mut c_void {
+    // SAFETY: the server passes a value of this type.
+    guard(std::ptr::null_mut(), || match unsafe { &*value.cast::<T>() }.copy() {
+        Some(v) => v.into_value(),
+        None => std::ptr::null_mut(),
+    })
+}
