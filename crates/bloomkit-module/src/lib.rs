@@ -46,7 +46,7 @@ macro_rules! families {
     };
 }
 
-families!(bf, cf, apbf, vbloom, cms, topk, tdigest);
+families!(bf, cf, apbf, vbloom, cms, topk, tdigest, xf);
 
 /// `INFO bf`: the module's counters.
 extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
@@ -92,6 +92,7 @@ fn defrag_info(ctx: *mut raw::RedisModuleInfoCtx) {
         (Kind::Cms, "cms"),
         (Kind::Topk, "topk"),
         (Kind::Tdigest, "tdigest"),
+        (Kind::Xf, "xf"),
     ];
     let mut fields: Vec<(String, u64)> = Vec::with_capacity(2 * kinds.len() + 2);
     for (kind, name) in kinds {

@@ -128,10 +128,11 @@ pub mod defrag {
         Cms = 4,
         Topk = 5,
         Tdigest = 6,
+        Xf = 7,
     }
 
-    pub static HITS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
-    pub static MISSES: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
+    pub static HITS: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
+    pub static MISSES: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
     pub static LARGE_KEPT: AtomicU64 = AtomicU64::new(0);
     pub static KEYS_RESUMED: AtomicU64 = AtomicU64::new(0);
 

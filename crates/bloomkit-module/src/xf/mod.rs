@@ -1,0 +1,221 @@
+//! `XF.*`: bloomkit's expandable filter, type `bkit-xflt`: a filter that
+//! grows from any start to any size at a stable false-positive rate, with
+//! deletes, counts and merges (`bloomkit_core::xf`, and its `DESIGN.md`).
+
+pub mod commands;
+pub mod counters;
+pub mod data_type;
+
+use std::ffi::CStr;
+
+use redis_module::raw;
+
+use crate::command::docs::{Arg, KEY, KEY_ITEM, KEY_ITEMS, LOADCHUNK, SCANDUMP};
+use crate::command::{add_acl_category, entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
+use crate::ffi::api;
+
+pub const FAMILY: Family = Family { commands: COMMANDS, register, info: Some(info) };
+
+/// The data type and the `xf` ACL category.
+fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+    data_type::register(ctx)?;
+    add_acl_category(ctx, c"xf")
+}
+
+/// `INFO bf`'s `xf` section: the filters' counters.
+fn info(ctx: *mut raw::RedisModuleInfoCtx) {
+    use counters::*;
+    let fields: [(&CStr, u64); 8] = [
+        (c"xf_filters", get(&FILTERS)),
+        (c"xf_bytes", get(&BYTES)),
+        (c"xf_items_added", get(&ITEMS_ADDED)),
+        (c"xf_items_deleted", get(&ITEMS_DELETED)),
+        (c"xf_lookups", get(&LOOKUPS)),
+        (c"xf_expansions", get(&EXPANSIONS)),
+        (c"xf_merges", get(&MERGES)),
+        (c"xf_refused", get(&REFUSED)),
+    ];
+    // SAFETY: valid info context; NUL-terminated names.
+    unsafe {
+        api!(RedisModule_InfoAddSection)(ctx, c"xf".as_ptr());
+        for (name, value) in fields {
+            api!(RedisModule_InfoAddFieldULongLong)(ctx, name.as_ptr(), value);
+        }
+    }
+}
+
+/// bloomkit's own commands, new in 0.2.0.
+const SINCE: &CStr = c"0.2.0";
+
+/// The options `XF.RESERVE` and `XF.INSERT` create a filter with.
+const CAPACITY: Arg = Arg::integer(c"capacity").token(c"CAPACITY").optional();
+const MAXCAPACITY: Arg = Arg::integer(c"maxcapacity").token(c"MAXCAPACITY").optional();
+
+// Single-item commands are `fast`: a write moves a bounded step of a
+// doubling under way (PACE_SLOTS slots), never the whole table.
+const COMMANDS: &[Command] = &[
+    Command {
+        name: c"xf.reserve",
+        acl: c"xf write",
+        handler: entry!(commands::reserve),
+        flags: c"write deny-oom",
+        key_flags: RW_INSERT,
+        summary: c"Creates an expandable filter: an error rate it keeps at every size, a first size (a hint) and an optional item limit",
+        complexity: c"O(1)",
+        since: SINCE,
+        tips: None,
+        args: &[Arg::key(c"key"), Arg::double(c"error_rate"), CAPACITY, MAXCAPACITY],
+    },
+    Command {
+        name: c"xf.add",
+        acl: c"xf write fast",
+        handler: entry!(commands::add),
+        flags: c"write deny-oom fast",
+        key_flags: RW_UPDATE,
+        summary: c"Adds an occurrence of an item; 1 if it was not in the filter, 0 if it probably was",
+        complexity: c"O(1)",
+        since: SINCE,
+        tips: None,
+        args: KEY_ITEM,
+    },
+    Command {
+        name: c"xf.madd",
+        acl: c"xf write",
+        handler: entry!(commands::madd),
+        flags: c"write deny-oom",
+        key_flags: RW_UPDATE,
+        summary: c"Adds an occurrence of each item; per item 1 if it was not in the filter",
+        complexity: c"O(n), n the number of items",
+        since: SINCE,
+        tips: None,
+        args: KEY_ITEMS,
+    },
+    Command {
+        name: c"xf.insert",
+        acl: c"xf write",
+        handler: entry!(commands::insert),
+        flags: c"write deny-oom",
+        key_flags: RW_UPDATE,
+        summary: c"Adds items, creating the filter with the options given unless NOCREATE",
+        complexity: c"O(n), n the number of items",
+        since: SINCE,
+        tips: None,
+        args: &[
+            Arg::key(c"key"),
+            Arg::double(c"error").token(c"ERROR").optional(),
+            CAPACITY,
+            MAXCAPACITY,
+            Arg::word(c"nocreate", c"NOCREATE").optional(),
+            Arg::word(c"items", c"ITEMS"),
+            Arg::string(c"item").multiple(),
+        ],
+    },
+    Command {
+        name: c"xf.exists",
+        acl: c"xf read fast",
+        handler: entry!(commands::exists),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"1 if the item is probably in the filter, 0 if it surely is not",
+        complexity: c"O(1)",
+        since: SINCE,
+        tips: None,
+        args: KEY_ITEM,
+    },
+    Command {
+        name: c"xf.mexists",
+        acl: c"xf read",
+        handler: entry!(commands::mexists),
+        flags: c"readonly",
+        key_flags: RO,
+        summary: c"For each item, 1 if it is probably in the filter, 0 if it surely is not",
+        complexity: c"O(n), n the number of items",
+        since: SINCE,
+        tips: None,
+        args: KEY_ITEMS,
+    },
+    Command {
+        name: c"xf.del",
+        acl: c"xf write fast",
+        handler: entry!(commands::del),
+        flags: c"write fast",
+        key_flags: RW_UPDATE,
+        summary: c"Removes one occurrence of an item; 1 if one was removed",
+        complexity: c"O(1)",
+        since: SINCE,
+        tips: None,
+        args: KEY_ITEM,
+    },
+    Command {
+        name: c"xf.count",
+        acl: c"xf read fast",
+        handler: entry!(commands::count),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"How many times an item was added and not deleted (never below the true count)",
+        complexity: c"O(1)",
+        since: SINCE,
+        tips: None,
+        args: KEY_ITEM,
+    },
+    Command {
+        name: c"xf.card",
+        acl: c"xf read fast",
+        handler: entry!(commands::card),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"The number of items added and not deleted",
+        complexity: c"O(1)",
+        since: SINCE,
+        tips: None,
+        args: KEY,
+    },
+    Command {
+        name: c"xf.merge",
+        acl: c"xf write",
+        handler: entry!(commands::merge),
+        flags: c"write deny-oom",
+        key_flags: RW_UPDATE,
+        summary: c"Adds every item of the sources to the destination (a missing destination starts as a copy of the first)",
+        complexity: c"O(n), n the slots of the filters",
+        since: SINCE,
+        tips: None,
+        args: &[Arg::key(c"destination"), Arg::integer(c"numkeys"), Arg::key(c"source").multiple()],
+    },
+    Command {
+        name: c"xf.info",
+        acl: c"xf read fast",
+        handler: entry!(commands::info),
+        flags: c"readonly fast",
+        key_flags: RO,
+        summary: c"The filter's parameters, items, size, expansions, fingerprint lengths and the rate it guarantees now",
+        complexity: c"O(1)",
+        since: SINCE,
+        tips: DONT_CACHE,
+        args: KEY,
+    },
+    Command {
+        name: c"xf.scandump",
+        acl: c"xf read",
+        handler: entry!(commands::scandump),
+        flags: c"readonly",
+        key_flags: RO,
+        summary: c"Returns a chunk of the filter: iterator 0 gives the header, then the slots, then [0, \"\"]",
+        complexity: c"O(n), n the size of the chunk",
+        since: SINCE,
+        tips: None,
+        args: SCANDUMP,
+    },
+    Command {
+        name: c"xf.loadchunk",
+        acl: c"xf write",
+        handler: entry!(commands::loadchunk),
+        flags: c"write deny-oom",
+        key_flags: RW_UPDATE,
+        summary: c"Restores a filter from its XF.SCANDUMP chunks, in order (iterator 1, the header, creates it)",
+        complexity: c"O(n), n the size of the chunk",
+        since: SINCE,
+        tips: None,
+        args: LOADCHUNK,
+    },
+];
