@@ -299,6 +299,65 @@ mod tests {
         assert_eq!((d.count(), d.counters().iter().max()), (0, Some(&0)));
     }
 
+    /// Issue 31, exact self-merge: `CMS.MERGE d 2 d d` repeated doubles
+    /// every counter and the total exactly, until a counter would pass
+    /// 4294967295 (or the total 2^63 - 1); that merge is refused and
+    /// changes nothing, however often it is asked for. Nothing is rounded
+    /// or saturated, and the result saves and loads as it is.
+    #[test]
+    fn self_merges_are_exact_or_refused() {
+        let both = [(Source::Destination, 1), (Source::Destination, 1)];
+        let mut d = sketch(64, 4);
+        d.increment(b"a", 3);
+        d.increment(b"b", 1);
+        let mut doublings = 0;
+        loop {
+            let before = d.try_clone().unwrap();
+            match d.merge(&both) {
+                Ok(()) => {
+                    doublings += 1;
+                    assert_eq!(d.count(), 2 * before.count());
+                    for (x, y) in d.counters().iter().zip(before.counters()) {
+                        assert_eq!(u64::from(*x), 2 * u64::from(*y));
+                    }
+                }
+                Err(e) => {
+                    assert_eq!(e, CmsError::MergeOverflow);
+                    assert_eq!(d, before, "a refused merge changes nothing");
+                    break;
+                }
+            }
+        }
+        // 3 * 2^30 fits 32 bits, 3 * 2^31 does not.
+        assert_eq!((doublings, d.query(b"a"), d.count()), (30, 3 << 30, 4 << 30));
+        for _ in 0..5 {
+            assert_eq!(d.merge(&both), Err(CmsError::MergeOverflow));
+        }
+        assert_eq!(d.query(b"a"), 3 << 30);
+        // A total that would pass 2^63 - 1 is refused too, counters aside.
+        let mut big = sketch(8, 2);
+        big.counter = 1 << 62;
+        assert_eq!(big.merge(&both), Err(CmsError::MergeOverflow));
+        assert_eq!(big.count(), 1 << 62);
+        big.counter = (1 << 62) - 1;
+        assert_eq!(big.merge(&both), Ok(()));
+        assert_eq!(big.count(), (1 << 63) - 2);
+        // Weights other than 1 are exact or refused the same way.
+        let mut w = sketch(8, 2);
+        w.increment(b"x", 7);
+        assert_eq!(w.merge(&[(Source::Destination, 3), (Source::Destination, -1)]), Ok(()));
+        assert_eq!(w.query(b"x"), 14);
+        assert_eq!(
+            w.merge(&[(Source::Destination, i64::MAX), (Source::Destination, 1)]),
+            Err(CmsError::MergeOverflow)
+        );
+        assert_eq!(w.query(b"x"), 14);
+        let mut fields = crate::common::fields::FieldStream::default();
+        d.save(&mut fields);
+        let back = CountMinSketch::load(&mut fields, 0, Limits::NONE).unwrap();
+        assert_eq!(back, d);
+    }
+
     #[test]
     fn merge_total_reads_counters_as_unsigned() {
         let mut a = sketch(2, 1);
