@@ -10,9 +10,9 @@ use crate::common::hash::murmur3_128;
 use crate::common::memory::{Limits, Relocate};
 
 /// A table grows once its entries pass this share of its quotients
-/// (`LOAD_NUM / LOAD_DEN` = 0.9).
-pub const LOAD_NUM: u64 = 9;
-pub const LOAD_DEN: u64 = 10;
+/// (`LOAD_NUM / LOAD_DEN` = 0.95).
+pub const LOAD_NUM: u64 = 19;
+pub const LOAD_DEN: u64 = 20;
 /// Slots of the old table each write migrates while a doubling is under
 /// way (empty slots count; a cluster is moved whole).
 pub const PACE_SLOTS: u64 = 8;
@@ -48,9 +48,12 @@ impl XfParams {
         Ok(())
     }
 
-    /// Quotients of the first table: the capacity fits at the growth load.
+    /// Quotients of the first table: the capacity fits at the growth load,
+    /// with 1/64 to spare for the copies of entries whose fingerprints ran
+    /// out, so that `capacity x 2^k` items fit before the `k`-th doubling.
     pub fn first_quotients(&self) -> u64 {
-        (self.capacity * LOAD_DEN).div_ceil(LOAD_NUM).max(MIN_QUOTIENTS)
+        let m = (self.capacity * LOAD_DEN).div_ceil(LOAD_NUM);
+        (m + m.div_ceil(64)).max(MIN_QUOTIENTS)
     }
 
     /// Doublings until the filter holds `max_capacity` (the schedule's horizon).
@@ -74,8 +77,9 @@ pub fn load_limit(m: u64) -> u64 {
 /// (`level` doublings past the first), given the expected false matches
 /// `mass` of the entries already in. The rate left (`error - mass`, but never
 /// less than the share planned from the start) is spread over the levels
-/// still to come with weights `1/(level + 1)`; this level's entries, at most
-/// `(LOAD + 1/PACE)` per quotient, each match with probability `2^-F / m`.
+/// still to come with weights `1/(level + 1)`. Each entry of this level
+/// matches with probability `2^-F / m`, and there are at most
+/// [`entries_per_quotient`]`(level)` of them per quotient.
 pub fn fingerprint_bits(error: f64, level: u32, horizon: u32, mass: f64) -> u32 {
     let last = horizon.max(level);
     let weight = |j: u32| 1.0 / f64::from(j + 1);
@@ -83,9 +87,22 @@ pub fn fingerprint_bits(error: f64, level: u32, horizon: u32, mass: f64) -> u32 
     let rest: f64 = (level..=last).map(weight).sum();
     let left = (error - mass).max(error * rest / all);
     let budget = left * weight(level) / rest;
-    let per_quotient = LOAD_NUM as f64 / LOAD_DEN as f64 + 1.0 / PACE_SLOTS as f64;
-    let bits = (per_quotient / budget).log2().ceil();
+    let bits = (entries_per_quotient(level) / budget).log2().ceil();
     (bits.max(1.0) as u32).min(MAX_FINGERPRINT_BITS)
+}
+
+/// The most entries per quotient a level adds: the first table fills to the
+/// growth load; a later one starts half full of older entries, whose
+/// matches are likelier than its own (so deleting them for new ones never
+/// raises the sum). New entries go to the doubled table as soon as it
+/// exists, so a level's entries are those added while it is the newest.
+pub fn entries_per_quotient(level: u32) -> f64 {
+    let load = LOAD_NUM as f64 / LOAD_DEN as f64;
+    if level == 0 {
+        load
+    } else {
+        load / 2.0
+    }
 }
 
 /// An item's 128-bit hash: everything after hashing uses only this.
@@ -102,7 +119,6 @@ impl XfHash {
     /// The hash of any `Hash` value, through SipHash-1-3 (128-bit) with fixed
     /// keys, for in-process use (the module hashes bytes with [`XfHash::of`]).
     pub fn of_hashable<T: std::hash::Hash + ?Sized>(value: &T) -> XfHash {
-        use std::hash::Hasher;
         let mut h = siphasher::sip128::SipHasher13::new_with_keys(0x786678_66696c74, 0x626c6f6f_6d6b6974);
         value.hash(&mut h);
         XfHash(siphasher::sip128::Hasher128::finish128(&h).as_u128())
@@ -296,26 +312,18 @@ impl XfFilter {
         }
     }
 
-    /// Where a hash's entries are: the table, quotient and fraction.
-    fn route(&self, h: XfHash) -> (&Table, u64, u64) {
+    /// Where a hash's entries are: the newest table (quotient, fraction),
+    /// and during a doubling the old table too while its quotient is not
+    /// moved yet. New entries always go to the first.
+    fn route(&self, h: XfHash) -> ((&Table, u64, u64), Option<(&Table, u64, u64)>) {
         let (q, frac) = locate(h.0, self.table.m());
         match &self.next {
-            Some(mig) if q < mig.cursor => {
-                let (q, frac) = locate(h.0, mig.table.m());
-                (&mig.table, q, frac)
+            Some(mig) => {
+                let (q2, frac2) = locate(h.0, mig.table.m());
+                let old = (q >= mig.cursor).then_some((&self.table, q, frac));
+                ((&mig.table, q2, frac2), old)
             }
-            _ => (&self.table, q, frac),
-        }
-    }
-
-    fn route_mut(&mut self, h: XfHash) -> (&mut Table, u64, u64) {
-        let (q, frac) = locate(h.0, self.table.m());
-        match &mut self.next {
-            Some(mig) if q < mig.cursor => {
-                let (q, frac) = locate(h.0, mig.table.m());
-                (&mut mig.table, q, frac)
-            }
-            _ => (&mut self.table, q, frac),
+            None => ((&self.table, q, frac), None),
         }
     }
 
@@ -331,8 +339,8 @@ impl XfFilter {
         if self.loading.is_some() {
             return false;
         }
-        let (t, q, frac) = self.route(h);
-        t.contains(q, frac)
+        let ((t, q, frac), old) = self.route(h);
+        t.contains(q, frac) || old.is_some_and(|(t, q, frac)| t.contains(q, frac))
     }
 
     /// How many times the item is in: never less than the times it was
@@ -345,16 +353,21 @@ impl XfFilter {
         if self.loading.is_some() {
             return 0;
         }
-        let (t, q, frac) = self.route(h);
-        t.count(q, frac)
+        let ((t, q, frac), old) = self.route(h);
+        t.count(q, frac) + old.map_or(0, |(t, q, frac)| t.count(q, frac))
     }
 
     /// What a lookup of the item reads (for the constant-time test and
     /// benchmarks).
     pub fn lookup_cost(&self, item: &[u8]) -> LookupCost {
-        let (t, q, _) = self.route(XfFilter::hash(item));
-        let (lo, hi) = t.probe_span(q);
-        LookupCost { slots: hi - lo + 1, cache_lines: t.cache_lines(lo, hi) }
+        let ((t, q, _), old) = self.route(XfFilter::hash(item));
+        let mut cost = LookupCost { slots: 0, cache_lines: 0 };
+        for (t, q) in [Some((t, q)), old.map(|(t, q, _)| (t, q))].into_iter().flatten() {
+            let (lo, hi) = t.probe_span(q);
+            cost.slots += hi - lo + 1;
+            cost.cache_lines += t.cache_lines(lo, hi);
+        }
+        cost
     }
 
     // ---- writes ----
@@ -410,8 +423,26 @@ impl XfFilter {
         if self.next.is_some() {
             self.migrate_step(PACE_SLOTS)?;
         }
-        let (t, q, frac) = self.route_mut(h);
-        let removed = t.remove_match(q, frac);
+        let ((t, q, frac), old) = self.route(h);
+        let new_best = t.best_match(q, frac).map(|(f, at)| (f + u32::from(self.next.is_some()), at));
+        let old_best = old.and_then(|(t, q, frac)| t.best_match(q, frac));
+        // Lengths compared in the old table's terms: the doubled table's
+        // quotient holds one more bit. The longest match is the most specific.
+        let removed = match (new_best, old_best) {
+            (None, None) => false,
+            (Some((nf, at)), ob) if ob.is_none_or(|(of, _)| nf >= of) => {
+                match self.next.as_mut() {
+                    Some(mig) => mig.table.remove_at(at),
+                    None => self.table.remove_at(at),
+                }
+                true
+            }
+            (_, Some((_, at))) => {
+                self.table.remove_at(at);
+                true
+            }
+            (Some(_), None) => unreachable!("the first arm takes it"),
+        };
         if removed {
             self.items = self.items.saturating_sub(1);
         }
@@ -440,12 +471,16 @@ impl XfFilter {
     /// Stores a new entry for `h` with the full fingerprint of its table.
     fn place(&mut self, h: XfHash, limits: Limits) -> Result<(), XfError> {
         for _ in 0..2 {
-            let (t, q, frac) = self.route_mut(h);
+            let t = match self.next.as_mut() {
+                Some(mig) => &mut mig.table,
+                None => &mut self.table,
+            };
+            let (q, frac) = locate(h.0, t.m());
             let fbits = t.fbits();
             if t.insert(q, encode(frac, fbits, fbits)).is_ok() {
                 return Ok(());
             }
-            // No room before the table's end: move everything to the doubled table.
+            // No room before the table's end: grow, or finish the doubling.
             if self.next.is_none() {
                 if self.level >= self.horizon {
                     return Err(XfError::Crowded);
@@ -524,21 +559,58 @@ impl XfFilter {
         limits.check_growth(now, now.saturating_mul(2))?;
         let mut out = self.try_clone()?;
         out.finish_migration()?;
-        let incoming = other.entries();
-        while out.table.entries().saturating_add(incoming) > load_limit(out.table.m())
-            && out.level < out.horizon
-        {
+        let sources = [Some(&other.table), other.next.as_ref().map(|mig| &mig.table)];
+        // Grow until what comes in (copies included) fits at the growth load.
+        loop {
+            let (m, fbits) = (out.table.m(), out.table.fbits());
+            let mut incoming = 0u64;
+            for src in sources.into_iter().flatten() {
+                let mut result = Ok(());
+                src.for_each(|q, r| {
+                    if result.is_ok() {
+                        result = convert(src, q, r, m, fbits, |_, _| {
+                            incoming += 1;
+                            Ok(())
+                        });
+                    }
+                });
+                result?;
+            }
+            if out.table.entries().saturating_add(incoming) <= load_limit(m) || out.level >= out.horizon {
+                break;
+            }
             out.start_growth(limits)?;
             out.finish_migration()?;
         }
-        let sources = [Some(&other.table), other.next.as_ref().map(|mig| &mig.table)];
-        for src in sources.into_iter().flatten() {
+        // Should the table's end overflow (entries of a source of another
+        // size come in pairs), try again one size larger.
+        let mut attempts = 0;
+        let mut out = loop {
+            let mut attempt = out.try_clone()?;
+            match attempt.add_entries_of(&sources) {
+                Ok(()) => break attempt,
+                Err(XfError::Crowded) if attempts < 2 && out.level < out.horizon => {
+                    attempts += 1;
+                    out.start_growth(limits)?;
+                    out.finish_migration()?;
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        out.items = items as u64;
+        *self = out;
+        Ok(())
+    }
+
+    /// Inserts the entries of `sources` into the table (no doubling under way).
+    fn add_entries_of(&mut self, sources: &[Option<&Table>; 2]) -> Result<(), XfError> {
+        for src in sources.iter().flatten() {
             let mut failed = None;
             src.for_each(|q, r| {
                 if failed.is_some() {
                     return;
                 }
-                let dst = &mut out.table;
+                let dst = &mut self.table;
                 let result = convert(src, q, r, dst.m(), dst.fbits(), |dq, dr| {
                     dst.insert(dq, dr).map_err(|TableFull| XfError::Crowded)
                 });
@@ -550,8 +622,6 @@ impl XfFilter {
                 return Err(e);
             }
         }
-        out.items = items as u64;
-        *self = out;
         Ok(())
     }
 
@@ -701,13 +771,12 @@ pub(crate) mod tests {
         let h = p.horizon();
         assert_eq!(h, 21);
         // Each level's entries at their most, the mass they add, in turn.
-        let per = LOAD_NUM as f64 / LOAD_DEN as f64 + 1.0 / PACE_SLOTS as f64;
         let mut mass = 0.0;
         let mut bits = vec![];
         for k in 0..=h {
             let f = fingerprint_bits(0.01, k, h, mass);
             bits.push(f);
-            mass += per * (-(f64::from(f))).exp2();
+            mass += entries_per_quotient(k) * (-(f64::from(f))).exp2();
         }
         assert!(mass <= 0.01, "{mass}");
         assert!(bits.windows(2).all(|w| w[0] <= w[1] + 1), "{bits:?}");
@@ -765,7 +834,7 @@ pub(crate) mod tests {
                 x.insert(&key(i), Limits::NONE).unwrap();
                 y.insert(&key(i + 1_000_000), Limits::NONE).unwrap();
             }
-            x.merge_from(&y, Limits::NONE).unwrap();
+            x.merge_from(&y, Limits::NONE).unwrap_or_else(|e| panic!("{a} {b}: {e:?}"));
             for i in 0..3000u64 {
                 assert!(x.contains(&key(i)) && x.contains(&key(i + 1_000_000)), "{a} {b} {i}");
             }

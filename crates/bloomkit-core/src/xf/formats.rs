@@ -144,7 +144,7 @@ impl XfFilter {
             None => vec![Scan::new(0..self.table.m(), 0)],
             Some(mig) => vec![
                 Scan::new(mig.cursor.min(self.table.m())..self.table.m(), mig.cursor),
-                Scan::new(0..(2 * mig.cursor).min(mig.table.m()), 0),
+                Scan::new(0..mig.table.m(), 0),
             ],
         }
     }

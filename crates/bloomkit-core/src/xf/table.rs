@@ -49,7 +49,7 @@ pub const MAX_FINGERPRINT_BITS: u32 = 52;
 
 /// The slots past the last quotient that runs may spill into.
 pub fn tail_slots(m: u64) -> u64 {
-    64 + m.div_ceil(1024)
+    128 + m.div_ceil(256)
 }
 
 /// Where a hash falls in a table of `m` quotients: the quotient and the
@@ -375,9 +375,9 @@ impl Table {
         self.entries += 1;
     }
 
-    /// Removes the most specific entry of `q` matching a query (the longest
-    /// matching fingerprint): true when one was removed.
-    pub fn remove_match(&mut self, q: u64, frac: u64) -> bool {
+    /// The most specific entry of `q` matching a query (the longest
+    /// matching fingerprint): its length and slot.
+    pub fn best_match(&self, q: u64, frac: u64) -> Option<(u32, u64)> {
         let qv = self.query_bits(frac);
         let mut best: Option<(u32, u64)> = None;
         for i in self.run(q) {
@@ -389,7 +389,12 @@ impl Table {
                 }
             }
         }
-        match best {
+        best
+    }
+
+    /// Removes the most specific entry of `q` matching a query: true when one was removed.
+    pub fn remove_match(&mut self, q: u64, frac: u64) -> bool {
+        match self.best_match(q, frac) {
             Some((_, at)) => {
                 self.remove_at(at);
                 true
@@ -410,7 +415,7 @@ impl Table {
     }
 
     /// Removes the entry in slot `at` by laying its cluster out again.
-    fn remove_at(&mut self, at: u64) {
+    pub fn remove_at(&mut self, at: u64) {
         let mut cs = at;
         while self.get(cs) & SHIFTED != 0 {
             cs -= 1;
