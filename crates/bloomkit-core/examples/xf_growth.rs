@@ -53,13 +53,19 @@ fn run(n: u64, error: f64) {
             .expect("a chain");
     let mut next = 2 * START;
     let mut slowest = Duration::ZERO;
+    let mut slow = Vec::new();
     let mut worst_bits = 0f64;
     let (mut sum_ratio, mut points) = (0.0, 0u32);
     for i in 0..n {
         let item = member(i);
+        let before = (f.is_migrating(), f.expansions());
         let t = Instant::now();
         f.insert(&item, Limits::NONE).expect("insert");
-        slowest = slowest.max(t.elapsed());
+        let took = t.elapsed();
+        slowest = slowest.max(took);
+        if took > Duration::from_millis(1) {
+            slow.push((took, i, before, (f.is_migrating(), f.expansions())));
+        }
         rb.add(&item, Limits::NONE).expect("rb add");
         let count = i + 1;
         if count >= 2 * START {
@@ -101,10 +107,15 @@ fn run(n: u64, error: f64) {
         }
     }
     println!(
-        "mean xf/rb bits ratio over the doublings: {:.3}; slowest insert: {:?}",
+        "mean xf/rb bits ratio over the doublings: {:.3}; slowest insert: {:?}; inserts over 1 ms: {}",
         sum_ratio / f64::from(points),
-        slowest
+        slowest,
+        slow.len()
     );
+    slow.sort();
+    for (took, i, before, after) in slow.iter().rev().take(5) {
+        println!("  {took:?} at insert {i}: (migrating, expansions) {before:?} -> {after:?}");
+    }
 }
 
 fn main() {
