@@ -11,7 +11,7 @@ seconds="${1:-30}"
 export RUSTC_BOOTSTRAP=1
 command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
 python3 seed-corpus.py
-targets=(scandump_header scandump_chunks rdb_fields filter_file command_args apbf_state apbf_args cuckoo_codecs cms_codecs topk_codecs tdigest_codecs vbloom_codecs)
+targets=(scandump_header scandump_chunks rdb_fields filter_file command_args apbf_state apbf_args cuckoo_codecs cms_codecs topk_codecs tdigest_codecs vbloom_codecs xf_codecs)
 # Every target in Cargo.toml is fuzzed: a new one cannot be forgotten here.
 declared=$(grep -c '^\[\[bin\]\]' Cargo.toml)
 [ "$declared" -eq "${#targets[@]}" ] || { echo "fuzz/run.sh lists ${#targets[@]} targets, Cargo.toml $declared" >&2; exit 1; }

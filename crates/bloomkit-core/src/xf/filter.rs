@@ -141,6 +141,9 @@ pub(super) struct Loading {
     pub scans: Vec<Scan>,
 }
 
+/// A table, a quotient in it and the fraction that follows.
+type Place<'a> = (&'a Table, u64, u64);
+
 /// Slots and cache lines one lookup reads (the test of constant time).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LookupCost {
@@ -308,14 +311,14 @@ impl XfFilter {
             newest_fingerprint_bits: newest.fbits(),
             oldest_fingerprint_bits: oldest.unwrap_or(newest.fbits()),
             guaranteed_rate: self.guaranteed_rate(),
-            migration: self.next.as_ref().map(|mig| (mig.cursor, self.table.len())),
+            migration: self.next.as_ref().map(|mig| (mig.cursor, self.table.slots())),
         }
     }
 
     /// Where a hash's entries are: the newest table (quotient, fraction),
     /// and during a doubling the old table too while its quotient is not
     /// moved yet. New entries always go to the first.
-    fn route(&self, h: XfHash) -> ((&Table, u64, u64), Option<(&Table, u64, u64)>) {
+    fn route(&self, h: XfHash) -> (Place<'_>, Option<Place<'_>>) {
         let (q, frac) = locate(h.0, self.table.m());
         match &self.next {
             Some(mig) => {

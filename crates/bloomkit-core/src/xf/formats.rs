@@ -125,7 +125,7 @@ impl Header {
         limits.check(OVERHEAD.saturating_add(bytes))?;
         let table = Table::new(m, self.fbits)?;
         if let Some((cursor, _)) = next {
-            if cursor > table.len() {
+            if cursor > table.slots() {
                 return Err(bad("the doubling's position is past the table's end"));
             }
         }
@@ -160,7 +160,7 @@ impl XfFilter {
         let bad = XfError::BadData;
         let tables = [Some(&self.table), self.next.as_ref().map(|mig| &mig.table)];
         for (t, scan) in tables.into_iter().flatten().zip(scans.iter_mut()) {
-            scan.feed(t, t.len()).map_err(bad)?;
+            scan.feed(t, t.slots()).map_err(bad)?;
             if !t.padding_is_clear() {
                 return Err(bad("bits past the last slot are set"));
             }

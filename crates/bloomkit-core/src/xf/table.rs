@@ -85,6 +85,10 @@ fn matches(r: u64, qv: u64) -> bool {
     (r >> (tz + 1)) == (qv >> tz)
 }
 
+/// A cluster taken out of a table: its first slot, its entries (quotient,
+/// remainder) in slot order, and the slot after it.
+pub type Cluster = (u64, Vec<(u64, u64)>, u64);
+
 /// The table could not place an entry: no free slot before its end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TableFull;
@@ -140,7 +144,8 @@ impl Table {
     pub fn m(&self) -> u64 {
         self.m
     }
-    pub fn len(&self) -> u64 {
+    /// Physical slots (quotients and tail).
+    pub fn slots(&self) -> u64 {
         self.len
     }
     pub fn fbits(&self) -> u32 {
@@ -478,7 +483,7 @@ impl Table {
     /// its first slot, its entries with their quotients, and the slot after
     /// it. `None` when no entry is left at or after `from`. At most `budget`
     /// empty slots are skipped: then `Some((next, vec![], next))`.
-    pub fn take_cluster(&mut self, from: u64, budget: u64) -> Option<(u64, Vec<(u64, u64)>, u64)> {
+    pub fn take_cluster(&mut self, from: u64, budget: u64) -> Option<Cluster> {
         let mut i = from;
         let stop = from.saturating_add(budget.max(1));
         while i < self.len && self.get(i) & !OCCUPIED == 0 {
@@ -724,7 +729,7 @@ pub(crate) mod tests {
         while t.insert(0, encode(0, 4, 4)).is_ok() {
             n += 1;
         }
-        assert_eq!(n, t.len());
+        assert_eq!(n, t.slots());
         let before = t.bytes();
         // A quotient with no run yet: its occupied bit must not stay set.
         assert_eq!(t.insert(2, encode(0, 4, 4)), Err(TableFull));
