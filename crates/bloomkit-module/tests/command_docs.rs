@@ -54,6 +54,19 @@ const SINCE: &[(&str, &str)] = &[
     ("cms.merge", "2.0.0"),
     ("cms.info", "2.0.0"),
     ("topk.reserve", "2.0.0"),
+    ("xf.reserve", "0.2.0"),
+    ("xf.add", "0.2.0"),
+    ("xf.madd", "0.2.0"),
+    ("xf.insert", "0.2.0"),
+    ("xf.exists", "0.2.0"),
+    ("xf.mexists", "0.2.0"),
+    ("xf.del", "0.2.0"),
+    ("xf.count", "0.2.0"),
+    ("xf.card", "0.2.0"),
+    ("xf.merge", "0.2.0"),
+    ("xf.info", "0.2.0"),
+    ("xf.scandump", "0.2.0"),
+    ("xf.loadchunk", "0.2.0"),
     ("topk.add", "2.0.0"),
     ("topk.incrby", "2.0.0"),
     ("topk.query", "2.0.0"),
@@ -89,6 +102,8 @@ const DONT_CACHE: &[&str] = &[
     "cms.info",
     "topk.info",
     "tdigest.info",
+    "xf.info",
+    "xf.scandump",
 ];
 
 fn text(r: &Reply) -> String {

@@ -203,7 +203,7 @@ const COMMANDS: &[Command] = &[
         summary: c"Returns a chunk of the filter: iterator 0 gives the header, then the slots, then [0, \"\"]",
         complexity: c"O(n), n the size of the chunk",
         since: SINCE,
-        tips: None,
+        tips: DONT_CACHE,
         args: SCANDUMP,
     },
     Command {
