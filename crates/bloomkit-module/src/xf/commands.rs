@@ -286,7 +286,7 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
 pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_key_only(argv)?;
     let info = with_filter(ctx, &argv[1], |f| f.map(XfFilter::info))?.ok_or(XfError::NotFound)?;
-    let migration = info.migration.map_or(0, |(moved, of)| if of == 0 { 100 } else { moved * 100 / of });
+    let migration = info.migration.map_or(0, |(moved, of)| (moved * 100).checked_div(of).unwrap_or(100));
     ctx.reply_map(13);
     let int = |label: &'static CStr, v: u64| {
         ctx.reply_simple(label);
