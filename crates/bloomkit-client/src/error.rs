@@ -38,6 +38,9 @@ pub enum Error {
     File(FileError),
     /// The in-process filter refused the operation.
     Filter(bloomkit_core::bf::BfError),
+    /// The in-process expandable filter refused the operation (full at
+    /// its max capacity, or a file it cannot load).
+    Expandable(bloomkit_core::xf::XfError),
     /// A dump, restore or copy that could not complete safely (nothing was
     /// changed), with what to do.
     Transfer(String),
@@ -79,6 +82,7 @@ impl fmt::Display for Error {
             Error::Protocol(e) => write!(f, "unexpected reply from the server: {e}"),
             Error::File(e) => write!(f, "{e}"),
             Error::Filter(e) => write!(f, "{}", e.to_string().trim_start_matches("ERR ")),
+            Error::Expandable(e) => write!(f, "{}", e.to_string().trim_start_matches("ERR ")),
             Error::Transfer(e) => f.write_str(e),
         }
     }
@@ -95,6 +99,12 @@ impl From<FileError> for Error {
 impl From<bloomkit_core::bf::BfError> for Error {
     fn from(e: bloomkit_core::bf::BfError) -> Error {
         Error::Filter(e)
+    }
+}
+
+impl From<bloomkit_core::xf::XfError> for Error {
+    fn from(e: bloomkit_core::xf::XfError) -> Error {
+        Error::Expandable(e)
     }
 }
 
@@ -132,7 +142,13 @@ impl Error {
             Error::ConfigMismatch(text[at..].trim_end_matches(['"', ')', ']']).to_string())
         } else if lower.contains("wrongtype") {
             Error::WrongType(key.to_string())
-        } else if lower.contains("unknown command") && (lower.contains("bf.") || lower.contains("cf.")) {
+        } else if (lower.contains("unknown command")
+            && (lower.contains("bf.") || lower.contains("cf.") || lower.contains("xf.")))
+            // An XF.* call from the expandable filter's script, on a server
+            // without bloomkit (no other script of the client's calls a
+            // module).
+            || lower.contains("unknown redis command called from script")
+        {
             Error::ModuleMissing(text.to_string())
         } else if lower.contains("item exists") || lower.contains("already exists") {
             Error::AlreadyExists(key.to_string())

@@ -1,4 +1,4 @@
-//! One Bloom filter API over five backends.
+//! One Bloom filter API over six backends.
 //!
 //! - **Module** ([`Layout::module`]): `BF.*` commands, for bloomkit,
 //!   RedisBloom or valkey-bloom on the server.
@@ -13,6 +13,10 @@
 //!   Redis's 512 MiB string limit are split over keys in one hash slot.
 //! - **Cuckoo** ([`Layout::cuckoo`]): `CF.*` commands, for filters whose
 //!   items must also be removed ([`Filter::remove`]).
+//! - **Expandable** ([`Layout::expandable`], in process
+//!   [`LocalFilter::expandable`]): bloomkit's `XF.*` filter, which grows
+//!   from any start at its error rate (no capacity to guess), and removes
+//!   and counts items.
 //! - **Sharded** ([`Layout::sharded`]): one logical filter over N module or
 //!   bitmap filters, each in its own hash slot, so a Redis Cluster spreads
 //!   them over its masters; a batch's commands are grouped per node and the
@@ -103,8 +107,9 @@ pub trait Filter {
 
     fn contains_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>>;
 
-    /// Removes one copy of the item; `true` if one was there. Only a
-    /// cuckoo filter ([`Layout::cuckoo`]) can; the others answer
+    /// Removes one copy of the item; `true` if one was there. Only cuckoo
+    /// and expandable filters ([`Layout::cuckoo`], [`Layout::expandable`],
+    /// [`LocalFilter::expandable`]) can; the others answer
     /// [`Error::Unsupported`]. Remove only items whose `add` answered
     /// `true`: an add answered `false` stored nothing (its fingerprint was
     /// there already, another item's perhaps), and removing it would
@@ -115,7 +120,9 @@ pub trait Filter {
 
     /// [`Filter::remove`] for each item, in order.
     fn remove_many(&mut self, _items: &[&[u8]]) -> Result<Vec<bool>> {
-        Err(Error::Unsupported("removing items: only cuckoo filters (Layout::cuckoo) can"))
+        Err(Error::Unsupported(
+            "removing items: only cuckoo and expandable filters (Layout::cuckoo, Layout::expandable) can",
+        ))
     }
 
     /// Items added, where the backend counts them (not the bitmap backend;

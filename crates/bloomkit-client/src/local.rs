@@ -1,4 +1,5 @@
-//! The core filter in process, with a file for persistence.
+//! The core filters in process, with a file for persistence: the scalable
+//! Bloom filter, a sliding window, or the expandable filter.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -11,6 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bloomkit_core::apbf::{self, Apbf};
 use bloomkit_core::bf::args::Defaults;
 use bloomkit_core::bf::{file, Chain, ChainParams};
+use bloomkit_core::xf::XfFilter;
 use bloomkit_core::Limits;
 
 use crate::error::{Error, Result};
@@ -45,6 +47,9 @@ pub struct LocalFilter {
     params: ChainParams,
     /// With [`Options::window`]: the sliding-window filter, used instead of `chain`.
     window: Option<Apbf>,
+    /// Made by [`LocalFilter::expandable`]: the expandable filter, used
+    /// instead of `chain`.
+    xf: Option<XfFilter>,
 }
 
 impl LocalFilter {
@@ -73,12 +78,54 @@ impl LocalFilter {
         };
         let chain =
             Chain::new(if window.is_some() { Defaults::REDISBLOOM.params() } else { params }, Limits::NONE)?;
-        Ok(LocalFilter { chain, params, window })
+        Ok(LocalFilter { chain, params, window, xf: None })
+    }
+
+    /// An empty expandable filter (bloomkit's `XF.*` filter, in process):
+    /// it grows by doubling as items arrive, at the options' error rate at
+    /// every size up to [`Options::max_capacity`], so the capacity is only
+    /// its first size. Items can be removed ([`Filter::remove`]) and
+    /// counted ([`LocalFilter::count_of`]); an add stores an item only when
+    /// it is not in yet. Its file ([`LocalFilter::save`]) is a dump of the
+    /// same filter on a server (`bloomkit restore` loads it into one).
+    ///
+    /// ```
+    /// use bloomkit_client::{Filter, LocalFilter, Options};
+    ///
+    /// // A first size of 1000 lines, and no guess at how many will come.
+    /// let mut seen = LocalFilter::expandable(Options::new(1000, 0.001))?;
+    /// for i in 0..100_000u32 {
+    ///     seen.add(&i.to_le_bytes())?;
+    /// }
+    /// assert!(seen.contains(&17u32.to_le_bytes())?);
+    /// assert!(seen.remove(&17u32.to_le_bytes())?);
+    /// assert_eq!(seen.count()?, Some(99_999));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn expandable(options: Options) -> Result<LocalFilter> {
+        options.validate()?;
+        if options.window.is_some() {
+            return Err(Error::InvalidOptions("a sliding window is not an expandable filter".into()));
+        }
+        let xf = XfFilter::with_params(options.xf_params()?, Limits::NONE)?;
+        let chain = Chain::new(Defaults::REDISBLOOM.params(), Limits::NONE)?;
+        Ok(LocalFilter { chain, params: Defaults::REDISBLOOM.params(), window: None, xf: Some(xf) })
     }
 
     /// The filter saved at `path` (by [`LocalFilter::save`] or `bloomkit dump`).
     pub fn open(path: impl AsRef<Path>) -> Result<LocalFilter> {
         let mut input = BufReader::new(File::open(path)?);
+        if input.fill_buf()?.starts_with(crate::transfer::XF_MAGIC) {
+            input.consume(crate::transfer::XF_MAGIC.len());
+            let xf = crate::transfer::read_xf_file(input)?;
+            let chain = Chain::new(Defaults::REDISBLOOM.params(), Limits::NONE)?;
+            return Ok(LocalFilter {
+                chain,
+                params: Defaults::REDISBLOOM.params(),
+                window: None,
+                xf: Some(xf),
+            });
+        }
         if Apbf::header_len(input.fill_buf()?).is_ok() {
             let mut bytes = Vec::new();
             input.read_to_end(&mut bytes)?;
@@ -87,7 +134,12 @@ impl LocalFilter {
                 e => Error::InvalidOptions(e.to_string()),
             })?;
             let chain = Chain::new(Defaults::REDISBLOOM.params(), Limits::NONE)?;
-            return Ok(LocalFilter { chain, params: Defaults::REDISBLOOM.params(), window: Some(window) });
+            return Ok(LocalFilter {
+                chain,
+                params: Defaults::REDISBLOOM.params(),
+                window: Some(window),
+                xf: None,
+            });
         }
         Ok(LocalFilter::from(file::read(input, Limits::NONE)?))
     }
@@ -110,9 +162,12 @@ impl LocalFilter {
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
         {
             let mut out = BufWriter::new(tmp.as_file_mut());
-            match &self.window {
-                Some(w) => out.write_all(&w.encode())?,
-                None => file::write(&self.chain, &mut out)?,
+            match (&self.window, &self.xf) {
+                (Some(w), _) => out.write_all(&w.encode())?,
+                (None, Some(xf)) => {
+                    crate::transfer::write_xf_file(xf, &mut out)?;
+                }
+                (None, None) => file::write(&self.chain, &mut out)?,
             }
             out.flush()?;
         }
@@ -129,6 +184,24 @@ impl LocalFilter {
     pub fn window(&self) -> Option<&Apbf> {
         self.window.as_ref()
     }
+
+    /// The expandable filter, when made by [`LocalFilter::expandable`] (or
+    /// opened from its file).
+    pub fn expandable_filter(&self) -> Option<&XfFilter> {
+        self.xf.as_ref()
+    }
+
+    /// How many copies of the item an expandable filter holds (never fewer
+    /// than were added and not removed); other local filters answer
+    /// [`Error::Unsupported`].
+    pub fn count_of(&self, item: &[u8]) -> Result<u64> {
+        match &self.xf {
+            Some(xf) => Ok(xf.count(item)),
+            None => Err(Error::Unsupported(
+                "counting copies of an item: only expandable filters (LocalFilter::expandable) can",
+            )),
+        }
+    }
 }
 
 /// A chain's own parameters, so that `clear` makes the same filter again.
@@ -142,7 +215,7 @@ impl From<Chain> for LocalFilter {
             expansion: chain.expansion().unwrap_or(2),
             scaling: chain.expansion().is_some(),
         };
-        LocalFilter { chain, params, window: None }
+        LocalFilter { chain, params, window: None, xf: None }
     }
 }
 
@@ -153,6 +226,10 @@ impl Filter for LocalFilter {
     }
 
     fn add_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+        if let Some(xf) = &mut self.xf {
+            // As the server's script does: an item already in is not added again.
+            return items.iter().map(|i| xf.insert_if_absent(i, Limits::NONE).map_err(Error::from)).collect();
+        }
         if let Some(w) = &mut self.window {
             let now = now_ms();
             return Ok(items.iter().map(|i| w.add(i, now)).collect());
@@ -176,6 +253,9 @@ impl Filter for LocalFilter {
     }
 
     fn contains_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+        if let Some(xf) = &self.xf {
+            return Ok(items.iter().map(|i| xf.contains(i)).collect());
+        }
         if let Some(w) = &self.window {
             let now = now_ms();
             return Ok(items.iter().map(|i| w.contains(i, now)).collect());
@@ -185,11 +265,35 @@ impl Filter for LocalFilter {
         Ok(answers)
     }
 
+    /// Removes one copy of each item from an expandable filter.
+    fn remove_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+        match &mut self.xf {
+            Some(xf) => items.iter().map(|i| xf.delete(i).map_err(Error::from)).collect(),
+            None => Err(Error::Unsupported(
+                "removing items: only expandable filters (LocalFilter::expandable) can, in process",
+            )),
+        }
+    }
+
     fn count(&mut self) -> Result<Option<u64>> {
+        if let Some(xf) = &self.xf {
+            return Ok(Some(xf.items()));
+        }
         Ok(self.window.is_none().then(|| self.chain.items()))
     }
 
     fn info(&mut self) -> Result<Info> {
+        if let Some(xf) = &self.xf {
+            let info = xf.info();
+            return Ok(Info {
+                backend: "local expandable".into(),
+                capacity: info.grows_at,
+                bytes: info.size_bytes,
+                items: Some(info.items),
+                estimated_error_rate: Some(info.guaranteed_rate),
+                ..Info::default()
+            });
+        }
         if let Some(w) = &self.window {
             return Ok(Info {
                 backend: "local window".into(),
@@ -210,6 +314,10 @@ impl Filter for LocalFilter {
     }
 
     fn clear(&mut self) -> Result<()> {
+        if let Some(xf) = &mut self.xf {
+            *xf = XfFilter::with_params(xf.params(), Limits::NONE)?;
+            return Ok(());
+        }
         if let Some(w) = &mut self.window {
             w.clear(now_ms());
             return Ok(());

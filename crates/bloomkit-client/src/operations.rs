@@ -14,7 +14,8 @@ use crate::options::Info;
 use crate::plan::{check, integer};
 
 /// What a filter that cannot remove answers to a removal.
-const NO_REMOVE: &str = "removing items: only cuckoo filters (Layout::cuckoo) can";
+const NO_REMOVE: &str =
+    "removing items: only cuckoo and expandable filters (Layout::cuckoo, Layout::expandable) can";
 
 /// The replies, once none is an error.
 fn checked(replies: Result<Vec<Value>>, key: &str) -> Result<Vec<Value>> {
@@ -54,23 +55,25 @@ pub(crate) fn remove_many<'a>(layout: &'a Layout, items: &'a [&'a [u8]]) -> Call
     })
 }
 
-/// How many copies of the item a cuckoo filter may hold (`CF.COUNT`).
+/// How many copies of the item a cuckoo or expandable filter may hold
+/// (`CF.COUNT`, `XF.COUNT`).
 pub(crate) fn count_of<'a>(layout: &'a Layout, item: &[u8]) -> Call<'a, u64> {
     if !layout.removes() {
         return Call::Done(Err(Error::Unsupported(
-            "counting copies of an item: only cuckoo filters (Layout::cuckoo) can",
+            "counting copies of an item: only cuckoo and expandable filters (Layout::cuckoo, \
+             Layout::expandable) can",
         )));
     }
     Call::round(vec![layout.count_of(item)], move |replies| match replies?.first() {
         Some(v) => Ok(integer(v, layout.name())?.max(0) as u64),
-        None => Err(Error::Protocol("no reply to CF.COUNT".into())),
+        None => Err(Error::Protocol("no reply to a COUNT command".into())),
     })
 }
 
 /// The exact count where the backend keeps one: a cuckoo filter only in
 /// its info (a missing one holds none), the others by their own command.
 pub(crate) fn count(layout: &Layout) -> Call<'_, Option<u64>> {
-    if layout.removes() {
+    if layout.removes() && !layout.is_expandable() {
         return info(layout).map(|info| match info {
             Ok(info) => Ok(info.items),
             Err(Error::NotFound(_)) => Ok(Some(0)),

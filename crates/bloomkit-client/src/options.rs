@@ -42,6 +42,11 @@ pub struct Options {
     /// `php-bkdr`, whose code is given them; for a Guava file restored
     /// without its parameters; `capacity` then only labels the filter).
     pub shape: Option<(u64, u32)>,
+    /// Expandable filters ([`crate::Layout::expandable`],
+    /// [`crate::LocalFilter::expandable`]): the most items it will hold,
+    /// its error rate guaranteed up to there (default: 2^36, so that only
+    /// memory stops it). `capacity` is then only its first size.
+    pub max_capacity: Option<u64>,
 }
 
 impl Options {
@@ -56,6 +61,7 @@ impl Options {
             max_key_bits: MAX_STRING_BITS,
             window: None,
             shape: None,
+            max_capacity: None,
         }
     }
 
@@ -78,6 +84,29 @@ impl Options {
     pub fn shape(mut self, bits: u64, hashes: u32) -> Options {
         self.shape = Some((bits, hashes));
         self
+    }
+
+    /// The most items an expandable filter will hold (see [`Options::max_capacity`]).
+    pub fn max_capacity(mut self, items: u64) -> Options {
+        self.max_capacity = Some(items);
+        self
+    }
+
+    /// The core parameters of an expandable filter, checked against its
+    /// ranges (error rate 1e-9 to 0.5, sizes up to 2^40).
+    pub(crate) fn xf_params(&self) -> Result<bloomkit_core::xf::XfParams> {
+        let params = bloomkit_core::xf::XfParams {
+            error_rate: self.error_rate,
+            capacity: self.capacity,
+            max_capacity: self.max_capacity.unwrap_or(bloomkit_core::xf::DEFAULT_MAX_CAPACITY),
+        };
+        params.check().map_err(|e| {
+            Error::InvalidOptions(format!(
+                "an expandable filter: {}",
+                e.to_string().trim_start_matches("ERR ")
+            ))
+        })?;
+        Ok(params)
     }
 
     pub fn max_key_bits(mut self, bits: u64) -> Options {
@@ -121,7 +150,8 @@ impl Options {
 /// What a filter reports about itself; fields a backend cannot know are `None`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Info {
-    /// "module", "bitmap", "local", or "sharded module"/"sharded bitmap".
+    /// "module", "bitmap", "cuckoo", "expandable", "local", "local
+    /// expandable", or "sharded module"/"sharded bitmap".
     pub backend: String,
     /// The keys that hold it (none for a local filter).
     pub keys: Vec<String>,
@@ -129,7 +159,7 @@ pub struct Info {
     pub capacity: u64,
     /// Memory of its bit arrays (the module's own accounting where it has one).
     pub bytes: u64,
-    /// Items added: exact for the module and local backends.
+    /// Items added: exact for the module, expandable and local backends.
     pub items: Option<u64>,
     /// Items estimated from the bits set (bitmap backend).
     pub estimated_items: Option<f64>,
@@ -142,7 +172,8 @@ pub struct Info {
     pub layout: Option<String>,
     /// Fraction of a bitmap's bits that are set.
     pub fill: Option<f64>,
-    /// The false-positive rate a bitmap answers with now: `fill ^ hashes`.
+    /// The false-positive rate it answers with now: a bitmap's
+    /// `fill ^ hashes`; the bound an expandable filter guarantees.
     pub estimated_error_rate: Option<f64>,
     /// Shards of a sharded filter.
     pub shards: Option<u32>,

@@ -163,8 +163,9 @@ fn flatten(v: Value, key: &str, out: &mut Vec<i64>) -> Result<()> {
 }
 
 /// The numeric fields of an `*.INFO` reply (`BF.INFO`, `CF.INFO`,
-/// `APBF.INFO`), by label: a flat array in RESP2, a map in RESP3.
-pub(crate) struct InfoFields(Vec<(String, u64)>);
+/// `APBF.INFO`, `XF.INFO`), by label: a flat array in RESP2, a map in
+/// RESP3. Integers, and apart the doubles (a bulk string in RESP2).
+pub(crate) struct InfoFields(Vec<(String, u64)>, Vec<(String, f64)>);
 
 impl InfoFields {
     pub fn read(reply: Value, key: &str) -> Result<InfoFields> {
@@ -180,23 +181,27 @@ impl InfoFields {
                 pairs
             }
         };
-        Ok(InfoFields(
-            pairs
-                .into_iter()
-                .filter_map(|(l, v)| {
-                    let label = match l {
-                        Value::SimpleString(s) => s,
-                        Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
-                        _ => return None,
-                    };
-                    let value = match v {
-                        Value::Int(i) => u64::try_from(i).ok()?,
-                        _ => return None,
-                    };
-                    Some((label, value))
-                })
-                .collect(),
-        ))
+        let (mut ints, mut doubles) = (Vec::new(), Vec::new());
+        for (l, v) in pairs {
+            let label = match l {
+                Value::SimpleString(s) => s,
+                Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+                _ => continue,
+            };
+            match v {
+                Value::Int(i) => ints.extend(u64::try_from(i).ok().map(|i| (label, i))),
+                Value::Double(d) => doubles.push((label, d)),
+                Value::BulkString(b) => doubles
+                    .extend(std::str::from_utf8(&b).ok().and_then(|t| t.parse().ok()).map(|d| (label, d))),
+                _ => {}
+            }
+        }
+        Ok(InfoFields(ints, doubles))
+    }
+
+    /// A field whose value is a double (`XF.INFO`'s rates).
+    pub fn get_f64(&self, label: &str) -> Option<f64> {
+        self.1.iter().find(|(l, _)| l.eq_ignore_ascii_case(label)).map(|f| f.1)
     }
 
     /// The field's value; labels differ in case between servers.

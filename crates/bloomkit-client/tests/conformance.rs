@@ -1,6 +1,7 @@
 //! One suite, every backend: the module (bloomkit on Redis and Valkey,
 //! also in valkey-bloom's dialect, RedisBloom 2.8.2), the bitmap on a server with no module (one key and
-//! split over keys), sharded filters over both, the async transport, and the
+//! split over keys), sharded filters over both, the expandable filter
+//! (`XF.*`, sync and async, and in process), the async transport, and the
 //! local filter. Real servers on loopback ports.
 
 use std::time::Duration;
@@ -32,13 +33,24 @@ fn predicted_rate(info: &Info, rate: f64, first: f64, n: u64) -> f64 {
     false_positive_rate(m, k, n as f64 / shards as f64)
 }
 
+/// How a backend's false-positive rate is checked.
+#[derive(Clone, Copy)]
+enum Rate {
+    /// Within 4σ of what its shape predicts, its first sub-filter built at
+    /// this share of the rate asked for.
+    Shape(f64),
+    /// At most the bound it reports ([`Info::estimated_error_rate`], the
+    /// rate an expandable filter guarantees), itself within the rate.
+    Bound,
+}
+
 /// RedisBloom builds a filter's first sub-filter at half the rate asked for.
-const HALF: f64 = 0.5;
+const HALF: Rate = Rate::Shape(0.5);
 
 /// The suite. `server` is `None` for the local filter; `counts` says whether
-/// the backend keeps an exact count; `first` is the share of the rate its
-/// first sub-filter is built at.
-fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool, first: f64) {
+/// the backend keeps an exact count; `rate` how its false-positive rate is
+/// checked. Backends that remove items are checked removing them.
+fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool, rate_check: Rate) {
     // Answers, repeats inside a call, odd bytes.
     let mut f = make("conf:basic", Options::new(1000, 0.001).batch_size(3));
     if server.is_some() {
@@ -68,6 +80,19 @@ fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool, first
         let mut raw = server.conn();
         assert!(info.keys.iter().any(|k| raw.call(&["EXISTS", k]).as_int() == 1), "{info:?}");
     }
+    // Where the backend removes: one copy goes, an item never added
+    // removes nothing, and the item can be added anew.
+    match f.remove_many(&[b"a", b"never added", odd]) {
+        Err(Error::Unsupported(_)) => {}
+        removed => {
+            assert_eq!(removed.unwrap(), [true, false, true]);
+            assert_eq!(f.contains_many(&[b"a", b"b", odd]).unwrap(), [false, true, false]);
+            assert_eq!(f.count().unwrap(), counts.then_some(3));
+            assert!(!f.remove(b"a").unwrap(), "removed twice");
+            assert_eq!(f.add_many(&[b"a", odd, b"b"]).unwrap(), [true, true, false]);
+            assert_eq!(f.count().unwrap(), counts.then_some(5));
+        }
+    }
 
     // Calls much larger than a batch: every item answered, in order.
     let many = items("batch", 2500);
@@ -89,7 +114,10 @@ fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool, first
     // first sub-filter is built at half the rate), within 4σ over enough
     // probes that a rate off by 10% fails.
     let info = f.info().unwrap();
-    let predicted = predicted_rate(&info, rate, first, capacity);
+    let predicted = match rate_check {
+        Rate::Shape(first) => predicted_rate(&info, rate, first, capacity),
+        Rate::Bound => info.estimated_error_rate.expect("an expandable filter reports its bound"),
+    };
     // (Guava rounds k to the nearest integer, which costs bitmaps up to 1%
     // above the rate asked for, as in Guava itself: 0.01003 here.)
     assert!(predicted <= rate * 1.01, "{info:?}: the shape predicts {predicted} above {rate}");
@@ -98,12 +126,20 @@ fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool, first
     let positives = f.contains_many(&slices(&absent)).unwrap().iter().filter(|&&p| p).count();
     let measured = positives as f64 / probes as f64;
     let sigma = (predicted * (1.0 - predicted) / probes as f64).sqrt();
-    assert!(
-        (measured - predicted).abs() <= 4.0 * sigma,
-        "{}: false-positive rate {measured} where its shape predicts {predicted} ± {}",
-        info.backend,
-        4.0 * sigma
-    );
+    match rate_check {
+        Rate::Shape(_) => assert!(
+            (measured - predicted).abs() <= 4.0 * sigma,
+            "{}: false-positive rate {measured} where its shape predicts {predicted} ± {}",
+            info.backend,
+            4.0 * sigma
+        ),
+        Rate::Bound => assert!(
+            measured <= predicted + 4.0 * sigma,
+            "{}: false-positive rate {measured} above the bound it guarantees, {predicted} (+ {})",
+            info.backend,
+            4.0 * sigma
+        ),
+    }
 
     // Clear removes everything.
     f.clear().unwrap();
@@ -169,7 +205,7 @@ fn run_sync(server: &TestServer, counts: bool, layout: impl Fn(&str, Options) ->
     run_sync_at(server, counts, HALF, layout)
 }
 
-fn run_sync_at(server: &TestServer, counts: bool, first: f64, layout: impl Fn(&str, Options) -> Layout) {
+fn run_sync_at(server: &TestServer, counts: bool, first: Rate, layout: impl Fn(&str, Options) -> Layout) {
     let mut make = |name: &str, o: Options| -> Box<dyn Filter> {
         Box::new(RedisFilter::new(connect(server), layout(name, o)))
     };
@@ -195,7 +231,7 @@ fn module_on_valkey() {
 fn module_as_valkey_bloom() {
     let args = ["COMPAT", "valkey-bloom"].map(String::from).to_vec();
     let server = TestServer::start(Server::Valkey, &[Module::Bloomkit(args)], &[]);
-    run_sync_at(&server, true, 1.0, |n, o| Layout::module(n, o).unwrap());
+    run_sync_at(&server, true, Rate::Shape(1.0), |n, o| Layout::module(n, o).unwrap());
 }
 
 #[test]
@@ -234,6 +270,24 @@ fn local() {
     conformance(&mut make, None, true, HALF);
 }
 
+#[test]
+fn expandable_on_redis() {
+    let server = TestServer::with_bloomkit(Server::Redis);
+    run_sync_at(&server, true, Rate::Bound, |n, o| Layout::expandable(n, o).unwrap());
+}
+
+#[test]
+fn expandable_on_valkey() {
+    let server = TestServer::with_bloomkit(Server::Valkey);
+    run_sync_at(&server, true, Rate::Bound, |n, o| Layout::expandable(n, o).unwrap());
+}
+
+#[test]
+fn expandable_local() {
+    let mut make = |_: &str, o: Options| -> Box<dyn Filter> { Box::new(LocalFilter::expandable(o).unwrap()) };
+    conformance(&mut make, None, true, Rate::Bound);
+}
+
 /// The async filter behind the sync trait, so that it runs the same suite.
 struct BlockOn<C> {
     filter: AsyncRedisFilter<C>,
@@ -250,6 +304,9 @@ impl<C: AsyncTransport> Filter for BlockOn<C> {
     fn contains_many(&mut self, items: &[&[u8]]) -> bloomkit_client::Result<Vec<bool>> {
         self.runtime.block_on(self.filter.contains_many(items))
     }
+    fn remove_many(&mut self, items: &[&[u8]]) -> bloomkit_client::Result<Vec<bool>> {
+        self.runtime.block_on(self.filter.remove_many(items))
+    }
     fn count(&mut self) -> bloomkit_client::Result<Option<u64>> {
         self.runtime.block_on(self.filter.count())
     }
@@ -265,6 +322,10 @@ impl<C: AsyncTransport> Filter for BlockOn<C> {
 }
 
 fn run_async(server: &TestServer, counts: bool, layout: impl Fn(&str, Options) -> Layout) {
+    run_async_at(server, counts, HALF, layout)
+}
+
+fn run_async_at(server: &TestServer, counts: bool, rate: Rate, layout: impl Fn(&str, Options) -> Layout) {
     let url = format!("redis://127.0.0.1:{}/", server.port);
     let mut make = |name: &str, o: Options| -> Box<dyn Filter> {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -277,7 +338,7 @@ fn run_async(server: &TestServer, counts: bool, layout: impl Fn(&str, Options) -
         let conn = runtime.block_on(client.get_multiplexed_async_connection_with_config(&config)).unwrap();
         Box::new(BlockOn { filter: AsyncRedisFilter::new(conn, layout(name, o)), runtime })
     };
-    conformance(&mut make, Some(server), counts, HALF);
+    conformance(&mut make, Some(server), counts, rate);
 }
 
 #[test]
@@ -290,4 +351,10 @@ fn async_module() {
 fn async_sharded_bitmap() {
     let server = TestServer::start(Server::Redis, &[], &[]);
     run_async(&server, false, |n, o| Layout::sharded(n, 3, Over::Bitmap, o).unwrap());
+}
+
+#[test]
+fn async_expandable() {
+    let server = TestServer::with_bloomkit(Server::Redis);
+    run_async_at(&server, true, Rate::Bound, |n, o| Layout::expandable(n, o).unwrap());
 }

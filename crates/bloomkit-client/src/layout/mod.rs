@@ -1,7 +1,7 @@
 //! Where a filter's bits live on the server and which commands reach them.
 //! A [`Layout`] is a filter's name, options and kind, the kind decided once
 //! by its constructor; each kind's commands and reply reading are in its
-//! own file (`bloom.rs`, `window.rs`, `cuckoo.rs`, `bitmap.rs`), and this
+//! own file (`bloom.rs`, `window.rs`, `cuckoo.rs`, `xf.rs`, `bitmap.rs`), and this
 //! file dispatches to them and spreads sharded filters over their shards.
 //! Pure command building and reply reading: [`crate::RedisFilter`] and
 //! [`crate::AsyncRedisFilter`] only move the bytes.
@@ -18,6 +18,7 @@ mod bitmap;
 mod bloom;
 mod cuckoo;
 mod window;
+mod xf;
 
 use bitmap::Bitmap;
 
@@ -49,6 +50,8 @@ enum Kind {
     Window(Window),
     /// A cuckoo filter (`CF.*`): deletes as well as adds.
     Cuckoo,
+    /// An expandable filter (`XF.*`): grows at its rate, deletes and counts.
+    Xf,
     /// Plain strings, in one system's layout.
     Bitmap(Bitmap),
     Sharded {
@@ -93,9 +96,35 @@ impl Layout {
         Ok(Layout { name: name.into(), options, kind: Kind::Cuckoo })
     }
 
-    /// Whether items can be removed (a cuckoo filter).
+    /// An expandable filter (`XF.*`, bloomkit only) in the key `name`: it
+    /// grows as items arrive, by doubling one table, at the options'
+    /// error rate at every size (up to [`Options::max_capacity`]), so the
+    /// capacity is only a first size, and a stream of unknown length needs
+    /// no guess. Items can be removed ([`Filter::remove`]) and their copies
+    /// counted ([`crate::RedisFilter::count_of`]). Created on first write
+    /// with the options (`XF.RESERVE`); an add stores an item only when it
+    /// is not in yet, as [`Layout::cuckoo`]'s do, in one script per batch.
+    ///
+    /// [`Filter::remove`]: crate::Filter::remove
+    pub fn expandable(name: impl Into<String>, options: Options) -> Result<Layout> {
+        options.validate()?;
+        if options.window.is_some() {
+            return Err(Error::InvalidOptions(
+                "sliding windows need APBF.* or the local backend, not XF.*".into(),
+            ));
+        }
+        options.xf_params()?;
+        Ok(Layout { name: name.into(), options, kind: Kind::Xf })
+    }
+
+    /// Whether items can be removed (a cuckoo or an expandable filter).
     pub fn removes(&self) -> bool {
-        matches!(self.kind, Kind::Cuckoo)
+        matches!(self.kind, Kind::Cuckoo | Kind::Xf)
+    }
+
+    /// Whether this is an expandable filter (`XF.*`).
+    pub fn is_expandable(&self) -> bool {
+        matches!(self.kind, Kind::Xf)
     }
 
     /// A Guava-sized bitmap over plain strings: the key `name` itself when
@@ -206,7 +235,7 @@ impl Layout {
     /// Every key the filter may occupy.
     pub fn keys(&self) -> Vec<String> {
         match &self.kind {
-            Kind::Bloom | Kind::Window(_) | Kind::Cuckoo => vec![self.name.clone()],
+            Kind::Bloom | Kind::Window(_) | Kind::Cuckoo | Kind::Xf => vec![self.name.clone()],
             Kind::Bitmap(bitmap) => bitmap.keys.iter().chain(&bitmap.config).cloned().collect(),
             Kind::Sharded { shards, .. } => shards.iter().flat_map(|s| s.keys()).collect(),
         }
@@ -234,6 +263,7 @@ impl Layout {
             Kind::Bloom => bloom::reserve(name, o),
             Kind::Window(window) => window::reserve(name, o, *window),
             Kind::Cuckoo => cuckoo::reserve(name, o),
+            Kind::Xf => xf::reserve(name, o),
             // Its script sets the TTLs itself.
             Kind::Bitmap(bitmap) => return cmds.push(bitmap.reserve(o)),
             Kind::Sharded { shards, .. } => return shards.iter().for_each(|s| s.push_reserve(cmds)),
@@ -256,18 +286,26 @@ impl Layout {
         plan
     }
 
-    /// `CF.DEL` of each item: its answer is whether a copy was removed.
+    /// `CF.DEL` or `XF.DEL` of each item: its answer is whether a copy was
+    /// removed.
     pub(crate) fn remove_plan(&self, items: &[&[u8]]) -> Plan {
         let mut plan = Plan::new(items.len(), false);
         for (i, item) in items.iter().enumerate() {
-            plan.steps.push(Step { cmd: cuckoo::remove(&self.name, item), decode: Decode::One(i as u32) });
+            let c = match self.kind {
+                Kind::Xf => xf::remove(&self.name, item),
+                _ => cuckoo::remove(&self.name, item),
+            };
+            plan.steps.push(Step { cmd: c, decode: Decode::One(i as u32) });
         }
         plan
     }
 
-    /// `CF.COUNT`: how many copies of the item a cuckoo filter may hold.
+    /// `CF.COUNT` or `XF.COUNT`: how many copies of the item the filter may hold.
     pub(crate) fn count_of(&self, item: &[u8]) -> Cmd {
-        cuckoo::count_of(&self.name, item)
+        match self.kind {
+            Kind::Xf => xf::count_of(&self.name, item),
+            _ => cuckoo::count_of(&self.name, item),
+        }
     }
 
     fn push_items(&self, items: &[&[u8]], plan: &mut Plan, write: bool) {
@@ -302,6 +340,7 @@ impl Layout {
                 Kind::Bloom => bloom::batch(name, o, chunk, write),
                 Kind::Window(_) => window::batch(name, chunk, write),
                 Kind::Cuckoo => cuckoo::batch(name, o, chunk, write),
+                Kind::Xf => xf::batch(name, o, chunk, write),
                 Kind::Bitmap(bitmap) => {
                     bitmap.push_batch(o, chunk, owners, write, plan);
                     continue;
@@ -311,7 +350,7 @@ impl Layout {
             plan.steps.push(Step { cmd: batch, decode: Decode::PerItem(owners.to_vec()) });
         }
         let single_key = match &self.kind {
-            Kind::Bloom | Kind::Window(_) | Kind::Cuckoo => true,
+            Kind::Bloom | Kind::Window(_) | Kind::Cuckoo | Kind::Xf => true,
             Kind::Bitmap(bitmap) => bitmap.is_single_key(),
             Kind::Sharded { .. } => false,
         };
@@ -342,6 +381,7 @@ impl Layout {
             Kind::Bloom => vec![bloom::info(&self.name)],
             Kind::Window(_) => vec![window::info(&self.name)],
             Kind::Cuckoo => vec![cuckoo::info(&self.name)],
+            Kind::Xf => vec![xf::info(&self.name)],
             Kind::Bitmap(bitmap) => bitmap.info(),
             Kind::Sharded { .. } => unreachable!("shards are read one by one"),
         }
@@ -356,6 +396,7 @@ impl Layout {
             Kind::Bloom => bloom::read_info(name, first(replies)?),
             Kind::Window(_) => window::read_info(name, first(replies)?),
             Kind::Cuckoo => cuckoo::read_info(name, first(replies)?),
+            Kind::Xf => xf::read_info(name, first(replies)?),
             Kind::Bitmap(bitmap) => bitmap.read_info(name, &self.options, self.keys(), replies),
             Kind::Sharded { .. } => unreachable!("shards are read one by one"),
         }
@@ -410,6 +451,7 @@ impl Layout {
             Kind::Window(_) => None,
             // Counted, but only in CF.INFO: see `Filter::count`.
             Kind::Cuckoo => None,
+            Kind::Xf => Some(vec![xf::count(&self.name)]),
             Kind::Bitmap(_) => None,
             Kind::Sharded { shards, .. } => {
                 shards.iter().map(|s| s.count()).collect::<Option<Vec<_>>>().map(|v| v.concat())

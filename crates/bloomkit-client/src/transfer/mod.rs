@@ -1,7 +1,8 @@
 //! Moving filters of every kind between servers and files, for the CLI
 //! and for library users. Each kind has its file: Bloom filters
 //! (`bloom.rs`), sliding windows (`window.rs`), cuckoo filters
-//! (`cuckoo.rs`), values moved whole (`value.rs`) and bitmap filters
+//! (`cuckoo.rs`), expandable filters (`xf.rs`), values moved whole
+//! (`value.rs`) and bitmap filters
 //! (`bitmap.rs`); their functions are all re-exported here. This
 //! file holds what they share (the server connection, progress, chunk
 //! scanning, and staging keys renamed in one transaction once a load has
@@ -26,11 +27,14 @@ mod checked;
 mod cuckoo;
 mod value;
 mod window;
+mod xf;
 pub use bitmap::*;
 pub use bloom::*;
 pub use cuckoo::{restore_cuckoo, CUCKOO_MAGIC};
 pub use value::*;
 pub use window::{copy_window, dump_window, load_window, restore_window, window_info};
+pub use xf::{copy_xf, dump_xf, restore_xf, xf_info, XF_MAGIC};
+pub(crate) use xf::{read_file as read_xf_file, write_file as write_xf_file};
 
 /// Told how far a transfer has come, in bytes of filter data.
 pub trait Progress {
@@ -197,6 +201,8 @@ pub enum Kind {
     ValkeyBloom,
     /// A cuckoo filter (`MBbloomCF`).
     Cuckoo,
+    /// bloomkit's expandable filter (`bkit-xflt`).
+    Xf,
     /// One of RedisBloom's sketches, moved whole.
     Sketch(Sketch),
     /// A string: a bitmap filter, if the options describe one.
@@ -260,6 +266,7 @@ impl Kind {
             "bkit-apbf" => Kind::Window,
             "bloomfltr" => Kind::ValkeyBloom,
             "MBbloomCF" => Kind::Cuckoo,
+            "bkit-xflt" => Kind::Xf,
             "string" => Kind::String,
             "none" => Kind::Missing,
             _ => match Sketch::from_type_name(t) {
@@ -271,7 +278,10 @@ impl Kind {
 
     /// Whether `copy_key` moves it without bitmap parameters.
     pub fn is_module_value(&self) -> bool {
-        matches!(self, Kind::Bloom | Kind::Window | Kind::ValkeyBloom | Kind::Cuckoo | Kind::Sketch(_))
+        matches!(
+            self,
+            Kind::Bloom | Kind::Window | Kind::ValkeyBloom | Kind::Cuckoo | Kind::Xf | Kind::Sketch(_)
+        )
     }
 }
 
@@ -328,11 +338,11 @@ pub fn unreadable(server: &Server, key: &str, kind: &Kind) -> Error {
         ),
         Kind::Other(t) => transfer!(
             "key '{key}' on {} holds a {t}, not a filter bloomkit can read (a Bloom filter, a \
-             sliding-window filter, a cuckoo filter, one of RedisBloom's sketches, or a bitmap \
-             filter with --bitmap)",
+             sliding-window filter, a cuckoo filter, an expandable filter, one of RedisBloom's \
+             sketches, or a bitmap filter with --bitmap)",
             server.url
         ),
-        Kind::Bloom | Kind::Window | Kind::ValkeyBloom | Kind::Cuckoo | Kind::Sketch(_) => {
+        Kind::Bloom | Kind::Window | Kind::ValkeyBloom | Kind::Cuckoo | Kind::Xf | Kind::Sketch(_) => {
             transfer!("key '{key}' on {} is a filter of another kind", server.url)
         }
     }
@@ -371,6 +381,7 @@ fn kind_name(kind: &Kind) -> &'static str {
         Kind::Window => "sliding-window filter",
         Kind::ValkeyBloom => "valkey-bloom filter",
         Kind::Cuckoo => "cuckoo filter",
+        Kind::Xf => "expandable filter",
         Kind::Sketch(s) => s.name(),
         _ => "bitmap filter",
     }
@@ -396,6 +407,9 @@ pub fn dump_key(
         }
         (Kind::Cuckoo, _) => {
             dump_cuckoo(server, key, out, progress)?;
+        }
+        (Kind::Xf, _) => {
+            dump_xf(server, key, out, progress)?;
         }
         (Kind::String | Kind::Missing, Some(b)) => {
             dump_bitmap(server, key, &b, out, progress)?;
@@ -424,6 +438,10 @@ pub fn restore_file(
         restore_cuckoo(server, key, input, replace, progress)?;
         return Ok("cuckoo filter");
     }
+    if &magic == XF_MAGIC {
+        restore_xf(server, key, input, replace, progress)?;
+        return Ok("expandable filter");
+    }
     if &magic == VALUE_MAGIC {
         let type_name = restore_value(server, key, input, replace, progress)?;
         return Ok(match Kind::from_type_name(&type_name) {
@@ -443,8 +461,9 @@ pub fn restore_file(
     }
     Err(transfer!(
         "not a filter file: it starts with neither BLOOMKIT (a Bloom filter), BKAPBF (a \
-         sliding-window filter), BKBITMAP (a bitmap filter), BKCUCKOO (a cuckoo filter) nor \
-         BKMODVAL (a valkey-bloom filter, a sketch, or an empty cuckoo filter)"
+         sliding-window filter), BKBITMAP (a bitmap filter), BKCUCKOO (a cuckoo filter), BKXFFILE \
+         (an expandable filter) nor BKMODVAL (a valkey-bloom filter, a sketch, or an empty cuckoo \
+         filter)"
     ))
 }
 
@@ -465,6 +484,7 @@ pub fn copy_key(
             copy_value(from, to, key, replace, progress)?;
         }
         (Kind::Cuckoo, _) => copy_cuckoo(from, to, key, replace, progress)?,
+        (Kind::Xf, _) => copy_xf(from, to, key, replace, progress)?,
         // (A split bitmap's own key is missing: its parts are `{key}:i`.)
         (Kind::String | Kind::Missing, Some(b)) => copy_bitmap(from, to, key, &b, replace, progress)?,
         (other, _) => return Err(unreadable(from, key, other)),
