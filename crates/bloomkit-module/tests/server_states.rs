@@ -19,7 +19,7 @@
 //!
 //! The families run in two groups, each its own test, so that a fault in
 //! one cannot hide the others: `others` (BF on `MBbloom--` and on a
-//! valkey-bloom `bloomfltr` key, CF, CMS, Top-K, APBF count and time
+//! valkey-bloom `bloomfltr` key, CF, CMS, Top-K, XF, APBF count and time
 //! windows) and `tdigest`, whose digests hold unmerged values when the
 //! state begins (the case of issue 31: a read that compresses in place
 //! propagates, and a server with paused writes aborts on it).
@@ -46,7 +46,7 @@ const LIBRARY: &str = "#!lua name=statematrix\n\
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Group {
-    /// BF (both key types), CF, CMS, Top-K, APBF.
+    /// BF (both key types), CF, CMS, Top-K, APBF, XF.
     Others,
     /// t-digest, holding unmerged values.
     Tdigest,
@@ -56,7 +56,7 @@ impl Group {
     /// The keys whose values are compared (each has a `<key>-ref` copy).
     fn keys(self) -> &'static [&'static str] {
         match self {
-            Group::Others => &["bf", "vb", "cf", "cms", "topk", "apc", "apt"],
+            Group::Others => &["bf", "vb", "cf", "cms", "topk", "apc", "apt", "xf"],
             Group::Tdigest => &["td", "td2"],
         }
     }
@@ -88,9 +88,14 @@ impl Group {
                     // A day's window: no generation ends on the clock during a test.
                     "APBF.RESERVE apt 0.01 100 TIME 86400",
                     "APBF.MADD apt a b c",
+                    "XF.RESERVE xf 0.01 CAPACITY 20",
                 ] {
                     n.ok(c, line);
                 }
+                // Grown through doublings, possibly with one under way.
+                let mut madd = words("XF.MADD xf");
+                madd.extend((0..150).map(|i| format!("x-{i}")));
+                n.ok_args(c, &madd);
             }
             Group::Tdigest => {
                 n.ok(c, "TDIGEST.CREATE td");
@@ -140,6 +145,13 @@ impl Group {
                 "APBF.MEXISTS apt b nope",
                 "APBF.INFO apt",
                 "APBF.SCANDUMP apt 0",
+                "XF.EXISTS xf x-7",
+                "XF.MEXISTS xf x-1 nope",
+                "XF.COUNT xf x-3",
+                "XF.CARD xf",
+                "XF.INFO xf",
+                "XF.SCANDUMP xf 0",
+                "XF.SCANDUMP xf 1",
             ],
             Group::Tdigest => &[
                 "TDIGEST.QUANTILE td 0.5",
@@ -184,7 +196,13 @@ impl Group {
                 ("TOPK.INCRBY topk w 2", true),
                 ("APBF.ADD apc w", true),
                 ("APBF.MADD apt w x", true),
+                ("XF.ADD xf w1", true),
+                ("XF.MADD xf w2 w3", true),
+                ("XF.INSERT xf ITEMS w4", true),
+                ("XF.RESERVE xfnew 0.01", true),
+                ("XF.MERGE xfm 1 xf", true),
                 ("CF.DEL cf a", false),
+                ("XF.DEL xf x-1", false),
             ],
             Group::Tdigest => &[
                 ("TDIGEST.ADD td 4 5 6", true),
