@@ -237,3 +237,159 @@ fn files_claiming_huge_sizes_are_refused() {
     }
     assert!(server.conn().call(&["KEYS", "*staging*"]).as_array().is_empty());
 }
+
+/// Adds `n` items to an `XF.*` key in `XF.MADD`s of 1000 (created by the first).
+fn xf_fill(c: &mut bloomkit_testkit::Conn, key: &str, prefix: &str, n: usize) {
+    for batch in items(prefix, n).chunks(1000) {
+        let args: Vec<Vec<u8>> =
+            [b"XF.MADD".to_vec(), key.as_bytes().to_vec()].into_iter().chain(batch.iter().cloned()).collect();
+        assert!(!c.call(&args).is_error());
+    }
+}
+
+/// A field of `XF.INFO` (RESP2: a flat array).
+fn xf_field(c: &mut bloomkit_testkit::Conn, key: &str, label: &str) -> i64 {
+    let info = c.call(&["XF.INFO", key]);
+    let fields = info.as_array();
+    let at = (0..fields.len()).step_by(2).find(|&i| fields[i].as_bytes() == label.as_bytes());
+    fields[at.unwrap_or_else(|| panic!("{label}: {info:?}")) + 1].as_int()
+}
+
+/// Expandable filters move by XF.SCANDUMP/XF.LOADCHUNK in several chunks,
+/// mid-doubling too, between Redis and Valkey: byte-identical
+/// (DEBUG DIGEST-VALUE), through a file and server to server, found by
+/// `copy --all`'s scan; a damaged file and a write to the source during a
+/// copy are refused and leave nothing behind.
+#[test]
+fn expandable_filters_dump_restore_and_copy() {
+    let a = TestServer::start(Kind::Redis, &[Module::bloomkit()], &[]);
+    let b = TestServer::start(Kind::Valkey, &[Module::bloomkit()], &[]);
+    let url = |s: &TestServer| format!("redis://127.0.0.1:{}/", s.port);
+    let mut c = a.conn();
+    let mut d = b.conn();
+    // Grown from 1000 to a million: several MiB, so several chunks.
+    c.ok("XF.RESERVE xf 0.001 CAPACITY 1000");
+    xf_fill(&mut c, "xf", "big", 1_000_000);
+    assert!(xf_field(&mut c, "xf", "Expansions") >= 9);
+    let size = xf_field(&mut c, "xf", "Size");
+    assert!(size > 2 << 20, "{size} bytes: at least three chunks of a MiB");
+    // A doubling under way: both tables move.
+    c.ok("XF.RESERVE mid 0.01 CAPACITY 100");
+    xf_fill(&mut c, "mid", "mid", 210);
+    let progress = xf_field(&mut c, "mid", "Expansion progress");
+    assert!(progress > 0 && progress < 100, "mid-doubling: {progress}%");
+    // Deletes leave their mark too.
+    c.call(&["XF.DEL", "mid", "mid-7"]);
+
+    let mut from = Server::connect(&url(&a)).unwrap();
+    let mut to = Server::connect(&url(&b)).unwrap();
+    let (keys, _) = transfer::module_keys(&mut from, "*").unwrap();
+    assert!(keys.contains(&"xf".to_string()) && keys.contains(&"mid".to_string()), "{keys:?}");
+    for key in ["xf", "mid"] {
+        let progress = Counted::default();
+        let mut file = Vec::new();
+        assert_eq!(
+            transfer::dump_key(&mut from, key, None, &mut file, &progress).unwrap(),
+            "expandable filter"
+        );
+        assert_eq!(&file[..8], transfer::XF_MAGIC);
+        // (Progress is the tables' bytes, a padding word each not sent.)
+        let (done, length) = (progress.done.get(), progress.length.get());
+        assert!(done > 0 && done <= length && length - done <= 16, "{key}: {done} of {length}");
+        let restored = format!("{key}-restored");
+        assert_eq!(
+            transfer::restore_file(&mut from, &restored, &file[..], false, &()).unwrap(),
+            "expandable filter"
+        );
+        let digest = c.call(&["DEBUG", "DIGEST-VALUE", key]);
+        assert_eq!(digest, c.call(&["DEBUG", "DIGEST-VALUE", &restored]), "{key}: restored");
+        // The dump of the restored key is the same file.
+        let mut again = Vec::new();
+        transfer::dump_key(&mut from, &restored, None, &mut again, &()).unwrap();
+        assert!(again == file, "{key}: dumped again, the same bytes");
+        let refused = transfer::restore_file(&mut from, &restored, &file[..], false, &()).unwrap_err();
+        assert!(refused.to_string().contains("already exists"), "{refused}");
+        // Server to server, then replacing what is there.
+        assert_eq!(
+            transfer::copy_key(&mut from, &mut to, key, None, false, &()).unwrap(),
+            "expandable filter"
+        );
+        assert_eq!(digest, d.call(&["DEBUG", "DIGEST-VALUE", key]), "{key}: copied to Valkey");
+        d.call(&["XF.ADD", key, "only on the copy"]);
+        transfer::copy_key(&mut from, &mut to, key, None, true, &()).unwrap();
+        assert_eq!(digest, d.call(&["DEBUG", "DIGEST-VALUE", key]), "{key}: replaced");
+        assert_eq!(d.call(&["TTL", key]).as_int(), -1, "the staging key's TTL does not stay");
+    }
+    let copied = RedisFilter::new(connect(&b), Layout::expandable("xf", Options::new(1000, 0.01)).unwrap());
+    let mut copied = copied;
+    let sample: Vec<Vec<u8>> = items("big", 1_000_000).into_iter().step_by(97).collect();
+    assert!(copied.contains_many(&slices(&sample)).unwrap().iter().all(|&p| p), "every item is in the copy");
+
+    // A damaged file: refused, nothing written.
+    let mut file = Vec::new();
+    transfer::dump_key(&mut from, "mid", None, &mut file, &()).unwrap();
+    for at in [20, 100, file.len() / 2, file.len() - 2] {
+        let mut damaged = file.clone();
+        damaged[at] ^= 0x04;
+        let e = transfer::restore_file(&mut to, "damaged", &damaged[..], false, &()).unwrap_err();
+        assert!(!e.to_string().is_empty());
+    }
+    let e = transfer::restore_file(&mut to, "damaged", &file[..file.len() - 9], false, &()).unwrap_err();
+    assert!(e.to_string().contains("cut short"), "{e}");
+    assert_eq!(d.call(&["EXISTS", "damaged"]).as_int(), 0);
+
+    // A write to the source during the copy (here, as the first chunk
+    // arrives) is refused rather than copied torn.
+    struct WriteMeanwhile(std::cell::RefCell<bloomkit_testkit::Conn>);
+    impl Progress for WriteMeanwhile {
+        fn inc(&self, _: u64) {
+            self.0.borrow_mut().call(&["XF.ADD", "xf", "meanwhile"]);
+        }
+    }
+    let meanwhile = WriteMeanwhile(std::cell::RefCell::new(a.conn()));
+    let e = transfer::copy_key(&mut from, &mut to, "xf", None, true, &meanwhile).unwrap_err();
+    assert!(e.to_string().contains("changed during the copy"), "{e}");
+    let e = transfer::dump_key(&mut from, "xf", None, Vec::new(), &meanwhile).unwrap_err();
+    assert!(e.to_string().contains("changed during the dump"), "{e}");
+    // The copy made before stays as it was; the source goes on.
+    assert_eq!(d.call(&["XF.EXISTS", "xf", "meanwhile"]).as_int(), 0);
+    transfer::copy_key(&mut from, &mut to, "xf", None, true, &()).unwrap();
+    assert_eq!(c.call(&["DEBUG", "DIGEST-VALUE", "xf"]), d.call(&["DEBUG", "DIGEST-VALUE", "xf"]));
+    assert!(c.cmd("KEYS *bloomkit-staging*").as_array().is_empty());
+    assert!(d.cmd("KEYS *bloomkit-staging*").as_array().is_empty());
+}
+
+/// A local expandable filter's file is a dump: it restores into a server,
+/// which answers as the local filter does and dumps it back byte for byte.
+#[test]
+fn local_expandable_files_restore_into_a_server() {
+    let a = TestServer::start(Kind::Redis, &[Module::bloomkit()], &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("seen.xf");
+    let added = items("local", 30_000);
+    let mut local = bloomkit_client::LocalFilter::expandable(Options::new(500, 0.001)).unwrap();
+    // (An add answered false, a false positive, stored nothing.)
+    let stored = local.add_many(&slices(&added)).unwrap().iter().filter(|&&new| new).count() as u64;
+    assert!(stored > 29_900, "{stored}");
+    assert!(local.remove(&added[0]).unwrap());
+    local.save(&path).unwrap();
+    let file = std::fs::read(&path).unwrap();
+    let mut server = Server::connect(&format!("redis://127.0.0.1:{}/", a.port)).unwrap();
+    transfer::restore_file(&mut server, "xf", &file[..], false, &()).unwrap();
+    let mut remote =
+        RedisFilter::new(connect(&a), Layout::expandable("xf", Options::new(500, 0.001)).unwrap());
+    let probes = items("probe", 20_000);
+    assert_eq!(
+        remote.contains_many(&slices(&probes)).unwrap(),
+        local.contains_many(&slices(&probes)).unwrap()
+    );
+    assert_eq!(remote.count().unwrap(), Some(stored - 1));
+    let mut dumped = Vec::new();
+    transfer::dump_key(&mut server, "xf", None, &mut dumped, &()).unwrap();
+    assert!(dumped == file, "the server's dump is the local file");
+    // And back: the dump opens as a local filter.
+    std::fs::write(&path, &dumped).unwrap();
+    let mut reopened = bloomkit_client::LocalFilter::open(&path).unwrap();
+    assert_eq!(reopened.count().unwrap(), Some(stored - 1));
+    assert!(reopened.contains_many(&slices(&added[1..])).unwrap().iter().all(|&p| p));
+}

@@ -47,10 +47,13 @@ pub fn xf_info(server: &mut Server, key: &str) -> Result<Vec<(String, String)>> 
     info_fields(server, key, "XF.INFO")
 }
 
-/// `XF.INFO Size`: the bytes a transfer moves, for progress.
+/// About the bytes of slots a transfer moves, for progress: `XF.INFO`'s
+/// Size without the filter's own fields (each table also has a word of
+/// padding that is not sent).
 fn size(server: &mut Server, key: &str) -> Result<u64> {
     let info = xf_info(server, key)?;
-    Ok(info.iter().find(|(l, _)| l == "Size").and_then(|(_, v)| v.parse().ok()).unwrap_or(0))
+    let size: u64 = info.iter().find(|(l, _)| l == "Size").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
+    Ok(size.saturating_sub(bloomkit_core::xf::filter::OVERHEAD))
 }
 
 /// Runs `scan` with the source key watched; afterwards, a write to it in
@@ -169,7 +172,9 @@ pub fn restore_xf(
                     return Err(transfer!("the expandable filter file does not start with a header"));
                 }
                 arm_staging(server, staging)?;
+                progress.set_length(size(server, staging)?);
                 header = Some(data.to_vec());
+                return Ok(());
             }
             progress.inc(data.len() as u64);
             Ok(())

@@ -1,0 +1,76 @@
+//! The expandable backend (`XF.*`) beyond the conformance suite: it grows
+//! far past its first size at its rate, on a server and in process alike,
+//! counts copies, stops at its max capacity with the server's reason, and
+//! says what to do on a server without bloomkit.
+
+use bloomkit_client::{Error, Filter, Layout, LocalFilter, Options, RedisFilter};
+use bloomkit_testkit::{Module, Server, TestServer};
+
+mod common;
+use common::{connect, items, slices};
+
+/// Grown 200x from its first size: every item still in, the rate it
+/// guarantees within the one asked for, and the measured rate within it.
+fn grows(f: &mut dyn Filter, what: &str) {
+    let added = items("grow", 100_000);
+    let new = f.add_many(&slices(&added)).unwrap();
+    assert!(new.iter().filter(|&&n| n).count() > 99_000, "{what}");
+    assert!(f.contains_many(&slices(&added)).unwrap().iter().all(|&p| p), "{what}: a false negative");
+    let info = f.info().unwrap();
+    let bound = info.estimated_error_rate.unwrap();
+    assert!(bound <= 0.01 && info.capacity >= 100_000, "{what}: {info:?}");
+    let probes = items("absent", 100_000);
+    let positives = f.contains_many(&slices(&probes)).unwrap().iter().filter(|&&p| p).count();
+    assert!(positives < 1000 + 4 * 32, "{what}: {positives} false positives in 100 000");
+}
+
+#[test]
+fn expandable_filters_grow_count_and_stop_where_told() {
+    let s = TestServer::start(Server::Redis, &[Module::bloomkit()], &[]);
+    let options = Options::new(500, 0.01).batch_size(500);
+    let mut remote = RedisFilter::new(connect(&s), Layout::expandable("xf", options.clone()).unwrap());
+    grows(&mut remote, "on the server");
+    let mut local = LocalFilter::expandable(options).unwrap();
+    grows(&mut local, "in process");
+    assert_eq!(
+        remote.contains_many(&slices(&items("q", 5000))).unwrap(),
+        local.contains_many(&slices(&items("q", 5000))).unwrap(),
+        "the same hashing and the same filter"
+    );
+
+    // Copies: an item an add found in is not stored again; XF.COUNT counts
+    // the copies others added.
+    assert_eq!(remote.count_of(b"grow-1").unwrap(), 1);
+    assert!(!remote.add(b"grow-1").unwrap());
+    s.conn().call(&["XF.ADD", "xf", "grow-1"]);
+    assert_eq!(remote.count_of(b"grow-1").unwrap(), 2);
+    assert_eq!(local.count_of(b"grow-1").unwrap(), 1);
+    assert!(remote.remove(b"grow-1").unwrap() && remote.contains(b"grow-1").unwrap());
+
+    // The options are checked before any command.
+    for bad in
+        [Options::new(1000, 0.6), Options::new(1000, 0.01).max_capacity(10), Options::new(1 << 41, 0.01)]
+    {
+        assert!(matches!(Layout::expandable("k", bad.clone()), Err(Error::InvalidOptions(_))), "{bad:?}");
+        assert!(matches!(LocalFilter::expandable(bad), Err(Error::InvalidOptions(_))));
+    }
+
+    // At its max capacity, the server's reason.
+    let small = Options::new(10, 0.01).max_capacity(20);
+    let mut full = RedisFilter::new(connect(&s), Layout::expandable("full", small.clone()).unwrap());
+    let e = full.add_many(&slices(&items("f", 30))).unwrap_err();
+    assert!(e.to_string().contains("MAXCAPACITY"), "{e}");
+    let mut local = LocalFilter::expandable(small).unwrap();
+    let e = local.add_many(&slices(&items("f", 30))).unwrap_err();
+    assert!(e.to_string().contains("MAXCAPACITY"), "{e}");
+    assert_eq!(local.count().unwrap(), Some(20));
+}
+
+#[test]
+fn without_bloomkit_the_error_says_to_load_it() {
+    let s = TestServer::start(Server::Redis, &[Module::RedisBloom], &[]);
+    let mut f = RedisFilter::new(connect(&s), Layout::expandable("xf", Options::new(100, 0.01)).unwrap());
+    for r in [f.add(b"x").map(drop), f.contains(b"x").map(drop), f.reserve()] {
+        assert!(matches!(r, Err(Error::ModuleMissing(_))), "{r:?}");
+    }
+}
