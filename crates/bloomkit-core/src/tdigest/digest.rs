@@ -334,12 +334,44 @@ impl TDigest {
     pub fn settle(&mut self, snapshot_epoch: u64) -> Result<bool, TdError> {
         let due = self.owes_compression(snapshot_epoch) || self.announce;
         if due {
-            self.compress()?;
+            match self.view.take() {
+                // The compressed copy a read made is exactly what compressing
+                // makes here: take it rather than compress a second time.
+                Some(v) if !self.compress_changes_nothing() => self.adopt(*v),
+                _ => self.compress()?,
+            }
             self.owed = false;
             self.announce = false;
         }
         self.epoch = snapshot_epoch;
         Ok(due)
+    }
+
+    /// Takes the value of `v`, a compressed copy of this digest made by
+    /// [`TDigest::estimates`] since the last write.
+    fn adopt(&mut self, v: TDigest) {
+        debug_assert!(v.unmerged_nodes == 0 || v.compress_changes_nothing());
+        let TDigest {
+            min,
+            max,
+            merged_nodes,
+            unmerged_nodes,
+            total_compressions,
+            merged_weight,
+            unmerged_weight,
+            means,
+            weights,
+            ..
+        } = v;
+        self.min = min;
+        self.max = max;
+        self.merged_nodes = merged_nodes;
+        self.unmerged_nodes = unmerged_nodes;
+        self.total_compressions = total_compressions;
+        self.merged_weight = merged_weight;
+        self.unmerged_weight = unmerged_weight;
+        self.means = means;
+        self.weights = weights;
     }
 
     pub fn compression(&self) -> f64 {
