@@ -213,7 +213,7 @@ def main():
     parser.add_argument("--quick", action="store_true", help="a short smoke run (checks that it works, not timings)")
     parser.add_argument("--output", default=os.path.join(ROOT, "bench", "RESULTS.md"))
     parser.add_argument("--only", action="append", metavar="SECTION",
-                        help="run only these throughput sections (ceiling, small, large, cuckoo), "
+                        help="run only these throughput sections (ceiling, small, large, cuckoo, sketches), "
                              "skipping the ceiling, floor, memory and dump comparisons: for iterating")
     parser.add_argument("--module", default=os.path.join(ROOT, "target", "release", "libbloomkit.so"))
     parser.add_argument("--redisbloom", default=os.path.join(ROOT, ".test-servers", "redisbloom.so"))
@@ -333,6 +333,54 @@ def main():
              max(1, small_capacity // 100), 1, RANDOM_RANGE, 100, "new:", True, reset_cf_add),
             ("cuckoo", "CF.MEXISTS 100 items, hits (items/s)", " ".join(["CF.MEXISTS", "cf"] + ["{item}"] * 100),
              nm, 1, small_capacity, 100, "", False, []),
+        ]
+        # Sketches: "cms", "topk" and "td" hold a stream already counted;
+        # writes go to "-add" keys made anew before each measurement. The
+        # last t-digest row reads after every write (one script per pair, the
+        # same on both modules): bloomkit's reads never compress in place but
+        # read a compressed copy made after each write, RedisBloom's compress.
+        td_fill = 100_000 if not quick else 2_000
+        for s in servers.values():
+            s.conn.call("CMS.INITBYPROB", "cms", "0.001", "0.01")
+            s.conn.call("TOPK.RESERVE", "topk", "50", "2000", "7", "0.925")
+            s.conn.call("TDIGEST.CREATE", "td", "COMPRESSION", "100")
+            for start in range(0, td_fill, 1000):
+                values = [str((i * 7919) % 100_003) for i in range(start, start + 1000)]
+                s.conn.call("TDIGEST.ADD", "td", *values)
+                s.conn.call("CMS.INCRBY", "cms", *[x for v in values[:100] for x in (v, "1")])
+                s.conn.call("TOPK.ADD", "topk", *values[:100])
+        reset_cms = [("DEL", "cms-add"), ("CMS.INITBYPROB", "cms-add", "0.001", "0.01")]
+        reset_topk = [("DEL", "topk-add"), ("TOPK.RESERVE", "topk-add", "50", "2000", "7", "0.925")]
+        reset_td = [("DEL", "td-add"), ("TDIGEST.CREATE", "td-add", "COMPRESSION", "100")]
+        read_after_write = ("EVAL redis.call('TDIGEST.ADD',KEYS[1],ARGV[1]);"
+                            "return(redis.call('TDIGEST.QUANTILE',KEYS[1],'0.5','0.99')) 1 td-add {item}")
+        sketch_range = 10**6
+        for depth, n in ((1, n1), (32, n32)):
+            tag = "" if depth == 1 else ", pipeline 32"
+            scenarios += [
+                ("sketches", "CMS.INCRBY 1 item%s" % tag, "CMS.INCRBY cms-add {item} 1", n, depth, sketch_range, 1, "", False, reset_cms),
+                ("sketches", "CMS.QUERY 1 item%s" % tag, "CMS.QUERY cms {item}", n, depth, sketch_range, 1, "", False, []),
+                ("sketches", "TOPK.ADD 1 item%s" % tag, "TOPK.ADD topk-add {item}", n, depth, sketch_range, 1, "", False, reset_topk),
+                ("sketches", "TOPK.QUERY 1 item%s" % tag, "TOPK.QUERY topk {item}", n, depth, sketch_range, 1, "", False, []),
+                ("sketches", "TDIGEST.ADD 1 value%s" % tag, "TDIGEST.ADD td-add {item}", n, depth, sketch_range, 1, "", False, reset_td),
+                ("sketches", "TDIGEST.QUANTILE 0.5 0.99%s" % tag, "TDIGEST.QUANTILE td 0.5 0.99", n, depth, None, 1, "", False, []),
+                ("sketches", "TDIGEST.CDF 1 value%s" % tag, "TDIGEST.CDF td {item}", n, depth, sketch_range, 1, "", False, []),
+            ]
+        scenarios += [
+            ("sketches", "CMS.INCRBY 100 items (items/s)", " ".join(["CMS.INCRBY", "cms-add"] + ["{item} 1"] * 100),
+             nm, 1, sketch_range, 100, "", False, reset_cms),
+            ("sketches", "CMS.QUERY 100 items (items/s)", " ".join(["CMS.QUERY", "cms"] + ["{item}"] * 100),
+             nm, 1, sketch_range, 100, "", False, []),
+            ("sketches", "TOPK.ADD 100 items (items/s)", " ".join(["TOPK.ADD", "topk-add"] + ["{item}"] * 100),
+             nm, 1, sketch_range, 100, "", False, reset_topk),
+            ("sketches", "TOPK.QUERY 100 items (items/s)", " ".join(["TOPK.QUERY", "topk"] + ["{item}"] * 100),
+             nm, 1, sketch_range, 100, "", False, []),
+            ("sketches", "TDIGEST.ADD 100 values (items/s)", " ".join(["TDIGEST.ADD", "td-add"] + ["{item}"] * 100),
+             nm, 1, sketch_range, 100, "", False, reset_td),
+            ("sketches", "TDIGEST.CDF 100 values (items/s)", " ".join(["TDIGEST.CDF", "td"] + ["{item}"] * 100),
+             nm, 1, sketch_range, 100, "", False, []),
+            ("sketches", "TDIGEST.ADD then QUANTILE, script (pairs/s)", read_after_write,
+             n1 // 2, 1, sketch_range, 1, "", False, reset_td),
         ]
         if opts.only:
             scenarios = [s for s in scenarios if s[0] in opts.only]
