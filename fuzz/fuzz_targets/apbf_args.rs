@@ -1,6 +1,6 @@
 //! APBF.RESERVE / APBF.ADVANCE / APBF.LOADCHUNK arguments: NUL-separated
 //! words. Whatever parses must size (or be refused) within the limit,
-//! without allocating more than it.
+//! without allocating more than it; a filter it creates round-trips.
 #![no_main]
 use bloomkit_core::apbf::args::{parse_advance, parse_chunk_iter, parse_reserve};
 use bloomkit_core::apbf::Apbf;
@@ -21,6 +21,13 @@ fuzz_target!(|data: &[u8]| {
             assert!(f.bytes() as u64 <= LIMIT);
             f.add(b"a", 1);
             assert!(f.contains(b"a", 1));
+            // What the arguments create round-trips (issue 31).
+            let bytes = f.encode();
+            let mut again = Apbf::decode(&bytes, None).expect("a new filter's encoding decodes");
+            assert!(again.encode() == bytes, "decode(encode(x)) encodes as x");
+            assert_eq!(again.add(b"b", 2), f.add(b"b", 2));
+            assert_eq!(again.contains(b"a", 3), f.contains(b"a", 3));
+            assert!(again.encode() == f.encode(), "the same add leaves the same filter");
         }
     }
     argv[0] = b"APBF.ADVANCE";
