@@ -67,7 +67,9 @@ pub fn parse_reserve<A: AsRef<[u8]>>(
     }
     // RedisBloom looks for the keywords anywhere in argv, key included.
     let position = |word: &str| argv.iter().position(|a| eq_ignore_case(a.as_ref(), word));
-    let mut scaling = position("NONSCALING").is_none();
+    // Under RedisBloom 8's `bf-expansion-factor 0` every filter is non-scaling,
+    // so any expansion but 0 is refused as with NONSCALING.
+    let mut scaling = position("NONSCALING").is_none() && !(v8 && defaults.expansion == 0);
     let mut expansion = i64::from(defaults.expansion);
     match position("EXPANSION") {
         Some(at) if at + 1 == argv.len() => return Err(BfError::NoExpansion),
@@ -119,11 +121,14 @@ pub fn parse_insert<A: AsRef<[u8]>>(
     if argv.len() < 4 {
         return Err(BfError::WrongArity);
     }
+    let v8 = compat == Compat::RedisBloom8;
     let mut capacity = defaults.capacity as i64;
     let mut error = defaults.error;
     let mut expansion = i64::from(defaults.expansion);
     let mut create = true;
-    let mut scaling = true;
+    // Under RedisBloom 8's `bf-expansion-factor 0` an EXPANSION given here
+    // still makes a non-scaling filter, silently.
+    let mut scaling = !(v8 && defaults.expansion == 0);
     let mut items_from = None;
     let mut pos = 2;
     while pos < argv.len() && items_from.is_none() {
@@ -135,17 +140,25 @@ pub fn parse_insert<A: AsRef<[u8]>>(
                 pos += 1;
                 items_from = Some(pos);
             }
+            // RedisBloom 8 checks each value's range where it reads it, so
+            // the first bad option in argument order is the one reported.
             Some(b'e') => {
                 let v = value(pos + 1)?;
                 if letter(1) == Some(b'r') {
-                    error = parse_double(v).ok_or(BfError::InsertBadErrorRate)?;
+                    error = parse_double(v)
+                        .filter(|e| !v8 || (*e > 0.0 && *e < 1.0))
+                        .ok_or(BfError::InsertBadErrorRate)?;
                 } else {
-                    expansion = parse_long_long(v).ok_or(BfError::InsertBadExpansion)?;
+                    expansion = parse_long_long(v)
+                        .filter(|x| !v8 || (0..=MAX_EXPANSION).contains(x))
+                        .ok_or(BfError::InsertBadExpansion)?;
                 }
                 pos += 2;
             }
             Some(b'c') => {
-                capacity = parse_long_long(value(pos + 1)?).ok_or(BfError::InsertBadCapacity)?;
+                capacity = parse_long_long(value(pos + 1)?)
+                    .filter(|c| !v8 || (1..=MAX_CAPACITY_8).contains(c))
+                    .ok_or(BfError::InsertBadCapacity)?;
                 pos += 2;
             }
             Some(b'n') => {
@@ -163,17 +176,9 @@ pub fn parse_insert<A: AsRef<[u8]>>(
         Some(i) if i < argv.len() => i,
         _ => return Err(BfError::WrongArity),
     };
-    if compat == Compat::RedisBloom8 {
-        // 8 names the field, allows expansion 0 (non-scaling) and caps the rate.
-        if !(error > 0.0 && error < 1.0) {
-            return Err(BfError::InsertBadErrorRate);
-        }
-        if !(1..=MAX_CAPACITY_8).contains(&capacity) {
-            return Err(BfError::InsertBadCapacity);
-        }
-        if !(0..=MAX_EXPANSION).contains(&expansion) {
-            return Err(BfError::InsertBadExpansion);
-        }
+    if v8 {
+        // 8 checked each range as it read it (the defaults are in range), allows
+        // expansion 0 (non-scaling) and caps the rate.
         error = error.min(ERROR_RATE_CAP_8);
     } else {
         if !(error > 0.0 && error < 1.0) || capacity < 1 || expansion < 1 {
@@ -289,6 +294,29 @@ mod tests {
         assert!(!i.params.scaling);
         let old = parse_insert(&argv("BF.INSERT k CAPACITY 0 ITEMS a"), &d, Compat::RedisBloom28);
         assert_eq!(old.unwrap_err(), BfError::InsertBadArgument);
+        // The first bad option in argument order, before ITEMS is looked for.
+        assert_eq!(insert("BF.INSERT k CAPACITY -1").unwrap_err(), BfError::InsertBadCapacity);
+        assert_eq!(
+            insert("BF.INSERT k CAPACITY 100 EXPANSION 32769 ERROR -0.1 ITEMS a").unwrap_err(),
+            BfError::InsertBadExpansion
+        );
+        let old = parse_insert(&argv("BF.INSERT k CAPACITY -1"), &d, Compat::RedisBloom28);
+        assert_eq!(old.unwrap_err(), BfError::WrongArity);
+    }
+
+    #[test]
+    fn redisbloom_8_under_an_expansion_factor_of_0() {
+        let d = Defaults { expansion: 0, ..Defaults::REDISBLOOM };
+        let reserve = |s: &str| parse_reserve(&argv(s), &d, Compat::RedisBloom8);
+        for e in ["3", "32769", "-1"] {
+            let got = reserve(&format!("BF.RESERVE k 0.01 100 EXPANSION {e}"));
+            assert_eq!(got.unwrap_err(), BfError::NonScalingCannotExpand, "{e}");
+        }
+        assert_eq!(reserve("BF.RESERVE k 0.01 100 EXPANSION x").unwrap_err(), BfError::BadExpansion);
+        assert!(!reserve("BF.RESERVE k 0.01 100 EXPANSION 0").unwrap().scaling);
+        assert!(!reserve("BF.RESERVE k 0.01 100").unwrap().scaling);
+        let i = parse_insert(&argv("BF.INSERT k EXPANSION 4 ITEMS a"), &d, Compat::RedisBloom8).unwrap();
+        assert!(!i.params.scaling);
     }
 
     #[test]

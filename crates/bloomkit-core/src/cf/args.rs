@@ -1,7 +1,9 @@
 //! Typed parsing of `CF.*` arguments, with RedisBloom 2.8.2's rules and
-//! order of checks, or RedisBloom 8's range texts and capacity limit
-//! (`bf.compat redisbloom-8`): the ranges are the same in both, only 8 caps
-//! the capacity at 2^30 and words its range errors as `BF.*` does.
+//! order of checks, or RedisBloom 8's as measured (`bf.compat
+//! redisbloom-8`): the same order of options, then the capacity's range
+//! [2 x bucket size, 2^30] checked last, a bucket size of at most
+//! min(255, cf-initial-size / 2), and its own texts (no `ERR`, the option
+//! named first).
 //!
 //! Arguments are the whole argv, command name included, as the server passes them.
 
@@ -15,14 +17,6 @@ use crate::common::parse::{eq_ignore_case, parse_long_long};
 
 /// RedisBloom 8's largest capacity at creation (2^30), as for `BF.*`.
 pub const MAX_CAPACITY_8: i64 = 1 << 30;
-
-/// RedisBloom 8 refuses a capacity outside [1, 2^30] before anything else.
-fn check_capacity(capacity: i64, compat: Compat) -> Result<(), CfError> {
-    if compat == Compat::RedisBloom8 && !(1..=MAX_CAPACITY_8).contains(&capacity) {
-        return Err(CfError::CapacityOutOfRange);
-    }
-    Ok(())
-}
 
 /// What a write uses for a filter it creates, and for options `CF.RESERVE`
 /// leaves out: RedisBloom's constants, or RedisBloom 8's `cf-*` configs.
@@ -59,9 +53,10 @@ impl CfDefaults {
 }
 
 /// `CF.RESERVE key capacity [BUCKETSIZE n] [MAXITERATIONS n] [EXPANSION n]`,
-/// with RedisBloom 2.8.2's order of checks: capacity, MAXITERATIONS,
-/// BUCKETSIZE, EXPANSION, then capacity against the bucket size. Keywords
-/// are found anywhere in argv (key included), unknown words are ignored.
+/// with RedisBloom's order of checks: capacity parsed, MAXITERATIONS,
+/// BUCKETSIZE, EXPANSION, then the capacity against the bucket size (and,
+/// at RedisBloom 8's level, against 2^30). Keywords are found anywhere in
+/// argv (key included), unknown words are ignored.
 pub fn parse_reserve<A: AsRef<[u8]>>(
     argv: &[A],
     defaults: &CfDefaults,
@@ -71,8 +66,13 @@ pub fn parse_reserve<A: AsRef<[u8]>>(
         return Err(CfError::WrongArity);
     }
     let capacity = parse_long_long(argv[2].as_ref()).ok_or(CfError::BadCapacity)?;
-    check_capacity(capacity, compat)?;
     let v8 = compat == Compat::RedisBloom8;
+    // RedisBloom 8 links the bucket size's maximum to cf-initial-size.
+    let max_bucket = if v8 {
+        (defaults.capacity / 2).min(u64::from(MAX_BUCKET_SIZE)) as u16
+    } else {
+        MAX_BUCKET_SIZE
+    };
     let option = |word: &str, default: u16, range: (i64, i64), not_number, out_of_range| {
         let Some(at) = argv.iter().position(|a| eq_ignore_case(a.as_ref(), word)) else {
             return Ok(default);
@@ -94,9 +94,9 @@ pub fn parse_reserve<A: AsRef<[u8]>>(
     let bucket_size = option(
         "BUCKETSIZE",
         defaults.bucket_size,
-        (1, i64::from(MAX_BUCKET_SIZE)),
+        (1, i64::from(max_bucket)),
         BucketSizeNotNumber,
-        if v8 { BucketSizeOutOfRange } else { BucketSizeRange },
+        if v8 { BucketSizeOutOfRange { max: max_bucket } } else { BucketSizeRange },
     )?;
     let expansion = option(
         "EXPANSION",
@@ -105,6 +105,9 @@ pub fn parse_reserve<A: AsRef<[u8]>>(
         ExpansionNotNumber,
         if v8 { ExpansionOutOfRange } else { ExpansionRange },
     )?;
+    if v8 && !(i64::from(bucket_size) * 2..=MAX_CAPACITY_8).contains(&capacity) {
+        return Err(CapacityOutOfRange);
+    }
     if i64::from(bucket_size) * 2 > capacity {
         return Err(CapacityTooSmall);
     }
@@ -140,8 +143,11 @@ pub fn parse_insert<A: AsRef<[u8]>>(
             Some(b'c') => {
                 let value = argv.get(pos + 1).ok_or(CfError::WrongArity)?;
                 capacity = parse_long_long(value.as_ref()).ok_or(CfError::BadCapacity)?;
-                check_capacity(capacity, compat)?;
-                if 2 * i64::from(defaults.bucket_size) > capacity {
+                let least = 2 * i64::from(defaults.bucket_size);
+                if compat == Compat::RedisBloom8 && !(least..=MAX_CAPACITY_8).contains(&capacity) {
+                    return Err(CfError::InsertCapacityOutOfRange);
+                }
+                if least > capacity {
                     return Err(CfError::CapacityTooSmall);
                 }
                 pos += 2;
@@ -249,14 +255,27 @@ mod tests {
         assert_eq!(v8("CF.RESERVE k 1073741825"), CfError::CapacityOutOfRange);
         assert_eq!(v8("CF.RESERVE k 0"), CfError::CapacityOutOfRange);
         assert_eq!(v8("CF.RESERVE k 100 MAXITERATIONS 0"), CfError::MaxIterationsOutOfRange);
-        assert_eq!(v8("CF.RESERVE k 100 BUCKETSIZE 256"), CfError::BucketSizeOutOfRange);
+        assert_eq!(v8("CF.RESERVE k 100 BUCKETSIZE 256"), CfError::BucketSizeOutOfRange { max: 255 });
         assert_eq!(v8("CF.RESERVE k 100 EXPANSION 32769"), CfError::ExpansionOutOfRange);
-        // The bucket-size floor is the same rule in both.
-        assert_eq!(v8("CF.RESERVE k 3"), CfError::CapacityTooSmall);
+        assert_eq!(v8("CF.RESERVE k 3"), CfError::CapacityOutOfRange);
+        assert_eq!(v8("CF.RESERVE k -1"), CfError::CapacityOutOfRange);
+        assert_eq!(v8("CF.RESERVE k x BUCKETSIZE 0"), CfError::BadCapacity);
+        // The capacity's range is checked last.
+        assert_eq!(v8("CF.RESERVE k 0 BUCKETSIZE 0"), CfError::BucketSizeOutOfRange { max: 255 });
+        assert_eq!(v8("CF.RESERVE k 9 BUCKETSIZE 5"), CfError::CapacityOutOfRange);
+        // cf-initial-size 4 bounds the bucket size at 2.
+        let small = CfDefaults { capacity: 4, ..CfDefaults::REDISBLOOM };
+        let e = parse_reserve(&argv("CF.RESERVE c 511 BUCKETSIZE 255"), &small, Compat::RedisBloom8);
+        assert_eq!(e, Err(CfError::BucketSizeOutOfRange { max: 2 }));
+        assert_eq!(
+            e.unwrap_err().to_string(),
+            "BUCKETSIZE: value must be in the range [1, 2]"
+        );
         let p = parse_reserve(&argv("CF.RESERVE k 1073741824"), &CfDefaults::REDISBLOOM, Compat::RedisBloom8);
         assert_eq!(p.unwrap().capacity, 1 << 30);
         let ins = |s: &str| parse_insert(&argv(s), &CfDefaults::REDISBLOOM, Compat::RedisBloom8);
-        assert_eq!(ins("CF.INSERT k CAPACITY 1073741825 ITEMS a"), Err(CfError::CapacityOutOfRange));
+        assert_eq!(ins("CF.INSERT k CAPACITY 1073741825 ITEMS a"), Err(CfError::InsertCapacityOutOfRange));
+        assert_eq!(ins("CF.INSERT k CAPACITY 3 ITEMS a"), Err(CfError::InsertCapacityOutOfRange));
         // 2.8.2 takes any capacity it can size.
         let p =
             parse_reserve(&argv("CF.RESERVE k 1073741825"), &CfDefaults::REDISBLOOM, Compat::RedisBloom28);

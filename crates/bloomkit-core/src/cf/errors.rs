@@ -32,10 +32,16 @@ pub enum CfError {
     BucketSizeRange,
     ExpansionNotNumber,
     ExpansionRange,
-    // RedisBloom 8's range errors (bf.compat redisbloom-8), worded as BF's.
+    // RedisBloom 8's range errors (bf.compat redisbloom-8), as measured.
+    /// `CF.RESERVE`'s capacity outside [2 x bucket size, 2^30].
     CapacityOutOfRange,
+    /// `CF.INSERT`'s capacity outside [2 x cf-bucket-size, 2^30].
+    InsertCapacityOutOfRange,
     MaxIterationsOutOfRange,
-    BucketSizeOutOfRange,
+    /// The bucket size's maximum is min(255, cf-initial-size / 2).
+    BucketSizeOutOfRange {
+        max: u16,
+    },
     ExpansionOutOfRange,
     /// `CF.DEL` on a missing key or one of another type.
     DelNotFound,
@@ -83,10 +89,13 @@ impl ReplyError for CfError {
             BucketSizeRange => "BUCKETSIZE: value must be an integer between 1 and 255, inclusive.",
             ExpansionNotNumber => "Couldn't parse EXPANSION",
             ExpansionRange => "EXPANSION: value must be an integer between 0 and 32768, inclusive.",
-            CapacityOutOfRange => "ERR capacity must be in the range [1, 1073741824]",
-            MaxIterationsOutOfRange => "ERR max iterations must be in the range [1, 65535]",
-            BucketSizeOutOfRange => "ERR bucket size must be in the range [1, 255]",
-            ExpansionOutOfRange => "ERR expansion must be in the range [0, 32768]",
+            CapacityOutOfRange => "Capacity must be in the range [2 * BUCKETSIZE, 1073741824]",
+            InsertCapacityOutOfRange => "Capacity must be in the range [cf-bucket-size * 2, 1073741824]",
+            MaxIterationsOutOfRange => "MAXITERATIONS: value must be in the range [1, 65535]",
+            BucketSizeOutOfRange { max } => {
+                return Reply::Error(Cow::Owned(format!("BUCKETSIZE: value must be in the range [1, {max}]")))
+            }
+            ExpansionOutOfRange => "EXPANSION: value must be in the range [0, 32768]",
             DelNotFound => "Not found",
             CompactNotFound => "Cuckoo filter was not found",
             Full => "Filter is full",
