@@ -68,11 +68,8 @@ pub fn parse_reserve<A: AsRef<[u8]>>(
     let capacity = parse_long_long(argv[2].as_ref()).ok_or(CfError::BadCapacity)?;
     let v8 = compat == Compat::RedisBloom8;
     // RedisBloom 8 links the bucket size's maximum to cf-initial-size.
-    let max_bucket = if v8 {
-        (defaults.capacity / 2).min(u64::from(MAX_BUCKET_SIZE)) as u16
-    } else {
-        MAX_BUCKET_SIZE
-    };
+    let max_bucket =
+        if v8 { (defaults.capacity / 2).min(u64::from(MAX_BUCKET_SIZE)) as u16 } else { MAX_BUCKET_SIZE };
     let option = |word: &str, default: u16, range: (i64, i64), not_number, out_of_range| {
         let Some(at) = argv.iter().position(|a| eq_ignore_case(a.as_ref(), word)) else {
             return Ok(default);
@@ -267,10 +264,7 @@ mod tests {
         let small = CfDefaults { capacity: 4, ..CfDefaults::REDISBLOOM };
         let e = parse_reserve(&argv("CF.RESERVE c 511 BUCKETSIZE 255"), &small, Compat::RedisBloom8);
         assert_eq!(e, Err(CfError::BucketSizeOutOfRange { max: 2 }));
-        assert_eq!(
-            e.unwrap_err().to_string(),
-            "BUCKETSIZE: value must be in the range [1, 2]"
-        );
+        assert_eq!(e.unwrap_err().to_string(), "BUCKETSIZE: value must be in the range [1, 2]");
         let p = parse_reserve(&argv("CF.RESERVE k 1073741824"), &CfDefaults::REDISBLOOM, Compat::RedisBloom8);
         assert_eq!(p.unwrap().capacity, 1 << 30);
         let ins = |s: &str| parse_insert(&argv(s), &CfDefaults::REDISBLOOM, Compat::RedisBloom8);
