@@ -61,7 +61,7 @@ fn huge_parameters_are_refused_before_allocating() {
         let s = TestServer::hostile(server);
         let mut c = s.conn();
         let watch = TopkWatch::new(&mut c);
-        let limit = "the Top-K sketch would take";
+        let limit = "ERR Insufficient memory to create topk data structure: the Top-K sketch would take";
         assert_refused(
             &mut c,
             &watch.watch,

@@ -43,7 +43,9 @@ pub enum CmsError {
     BadData,
     /// Creating the sketch would take the server past `maxmemory`.
     OverMaxmemory,
-    /// The sketch would pass `bf.max-filter-bytes`.
+    /// The sketch would pass `bf.max-filter-bytes`: RedisBloom's words for
+    /// a creation it cannot allocate (which its own tests look for), then
+    /// bloomkit's reason.
     TooLarge {
         bytes: u64,
         limit: u64,
@@ -77,7 +79,8 @@ impl ReplyError for CmsError {
             OverMaxmemory => "OOM command not allowed when used memory > 'maxmemory'.",
             TooLarge { bytes, limit } => {
                 return Reply::Error(Cow::Owned(format!(
-                    "CMS: the sketch would take {bytes} bytes, more than bf.max-filter-bytes \
+                    "CMS: Insufficient memory to create the key: the sketch would take {bytes} \
+                     bytes, more than bf.max-filter-bytes \
                      ({limit}); use a smaller width or depth, or raise the limit with \
                      CONFIG SET bf.max-filter-bytes"
                 )))

@@ -30,7 +30,9 @@ pub enum TopkError {
     OutOfMemory,
     /// Creating the sketch would take the server past `maxmemory`.
     OverMaxmemory,
-    /// The sketch would pass `bf.max-filter-bytes`.
+    /// The sketch would pass `bf.max-filter-bytes`: RedisBloom's words for
+    /// a creation it cannot allocate (which its own tests look for), then
+    /// bloomkit's reason.
     TooLarge {
         bytes: u64,
         limit: u64,
@@ -61,7 +63,8 @@ impl ReplyError for TopkError {
             BadData => "ERR received bad data",
             TooLarge { bytes, limit } => {
                 return Reply::Error(Cow::Owned(format!(
-                    "ERR the Top-K sketch would take {bytes} bytes, more than bf.max-filter-bytes \
+                    "ERR Insufficient memory to create topk data structure: the Top-K sketch would \
+                     take {bytes} bytes, more than bf.max-filter-bytes \
                      ({limit}); use a smaller k, width or depth, or raise the limit with \
                      CONFIG SET bf.max-filter-bytes"
                 )))
