@@ -48,8 +48,8 @@ pub struct LocalFilter {
     /// With [`Options::window`]: the sliding-window filter, used instead of `chain`.
     window: Option<Apbf>,
     /// Made by [`LocalFilter::expandable`]: the expandable filter, used
-    /// instead of `chain`.
-    xf: Option<XfFilter>,
+    /// instead of `chain` (boxed: the others are small beside it).
+    xf: Option<Box<XfFilter>>,
 }
 
 impl LocalFilter {
@@ -107,7 +107,7 @@ impl LocalFilter {
         if options.window.is_some() {
             return Err(Error::InvalidOptions("a sliding window is not an expandable filter".into()));
         }
-        let xf = XfFilter::with_params(options.xf_params()?, Limits::NONE)?;
+        let xf = Box::new(XfFilter::with_params(options.xf_params()?, Limits::NONE)?);
         let chain = Chain::new(Defaults::REDISBLOOM.params(), Limits::NONE)?;
         Ok(LocalFilter { chain, params: Defaults::REDISBLOOM.params(), window: None, xf: Some(xf) })
     }
@@ -117,7 +117,7 @@ impl LocalFilter {
         let mut input = BufReader::new(File::open(path)?);
         if input.fill_buf()?.starts_with(crate::transfer::XF_MAGIC) {
             input.consume(crate::transfer::XF_MAGIC.len());
-            let xf = crate::transfer::read_xf_file(input)?;
+            let xf = Box::new(crate::transfer::read_xf_file(input)?);
             let chain = Chain::new(Defaults::REDISBLOOM.params(), Limits::NONE)?;
             return Ok(LocalFilter {
                 chain,
@@ -188,7 +188,7 @@ impl LocalFilter {
     /// The expandable filter, when made by [`LocalFilter::expandable`] (or
     /// opened from its file).
     pub fn expandable_filter(&self) -> Option<&XfFilter> {
-        self.xf.as_ref()
+        self.xf.as_deref()
     }
 
     /// How many copies of the item an expandable filter holds (never fewer
@@ -315,7 +315,7 @@ impl Filter for LocalFilter {
 
     fn clear(&mut self) -> Result<()> {
         if let Some(xf) = &mut self.xf {
-            *xf = XfFilter::with_params(xf.params(), Limits::NONE)?;
+            **xf = XfFilter::with_params(xf.params(), Limits::NONE)?;
             return Ok(());
         }
         if let Some(w) = &mut self.window {

@@ -166,7 +166,15 @@ pub fn restore_xf(
         let staging = &staging[0];
         let mut header = None;
         read_records(input, |iter, data| {
-            xf_loadchunk(server, staging, iter, data)?;
+            // The server checks each chunk's slots as it arrives, before
+            // the file's checksum at its end.
+            xf_loadchunk(server, staging, iter, data).map_err(|e| match e {
+                Error::Server(text) if text.contains("invalid") => transfer!(
+                    "the expandable filter file is damaged: the server refused it ({})",
+                    text.trim_start_matches("ERR ")
+                ),
+                other => other,
+            })?;
             if header.is_none() {
                 if iter != 1 || data.len() != HEADER_LEN {
                     return Err(transfer!("the expandable filter file does not start with a header"));
