@@ -22,6 +22,12 @@ use bloomkit_client::transfer::{self, describe, log10_estimated_rate, Server};
 const BATCH: usize = 4096;
 /// Items per server command: a bounded time for each on the server.
 const SERVER_BATCH: usize = 1000;
+/// The capacity of filters that cannot grow (bitmaps, windows) or that
+/// grow by stacking sub-filters (an existing Bloom filter), when none is given.
+pub const DEFAULT_CAPACITY: u64 = 10_000_000;
+/// Without a capacity, the expandable filter's first size: small enough
+/// for a short stream, and it doubles as the stream goes on.
+const EXPANDABLE_START: u64 = 100_000;
 
 pub struct Options {
     pub inputs: Vec<PathBuf>,
@@ -36,7 +42,9 @@ pub struct Options {
     pub key: String,
     /// Dedup over a sliding window (count: the last `capacity` lines).
     pub window: Option<bloomkit_client::Window>,
-    pub capacity: u64,
+    /// Lines expected; without it, an expandable filter (`XF`) that needs
+    /// no guess (unless a bitmap, a window or an existing filter says otherwise).
+    pub capacity: Option<u64>,
     pub error_rate: f64,
     pub field: Option<usize>,
     pub delimiter: u8,
@@ -51,6 +59,8 @@ enum Backend {
     /// The module, with a second connection for BF.DEBUG at the end.
     Module(RedisFilter<redis::Connection>, Server),
     Bitmap(RedisFilter<redis::Connection>, String),
+    /// bloomkit's expandable filter on the server (`XF.*`).
+    Expandable(RedisFilter<redis::Connection>, String),
 }
 
 impl Backend {
@@ -69,9 +79,12 @@ impl Backend {
                 filter.add_many(keys).map_err(|e| anyhow!("the filter cannot take more items: {e}"))
             }
             Backend::Module(filter, server) => {
-                filter.add_many(keys).map_err(|e| explain(e, &server.url, false))
+                filter.add_many(keys).map_err(|e| explain(e, &server.url, Kind::Bloom))
             }
-            Backend::Bitmap(filter, url) => filter.add_many(keys).map_err(|e| explain(e, url, true)),
+            Backend::Bitmap(filter, url) => filter.add_many(keys).map_err(|e| explain(e, url, Kind::Bitmap)),
+            Backend::Expandable(filter, url) => {
+                filter.add_many(keys).map_err(|e| explain(e, url, Kind::Expandable))
+            }
         }
     }
 
@@ -108,9 +121,16 @@ impl Backend {
     fn log10_false_positive_rate(&mut self) -> Result<f64> {
         Ok(match self {
             Backend::Ephemeral(filter) => filter.estimated_false_positive_rate().log10(),
-            Backend::Local(filter) => match filter.window() {
-                Some(w) => w.error_rate().log10(),
-                None => filter.chain().log10_estimated_false_positive_rate(),
+            Backend::Local(filter) => match (filter.window(), filter.expandable_filter()) {
+                (Some(w), _) => w.error_rate().log10(),
+                (None, Some(xf)) => xf.guaranteed_rate().log10(),
+                (None, None) => filter.chain().log10_estimated_false_positive_rate(),
+            },
+            // The rate it guarantees now (empty input never created the key).
+            Backend::Expandable(filter, url) => match filter.info() {
+                Ok(info) => info.estimated_error_rate.unwrap_or(0.0).log10(),
+                Err(ClientError::NotFound(_)) => f64::NEG_INFINITY,
+                Err(e) => return Err(explain(e, url, Kind::Expandable)),
             },
             Backend::Module(filter, _) if filter.layout().options().window.is_some() => {
                 filter.layout().options().error_rate.log10()
@@ -125,7 +145,7 @@ impl Backend {
                 }
             }
             Backend::Bitmap(filter, url) => {
-                let info = filter.info().map_err(|e| explain(e, url, true))?;
+                let info = filter.info().map_err(|e| explain(e, url, Kind::Bitmap))?;
                 let (m, k) = (info.bits.unwrap_or(1) as f64, f64::from(info.hashes.unwrap_or(1)));
                 bloomkit_core::common::sizing::log10_false_positive_rate(
                     m,
@@ -137,26 +157,48 @@ impl Backend {
     }
 }
 
+/// Which kind of filter on a server dedup uses, for its messages.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Bloom,
+    Bitmap,
+    Expandable,
+}
+
 /// A client error in the CLI's words: which server, and what to do.
-fn explain(e: ClientError, url: &str, bitmap: bool) -> anyhow::Error {
-    match e {
-        ClientError::ModuleMissing(_) => anyhow!(
+fn explain(e: ClientError, url: &str, kind: Kind) -> anyhow::Error {
+    match (e, kind) {
+        (ClientError::ModuleMissing(_), Kind::Expandable) => anyhow!(
+            "the server at {url} has no Bloom filter module with XF.* (bloomkit's expandable filter, \
+             which dedup uses when no --capacity is given): load libbloomkit.so (redis-server \
+             --loadmodule /path/to/libbloomkit.so), or give --capacity to use a BF.* filter \
+             (RedisBloom has those too), or add --bitmap to keep the filter in plain Redis bitmaps"
+        ),
+        (ClientError::ModuleMissing(_), _) => anyhow!(
             "the server at {url} has no Bloom filter module: load libbloomkit.so \
              (redis-server --loadmodule /path/to/libbloomkit.so) or RedisBloom, \
              or add --bitmap to keep the filter in plain Redis bitmaps"
         ),
-        ClientError::WrongType(key) if bitmap => {
+        (ClientError::WrongType(key), Kind::Bitmap) => {
             anyhow!("key '{key}' on {url} holds another type of value, not a bitmap")
         }
-        ClientError::WrongType(key) => {
+        (ClientError::WrongType(key), Kind::Bloom) => {
             anyhow!("key '{key}' on {url} holds another type of value, not a Bloom filter")
         }
-        other => anyhow!("{url}: {other}"),
+        (ClientError::WrongType(key), Kind::Expandable) => {
+            anyhow!("key '{key}' on {url} holds another type of value, not a Bloom or expandable filter")
+        }
+        (other, _) => anyhow!("{url}: {other}"),
     }
 }
 
 fn open_backend(o: &Options) -> Result<Backend> {
-    let mut options = bloomkit_client::Options::new(o.capacity, o.error_rate).batch_size(SERVER_BATCH);
+    let capacity = o.capacity.unwrap_or(DEFAULT_CAPACITY);
+    let mut options = bloomkit_client::Options::new(capacity, o.error_rate).batch_size(SERVER_BATCH);
+    // No capacity, nothing that needs one: a filter that grows at its rate.
+    let expandable = o.capacity.is_none() && o.window.is_none() && !o.bitmap;
+    let xf_options =
+        || bloomkit_client::Options::new(EXPANDABLE_START, o.error_rate).batch_size(SERVER_BATCH);
     if let Some(window) = o.window {
         if o.bitmap {
             return Err(crate::usage!(
@@ -181,9 +223,21 @@ fn open_backend(o: &Options) -> Result<Backend> {
             // (a Redisson filter writes its config hash, as tryInit does).
             match filter.reserve() {
                 Ok(()) | Err(ClientError::AlreadyExists(_)) => {}
-                Err(e) => return Err(explain(e, url, true)),
+                Err(e) => return Err(explain(e, url, Kind::Bitmap)),
             }
             Ok(Backend::Bitmap(filter, url.clone()))
+        }
+        (Some(url), None) if expandable => {
+            let mut server = Server::connect(url)?;
+            // A Bloom filter already there goes on as one (BF.INSERT).
+            if let transfer::Kind::Bloom | transfer::Kind::ValkeyBloom = transfer::kind(&mut server, &o.key)?
+            {
+                let layout = Layout::module(o.key.as_str(), options).map_err(|e| anyhow!("{e}"))?;
+                return Ok(Backend::Module(RedisFilter::new(transfer::connect(url)?, layout), server));
+            }
+            // Created on the first batch (XF.RESERVE) with our error rate.
+            let layout = Layout::expandable(o.key.as_str(), xf_options())?;
+            Ok(Backend::Expandable(RedisFilter::new(transfer::connect(url)?, layout), url.clone()))
         }
         (Some(url), None) => {
             // Created on the first batch (BF.INSERT) with our capacity and error rate.
@@ -203,9 +257,10 @@ fn open_backend(o: &Options) -> Result<Backend> {
             }
             Ok(Backend::Local(filter))
         }
+        (None, _) if expandable => Ok(Backend::Local(LocalFilter::expandable(xf_options())?)),
         (None, None) if o.window.is_none() => {
-            Ok(Backend::Ephemeral(BlockedFilter::new(o.capacity, o.error_rate).ok_or_else(|| {
-                anyhow!("cannot size a filter for {} lines at error rate {}", o.capacity, o.error_rate)
+            Ok(Backend::Ephemeral(BlockedFilter::new(capacity, o.error_rate).ok_or_else(|| {
+                anyhow!("cannot size a filter for {capacity} lines at error rate {}", o.error_rate)
             })?))
         }
         (None, _) => Ok(Backend::Local(LocalFilter::new(options).map_err(|e| anyhow!("{e}"))?)),
@@ -568,6 +623,13 @@ pub fn run(o: &Options) -> Result<()> {
     );
     if let Backend::Ephemeral(filter) = &backend {
         summary += &format!(", filter {} bytes", filter.bytes());
+    }
+    if let Some(xf) = match &backend {
+        Backend::Local(filter) => filter.expandable_filter(),
+        _ => None,
+    } {
+        summary +=
+            &format!(", expandable filter {} bytes after {} doublings", xf.size_bytes(), xf.expansions());
     }
     if let Some(peak) = peak_memory() {
         summary += &format!(", peak memory {peak} bytes");

@@ -56,7 +56,7 @@ enum Command {
     Calc(CalcArgs),
     /// Write each input line the first time it is seen.
     Dedup(DedupArgs),
-    /// Save a server's filter to a file (SCANDUMP).
+    /// Save a server's filter or sketch to a file (SCANDUMP; XF.SCANDUMP for expandable filters).
     Dump(DumpArgs),
     /// Load a filter file into a server (LOADCHUNK).
     Restore(RestoreArgs),
@@ -141,9 +141,14 @@ struct DedupArgs {
     /// The filter's key with --redis.
     #[arg(long, default_value = "bloomkit:dedup")]
     key: String,
-    /// Lines expected (the filter grows past it, keeping the error rate).
-    #[arg(long, default_value = "10M", value_parser = units::parse_count)]
-    capacity: f64,
+    /// Lines expected: a Bloom filter sized for them (it grows past it,
+    /// keeping the error rate, by adding sub-filters). Without it, dedup
+    /// uses an expandable filter (XF), which grows from a small start at
+    /// the error rate with no size to guess, in process or, with --redis,
+    /// on the server (bloomkit's XF.*; a Bloom filter already in the key is
+    /// used as it is). --bitmap and the windows take 10M when it is not given.
+    #[arg(long, value_parser = units::parse_count)]
+    capacity: Option<f64>,
     /// Chance that a new line is taken for a repeat.
     #[arg(long, default_value_t = 1e-6)]
     error_rate: f64,
@@ -235,8 +240,10 @@ struct DumpArgs {
     /// The server (redis://host:port[/db]).
     #[arg(long, value_name = "URL")]
     redis: String,
-    /// The filter's key: a Bloom filter, a sliding-window filter, or with
-    /// --bitmap a bitmap filter.
+    /// The filter's key: a Bloom filter, a sliding-window filter, a cuckoo
+    /// filter, an expandable filter (XF, moved chunk by chunk with
+    /// XF.SCANDUMP, of any size), a valkey-bloom filter, one of RedisBloom's
+    /// sketches, or with --bitmap a bitmap filter.
     key: String,
     /// Output file (standard output when none, if it is not a terminal).
     #[arg(short, long)]
@@ -280,8 +287,9 @@ struct CopyArgs {
     #[arg(required_unless_present = "all", conflicts_with = "all")]
     keys: Vec<String>,
     /// Copy every filter and sketch on the source (every key of a Bloom,
-    /// cuckoo, sliding-window, valkey-bloom, Count-Min Sketch, Top-K or
-    /// t-digest type), found with SCAN; other keys are left alone.
+    /// cuckoo, sliding-window, expandable (XF), valkey-bloom, Count-Min
+    /// Sketch, Top-K or t-digest type), found with SCAN; other keys are
+    /// left alone.
     #[arg(long)]
     all: bool,
     /// With --all: only keys matching this SCAN MATCH pattern.
@@ -363,7 +371,7 @@ fn run(cli: Cli) -> Result<()> {
                     (None, Some(_)) => Some(bloomkit_client::Window::Count),
                     (None, None) => None,
                 },
-                capacity: a.window_count.unwrap_or(a.capacity) as u64,
+                capacity: a.window_count.or(a.capacity).map(|c| c as u64),
                 error_rate: a.error_rate,
                 field: a.field.map(|f| f as usize),
                 delimiter,
@@ -517,9 +525,11 @@ fn run(cli: Cli) -> Result<()> {
                 kind @ (transfer::Kind::Window
                 | transfer::Kind::ValkeyBloom
                 | transfer::Kind::Cuckoo
+                | transfer::Kind::Xf
                 | transfer::Kind::Sketch(_)) => {
                     let (command, name) = match kind {
                         transfer::Kind::Window => ("APBF.INFO", "sliding-window filter"),
+                        transfer::Kind::Xf => ("XF.INFO", "expandable filter"),
                         transfer::Kind::ValkeyBloom => ("BF.INFO", "valkey-bloom filter"),
                         transfer::Kind::Sketch(s) => (s.info_command(), s.name()),
                         _ => ("CF.INFO", "cuckoo filter"),

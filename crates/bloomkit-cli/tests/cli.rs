@@ -185,11 +185,15 @@ fn dedup_against_servers() {
     let with_module = TestServer::with_bloomkit(Server::Redis);
     let url = redis_arg(&with_module);
     let (input, first) = stream(20_000, "srv-");
-    assert_dedup(&ok(&["dedup", "--redis", &url, "--key", "seen"], &input), &first, 2);
+    let bloom = ["dedup", "--redis", &url, "--key", "seen", "--capacity", "10M"];
+    assert_dedup(&ok(&bloom, &input), &first, 2);
     // A second run remembers.
-    assert!(ok(&["dedup", "--redis", &url, "--key", "seen"], &input).is_empty());
+    assert!(ok(&bloom, &input).is_empty());
+    // Without a capacity, a Bloom filter already there is used as it is.
+    assert_eq!(ok(&["dedup", "--redis", &url, "--key", "seen"], b"srv-00000001\xc3\xa9\nnew\n"), b"new\n");
     let mut c = with_module.conn();
-    let card = c.cmd("BF.CARD seen").as_int() as usize;
+    assert_eq!(c.cmd("TYPE seen").as_bytes(), b"MBbloom--");
+    let card = c.cmd("BF.CARD seen").as_int() as usize - 1;
     assert!(card <= first.len() && card + 2 >= first.len(), "the server filter holds the unique lines");
     c.ok("SET text x");
     fails(&["dedup", "--redis", &url, "--key", "text"], b"a\n", "holds another type");
@@ -900,4 +904,100 @@ fn cuckoo_filters_move_between_redisbloom_and_bloomkit() {
     fails(&["restore", "--redis", &rurl, "cf-damaged", "-i", f], b"", "checksum");
     assert_eq!(r.call(&["EXISTS", "cf-damaged"]).as_int(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `dedup` without `--capacity`: an expandable filter (XF) that grows from
+/// a small start at the error rate, in process, in a state file that is a
+/// dump (and the other way round), and on the server; `info`, `dump`,
+/// `restore` and `copy --all` handle XF keys byte for byte.
+#[test]
+fn dedup_without_a_capacity_grows_an_expandable_filter() {
+    // 300 000 unique lines: the filter doubles from its first 100 000.
+    let (input, first) = stream(300_000, "xf-");
+    let out = bloomkit(&["dedup"], &input);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // At 1e-6, 300 000 lines lose one at most by chance; more is a failure.
+    assert_dedup(&out.stdout, &first, 3);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("expandable filter") && !stderr.contains("after 0 doublings"), "{stderr}");
+
+    // A state file: remembered between runs, and it is a dump.
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("seen.xf");
+    let state_arg = state.to_str().unwrap();
+    ok(&["dedup", "--state", state_arg], b"monday\ntuesday\n");
+    assert_eq!(&std::fs::read(&state).unwrap()[..8], b"BKXFFILE");
+    assert_eq!(ok(&["dedup", "--state", state_arg], b"tuesday\nwednesday\nmonday\n"), b"wednesday\n");
+    let a = TestServer::start(Server::Redis, &[Module::bloomkit()], &[]);
+    let b = TestServer::start(Server::Valkey, &[Module::bloomkit()], &[]);
+    let (url_a, url_b) = (redis_arg(&a), redis_arg(&b));
+    let out = bloomkit(&["restore", "--redis", &url_a, "days", "-i", state_arg], b"");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("(expandable filter)"), "{out:?}");
+    let mut c = a.conn();
+    assert_eq!(c.cmd("TYPE days").as_bytes(), b"bkit-xflt");
+    assert_eq!(c.cmd("XF.CARD days").as_int(), 3);
+    assert_eq!(c.cmd("XF.EXISTS days wednesday").as_int(), 1);
+    assert_eq!(
+        ok(&["dump", "--redis", &url_a, "days"], b""),
+        std::fs::read(&state).unwrap(),
+        "the same bytes"
+    );
+
+    // On the server: XF.* keys, remembered between runs.
+    let (input, first) = stream(150_000, "srv-xf-");
+    let args = ["dedup", "--redis", &url_a, "--key", "seen"];
+    assert_dedup(&ok(&args, &input), &first, 2);
+    assert!(ok(&args, &input).is_empty(), "a second run remembers");
+    assert_eq!(c.cmd("TYPE seen").as_bytes(), b"bkit-xflt");
+    let card = c.cmd("XF.CARD seen").as_int() as usize;
+    assert!(card <= first.len() && card + 2 >= first.len(), "{card}: one entry per unique line");
+    let info: serde_json::Value =
+        serde_json::from_slice(&ok(&["info", "--redis", &url_a, "seen", "--json"], b"")).unwrap();
+    assert_eq!(info["kind"], "expandable filter", "{info}");
+    assert_eq!(info["items"], card, "{info}");
+    assert!(info["expansions"].as_i64().unwrap() >= 1, "{info}");
+    assert!(info["guaranteed_rate"].as_f64().unwrap() <= 1e-6, "{info}");
+    let text = String::from_utf8(ok(&["info", "--redis", &url_a, "seen"], b"")).unwrap();
+    assert!(text.contains("expandable filter") && text.contains("guaranteed rate"), "{text}");
+
+    // dump, restore, copy and copy --all, byte for byte.
+    let file = dir.path().join("seen.dump");
+    let file_arg = file.to_str().unwrap();
+    let out = bloomkit(&["dump", "--redis", &url_a, "seen", "-o", file_arg], b"");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("(expandable filter)"), "{out:?}");
+    ok(&["restore", "--redis", &url_b, "seen", "-i", file_arg], b"");
+    let digest = |c: &mut bloomkit_testkit::Conn, key: &str| c.call(&["DEBUG", "DIGEST-VALUE", key]);
+    let mut d = b.conn();
+    assert_eq!(digest(&mut c, "seen"), digest(&mut d, "seen"), "restored byte for byte");
+    fails(&["restore", "--redis", &url_b, "seen", "-i", file_arg], b"", "already exists");
+    // A dumped server filter is a dedup state.
+    assert_eq!(ok(&["dedup", "--state", file_arg], b"srv-xf-00000007\xc3\xa9\nfresh\n"), b"fresh\n");
+    ok(&["copy", "--from", &url_a, "--to", &url_b, "seen", "--replace"], b"");
+    assert_eq!(digest(&mut c, "seen"), digest(&mut d, "seen"), "copied byte for byte");
+    let e = TestServer::start(Server::Valkey, &[Module::bloomkit()], &[]);
+    let out = bloomkit(&["copy", "--from", &url_a, "--to", &redis_arg(&e), "--all"], b"");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.contains("2 of 2 copied"), "{stderr}");
+    assert!(stderr.contains("seen (expandable filter): done"), "{stderr}");
+    let mut f = e.conn();
+    for key in ["seen", "days"] {
+        assert_eq!(digest(&mut c, key), digest(&mut f, key), "{key}: copied by --all");
+    }
+    let mut damaged = std::fs::read(&file).unwrap();
+    let n = damaged.len();
+    damaged[n / 2] ^= 1;
+    std::fs::write(&file, &damaged).unwrap();
+    // (The server finds the damage in the slots, or the checksum at the end.)
+    fails(&["restore", "--redis", &url_b, "seen2", "-i", file_arg], b"", "damaged");
+    assert_eq!(d.cmd("EXISTS seen2"), Reply::Int(0), "a damaged file writes nothing");
+
+    // A server without XF.*: say what to do.
+    let redisbloom = TestServer::start(Server::Redis, &[Module::RedisBloom], &[]);
+    fails(&["dedup", "--redis", &redis_arg(&redisbloom)], b"a\n", "give --capacity");
+    assert!(!ok(&["dedup", "--redis", &redis_arg(&redisbloom), "--capacity", "1000"], b"a\n").is_empty());
+    // Help and the manual mention them.
+    let help = String::from_utf8(ok(&["dump", "--help"], b"")).unwrap();
+    assert!(help.contains("expandable filter (XF"), "{help}");
+    let page = String::from_utf8(ok(&["man", "dedup"], b"")).unwrap();
+    assert!(page.contains("expandable filter"), "{page}");
 }
