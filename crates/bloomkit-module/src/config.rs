@@ -240,6 +240,17 @@ pub fn compat() -> Compat {
         .unwrap_or(Compat::RedisBloom28)
 }
 
+/// What a t-digest's memory figures (`TDIGEST.INFO`'s "Memory usage",
+/// `MEMORY USAGE`) add to its arrays: RedisBloom 8 counts 72 bytes more
+/// than 2.8.2 at every compression.
+pub fn tdigest_memory_extra() -> u64 {
+    if redisbloom_level() == Compat::RedisBloom8 {
+        72
+    } else {
+        0
+    }
+}
+
 /// What a write uses for a Bloom filter it creates without parameters.
 /// RedisBloom 8 uses an error rate above 0.25 as 0.25.
 pub fn defaults() -> Defaults {

@@ -99,7 +99,7 @@ impl Value for TDigest {
     }
 
     fn memory(&self) -> usize {
-        self.size_bytes() as usize
+        (self.size_bytes() + crate::config::tdigest_memory_extra()) as usize
     }
 
     /// Every field and every node in use of the compressed form, what every
