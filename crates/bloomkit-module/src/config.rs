@@ -96,6 +96,12 @@ static ERROR_RATE_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::
 static VB_FP_RATE_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
 static VB_TIGHTENING_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
 
+/// The texts `CONFIG GET` answers for RedisBloom 8's integer configs on
+/// Redis 8, registered as strings so that their refusals are RedisBloom 8's
+/// (owned by the module; indexed as [`SETTINGS`]).
+static INT_TEXTS: [AtomicPtr<raw::RedisModuleString>; SETTINGS.len()] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; SETTINGS.len()];
+
 /// Where a setting's config name is registered.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Naming {
@@ -416,6 +422,48 @@ fn check(name: &str, value: Value, text: &[u8]) -> Result<i64, String> {
     }
 }
 
+/// Checks a value for one of RedisBloom 8's configs under its own name on
+/// Redis 8, with RedisBloom 8's texts (after the server's `CONFIG SET
+/// failed` prefix) and its linked cuckoo ranges: `cf-initial-size` at least
+/// twice `cf-bucket-size`, `cf-bucket-size` at most min(255, half of
+/// `cf-initial-size`), each as last set. `bf-error-rate` above 0.25 is
+/// stored as 0.25. While the configuration file is applied only the fixed
+/// ranges are checked, so that the order of its lines cannot stop a start.
+fn check_v8(name: &str, value: Value, text: &[u8]) -> Result<i64, String> {
+    let invalid = || format!("Invalid value for `{name}`");
+    match value {
+        Value::Rate { .. } => {
+            let v = parse_double(text).ok_or_else(invalid)?;
+            if !(v > 0.0 && v < 1.0) {
+                return Err(format!("Value for `{name}` must be in the range (0.000000, 1.000000)"));
+            }
+            Ok(v.min(ERROR_RATE_CAP_8).to_bits() as i64)
+        }
+        Value::Integer { cell, min, max } => {
+            let v = parse_long_long(text).ok_or_else(invalid)?;
+            let (mut min, mut max) = (min, max);
+            if !LOADING_CONFIGS.load(Relaxed) {
+                if std::ptr::eq(cell, &CF_INITIAL_SIZE) {
+                    min = 2 * CF_BUCKET_SIZE.load(Relaxed);
+                } else if std::ptr::eq(cell, &CF_BUCKET_SIZE) {
+                    max = max.min(CF_INITIAL_SIZE.load(Relaxed) / 2);
+                }
+            }
+            if !(min..=max).contains(&v) {
+                return Err(format!("Value for `{name}` must be in the range [{min}, {max}]"));
+            }
+            Ok(v)
+        }
+        _ => check(name, value, text),
+    }
+}
+
+/// Whether a setting answers as RedisBloom 8's config of that name: on
+/// Redis 8, where it is registered under that name.
+fn answers_as_redisbloom_8(setting: &Setting) -> bool {
+    setting.naming == Naming::RedisBloom8 && REDIS_8.load(Relaxed)
+}
+
 /// What a setting holds now, as [`store`] takes it.
 fn current(value: Value) -> i64 {
     match value {
@@ -617,19 +665,75 @@ extern "C" fn set_rate(
     };
     // SAFETY: the server passes the config's NUL-terminated name.
     let shown = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-    match check(&shown, setting.value, Arg::from_raw(value).bytes()) {
+    let arg = Arg::from_raw(value);
+    let given = arg.bytes();
+    let v8 = answers_as_redisbloom_8(setting);
+    let checked =
+        if v8 { check_v8(&shown, setting.value, given) } else { check(&shown, setting.value, given) };
+    match checked {
         Ok(bits) => {
             if LOADING_CONFIGS.load(Relaxed) && bits == DEFAULTS[privdata as usize].load(Relaxed) {
                 return raw::REDISMODULE_OK as c_int; // see store_from_server
             }
             store(setting.value, bits);
-            // SAFETY: retaining the server's string keeps it valid for our getter.
-            unsafe { api!(RedisModule_RetainString)(std::ptr::null_mut(), value) };
+            // RedisBloom 8 keeps (and CONFIG GET answers) a capped rate as 0.25.
+            let capped = v8 && parse_double(given).is_some_and(|v| v > ERROR_RATE_CAP_8);
+            let value = if capped {
+                let text = format!("{ERROR_RATE_CAP_8}");
+                // SAFETY: a new string whose one reference the module keeps.
+                unsafe {
+                    api!(RedisModule_CreateString)(std::ptr::null_mut(), text.as_ptr().cast(), text.len())
+                }
+            } else {
+                // SAFETY: retaining the server's string keeps it valid for our getter.
+                unsafe { api!(RedisModule_RetainString)(std::ptr::null_mut(), value) };
+                value
+            };
             let old = text.swap(value, Relaxed);
             if !old.is_null() {
                 // SAFETY: our own retained reference, released once.
                 unsafe { api!(RedisModule_FreeString)(std::ptr::null_mut(), old) };
             }
+            raw::REDISMODULE_OK as c_int
+        }
+        Err(message) => error_string(err, &message),
+    }
+}
+
+/// The text of an integer setting registered as a string (see [`INT_TEXTS`]).
+fn int_text(index: usize, cell: &AtomicI64) -> *mut raw::RedisModuleString {
+    let Some(slot) = INT_TEXTS.get(index) else { return std::ptr::null_mut() };
+    let text = cell.load(Relaxed).to_string();
+    // SAFETY: a new string the module owns; the previous one is released once.
+    let fresh =
+        unsafe { api!(RedisModule_CreateString)(std::ptr::null_mut(), text.as_ptr().cast(), text.len()) };
+    let old = slot.swap(fresh, Relaxed);
+    if !old.is_null() {
+        // SAFETY: our own string, no longer reachable from the slot.
+        unsafe { api!(RedisModule_FreeString)(std::ptr::null_mut(), old) };
+    }
+    fresh
+}
+
+extern "C" fn get_int_text(_name: *const c_char, privdata: *mut c_void) -> *mut raw::RedisModuleString {
+    match setting_of(privdata).map(|s| s.value) {
+        Some(Value::Integer { cell, .. }) => int_text(privdata as usize, cell),
+        _ => std::ptr::null_mut(),
+    }
+}
+
+extern "C" fn set_int_text(
+    name: *const c_char,
+    value: *mut raw::RedisModuleString,
+    privdata: *mut c_void,
+    err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    let Some(setting) = setting_of(privdata) else { return raw::REDISMODULE_ERR as c_int };
+    // SAFETY: the server passes the config's NUL-terminated name.
+    let shown = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+    match check_v8(&shown, setting.value, Arg::from_raw(value).bytes()) {
+        Ok(v) => {
+            store_from_server(privdata as usize, v);
             raw::REDISMODULE_OK as c_int
         }
         Err(message) => error_string(err, &message),
@@ -673,6 +777,22 @@ fn register_one(ctx: Ctx, index: usize, name: &CString, flags: u32) -> c_int {
         // The range is checked by the setter, so that its message names it
         // as RedisBloom 8's does ("must be in the range"); valkey-bloom's
         // by the server, as valkey-bloom registers them.
+        // RedisBloom 8's integer configs, under their names on Redis 8: as
+        // strings, so that what the server would parse or refuse itself
+        // (`+5`, `007`, `1.5`) gets RedisBloom 8's texts.
+        Value::Integer { cell, .. } if answers_as_redisbloom_8(&SETTINGS[index]) => unsafe {
+            let default = cstring(&cell.load(Relaxed).to_string());
+            api!(RedisModule_RegisterStringConfig)(
+                ctx.0,
+                name.as_ptr(),
+                default.as_ptr(),
+                flags,
+                Some(get_int_text),
+                Some(set_int_text),
+                None,
+                privdata,
+            )
+        },
         Value::Integer { cell, min, max } => unsafe {
             let (min, max) =
                 if SETTINGS[index].naming == Naming::ValkeyBloom { (min, max) } else { (i64::MIN, i64::MAX) };

@@ -1571,7 +1571,7 @@ fn an_aof_written_under_valkey_bloom_replays_at_a_redisbloom_level() {
 #[test]
 fn other_families_answer_at_the_server_s_redisbloom_level() {
     for (server, expected) in [
-        (Server::Redis8, "ERR bucket size must be in the range [1, 255]"),
+        (Server::Redis8, "BUCKETSIZE: value must be in the range [1, 255]"),
         (Server::Valkey, "BUCKETSIZE: value must be an integer between 1 and 255, inclusive."),
     ] {
         let s = start_vb(server);
