@@ -40,7 +40,7 @@ MANPAGER=cat man bloomkit-copy 2>/dev/null | grep -q -- "--all" || fail "bloomki
 
 # Redis 7 with the one include line the snippet asks for.
 rport=$(free_port)
-printf 'include /usr/share/bloomkit/bloomkit.conf\n' > "$scratch/redis.conf"
+printf 'include /usr/share/bloomkit/*.conf\n' > "$scratch/redis.conf"
 redis-server "$scratch/redis.conf" --port "$rport" --bind 127.0.0.1 --save "" --dir "$scratch" \
     --logfile "$scratch/redis.log" &
 pids+=($!)
@@ -64,9 +64,20 @@ wait_ping "$vport" || { cat "$scratch/valkey.log"; fail "valkey-server did not s
 redis-cli -p "$rport" shutdown nosave >/dev/null 2>&1 || true
 redis-cli -p "$vport" shutdown nosave >/dev/null 2>&1 || true
 
-# Removed (and purged): every file it installed is gone.
+# Removed (and purged): every file it installed is gone, the removal says
+# what happens to data and how to restart, and a server with the same
+# configuration still starts.
 files=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' | grep -v '/$')
-dpkg -P bloomkit >/dev/null
+removal=$(dpkg -P bloomkit 2>&1 >/dev/null)
+echo "$removal" | grep -q "no matching module type" || fail "the removal message does not say what happens to data"
+echo "$removal" | grep -q "service redis-server restart" || fail "the removal message has no restart without systemd"
+after=$(free_port)
+redis-server "$scratch/redis.conf" --port "$after" --bind 127.0.0.1 --save "" --dir "$scratch" \
+    --logfile "$scratch/after.log" &
+pids+=($!)
+wait_ping "$after" || { cat "$scratch/after.log"; fail "redis-server did not start with the include line after removal"; }
+! redis-cli -p "$after" MODULE LIST | grep -q '^bf$' || fail "the module is still loaded after removal"
+redis-cli -p "$after" shutdown nosave >/dev/null 2>&1 || true
 left=""
 for f in $files; do
     if [ -e "$f" ] || [ -L "$f" ]; then left="$left $f"; fi

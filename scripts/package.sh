@@ -6,7 +6,7 @@
 #
 #   scripts/package.sh            # build (release) and package
 #   sudo apt-get install ./target/debian/bloomkit_*.deb
-#   echo 'include /usr/share/bloomkit/bloomkit.conf' | sudo tee -a /etc/redis/redis.conf
+#   echo 'include /usr/share/bloomkit/*.conf' | sudo tee -a /etc/redis/redis.conf
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -83,6 +83,50 @@ Description: Bloom filters and RedisBloom's sketches for Redis and Valkey
  The bloomkit command sizes filters, deduplicates streams, and dumps,
  restores and copies filters between servers and files.
 CONTROL
+
+# Maintainer scripts: what to add on install, and on removal what happens
+# (the glob include matches nothing once the snippet is gone, so the server
+# still starts; data of bloomkit's types does not load without the module).
+cat > "$stage/DEBIAN/postinst" <<'POSTINST'
+#!/bin/sh
+set -e
+if [ "$1" = configure ]; then
+    cat >&2 <<'MSG'
+bloomkit: to load the bf module, add this line to /etc/redis/redis.conf
+(or /etc/valkey/valkey.conf), then restart the server:
+
+    include /usr/share/bloomkit/*.conf
+
+    sudo systemctl restart redis-server      # with systemd
+    sudo service redis-server restart        # without
+MSG
+fi
+exit 0
+POSTINST
+cat > "$stage/DEBIAN/prerm" <<'PRERM'
+#!/bin/sh
+set -e
+if [ "$1" = remove ] || [ "$1" = purge ]; then
+    cat >&2 <<'MSG'
+bloomkit: removing the bf module.
+- A server that loads it with `include /usr/share/bloomkit/*.conf` starts
+  without it after its next restart (the pattern then matches nothing).
+  If your configuration names the file (include /usr/share/bloomkit/bloomkit.conf)
+  or loads /usr/lib/redis/modules/libbloomkit.so itself, remove that line
+  first, or the server will not start.
+- Data of the module's types (Bloom, cuckoo, Count-Min Sketch, Top-K,
+  t-digest, sliding-window and expandable filters) cannot be loaded
+  without it: a server whose RDB or AOF holds such keys refuses to start
+  ("no matching module type"). Before its next restart, copy them out
+  (bloomkit dump / bloomkit copy --all) and delete them, or keep bloomkit
+  installed until then.
+- Restart: sudo systemctl restart redis-server   (without systemd:
+  sudo service redis-server restart)
+MSG
+fi
+exit 0
+PRERM
+chmod 755 "$stage/DEBIAN/postinst" "$stage/DEBIAN/prerm"
 
 mkdir -p "$out"
 dpkg-deb --root-owner-group -Zxz --build "$stage" "$out/bloomkit_${version}_${arch}.deb" >/dev/null
