@@ -118,7 +118,9 @@ impl Header {
             let new_bytes =
                 Table::bytes_for(2 * m, fbits as u32).ok_or(bad("the size is not representable"))?;
             bytes = bytes.checked_add(new_bytes).ok_or(bad("the size is not representable"))?;
-            Some((cursor_plus_one - 1, fbits as u32))
+            // `cursor + 1`: 0 is "no doubling", which the fingerprint bits contradict.
+            let cursor = cursor_plus_one.checked_sub(1).ok_or(bad("a doubling under way has no position"))?;
+            Some((cursor, fbits as u32))
         } else {
             None
         };
@@ -399,6 +401,23 @@ fn fill(t: &mut Table, data: &[u8]) -> Result<(), XfError> {
 
 #[cfg(test)]
 mod tests {
+    /// Found by `accepted_input_round_trips`: a header that says a doubling
+    /// is under way (its fingerprint bits) with a position of 0 ("none")
+    /// was refused by a subtraction that overflowed (a panic) instead of an error.
+    #[test]
+    fn a_doubling_without_a_position_is_refused() {
+        let mut f = XfFilter::new(0.01, 40, 1 << 20, Limits::NONE).unwrap();
+        let mut i = 0u32;
+        while f.next.is_none() {
+            f.insert(&i.to_le_bytes(), Limits::NONE).unwrap();
+            i += 1;
+        }
+        let mut header = f.encode_header();
+        assert_ne!(header[16 + 8 * 6..24 + 8 * 6], [0u8; 8], "the doubled table's fingerprint bits");
+        header[16 + 8 * 5..24 + 8 * 5].copy_from_slice(&0u64.to_le_bytes());
+        assert!(matches!(XfFilter::from_header(&header, Limits::NONE), Err(XfError::BadData(_))));
+    }
+
     use super::*;
     use crate::common::fields::FieldStream;
 
