@@ -12,7 +12,7 @@
 //! bad increment that is not last, `k` above 2^32 - 1) are kept out of the
 //! streams and tested in `topk_hostile.rs`.
 
-mod topk_support;
+use crate::topk_support;
 
 use bloomkit_core::common::hash::murmur2_32;
 use bloomkit_testkit::oracle::{same, Pair};

@@ -5,7 +5,7 @@
 use bloomkit_client::{AsyncRedisFilter, BlockingCluster, Filter, Layout, Options, Over, RedisFilter};
 use bloomkit_testkit::{Module, TestCluster};
 
-mod common;
+use crate::common;
 use common::{items, slices};
 
 #[test]

@@ -12,7 +12,7 @@ use bloomkit_client::transfer::{self, BitmapParams, Server};
 use bloomkit_client::{Filter, Layout, Options, RedisFilter};
 use bloomkit_testkit::{output_within, Server as Kind, TestServer};
 
-mod common;
+use crate::common;
 use common::connect;
 
 const GUAVA_JAR: &str = "/usr/share/java/guava.jar";

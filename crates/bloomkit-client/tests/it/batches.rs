@@ -5,7 +5,7 @@
 use bloomkit_client::{Filter, Layout, Options, RedisFilter};
 use bloomkit_testkit::{Conn, Module, Reply, Server, TestServer};
 
-mod common;
+use crate::common;
 use common::{connect, items, slices};
 
 /// The arguments of each command MONITOR saw until `ECHO <marker>`.

@@ -6,7 +6,7 @@
 use bloomkit_client::{Error, Filter, Layout, LocalFilter, Options, RedisFilter};
 use bloomkit_testkit::{Module, Server, TestServer};
 
-mod common;
+use crate::common;
 use common::{connect, items, slices};
 
 /// Grown 200x from its first size: every item still in, the rate it

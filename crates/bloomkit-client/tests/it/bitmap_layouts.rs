@@ -11,7 +11,7 @@ use bloomkit_core::bitmap::redisson_config_key;
 use bloomkit_testkit::{Server, TestServer};
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::connect;
 
 fn fixture(name: &str) -> Value {

@@ -8,7 +8,7 @@ use bloomkit_client::transfer::{self, BitmapParams, Progress, Server};
 use bloomkit_client::{Filter, Layout, Options, RedisFilter};
 use bloomkit_testkit::{Module, Server as Kind, TestServer};
 
-mod common;
+use crate::common;
 use common::{connect, items, slices};
 
 /// Counts what a transfer reports.

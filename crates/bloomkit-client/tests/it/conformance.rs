@@ -12,7 +12,7 @@ use bloomkit_client::{
 use bloomkit_core::common::sizing::{false_positive_rate, options, Shape};
 use bloomkit_testkit::{Module, Server, TestServer};
 
-mod common;
+use crate::common;
 use common::{connect, items, slices};
 
 type Make<'a> = dyn FnMut(&str, Options) -> Box<dyn Filter> + 'a;

@@ -2,7 +2,7 @@
 //! rewrite and replication (full and partial sync), on Redis 7.0 and
 //! Valkey 9: the servers' DEBUG DIGEST stays equal, and so do the answers.
 
-mod cf_support;
+use crate::cf_support;
 
 use std::time::Duration;
 

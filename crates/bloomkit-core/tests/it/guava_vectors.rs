@@ -10,7 +10,7 @@ use serde_json::Value;
 use {bloomkit_core::bitmap::guava::GuavaShape, bloomkit_core::common::hash::murmur3_128};
 
 fn fixture() -> Value {
-    serde_json::from_str(include_str!("fixtures/guava-31.1.json")).unwrap()
+    serde_json::from_str(include_str!("../fixtures/guava-31.1.json")).unwrap()
 }
 
 fn hex_u64(v: &Value) -> u64 {

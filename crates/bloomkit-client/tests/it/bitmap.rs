@@ -7,7 +7,7 @@ use bloomkit_client::{Filter, Layout, Options, RedisFilter};
 use bloomkit_testkit::{guava_items, Server, TestServer};
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::connect;
 
 /// The bitmap in Redis after our adds is, bit for bit, the array real Guava
@@ -17,7 +17,7 @@ use common::connect;
 fn redis_bitmap_holds_guavas_bits() {
     let server = TestServer::start(Server::Redis, &[], &[]);
     let doc: Value =
-        serde_json::from_str(include_str!("../../bloomkit-core/tests/fixtures/guava-31.1.json")).unwrap();
+        serde_json::from_str(include_str!("../../../bloomkit-core/tests/fixtures/guava-31.1.json")).unwrap();
     for (n, case) in doc["filters"].as_array().unwrap().iter().enumerate() {
         let capacity = case["capacity"].as_u64().unwrap();
         let rate = case["error_rate"].as_f64().unwrap();

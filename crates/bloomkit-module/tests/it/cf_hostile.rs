@@ -7,7 +7,7 @@
 //! servers run under an address-space limit, so an allocation made before
 //! the size check would fail these tests instead of eating the machine.
 
-mod cf_support;
+use crate::cf_support;
 
 use bloomkit_testkit::hostile::{
     assert_dump_round_trips, assert_refused, damaged_headers, load_headers, restore_damaged, seal, Watch,

@@ -7,7 +7,7 @@
 //! Deliberate differences (README, "Cuckoo filters") are kept out of the
 //! generated streams and tested in `cf_hostile.rs`.
 
-mod cf_support;
+use crate::cf_support;
 
 use bloomkit_testkit::oracle::{same, Pair};
 use bloomkit_testkit::{Conn, Module, Reply, Rng, Server, TestServer};

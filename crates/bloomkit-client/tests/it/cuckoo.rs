@@ -5,7 +5,7 @@
 use bloomkit_client::{AsyncRedisFilter, Error, Filter, Layout, Options, RedisFilter};
 use bloomkit_testkit::{Module, Server, TestServer};
 
-mod common;
+use crate::common;
 use common::{connect, items, slices};
 
 fn exercise(server: &TestServer, what: &str) {

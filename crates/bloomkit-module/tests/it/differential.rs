@@ -258,7 +258,7 @@ fn scandump_loadchunk_both_directions() {
 #[test]
 fn captured_dump_payloads_restore() {
     let doc: serde_json::Value =
-        serde_json::from_str(include_str!("../../bloomkit-core/tests/fixtures/redisbloom-2.8.2.json"))
+        serde_json::from_str(include_str!("../../../bloomkit-core/tests/fixtures/redisbloom-2.8.2.json"))
             .unwrap();
     let s = TestServer::with_bloomkit(Server::Redis);
     let mut c = s.conn();

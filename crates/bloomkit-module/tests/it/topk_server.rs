@@ -2,7 +2,7 @@
 //! DEBUG DIGEST-VALUE, the maxmemory guard, command flags and ACL
 //! categories, and active defrag on redis-server 8.2.
 
-mod topk_support;
+use crate::topk_support;
 
 use std::time::{Duration, Instant};
 

@@ -9,7 +9,7 @@ use bloomkit_core::Limits;
 use serde_json::Value;
 
 fn cases() -> Vec<Value> {
-    let text = include_str!("fixtures/redisbloom-2.8.2.json");
+    let text = include_str!("../fixtures/redisbloom-2.8.2.json");
     let doc: Value = serde_json::from_str(text).unwrap();
     doc["cases"].as_array().unwrap().clone()
 }

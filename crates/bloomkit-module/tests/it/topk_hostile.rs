@@ -7,8 +7,6 @@
 //! sketch that works and round-trips; the server keeps answering and
 //! untouched keys keep their digests.
 
-mod topk_support;
-
 use bloomkit_testkit::hostile::{assert_dump_round_trips, assert_refused, restore_damaged, Watch};
 use bloomkit_testkit::{Conn, Module, Reply, Server, TestServer};
 

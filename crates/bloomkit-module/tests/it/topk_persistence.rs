@@ -4,7 +4,7 @@
 //! decay 0.9 and many colliding buckets, where RedisBloom's replicas drift,
 //! the servers' DEBUG DIGEST stays equal and so do the DUMP bytes.
 
-mod topk_support;
+use crate::topk_support;
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use bloomkit_client::{Error, Filter, Layout, LocalFilter, Options, Over, RedisFilter, Window};
 use bloomkit_testkit::{Server, TestServer};
 
-mod common;
+use crate::common;
 use common::{connect, items, slices};
 
 /// A count window of 1000: the last 1000 items are remembered, much older

@@ -1,0 +1,7 @@
+//! The cli crate's integration tests, one program (ripgrep's layout):
+//! each file here is a module, run as `cargo test -p <crate> --test it [filter]`.
+//! Support modules shared by several files are declared once, here.
+
+mod cli;
+mod memory;
+mod migration;

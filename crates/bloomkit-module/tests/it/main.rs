@@ -1,0 +1,41 @@
+//! The module crate's integration tests, one program (ripgrep's layout):
+//! each file here is a module, run as `cargo test -p <crate> --test it [filter]`.
+//! Support modules shared by several files are declared once, here.
+
+mod cf_support;
+mod topk_support;
+
+mod cf_differential;
+mod cf_hostile;
+mod cf_persistence;
+mod claims;
+mod cms_defrag;
+mod cms_differential;
+mod cms_hostile;
+mod cms_persistence;
+mod command_docs;
+mod commands;
+mod defrag;
+mod differential;
+mod hostile;
+mod hostile_apbf;
+mod maxmemory;
+mod persistence;
+mod redisbloom8;
+mod reliability;
+mod server_states;
+mod servers;
+mod settings;
+mod strict_loading;
+mod tdigest_differential;
+mod tdigest_hostile;
+mod tdigest_persistence;
+mod tdigest_server;
+mod topk_differential;
+mod topk_hostile;
+mod topk_persistence;
+mod topk_server;
+mod valkey_bloom;
+mod valkey_compat;
+mod window;
+mod xf;
