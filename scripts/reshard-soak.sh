@@ -9,5 +9,5 @@ runs="${1:-15}"
 scripts/test-servers.sh >/dev/null
 cargo build --workspace --all-targets
 for i in $(seq 1 "$runs"); do
-  cargo test -q -p bloomkit-client --test cluster 2>&1 | tail -1 | sed "s/^/run $i: /"
+  cargo test -q -p bloomkit-client --test it -- cluster:: 2>&1 | tail -1 | sed "s/^/run $i: /"
 done

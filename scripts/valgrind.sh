@@ -2,7 +2,7 @@
 # Runs integration suites with every server under valgrind (memcheck) and
 # fails if valgrind reports an invalid read or write, or a use of
 # uninitialised memory, in a stack that passes through libbloomkit.so.
-#   scripts/valgrind.sh [cargo test filters...]   default: the commands and persistence suites
+#   scripts/valgrind.sh [test name filters...]   default: the commands:: and persistence:: suites
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || apt-get install -y -qq valgrind >/dev/null
@@ -12,8 +12,8 @@ logs="$(mktemp -d)"
 export BLOOMKIT_SERVER_WRAPPER="valgrind --tool=memcheck --error-limit=no --num-callers=30 --suppressions=$PWD/scripts/valgrind.supp --log-file=$logs/vg.%p"
 export BLOOMKIT_START_SECONDS=120
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(--test commands --test persistence)
-cargo test -p bloomkit-module "${suites[@]}" -- --test-threads=1
+[ ${#suites[@]} -gt 0 ] || suites=(commands:: persistence::)
+cargo test -p bloomkit-module --test it -- "${suites[@]}" --test-threads=1
 python3 - "$logs" <<'PY'
 import glob, re, sys
 logs = sys.argv[1]
