@@ -189,7 +189,14 @@ pub struct XfFilter {
     pub(super) table: Table,
     pub(super) next: Option<Box<Migration>>,
     pub(super) loading: Option<Box<Loading>>,
+    /// The old table of the last finished doubling, not yet freed: freeing
+    /// hundreds of MB takes milliseconds, which the module spends on a
+    /// background thread ([`XfFilter::take_retired`]). Not part of the value.
+    pub(super) retired: Option<Table>,
 }
+
+/// A table a doubling left behind, to be dropped wherever the caller likes.
+pub struct Retired(#[allow(dead_code)] Table);
 
 /// Bytes counted for the filter's own fields.
 pub const OVERHEAD: u64 = 160;
@@ -221,6 +228,7 @@ impl XfFilter {
             table: Table::new(m, fbits)?,
             next: None,
             loading: None,
+            retired: None,
         })
     }
 
@@ -239,6 +247,7 @@ impl XfFilter {
             table: self.table.try_clone()?,
             next,
             loading,
+            retired: None,
         })
     }
 
@@ -525,7 +534,9 @@ impl XfFilter {
             let Some((cs, entries, end)) = self.table.take_cluster(mig.cursor, budget_slots.max(1) - spent)
             else {
                 let mig = self.next.take().expect("a migration under way");
-                self.table = mig.table;
+                let old = std::mem::replace(&mut self.table, mig.table);
+                // Kept for the caller to free (a previous one, if still here, goes now).
+                self.retired = Some(old);
                 self.level += 1;
                 return Ok(false);
             };
@@ -544,6 +555,14 @@ impl XfFilter {
     pub fn finish_migration(&mut self) -> Result<(), XfError> {
         while self.migrate_step(u64::MAX)? {}
         Ok(())
+    }
+
+    /// The old table of the last finished doubling, for the caller to drop
+    /// (the module drops it on a background thread, as the server's lazy
+    /// free does); if nobody takes it, it goes with the next doubling or
+    /// the filter.
+    pub fn take_retired(&mut self) -> Option<Retired> {
+        self.retired.take().map(Retired)
     }
 
     // ---- merge ----

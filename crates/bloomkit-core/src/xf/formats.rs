@@ -135,7 +135,16 @@ impl Header {
             Some((cursor, fbits)) => Some(Box::new(Migration { table: Table::new(2 * m, fbits)?, cursor })),
             None => None,
         };
-        Ok(XfFilter { params: p, horizon, items: self.items, level: self.level, table, next, loading: None })
+        Ok(XfFilter {
+            params: p,
+            horizon,
+            items: self.items,
+            level: self.level,
+            table,
+            next,
+            loading: None,
+            retired: None,
+        })
     }
 }
 

@@ -27,7 +27,7 @@ pub mod table;
 
 pub use args::XfDefaults;
 pub use errors::XfError;
-pub use filter::{LookupCost, XfFilter, XfHash, XfInfo, XfParams, PACE_SLOTS};
+pub use filter::{LookupCost, Retired, XfFilter, XfHash, XfInfo, XfParams, PACE_SLOTS};
 pub use formats::{HEADER_LEN, MODULE_ID};
 
 /// The data type's name and encoding version.

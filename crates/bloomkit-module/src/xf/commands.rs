@@ -51,6 +51,16 @@ fn create(ctx: Ctx, key: &Key, name: &Arg, params: XfParams) -> Result<NonNull<X
     Ok(stored)
 }
 
+/// Frees the table a finished doubling left behind on a background thread,
+/// as the server's lazy free does with large values: unmapping hundreds of
+/// MB on the main thread would hold every client for milliseconds. (Should
+/// no thread start, the table is freed here.)
+fn free_retired(f: &mut XfFilter) {
+    if let Some(old) = f.take_retired() {
+        let _ = std::thread::Builder::new().name("bloomkit-free".into()).spawn(move || drop(old));
+    }
+}
+
 fn refused() {
     counters::add(&REFUSED, 1);
     crate::stats::refused();
@@ -130,6 +140,7 @@ fn add_items(
         }
     }
     let ran = answers.len();
+    free_retired(f);
     counters::resized(size_before, f.size_bytes());
     counters::add(&EXPANSIONS, u64::from(f.expansions() - level_before));
     counters::add(&ITEMS_ADDED, ran as u64);
@@ -221,6 +232,7 @@ pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let f = unsafe { f.as_mut() };
     let (size_before, level_before) = (f.size_bytes(), f.expansions());
     let removed = f.delete(argv[2].bytes())?;
+    free_retired(f);
     counters::resized(size_before, f.size_bytes());
     counters::add(&EXPANSIONS, u64::from(f.expansions() - level_before));
     ctx.reply_bool(removed);
@@ -271,6 +283,7 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
         })?;
     }
     drop(source_keys);
+    free_retired(&mut merged);
     let level_before = dest.map_or(merged.expansions(), |d| unsafe { d.as_ref() }.expansions());
     counters::add(&EXPANSIONS, u64::from(merged.expansions().saturating_sub(level_before)));
     // The merged filter replaces the destination (its TTL goes, as with SUNIONSTORE).
