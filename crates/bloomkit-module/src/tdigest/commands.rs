@@ -189,17 +189,10 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
     Ok(())
 }
 
-/// True for a command from the primary's replication stream or replayed
-/// from the AOF: a `TDIGEST.CDF key 0` there is a compression a primary
-/// announced (see the file's doc).
-fn from_primary_stream(ctx: Ctx) -> bool {
-    ctx.flags() & raw::REDISMODULE_CTX_FLAGS_REPLICATED != 0 || ctx.is_replaying()
-}
-
 /// True for a client's command on a primary: the only place that owes,
 /// pays and announces compressions. A replica's digests follow its primary.
 fn from_client_on_primary(ctx: Ctx) -> bool {
-    ctx.flags() & raw::REDISMODULE_CTX_FLAGS_SLAVE == 0 && !from_primary_stream(ctx)
+    ctx.flags() & raw::REDISMODULE_CTX_FLAGS_SLAVE == 0 && !ctx.is_replaying()
 }
 
 /// Before a client's write on a primary: pays a compression the digest
@@ -252,8 +245,9 @@ fn read<P, T>(
     stats::add(&stats::QUERIES, 1);
     // SAFETY: owned by the keyspace; commands run one at a time.
     let t = unsafe { p.as_mut() };
-    if from_primary_stream(ctx) {
-        // The compression the primary announced, at the same point.
+    if ctx.is_replaying() {
+        // From the primary's stream or the AOF: the compression the primary
+        // announced (`TDIGEST.CDF key 0`), at the same point.
         t.compress()?;
         t.follow_stream();
     }

@@ -66,6 +66,14 @@ fn refused() {
     crate::stats::refused();
 }
 
+/// Counts `e` as a refusal when it is one of the size limits (or a failed
+/// allocation), not a property of the items.
+fn count_refusal(e: &XfError) {
+    if matches!(e, XfError::TooLarge { .. } | XfError::OverMaxmemory | XfError::OutOfMemory) {
+        refused();
+    }
+}
+
 /// `XF.RESERVE key error_rate [CAPACITY initial] [MAXCAPACITY limit]`
 pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let params = parse_reserve(argv, &defaults())?;
@@ -145,9 +153,7 @@ fn add_items(
     counters::add(&EXPANSIONS, u64::from(f.expansions() - level_before));
     counters::add(&ITEMS_ADDED, ran as u64);
     if let Some(e) = &failed {
-        if matches!(e, XfError::TooLarge { .. } | XfError::OverMaxmemory | XfError::OutOfMemory) {
-            refused();
-        }
+        count_refusal(e);
     }
     match (shape, failed) {
         (Shape::Single, Some(e)) => return Err(e.into()),
@@ -276,11 +282,7 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
         None => (unsafe { filters[0].as_ref() }.try_clone()?, &filters[1..]),
     };
     for f in rest {
-        merged.merge_from(unsafe { f.as_ref() }, limits).inspect_err(|e| {
-            if matches!(e, XfError::TooLarge { .. } | XfError::OverMaxmemory | XfError::OutOfMemory) {
-                refused();
-            }
-        })?;
+        merged.merge_from(unsafe { f.as_ref() }, limits).inspect_err(count_refusal)?;
     }
     drop(source_keys);
     free_retired(&mut merged);
