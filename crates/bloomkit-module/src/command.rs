@@ -6,10 +6,12 @@
 use std::ffi::{c_int, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use bloomkit_core::common::compat::Compat;
 use bloomkit_core::Reply;
 use redis_module::raw;
 
 use crate::ffi::{api, has_api, Arg, Ctx, RawArgv};
+use crate::stats::Counters;
 
 pub mod docs;
 
@@ -83,13 +85,49 @@ pub fn run(ctx: Ctx, argv: &[Arg], handler: fn(Ctx, &[Arg]) -> Outcome) -> c_int
     raw::REDISMODULE_OK as c_int
 }
 
-/// A family of commands and data types, as the module's entry point lists them.
+/// A family of commands and data types: everything the shared code needs
+/// of it. The module's entry point lists the families; registration, INFO,
+/// active defrag's counters, COMMAND DOCS and the settings iterate them.
 pub struct Family {
     pub commands: &'static [Command],
-    /// Registers the family's data types and ACL categories (before any command).
+    /// Registers the family's data types (before any command).
     pub register: fn(*mut raw::RedisModuleCtx) -> Result<(), String>,
-    /// Adds the family's section to `INFO bf`, if it has one.
+    /// The ACL category the family adds, where the server lets modules add
+    /// one (APBF's and valkey-bloom's commands are in BF's `bloom`).
+    pub acl_category: Option<&'static CStr>,
+    /// Its type's counters: its `INFO bf` section and defrag rows.
+    pub counters: &'static Counters,
+    /// Writes the family's `INFO bf` sections where they are not simply
+    /// its counters' (valkey-bloom's names, the module-wide fields).
     pub info: Option<fn(*mut raw::RedisModuleInfoCtx)>,
+    /// Registers a command of this family another way under a compatibility
+    /// level (`BF.*` as valkey-bloom registers it); `None` for bloomkit's.
+    pub dialect: fn(Compat, &CStr) -> Option<&'static Dialect>,
+}
+
+impl Family {
+    /// A family whose sections are its counters' and whose commands register as bloomkit's.
+    pub const fn new(
+        commands: &'static [Command],
+        register: fn(*mut raw::RedisModuleCtx) -> Result<(), String>,
+        acl_category: Option<&'static CStr>,
+        counters: &'static Counters,
+    ) -> Family {
+        Family { commands, register, acl_category, counters, info: None, dialect: no_dialect }
+    }
+
+    /// Adds the family's sections to `INFO bf`.
+    pub fn write_info(&self, ctx: *mut raw::RedisModuleInfoCtx) {
+        match self.info {
+            Some(write) => write(ctx),
+            None => self.counters.write_info(ctx),
+        }
+    }
+}
+
+/// Every command is registered as bloomkit registers it.
+fn no_dialect(_: Compat, _: &CStr) -> Option<&'static Dialect> {
+    None
 }
 
 /// Adds an ACL category, where the server lets modules add one.

@@ -6,14 +6,13 @@ use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
-use bloomkit_core::bf::Chain;
 use bloomkit_core::common::memory::OutOfMemory;
 use bloomkit_core::common::reply::WrongType;
-use bloomkit_core::vbloom::Object;
 use bloomkit_core::Reply;
 use redis_module::raw;
 
 use crate::ffi::{api, cstring, Key, Slot};
+use crate::stats::Counters;
 
 /// A module data type: registered once at load, its handle kept for key
 /// type checks.
@@ -65,7 +64,7 @@ impl DataType {
 pub unsafe fn defrag<T>(
     ctx: *mut raw::RedisModuleDefragCtx,
     value: *mut *mut c_void,
-    kind: crate::stats::defrag::Kind,
+    counters: &Counters,
     walk: impl FnOnce(&mut T, usize, &mut crate::ffi::Defrag) -> Option<usize>,
 ) -> c_int {
     crate::ffi::guard(0, || {
@@ -88,24 +87,24 @@ pub unsafe fn defrag<T>(
             Some(next) if d.set_cursor(next as u64 + 1) => 1,
             _ => 0,
         };
-        crate::stats::defrag::tally(kind, d.hits, d.misses, d.large_kept, resumed);
+        crate::stats::defrag_tally(counters, d.hits, d.misses, d.large_kept, resumed);
         status
     })
 }
 
-/// A Rust value stored under a module data type.
+/// A Rust value stored under a module data type: which registered type it
+/// is, which counters follow it in and out of the keyspace, and how active
+/// defrag walks it. Entering and leaving are written once, here.
 pub trait Stored: Sized {
     /// The registered type (set once at load).
-    fn data_type() -> *mut raw::RedisModuleType;
-    /// Hands the value over as the pointer the keyspace keeps (counting it).
-    fn into_value(self) -> *mut c_void;
-    /// Takes back a value made by `into_value` that the keyspace refused.
-    ///
-    /// # Safety
-    /// `value` must come from `into_value` and not be used afterwards.
-    unsafe fn free_value(value: *mut c_void);
-    /// The `INFO bf` counters active defrag adds this type's moves to.
-    const DEFRAG_KIND: crate::stats::defrag::Kind;
+    const TYPE: &'static DataType;
+    /// The type's `INFO bf` counters (objects, bytes, defrag moves).
+    const COUNTERS: &'static Counters;
+    /// The bytes the counters hold for this value.
+    fn counted_bytes(&self) -> u64;
+    /// Tallies beyond objects and bytes that follow the value in
+    /// (`entering`) and out of the keyspace (valkey-bloom's totals).
+    fn tally(&self, _entering: bool) {}
     /// Offers the value's buffers to active defrag from buffer `from` on
     /// (the core type's `relocate`); `Some(next)` when time ran out first.
     fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize>;
@@ -113,6 +112,29 @@ pub trait Stored: Sized {
     /// objects obey `bf.bloom-defrag-enabled`).
     fn defrag_enabled() -> bool {
         true
+    }
+
+    fn data_type() -> *mut raw::RedisModuleType {
+        Self::TYPE.get()
+    }
+
+    /// Hands the value over as the pointer the keyspace keeps, counting it.
+    fn into_value(self) -> *mut c_void {
+        Self::COUNTERS.created(self.counted_bytes());
+        self.tally(true);
+        Box::into_raw(Box::new(self)).cast()
+    }
+
+    /// Takes back a value made by `into_value` (freed by the keyspace, or
+    /// refused by it), uncounting it.
+    ///
+    /// # Safety
+    /// `value` must come from `into_value` and not be used afterwards.
+    unsafe fn free_value(value: *mut c_void) {
+        // SAFETY: the caller's guarantee.
+        let v = unsafe { Box::from_raw(value.cast::<Self>()) };
+        Self::COUNTERS.freed(v.counted_bytes());
+        v.tally(false);
     }
 }
 
@@ -136,7 +158,7 @@ pub extern "C" fn defrag_callback<T: Stored>(
     if !T::defrag_enabled() {
         return 0; // done: nothing is moved
     }
-    unsafe { defrag::<T>(ctx, value, T::DEFRAG_KIND, |v, from, d| v.relocate_buffers(from, d)) }
+    unsafe { defrag::<T>(ctx, value, T::COUNTERS, |v, from, d| v.relocate_buffers(from, d)) }
 }
 
 /// The value in a key: `Ok(None)` when the key is empty, `WRONGTYPE` when
@@ -161,41 +183,4 @@ pub fn store<T: Stored>(key: &Key, value: T) -> Result<NonNull<T>, Reply> {
         return Err(OutOfMemory.into());
     }
     Ok(NonNull::new(value.cast()).expect("into_value never returns null"))
-}
-
-/// What a `BF.*` key holds: RedisBloom's chain, or valkey-bloom's object.
-/// Both families answer `BF.*`; this is the one place that tells them apart.
-pub enum BloomFilter {
-    Chain(NonNull<Chain>),
-    Valkey(NonNull<Object>),
-}
-
-/// The Bloom filter in a key, of either type: `Ok(None)` when the key is
-/// empty, `WRONGTYPE` when it holds anything else.
-pub fn lookup_bloom(key: &Key) -> Result<Option<BloomFilter>, Reply> {
-    match key.slot::<Chain>(Chain::data_type()) {
-        Slot::Ours(chain) => Ok(Some(BloomFilter::Chain(chain))),
-        Slot::Empty => Ok(None),
-        Slot::OtherType => match key.slot::<Object>(Object::data_type()) {
-            Slot::Ours(object) => Ok(Some(BloomFilter::Valkey(object))),
-            _ => Err(WrongType.into()),
-        },
-    }
-}
-
-/// The filter in a key, read only while the key is open.
-pub enum Found<'a> {
-    Chain(&'a Chain),
-    Valkey(&'a Object),
-}
-
-impl BloomFilter {
-    /// # Safety
-    /// The key the filter came from must stay open while the result is used.
-    pub unsafe fn get<'a>(&self) -> Found<'a> {
-        match self {
-            BloomFilter::Chain(c) => Found::Chain(&*c.as_ptr()),
-            BloomFilter::Valkey(o) => Found::Valkey(&*o.as_ptr()),
-        }
-    }
 }

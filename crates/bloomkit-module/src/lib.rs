@@ -20,7 +20,7 @@ mod keys;
 mod stats;
 mod value;
 
-use std::ffi::{c_int, CStr};
+use std::ffi::{c_int, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
@@ -48,66 +48,23 @@ macro_rules! families {
 
 families!(bf, cf, apbf, vbloom, cms, topk, tdigest, xf);
 
-/// `INFO bf`: the module's counters.
+/// `INFO bf`: each family's sections, then what active defrag moved.
 extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
     guard((), || {
-        let fields: [(&CStr, u64); 7] = [
-            (c"filters", stats::get(&stats::FILTERS)),
-            (c"bytes", stats::get(&stats::BYTES)),
-            (c"items_added", stats::get(&stats::ITEMS_ADDED)),
-            (c"lookups", stats::get(&stats::LOOKUPS)),
-            (c"scale_outs", stats::get(&stats::SCALE_OUTS)),
-            (c"refused_creations", stats::get(&stats::REFUSED)),
-            (c"maxmemory_refusals", stats::get(&stats::MAXMEMORY_REFUSALS)),
-        ];
-        // SAFETY: valid info context; NUL-terminated names.
-        unsafe {
-            api!(RedisModule_InfoAddSection)(ctx, c"stats".as_ptr());
-            for (name, value) in fields {
-                api!(RedisModule_InfoAddFieldULongLong)(ctx, name.as_ptr(), value);
-            }
-            api!(RedisModule_InfoAddFieldCString)(
-                ctx,
-                c"bloomkit_version".as_ptr(),
-                concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast(),
-            );
-        }
         for family in FAMILIES {
-            if let Some(section) = family.info {
-                section(ctx);
-            }
+            family.write_info(ctx);
         }
-        defrag_info(ctx);
+        stats::add_section(ctx, c"defrag");
+        for counters in FAMILIES.iter().map(|f| f.counters) {
+            let name = counters.defrag_name;
+            let hits = CString::new(format!("defrag_{name}_hits")).expect("no NUL in a type's name");
+            let misses = CString::new(format!("defrag_{name}_misses")).expect("no NUL in a type's name");
+            stats::add_field(ctx, &hits, counters.defrag_hits());
+            stats::add_field(ctx, &misses, counters.defrag_misses());
+        }
+        stats::add_field(ctx, c"defrag_large_kept", stats::get(&stats::DEFRAG_LARGE_KEPT));
+        stats::add_field(ctx, c"defrag_keys_resumed", stats::get(&stats::DEFRAG_KEYS_RESUMED));
     })
-}
-
-/// `INFO bf`'s `defrag` section: what active defrag moved, by data type.
-fn defrag_info(ctx: *mut raw::RedisModuleInfoCtx) {
-    use stats::defrag::{Kind, HITS, KEYS_RESUMED, LARGE_KEPT, MISSES};
-    let kinds = [
-        (Kind::Bf, "bf"),
-        (Kind::Cf, "cf"),
-        (Kind::Apbf, "apbf"),
-        (Kind::Vbloom, "vbloom"),
-        (Kind::Cms, "cms"),
-        (Kind::Topk, "topk"),
-        (Kind::Tdigest, "tdigest"),
-        (Kind::Xf, "xf"),
-    ];
-    let mut fields: Vec<(String, u64)> = Vec::with_capacity(2 * kinds.len() + 2);
-    for (kind, name) in kinds {
-        fields.push((format!("defrag_{name}_hits\0"), stats::get(&HITS[kind as usize])));
-        fields.push((format!("defrag_{name}_misses\0"), stats::get(&MISSES[kind as usize])));
-    }
-    fields.push(("defrag_large_kept\0".into(), stats::get(&LARGE_KEPT)));
-    fields.push(("defrag_keys_resumed\0".into(), stats::get(&KEYS_RESUMED)));
-    // SAFETY: valid info context; NUL-terminated names.
-    unsafe {
-        api!(RedisModule_InfoAddSection)(ctx, c"defrag".as_ptr());
-        for (name, value) in &fields {
-            api!(RedisModule_InfoAddFieldULongLong)(ctx, name.as_ptr().cast(), *value);
-        }
-    }
 }
 
 /// Panics are caught at every entry point; this puts their message and
@@ -127,6 +84,9 @@ fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
     // Every type and ACL category first: commands name the categories.
     for family in FAMILIES {
         (family.register)(ctx)?;
+        if let Some(category) = family.acl_category {
+            command::add_acl_category(ctx, category)?;
+        }
     }
     // The settings before the commands: `bf.compat` (from a load argument
     // or the configuration file) decides how BF.* is registered.
@@ -134,7 +94,7 @@ fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
     let compat = config::compat();
     for family in FAMILIES {
         for c in family.commands {
-            command::register(ctx, c, vbloom::dialect(compat, c.name))?;
+            command::register(ctx, c, (family.dialect)(compat, c.name))?;
         }
     }
     // SAFETY: valid context during OnLoad.

@@ -1,146 +1,160 @@
-//! Counters for the module's INFO section (`INFO bf`).
+//! The counters behind `INFO bf`: one [`Counters`] per data type, declared
+//! in its family's `counters.rs` with the field names its section prints,
+//! plus the few tallies that belong to the module as a whole.
 //!
 //! Relaxed atomics: they are plain tallies read by INFO, and lazy-free may
-//! drop a filter on a background thread.
+//! drop a value on a background thread.
 
+use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use bloomkit_core::bf::Chain;
+use redis_module::raw;
 
-pub static FILTERS: AtomicU64 = AtomicU64::new(0);
-pub static BYTES: AtomicU64 = AtomicU64::new(0);
-pub static ITEMS_ADDED: AtomicU64 = AtomicU64::new(0);
-pub static LOOKUPS: AtomicU64 = AtomicU64::new(0);
-pub static SCALE_OUTS: AtomicU64 = AtomicU64::new(0);
-pub static REFUSED: AtomicU64 = AtomicU64::new(0);
-/// Creations and scale-outs refused because they would pass `maxmemory`.
-pub static MAXMEMORY_REFUSALS: AtomicU64 = AtomicU64::new(0);
+use crate::ffi::api;
 
-/// A filter now owned by the keyspace.
-pub fn created(chain: &Chain) {
-    FILTERS.fetch_add(1, Relaxed);
-    BYTES.fetch_add(chain.size_bytes(), Relaxed);
+/// The most fields one type's section has.
+const MAX_FIELDS: usize = 8;
+
+/// Where every type's counters keep the values the keyspace holds and their
+/// bytes (as `MEMORY USAGE` counts them); the type's own tallies follow.
+pub const OBJECTS: usize = 0;
+pub const BYTES: usize = 1;
+
+/// One data type's counters: its `INFO bf` section (name and field names,
+/// in the order printed) and what active defrag did to its values.
+pub struct Counters {
+    /// The section's name (the server prints `# bf_<section>`).
+    pub section: &'static CStr,
+    /// The type's name in the `defrag` section (`bf_defrag_<name>_hits`).
+    pub defrag_name: &'static str,
+    names: &'static [&'static CStr],
+    values: [AtomicU64; MAX_FIELDS],
+    defrag_hits: AtomicU64,
+    defrag_misses: AtomicU64,
 }
 
-/// A filter freed by the keyspace.
-pub fn freed(chain: &Chain) {
-    FILTERS.fetch_sub(1, Relaxed);
-    BYTES.fetch_sub(chain.size_bytes(), Relaxed);
-}
+impl Counters {
+    /// `names[OBJECTS]` and `names[BYTES]` come first; at most eight fields.
+    pub const fn new(
+        section: &'static CStr,
+        defrag_name: &'static str,
+        names: &'static [&'static CStr],
+    ) -> Counters {
+        assert!(names.len() >= 2 && names.len() <= MAX_FIELDS, "a section has 2 to 8 fields");
+        Counters {
+            section,
+            defrag_name,
+            names,
+            values: [const { AtomicU64::new(0) }; MAX_FIELDS],
+            defrag_hits: AtomicU64::new(0),
+            defrag_misses: AtomicU64::new(0),
+        }
+    }
 
-/// A value of another kind (valkey-bloom's) now owned by the keyspace.
-pub fn counted(bytes: u64) {
-    FILTERS.fetch_add(1, Relaxed);
-    BYTES.fetch_add(bytes, Relaxed);
-}
+    /// A value of `bytes` now owned by the keyspace.
+    pub fn created(&self, bytes: u64) {
+        self.add(OBJECTS, 1);
+        self.add(BYTES, bytes);
+    }
 
-/// A value counted by [`counted`] freed, at its size then.
-pub fn uncounted(bytes: u64) {
-    FILTERS.fetch_sub(1, Relaxed);
-    BYTES.fetch_sub(bytes, Relaxed);
-}
+    /// A value of `bytes` that left the keyspace.
+    pub fn freed(&self, bytes: u64) {
+        self.sub(OBJECTS, 1);
+        self.sub(BYTES, bytes);
+    }
 
-/// A write to a value counted by [`counted`]: items added, bytes it grew by
-/// and sub-filters it gained.
-pub fn grew(new_items: u64, bytes: u64, scale_outs: u64) {
-    ITEMS_ADDED.fetch_add(new_items, Relaxed);
-    BYTES.fetch_add(bytes, Relaxed);
-    SCALE_OUTS.fetch_add(scale_outs, Relaxed);
-}
+    /// A stored value changed size (grew, compacted, finished a doubling).
+    pub fn resized(&self, before: u64, after: u64) {
+        if after >= before {
+            self.add(BYTES, after - before);
+        } else {
+            self.sub(BYTES, before - after);
+        }
+    }
 
-/// A write ran on a filter: items newly added and bytes it grew by.
-pub fn wrote(new_items: u64, size_before: u64, chain: &Chain, filters_before: usize) {
-    ITEMS_ADDED.fetch_add(new_items, Relaxed);
-    let grown = chain.size_bytes() - size_before;
-    if grown > 0 {
-        BYTES.fetch_add(grown, Relaxed);
-        SCALE_OUTS.fetch_add((chain.filters().len() - filters_before) as u64, Relaxed);
+    pub fn add(&self, field: usize, n: u64) {
+        self.values[field].fetch_add(n, Relaxed);
+    }
+
+    pub fn sub(&self, field: usize, n: u64) {
+        self.values[field].fetch_sub(n, Relaxed);
+    }
+
+    /// For lookups, counted only on the main thread: a plain load and store
+    /// is enough there, and cheaper than an atomic add on the hottest path.
+    pub fn add_on_main_thread(&self, field: usize, n: u64) {
+        let cell = &self.values[field];
+        cell.store(cell.load(Relaxed) + n, Relaxed);
+    }
+
+    pub fn get(&self, field: usize) -> u64 {
+        self.values[field].load(Relaxed)
+    }
+
+    /// What one defrag call did to a value of this type.
+    pub fn defragged(&self, hits: u64, misses: u64) {
+        self.defrag_hits.fetch_add(hits, Relaxed);
+        self.defrag_misses.fetch_add(misses, Relaxed);
+    }
+
+    pub fn defrag_hits(&self) -> u64 {
+        self.defrag_hits.load(Relaxed)
+    }
+
+    pub fn defrag_misses(&self) -> u64 {
+        self.defrag_misses.load(Relaxed)
+    }
+
+    /// Adds the section with every field, in declaration order.
+    pub fn write_info(&self, ctx: *mut raw::RedisModuleInfoCtx) {
+        add_section(ctx, self.section);
+        for (i, name) in self.names.iter().enumerate() {
+            add_field(ctx, name, self.get(i));
+        }
     }
 }
 
-/// Only the main thread counts lookups: a plain load and store is enough,
-/// and cheaper than an atomic add on the hottest path.
-pub fn looked_up(n: u64) {
-    LOOKUPS.store(LOOKUPS.load(Relaxed) + n, Relaxed);
+/// Starts a section of `INFO bf`.
+pub fn add_section(ctx: *mut raw::RedisModuleInfoCtx, name: &CStr) {
+    // SAFETY: valid info context; NUL-terminated name.
+    unsafe { api!(RedisModule_InfoAddSection)(ctx, name.as_ptr()) };
 }
 
-/// A creation or growth refused by the size limit or memory.
-pub fn refused() {
-    REFUSED.fetch_add(1, Relaxed);
+/// Adds a field to the current section.
+pub fn add_field(ctx: *mut raw::RedisModuleInfoCtx, name: &CStr, value: u64) {
+    // SAFETY: valid info context; NUL-terminated name.
+    unsafe { api!(RedisModule_InfoAddFieldULongLong)(ctx, name.as_ptr(), value) };
+}
+
+/// Creations and growths of any type refused because they would pass
+/// `maxmemory` (counted where every error reply passes, in `ffi`).
+pub static MAXMEMORY_REFUSALS: AtomicU64 = AtomicU64::new(0);
+/// Arrays of 1 MiB or more never offered to active defrag.
+pub static DEFRAG_LARGE_KEPT: AtomicU64 = AtomicU64::new(0);
+/// Defrag calls that resumed a value from the server's cursor.
+pub static DEFRAG_KEYS_RESUMED: AtomicU64 = AtomicU64::new(0);
+
+/// What one defrag call did, by the type it ran on.
+pub fn defrag_tally(counters: &Counters, hits: u64, misses: u64, large_kept: u64, resumed: bool) {
+    counters.defragged(hits, misses);
+    DEFRAG_LARGE_KEPT.fetch_add(large_kept, Relaxed);
+    DEFRAG_KEYS_RESUMED.fetch_add(u64::from(resumed), Relaxed);
 }
 
 pub fn get(counter: &AtomicU64) -> u64 {
     counter.load(Relaxed)
 }
 
-/// Cuckoo filters (`CF.*`), counted apart from Bloom filters.
-pub mod cuckoo {
-    use super::*;
-
-    pub static FILTERS: AtomicU64 = AtomicU64::new(0);
-    pub static BYTES: AtomicU64 = AtomicU64::new(0);
-    pub static ITEMS_ADDED: AtomicU64 = AtomicU64::new(0);
-    pub static ITEMS_DELETED: AtomicU64 = AtomicU64::new(0);
-    pub static LOOKUPS: AtomicU64 = AtomicU64::new(0);
-
-    pub fn created(bytes: u64) {
-        FILTERS.fetch_add(1, Relaxed);
-        BYTES.fetch_add(bytes, Relaxed);
-    }
-
-    pub fn freed(bytes: u64) {
-        FILTERS.fetch_sub(1, Relaxed);
-        BYTES.fetch_sub(bytes, Relaxed);
-    }
-
-    /// A write ran: items added and deleted, and the size before and after
-    /// (growth and compaction change it).
-    pub fn wrote(added: u64, deleted: u64, size_before: u64, size_after: u64) {
-        ITEMS_ADDED.fetch_add(added, Relaxed);
-        ITEMS_DELETED.fetch_add(deleted, Relaxed);
-        if size_after >= size_before {
-            BYTES.fetch_add(size_after - size_before, Relaxed);
-        } else {
-            BYTES.fetch_sub(size_before - size_after, Relaxed);
-        }
-    }
-
-    /// Main thread only, as [`super::looked_up`].
-    pub fn looked_up(n: u64) {
-        LOOKUPS.store(LOOKUPS.load(Relaxed) + n, Relaxed);
-    }
-}
-
-/// Active defrag (`activedefrag yes`), by data type: blocks the server
-/// moved (hits) and left where they were (misses), blocks never offered
-/// because the allocator treats them specially (`alloc::defrag_may_move`),
-/// and defrag calls that resumed a value from a cursor.
-pub mod defrag {
-    use super::*;
-
-    /// The data types, in the order of the counters below.
-    #[derive(Clone, Copy)]
-    pub enum Kind {
-        Bf = 0,
-        Cf = 1,
-        Apbf = 2,
-        Vbloom = 3,
-        Cms = 4,
-        Topk = 5,
-        Tdigest = 6,
-        Xf = 7,
-    }
-
-    pub static HITS: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
-    pub static MISSES: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
-    pub static LARGE_KEPT: AtomicU64 = AtomicU64::new(0);
-    pub static KEYS_RESUMED: AtomicU64 = AtomicU64::new(0);
-
-    /// What one defrag call did.
-    pub fn tally(kind: Kind, hits: u64, misses: u64, large_kept: u64, resumed: bool) {
-        HITS[kind as usize].fetch_add(hits, Relaxed);
-        MISSES[kind as usize].fetch_add(misses, Relaxed);
-        LARGE_KEPT.fetch_add(large_kept, Relaxed);
-        KEYS_RESUMED.fetch_add(u64::from(resumed), Relaxed);
+/// The module-wide fields, written into the section open at the time (BF's
+/// `stats`, where monitoring has always read them).
+pub fn write_module_fields(ctx: *mut raw::RedisModuleInfoCtx) {
+    add_field(ctx, c"maxmemory_refusals", get(&MAXMEMORY_REFUSALS));
+    // SAFETY: valid info context; NUL-terminated name and value.
+    unsafe {
+        api!(RedisModule_InfoAddFieldCString)(
+            ctx,
+            c"bloomkit_version".as_ptr(),
+            concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast(),
+        );
     }
 }

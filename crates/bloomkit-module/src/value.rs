@@ -17,7 +17,7 @@ use redis_module::raw;
 use crate::config;
 use crate::ffi::{api, digest_buffers, emit_aof_chunk, emit_aof_command, guard, log};
 use crate::io::{self, IoReader, IoWriter};
-use crate::keys::{DataType, Stored};
+use crate::keys::Stored;
 
 /// What a loader gets: the server's RDB reader (a file at startup or a
 /// full sync, or a `RESTORE` payload), the value's encoding version, and
@@ -123,8 +123,8 @@ pub trait Value: Stored {
 }
 
 /// Registers `T` under its name and version with the shared callbacks.
-pub fn register<T: Value>(ty: &DataType, ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    ty.register(ctx, T::TYPE_NAME, T::ENCODING_VERSION, |m| {
+pub fn register<T: Value>(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+    T::TYPE.register(ctx, T::TYPE_NAME, T::ENCODING_VERSION, |m| {
         m.rdb_load = Some(rdb_load::<T>);
         m.rdb_save = Some(rdb_save::<T>);
         m.aof_rewrite = Some(aof_rewrite::<T>);

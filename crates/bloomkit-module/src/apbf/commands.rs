@@ -19,6 +19,7 @@ use bloomkit_core::common::parse::parse_long_long;
 use bloomkit_core::{Limits, Reply};
 use redis_module::raw;
 
+use super::counters::{self, COUNTERS};
 use crate::command::Outcome;
 use crate::ffi::{api, Arg, Ctx, Key};
 use crate::{config, keys};
@@ -42,7 +43,8 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
         return Err(ApbfError::ItemExists.into());
     }
     // Sized and checked against the limit before anything is allocated.
-    let f = Apbf::new(params, now_ms(), config::limits(ctx))?;
+    let f = Apbf::new(params, now_ms(), config::limits(ctx))
+        .inspect_err(|_| COUNTERS.add(counters::REFUSED, 1))?;
     let header = f.encode_header();
     keys::store(&key, f)?;
     ctx.reply_simple(c"OK");
@@ -78,6 +80,7 @@ fn add_items(ctx: Ctx, argv: &[Arg], multi: bool) -> Outcome {
     for item in items {
         ctx.reply_bool(f.add(item.bytes(), now));
     }
+    COUNTERS.add(counters::ITEMS_ADDED, items.len() as u64);
     ctx.replicate_verbatim();
     ctx.notify(c"apbf.add", &argv[1]);
     Ok(())
@@ -111,6 +114,7 @@ pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
     }
     let now = now_ms();
     let found = with_filter(ctx, &argv[1], |f| f.is_some_and(|f| f.contains(argv[2].bytes(), now)))?;
+    COUNTERS.add_on_main_thread(counters::LOOKUPS, 1);
     ctx.reply_bool(found);
     Ok(())
 }
@@ -127,6 +131,7 @@ pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
             ctx.reply_bool(f.is_some_and(|f| f.contains(item.bytes(), now)));
         }
     })?;
+    COUNTERS.add_on_main_thread(counters::LOOKUPS, argv.len() as u64 - 2);
     Ok(())
 }
 

@@ -2,15 +2,15 @@
 //! through the shared callbacks of [`crate::value`]. The bytes are core's
 //! (`Apbf::encode`), one string in the RDB value.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
 use bloomkit_core::apbf::Apbf;
 use bloomkit_core::common::fields::{FieldReader, FieldWriter};
-use redis_module::raw;
 
 use crate::io::IoWriter;
 use crate::keys::{DataType, Stored};
-use crate::value::{self, DigestOut, Load, Rewrite, Value};
+use crate::stats::Counters;
+use crate::value::{DigestOut, Load, Rewrite, Value};
 
 /// Nine characters, as the server requires; never changes once released.
 pub const TYPE_NAME: &str = "bkit-apbf";
@@ -22,28 +22,14 @@ const CHUNK: usize = 1 << 20;
 
 static APBF_TYPE: DataType = DataType::new();
 
-pub fn apbf_type() -> *mut raw::RedisModuleType {
-    APBF_TYPE.get()
-}
-
-pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    value::register::<Apbf>(&APBF_TYPE, ctx)
-}
 
 impl Stored for Apbf {
-    fn data_type() -> *mut raw::RedisModuleType {
-        apbf_type()
-    }
+    const TYPE: &'static DataType = &APBF_TYPE;
+    const COUNTERS: &'static Counters = &super::counters::COUNTERS;
 
-    fn into_value(self) -> *mut c_void {
-        Box::into_raw(Box::new(self)).cast()
+    fn counted_bytes(&self) -> u64 {
+        (std::mem::size_of::<Apbf>() + self.bytes()) as u64
     }
-
-    unsafe fn free_value(value: *mut c_void) {
-        drop(Box::from_raw(value.cast::<Apbf>()));
-    }
-
-    const DEFRAG_KIND: crate::stats::defrag::Kind = crate::stats::defrag::Kind::Apbf;
 
     fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
         Apbf::relocate(self, from, to)
@@ -69,7 +55,7 @@ impl Value for Apbf {
     }
 
     fn memory(&self) -> usize {
-        std::mem::size_of::<Apbf>() + self.bytes()
+        self.counted_bytes() as usize
     }
 
     /// Header and body.

@@ -4,7 +4,7 @@
 //! (see the differential tests); where bloomkit differs on purpose, README says so.
 //!
 //! A key may also hold a valkey-bloom filter (`bloomfltr`):
-//! [`keys::lookup_bloom`] is the one place that tells the two apart, and each command hands such a
+//! [`lookup::lookup_bloom`] is the one place that tells the two apart, and each command hands such a
 //! key to `vbloom::commands`, which answers as valkey-bloom does. Under
 //! `bf.compat valkey-bloom` it gets empty keys too (new filters are
 //! valkey-bloom's), and a key of another type is WRONGTYPE for every
@@ -24,9 +24,10 @@ use redis_module::raw;
 
 use crate::command::Outcome;
 use crate::ffi::{api, Arg, Ctx, Key};
-use crate::keys::{lookup_bloom as lookup, BloomFilter as Filter, Found};
+use super::lookup::{lookup_bloom as lookup, BloomFilter as Filter, Found};
 use crate::vbloom;
-use crate::{config, keys, stats};
+use super::counters;
+use crate::{config, keys};
 
 /// A new chain stored in an empty key opened for writing.
 fn create(
@@ -35,7 +36,7 @@ fn create(
     make: impl FnOnce(Limits) -> Result<Chain, BfError>,
 ) -> Result<NonNull<Chain>, Reply> {
     let chain = make(config::limits(ctx)).map_err(|e| {
-        stats::refused();
+        counters::COUNTERS.add(counters::REFUSED, 1);
         // RedisBloom 8 words an allocation failure its own way.
         match e {
             BfError::OutOfMemory if config::redisbloom_level() == Compat::RedisBloom8 => BfError::InsufficientMemory,
@@ -168,7 +169,7 @@ fn insert_items(
             }
             Err(e) => {
                 if !matches!(e, BfError::NonScalingFull) {
-                    stats::refused();
+                    counters::COUNTERS.add(counters::REFUSED, 1);
                 }
                 ctx.reply_error(&e.message());
                 stopped = true;
@@ -180,7 +181,7 @@ fn insert_items(
         // SAFETY: closes the postponed array opened above.
         unsafe { api!(RedisModule_ReplySetArrayLength)(ctx.0, replied as _) };
     }
-    stats::wrote(added, size_before, chain, filters_before);
+    counters::wrote(added, size_before, chain, filters_before);
     // An add that changed nothing is not replicated: replicas already agree.
     // One that an error cut short replicates the items it did: a replica or
     // an AOF replay applies no limits (the size limit, maxmemory), so the
@@ -260,7 +261,7 @@ pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
         Some(Found::Valkey(o)) => ctx.reply_i64(i64::from(o.contains(item))),
         None => reply_absent(ctx),
     })?;
-    stats::looked_up(1);
+    counters::COUNTERS.add_on_main_thread(counters::LOOKUPS, 1);
     Ok(())
 }
 
@@ -280,7 +281,7 @@ pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
             None => items.iter().for_each(|_| reply_absent(ctx)),
         }
     })?;
-    stats::looked_up(items.len() as u64);
+    counters::COUNTERS.add_on_main_thread(counters::LOOKUPS, items.len() as u64);
     Ok(())
 }
 

@@ -5,45 +5,26 @@
 //! DUMP payloads load here and ours load there. The field order lives in
 //! `bloomkit_core::bf::rdb`.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
 use bloomkit_core::bf::{check_counts, rdb, scandump as dump, Chain, Counts};
-use redis_module::raw;
 
 use crate::ffi::log;
 use crate::io::IoWriter;
 use crate::keys::{DataType, Stored};
-use crate::stats;
-use crate::value::{self, DigestOut, Load, Rewrite, Value};
+use crate::stats::Counters;
+use crate::value::{DigestOut, Load, Rewrite, Value};
 
 static BF_TYPE: DataType = DataType::new();
 
-/// The registered type, for key type checks.
-pub fn bf_type() -> *mut raw::RedisModuleType {
-    BF_TYPE.get()
-}
-
-pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    value::register::<Chain>(&BF_TYPE, ctx)
-}
 
 impl Stored for Chain {
-    fn data_type() -> *mut raw::RedisModuleType {
-        bf_type()
-    }
+    const TYPE: &'static DataType = &BF_TYPE;
+    const COUNTERS: &'static Counters = &super::counters::COUNTERS;
 
-    /// Hands the chain to the keyspace, counting it.
-    fn into_value(self) -> *mut c_void {
-        stats::created(&self);
-        Box::into_raw(Box::new(self)).cast()
+    fn counted_bytes(&self) -> u64 {
+        self.size_bytes()
     }
-
-    unsafe fn free_value(value: *mut c_void) {
-        let chain = Box::from_raw(value.cast::<Chain>());
-        stats::freed(&chain);
-    }
-
-    const DEFRAG_KIND: crate::stats::defrag::Kind = crate::stats::defrag::Kind::Bf;
 
     fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
         Chain::relocate(self, from, to)

@@ -1,21 +1,29 @@
 //! `BF.*`: RedisBloom's scalable Bloom filter, type `MBbloom--`. A `BF.*`
-//! key may also hold a valkey-bloom filter: [`crate::keys::lookup_bloom`]
+//! key may also hold a valkey-bloom filter: [`lookup::lookup_bloom`]
 //! tells them apart and `commands` hands those to [`crate::vbloom`].
 
 pub mod commands;
+pub mod counters;
 pub mod data_type;
+pub mod lookup;
 
 use crate::command::docs::{Arg, KEY, KEY_ITEM, KEY_ITEMS, LOADCHUNK, SCANDUMP};
-use crate::command::{add_acl_category, entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
+use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
 
-pub const FAMILY: Family = Family { commands: COMMANDS, register, info: None };
+pub const FAMILY: Family = Family {
+    info: Some(info),
+    dialect: crate::vbloom::dialect,
+    ..Family::new(COMMANDS, crate::value::register::<bloomkit_core::bf::Chain>, Some(c"bloom"), &counters::COUNTERS)
+};
 
-/// The data type, and the `bloom` ACL category every Bloom-family command
-/// is in (APBF's and valkey-bloom's too).
-fn register(ctx: *mut redis_module::raw::RedisModuleCtx) -> Result<(), String> {
-    data_type::register(ctx)?;
-    add_acl_category(ctx, c"bloom")
+/// `INFO bf`'s `stats` section: BF's counters, then the module-wide fields
+/// (`maxmemory_refusals`, `bloomkit_version`), where monitoring has read
+/// them since the first release.
+fn info(ctx: *mut redis_module::raw::RedisModuleInfoCtx) {
+    counters::COUNTERS.write_info(ctx);
+    crate::stats::write_module_fields(ctx);
 }
+
 
 // `since` is RedisBloom's: 1.0.0 for every command but BF.CARD (2.4.4), as
 // its command docs give them (BF.DEBUG, undocumented there, is 1.0.0 in its

@@ -20,10 +20,9 @@ use bloomkit_core::cf::{CfError, CuckooFilter, CuckooParams, Insert, Lookup};
 use bloomkit_core::{Limits, Reply, ReplyError};
 use redis_module::raw;
 
-use super::data_type::cf_type;
 use crate::command::Outcome;
 use crate::ffi::{api, Arg, Ctx, Key, Slot};
-use crate::stats::cuckoo as stats;
+use super::counters::{self, COUNTERS};
 use crate::{config, keys};
 
 fn lookup(key: &Key) -> Result<Option<NonNull<CuckooFilter>>, Reply> {
@@ -33,7 +32,7 @@ fn lookup(key: &Key) -> Result<Option<NonNull<CuckooFilter>>, Reply> {
 /// A new filter stored in an empty key opened for writing, and sent to
 /// replicas with its exact parameters.
 fn create(ctx: Ctx, key: &Key, name: &Arg, params: CuckooParams) -> Result<NonNull<CuckooFilter>, Reply> {
-    let f = CuckooFilter::new(params, config::limits(ctx)).inspect_err(|_| crate::stats::refused())?;
+    let f = CuckooFilter::new(params, config::limits(ctx)).inspect_err(|_| counters::COUNTERS.add(counters::REFUSED, 1))?;
     let header = f.encode_header();
     let stored = keys::store(key, f)?;
     ctx.replicate_chunk(c"CF.LOADCHUNK", name, 1, &header);
@@ -138,7 +137,7 @@ fn insert_items(
             (Ok(Insert::Full), Shape::Booleans) if ctx.is_resp3() => ctx.reply_bool(false),
             (Ok(Insert::Full), _) => ctx.reply_i64(-1),
             (Err(e), _) => {
-                crate::stats::refused();
+                counters::COUNTERS.add(counters::REFUSED, 1);
                 failed = Some(e);
             }
         }
@@ -156,7 +155,7 @@ fn insert_items(
         let replied = ran + usize::from(failed.is_some());
         unsafe { api!(RedisModule_ReplySetArrayLength)(ctx.0, replied as _) };
     }
-    stats::wrote(added, 0, size_before, f.size_bytes());
+    counters::wrote(added, 0, size_before, f.size_bytes());
     // An insert that changed nothing is not replicated: replicas already agree.
     if added > 0 {
         if failed.is_none() {
@@ -176,7 +175,7 @@ fn insert_items(
 /// type reads as empty (RedisBloom answers 0 there, never an error).
 fn with_filter_for_read<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&CuckooFilter>) -> T) -> T {
     let key = Key::open(ctx, name, false);
-    match key.slot::<CuckooFilter>(cf_type()) {
+    match key.slot::<CuckooFilter>(<CuckooFilter as crate::keys::Stored>::data_type()) {
         // SAFETY: owned by the keyspace, read only while the key is open.
         Slot::Ours(p) => f(Some(unsafe { p.as_ref() })),
         _ => f(None),
@@ -190,7 +189,7 @@ pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
     }
     let found =
         with_filter_for_read(ctx, &argv[1], |f| f.is_some_and(|f| f.contains(&Lookup::new(argv[2].bytes()))));
-    stats::looked_up(1);
+    COUNTERS.add_on_main_thread(counters::LOOKUPS, 1);
     ctx.reply_bool(found);
     Ok(())
 }
@@ -207,7 +206,7 @@ pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
             ctx.reply_bool(f.is_some_and(|f| f.contains(&Lookup::new(item.bytes()))));
         }
     });
-    stats::looked_up(items.len() as u64);
+    COUNTERS.add_on_main_thread(counters::LOOKUPS, items.len() as u64);
     Ok(())
 }
 
@@ -217,7 +216,7 @@ pub fn count(ctx: Ctx, argv: &[Arg]) -> Outcome {
         return Err(Reply::WrongArity);
     }
     let n = with_filter_for_read(ctx, &argv[1], |f| f.map_or(0, |f| f.count(&Lookup::new(argv[2].bytes()))));
-    stats::looked_up(1);
+    COUNTERS.add_on_main_thread(counters::LOOKUPS, 1);
     ctx.reply_i64(n as i64);
     Ok(())
 }
@@ -225,7 +224,7 @@ pub fn count(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// The filter in a key opened for writing, or `missing` when the key is
 /// empty or holds another type (as `CF.DEL` and `CF.COMPACT` answer).
 fn writable(key: &Key, missing: CfError) -> Result<NonNull<CuckooFilter>, Reply> {
-    match key.slot::<CuckooFilter>(cf_type()) {
+    match key.slot::<CuckooFilter>(<CuckooFilter as crate::keys::Stored>::data_type()) {
         Slot::Ours(p) => Ok(p),
         _ => Err(missing.into()),
     }
@@ -242,7 +241,7 @@ pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let f = unsafe { f.as_mut() };
     let size_before = f.size_bytes();
     let deleted = f.delete(&Lookup::new(argv[2].bytes()));
-    stats::wrote(0, u64::from(deleted), size_before, f.size_bytes());
+    counters::wrote(0, u64::from(deleted), size_before, f.size_bytes());
     ctx.reply_bool(deleted);
     if deleted {
         ctx.replicate_verbatim();
@@ -262,7 +261,7 @@ pub fn compact(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let f = unsafe { f.as_mut() };
     let size_before = f.size_bytes();
     f.compact(true);
-    stats::wrote(0, 0, size_before, f.size_bytes());
+    COUNTERS.resized(size_before, f.size_bytes());
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
     ctx.notify(c"cf.compact", &argv[1]);
@@ -361,7 +360,7 @@ pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
                 return Err(CfError::InvalidHeader.into());
             }
             let f = CuckooFilter::from_header(data, config::limits(ctx))
-                .inspect_err(|_| crate::stats::refused())?;
+                .inspect_err(|_| counters::COUNTERS.add(counters::REFUSED, 1))?;
             keys::store(&key, f)?;
         }
         (Some(_), 1) => return Err(CfError::ItemExists.into()),

@@ -5,43 +5,25 @@
 //! DUMP payloads load here and ours load there. The field order lives in
 //! `bloomkit_core::cf`.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
 use bloomkit_core::cf::{CuckooFilter, ENCODING_VERSION, TYPE_NAME};
-use redis_module::raw;
 
 use crate::io::IoWriter;
 use crate::keys::{DataType, Stored};
-use crate::stats::cuckoo as stats;
-use crate::value::{self, DigestOut, Load, Rewrite, Value};
+use crate::stats::Counters;
+use crate::value::{DigestOut, Load, Rewrite, Value};
 
 static CF_TYPE: DataType = DataType::new();
 
-pub fn cf_type() -> *mut raw::RedisModuleType {
-    CF_TYPE.get()
-}
-
-pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    value::register::<CuckooFilter>(&CF_TYPE, ctx)
-}
 
 impl Stored for CuckooFilter {
-    fn data_type() -> *mut raw::RedisModuleType {
-        cf_type()
-    }
+    const TYPE: &'static DataType = &CF_TYPE;
+    const COUNTERS: &'static Counters = &super::counters::COUNTERS;
 
-    /// Hands the filter over, counting it.
-    fn into_value(self) -> *mut c_void {
-        stats::created(self.size_bytes());
-        Box::into_raw(Box::new(self)).cast()
+    fn counted_bytes(&self) -> u64 {
+        self.size_bytes()
     }
-
-    unsafe fn free_value(value: *mut c_void) {
-        let f = Box::from_raw(value.cast::<CuckooFilter>());
-        stats::freed(f.size_bytes());
-    }
-
-    const DEFRAG_KIND: crate::stats::defrag::Kind = crate::stats::defrag::Kind::Cf;
 
     fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
         CuckooFilter::relocate(self, from, to)

@@ -1,42 +1,18 @@
 //! `CF.*`: RedisBloom's cuckoo filter, type `MBbloomCF`.
 
 pub mod commands;
+pub mod counters;
 pub mod data_type;
 
-use std::ffi::CStr;
 
-use redis_module::raw;
 
 use crate::command::docs::{Arg, KEY, KEY_ITEM, KEY_ITEMS, LOADCHUNK, SCANDUMP};
-use crate::command::{add_acl_category, entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
-use crate::ffi::api;
-use crate::stats::{self, cuckoo};
+use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
 
-pub const FAMILY: Family = Family { commands: COMMANDS, register, info: Some(info) };
+pub const FAMILY: Family =
+    Family::new(COMMANDS, crate::value::register::<bloomkit_core::cf::CuckooFilter>, Some(c"cuckoo"), &counters::COUNTERS);
 
-/// The data type and the `cuckoo` ACL category.
-fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    data_type::register(ctx)?;
-    add_acl_category(ctx, c"cuckoo")
-}
 
-/// `INFO bf`'s `cuckoo` section: the cuckoo filters' counters.
-fn info(ctx: *mut raw::RedisModuleInfoCtx) {
-    let fields: [(&CStr, u64); 5] = [
-        (c"cf_filters", stats::get(&cuckoo::FILTERS)),
-        (c"cf_bytes", stats::get(&cuckoo::BYTES)),
-        (c"cf_items_added", stats::get(&cuckoo::ITEMS_ADDED)),
-        (c"cf_items_deleted", stats::get(&cuckoo::ITEMS_DELETED)),
-        (c"cf_lookups", stats::get(&cuckoo::LOOKUPS)),
-    ];
-    // SAFETY: valid info context; NUL-terminated names.
-    unsafe {
-        api!(RedisModule_InfoAddSection)(ctx, c"cuckoo".as_ptr());
-        for (name, value) in fields {
-            api!(RedisModule_InfoAddFieldULongLong)(ctx, name.as_ptr(), value);
-        }
-    }
-}
 
 /// `CF.INSERT` and `CF.INSERTNX`: `key [CAPACITY capacity] [NOCREATE] ITEMS item [item ...]`.
 const INSERT_ARGS: &[Arg] = &[

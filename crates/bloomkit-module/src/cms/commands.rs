@@ -18,7 +18,7 @@ use bloomkit_core::cms::args::{
 use bloomkit_core::cms::{CmsError, CountMinSketch, Dimensions, Source};
 use bloomkit_core::{Reply, ReplyError};
 
-use super::counters;
+use super::counters::{self, COUNTERS};
 use crate::command::Outcome;
 use crate::ffi::{Arg, Ctx, Key, Slot};
 use crate::keys::Stored;
@@ -58,9 +58,8 @@ fn create(
     }
     let dims = parse(argv)?;
     let sketch = CountMinSketch::new(dims, config::limits(ctx)).inspect_err(|_| {
-        counters::add(&counters::REFUSED, 1);
-        crate::stats::refused();
-    })?;
+        COUNTERS.add(counters::REFUSED, 1);
+        })?;
     keys::store(&key, sketch)?;
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
@@ -89,7 +88,7 @@ pub fn incrby(ctx: Ctx, argv: &[Arg]) -> Outcome {
             estimate => ctx.reply_i64(i64::from(estimate)),
         }
     }
-    counters::add(&counters::INCREMENTS, (argv.len() as u64 - 2) / 2);
+    COUNTERS.add(counters::INCREMENTS, (argv.len() as u64 - 2) / 2);
     ctx.replicate_verbatim();
     ctx.notify(c"cms.incrby", &argv[1]);
     Ok(())
@@ -108,7 +107,7 @@ pub fn query(ctx: Ctx, argv: &[Arg]) -> Outcome {
     for item in items {
         ctx.reply_i64(i64::from(sketch.query(item.bytes())));
     }
-    counters::add(&counters::QUERIES, items.len() as u64);
+    COUNTERS.add(counters::QUERIES, items.len() as u64);
     Ok(())
 }
 
@@ -151,7 +150,7 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
         .collect();
     // SAFETY: as above; the only mutable reference to the destination.
     unsafe { dest.as_mut() }.merge(&sources)?;
-    counters::add(&counters::MERGES, 1);
+    COUNTERS.add(counters::MERGES, 1);
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
     ctx.notify(c"cms.merge", &argv[1]);

@@ -5,39 +5,24 @@
 //! DUMP payloads load here and ours load there. The field order lives in
 //! `bloomkit_core::cms`.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
 use bloomkit_core::cms::{CountMinSketch, ENCODING_VERSION, TYPE_NAME};
-use redis_module::raw;
 
-use super::counters;
 use crate::io::IoWriter;
 use crate::keys::{DataType, Stored};
-use crate::value::{self, DigestOut, Load, Rewrite, Value};
+use crate::stats::Counters;
+use crate::value::{DigestOut, Load, Rewrite, Value};
 
 static CMS_TYPE: DataType = DataType::new();
 
-pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    value::register::<CountMinSketch>(&CMS_TYPE, ctx)
-}
-
 impl Stored for CountMinSketch {
-    fn data_type() -> *mut raw::RedisModuleType {
-        CMS_TYPE.get()
-    }
+    const TYPE: &'static DataType = &CMS_TYPE;
+    const COUNTERS: &'static Counters = &super::counters::COUNTERS;
 
-    /// Hands the sketch over, counting it.
-    fn into_value(self) -> *mut c_void {
-        counters::created(self.size_bytes());
-        Box::into_raw(Box::new(self)).cast()
+    fn counted_bytes(&self) -> u64 {
+        self.size_bytes()
     }
-
-    unsafe fn free_value(value: *mut c_void) {
-        let s = Box::from_raw(value.cast::<CountMinSketch>());
-        counters::freed(s.size_bytes());
-    }
-
-    const DEFRAG_KIND: crate::stats::defrag::Kind = crate::stats::defrag::Kind::Cms;
 
     fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
         CountMinSketch::relocate(self, from, to)

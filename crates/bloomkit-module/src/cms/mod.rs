@@ -4,43 +4,17 @@ pub mod commands;
 pub mod counters;
 pub mod data_type;
 
-use std::ffi::CStr;
 
-use redis_module::raw;
 
 use crate::command::docs::Arg;
 use crate::command::{
-    add_acl_category, entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE,
+    entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE,
 };
-use crate::ffi::api;
 
-pub const FAMILY: Family = Family { commands: COMMANDS, register, info: Some(info) };
+pub const FAMILY: Family =
+    Family::new(COMMANDS, crate::value::register::<bloomkit_core::cms::CountMinSketch>, Some(c"cms"), &counters::COUNTERS);
 
-/// The data type and the `cms` ACL category.
-fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    data_type::register(ctx)?;
-    add_acl_category(ctx, c"cms")
-}
 
-/// `INFO bf`'s `cms` section: the sketches' counters.
-fn info(ctx: *mut raw::RedisModuleInfoCtx) {
-    use counters::*;
-    let fields: [(&CStr, u64); 6] = [
-        (c"cms_sketches", get(&SKETCHES)),
-        (c"cms_bytes", get(&BYTES)),
-        (c"cms_increments", get(&INCREMENTS)),
-        (c"cms_queries", get(&QUERIES)),
-        (c"cms_merges", get(&MERGES)),
-        (c"cms_refused_creations", get(&REFUSED)),
-    ];
-    // SAFETY: valid info context; NUL-terminated names.
-    unsafe {
-        api!(RedisModule_InfoAddSection)(ctx, c"cms".as_ptr());
-        for (name, value) in fields {
-            api!(RedisModule_InfoAddFieldULongLong)(ctx, name.as_ptr(), value);
-        }
-    }
-}
 
 // Flags are RedisBloom 2.8.2's (`write deny-oom` for the writers,
 // `readonly` for the readers, none `fast`); `since` is RedisBloom's 2.0.0

@@ -35,7 +35,7 @@ use bloomkit_core::tdigest::{TDigest, TdError};
 use bloomkit_core::Reply;
 use redis_module::raw;
 
-use super::stats;
+use super::counters::{self, COUNTERS};
 use crate::command::Outcome;
 use crate::ffi::{Arg, Ctx, Key};
 use crate::{config, keys};
@@ -59,7 +59,7 @@ pub fn create(ctx: Ctx, argv: &[Arg]) -> Outcome {
         return Err(TdError::KeyExists.into());
     }
     let compression = parse_create(argv)?;
-    let t = TDigest::new(compression as f64, config::limits(ctx)).inspect_err(|_| crate::stats::refused())?;
+    let t = TDigest::new(compression as f64, config::limits(ctx)).inspect_err(|_| counters::COUNTERS.add(counters::REFUSED, 1))?;
     keys::store(&key, t)?;
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
@@ -102,7 +102,7 @@ pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
         }
         ran += 1;
     }
-    stats::add(&stats::OBSERVATIONS_ADDED, ran as u64);
+    COUNTERS.add(counters::OBSERVATIONS_ADDED, ran as u64);
     if ran > 0 {
         ctx.notify(c"tdigest.add", &argv[1]);
     }
@@ -159,7 +159,7 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
             TdError::AllocationFailed => TdError::MergeAllocationFailed,
             e => e,
         })
-        .inspect_err(|_| crate::stats::refused())?;
+        .inspect_err(|_| counters::COUNTERS.add(counters::REFUSED, 1))?;
     // Every digest read is read compressed, as RedisBloom reads it; unlike
     // RedisBloom, reading compresses none of them in place: each owes it
     // to its next write (see the file's doc).
@@ -182,7 +182,7 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
     }
     drop(source_keys);
     keys::store(&dest_key, merged)?;
-    stats::add(&stats::MERGES, 1);
+    COUNTERS.add(counters::MERGES, 1);
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
     ctx.notify(c"tdigest.merge", &argv[1]);
@@ -205,7 +205,7 @@ fn settle(ctx: Ctx, t: &mut TDigest, key: &Arg) -> Result<(), TdError> {
     }
     if t.settle(super::data_type::snapshot_epoch())? {
         ctx.replicate_items(c"TDIGEST.CDF", key, Some(c"0"), &[]);
-        stats::add(&stats::COMPRESSIONS_REPLICATED, 1);
+        COUNTERS.add(counters::COMPRESSIONS_REPLICATED, 1);
     }
     Ok(())
 }
@@ -242,7 +242,7 @@ fn read<P, T>(
     let key = Key::open(ctx, &argv[1], false);
     let mut p = existing(&key)?;
     let parsed = parse()?;
-    stats::add(&stats::QUERIES, 1);
+    COUNTERS.add(counters::QUERIES, 1);
     // SAFETY: owned by the keyspace; commands run one at a time.
     let t = unsafe { p.as_mut() };
     if ctx.is_replaying() {
@@ -379,7 +379,7 @@ fn with_digest<T>(ctx: Ctx, argv: &[Arg], f: impl FnOnce(&TDigest) -> T) -> Resu
     }
     let key = Key::open(ctx, &argv[1], false);
     let mut p = existing(&key)?;
-    stats::add(&stats::QUERIES, 1);
+    COUNTERS.add(counters::QUERIES, 1);
     // SAFETY: owned by the keyspace, used only while the key is open.
     let t = unsafe { p.as_mut() };
     if from_client_on_primary(ctx) && t.owes_compression(super::data_type::snapshot_epoch()) {

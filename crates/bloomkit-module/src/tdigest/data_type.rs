@@ -11,10 +11,10 @@ use bloomkit_core::common::payload::MODULE_VALUE_RDB_VERSION;
 use bloomkit_core::tdigest::{TDigest, ENCODING_VERSION, TYPE_NAME};
 use redis_module::raw;
 
-use super::stats;
 use crate::ffi::{api, guard, has_api};
 use crate::io::IoWriter;
 use crate::keys::{DataType, Stored};
+use crate::stats::Counters;
 use crate::value::{self, DigestOut, Load, Rewrite, Value};
 
 static TD_TYPE: DataType = DataType::new();
@@ -45,9 +45,6 @@ extern "C" fn on_fork_child(
     })
 }
 
-pub fn td_type() -> *mut raw::RedisModuleType {
-    TD_TYPE.get()
-}
 
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
     if has_api!(RedisModule_SubscribeToServerEvent) {
@@ -55,26 +52,16 @@ pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
         // SAFETY: valid context during OnLoad; a callback of the declared signature.
         unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx, event, Some(on_fork_child)) };
     }
-    value::register::<TDigest>(&TD_TYPE, ctx)
+    value::register::<TDigest>(ctx)
 }
 
 impl Stored for TDigest {
-    fn data_type() -> *mut raw::RedisModuleType {
-        td_type()
-    }
+    const TYPE: &'static DataType = &TD_TYPE;
+    const COUNTERS: &'static Counters = &super::counters::COUNTERS;
 
-    /// Hands the digest over, counting it.
-    fn into_value(self) -> *mut c_void {
-        stats::created(self.size_bytes());
-        Box::into_raw(Box::new(self)).cast()
+    fn counted_bytes(&self) -> u64 {
+        self.size_bytes()
     }
-
-    unsafe fn free_value(value: *mut c_void) {
-        let t = Box::from_raw(value.cast::<TDigest>());
-        stats::freed(t.size_bytes());
-    }
-
-    const DEFRAG_KIND: crate::stats::defrag::Kind = crate::stats::defrag::Kind::Tdigest;
 
     fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
         TDigest::relocate(self, from, to)

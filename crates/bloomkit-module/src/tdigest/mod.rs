@@ -1,43 +1,17 @@
 //! `TDIGEST.*`: RedisBloom's t-digest, type `TDIS-TYPE`.
 
 pub mod commands;
+pub mod counters;
 pub mod data_type;
-mod stats;
 
-use std::ffi::CStr;
 
-use redis_module::raw;
 
 use crate::command::docs::{Arg, KEY};
-use crate::command::{add_acl_category, entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
-use crate::ffi::api;
+use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
 
-pub const FAMILY: Family = Family { commands: COMMANDS, register, info: Some(info) };
+pub const FAMILY: Family = Family::new(COMMANDS, data_type::register, Some(c"tdigest"), &counters::COUNTERS);
 
-/// The data type and the `tdigest` ACL category (RedisBloom 8's).
-fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    data_type::register(ctx)?;
-    add_acl_category(ctx, c"tdigest")
-}
 
-/// `INFO bf`'s `tdigest` section: the t-digests' counters.
-fn info(ctx: *mut raw::RedisModuleInfoCtx) {
-    let fields: [(&CStr, u64); 6] = [
-        (c"tdigest_digests", stats::get(&stats::DIGESTS)),
-        (c"tdigest_bytes", stats::get(&stats::BYTES)),
-        (c"tdigest_observations_added", stats::get(&stats::OBSERVATIONS_ADDED)),
-        (c"tdigest_merges", stats::get(&stats::MERGES)),
-        (c"tdigest_queries", stats::get(&stats::QUERIES)),
-        (c"tdigest_compressions_replicated", stats::get(&stats::COMPRESSIONS_REPLICATED)),
-    ];
-    // SAFETY: valid info context; NUL-terminated names.
-    unsafe {
-        api!(RedisModule_InfoAddSection)(ctx, c"tdigest".as_ptr());
-        for (name, value) in fields {
-            api!(RedisModule_InfoAddFieldULongLong)(ctx, name.as_ptr(), value);
-        }
-    }
-}
 
 const KEY_VALUES: &[Arg] = &[Arg::key(c"key"), Arg::double(c"value").multiple()];
 

@@ -21,7 +21,7 @@ use bloomkit_core::topk::{TopK, TopkError};
 use bloomkit_core::{Reply, ReplyError};
 use redis_module::raw;
 
-use super::stats;
+use super::counters::{self, COUNTERS};
 use crate::command::Outcome;
 use crate::ffi::{api, Arg, Ctx, Key};
 use crate::{config, keys};
@@ -41,7 +41,7 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
         return Err(TopkError::KeyExists.into());
     }
     let params = parse_reserve(argv)?;
-    let sketch = TopK::new(params, config::limits(ctx)).inspect_err(|_| crate::stats::refused())?;
+    let sketch = TopK::new(params, config::limits(ctx)).inspect_err(|_| counters::COUNTERS.add(counters::REFUSED, 1))?;
     keys::store(&key, sketch)?;
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
@@ -71,7 +71,7 @@ pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
         expelled += u64::from(out.is_some());
         reply_expelled(ctx, out);
     }
-    stats::added(items.len() as u64, expelled);
+    counters::added(items.len() as u64, expelled);
     ctx.replicate_verbatim();
     Ok(())
 }
@@ -108,7 +108,7 @@ pub fn incrby(ctx: Ctx, argv: &[Arg]) -> Outcome {
     }
     // SAFETY: closes the postponed array opened above.
     unsafe { api!(RedisModule_ReplySetArrayLength)(ctx.0, sent as _) };
-    stats::added(units, expelled);
+    counters::added(units, expelled);
     // The replica stops at the same bad pair; nothing to send if none ran.
     if ran > 0 {
         ctx.replicate_verbatim();
@@ -134,7 +134,7 @@ pub fn query(ctx: Ctx, argv: &[Arg]) -> Outcome {
             ctx.reply_bool(t.query(item.bytes()));
         }
     })?;
-    stats::looked_up(items.len() as u64);
+    COUNTERS.add(counters::LOOKUPS, items.len() as u64);
     Ok(())
 }
 
@@ -148,7 +148,7 @@ pub fn count(ctx: Ctx, argv: &[Arg]) -> Outcome {
             ctx.reply_i64(i64::from(t.count(item.bytes())));
         }
     })?;
-    stats::looked_up(items.len() as u64);
+    COUNTERS.add(counters::LOOKUPS, items.len() as u64);
     Ok(())
 }
 

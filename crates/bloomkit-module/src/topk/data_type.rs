@@ -5,39 +5,24 @@
 //! DUMP payloads load here and ours load there. The field order lives in
 //! `bloomkit_core::topk::formats`.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
 use bloomkit_core::topk::{TopK, ENCODING_VERSION, TYPE_NAME};
-use redis_module::raw;
 
-use super::stats;
 use crate::io::IoWriter;
 use crate::keys::{DataType, Stored};
-use crate::value::{self, DigestOut, Load, Rewrite, Value};
+use crate::stats::Counters;
+use crate::value::{DigestOut, Load, Rewrite, Value};
 
 static TOPK_TYPE: DataType = DataType::new();
 
-pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    value::register::<TopK>(&TOPK_TYPE, ctx)
-}
-
 impl Stored for TopK {
-    fn data_type() -> *mut raw::RedisModuleType {
-        TOPK_TYPE.get()
-    }
+    const TYPE: &'static DataType = &TOPK_TYPE;
+    const COUNTERS: &'static Counters = &super::counters::COUNTERS;
 
-    /// Hands the sketch over, counting it.
-    fn into_value(self) -> *mut c_void {
-        stats::created(self.size_bytes());
-        Box::into_raw(Box::new(self)).cast()
+    fn counted_bytes(&self) -> u64 {
+        self.size_bytes()
     }
-
-    unsafe fn free_value(value: *mut c_void) {
-        let t = Box::from_raw(value.cast::<TopK>());
-        stats::freed(t.size_bytes());
-    }
-
-    const DEFRAG_KIND: crate::stats::defrag::Kind = crate::stats::defrag::Kind::Topk;
 
     fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
         TopK::relocate(self, from, to)

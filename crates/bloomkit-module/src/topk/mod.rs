@@ -1,42 +1,17 @@
 //! `TOPK.*`: RedisBloom's Top-K (a HeavyKeeper), type `TopK-TYPE`.
 
 pub mod commands;
+pub mod counters;
 pub mod data_type;
-pub mod stats;
 
-use std::ffi::CStr;
 
-use redis_module::raw;
 
 use crate::command::docs::{Arg, KEY, KEY_ITEMS};
-use crate::command::{add_acl_category, entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
-use crate::ffi::api;
+use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
 
-pub const FAMILY: Family = Family { commands: COMMANDS, register, info: Some(info) };
+pub const FAMILY: Family = Family::new(COMMANDS, crate::value::register::<bloomkit_core::topk::TopK>, Some(c"topk"), &counters::COUNTERS);
 
-/// The data type and the `topk` ACL category.
-fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    data_type::register(ctx)?;
-    add_acl_category(ctx, c"topk")
-}
 
-/// `INFO bf`'s `topk` section: the sketches' counters.
-fn info(ctx: *mut raw::RedisModuleInfoCtx) {
-    let fields: [(&CStr, u64); 5] = [
-        (c"topk_sketches", stats::get(&stats::SKETCHES)),
-        (c"topk_bytes", stats::get(&stats::BYTES)),
-        (c"topk_units_added", stats::get(&stats::UNITS_ADDED)),
-        (c"topk_items_expelled", stats::get(&stats::EXPELLED)),
-        (c"topk_lookups", stats::get(&stats::LOOKUPS)),
-    ];
-    // SAFETY: valid info context; NUL-terminated names.
-    unsafe {
-        api!(RedisModule_InfoAddSection)(ctx, c"topk".as_ptr());
-        for (name, value) in fields {
-            api!(RedisModule_InfoAddFieldULongLong)(ctx, name.as_ptr(), value);
-        }
-    }
-}
 
 // Flags are RedisBloom's (`write deny-oom` for writers, `readonly` for
 // readers, none `fast`), except TOPK.COUNT: 2.8.2 registers it `write`, so

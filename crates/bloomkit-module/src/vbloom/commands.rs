@@ -27,8 +27,9 @@ use redis_module::raw;
 use super::counters::{self, Tally};
 use crate::command::Outcome;
 use crate::ffi::{api, random_bytes, Arg, Ctx, Key};
-use crate::keys::lookup_bloom as lookup;
-use crate::{config, keys, stats};
+use crate::bf::lookup::lookup_bloom as lookup;
+use crate::bf::counters as bf_counters;
+use crate::{config, keys};
 
 /// What a `bloomfltr` operation may allocate.
 fn limits(ctx: Ctx) -> Limits {
@@ -88,7 +89,7 @@ fn create(ctx: Ctx, creation: &Creation) -> Result<Object, Reply> {
         random_bytes(&mut seed);
     }
     Object::create(creation, &seed, limits(ctx)).map_err(|e| {
-        stats::refused();
+        bf_counters::COUNTERS.add(bf_counters::REFUSED, 1);
         e.into()
     })
 }
@@ -199,8 +200,7 @@ fn write(
             Err(e) => failed = Some(e),
         }
     }
-    stats::grew(added, o.size() - before.bytes, o.filters().len() as u64 - before.filters);
-    counters::grew(before, o);
+        counters::grew(before, o);
     if created {
         replicate_creation(ctx, &argv[1], o, &items[..completed]);
     } else if added > 0 {

@@ -8,20 +8,29 @@
 //! a background thread.
 
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use bloomkit_core::vbloom::Object;
 use redis_module::raw;
 
-use crate::ffi::api;
-use crate::stats::defrag::{Kind, HITS, MISSES};
-use crate::stats::get;
+use crate::bf::counters as bf;
+use crate::stats::{add_field, add_section, Counters, BYTES, OBJECTS};
 
-static OBJECTS: AtomicU64 = AtomicU64::new(0);
-static BYTES: AtomicU64 = AtomicU64::new(0);
-static FILTERS: AtomicU64 = AtomicU64::new(0);
-static ITEMS: AtomicU64 = AtomicU64::new(0);
-static CAPACITY: AtomicU64 = AtomicU64::new(0);
+/// `bloom_num_objects` and `bloom_total_memory_bytes`, then the totals.
+pub static COUNTERS: Counters = Counters::new(
+    c"bloom_core_metrics",
+    "vbloom",
+    &[
+        c"bloom_num_objects",
+        c"bloom_total_memory_bytes",
+        c"bloom_num_filters_across_objects",
+        c"bloom_num_items_across_objects",
+        c"bloom_capacity_across_objects",
+    ],
+);
+
+const FILTERS: usize = 2;
+const ITEMS: usize = 3;
+const CAPACITY: usize = 4;
 
 /// What one object adds to the totals.
 #[derive(Clone, Copy)]
@@ -38,57 +47,51 @@ impl Tally {
     }
 }
 
-/// An object now owned by the keyspace.
-pub fn stored(o: &Object) {
-    OBJECTS.fetch_add(1, Relaxed);
-    apply(Tally::of(o), AtomicU64::fetch_add);
-}
-
-/// An object the keyspace freed.
-pub fn freed(o: &Object) {
-    OBJECTS.fetch_sub(1, Relaxed);
-    apply(Tally::of(o), AtomicU64::fetch_sub);
+/// An object entering (or leaving) the keyspace: the totals beyond objects
+/// and bytes, and BF's `stats` section, which counts every `BF.*` filter.
+pub fn tally(o: &Object, entering: bool) {
+    let t = Tally::of(o);
+    for (field, v) in [(FILTERS, t.filters), (ITEMS, t.items), (CAPACITY, t.capacity)] {
+        if entering {
+            COUNTERS.add(field, v);
+        } else {
+            COUNTERS.sub(field, v);
+        }
+    }
+    if entering {
+        bf::COUNTERS.created(t.bytes);
+    } else {
+        bf::COUNTERS.freed(t.bytes);
+    }
 }
 
 /// An object that grew from `before` (adds only ever grow one).
 pub fn grew(before: Tally, o: &Object) {
     let after = Tally::of(o);
-    let grown = Tally {
-        bytes: after.bytes - before.bytes,
-        filters: after.filters - before.filters,
-        items: after.items - before.items,
-        capacity: after.capacity - before.capacity,
-    };
-    apply(grown, AtomicU64::fetch_add);
+    COUNTERS.add(BYTES, after.bytes - before.bytes);
+    COUNTERS.add(FILTERS, after.filters - before.filters);
+    COUNTERS.add(ITEMS, after.items - before.items);
+    COUNTERS.add(CAPACITY, after.capacity - before.capacity);
+    bf::COUNTERS.add(bf::ITEMS_ADDED, after.items - before.items);
+    bf::COUNTERS.add(BYTES, after.bytes - before.bytes);
+    bf::COUNTERS.add(bf::SCALE_OUTS, after.filters - before.filters);
 }
 
-/// Adds (or takes) a tally to (from) the totals.
-fn apply(t: Tally, op: fn(&AtomicU64, u64, std::sync::atomic::Ordering) -> u64) {
-    for (cell, v) in [(&BYTES, t.bytes), (&FILTERS, t.filters), (&ITEMS, t.items), (&CAPACITY, t.capacity)] {
-        op(cell, v, Relaxed);
-    }
-}
-
-/// The two sections, with valkey-bloom's names (the server puts `bf_` before each).
+/// The two sections, with valkey-bloom's names and order (the server puts
+/// `bf_` before each).
 pub fn info(ctx: *mut raw::RedisModuleInfoCtx) {
-    let core: [(&CStr, u64); 5] = [
-        (c"bloom_total_memory_bytes", get(&BYTES)),
-        (c"bloom_num_objects", get(&OBJECTS)),
-        (c"bloom_num_filters_across_objects", get(&FILTERS)),
-        (c"bloom_num_items_across_objects", get(&ITEMS)),
-        (c"bloom_capacity_across_objects", get(&CAPACITY)),
+    let fields: [(&CStr, u64); 5] = [
+        (c"bloom_total_memory_bytes", COUNTERS.get(BYTES)),
+        (c"bloom_num_objects", COUNTERS.get(OBJECTS)),
+        (c"bloom_num_filters_across_objects", COUNTERS.get(FILTERS)),
+        (c"bloom_num_items_across_objects", COUNTERS.get(ITEMS)),
+        (c"bloom_capacity_across_objects", COUNTERS.get(CAPACITY)),
     ];
-    let defrag: [(&CStr, u64); 2] = [
-        (c"bloom_defrag_hits", get(&HITS[Kind::Vbloom as usize])),
-        (c"bloom_defrag_misses", get(&MISSES[Kind::Vbloom as usize])),
-    ];
-    // SAFETY: valid info context; NUL-terminated names.
-    unsafe {
-        for (section, fields) in [(c"bloom_core_metrics", &core[..]), (c"bloom_defrag_metrics", &defrag[..])] {
-            api!(RedisModule_InfoAddSection)(ctx, section.as_ptr());
-            for (name, value) in fields {
-                api!(RedisModule_InfoAddFieldULongLong)(ctx, name.as_ptr(), *value);
-            }
-        }
+    add_section(ctx, COUNTERS.section);
+    for (name, value) in fields {
+        add_field(ctx, name, value);
     }
+    add_section(ctx, c"bloom_defrag_metrics");
+    add_field(ctx, c"bloom_defrag_hits", COUNTERS.defrag_hits());
+    add_field(ctx, c"bloom_defrag_misses", COUNTERS.defrag_misses());
 }

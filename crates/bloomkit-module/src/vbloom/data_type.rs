@@ -3,52 +3,38 @@
 //! rewrite as `BF.LOAD key blob`), so that its files load here and ours
 //! load there. The formats live in `bloomkit_core::vbloom`.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
 use bloomkit_core::vbloom::{Object, ENCODING_VERSION, TYPE_NAME};
-use redis_module::raw;
 
 use crate::ffi::log;
 use crate::io::IoWriter;
 use crate::keys::{DataType, Stored};
-use crate::value::{self, DigestOut, Load, Rewrite, Value};
-use crate::{config, stats};
+use crate::stats::Counters;
+use crate::value::{DigestOut, Load, Rewrite, Value};
+use crate::config;
 
 use super::counters;
 
 static VBLOOM_TYPE: DataType = DataType::new();
 
-/// The registered type, for key type checks.
-pub fn vbloom_type() -> *mut raw::RedisModuleType {
-    VBLOOM_TYPE.get()
-}
-
-pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    value::register::<Object>(&VBLOOM_TYPE, ctx)
-}
 
 impl Stored for Object {
-    fn data_type() -> *mut raw::RedisModuleType {
-        vbloom_type()
+    const TYPE: &'static DataType = &VBLOOM_TYPE;
+    const COUNTERS: &'static Counters = &super::counters::COUNTERS;
+
+    fn counted_bytes(&self) -> u64 {
+        self.size()
     }
 
-    fn into_value(self) -> *mut c_void {
-        stats::counted(self.size());
-        counters::stored(&self);
-        Box::into_raw(Box::new(self)).cast()
-    }
-
-    unsafe fn free_value(value: *mut c_void) {
-        let object = Box::from_raw(value.cast::<Object>());
-        stats::uncounted(object.size());
-        counters::freed(&object);
+    /// valkey-bloom's totals, and the `stats` section every `BF.*` filter is in.
+    fn tally(&self, entering: bool) {
+        counters::tally(self, entering);
     }
 
     fn defrag_enabled() -> bool {
         config::vbloom_defrag()
     }
-
-    const DEFRAG_KIND: crate::stats::defrag::Kind = crate::stats::defrag::Kind::Vbloom;
 
     fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
         Object::relocate(self, from, to)

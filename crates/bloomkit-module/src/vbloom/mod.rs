@@ -15,7 +15,11 @@ use bloomkit_core::common::compat::Compat;
 use crate::command::docs::Arg;
 use crate::command::{entry, Command, Dialect, Family, RW_INSERT};
 
-pub const FAMILY: Family = Family { commands: COMMANDS, register: data_type::register, info: Some(counters::info) };
+pub const FAMILY: Family = Family {
+    info: Some(counters::info),
+    dialect,
+    ..Family::new(COMMANDS, crate::value::register::<bloomkit_core::vbloom::Object>, None, &counters::COUNTERS)
+};
 
 /// valkey-bloom 1.0's nine commands as it registers them: upper-case names
 /// (what `COMMAND INFO`, `INFO commandstats` and the arity error show),

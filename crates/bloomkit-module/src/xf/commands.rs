@@ -20,7 +20,7 @@ use bloomkit_core::xf::args::{
 use bloomkit_core::xf::{XfError, XfFilter, XfParams};
 use bloomkit_core::{Limits, Reply, ReplyError};
 
-use super::counters::{self, *};
+use super::counters::*;
 use crate::command::Outcome;
 use crate::ffi::{Arg, Ctx, Key};
 use crate::{config, keys};
@@ -62,8 +62,7 @@ fn free_retired(f: &mut XfFilter) {
 }
 
 fn refused() {
-    counters::add(&REFUSED, 1);
-    crate::stats::refused();
+    COUNTERS.add(REFUSED, 1);
 }
 
 /// Counts `e` as a refusal when it is one of the size limits (or a failed
@@ -149,9 +148,9 @@ fn add_items(
     }
     let ran = answers.len();
     free_retired(f);
-    counters::resized(size_before, f.size_bytes());
-    counters::add(&EXPANSIONS, u64::from(f.expansions() - level_before));
-    counters::add(&ITEMS_ADDED, ran as u64);
+    COUNTERS.resized(size_before, f.size_bytes());
+    COUNTERS.add(EXPANSIONS, u64::from(f.expansions() - level_before));
+    COUNTERS.add(ITEMS_ADDED, ran as u64);
     if let Some(e) = &failed {
         count_refusal(e);
     }
@@ -189,7 +188,7 @@ fn with_filter<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&XfFilter>) -> T) 
 pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_single_item(argv)?;
     let found = with_filter(ctx, &argv[1], |f| f.is_some_and(|f| f.contains(argv[2].bytes())))?;
-    counters::add(&LOOKUPS, 1);
+    COUNTERS.add(LOOKUPS, 1);
     ctx.reply_bool(found);
     Ok(())
 }
@@ -203,7 +202,7 @@ pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
             ctx.reply_bool(f.is_some_and(|f| f.contains(item.bytes())));
         }
     })?;
-    counters::add(&LOOKUPS, (argv.len() - 2) as u64);
+    COUNTERS.add(LOOKUPS, (argv.len() - 2) as u64);
     Ok(())
 }
 
@@ -212,7 +211,7 @@ pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
 pub fn count(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_single_item(argv)?;
     let n = with_filter(ctx, &argv[1], |f| f.map_or(0, |f| f.count(argv[2].bytes())))?;
-    counters::add(&LOOKUPS, 1);
+    COUNTERS.add(LOOKUPS, 1);
     ctx.reply_i64(n.min(i64::MAX as u64) as i64);
     Ok(())
 }
@@ -239,8 +238,8 @@ pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let (size_before, level_before) = (f.size_bytes(), f.expansions());
     let removed = f.delete(argv[2].bytes())?;
     free_retired(f);
-    counters::resized(size_before, f.size_bytes());
-    counters::add(&EXPANSIONS, u64::from(f.expansions() - level_before));
+    COUNTERS.resized(size_before, f.size_bytes());
+    COUNTERS.add(EXPANSIONS, u64::from(f.expansions() - level_before));
     ctx.reply_bool(removed);
     // A delete also moves a step of a doubling under way: replicas must
     // take it too, even when nothing was removed.
@@ -248,7 +247,7 @@ pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
         ctx.replicate_verbatim();
     }
     if removed {
-        counters::add(&ITEMS_DELETED, 1);
+        COUNTERS.add(ITEMS_DELETED, 1);
         ctx.notify(c"xf.del", &argv[1]);
     }
     Ok(())
@@ -287,10 +286,10 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
     drop(source_keys);
     free_retired(&mut merged);
     let level_before = dest.map_or(merged.expansions(), |d| unsafe { d.as_ref() }.expansions());
-    counters::add(&EXPANSIONS, u64::from(merged.expansions().saturating_sub(level_before)));
+    COUNTERS.add(EXPANSIONS, u64::from(merged.expansions().saturating_sub(level_before)));
     // The merged filter replaces the destination (its TTL goes, as with SUNIONSTORE).
     keys::store(&dest_key, merged)?;
-    counters::add(&MERGES, 1);
+    COUNTERS.add(MERGES, 1);
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
     ctx.notify(c"xf.merge", &argv[1]);
@@ -354,7 +353,7 @@ pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
             let f = unsafe { f.as_mut() };
             let before = f.size_bytes();
             f.load_chunk(iter, data)?;
-            counters::resized(before, f.size_bytes());
+            COUNTERS.resized(before, f.size_bytes());
         }
     }
     ctx.reply_simple(c"OK");

@@ -1,46 +1,29 @@
-//! The expandable filter's counters for `INFO bf` (section `xf`), kept with
-//! the family. Relaxed atomics: plain tallies, and lazy-free may drop a
-//! filter on a background thread.
+//! `INFO bf`'s `xf` section: the expandable filters.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use crate::stats::Counters;
 
-/// Filters the keyspace holds, and their bytes (as `MEMORY USAGE` counts them).
-pub static FILTERS: AtomicU64 = AtomicU64::new(0);
-pub static BYTES: AtomicU64 = AtomicU64::new(0);
-/// Items added, deleted and looked up (EXISTS, MEXISTS and COUNT items).
-pub static ITEMS_ADDED: AtomicU64 = AtomicU64::new(0);
-pub static ITEMS_DELETED: AtomicU64 = AtomicU64::new(0);
-pub static LOOKUPS: AtomicU64 = AtomicU64::new(0);
+pub static COUNTERS: Counters = Counters::new(
+    c"xf",
+    "xf",
+    &[
+        c"xf_filters",
+        c"xf_bytes",
+        c"xf_items_added",
+        c"xf_items_deleted",
+        c"xf_lookups",
+        c"xf_expansions",
+        c"xf_merges",
+        c"xf_refused_creations",
+    ],
+);
+
+pub const ITEMS_ADDED: usize = 2;
+pub const ITEMS_DELETED: usize = 3;
+/// Items looked up (EXISTS, MEXISTS and COUNT items).
+pub const LOOKUPS: usize = 4;
 /// Doublings finished, by writes, merges and loads.
-pub static EXPANSIONS: AtomicU64 = AtomicU64::new(0);
+pub const EXPANSIONS: usize = 5;
 /// `XF.MERGE` commands that changed their destination.
-pub static MERGES: AtomicU64 = AtomicU64::new(0);
+pub const MERGES: usize = 6;
 /// Creations and growths refused by `bf.max-filter-bytes`, `maxmemory` or a failed allocation.
-pub static REFUSED: AtomicU64 = AtomicU64::new(0);
-
-pub fn created(bytes: u64) {
-    FILTERS.fetch_add(1, Relaxed);
-    BYTES.fetch_add(bytes, Relaxed);
-}
-
-pub fn freed(bytes: u64) {
-    FILTERS.fetch_sub(1, Relaxed);
-    BYTES.fetch_sub(bytes, Relaxed);
-}
-
-/// A stored filter changed size (a doubling started or finished).
-pub fn resized(before: u64, after: u64) {
-    if after >= before {
-        BYTES.fetch_add(after - before, Relaxed);
-    } else {
-        BYTES.fetch_sub(before - after, Relaxed);
-    }
-}
-
-pub fn add(counter: &AtomicU64, n: u64) {
-    counter.fetch_add(n, Relaxed);
-}
-
-pub fn get(counter: &AtomicU64) -> u64 {
-    counter.load(Relaxed)
-}
+pub const REFUSED: usize = 7;

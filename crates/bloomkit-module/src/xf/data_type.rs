@@ -2,39 +2,24 @@
 //! through the shared callbacks of [`crate::value`]. The formats are core's
 //! (`bloomkit_core::xf::formats`).
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
 use bloomkit_core::xf::{XfFilter, ENCODING_VERSION, TYPE_NAME};
-use redis_module::raw;
 
-use super::counters;
 use crate::io::IoWriter;
 use crate::keys::{DataType, Stored};
-use crate::value::{self, DigestOut, Load, Rewrite, Value};
+use crate::stats::Counters;
+use crate::value::{DigestOut, Load, Rewrite, Value};
 
 static XF_TYPE: DataType = DataType::new();
 
-pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    value::register::<XfFilter>(&XF_TYPE, ctx)
-}
-
 impl Stored for XfFilter {
-    fn data_type() -> *mut raw::RedisModuleType {
-        XF_TYPE.get()
-    }
+    const TYPE: &'static DataType = &XF_TYPE;
+    const COUNTERS: &'static Counters = &super::counters::COUNTERS;
 
-    /// Hands the filter over, counting it (writes count its growth).
-    fn into_value(self) -> *mut c_void {
-        counters::created(self.size_bytes());
-        Box::into_raw(Box::new(self)).cast()
+    fn counted_bytes(&self) -> u64 {
+        self.size_bytes()
     }
-
-    unsafe fn free_value(value: *mut c_void) {
-        let f = Box::from_raw(value.cast::<XfFilter>());
-        counters::freed(f.size_bytes());
-    }
-
-    const DEFRAG_KIND: crate::stats::defrag::Kind = crate::stats::defrag::Kind::Xf;
 
     fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
         XfFilter::relocate(self, from, to)

@@ -8,41 +8,14 @@ pub mod data_type;
 
 use std::ffi::CStr;
 
-use redis_module::raw;
 
 use crate::command::docs::{Arg, KEY, KEY_ITEM, KEY_ITEMS, LOADCHUNK, SCANDUMP};
-use crate::command::{add_acl_category, entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
-use crate::ffi::api;
+use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
 
-pub const FAMILY: Family = Family { commands: COMMANDS, register, info: Some(info) };
+pub const FAMILY: Family =
+    Family::new(COMMANDS, crate::value::register::<bloomkit_core::xf::XfFilter>, Some(c"xf"), &counters::COUNTERS);
 
-/// The data type and the `xf` ACL category.
-fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    data_type::register(ctx)?;
-    add_acl_category(ctx, c"xf")
-}
 
-/// `INFO bf`'s `xf` section: the filters' counters.
-fn info(ctx: *mut raw::RedisModuleInfoCtx) {
-    use counters::*;
-    let fields: [(&CStr, u64); 8] = [
-        (c"xf_filters", get(&FILTERS)),
-        (c"xf_bytes", get(&BYTES)),
-        (c"xf_items_added", get(&ITEMS_ADDED)),
-        (c"xf_items_deleted", get(&ITEMS_DELETED)),
-        (c"xf_lookups", get(&LOOKUPS)),
-        (c"xf_expansions", get(&EXPANSIONS)),
-        (c"xf_merges", get(&MERGES)),
-        (c"xf_refused", get(&REFUSED)),
-    ];
-    // SAFETY: valid info context; NUL-terminated names.
-    unsafe {
-        api!(RedisModule_InfoAddSection)(ctx, c"xf".as_ptr());
-        for (name, value) in fields {
-            api!(RedisModule_InfoAddFieldULongLong)(ctx, name.as_ptr(), value);
-        }
-    }
-}
 
 /// bloomkit's own commands, new in 0.2.0.
 const SINCE: &CStr = c"0.2.0";
