@@ -44,6 +44,7 @@ use bloomkit_core::common::compat::Compat;
 use bloomkit_core::common::parse::{parse_double, parse_long_long};
 use bloomkit_core::vbloom::{self, ValkeyError, VbDefaults};
 use bloomkit_core::{Limits, ReplyError};
+use bloomkit_core::common::sizing::is_rate;
 use redis_module::raw;
 
 use crate::ffi::{api, cstring, has_api, Arg, Ctx};
@@ -393,7 +394,7 @@ fn check(name: &str, value: Value, text: &[u8]) -> Result<i64, String> {
     let shown = String::from_utf8_lossy(text);
     match value {
         Value::Rate { range_error: None, .. } => match parse_double(text) {
-            Some(v) if v > 0.0 && v < 1.0 => Ok(v.to_bits() as i64),
+            Some(v) if is_rate(v) => Ok(v.to_bits() as i64),
             _ => Err(format!(
                 "{name} must be in the range (0, 1), a number strictly between them; got '{shown}'"
             )),
@@ -434,7 +435,7 @@ fn check_v8(name: &str, value: Value, text: &[u8]) -> Result<i64, String> {
     match value {
         Value::Rate { .. } => {
             let v = parse_double(text).ok_or_else(invalid)?;
-            if !(v > 0.0 && v < 1.0) {
+            if !is_rate(v) {
                 return Err(format!("Value for `{name}` must be in the range (0.000000, 1.000000)"));
             }
             Ok(v.min(ERROR_RATE_CAP_8).to_bits() as i64)

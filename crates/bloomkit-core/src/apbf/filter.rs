@@ -5,6 +5,7 @@
 use super::*;
 use crate::common::hash::HashWidth;
 use crate::common::memory::{zeroed_bytes, Limits, Modulus, Relocate};
+use crate::common::sizing::is_rate;
 
 /// An age-partitioned Bloom filter.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,7 +45,7 @@ impl Apbf {
     /// anything is allocated; the allocation itself fails softly.
     pub fn new(params: ApbfParams, now_ms: u64, limits: Limits) -> Result<Apbf, ApbfError> {
         let ApbfParams { error, capacity, window } = params;
-        if !(error > 0.0 && error < 1.0) {
+        if !is_rate(error) {
             return Err(ApbfError::BadErrorRate);
         }
         if capacity == 0 {

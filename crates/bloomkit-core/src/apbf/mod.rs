@@ -49,6 +49,7 @@
 //! decides, so tests control it and a primary's decision can be replayed.
 
 use std::f64::consts::LN_2;
+use crate::common::sizing::is_rate;
 
 pub mod args;
 pub mod errors;
@@ -106,7 +107,7 @@ impl ApbfShape {
     /// `k` needing the fewest bits. Time windows get their `l_v - 1`
     /// generations of slack (see the module docs).
     pub fn new(error: f64, capacity: u64, window: Window) -> Option<ApbfShape> {
-        if !(error > 0.0 && error < 1.0) || capacity == 0 {
+        if !is_rate(error) || capacity == 0 {
             return None;
         }
         let timed = matches!(window, Window::Time { .. });

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::common::memory::{Limits, Modulus};
+use crate::common::sizing::is_rate;
 
 impl Apbf {
     /// The filter as bytes (RDB, DUMP): [`Apbf::encode_header`], then the body.
@@ -133,7 +134,7 @@ impl Apbf {
         if k == 0 || l == 0 || k > max || l > max || k + l > max {
             return Err(bad("slice counts out of range"));
         }
-        if slice_bits == 0 || generation == 0 || !(error > 0.0 && error < 1.0) {
+        if slice_bits == 0 || generation == 0 || !is_rate(error) {
             return Err(bad("sizes out of range"));
         }
         let window = match field(5) {

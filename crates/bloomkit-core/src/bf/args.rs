@@ -10,6 +10,7 @@ use super::chain::ChainParams;
 use super::errors::BfError;
 use crate::common::compat::Compat;
 use crate::common::parse::{eq_ignore_case, parse_double, parse_long_long};
+use crate::common::sizing::is_rate;
 
 /// The largest expansion accepted, as in current RedisBloom releases.
 pub const MAX_EXPANSION: i64 = 32768;
@@ -52,7 +53,7 @@ pub fn parse_reserve<A: AsRef<[u8]>>(
     }
     let v8 = compat == Compat::RedisBloom8;
     let mut error = parse_double(argv[2].as_ref()).ok_or(BfError::BadErrorRate)?;
-    if !(error > 0.0 && error < 1.0) {
+    if !is_rate(error) {
         return Err(if v8 { BfError::ErrorRateOutOfRange } else { BfError::ErrorRateRange });
     }
     if v8 {
@@ -181,7 +182,7 @@ pub fn parse_insert<A: AsRef<[u8]>>(
         // expansion 0 (non-scaling) and caps the rate.
         error = error.min(ERROR_RATE_CAP_8);
     } else {
-        if !(error > 0.0 && error < 1.0) || capacity < 1 || expansion < 1 {
+        if !is_rate(error) || capacity < 1 || expansion < 1 {
             return Err(BfError::InsertBadArgument);
         }
         if expansion > MAX_EXPANSION {

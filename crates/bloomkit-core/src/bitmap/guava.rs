@@ -10,6 +10,7 @@
 //! (`tests/fixtures/guava-31.1.json`, made by `scripts/guava-vectors.sh`).
 
 use crate::common::hash::murmur3_128;
+use crate::common::sizing::is_rate;
 
 use std::f64::consts::LN_2;
 
@@ -28,7 +29,7 @@ impl GuavaShape {
     /// `BloomFilter.create(funnel, capacity, error_rate)`: `None` when the
     /// error rate is not strictly between 0 and 1.
     pub fn new(capacity: u64, error_rate: f64) -> Option<GuavaShape> {
-        if !(error_rate > 0.0 && error_rate < 1.0) {
+        if !is_rate(error_rate) {
             return None;
         }
         let n = capacity.max(1) as f64;

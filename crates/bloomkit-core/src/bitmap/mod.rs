@@ -28,6 +28,7 @@ use highway::{HighwayHash, HighwayHasher, Key};
 pub mod guava;
 
 use guava::GuavaShape;
+use crate::common::sizing::is_rate;
 
 /// Which system's bitmap layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,7 +102,7 @@ impl BitmapLayout {
     /// error rate; `None` where the layout's own code refuses them, and
     /// always for `PhpBkdr`, which is given its bits and hashes.
     pub fn shape(self, capacity: u64, error_rate: f64) -> Option<BitmapShape> {
-        if !(error_rate > 0.0 && error_rate < 1.0) {
+        if !is_rate(error_rate) {
             return None;
         }
         let n = capacity.max(1) as f64;

@@ -21,6 +21,13 @@ pub mod options {
     pub const KNOWN: u32 = NOROUND | ENTS_IS_BITS | FORCE64 | NO_SCALING;
 }
 
+/// Whether `x` is a rate: strictly between 0 and 1 (NaN is not). Every
+/// error rate, false-positive rate and ratio a command or a stored value
+/// gives is held to this one rule.
+pub fn is_rate(x: f64) -> bool {
+    x > 0.0 && x < 1.0
+}
+
 /// Bits per element for an error rate: `-ln(p) / ln(2)^2`.
 pub fn bits_per_entry(error: f64) -> f64 {
     (error.ln() / LN2_SQUARED).abs()
@@ -45,7 +52,7 @@ impl Shape {
     /// RedisBloom's `bloom_init`: `None` where it would refuse (capacity 0,
     /// error outside (0, 1), or a size that does not fit in 64 bits).
     pub fn new(capacity: u64, error: f64, chain_options: u32) -> Option<Shape> {
-        if capacity < 1 || !(error > 0.0 && error < 1.0) {
+        if capacity < 1 || !is_rate(error) {
             return None;
         }
         let bpe = bits_per_entry(error);

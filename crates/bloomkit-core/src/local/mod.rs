@@ -16,6 +16,7 @@ use std::f64::consts::LN_2;
 
 use crate::common::hash::murmur3_128;
 use crate::common::memory::Modulus;
+use crate::common::sizing::is_rate;
 
 const BLOCK_BITS: u32 = 512;
 const BATCH: usize = 16;
@@ -52,7 +53,7 @@ impl BlockedShape {
     /// The smallest filter (in steps of 1/8 bit per item) whose rate at
     /// `capacity` items is at most `error`.
     pub fn new(capacity: u64, error: f64) -> Option<BlockedShape> {
-        if !(error > 0.0 && error < 1.0) || capacity == 0 {
+        if !is_rate(error) || capacity == 0 {
             return None;
         }
         let standard = -error.ln() / (LN_2 * LN_2);

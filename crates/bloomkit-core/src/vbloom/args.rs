@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use super::errors::ValkeyError;
 use super::{scaled_capacity, DEFAULT_CAPACITY, DEFAULT_EXPANSION, DEFAULT_FP_RATE, DEFAULT_TIGHTENING};
 use crate::common::memory::Limits;
+use crate::common::sizing::is_rate;
 
 /// An argument as valkey-bloom reads it: lossy UTF-8, then Rust's `parse`.
 fn text(arg: &[u8]) -> Cow<'_, str> {
@@ -23,7 +24,7 @@ fn word(arg: &[u8]) -> String {
 /// it is no number, `Err(Some(v))` when `v` is out of range.
 pub fn parse_unit_ratio(arg: &[u8]) -> Result<f64, Option<f64>> {
     match text(arg).parse::<f64>() {
-        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
+        Ok(v) if is_rate(v) => Ok(v),
         Ok(v) => Err(Some(v)),
         Err(_) => Err(None),
     }

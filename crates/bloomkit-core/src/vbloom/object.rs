@@ -8,6 +8,7 @@ use siphasher::sip::SipHasher13;
 
 use super::*;
 use crate::common::memory::{relocate_list, zeroed_bytes, Limits, Modulus, Relocate};
+use crate::common::sizing::is_rate;
 
 /// One SipHash-1-3 of an item as `Hash for [u8]` feeds it.
 pub(super) fn sip(keys: (u64, u64), item: &[u8]) -> u64 {
@@ -243,8 +244,7 @@ impl Object {
         tightening: f64,
     ) -> Result<u32, ValkeyError> {
         let expansion = u32::try_from(expansion).map_err(|_| ValkeyError::BadExpansion)?;
-        let open_unit = |x: f64| x > 0.0 && x < 1.0;
-        if !open_unit(fp_rate) || !open_unit(tightening) {
+        if !is_rate(fp_rate) || !is_rate(tightening) {
             return Err(ValkeyError::ErrorRateRange);
         }
         Ok(expansion)
