@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/test-servers.sh >/dev/null
-cargo build --release -p bloomkit-module -p bloomkit-bench
+cargo build --release -p bloomkit-module -p bloomkit-bench -p bloomkit-cli  # one feature set for every release build: no rebuilds
 # The floor module (bench/floor.c), against the module API header the
 # redis-module crate ships.
 header=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -path '*/redis-module-2*/src/include/redismodule.h' | sort | tail -1)

@@ -5,5 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/test-servers.sh >/dev/null
-cargo build --release -p bloomkit-module -p bloomkit-bench
+cargo build --release -p bloomkit-module -p bloomkit-bench -p bloomkit-cli  # one feature set for every release build: no rebuilds
 exec python3 bench/window.py "$@"

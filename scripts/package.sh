@@ -13,7 +13,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 arch=$(dpkg --print-architecture)
-cargo build --release -p bloomkit-module -p bloomkit-cli
+cargo build --release -p bloomkit-module -p bloomkit-bench -p bloomkit-cli  # as bench/: one feature set, no rebuilds
 
 out=target/debian
 stage=$out/bloomkit_${version}_${arch}
