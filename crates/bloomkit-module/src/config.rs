@@ -42,9 +42,9 @@ use bloomkit_core::bf::args::{Defaults, ERROR_RATE_CAP_8, MAX_CAPACITY_8, MAX_EX
 use bloomkit_core::cf::CfDefaults;
 use bloomkit_core::common::compat::Compat;
 use bloomkit_core::common::parse::{parse_double, parse_long_long};
+use bloomkit_core::common::sizing::is_rate;
 use bloomkit_core::vbloom::{self, ValkeyError, VbDefaults};
 use bloomkit_core::{Limits, ReplyError};
-use bloomkit_core::common::sizing::is_rate;
 use redis_module::raw;
 
 use crate::ffi::{api, cstring, has_api, Arg, Ctx};

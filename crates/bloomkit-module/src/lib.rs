@@ -20,7 +20,7 @@ mod keys;
 mod stats;
 mod value;
 
-use std::ffi::{c_int, CString};
+use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::raw;
@@ -56,11 +56,9 @@ extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) 
         }
         stats::add_section(ctx, c"defrag");
         for counters in FAMILIES.iter().map(|f| f.counters) {
-            let name = counters.defrag_name;
-            let hits = CString::new(format!("defrag_{name}_hits")).expect("no NUL in a type's name");
-            let misses = CString::new(format!("defrag_{name}_misses")).expect("no NUL in a type's name");
-            stats::add_field(ctx, &hits, counters.defrag_hits());
-            stats::add_field(ctx, &misses, counters.defrag_misses());
+            let name = format!("defrag_{}", counters.defrag_name);
+            stats::add_field(ctx, &stats::name(&name, "hits"), counters.defrag_hits());
+            stats::add_field(ctx, &stats::name(&name, "misses"), counters.defrag_misses());
         }
         stats::add_field(ctx, c"defrag_large_kept", stats::get(&stats::DEFRAG_LARGE_KEPT));
         stats::add_field(ctx, c"defrag_keys_resumed", stats::get(&stats::DEFRAG_KEYS_RESUMED));

@@ -5,7 +5,7 @@
 //! Relaxed atomics: they are plain tallies read by INFO, and lazy-free may
 //! drop a value on a background thread.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use redis_module::raw;
@@ -24,27 +24,39 @@ pub const BYTES: usize = 1;
 /// in the order printed) and what active defrag did to its values.
 pub struct Counters {
     /// The section's name (the server prints `# bf_<section>`).
-    pub section: &'static CStr,
+    pub section: &'static str,
+    /// What every field name starts with (`cms_`).
+    prefix: &'static str,
     /// The type's name in the `defrag` section (`bf_defrag_<name>_hits`).
     pub defrag_name: &'static str,
-    names: &'static [&'static CStr],
+    fields: &'static [&'static str],
     values: [AtomicU64; MAX_FIELDS],
     defrag_hits: AtomicU64,
     defrag_misses: AtomicU64,
 }
 
 impl Counters {
-    /// `names[OBJECTS]` and `names[BYTES]` come first; at most eight fields.
+    /// A family's counters: section `name`, fields `name_<field>`, defrag
+    /// rows `defrag_name_*`. `fields[OBJECTS]` and `fields[BYTES]` come
+    /// first; at most eight.
+    pub const fn family(name: &'static str, fields: &'static [&'static str]) -> Counters {
+        Counters::new(name, name, name, fields)
+    }
+
+    /// Counters whose section, field prefix (with its `_`, or none) and
+    /// defrag name differ.
     pub const fn new(
-        section: &'static CStr,
+        section: &'static str,
+        prefix: &'static str,
         defrag_name: &'static str,
-        names: &'static [&'static CStr],
+        fields: &'static [&'static str],
     ) -> Counters {
-        assert!(names.len() >= 2 && names.len() <= MAX_FIELDS, "a section has 2 to 8 fields");
+        assert!(fields.len() >= 2 && fields.len() <= MAX_FIELDS, "a section has 2 to 8 fields");
         Counters {
             section,
+            prefix,
             defrag_name,
-            names,
+            fields,
             values: [const { AtomicU64::new(0) }; MAX_FIELDS],
             defrag_hits: AtomicU64::new(0),
             defrag_misses: AtomicU64::new(0),
@@ -107,11 +119,17 @@ impl Counters {
 
     /// Adds the section with every field, in declaration order.
     pub fn write_info(&self, ctx: *mut raw::RedisModuleInfoCtx) {
-        add_section(ctx, self.section);
-        for (i, name) in self.names.iter().enumerate() {
-            add_field(ctx, name, self.get(i));
+        add_section(ctx, &name(self.section, ""));
+        for (i, field) in self.fields.iter().enumerate() {
+            add_field(ctx, &name(self.prefix, field), self.get(i));
         }
     }
+}
+
+/// `prefix` and `field` as an INFO name (INFO is rare: built when asked).
+pub fn name(prefix: &str, field: &str) -> CString {
+    let sep = if prefix.is_empty() || field.is_empty() || prefix.ends_with('_') { "" } else { "_" };
+    CString::new(format!("{prefix}{sep}{field}")).expect("INFO names hold no NUL")
 }
 
 /// Starts a section of `INFO bf`.

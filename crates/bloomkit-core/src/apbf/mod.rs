@@ -48,8 +48,8 @@
 //! Time is a parameter (`now_ms`), never read here: the caller's clock
 //! decides, so tests control it and a primary's decision can be replayed.
 
-use std::f64::consts::LN_2;
 use crate::common::sizing::is_rate;
+use std::f64::consts::LN_2;
 
 pub mod args;
 pub mod errors;

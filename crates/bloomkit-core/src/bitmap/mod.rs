@@ -27,8 +27,8 @@ use highway::{HighwayHash, HighwayHasher, Key};
 
 pub mod guava;
 
-use guava::GuavaShape;
 use crate::common::sizing::is_rate;
+use guava::GuavaShape;
 
 /// Which system's bitmap layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

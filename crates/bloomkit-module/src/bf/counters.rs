@@ -4,26 +4,13 @@
 
 use crate::stats::{Counters, BYTES};
 
-pub static COUNTERS: Counters = Counters::new(
-    c"stats",
-    "bf",
-    &[
-        c"filters",
-        c"bytes",
-        c"items_added",
-        c"lookups",
-        c"scale_outs",
-        c"refused_creations",
-    ],
-);
+/// The section's fields (objects, bytes, then the type's own tallies).
+const FIELDS: &[&str] = &["filters", "bytes", "items_added", "lookups", "scale_outs", "refused_creations"];
+pub static COUNTERS: Counters = Counters::new("stats", "", "bf", FIELDS);
 
-/// Items newly added.
 pub const ITEMS_ADDED: usize = 2;
-/// Items looked up (main thread only).
 pub const LOOKUPS: usize = 3;
-/// Sub-filters added by growth.
 pub const SCALE_OUTS: usize = 4;
-/// Creations and growths refused by the size limit or memory.
 pub const REFUSED: usize = 5;
 
 /// A write ran on a filter: items newly added, and what growth added.

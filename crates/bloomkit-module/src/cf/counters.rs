@@ -2,24 +2,13 @@
 
 use crate::stats::Counters;
 
-pub static COUNTERS: Counters = Counters::new(
-    c"cuckoo",
-    "cf",
-    &[
-        c"cf_filters",
-        c"cf_bytes",
-        c"cf_items_added",
-        c"cf_items_deleted",
-        c"cf_lookups",
-        c"cf_refused_creations",
-    ],
-);
+/// The section's fields (objects, bytes, then the type's own tallies).
+const FIELDS: &[&str] = &["filters", "bytes", "items_added", "items_deleted", "lookups", "refused_creations"];
+pub static COUNTERS: Counters = Counters::new("cuckoo", "cf_", "cf", FIELDS);
 
 pub const ITEMS_ADDED: usize = 2;
 pub const ITEMS_DELETED: usize = 3;
-/// Items looked up (main thread only).
 pub const LOOKUPS: usize = 4;
-/// Creations and growths refused by the size limit or memory.
 pub const REFUSED: usize = 5;
 
 /// A write ran: items added and deleted, and the size before and after

@@ -2,24 +2,11 @@
 
 use crate::stats::Counters;
 
-pub static COUNTERS: Counters = Counters::new(
-    c"cms",
-    "cms",
-    &[
-        c"cms_sketches",
-        c"cms_bytes",
-        c"cms_increments",
-        c"cms_queries",
-        c"cms_merges",
-        c"cms_refused_creations",
-    ],
-);
+/// The section's fields (objects, bytes, then the type's own tallies).
+const FIELDS: &[&str] = &["sketches", "bytes", "increments", "queries", "merges", "refused_creations"];
+pub static COUNTERS: Counters = Counters::family("cms", FIELDS);
 
-/// Item increments applied (`CMS.INCRBY` pairs).
 pub const INCREMENTS: usize = 2;
-/// Items estimated (`CMS.QUERY` items).
 pub const QUERIES: usize = 3;
-/// `CMS.MERGE` commands that changed their destination.
 pub const MERGES: usize = 4;
-/// Creations refused by `bf.max-filter-bytes`, `maxmemory` or a failed allocation.
 pub const REFUSED: usize = 5;

@@ -2,26 +2,13 @@
 
 use crate::stats::Counters;
 
-pub static COUNTERS: Counters = Counters::new(
-    c"topk",
-    "topk",
-    &[
-        c"topk_sketches",
-        c"topk_bytes",
-        c"topk_units_added",
-        c"topk_items_expelled",
-        c"topk_lookups",
-        c"topk_refused_creations",
-    ],
-);
+/// The section's fields (objects, bytes, then the type's own tallies).
+const FIELDS: &[&str] = &["sketches", "bytes", "units_added", "items_expelled", "lookups", "refused_creations"];
+pub static COUNTERS: Counters = Counters::family("topk", FIELDS);
 
-/// Units added by `TOPK.ADD` (1 per item) and `TOPK.INCRBY` (the increments).
 pub const UNITS_ADDED: usize = 2;
-/// Items pushed out of a heap by a heavier one.
 pub const EXPELLED: usize = 3;
-/// Items looked up by `TOPK.QUERY` and `TOPK.COUNT`.
 pub const LOOKUPS: usize = 4;
-/// Creations refused by `bf.max-filter-bytes`, `maxmemory` or a failed allocation.
 pub const REFUSED: usize = 5;
 
 /// Units added, and items they pushed out of the heap.

@@ -17,15 +17,10 @@ use crate::stats::{add_field, add_section, Counters, BYTES, OBJECTS};
 
 /// `bloom_num_objects` and `bloom_total_memory_bytes`, then the totals.
 pub static COUNTERS: Counters = Counters::new(
-    c"bloom_core_metrics",
+    "bloom_core_metrics",
+    "bloom_",
     "vbloom",
-    &[
-        c"bloom_num_objects",
-        c"bloom_total_memory_bytes",
-        c"bloom_num_filters_across_objects",
-        c"bloom_num_items_across_objects",
-        c"bloom_capacity_across_objects",
-    ],
+    &["num_objects", "total_memory_bytes", "num_filters_across_objects", "num_items_across_objects", "capacity_across_objects"],
 );
 
 const FILTERS: usize = 2;
@@ -87,7 +82,7 @@ pub fn info(ctx: *mut raw::RedisModuleInfoCtx) {
         (c"bloom_num_items_across_objects", COUNTERS.get(ITEMS)),
         (c"bloom_capacity_across_objects", COUNTERS.get(CAPACITY)),
     ];
-    add_section(ctx, COUNTERS.section);
+    add_section(ctx, c"bloom_core_metrics");
     for (name, value) in fields {
         add_field(ctx, name, value);
     }
