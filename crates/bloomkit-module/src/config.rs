@@ -14,7 +14,7 @@
 //! | `cf-expansion-factor` | `bf.cf-expansion-factor`|                     | 1       | [0, 32768] |
 //! | `cf-max-expansions`   | `bf.cf-max-expansions`  | `CF_MAX_EXPANSIONS` | 32      | [1, 65536] |
 //! | `bf.error-rate`, `bf.initial-size`, `bf.expansion-factor` | the same | | | the first three, under bloomkit's names |
-//! | `bf.compat`           | `bf.compat`             | `COMPAT`            | `redisbloom-8` on Redis 8, else `redisbloom-2.8` | `redisbloom-2.8`, `redisbloom-8`, `valkey-bloom` |
+//! | `bf.compat`           | `bf.compat`             | `COMPAT`            | `redisbloom-8.12` on Redis 8.12+, `redisbloom-8` on Redis 8, else `redisbloom-2.8` | `redisbloom-2.8`, `redisbloom-8`, `redisbloom-8.12`, `valkey-bloom` |
 //! | `bf.max-filter-bytes` | `bf.max-filter-bytes`   | `MAX_FILTER_BYTES`  | 4 GiB   | [64, 2^50] |
 //! | `bf.huge-pages`       | `bf.huge-pages`         | `HUGE_PAGES`        | no      | yes, no |
 //! | `bf.maxmemory-guard`  | `bf.maxmemory-guard`    | `MAXMEMORY_GUARD`   | yes     | yes, no |
@@ -226,16 +226,36 @@ pub fn apbf_clock_offset_ms() -> u64 {
 /// Whether the server is Redis 8 or later (set at load), whose RedisBloom
 /// is RedisBloom 8.
 static REDIS_8: AtomicBool = AtomicBool::new(false);
+/// Whether the server is Redis 8.12 or later (set at load), whose
+/// RedisBloom has the Count-Min Sketch of `redisbloom-8.12`.
+static REDIS_8_12: AtomicBool = AtomicBool::new(false);
 
 /// The RedisBloom level RedisBloom's types and the other families answer
 /// at: the setting, or under `valkey-bloom` (which speaks for `BF.*` on
 /// valkey-bloom's filters only) the server's own default, RedisBloom 8 on
 /// Redis 8 and 2.8 elsewhere.
+/// `redisbloom-8.12` answers as `redisbloom-8` but for the Count-Min
+/// Sketch ([`cms_rules`]).
 pub fn redisbloom_level() -> Compat {
     match compat() {
         Compat::ValkeyBloom if REDIS_8.load(Relaxed) => Compat::RedisBloom8,
         Compat::ValkeyBloom => Compat::RedisBloom28,
+        Compat::RedisBloom812 => Compat::RedisBloom8,
         level => level,
+    }
+}
+
+/// Whose Count-Min Sketch `CMS.*` answers as, and the encoding version its
+/// values are written at: Redis 8.12's under `redisbloom-8.12` (or under
+/// `valkey-bloom` on a Redis 8.12 or later), else RedisBloom 2.8's. Fixed
+/// once the module is loaded: `bf.compat` cannot enter or leave
+/// `redisbloom-8.12` at run time (see [`set_compat`]).
+pub fn cms_rules() -> bloomkit_core::cms::Rules {
+    use bloomkit_core::cms::Rules;
+    match compat() {
+        Compat::RedisBloom812 => Rules::CellSized,
+        Compat::ValkeyBloom if REDIS_8_12.load(Relaxed) => Rules::CellSized,
+        _ => Rules::Classic,
     }
 }
 
@@ -528,18 +548,18 @@ pub fn apply_load_args(args: &[Arg]) -> Result<(), String> {
     Ok(())
 }
 
-/// Redis's major version; 0 for Valkey (whatever Redis version it reports)
-/// or when the server does not say.
-fn redis_major(ctx: Ctx) -> u32 {
+/// Redis's major and minor version; 0.0 for Valkey (whatever Redis
+/// version it reports) or when the server does not say.
+fn redis_version(ctx: Ctx) -> (u32, u32) {
     if !has_api!(RedisModule_GetServerInfo) {
-        return 0;
+        return (0, 0);
     }
     // SAFETY: valid context during OnLoad; the data is freed below and the
     // field pointers are not used after that.
     unsafe {
         let info = api!(RedisModule_GetServerInfo)(ctx.0, c"server".as_ptr());
         if info.is_null() {
-            return 0;
+            return (0, 0);
         }
         let field = |name: &CStr| {
             let p = api!(RedisModule_ServerInfoGetFieldC)(info, name.as_ptr());
@@ -550,9 +570,10 @@ fn redis_major(ctx: Ctx) -> u32 {
         let version = field(c"redis_version");
         api!(RedisModule_FreeServerInfo)(ctx.0, info);
         if valkey {
-            return 0;
+            return (0, 0);
         }
-        version.and_then(|v| v.split('.').next()?.parse().ok()).unwrap_or(0)
+        let mut parts = version.as_deref().unwrap_or("").split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
     }
 }
 
@@ -637,6 +658,17 @@ extern "C" fn set_compat(
             "bf.compat valkey-bloom is chosen when the module loads, since it registers the BF.* commands \
              as valkey-bloom does (names, flags, ACL categories); set it in the configuration file or as a \
              load argument and restart the server",
+        );
+    }
+    // The CMSk-TYPE encoding version is registered once, when the module
+    // loads: redisbloom-8.12 (version 1) can be entered or left only then.
+    let v812 = Compat::ALL.iter().position(|c| *c == Compat::RedisBloom812).expect("listed") as i64;
+    if !LOADING_CONFIGS.load(Relaxed) && value != now && (value == v812 || now == v812) {
+        return error_string(
+            err,
+            "bf.compat redisbloom-8.12 is chosen when the module loads, since it decides the encoding \
+             version Count-Min Sketches are saved at (1 for Redis 8.12, 0 for the RedisBloom of the other \
+             levels); set it in the configuration file or as a load argument and restart the server",
         );
     }
     store_from_server(privdata as usize, value);
@@ -850,11 +882,18 @@ fn register_one(ctx: Ctx, index: usize, name: &CString, flags: u32) -> c_int {
 pub fn register(ctx: Ctx) -> Result<(), String> {
     // Redis 8 ships RedisBloom 8 and lets modules register unprefixed names;
     // Redis 7 and Valkey (major 0 here) do neither.
-    let redis_8 = redis_major(ctx) >= 8;
+    let (major, minor) = redis_version(ctx);
+    let redis_8 = major >= 8;
+    let redis_8_12 = (major, minor) >= (8, 12);
     REDIS_8.store(redis_8, Relaxed);
+    REDIS_8_12.store(redis_8_12, Relaxed);
     if COMPAT.load(Relaxed) < 0 {
         // The level a server gets unless told otherwise.
-        let level = if redis_8 { Compat::RedisBloom8 } else { Compat::RedisBloom28 };
+        let level = match (redis_8_12, redis_8) {
+            (true, _) => Compat::RedisBloom812,
+            (_, true) => Compat::RedisBloom8,
+            _ => Compat::RedisBloom28,
+        };
         COMPAT.store(Compat::ALL.iter().position(|c| *c == level).expect("listed") as i64, Relaxed);
     }
     refresh_maxmemory(ctx.0);

@@ -79,16 +79,17 @@ fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
     // SAFETY: valid context during OnLoad.
     unsafe { api!(RedisModule_SetModuleOptions)(ctx, raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int) };
     config::apply_load_args(args)?;
-    // Every type and ACL category first: commands name the categories.
+    // The settings first: `bf.compat` (from a load argument or the
+    // configuration file) decides how BF.* is registered and the encoding
+    // version CMSk-TYPE registers with.
+    config::register(Ctx(ctx))?;
+    // Every type and ACL category before the commands: commands name the categories.
     for family in FAMILIES {
         (family.register)(ctx)?;
         if let Some(category) = family.acl_category {
             command::add_acl_category(ctx, category)?;
         }
     }
-    // The settings before the commands: `bf.compat` (from a load argument
-    // or the configuration file) decides how BF.* is registered.
-    config::register(Ctx(ctx))?;
     let compat = config::compat();
     for family in FAMILIES {
         for c in family.commands {

@@ -100,6 +100,13 @@ pub trait Value: Stored {
     const TYPE_NAME: &'static str;
     const ENCODING_VERSION: c_int;
 
+    /// The encoding version the type registers with, read once when the
+    /// module loads (after the settings): [`Value::ENCODING_VERSION`]
+    /// unless the family's level decides it.
+    fn encoding_version() -> c_int {
+        Self::ENCODING_VERSION
+    }
+
     /// Reads a value, trusting nothing; `Err` says why it was refused.
     fn load(from: &mut Load) -> Result<Self, String>;
 
@@ -124,7 +131,7 @@ pub trait Value: Stored {
 
 /// Registers `T` under its name and version with the shared callbacks.
 pub fn register<T: Value>(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    T::TYPE.register(ctx, T::TYPE_NAME, T::ENCODING_VERSION, |m| {
+    T::TYPE.register(ctx, T::TYPE_NAME, T::encoding_version(), |m| {
         m.rdb_load = Some(rdb_load::<T>);
         m.rdb_save = Some(rdb_save::<T>);
         m.aof_rewrite = Some(aof_rewrite::<T>);

@@ -5,7 +5,9 @@
 //! dimensions) stay with the module; their place in the order is noted
 //! where it interleaves with these.
 
+use super::cells::CellSize;
 use super::errors::CmsError;
+use super::Rules;
 use crate::common::parse::{eq_ignore_case, parse_double, parse_long_long};
 
 /// Width and depth of a new sketch, both at least 1 and with a product
@@ -64,6 +66,66 @@ pub fn dimensions_from_prob(error: f64, prob: f64) -> (i64, i64) {
     let depth = f64::from(q).ceil();
     let fit = |v: f64| if v.is_finite() && v < 9_223_372_036_854_775_808.0 { v as i64 } else { -1 };
     (fit(width), fit(depth))
+}
+
+/// A creation's parameters: the dimensions and the cell size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Init {
+    pub dims: Dimensions,
+    pub cell: CellSize,
+}
+
+/// `CMS.INITBYDIM key width depth [CELL_SIZE n]` (after the key-exists
+/// check), `CELL_SIZE` under Redis 8.12's rules only.
+pub fn parse_initbydim_with<A: AsRef<[u8]>>(argv: &[A], rules: Rules) -> Result<Init, CmsError> {
+    let short = check_init_arity_with(argv, rules)?;
+    let dims = parse_initbydim(&argv[..4])?;
+    Ok(Init { dims, cell: parse_cell_size(&argv[4..], short)? })
+}
+
+/// `CMS.INITBYPROB key error probability [CELL_SIZE n]` (after the
+/// key-exists check), `CELL_SIZE` under Redis 8.12's rules only.
+pub fn parse_initbyprob_with<A: AsRef<[u8]>>(argv: &[A], rules: Rules) -> Result<Init, CmsError> {
+    let short = check_init_arity_with(argv, rules)?;
+    let dims = parse_initbyprob(&argv[..4])?;
+    Ok(Init { dims, cell: parse_cell_size(&argv[4..], short)? })
+}
+
+/// Four arguments, or under Redis 8.12's rules six. True for four.
+pub fn check_init_arity_with<A: AsRef<[u8]>>(argv: &[A], rules: Rules) -> Result<bool, CmsError> {
+    match (argv.len(), rules) {
+        (4, _) => Ok(true),
+        (6, Rules::CellSized) => Ok(false),
+        _ => Err(CmsError::WrongArity),
+    }
+}
+
+/// The optional `CELL_SIZE n` after the numbers, checked after them as
+/// Redis 8.12 does: another token is `CMS: unknown argument`, a value
+/// other than 1, 2, 4 or 8 (or not an integer) the `CELL_SIZE` text.
+fn parse_cell_size<A: AsRef<[u8]>>(rest: &[A], absent: bool) -> Result<CellSize, CmsError> {
+    if absent {
+        return Ok(CellSize::DEFAULT);
+    }
+    if !eq_ignore_case(rest[0].as_ref(), "CELL_SIZE") {
+        return Err(CmsError::UnknownArgument);
+    }
+    parse_long_long(rest[1].as_ref())
+        .and_then(|n| u64::try_from(n).ok())
+        .and_then(CellSize::from_bytes)
+        .ok_or(CmsError::InvalidCellSize)
+}
+
+/// `CMS.INCRBY` under Redis 8.12's rules: the increments in order, any
+/// 64-bit signed integer, parsed before anything changes (after the key's
+/// checks, by the module). A non-integer is `CMS: Cannot parse number`.
+pub fn parse_incrby_signed<A: AsRef<[u8]>>(argv: &[A]) -> Result<Vec<i64>, CmsError> {
+    check_incrby_arity(argv)?;
+    argv[3..]
+        .iter()
+        .step_by(2)
+        .map(|v| parse_long_long(v.as_ref()).ok_or(CmsError::CannotParseNumber))
+        .collect()
 }
 
 /// `CMS.INCRBY key item increment [item increment ...]`: the increments in
@@ -170,6 +232,57 @@ mod tests {
         assert_eq!(p("CMS.INITBYPROB k 0.5 0"), Err(CmsError::InvalidProb));
         assert_eq!(p("CMS.INITBYPROB k 1e-19 0.5"), Err(CmsError::InvalidInitArguments));
         assert_eq!(p("CMS.INITBYPROB k 0.5 1e-300"), Err(CmsError::InvalidInitArguments));
+    }
+
+    #[test]
+    fn cell_size_follows_the_numbers_under_8_12() {
+        let dim = |s: &str| parse_initbydim_with(&argv(s), Rules::CellSized);
+        let prob = |s: &str| parse_initbyprob_with(&argv(s), Rules::CellSized);
+        let d = |width, depth| Dimensions { width, depth };
+        assert_eq!(dim("CMS.INITBYDIM k 20 5"), Ok(Init { dims: d(20, 5), cell: CellSize::Four }));
+        for (n, cell) in
+            [("1", CellSize::One), ("2", CellSize::Two), ("4", CellSize::Four), ("8", CellSize::Eight)]
+        {
+            assert_eq!(
+                dim(&format!("CMS.INITBYDIM k 20 5 CELL_SIZE {n}")),
+                Ok(Init { dims: d(20, 5), cell })
+            );
+            assert_eq!(
+                prob(&format!("CMS.INITBYPROB k 0.001 0.01 cell_size {n}")),
+                Ok(Init { dims: d(2000, 7), cell })
+            );
+        }
+        for bad in ["0", "3", "5", "6", "7", "9", "16", "-1", "-4", "blah", "4.5", "04", "+4"] {
+            assert_eq!(
+                dim(&format!("CMS.INITBYDIM k 20 5 CELL_SIZE {bad}")),
+                Err(CmsError::InvalidCellSize),
+                "{bad}"
+            );
+        }
+        assert_eq!(dim("CMS.INITBYDIM k 20 5 CELLSIZE 1"), Err(CmsError::UnknownArgument));
+        assert_eq!(prob("CMS.INITBYPROB k 0.001 0.01 OOR 1"), Err(CmsError::UnknownArgument));
+        assert_eq!(dim("CMS.INITBYDIM k 20 5 CELL_SIZE"), Err(CmsError::WrongArity));
+        assert_eq!(dim("CMS.INITBYDIM k 20 5 CELL_SIZE 1 2"), Err(CmsError::WrongArity));
+        // The numbers are checked first, the guard included.
+        assert_eq!(dim("CMS.INITBYDIM k 0 5 CELL_SIZE 3"), Err(CmsError::InvalidWidth));
+        assert_eq!(prob("CMS.INITBYPROB k 2 0.01 CELL_SIZE 3"), Err(CmsError::InvalidOverestimation));
+        assert_eq!(dim("CMS.INITBYDIM k 4611686018427387904 2 X 3"), Err(CmsError::InvalidInitArguments));
+        // The older rules know no CELL_SIZE: six arguments are an arity error.
+        let old = |s: &str| parse_initbydim_with(&argv(s), Rules::Classic);
+        assert_eq!(old("CMS.INITBYDIM k 20 5 CELL_SIZE 4"), Err(CmsError::WrongArity));
+        assert_eq!(old("CMS.INITBYDIM k 20 5"), Ok(Init { dims: d(20, 5), cell: CellSize::Four }));
+    }
+
+    #[test]
+    fn signed_increments_under_8_12() {
+        assert_eq!(parse_incrby_signed(&argv("CMS.INCRBY k a -5 b 3 a 0")), Ok(vec![-5, 3, 0]));
+        assert_eq!(
+            parse_incrby_signed(&argv("CMS.INCRBY k a -9223372036854775808")),
+            Ok(vec![i64::MIN]),
+            "i64::MIN parses; the sketch refuses it as an underflow"
+        );
+        assert_eq!(parse_incrby_signed(&argv("CMS.INCRBY k a -1 b x")), Err(CmsError::CannotParseNumber));
+        assert_eq!(parse_incrby_signed(&argv("CMS.INCRBY k a 1 b")), Err(CmsError::WrongArity));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The errors of RedisBloom's Count-Min Sketch (`CMS.*`, `CMSk-TYPE` keys)
-//! and their exact texts: RedisBloom 2.8.2's to the letter (its `CMS: `
-//! prefix, without `ERR`), and bloomkit's own where it refuses what 2.8.2
-//! would crash on or accept broken.
+//! and their exact texts: RedisBloom 2.8.2's and Redis 8.12's to the letter
+//! (their `CMS: ` prefix, without `ERR`), and bloomkit's own where it
+//! refuses what 2.8.2 would crash on or accept broken.
 
 use std::borrow::Cow;
 
@@ -29,15 +29,26 @@ pub enum CmsError {
     InsufficientMemory,
     CannotParseNumber,
     NegativeNumber,
-    /// One element of a `CMS.INCRBY` reply: the item's estimate reached
-    /// 4294967295. Not a command failure.
+    /// One element of a `CMS.INCRBY` reply: before Redis 8.12, the item's
+    /// estimate reached 4294967295; under 8.12's rules, the increment would
+    /// take a cell past its maximum or the total past 2^63 - 1 and was not
+    /// applied. Not a command failure.
     IncrbyOverflow,
+    /// One element of a `CMS.INCRBY` reply under Redis 8.12's rules: the
+    /// decrement would take a cell or the total below 0 and was not applied.
+    IncrbyUnderflow,
+    /// `CELL_SIZE` with a value other than 1, 2, 4 or 8 (Redis 8.12).
+    InvalidCellSize,
+    /// Something other than `CELL_SIZE` after a creation's numbers (Redis 8.12).
+    UnknownArgument,
     InvalidNumKeys,
     NumKeysNotPositive,
     WrongNumberOfKeys,
     WrongNumberOfKeysWeights,
     InvalidWeight,
     DimensionsDiffer,
+    /// A `CMS.MERGE` source whose cells are not the destination's size (Redis 8.12).
+    CellSizeDiffers,
     MergeOverflow,
     /// An RDB value or DUMP payload that does not describe a sketch.
     BadData,
@@ -68,12 +79,16 @@ impl ReplyError for CmsError {
             CannotParseNumber => "CMS: Cannot parse number",
             NegativeNumber => "CMS: Number cannot be negative",
             IncrbyOverflow => "CMS: INCRBY overflow",
+            IncrbyUnderflow => "CMS: INCRBY underflow",
+            InvalidCellSize => "CMS: CELL_SIZE must be 1, 2, 4 or 8",
+            UnknownArgument => "CMS: unknown argument",
             InvalidNumKeys => "CMS: invalid numkeys",
             NumKeysNotPositive => "CMS: Number of keys must be positive",
             WrongNumberOfKeys => "CMS: wrong number of keys",
             WrongNumberOfKeysWeights => "CMS: wrong number of keys/weights",
             InvalidWeight => "CMS: invalid weight value",
             DimensionsDiffer => "CMS: width/depth is not equal",
+            CellSizeDiffers => "CMS: cell size is not equal",
             MergeOverflow => "CMS: MERGE overflow",
             BadData => "ERR received bad data: not a Count-Min Sketch",
             OverMaxmemory => "OOM command not allowed when used memory > 'maxmemory'.",

@@ -1,57 +1,132 @@
-//! The sketch's RDB value, RedisBloom's byte for byte (encoding version 0,
-//! the only one it wrote), shared by the module's loader, `RESTORE`
-//! payloads for AOF rewrites, and the fuzzers. Nothing decoded is trusted:
-//! the dimensions must be non-zero, the counters exactly `4 * width * depth`
-//! bytes, and the size within the limit before the array is kept.
+//! The sketch's RDB value, RedisBloom's byte for byte, shared by the
+//! module's loader, `RESTORE` payloads for AOF rewrites, and the fuzzers.
+//!
+//! - Encoding version 0 (RedisBloom 2.8 and 8.10): width, depth and total
+//!   (unsigned), then the counters as one string of u32 little-endian.
+//! - Encoding version 1 (Redis 8.12): width, depth, total, the cell size
+//!   (unsigned), then the counters as one string of `width * depth` cells
+//!   of that size, little-endian.
+//!
+//! Nothing decoded is trusted: the dimensions must be non-zero, the cell
+//! size 1, 2, 4 or 8, the counters exactly `cell * width * depth` bytes, and
+//! the size within the limit before the array is kept. What Redis 8.12
+//! refuses is refused: a total above 2^63 - 1 (in version 1, and in
+//! version 0 under its rules; 2.8 wrote such totals, so the older levels
+//! take them), an 8-byte cell above 2^63 - 1.
+//!
+//! Which version is written follows the [`Rules`]: the older levels write
+//! version 0 (4-byte cells, the only ones they hold: a version-1 sketch of
+//! another size loads there as 4-byte cells), Redis 8.12's writes version
+//! 1 for every sketch, as 8.12 does.
 
+use super::cells::{CellSize, Cells};
 use super::errors::CmsError;
-use super::sketch::{array_bytes, CountMinSketch, OVERHEAD};
-use super::{ENCODING_VERSION, TYPE_NAME};
+use super::sketch::{array_bytes_of, CountMinSketch, OVERHEAD};
+use super::{Rules, ENCODING_VERSION, ENCODING_VERSION_CELL_SIZE, TYPE_NAME};
 use crate::common::dump::{own_type_id, PayloadWriter};
 use crate::common::fields::{FieldReader, FieldWriter};
 use crate::common::memory::Limits;
 
+/// The largest total Redis 8.12 keeps (a RESP integer).
+const MAX_TOTAL: u64 = i64::MAX as u64;
+
 impl CountMinSketch {
-    /// Writes width, depth and total (unsigned), then the counters as one
-    /// string of u32 little-endian.
+    /// Writes the value at encoding version 0 (RedisBloom 2.8's rules).
     pub fn save(&self, w: &mut dyn FieldWriter) {
+        self.save_with(w, Rules::Classic)
+    }
+
+    /// Writes the value at the encoding version of `rules`. Under
+    /// [`Rules::Classic`] the counters are written as 4-byte cells whatever
+    /// their size (which only a sketch built outside the module can have
+    /// there: loading converts them).
+    pub fn save_with(&self, w: &mut dyn FieldWriter, rules: Rules) {
         w.unsigned(self.width());
         w.unsigned(self.depth());
         w.unsigned(self.count());
-        w.buffer(&self.counter_bytes());
+        match rules {
+            Rules::CellSized => {
+                w.unsigned(self.cell_size().bytes());
+                w.buffer(&self.counter_bytes());
+            }
+            Rules::Classic if self.cell_size() == CellSize::Four => w.buffer(&self.counter_bytes()),
+            Rules::Classic => {
+                let four: Vec<u8> = (0..self.cells())
+                    .flat_map(|i| (self.cell(i).unwrap_or(0).min(u64::from(u32::MAX)) as u32).to_le_bytes())
+                    .collect();
+                w.buffer(&four);
+            }
+        }
     }
 
-    /// Reads a value of [`ENCODING_VERSION`]. The dimensions are checked and
-    /// the size compared with `limits` before the counters are read.
+    /// Reads a value of encoding version 0 or 1 under RedisBloom 2.8's
+    /// rules (see [`CountMinSketch::load_with`]).
     pub fn load(r: &mut dyn FieldReader, encver: i32, limits: Limits) -> Result<CountMinSketch, CmsError> {
-        if encver != ENCODING_VERSION {
+        CountMinSketch::load_with(r, encver, limits, Rules::Classic)
+    }
+
+    /// Reads a value of encoding version 0 or 1, checked as the file says
+    /// above. Under [`Rules::Classic`] a version-1 sketch of another cell
+    /// size comes out in 4-byte cells (see
+    /// [`CountMinSketch::into_four_byte_cells`]), so that what a level
+    /// holds it can always save in the format its RedisBloom reads.
+    pub fn load_with(
+        r: &mut dyn FieldReader,
+        encver: i32,
+        limits: Limits,
+        rules: Rules,
+    ) -> Result<CountMinSketch, CmsError> {
+        if encver != ENCODING_VERSION && encver != ENCODING_VERSION_CELL_SIZE {
             return Err(CmsError::BadData);
         }
         let width = r.unsigned()?;
         let depth = r.unsigned()?;
         let counter = r.unsigned()?;
+        let cell = match encver {
+            ENCODING_VERSION => CellSize::Four,
+            _ => CellSize::from_bytes(r.unsigned()?).ok_or(CmsError::BadData)?,
+        };
         if width == 0 || depth == 0 {
             return Err(CmsError::BadData);
         }
-        let bytes = array_bytes(width, depth).ok_or(CmsError::BadData)?;
-        limits.check(bytes.saturating_add(OVERHEAD))?;
+        if counter > MAX_TOTAL && (encver == ENCODING_VERSION_CELL_SIZE || rules == Rules::CellSized) {
+            return Err(CmsError::BadData);
+        }
+        let bytes = array_bytes_of(width, depth, cell).ok_or(CmsError::BadData)?;
+        // What the sketch will hold: 4-byte cells under the older rules.
+        let kept = match rules {
+            Rules::Classic => array_bytes_of(width, depth, CellSize::Four).ok_or(CmsError::BadData)?,
+            Rules::CellSized => bytes,
+        };
+        limits.check(bytes.max(kept).saturating_add(OVERHEAD))?;
         let data = r.buffer()?;
         if data.len() as u64 != bytes {
             return Err(CmsError::BadData);
         }
-        let mut counters = Vec::new();
-        counters.try_reserve_exact(data.len() / 4).map_err(|_| CmsError::InsufficientMemory)?;
-        counters.extend(data.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))));
+        let cells = Cells::from_le_bytes(cell, &data)?;
         drop(data);
-        CountMinSketch::from_parts(width, depth, counter, counters)
+        if cell == CellSize::Eight && (0..cells.len()).any(|i| cells.get(i) > cell.max()) {
+            return Err(CmsError::BadData);
+        }
+        let sketch = CountMinSketch::from_parts(width, depth, counter, cells)?;
+        match rules {
+            Rules::Classic => sketch.into_four_byte_cells(),
+            Rules::CellSized => Ok(sketch),
+        }
     }
 
-    /// The `DUMP` payload of this sketch (uncompressed, RDB version 9):
-    /// what an AOF rewrite emits as `RESTORE key 0 <payload>`, as RedisBloom does.
+    /// The `DUMP` payload of this sketch at encoding version 0.
     pub fn dump_payload(&self) -> Vec<u8> {
-        let id = own_type_id(TYPE_NAME, ENCODING_VERSION);
+        self.dump_payload_with(Rules::Classic)
+    }
+
+    /// The `DUMP` payload of this sketch (uncompressed, RDB version 9) at
+    /// the encoding version of `rules`: what an AOF rewrite emits as
+    /// `RESTORE key 0 <payload>`, as RedisBloom does.
+    pub fn dump_payload_with(&self, rules: Rules) -> Vec<u8> {
+        let id = own_type_id(TYPE_NAME, rules.encoding_version());
         let mut w = PayloadWriter::new(id);
-        self.save(&mut w);
+        self.save_with(&mut w, rules);
         w.finish()
     }
 }
@@ -59,7 +134,7 @@ impl CountMinSketch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cms::Dimensions;
+    use crate::cms::{CellSize, Dimensions};
     use crate::common::dump::PayloadReader;
     use crate::common::fields::FieldStream;
 
@@ -129,6 +204,174 @@ mod tests {
         for len in 0..whole.len() {
             let mut r = FieldStream { bytes: whole[..len].to_vec(), pos: 0 };
             assert!(CountMinSketch::load(&mut r, 0, Limits::NONE).is_err(), "length {len}");
+        }
+    }
+
+    fn stream_v1(width: u64, depth: u64, counter: u64, cell: u64, data: &[u8]) -> FieldStream {
+        let mut w = FieldStream::default();
+        let f: &mut dyn FieldWriter = &mut w;
+        f.unsigned(width);
+        f.unsigned(depth);
+        f.unsigned(counter);
+        f.unsigned(cell);
+        f.buffer(data);
+        FieldStream { bytes: w.bytes, pos: 0 }
+    }
+
+    fn sized(cell: CellSize) -> CountMinSketch {
+        let mut s =
+            CountMinSketch::with_cell_size(Dimensions { width: 4, depth: 2 }, cell, Limits::NONE).unwrap();
+        assert_eq!(s.add(b"foo", 3), Ok(3));
+        assert_eq!(s.add(b"bar", 1), Ok(1));
+        s
+    }
+
+    /// Redis 8.12's DUMP of `CMS.INITBYDIM k 4 2 CELL_SIZE n` after
+    /// `CMS.INCRBY k foo 3 bar 1`, uncompressed, written out by hand: the
+    /// type id of `CMSk-TYPE` at version 1, UINT width, depth, total and
+    /// cell size, then the cells (foo's at 1 and 4 + 2, bar's at 3 and 4 + 1).
+    #[test]
+    fn version_1_payloads_are_redis_8_12s() {
+        for cell in CellSize::ALL {
+            let n = cell.bytes() as usize;
+            let mut want = vec![0x07, 0x81, 0x08, 0xc4, 0xa4, 0xf9, 0x36, 0x0f, 0x10, 0x01];
+            want.extend_from_slice(&[0x02, 4, 0x02, 2, 0x02, 4, 0x02, n as u8, 0x05]);
+            // The string's length: 6 bits below 64, else 14 bits (0b01 first).
+            if n < 8 {
+                want.push(8 * n as u8);
+            } else {
+                want.extend_from_slice(&[0x40, 64]);
+            }
+            let mut cells = vec![0u8; 8 * n];
+            for (at, v) in [(1, 3), (3, 1), (5, 1), (6, 3)] {
+                cells[at * n] = v;
+            }
+            want.extend_from_slice(&cells);
+            want.push(0x00);
+            let s = sized(cell);
+            assert_eq!((0..8).map(|i| s.cell(i).unwrap()).collect::<Vec<_>>(), [0, 3, 0, 1, 0, 1, 3, 0]);
+            let ours = s.dump_payload_with(Rules::CellSized);
+            assert_eq!(&ours[..ours.len() - 10], &want[..], "{cell:?}");
+            let mut r = PayloadReader::new(&ours).unwrap();
+            assert_eq!(r.type_id & 0x3ff, 1);
+            let back = CountMinSketch::load_with(&mut r, 1, Limits::NONE, Rules::CellSized).unwrap();
+            assert!(r.at_end());
+            assert_eq!(back, s);
+        }
+    }
+
+    #[test]
+    fn version_1_round_trips_and_loads_at_the_older_levels_as_4_byte_cells() {
+        for cell in CellSize::ALL {
+            let s = sized(cell);
+            let mut w = FieldStream::default();
+            s.save_with(&mut w, Rules::CellSized);
+            let bytes = w.bytes;
+            let back = CountMinSketch::load_with(
+                &mut FieldStream { bytes: bytes.clone(), pos: 0 },
+                1,
+                Limits::NONE,
+                Rules::CellSized,
+            )
+            .unwrap();
+            assert_eq!(back, s);
+            let mut again = FieldStream::default();
+            back.save_with(&mut again, Rules::CellSized);
+            assert_eq!(again.bytes, bytes);
+            // The older levels hold it in 4-byte cells and write version 0.
+            let old = CountMinSketch::load_with(
+                &mut FieldStream { bytes, pos: 0 },
+                1,
+                Limits::NONE,
+                Rules::Classic,
+            )
+            .unwrap();
+            assert_eq!(
+                (old.cell_size(), old.query(b"foo"), old.query(b"bar"), old.count()),
+                (CellSize::Four, 3, 1, 4)
+            );
+            let mut v0 = FieldStream::default();
+            old.save_with(&mut v0, Rules::Classic);
+            assert_eq!(v0.bytes, stream(4, 2, 4, &old.counter_bytes()).bytes);
+        }
+        // A 4-byte sketch under the older rules is version 0, as before.
+        let s = vector_sketch();
+        assert_eq!(s.dump_payload_with(Rules::Classic), s.dump_payload());
+        assert_eq!(&s.dump_payload()[..10], &hex::decode("078108c4a4f9360f1000").unwrap()[..]);
+        // And a version-0 value loads under 8.12's rules as 4-byte cells.
+        let mut w = FieldStream::default();
+        s.save(&mut w);
+        let v0 = CountMinSketch::load_with(
+            &mut FieldStream { bytes: w.bytes, pos: 0 },
+            0,
+            Limits::NONE,
+            Rules::CellSized,
+        )
+        .unwrap();
+        assert_eq!(v0, s);
+    }
+
+    #[test]
+    fn version_1_refuses_what_redis_8_12_refuses() {
+        let load = |mut s: FieldStream, rules| CountMinSketch::load_with(&mut s, 1, Limits::NONE, rules);
+        for rules in [Rules::Classic, Rules::CellSized] {
+            assert!(load(stream_v1(2, 2, 7, 1, &[0; 4]), rules).is_ok());
+            for bad_cell in [0, 3, 5, 16, u64::MAX] {
+                assert_eq!(load(stream_v1(2, 2, 7, bad_cell, &[0; 4]), rules), Err(CmsError::BadData));
+            }
+            assert_eq!(load(stream_v1(0, 2, 0, 1, &[]), rules), Err(CmsError::BadData));
+            assert_eq!(load(stream_v1(2, 2, 0, 2, &[0; 7]), rules), Err(CmsError::BadData));
+            assert_eq!(load(stream_v1(2, 2, 0, 2, &[0; 9]), rules), Err(CmsError::BadData));
+            assert_eq!(
+                load(stream_v1(2, 2, 1 << 63, 1, &[0; 4]), rules),
+                Err(CmsError::BadData),
+                "total past 2^63 - 1"
+            );
+            assert_eq!(load(stream_v1(u64::MAX, 2, 0, 8, &[]), rules), Err(CmsError::BadData));
+            let mut big = [0u8; 8];
+            big[7] = 0x80;
+            assert_eq!(
+                load(stream_v1(1, 1, 0, 8, &big), rules),
+                Err(CmsError::BadData),
+                "an 8-byte cell past 2^63 - 1"
+            );
+            big[7] = 0x7f;
+            assert!(load(stream_v1(1, 1, 0, 8, &big), rules).is_ok());
+            let whole = stream_v1(3, 2, 7, 2, &[1; 12]).bytes;
+            for len in 0..whole.len() {
+                assert!(
+                    load(FieldStream { bytes: whole[..len].to_vec(), pos: 0 }, rules).is_err(),
+                    "length {len}"
+                );
+            }
+        }
+        // A version-0 total past 2^63 - 1: 2.8 wrote such totals (it wraps at 2^64).
+        let v0 =
+            |rules| CountMinSketch::load_with(&mut stream(2, 2, 1 << 63, &[0; 16]), 0, Limits::NONE, rules);
+        assert!(v0(Rules::Classic).is_ok());
+        assert_eq!(v0(Rules::CellSized), Err(CmsError::BadData));
+        // The limit is checked on what the level will hold: 1-byte cells
+        // kept as 4-byte ones under the older rules.
+        let limits = Limits::at_most(32 + 4000);
+        let ok =
+            CountMinSketch::load_with(&mut stream_v1(1000, 4, 0, 1, &[0; 4000]), 1, limits, Rules::CellSized);
+        assert!(ok.is_ok());
+        let old =
+            CountMinSketch::load_with(&mut stream_v1(1000, 4, 0, 1, &[0; 4000]), 1, limits, Rules::Classic);
+        assert!(matches!(old, Err(CmsError::TooLarge { .. })));
+        for encver in [2, -1] {
+            assert_eq!(
+                load(stream_v1(2, 2, 7, 1, &[0; 4]), Rules::CellSized).map(|_| ()).and(
+                    CountMinSketch::load_with(
+                        &mut stream_v1(2, 2, 7, 1, &[0; 4]),
+                        encver,
+                        Limits::NONE,
+                        Rules::CellSized
+                    )
+                    .map(|_| ())
+                ),
+                Err(CmsError::BadData)
+            );
         }
     }
 

@@ -1,8 +1,10 @@
-//! The Count-Min Sketch: `depth` rows of `width` 32-bit counters, row-major.
-//! Row `i` hashes an item with MurmurHash2 seeded by `i`; the item's cell in
-//! that row is the hash modulo the width.
+//! The Count-Min Sketch: `depth` rows of `width` counters, row-major, of
+//! 4 bytes (RedisBloom 2.8 and 8.10) or 1, 2, 4 or 8 (Redis 8.12's
+//! `CELL_SIZE`). Row `i` hashes an item with MurmurHash2 seeded by `i`; the
+//! item's cell in that row is the hash modulo the width.
 
 use super::args::Dimensions;
+use super::cells::{CellSize, Cells};
 use super::errors::CmsError;
 use crate::common::hash::murmur2_32;
 use crate::common::memory::{Limits, Relocate};
@@ -15,35 +17,20 @@ pub const OVERHEAD: u64 = 32;
 pub struct CountMinSketch {
     width: u64,
     depth: u64,
-    /// Sum of every increment, wrapping at 2^64 as RedisBloom's `size_t`.
+    /// Sum of every increment: wrapping at 2^64 as RedisBloom 2.8's
+    /// `size_t`, or kept within [0, 2^63 - 1] under Redis 8.12's rules.
     counter: u64,
-    counters: Vec<u32>,
+    cells: Cells,
 }
 
-/// The bytes of a `width x depth` counter array, or `None` past 2^64.
+/// The bytes of a `width x depth` array of 4-byte counters, or `None` past 2^64.
 pub fn array_bytes(width: u64, depth: u64) -> Option<u64> {
-    width.checked_mul(depth)?.checked_mul(4)
+    array_bytes_of(width, depth, CellSize::Four)
 }
 
-/// `cells` zeroed counters, allocated only if the memory is there (zeroed
-/// by the allocator, so that untouched pages stay untouched where it can).
-fn zeroed(cells: u64) -> Result<Vec<u32>, CmsError> {
-    let cells = usize::try_from(cells).map_err(|_| CmsError::InsufficientMemory)?;
-    if cells == 0 {
-        return Ok(Vec::new());
-    }
-    let layout = std::alloc::Layout::array::<u32>(cells).map_err(|_| CmsError::InsufficientMemory)?;
-    // SAFETY: the layout has a non-zero size; a null result is handled; the
-    // block holds `cells` zeroed u32 (all-zero is a valid u32) with exactly
-    // that capacity, allocated by the global allocator with u32's layout,
-    // as `Vec<u32>` frees it.
-    unsafe {
-        let ptr = std::alloc::alloc_zeroed(layout).cast::<u32>();
-        if ptr.is_null() {
-            return Err(CmsError::InsufficientMemory);
-        }
-        Ok(Vec::from_raw_parts(ptr, cells, cells))
-    }
+/// The bytes of a `width x depth` array of `cell` counters, or `None` past 2^64.
+pub fn array_bytes_of(width: u64, depth: u64, cell: CellSize) -> Option<u64> {
+    width.checked_mul(depth)?.checked_mul(cell.bytes())
 }
 
 /// A source of `CMS.MERGE`: the destination itself (which may be listed
@@ -55,16 +42,26 @@ pub enum Source<'a> {
 }
 
 impl CountMinSketch {
-    /// An all-zero sketch; its size is compared with `limits` before any
-    /// allocation.
+    /// An all-zero sketch of 4-byte cells; its size is compared with
+    /// `limits` before any allocation.
     pub fn new(dims: Dimensions, limits: Limits) -> Result<CountMinSketch, CmsError> {
+        CountMinSketch::with_cell_size(dims, CellSize::DEFAULT, limits)
+    }
+
+    /// An all-zero sketch of `cell` cells (`CELL_SIZE`); its size is
+    /// compared with `limits` before any allocation.
+    pub fn with_cell_size(
+        dims: Dimensions,
+        cell: CellSize,
+        limits: Limits,
+    ) -> Result<CountMinSketch, CmsError> {
         let Dimensions { width, depth } = dims;
         if width == 0 || depth == 0 {
             return Err(CmsError::InvalidInitArguments);
         }
-        let bytes = array_bytes(width, depth).ok_or(CmsError::InsufficientMemory)?;
+        let bytes = array_bytes_of(width, depth, cell).ok_or(CmsError::InsufficientMemory)?;
         limits.check(bytes.saturating_add(OVERHEAD))?;
-        Ok(CountMinSketch { width, depth, counter: 0, counters: zeroed(width * depth)? })
+        Ok(CountMinSketch { width, depth, counter: 0, cells: Cells::zeroed(cell, width * depth)? })
     }
 
     /// A sketch from its parts, checked: what RDB loading builds.
@@ -72,11 +69,11 @@ impl CountMinSketch {
         width: u64,
         depth: u64,
         counter: u64,
-        counters: Vec<u32>,
+        cells: Cells,
     ) -> Result<CountMinSketch, CmsError> {
         match width.checked_mul(depth) {
-            Some(cells) if width > 0 && cells as u128 == counters.len() as u128 => {
-                Ok(CountMinSketch { width, depth, counter, counters })
+            Some(n) if width > 0 && n as u128 == cells.len() as u128 => {
+                Ok(CountMinSketch { width, depth, counter, cells })
             }
             _ => Err(CmsError::BadData),
         }
@@ -90,43 +87,97 @@ impl CountMinSketch {
         self.depth
     }
 
-    /// The total of every increment (wraps at 2^64).
+    /// Bytes per counter.
+    pub fn cell_size(&self) -> CellSize {
+        self.cells.size()
+    }
+
+    /// The total of every increment.
     pub fn count(&self) -> u64 {
         self.counter
     }
 
-    pub fn counters(&self) -> &[u32] {
-        &self.counters
+    /// Counter `at` (row-major), for inspection; `None` past the end.
+    pub fn cell(&self, at: usize) -> Option<u64> {
+        (at < self.cells.len()).then(|| self.cells.get(at))
+    }
+
+    /// How many counters (`width * depth`).
+    pub fn cells(&self) -> usize {
+        self.cells.len()
     }
 
     /// The item's cell in `row`: RedisBloom passes the row number as the
     /// 32-bit seed.
     #[inline]
-    fn cell(&self, item: &[u8], row: u64) -> usize {
+    fn locate(&self, item: &[u8], row: u64) -> usize {
         let column = u64::from(murmur2_32(item, row as u32)) % self.width;
         (row * self.width + column) as usize
     }
 
-    /// `CMS.INCRBY`'s step for one item: each of its cells grows by
-    /// `by` modulo 2^32 and saturates at 4294967295 when that wrapped
-    /// (`new < by`), the total grows by `by`. Returns the item's new
-    /// estimate, 4294967295 meaning "overflow" in the reply.
-    pub fn increment(&mut self, item: &[u8], by: u64) -> u32 {
-        let mut min = u32::MAX;
+    /// `CMS.INCRBY`'s step for one item under RedisBloom 2.8's rules (the
+    /// levels before 8.12): each of its cells grows by `by` and saturates
+    /// at the cell's maximum when it would pass it (for 4-byte cells, 2.8's
+    /// "wrapped modulo 2^32 to less than `by`"), the total grows by `by`
+    /// modulo 2^64. Returns the item's new estimate; the cell maximum means
+    /// "overflow" in the reply.
+    pub fn increment(&mut self, item: &[u8], by: u64) -> u64 {
+        let max = self.cells.size().max();
+        let mut min = u64::MAX;
         for row in 0..self.depth {
-            let at = self.cell(item, row);
-            let cell = &mut self.counters[at];
-            let new = cell.wrapping_add(by as u32);
-            *cell = if u64::from(new) < by { u32::MAX } else { new };
-            min = min.min(*cell);
+            let at = self.locate(item, row);
+            let new = self.cells.get(at).checked_add(by).filter(|n| *n <= max).unwrap_or(max);
+            self.cells.set(at, new);
+            min = min.min(new);
         }
         self.counter = self.counter.wrapping_add(by);
         min
     }
 
+    /// `CMS.INCRBY`'s step for one item under Redis 8.12's rules: every
+    /// cell of the item changes by `by` (which may be negative), or none
+    /// does. Refused with `IncrbyOverflow` when the total would pass
+    /// 2^63 - 1 or a cell its maximum, `IncrbyUnderflow` when the total or
+    /// a cell would go below 0; a refused step changes nothing. Returns the
+    /// item's new estimate.
+    pub fn add(&mut self, item: &[u8], by: i64) -> Result<u64, CmsError> {
+        let max = self.cells.size().max();
+        let magnitude = by.unsigned_abs();
+        let room = (i64::MAX as u64).saturating_sub(self.counter);
+        if by > 0 && magnitude > room {
+            return Err(CmsError::IncrbyOverflow);
+        }
+        if by < 0 && magnitude > self.counter {
+            return Err(CmsError::IncrbyUnderflow);
+        }
+        let mut min = u64::MAX;
+        for row in 0..self.depth {
+            let at = self.locate(item, row);
+            let cell = self.cells.get(at);
+            let new = if by < 0 { cell.checked_sub(magnitude) } else { cell.checked_add(magnitude) };
+            match new.filter(|n| *n <= max) {
+                Some(new) => {
+                    self.cells.set(at, new);
+                    min = min.min(new);
+                }
+                None => {
+                    // Put back the rows already changed (rows never share a cell).
+                    for done in 0..row {
+                        let at = self.locate(item, done);
+                        let cell = self.cells.get(at);
+                        self.cells.set(at, if by < 0 { cell + magnitude } else { cell - magnitude });
+                    }
+                    return Err(if by < 0 { CmsError::IncrbyUnderflow } else { CmsError::IncrbyOverflow });
+                }
+            }
+        }
+        self.counter = if by < 0 { self.counter - magnitude } else { self.counter + magnitude };
+        Ok(min)
+    }
+
     /// The item's estimate: the smallest of its cells.
-    pub fn query(&self, item: &[u8]) -> u32 {
-        (0..self.depth).map(|row| self.counters[self.cell(item, row)]).min().unwrap_or(u32::MAX)
+    pub fn query(&self, item: &[u8]) -> u64 {
+        (0..self.depth).map(|row| self.cells.get(self.locate(item, row))).min().unwrap_or(u64::MAX)
     }
 
     /// True when `other` has this sketch's width and depth.
@@ -137,19 +188,24 @@ impl CountMinSketch {
     /// `CMS.MERGE`: every cell becomes the weighted sum of the sources'
     /// cells, the total the weighted sum of their totals (the destination's
     /// old values count only when it is listed). All sources must have the
-    /// destination's dimensions. Nothing changes when a cell's sum
-    /// overflows 64 signed bits or leaves [0, 4294967295], or the totals'
-    /// sum overflows or is negative: RedisBloom's pre-pass, in its order.
+    /// destination's dimensions and cell size. Nothing changes when a
+    /// cell's sum overflows 64 signed bits or leaves [0, cell maximum], or
+    /// the totals' sum overflows or is negative: RedisBloom's pre-pass, in
+    /// its order.
     pub fn merge(&mut self, sources: &[(Source<'_>, i64)]) -> Result<(), CmsError> {
         for (s, _) in sources {
             if let Source::Other(o) = s {
                 if !self.same_dimensions(o) {
                     return Err(CmsError::DimensionsDiffer);
                 }
+                if self.cell_size() != o.cell_size() {
+                    return Err(CmsError::CellSizeDiffers);
+                }
             }
         }
-        for (at, &own) in self.counters.iter().enumerate() {
-            weighted_cell(own, sources, at).ok_or(CmsError::MergeOverflow)?;
+        let max = self.cells.size().max();
+        for at in 0..self.cells.len() {
+            weighted_cell(&self.cells, sources, at, max).ok_or(CmsError::MergeOverflow)?;
         }
         let mut total = 0i64;
         for (s, w) in sources {
@@ -165,9 +221,9 @@ impl CountMinSketch {
         }
         // Each cell depends only on the same cell of the sources, so the
         // destination can be rewritten in place, cell by cell.
-        for at in 0..self.counters.len() {
-            self.counters[at] =
-                weighted_cell(self.counters[at], sources, at).expect("checked by the pre-pass");
+        for at in 0..self.cells.len() {
+            let sum = weighted_cell(&self.cells, sources, at, max).expect("checked by the pre-pass");
+            self.cells.set(at, sum);
         }
         self.counter = total as u64;
         Ok(())
@@ -176,27 +232,34 @@ impl CountMinSketch {
     /// Bytes `MEMORY USAGE` reports: the counters and the struct, as
     /// RedisBloom 8.6 counts them (2.8.2 reported twice the array).
     pub fn size_bytes(&self) -> u64 {
-        OVERHEAD + 4 * self.counters.len() as u64
+        OVERHEAD + self.cell_size().bytes() * self.cells.len() as u64
     }
 
-    /// The counters as RedisBloom stores them: u32 little-endian, row-major.
+    /// The counters as RedisBloom stores them: little-endian, row-major.
     pub fn counter_bytes(&self) -> Vec<u8> {
-        self.counters.iter().flat_map(|c| c.to_le_bytes()).collect()
+        self.cells.le_bytes()
     }
 
     /// A deep copy that reports allocation failure (for `COPY`).
     pub fn try_clone(&self) -> Result<CountMinSketch, CmsError> {
-        let mut counters = Vec::new();
-        counters.try_reserve_exact(self.counters.len()).map_err(|_| CmsError::InsufficientMemory)?;
-        counters.extend_from_slice(&self.counters);
-        Ok(CountMinSketch { counters, ..*self })
+        Ok(CountMinSketch { cells: self.cells.try_clone()?, ..*self })
+    }
+
+    /// The same sketch in 4-byte cells, as the levels before Redis 8.12
+    /// hold every sketch: narrower cells widened exactly, an 8-byte cell
+    /// above 4294967295 saturated there (2.8's "at least this much").
+    pub fn into_four_byte_cells(self) -> Result<CountMinSketch, CmsError> {
+        if self.cell_size() == CellSize::Four {
+            return Ok(self);
+        }
+        Ok(CountMinSketch { cells: self.cells.to_four()?, ..self })
     }
 
     /// Offers the counter array to active defrag (its one buffer, number 0).
     /// The sketch itself is the caller's to move.
     pub fn relocate(&mut self, from: usize, to: &mut impl Relocate) -> Option<usize> {
         if from == 0 {
-            to.vec(&mut self.counters);
+            self.cells.relocate(to);
         }
         None
     }
@@ -204,22 +267,23 @@ impl CountMinSketch {
 
 /// One cell of a merge: the weighted sum of the sources' cell `at` (`own`
 /// for the destination), `None` when a step overflows 64 signed bits or the
-/// sum leaves [0, 4294967295].
-fn weighted_cell(own: u32, sources: &[(Source<'_>, i64)], at: usize) -> Option<u32> {
+/// sum leaves [0, max].
+fn weighted_cell(own: &Cells, sources: &[(Source<'_>, i64)], at: usize, max: u64) -> Option<u64> {
     let mut sum = 0i64;
     for (s, w) in sources {
         let cell = match s {
-            Source::Destination => own,
-            Source::Other(o) => o.counters[at],
+            Source::Destination => own.get(at),
+            Source::Other(o) => o.cells.get(at),
         };
-        sum = sum.checked_add(i64::from(cell).checked_mul(*w)?)?;
+        sum = sum.checked_add(i64::try_from(cell).ok()?.checked_mul(*w)?)?;
     }
-    u32::try_from(sum).ok()
+    u64::try_from(sum).ok().filter(|s| *s <= max)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cms::CellSize;
     use crate::common::memory::TestMover;
 
     fn sketch(width: u64, depth: u64) -> CountMinSketch {
@@ -242,9 +306,9 @@ mod tests {
         assert_eq!(s.increment(b"foo", 3), 3);
         assert_eq!(s.increment(b"bar", 1), 1);
         // The DUMP vector's cells: foo at 5 and 8 + 2, bar at 7 and 8 + 1.
-        let mut want = [0u32; 16];
+        let mut want = [0u64; 16];
         (want[5], want[7], want[9], want[10]) = (3, 1, 1, 3);
-        assert_eq!(s.counters(), &want);
+        assert_eq!((0..16).map(|i| s.cell(i).unwrap()).collect::<Vec<_>>(), want);
         assert_eq!(s.count(), 4);
         assert_eq!(s.query(b"foo"), 3);
         assert_eq!(s.query(b"nothing"), 0);
@@ -256,18 +320,145 @@ mod tests {
     #[test]
     fn increments_saturate() {
         let mut s = sketch(4, 2);
-        assert_eq!(s.increment(b"a", u64::from(u32::MAX) - 1), u32::MAX - 1);
-        assert_eq!(s.increment(b"a", 1), u32::MAX, "exactly the maximum reads as overflow");
-        assert_eq!(s.increment(b"b", 1 << 32), u32::MAX, "any increment of 2^32 saturates");
+        let max = u64::from(u32::MAX);
+        assert_eq!(s.increment(b"a", max - 1), max - 1);
+        assert_eq!(s.increment(b"a", 1), max, "exactly the maximum reads as overflow");
+        assert_eq!(s.increment(b"b", 1 << 32), max, "any increment of 2^32 saturates");
         let mut s = sketch(4, 2);
         s.increment(b"a", 10);
-        assert_eq!(s.increment(b"a", u64::from(u32::MAX)), u32::MAX);
+        assert_eq!(s.increment(b"a", max), max);
         s.increment(b"x", i64::MAX as u64);
         s.increment(b"x", i64::MAX as u64);
         assert_eq!(
             s.count(),
             (10 + u64::from(u32::MAX)).wrapping_add(2 * (i64::MAX as u64)),
             "wraps at 2^64"
+        );
+    }
+
+    fn sized(width: u64, depth: u64, cell: CellSize) -> CountMinSketch {
+        CountMinSketch::with_cell_size(Dimensions { width, depth }, cell, Limits::NONE).unwrap()
+    }
+
+    /// Redis 8.12: a cell holds up to its size's maximum; one step past it
+    /// (or any increment larger than the cell) is refused and changes
+    /// nothing, the total included; so is a decrement below 0.
+    #[test]
+    fn cell_sized_increments_are_exact_or_refused() {
+        for cell in CellSize::ALL {
+            let max = cell.max();
+            let mut s = sized(1, 1, cell);
+            assert_eq!(s.add(b"a", max as i64), Ok(max));
+            assert_eq!(s.add(b"a", 1), Err(CmsError::IncrbyOverflow), "{cell:?}");
+            assert_eq!((s.query(b"a"), s.count()), (max, max));
+            assert_eq!(s.add(b"a", -(max as i64)), Ok(0));
+            assert_eq!(s.add(b"a", -1), Err(CmsError::IncrbyUnderflow));
+            assert_eq!((s.query(b"a"), s.count()), (0, 0));
+            assert_eq!(s.add(b"a", 0), Ok(0), "a zero increment reports the estimate");
+            let mut wide = sized(20, 5, cell);
+            if cell != CellSize::Eight {
+                assert_eq!(wide.add(b"a", max as i64 + 1), Err(CmsError::IncrbyOverflow), "in one shot");
+                assert_eq!((wide.query(b"a"), wide.count()), (0, 0));
+            }
+            assert_eq!(wide.add(b"a", 200.min(max as i64)), Ok(200.min(max)));
+            assert_eq!(wide.add(b"a", -150), Ok(200.min(max) - 150));
+            assert_eq!(wide.add(b"a", -51), Err(CmsError::IncrbyUnderflow));
+            assert_eq!(wide.add(b"a", i64::MIN), Err(CmsError::IncrbyUnderflow));
+        }
+    }
+
+    /// A refused step puts back the rows it had already changed.
+    #[test]
+    fn a_refused_step_undoes_its_rows() {
+        let mut s = sized(2, 4, CellSize::One);
+        assert_eq!(s.add(b"filler", 200), Ok(200));
+        let before = s.try_clone().unwrap();
+        // Some of "a"'s cells are "filler"'s (width 2), some are not.
+        assert_eq!(s.add(b"a", 100), Err(CmsError::IncrbyOverflow));
+        assert_eq!(s, before);
+        assert_eq!(s.add(b"filler", 1), Ok(201));
+        // Underflow on a row past the first: an item whose first cell is
+        // "filler"'s (at 200) and a later one is empty.
+        let mut t = sized(2, 4, CellSize::Four);
+        t.add(b"filler", 200).unwrap();
+        t.counter = 1000;
+        let before = t.try_clone().unwrap();
+        let item = (0..1000)
+            .map(|i| format!("a{i}"))
+            .find(|i| {
+                let cell = |row| t.cells.get(t.locate(i.as_bytes(), row));
+                cell(0) > 0 && (1..4).any(|row| cell(row) == 0)
+            })
+            .expect("such an item among 1000");
+        assert_eq!(t.add(item.as_bytes(), -1), Err(CmsError::IncrbyUnderflow));
+        assert_eq!(t, before);
+    }
+
+    /// The total is a RESP integer: it stops at 2^63 - 1 even when the
+    /// item's own cells have room, and cannot go below 0.
+    #[test]
+    fn the_total_is_capped() {
+        let mut s = sized(100, 1, CellSize::Eight);
+        assert_eq!(s.add(b"a", i64::MAX), Ok(i64::MAX as u64));
+        let other = (0..1000).map(|i| format!("x{i}")).find(|i| s.query(i.as_bytes()) == 0).unwrap();
+        assert_eq!(s.add(other.as_bytes(), 1), Err(CmsError::IncrbyOverflow));
+        assert_eq!((s.query(other.as_bytes()), s.count()), (0, i64::MAX as u64));
+        // A total below a cell's value (a crafted load) refuses the decrement.
+        let mut t = sized(20, 5, CellSize::Four);
+        t.add(b"a", 7).unwrap();
+        t.counter = 0;
+        assert_eq!(t.add(b"a", -7), Err(CmsError::IncrbyUnderflow));
+        assert_eq!(t.query(b"a"), 7);
+    }
+
+    #[test]
+    fn merges_need_the_same_cell_size_and_stay_within_it() {
+        let mut a = sized(20, 5, CellSize::Two);
+        let mut b = sized(20, 5, CellSize::Two);
+        let mut d = sized(20, 5, CellSize::Two);
+        a.add(b"x", 10).unwrap();
+        b.add(b"x", 7).unwrap();
+        d.merge(&[(Source::Other(&a), 1), (Source::Other(&b), 1)]).unwrap();
+        assert_eq!((d.query(b"x"), d.count()), (17, 17));
+        d.merge(&[(Source::Other(&a), 1000), (Source::Other(&b), 1)]).unwrap();
+        assert_eq!(d.query(b"x"), 10007);
+        let before = d.try_clone().unwrap();
+        assert_eq!(
+            d.merge(&[(Source::Other(&a), 10000), (Source::Other(&b), 1)]),
+            Err(CmsError::MergeOverflow)
+        );
+        assert_eq!(d, before);
+        let four = sized(20, 5, CellSize::Four);
+        assert_eq!(d.merge(&[(Source::Other(&four), 1)]), Err(CmsError::CellSizeDiffers));
+        let narrow = sized(10, 5, CellSize::Four);
+        assert_eq!(
+            d.merge(&[(Source::Other(&narrow), 1)]),
+            Err(CmsError::DimensionsDiffer),
+            "dimensions first"
+        );
+        assert_eq!(d, before);
+    }
+
+    #[test]
+    fn sizes_follow_the_cell_size() {
+        for cell in CellSize::ALL {
+            assert_eq!(sized(1000, 5, cell).size_bytes(), 32 + 5000 * cell.bytes());
+        }
+        assert_eq!(
+            CountMinSketch::with_cell_size(
+                Dimensions { width: 1 << 20, depth: 1 },
+                CellSize::Eight,
+                Limits::at_most(1 << 22)
+            ),
+            Err(CmsError::TooLarge { bytes: (1 << 23) + 32, limit: 1 << 22 })
+        );
+        let s = sized(3, 1, CellSize::Eight);
+        let mut s = s;
+        s.add(b"a", 5_000_000_000).unwrap();
+        let four = s.into_four_byte_cells().unwrap();
+        assert_eq!(
+            (four.cell_size(), four.query(b"a"), four.count()),
+            (CellSize::Four, 4294967295, 5_000_000_000)
         );
     }
 
@@ -296,7 +487,7 @@ mod tests {
         assert_eq!(d.merge(&[(Source::Other(&small), 1)]), Err(CmsError::DimensionsDiffer));
         // Weight 0 empties it.
         d.merge(&[(Source::Destination, 0)]).unwrap();
-        assert_eq!((d.count(), d.counters().iter().max()), (0, Some(&0)));
+        assert_eq!((d.count(), (0..d.cells()).filter_map(|i| d.cell(i)).max()), (0, Some(0)));
     }
 
     /// Issue 31, exact self-merge: `CMS.MERGE d 2 d d` repeated doubles
@@ -317,8 +508,8 @@ mod tests {
                 Ok(()) => {
                     doublings += 1;
                     assert_eq!(d.count(), 2 * before.count());
-                    for (x, y) in d.counters().iter().zip(before.counters()) {
-                        assert_eq!(u64::from(*x), 2 * u64::from(*y));
+                    for i in 0..d.cells() {
+                        assert_eq!(d.cell(i), before.cell(i).map(|c| 2 * c));
                     }
                 }
                 Err(e) => {

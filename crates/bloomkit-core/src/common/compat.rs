@@ -16,6 +16,11 @@ pub enum Compat {
     RedisBloom28,
     /// RedisBloom 8, built into Redis 8 (`redisbloom-8`).
     RedisBloom8,
+    /// Redis 8.12's RedisBloom (`redisbloom-8.12`): RedisBloom 8 with the
+    /// Count-Min Sketch of PRs #1063/#1064/#1066 (`CELL_SIZE`, negative
+    /// increments, encoding version 1). Everything else answers as
+    /// `redisbloom-8`.
+    RedisBloom812,
     /// valkey-bloom 1.0, the module Valkey ships (`valkey-bloom`). Chosen
     /// when the module loads: it decides how `BF.*` commands are registered.
     ValkeyBloom,
@@ -23,13 +28,15 @@ pub enum Compat {
 
 impl Compat {
     /// Every level, in the order `bf.compat` lists them.
-    pub const ALL: [Compat; 3] = [Compat::RedisBloom28, Compat::RedisBloom8, Compat::ValkeyBloom];
+    pub const ALL: [Compat; 4] =
+        [Compat::RedisBloom28, Compat::RedisBloom8, Compat::RedisBloom812, Compat::ValkeyBloom];
 
     /// The value `bf.compat` takes for this level.
     pub fn name(self) -> &'static str {
         match self {
             Compat::RedisBloom28 => "redisbloom-2.8",
             Compat::RedisBloom8 => "redisbloom-8",
+            Compat::RedisBloom812 => "redisbloom-8.12",
             Compat::ValkeyBloom => "valkey-bloom",
         }
     }

@@ -13,9 +13,10 @@
 use std::ptr::NonNull;
 
 use bloomkit_core::cms::args::{
-    check_incrby_arity, check_merge_arity, parse_incrby, parse_initbydim, parse_initbyprob, parse_merge,
+    check_incrby_arity, check_init_arity_with, check_merge_arity, parse_incrby, parse_incrby_signed,
+    parse_initbydim_with, parse_initbyprob_with, parse_merge,
 };
-use bloomkit_core::cms::{CmsError, CountMinSketch, Dimensions, Source};
+use bloomkit_core::cms::{CmsError, CountMinSketch, Init, Rules, Source};
 use bloomkit_core::{Reply, ReplyError};
 
 use super::counters::{self, COUNTERS};
@@ -30,14 +31,14 @@ fn existing(key: &Key) -> Result<NonNull<CountMinSketch>, Reply> {
     keys::lookup::<CountMinSketch>(key)?.ok_or_else(|| CmsError::KeyMissing.into())
 }
 
-/// `CMS.INITBYDIM key width depth`
+/// `CMS.INITBYDIM key width depth [CELL_SIZE n]` (`CELL_SIZE` at `redisbloom-8.12`)
 pub fn initbydim(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    create(ctx, argv, parse_initbydim, c"cms.initbydim")
+    create(ctx, argv, parse_initbydim_with, c"cms.initbydim")
 }
 
-/// `CMS.INITBYPROB key error probability`
+/// `CMS.INITBYPROB key error probability [CELL_SIZE n]` (`CELL_SIZE` at `redisbloom-8.12`)
 pub fn initbyprob(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    create(ctx, argv, parse_initbyprob, c"cms.initbyprob")
+    create(ctx, argv, parse_initbyprob_with, c"cms.initbyprob")
 }
 
 /// Both creations: any value in the key (of any type) is refused first,
@@ -46,20 +47,19 @@ pub fn initbyprob(ctx: Ctx, argv: &[Arg]) -> Outcome {
 fn create(
     ctx: Ctx,
     argv: &[Arg],
-    parse: fn(&[Arg]) -> Result<Dimensions, CmsError>,
+    parse: fn(&[Arg], Rules) -> Result<Init, CmsError>,
     event: &'static std::ffi::CStr,
 ) -> Outcome {
-    if argv.len() != 4 {
-        return Err(Reply::WrongArity);
-    }
+    let rules = config::cms_rules();
+    check_init_arity_with(argv, rules)?;
     let key = Key::open(ctx, &argv[1], true);
     if !matches!(key.slot::<CountMinSketch>(CountMinSketch::data_type()), Slot::Empty) {
         return Err(CmsError::KeyExists.into());
     }
-    let dims = parse(argv)?;
-    let sketch = CountMinSketch::new(dims, config::limits(ctx)).inspect_err(|_| {
+    let Init { dims, cell } = parse(argv, rules)?;
+    let sketch = CountMinSketch::with_cell_size(dims, cell, config::limits(ctx)).inspect_err(|_| {
         COUNTERS.add(counters::REFUSED, 1);
-        })?;
+    })?;
     keys::store(&key, sketch)?;
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
@@ -68,8 +68,12 @@ fn create(
 }
 
 /// `CMS.INCRBY key item increment [item increment ...]`: every increment is
-/// parsed before any is applied; an item whose estimate reaches 4294967295
-/// answers `CMS: INCRBY overflow` in its place of the array.
+/// parsed before any is applied. Before Redis 8.12 an item whose estimate
+/// reaches 4294967295 answers `CMS: INCRBY overflow` in its place of the
+/// array; under 8.12's rules increments may be negative, and an item whose
+/// change would take a cell (or the total) out of range is not applied and
+/// answers `CMS: INCRBY overflow` or `CMS: INCRBY underflow` in its place,
+/// the other items applied (as Redis 8.12 does).
 ///
 /// The key is opened for writing, so that `WATCH` and client-side caching
 /// see the change (2.8.2 opened it read-only; RedisBloom 2.8.5 and 8.1 fixed it).
@@ -77,15 +81,34 @@ pub fn incrby(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_incrby_arity(argv)?;
     let key = Key::open(ctx, &argv[1], true);
     let mut sketch = existing(&key)?;
-    let increments = parse_incrby(argv)?;
-    // SAFETY: the keyspace owns the sketch and nothing else touches it while
-    // this command runs (commands run one at a time on the main thread).
-    let sketch = unsafe { sketch.as_mut() };
-    ctx.reply_array(increments.len());
-    for (pair, by) in argv[2..].chunks_exact(2).zip(increments) {
-        match sketch.increment(pair[0].bytes(), by) {
-            u32::MAX => ctx.reply_error(&CmsError::IncrbyOverflow.message()),
-            estimate => ctx.reply_i64(i64::from(estimate)),
+    match config::cms_rules() {
+        Rules::Classic => {
+            let increments = parse_incrby(argv)?;
+            // SAFETY: the keyspace owns the sketch and nothing else touches it
+            // while this command runs (commands run one at a time on the main thread).
+            let sketch = unsafe { sketch.as_mut() };
+            let max = sketch.cell_size().max();
+            ctx.reply_array(increments.len());
+            for (pair, by) in argv[2..].chunks_exact(2).zip(increments) {
+                match sketch.increment(pair[0].bytes(), by) {
+                    estimate if estimate == max => ctx.reply_error(&CmsError::IncrbyOverflow.message()),
+                    estimate => ctx.reply_i64(estimate as i64),
+                }
+            }
+        }
+        Rules::CellSized => {
+            let increments = parse_incrby_signed(argv)?;
+            // SAFETY: the keyspace owns the sketch and nothing else touches it
+            // while this command runs (commands run one at a time on the main thread).
+            let sketch = unsafe { sketch.as_mut() };
+            ctx.reply_array(increments.len());
+            for (pair, by) in argv[2..].chunks_exact(2).zip(increments) {
+                match sketch.add(pair[0].bytes(), by) {
+                    // At most 2^63 - 1 (the largest 8-byte cell).
+                    Ok(estimate) => ctx.reply_i64(estimate as i64),
+                    Err(e) => ctx.reply_error(&e.message()),
+                }
+            }
         }
     }
     COUNTERS.add(counters::INCREMENTS, (argv.len() as u64 - 2) / 2);
@@ -105,7 +128,8 @@ pub fn query(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let items = &argv[2..];
     ctx.reply_array(items.len());
     for item in items {
-        ctx.reply_i64(i64::from(sketch.query(item.bytes())));
+        // At most 2^63 - 1 (the largest 8-byte cell).
+        ctx.reply_i64(sketch.query(item.bytes()) as i64);
     }
     COUNTERS.add(counters::QUERIES, items.len() as u64);
     Ok(())
@@ -113,7 +137,7 @@ pub fn query(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `CMS.MERGE destination numKeys source [source ...] [WEIGHTS weight ...]`:
 /// the destination's checks, then numKeys and the shape, then each source
-/// in turn (its weight, its key, its dimensions), then the overflow
+/// in turn (its weight, its key, its dimensions, its cell size), then the overflow
 /// pre-pass; nothing changes unless all pass. The destination may be among
 /// its sources.
 pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
@@ -133,8 +157,12 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
             // SAFETY: owned by the keyspace and not the destination: only read.
             let other = unsafe { found.as_ref() };
             // SAFETY: the destination is only read here.
-            if !unsafe { dest.as_ref() }.same_dimensions(other) {
+            let dest = unsafe { dest.as_ref() };
+            if !dest.same_dimensions(other) {
                 return Err(CmsError::DimensionsDiffer.into());
+            }
+            if dest.cell_size() != other.cell_size() {
+                return Err(CmsError::CellSizeDiffers.into());
             }
             sources.push((Some(found), weight));
         }
@@ -158,8 +186,9 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
     Ok(())
 }
 
-/// `CMS.INFO key` → width, depth and count (a flat array in RESP2, a map
-/// in RESP3); the count printed signed, as RedisBloom prints it.
+/// `CMS.INFO key` → width, depth and count, and under Redis 8.12's rules
+/// `cell_size` (a flat array in RESP2, a map in RESP3); the count printed
+/// signed, as RedisBloom prints it.
 pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if argv.len() != 2 {
         return Err(Reply::WrongArity);
@@ -167,8 +196,12 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let key = Key::open(ctx, &argv[1], false);
     // SAFETY: owned by the keyspace, read only while the key is open.
     let sketch = unsafe { existing(&key)?.as_ref() };
-    ctx.reply_map(3);
-    for (label, value) in [(c"width", sketch.width()), (c"depth", sketch.depth()), (c"count", sketch.count())] {
+    let mut fields = vec![(c"width", sketch.width()), (c"depth", sketch.depth()), (c"count", sketch.count())];
+    if config::cms_rules() == Rules::CellSized {
+        fields.push((c"cell_size", sketch.cell_size().bytes()));
+    }
+    ctx.reply_map(fields.len());
+    for (label, value) in fields {
         ctx.reply_simple(label);
         ctx.reply_i64(value as i64);
     }

@@ -1,14 +1,17 @@
 //! The `CMSk-TYPE` data type: what a Count-Min Sketch owes the server,
 //! through the shared callbacks of [`crate::value`].
 //!
-//! Same name and encoding version as RedisBloom, so that its RDB files and
-//! DUMP payloads load here and ours load there. The field order lives in
+//! Same name and encoding versions as RedisBloom, so that its RDB files and
+//! DUMP payloads load here and ours load there: version 0 (RedisBloom 2.8
+//! and 8.10) at the older levels, version 1 (Redis 8.12) at
+//! `redisbloom-8.12`; both load at every level. The field order lives in
 //! `bloomkit_core::cms`.
 
 use std::ffi::c_int;
 
-use bloomkit_core::cms::{CountMinSketch, ENCODING_VERSION, TYPE_NAME};
+use bloomkit_core::cms::{CellSize, CountMinSketch, ENCODING_VERSION, TYPE_NAME};
 
+use crate::config;
 use crate::io::IoWriter;
 use crate::keys::{DataType, Stored};
 use crate::stats::Counters;
@@ -33,28 +36,39 @@ impl Value for CountMinSketch {
     const TYPE_NAME: &'static str = TYPE_NAME;
     const ENCODING_VERSION: c_int = ENCODING_VERSION;
 
-    /// A value that does not describe a sketch is refused (2.8.2 took it unchecked).
+    /// 1 at `redisbloom-8.12`, else 0 (the level is fixed once loaded).
+    fn encoding_version() -> c_int {
+        config::cms_rules().encoding_version()
+    }
+
+    /// A value that does not describe a sketch is refused (2.8.2 took it
+    /// unchecked), and so is what Redis 8.12 refuses; a version-1 sketch
+    /// loads at the older levels in 4-byte cells.
     fn load(from: &mut Load) -> Result<Self, String> {
-        CountMinSketch::load(&mut from.reader(), from.encver, from.limits()).map_err(|e| e.to_string())
+        CountMinSketch::load_with(&mut from.reader(), from.encver, from.limits(), config::cms_rules())
+            .map_err(|e| e.to_string())
     }
 
     fn save(&mut self, to: &mut IoWriter) {
-        CountMinSketch::save(self, to)
+        CountMinSketch::save_with(self, to, config::cms_rules())
     }
 
-    /// `32 + 4 * width * depth`, as RedisBloom 8.6 reports (2.8.2 counted
-    /// the array twice).
+    /// `32 + n * width * depth` for cells of n bytes, as RedisBloom 8.6
+    /// reports for 4 (2.8.2 counted the array twice).
     fn memory(&self) -> usize {
         self.size_bytes() as usize
     }
 
-    /// Dimensions, total and every counter.
+    /// Dimensions, total, cell size (when not 4, so that 4-byte sketches
+    /// keep their digests) and every counter.
     fn digest(&mut self, out: &mut DigestOut) {
-        let mut header = [0u8; 24];
+        let mut header = [0u8; 25];
         header[..8].copy_from_slice(&self.width().to_le_bytes());
         header[8..16].copy_from_slice(&self.depth().to_le_bytes());
-        header[16..].copy_from_slice(&self.count().to_le_bytes());
-        out.buffers(&[&header, &self.counter_bytes()]);
+        header[16..24].copy_from_slice(&self.count().to_le_bytes());
+        header[24] = self.cell_size().bytes() as u8;
+        let header = if self.cell_size() == CellSize::Four { &header[..24] } else { &header[..] };
+        out.buffers(&[header, &self.counter_bytes()]);
     }
 
     fn copy(&self) -> Option<Self> {
@@ -65,6 +79,6 @@ impl Value for CountMinSketch {
     /// built here (uncompressed, framed for RDB version 9, which every
     /// supported server restores) rather than through a `DUMP` call.
     fn rewrite(&mut self, aof: &mut Rewrite) {
-        aof.chunk(c"RESTORE", 0, &self.dump_payload());
+        aof.chunk(c"RESTORE", 0, &self.dump_payload_with(config::cms_rules()));
     }
 }

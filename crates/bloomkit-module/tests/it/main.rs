@@ -9,6 +9,7 @@ mod cf_differential;
 mod cf_hostile;
 mod cf_persistence;
 mod claims;
+mod cms_cell_size;
 mod cms_defrag;
 mod cms_differential;
 mod cms_hostile;
