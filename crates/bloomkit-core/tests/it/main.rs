@@ -3,6 +3,7 @@
 
 mod apbf;
 mod bitmap_layouts;
+mod cms_cell_size;
 mod codecs;
 mod cuckoo;
 mod cuckoo_false_positive_rate;
