@@ -337,6 +337,11 @@ fn impossible_version_1_payloads_are_refused() {
     let mut huge_cell = v1_body(8);
     huge_cell[21 + 8 + 7] = 0x80; // cell 1 (foo's, 3) becomes 2^63 + 3
     cases.push(("8-byte cell past 2^63 - 1", huge_cell));
+    let mut huge = v1_body(8);
+    // Width 2^40 of 8-byte cells: 8 TiB, refused by bf.max-filter-bytes
+    // before the counters are read.
+    huge.splice(11..12, [0x81, 0, 0, 1, 0, 0, 0, 0, 0]);
+    cases.push(("8 TiB of counters", huge));
     let mut zero_width = v1_body(1);
     zero_width[11] = 0;
     cases.push(("width 0", zero_width));
