@@ -75,7 +75,11 @@ pub unsafe fn defrag<T>(
             Some(c) if c > 0 => usize::try_from(c - 1).unwrap_or(usize::MAX),
             // SAFETY: the caller's guarantees; no reference to the value is alive.
             _ => unsafe {
+                let before = *value;
                 d.value::<T>(value);
+                if *value != before {
+                    crate::stats::held::moved(before, *value);
+                }
                 0
             },
         };
@@ -122,20 +126,53 @@ pub trait Stored: Sized {
     fn into_value(self) -> *mut c_void {
         Self::COUNTERS.created(self.counted_bytes());
         self.tally(true);
-        Box::into_raw(Box::new(self)).cast()
+        let value = Box::into_raw(Box::new(self)).cast();
+        crate::stats::held::insert(value, count::<Self>);
+        value
     }
 
     /// Takes back a value made by `into_value` (freed by the keyspace, or
-    /// refused by it), uncounting it.
+    /// refused by it), uncounting it unless it was uncounted when it left
+    /// the keyspace.
     ///
     /// # Safety
     /// `value` must come from `into_value` and not be used afterwards.
     unsafe fn free_value(value: *mut c_void) {
+        if crate::stats::held::remove(value) {
+            // SAFETY: the caller's guarantee: a live value of this type.
+            unsafe { count::<Self>(value, false) };
+        }
         // SAFETY: the caller's guarantee.
-        let v = unsafe { Box::from_raw(value.cast::<Self>()) };
-        Self::COUNTERS.freed(v.counted_bytes());
-        v.tally(false);
+        drop(unsafe { Box::from_raw(value.cast::<Self>()) });
     }
+}
+
+/// Puts a value in its counters (`true`: it is back in the keyspace) or
+/// takes it out (it left the keyspace, or is freed).
+///
+/// # Safety
+/// `value` must be a live value made by `T::into_value`.
+unsafe fn count<T: Stored>(value: *const c_void, entering: bool) {
+    // SAFETY: the caller's guarantee.
+    let v = unsafe { &*value.cast::<T>() };
+    if entering {
+        T::COUNTERS.created(v.counted_bytes());
+    } else {
+        T::COUNTERS.freed(v.counted_bytes());
+    }
+    v.tally(entering);
+}
+
+/// Every data type's `unlink` callback: the key left the keyspace (DEL,
+/// UNLINK, expiry, eviction, an overwrite; MOVE and RENAME too, which the
+/// new name's event undoes), so its counters drop now, even when a
+/// background thread frees the value later (see `stats::unlink_counts`).
+pub extern "C" fn unlink_callback(_key: *mut raw::RedisModuleString, value: *const c_void) {
+    crate::ffi::guard((), || {
+        if crate::stats::unlink_counts() {
+            crate::stats::held::leave(value);
+        }
+    })
 }
 
 /// Every data type's `free` callback: the value goes back through its

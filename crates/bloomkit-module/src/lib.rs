@@ -79,6 +79,7 @@ fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
     // SAFETY: valid context during OnLoad.
     unsafe { api!(RedisModule_SetModuleOptions)(ctx, raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int) };
     config::apply_load_args(args)?;
+    stats::subscribe(ctx);
     // The settings first: `bf.compat` (from a load argument or the
     // configuration file) decides how BF.* is registered and the encoding
     // version CMSk-TYPE registers with.

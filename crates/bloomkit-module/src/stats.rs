@@ -176,3 +176,235 @@ pub fn write_module_fields(ctx: *mut raw::RedisModuleInfoCtx) {
         );
     }
 }
+
+/// The values bloomkit has made, by address, each with how to count and
+/// uncount it, so that a value is in its counters exactly while it is in
+/// the keyspace: it leaves them when it leaves the keyspace (the `unlink`
+/// callback, a flush), even when a background thread frees it later, and
+/// comes back when a MOVE or RENAME (which unlink it from its old name on
+/// some servers) puts it back. Values are freed on a background thread
+/// under lazy-free, so the map is behind a lock; it is touched only when
+/// values are made, leave, move or are freed, never by reads or writes.
+pub mod held {
+    use std::collections::BTreeMap;
+    use std::ffi::c_void;
+    use std::sync::Mutex;
+
+    /// Counts (`true`) or uncounts a live value of the type that registered it.
+    pub type Count = unsafe fn(*const c_void, bool);
+
+    struct Entry {
+        count: Count,
+        /// Out of its counters: it left the keyspace.
+        left: bool,
+    }
+
+    static HELD: Mutex<BTreeMap<usize, Entry>> = Mutex::new(BTreeMap::new());
+
+    fn held() -> std::sync::MutexGuard<'static, BTreeMap<usize, Entry>> {
+        // A panic while holding the lock cannot leave the map half-changed.
+        HELD.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A value made and counted.
+    pub fn insert(value: *const c_void, count: Count) {
+        held().insert(value as usize, Entry { count, left: false });
+    }
+
+    /// A value being freed: whether it was still counted (and is no more).
+    pub fn remove(value: *const c_void) -> bool {
+        held().remove(&(value as usize)).is_some_and(|e| !e.left)
+    }
+
+    /// A value left the keyspace: uncount it now.
+    pub fn leave(value: *const c_void) {
+        set(value, false);
+    }
+
+    /// A value is back in the keyspace under another name or database
+    /// (MOVE, RENAME): count it again if its old name's unlink uncounted it.
+    pub fn arrive(value: *const c_void) {
+        set(value, true);
+    }
+
+    fn set(value: *const c_void, counted: bool) {
+        let mut map = held();
+        if let Some(e) = map.get_mut(&(value as usize)) {
+            if e.left == counted {
+                e.left = !counted;
+                // SAFETY: the map holds only live values (an entry goes
+                // when its value is freed), each with its own type's function.
+                unsafe { (e.count)(value, counted) };
+            }
+        }
+    }
+
+    /// Active defrag moved a value: its entry follows it (the old address
+    /// is free, and may soon hold something else).
+    pub fn moved(from: *const c_void, to: *const c_void) {
+        let mut map = held();
+        if let Some(e) = map.remove(&(from as usize)) {
+            map.insert(to as usize, e);
+        }
+    }
+
+    /// Every value left the keyspace at once (FLUSHALL, or a replica
+    /// emptying itself for a full sync): uncount them all now.
+    pub fn leave_all() {
+        for (value, e) in held().iter_mut().filter(|(_, e)| !e.left) {
+            e.left = true;
+            // SAFETY: as in `set`: the flush has not freed them yet.
+            unsafe { (e.count)(*value as *const c_void, false) };
+        }
+    }
+}
+
+/// MOVE and RENAME: on some servers the old name's unlink uncounted the
+/// value; its new name counts it again.
+extern "C" fn on_generic_event(
+    ctx: *mut raw::RedisModuleCtx,
+    _type: std::ffi::c_int,
+    event: *const std::ffi::c_char,
+    key: *mut raw::RedisModuleString,
+) -> std::ffi::c_int {
+    crate::ffi::guard(0, || {
+        if event.is_null() || key.is_null() {
+            return 0;
+        }
+        // SAFETY: the server passes a NUL-terminated event name.
+        let name = unsafe { CStr::from_ptr(event) }.to_bytes();
+        if name == b"move_to" || name == b"rename_to" {
+            // SAFETY: the callback's context has the new name's database
+            // selected; the key is opened for reading and closed here.
+            unsafe {
+                let k = api!(RedisModule_OpenKey)(ctx, key, raw::REDISMODULE_READ as i32)
+                    .cast::<raw::RedisModuleKey>();
+                if !k.is_null() {
+                    let value = api!(RedisModule_ModuleTypeGetValue)(k);
+                    if !value.is_null() {
+                        held::arrive(value);
+                    }
+                    api!(RedisModule_CloseKey)(k);
+                }
+            }
+        }
+        0
+    })
+}
+
+/// `FLUSHALL`, `FLUSHDB` and a replica's emptying, sync or async: the
+/// values leave their counters when the flush starts, not when a
+/// background thread frees them, so `INFO bf` reads 0 right after.
+extern "C" fn on_flush(
+    ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    subevent: u64,
+    data: *mut std::ffi::c_void,
+) {
+    crate::ffi::guard((), || {
+        if subevent != raw::REDISMODULE_SUBEVENT_FLUSHDB_START || data.is_null() {
+            return;
+        }
+        // SAFETY: for this event the server passes a RedisModuleFlushInfo.
+        let db = unsafe { (*data.cast::<raw::RedisModuleFlushInfo>()).dbnum };
+        if db == -1 {
+            held::leave_all();
+        } else {
+            leave_db(ctx, db);
+        }
+    })
+}
+
+/// Uncounts the values of one database about to be flushed: its keys are
+/// scanned (the only way to know which values are in it).
+fn leave_db(ctx: *mut raw::RedisModuleCtx, db: i32) {
+    extern "C" fn each(
+        _ctx: *mut raw::RedisModuleCtx,
+        _name: *mut raw::RedisModuleString,
+        key: *mut raw::RedisModuleKey,
+        _privdata: *mut std::ffi::c_void,
+    ) {
+        crate::ffi::guard((), || {
+            if key.is_null() {
+                return;
+            }
+            // SAFETY: a key the scan opened; NULL for keys of other types.
+            let value = unsafe { api!(RedisModule_ModuleTypeGetValue)(key) };
+            if !value.is_null() {
+                held::leave(value);
+            }
+        })
+    }
+    // SAFETY: the event's context; the cursor is freed below; the scan
+    // runs on the main thread before the flush.
+    unsafe {
+        let selected = api!(RedisModule_GetSelectedDb)(ctx);
+        if api!(RedisModule_SelectDb)(ctx, db) != raw::REDISMODULE_OK as i32 {
+            return;
+        }
+        let cursor = api!(RedisModule_ScanCursorCreate)();
+        while api!(RedisModule_Scan)(ctx, cursor, Some(each), std::ptr::null_mut()) != 0 {}
+        api!(RedisModule_ScanCursorDestroy)(cursor);
+        api!(RedisModule_SelectDb)(ctx, selected);
+    }
+}
+
+/// Whether a value leaves its counters at its key's `unlink` (and comes
+/// back at MOVE's and RENAME's new name). Off where the server cannot tell
+/// a module of those events safely: Valkey 8.1 to 9.0 run a module's
+/// keyspace callback on the client that sent the command and leave it on
+/// the event's database (valkey-io/valkey#4024: after a MOVE the client is
+/// on the destination database). There, values leave their counters when
+/// freed, as before, and flushes still uncount them at once.
+static UNLINK_COUNTS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn unlink_counts() -> bool {
+    UNLINK_COUNTS.load(Relaxed)
+}
+
+/// Valkey's version as (major, minor), or `None` on Redis.
+fn valkey_version(ctx: *mut raw::RedisModuleCtx) -> Option<(u32, u32)> {
+    if !crate::ffi::has_api!(RedisModule_GetServerInfo) {
+        return Some((0, 0)); // too old to say: the safe side
+    }
+    // SAFETY: valid context during OnLoad; the data is freed before returning
+    // and the field is copied out first.
+    unsafe {
+        let info = api!(RedisModule_GetServerInfo)(ctx, c"server".as_ptr());
+        if info.is_null() {
+            return Some((0, 0));
+        }
+        let p = api!(RedisModule_ServerInfoGetFieldC)(info, c"valkey_version".as_ptr());
+        let version = (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned());
+        api!(RedisModule_FreeServerInfo)(ctx, info);
+        version.map(|v| {
+            let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+            (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+        })
+    }
+}
+
+/// Subscribes to the flush event and, where it is safe, to MOVE's and
+/// RENAME's (at load).
+pub fn subscribe(ctx: *mut raw::RedisModuleCtx) {
+    let safe = match valkey_version(ctx) {
+        None => true,
+        Some(version) => version >= (9, 1),
+    };
+    if safe && crate::ffi::has_api!(RedisModule_SubscribeToKeyspaceEvents) {
+        UNLINK_COUNTS.store(true, Relaxed);
+        // SAFETY: valid context during OnLoad; a callback of the declared signature.
+        unsafe {
+            api!(RedisModule_SubscribeToKeyspaceEvents)(
+                ctx,
+                raw::REDISMODULE_NOTIFY_GENERIC,
+                Some(on_generic_event),
+            )
+        };
+    }
+    if crate::ffi::has_api!(RedisModule_SubscribeToServerEvent) {
+        let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_FLUSHDB, dataver: 1 };
+        // SAFETY: valid context during OnLoad; a callback of the declared signature.
+        unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx, event, Some(on_flush)) };
+    }
+}

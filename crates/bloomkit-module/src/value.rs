@@ -138,6 +138,7 @@ pub fn register<T: Value>(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
         m.mem_usage = Some(mem_usage::<T>);
         m.digest = Some(digest::<T>);
         m.free = Some(crate::keys::free_callback::<T>);
+        m.unlink = Some(crate::keys::unlink_callback);
         m.free_effort = Some(free_effort::<T>);
         m.copy = Some(copy::<T>);
         if crate::ffi::defrag_supported() {
@@ -201,10 +202,12 @@ extern "C" fn digest<T: Value>(md: *mut raw::RedisModuleDigest, value: *mut c_vo
 }
 
 /// Large values are freed on a background thread (UNLINK, lazyfree): the
-/// server does that above an effort of 64, here 64 MiB.
+/// server does that above an effort of 64, here 64 MiB. Never 0, which
+/// the server reads as "always free in the background": small values are
+/// freed at once, as the server frees its own.
 extern "C" fn free_effort<T: Value>(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
     // SAFETY: the server passes a value of this type.
-    guard(1, || unsafe { &*value.cast::<T>() }.memory() >> 20)
+    guard(1, || (unsafe { &*value.cast::<T>() }.memory() >> 20).max(1))
 }
 
 /// COPY (RedisBloom has none): a failed allocation makes COPY fail, not the server.

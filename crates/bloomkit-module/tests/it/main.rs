@@ -20,6 +20,7 @@ mod defrag;
 mod differential;
 mod hostile;
 mod hostile_apbf;
+mod info_counts;
 mod maxmemory;
 mod persistence;
 mod redisbloom8;
