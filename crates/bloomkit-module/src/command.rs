@@ -10,6 +10,7 @@ use bloomkit_core::common::compat::Compat;
 use bloomkit_core::Reply;
 use redis_module::raw;
 
+use crate::config::Setting;
 use crate::ffi::{api, has_api, Arg, Ctx, RawArgv};
 use crate::stats::Counters;
 
@@ -103,17 +104,20 @@ pub struct Family {
     /// Registers a command of this family another way under a compatibility
     /// level (`BF.*` as valkey-bloom registers it); `None` for bloomkit's.
     pub dialect: fn(Compat, &CStr) -> Option<&'static Dialect>,
+    /// Its settings (`settings.rs`): configs and load arguments.
+    pub settings: &'static [&'static Setting],
 }
 
 impl Family {
-    /// A family whose sections are its counters' and whose commands register as bloomkit's.
+    /// A family whose sections are its counters', whose commands register as
+    /// bloomkit's, and that has no settings.
     pub const fn new(
         commands: &'static [Command],
         register: fn(*mut raw::RedisModuleCtx) -> Result<(), String>,
         acl_category: Option<&'static CStr>,
         counters: &'static Counters,
     ) -> Family {
-        Family { commands, register, acl_category, counters, info: None, dialect: no_dialect }
+        Family { commands, register, acl_category, counters, info: None, dialect: no_dialect, settings: &[] }
     }
 
     /// Adds the family's sections to `INFO bf`.

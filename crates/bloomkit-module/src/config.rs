@@ -1,62 +1,35 @@
-//! Every setting the module takes: RedisBloom 2.8's load arguments,
-//! RedisBloom 8's configs, bloomkit's own, and the compatibility level.
-//! One table ([`SETTINGS`]) serves the load arguments, the registration of
-//! runtime configs (CONFIG SET/GET/REWRITE, the config file) and their checks.
+//! The settings mechanism: values, names, checks, registration as runtime
+//! configs (CONFIG SET/GET/REWRITE, the configuration file) and load
+//! arguments, for every family's rows ([`Setting`], in its `settings.rs`)
+//! and the module's own, listed here:
 //!
-//! | config (Redis 8)      | elsewhere               | load argument       | default | range |
-//! |-----------------------|-------------------------|---------------------|---------|-------|
-//! | `bf-error-rate`       | `bf.bf-error-rate`      | `ERROR_RATE`        | 0.01    | (0, 1) |
-//! | `bf-initial-size`     | `bf.bf-initial-size`    | `INITIAL_SIZE`      | 100     | [1, 2^30] |
-//! | `bf-expansion-factor` | `bf.bf-expansion-factor`| `EXPANSION`         | 2       | [0, 32768], 0: non-scaling |
-//! | `cf-bucket-size`      | `bf.cf-bucket-size`     |                     | 2       | [1, 255] |
-//! | `cf-initial-size`     | `bf.cf-initial-size`    |                     | 1024    | [4, 2^30] |
-//! | `cf-max-iterations`   | `bf.cf-max-iterations`  |                     | 20      | [1, 65535] |
-//! | `cf-expansion-factor` | `bf.cf-expansion-factor`|                     | 1       | [0, 32768] |
-//! | `cf-max-expansions`   | `bf.cf-max-expansions`  | `CF_MAX_EXPANSIONS` | 32      | [1, 65536] |
-//! | `bf.error-rate`, `bf.initial-size`, `bf.expansion-factor` | the same | | | the first three, under bloomkit's names |
-//! | `bf.compat`           | `bf.compat`             | `COMPAT`            | `redisbloom-8.12` on Redis 8.12+, `redisbloom-8` on Redis 8, else `redisbloom-2.8` | `redisbloom-2.8`, `redisbloom-8`, `redisbloom-8.12`, `valkey-bloom` |
-//! | `bf.max-filter-bytes` | `bf.max-filter-bytes`   | `MAX_FILTER_BYTES`  | 4 GiB   | [64, 2^50] |
-//! | `bf.huge-pages`       | `bf.huge-pages`         | `HUGE_PAGES`        | no      | yes, no |
-//! | `bf.maxmemory-guard`  | `bf.maxmemory-guard`    | `MAXMEMORY_GUARD`   | yes     | yes, no |
-//!
-//!
-//! valkey-bloom's seven configs are registered on every server as it
-//! registers them (`bf.bloom-capacity`, `bf.bloom-expansion`,
-//! `bf.bloom-fp-rate`, `bf.bloom-tightening-ratio`,
-//! `bf.bloom-memory-usage-limit`, `bf.bloom-use-random-seed`,
-//! `bf.bloom-defrag-enabled`), with its defaults, ranges and messages, so
-//! that a configuration written for it starts. The memory limit and the
-//! defrag switch govern `bloomfltr` objects under every level; the others
-//! are what `bf.compat valkey-bloom` creates new filters with.
+//! | config | load argument | default | range |
+//! |---|---|---|---|
+//! | `bf.compat` | `COMPAT` | `redisbloom-8.12` on Redis 8.12+, `redisbloom-8` on Redis 8, else `redisbloom-2.8` | `redisbloom-2.8`, `redisbloom-8`, `redisbloom-8.12`, `valkey-bloom` |
+//! | `bf.max-filter-bytes` | `MAX_FILTER_BYTES` | 4 GiB | [64, 2^50] |
+//! | `bf.huge-pages` | `HUGE_PAGES` | no | yes, no |
+//! | `bf.maxmemory-guard` | `MAXMEMORY_GUARD` | yes | yes, no |
 //!
 //! RedisBloom 8 registers its configs without the module's prefix, which
 //! only Redis 8 allows; elsewhere they carry `bf.`. A load argument may be
-//! any setting's name (with or without `bf.`, `_` for `-`, any case) or a
-//! RedisBloom 2.8 name. Two names of one value share its range, so that
-//! `CONFIG REWRITE` never writes a line the other name would refuse.
+//! any setting's name (with or without `bf.`, `_` for `-`, any case) or one
+//! of its aliases (RedisBloom 2.8's names). Two names of one value share
+//! its range, so that `CONFIG REWRITE` never writes a line the other name
+//! would refuse.
 
 use std::ffi::{c_char, c_int, c_longlong, c_void, CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering::Relaxed};
 
-use bloomkit_core::bf::args::{Defaults, ERROR_RATE_CAP_8, MAX_CAPACITY_8, MAX_EXPANSION};
-use bloomkit_core::cf::CfDefaults;
+use bloomkit_core::bf::args::ERROR_RATE_CAP_8;
 use bloomkit_core::common::compat::Compat;
 use bloomkit_core::common::parse::{parse_double, parse_long_long};
 use bloomkit_core::common::sizing::is_rate;
-use bloomkit_core::vbloom::{self, ValkeyError, VbDefaults};
+use bloomkit_core::vbloom::{self, ValkeyError};
 use bloomkit_core::{Limits, ReplyError};
 use redis_module::raw;
 
 use crate::ffi::{api, cstring, has_api, Arg, Ctx};
 
-static ERROR_RATE: AtomicU64 = AtomicU64::new(0x3F84_7AE1_47AE_147B); // 0.01
-static INITIAL_SIZE: AtomicI64 = AtomicI64::new(100);
-static EXPANSION: AtomicI64 = AtomicI64::new(2);
-static CF_BUCKET_SIZE: AtomicI64 = AtomicI64::new(2);
-static CF_INITIAL_SIZE: AtomicI64 = AtomicI64::new(1024);
-static CF_MAX_ITERATIONS: AtomicI64 = AtomicI64::new(20);
-static CF_EXPANSION: AtomicI64 = AtomicI64::new(1);
-static CF_MAX_EXPANSIONS: AtomicI64 = AtomicI64::new(32);
 /// The compatibility level, as an index into [`Compat::ALL`]; -1 until the
 /// load sets it from the server (or a load argument does).
 static COMPAT: AtomicI64 = AtomicI64::new(-1);
@@ -75,37 +48,11 @@ static MAXMEMORY_GUARD: AtomicBool = AtomicBool::new(true);
 /// server makes room itself, by evicting keys before each command, as it
 /// does for RedisBloom's filters; refusing there would refuse for good.
 static MAXMEMORY: AtomicU64 = AtomicU64::new(0);
-/// Added to the clock of APBF time windows: a test hook that moves time
-/// without sleeping (`CONFIG SET bf.apbf-clock-offset-ms`).
-static APBF_CLOCK_OFFSET: AtomicI64 = AtomicI64::new(0);
-/// valkey-bloom's configs (see the table above).
-const VB: VbDefaults = VbDefaults::VALKEY_BLOOM;
-static VB_CAPACITY: AtomicI64 = AtomicI64::new(VB.capacity);
-static VB_EXPANSION: AtomicI64 = AtomicI64::new(VB.expansion as i64);
-static VB_FP_RATE: AtomicU64 = AtomicU64::new(VB.fp_rate.to_bits());
-static VB_TIGHTENING: AtomicU64 = AtomicU64::new(VB.tightening.to_bits());
-static VB_MEMORY_LIMIT: AtomicI64 = AtomicI64::new(vbloom::MEMORY_LIMIT as i64);
-static VB_RANDOM_SEED: AtomicBool = AtomicBool::new(VB.random_seed);
-static VB_DEFRAG: AtomicBool = AtomicBool::new(true);
 /// True while `RedisModule_LoadConfigs` applies the configuration file.
 static LOADING_CONFIGS: AtomicBool = AtomicBool::new(false);
-/// Each setting's registered default, as [`store`] takes it.
-static DEFAULTS: [AtomicI64; SETTINGS.len()] = [const { AtomicI64::new(0) }; SETTINGS.len()];
-
-/// The texts `CONFIG GET` answers for the rates, as they were set (owned by the module).
-static ERROR_RATE_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
-static VB_FP_RATE_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
-static VB_TIGHTENING_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
-
-/// The texts `CONFIG GET` answers for RedisBloom 8's integer configs on
-/// Redis 8, registered as strings so that their refusals are RedisBloom 8's
-/// (owned by the module; indexed as [`SETTINGS`]).
-static INT_TEXTS: [AtomicPtr<raw::RedisModuleString>; SETTINGS.len()] =
-    [const { AtomicPtr::new(std::ptr::null_mut()) }; SETTINGS.len()];
-
 /// Where a setting's config name is registered.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Naming {
+pub enum Naming {
     /// `bf.<name>` on every server: bloomkit's own settings.
     Prefixed,
     /// RedisBloom 8's names: unprefixed where the server allows it (Redis
@@ -117,9 +64,12 @@ enum Naming {
     ValkeyBloom,
 }
 
+/// A range that follows other settings: `(min, max)` as they now are.
+pub type Linked = fn(i64, i64) -> (i64, i64);
+
 /// What a setting holds, and its range.
 #[derive(Clone, Copy)]
-enum Value {
+pub enum Value {
     /// A ratio strictly between 0 and 1, kept as `f64` bits, with the text
     /// it was set to (what `CONFIG GET` answers).
     Rate {
@@ -132,95 +82,91 @@ enum Value {
         cell: &'static AtomicI64,
         min: i64,
         max: i64,
+        /// RedisBloom 8's ranges that follow other settings (the cuckoo
+        /// sizes): the range as those settings now are.
+        linked: Option<Linked>,
     },
     Bool(&'static AtomicBool),
     Compat,
 }
 
-struct Setting {
-    name: &'static str,
-    naming: Naming,
-    value: Value,
+/// One config: what it holds, under which name, and what the server was
+/// told about it. A family declares its rows as statics in its
+/// `settings.rs` and lists them in its `FAMILY`.
+pub struct Setting {
+    pub name: &'static str,
+    pub naming: Naming,
+    pub value: Value,
     /// Load-argument names besides the setting's own (normalised: lower
     /// case, `-` for `_`): RedisBloom 2.8's `ERROR_RATE`, `INITIAL_SIZE` and
     /// `CF_MAX_EXPANSIONS` are the settings' own names so normalised.
-    aliases: &'static [&'static str],
+    pub aliases: &'static [&'static str],
+    /// The registered default, as [`store`] takes it.
+    default: AtomicI64,
+    /// The text `CONFIG GET` answers for RedisBloom 8's integer configs on
+    /// Redis 8, registered as strings so that their refusals are RedisBloom
+    /// 8's (owned by the module).
+    int_text: AtomicPtr<raw::RedisModuleString>,
 }
 
-const fn int(cell: &'static AtomicI64, min: i64, max: i64) -> Value {
-    Value::Integer { cell, min, max }
+impl Setting {
+    pub const fn new(name: &'static str, naming: Naming, value: Value) -> Setting {
+        Setting {
+            name,
+            naming,
+            value,
+            aliases: &[],
+            default: AtomicI64::new(0),
+            int_text: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+
+    pub const fn with_aliases(self, aliases: &'static [&'static str]) -> Setting {
+        Setting { aliases, ..self }
+    }
 }
 
-const fn rate(cell: &'static AtomicU64, text: &'static AtomicPtr<raw::RedisModuleString>) -> Value {
+/// An integer setting in `[min, max]`.
+pub const fn int(cell: &'static AtomicI64, min: i64, max: i64) -> Value {
+    Value::Integer { cell, min, max, linked: None }
+}
+
+/// A rate (strictly between 0 and 1) with bloomkit's range message.
+pub const fn rate(cell: &'static AtomicU64, text: &'static AtomicPtr<raw::RedisModuleString>) -> Value {
     Value::Rate { cell, text, range_error: None }
 }
 
-const fn setting(name: &'static str, naming: Naming, value: Value) -> Setting {
-    Setting { name, naming, value, aliases: &[] }
+const MAX_FILTER_BYTES_RANGE: (i64, i64) = (64, 1 << 50);
+
+static COMPAT_SETTING: Setting = Setting::new("compat", Naming::Prefixed, Value::Compat);
+static MAX_FILTER_BYTES_SETTING: Setting = Setting::new(
+    "max-filter-bytes",
+    Naming::Prefixed,
+    int(&MAX_FILTER_BYTES, MAX_FILTER_BYTES_RANGE.0, MAX_FILTER_BYTES_RANGE.1),
+);
+static HUGE_PAGES_SETTING: Setting = Setting::new("huge-pages", Naming::Prefixed, Value::Bool(&HUGE_PAGES));
+static MAXMEMORY_GUARD_SETTING: Setting =
+    Setting::new("maxmemory-guard", Naming::Prefixed, Value::Bool(&MAXMEMORY_GUARD));
+/// The module's own settings, registered after the families'.
+static MODULE_SETTINGS: [&Setting; 4] =
+    [&COMPAT_SETTING, &MAX_FILTER_BYTES_SETTING, &HUGE_PAGES_SETTING, &MAXMEMORY_GUARD_SETTING];
+
+/// Every setting: the families' rows (given once, at load), then the module's.
+static SETTINGS: std::sync::OnceLock<Vec<&'static Setting>> = std::sync::OnceLock::new();
+
+fn settings() -> &'static [&'static Setting] {
+    SETTINGS.get().map_or(&MODULE_SETTINGS[..], Vec::as_slice)
 }
 
-const MAX_FILTER_BYTES_RANGE: (i64, i64) = (64, 1 << 50);
-const MAX_CLOCK_OFFSET: i64 = 100 * 365 * 86_400_000;
-
-/// Every setting. Its index is the privdata its callbacks get.
-static SETTINGS: [Setting; 23] = [
-    setting("error-rate", Naming::Prefixed, rate(&ERROR_RATE, &ERROR_RATE_TEXT)),
-    setting("initial-size", Naming::Prefixed, int(&INITIAL_SIZE, 1, MAX_CAPACITY_8)),
-    Setting {
-        name: "expansion-factor",
-        naming: Naming::Prefixed,
-        value: int(&EXPANSION, 0, MAX_EXPANSION),
-        aliases: &["expansion"],
-    },
-    setting("bf-error-rate", Naming::RedisBloom8, rate(&ERROR_RATE, &ERROR_RATE_TEXT)),
-    setting("bf-initial-size", Naming::RedisBloom8, int(&INITIAL_SIZE, 1, MAX_CAPACITY_8)),
-    setting("bf-expansion-factor", Naming::RedisBloom8, int(&EXPANSION, 0, MAX_EXPANSION)),
-    setting("cf-bucket-size", Naming::RedisBloom8, int(&CF_BUCKET_SIZE, 1, 255)),
-    setting("cf-initial-size", Naming::RedisBloom8, int(&CF_INITIAL_SIZE, 4, MAX_CAPACITY_8)),
-    setting("cf-max-iterations", Naming::RedisBloom8, int(&CF_MAX_ITERATIONS, 1, 65535)),
-    setting("cf-expansion-factor", Naming::RedisBloom8, int(&CF_EXPANSION, 0, MAX_EXPANSION)),
-    setting("cf-max-expansions", Naming::RedisBloom8, int(&CF_MAX_EXPANSIONS, 1, 65536)),
-    setting("compat", Naming::Prefixed, Value::Compat),
-    setting(
-        "max-filter-bytes",
-        Naming::Prefixed,
-        int(&MAX_FILTER_BYTES, MAX_FILTER_BYTES_RANGE.0, MAX_FILTER_BYTES_RANGE.1),
-    ),
-    setting("huge-pages", Naming::Prefixed, Value::Bool(&HUGE_PAGES)),
-    setting("maxmemory-guard", Naming::Prefixed, Value::Bool(&MAXMEMORY_GUARD)),
-    setting("apbf-clock-offset-ms", Naming::Prefixed, int(&APBF_CLOCK_OFFSET, 0, MAX_CLOCK_OFFSET)),
-    setting("bloom-capacity", Naming::ValkeyBloom, int(&VB_CAPACITY, 1, i64::MAX)),
-    setting("bloom-expansion", Naming::ValkeyBloom, int(&VB_EXPANSION, 0, u32::MAX as i64)),
-    setting(
-        "bloom-fp-rate",
-        Naming::ValkeyBloom,
-        Value::Rate {
-            cell: &VB_FP_RATE,
-            text: &VB_FP_RATE_TEXT,
-            range_error: Some(&ValkeyError::ErrorRateRange),
-        },
-    ),
-    setting(
-        "bloom-tightening-ratio",
-        Naming::ValkeyBloom,
-        Value::Rate {
-            cell: &VB_TIGHTENING,
-            text: &VB_TIGHTENING_TEXT,
-            range_error: Some(&ValkeyError::TighteningRange),
-        },
-    ),
-    setting("bloom-memory-usage-limit", Naming::ValkeyBloom, int(&VB_MEMORY_LIMIT, 0, i64::MAX)),
-    setting("bloom-use-random-seed", Naming::ValkeyBloom, Value::Bool(&VB_RANDOM_SEED)),
-    setting("bloom-defrag-enabled", Naming::ValkeyBloom, Value::Bool(&VB_DEFRAG)),
-];
+/// Takes the families' settings (at load, before anything else here).
+pub fn init(families: impl Iterator<Item = &'static Setting>) {
+    let all: Vec<&'static Setting> = families.chain(MODULE_SETTINGS.iter().copied()).collect();
+    let _ = SETTINGS.set(all);
+}
 
 #[cfg_attr(test, allow(dead_code))] // read by the allocator, which tests do not install
 pub fn huge_pages() -> bool {
     HUGE_PAGES.load(Relaxed)
-}
-
-pub fn apbf_clock_offset_ms() -> u64 {
-    APBF_CLOCK_OFFSET.load(Relaxed).max(0) as u64
 }
 
 /// Whether the server is Redis 8 or later (set at load), whose RedisBloom
@@ -265,63 +211,6 @@ pub fn compat() -> Compat {
         .ok()
         .and_then(|i| Compat::ALL.get(i).copied())
         .unwrap_or(Compat::RedisBloom28)
-}
-
-/// What a t-digest's memory figures (`TDIGEST.INFO`'s "Memory usage",
-/// `MEMORY USAGE`) add to its arrays: RedisBloom 8 counts 72 bytes more
-/// than 2.8.2 at every compression.
-pub fn tdigest_memory_extra() -> u64 {
-    if redisbloom_level() == Compat::RedisBloom8 {
-        72
-    } else {
-        0
-    }
-}
-
-/// What a write uses for a Bloom filter it creates without parameters.
-/// RedisBloom 8 uses an error rate above 0.25 as 0.25.
-pub fn defaults() -> Defaults {
-    let mut error = f64::from_bits(ERROR_RATE.load(Relaxed));
-    if redisbloom_level() == Compat::RedisBloom8 {
-        error = error.min(ERROR_RATE_CAP_8);
-    }
-    Defaults { error, capacity: INITIAL_SIZE.load(Relaxed) as u64, expansion: EXPANSION.load(Relaxed) as u32 }
-}
-
-/// What `bf.compat valkey-bloom` creates new filters with, where a command
-/// leaves a parameter out: valkey-bloom's configs.
-pub fn vbloom_defaults() -> VbDefaults {
-    VbDefaults {
-        capacity: VB_CAPACITY.load(Relaxed),
-        fp_rate: f64::from_bits(VB_FP_RATE.load(Relaxed)),
-        tightening: f64::from_bits(VB_TIGHTENING.load(Relaxed)),
-        expansion: VB_EXPANSION.load(Relaxed) as u32,
-        random_seed: VB_RANDOM_SEED.load(Relaxed),
-    }
-}
-
-/// The limits of a `bloomfltr` object: [`limits`] with the size capped by
-/// `bf.bloom-memory-usage-limit` (valkey-bloom's per-object limit) as well.
-pub fn vbloom_limits(limits: Limits) -> Limits {
-    let cap = VB_MEMORY_LIMIT.load(Relaxed).max(0) as u64;
-    Limits { max_bytes: limits.max_bytes.map(|b| b.min(cap)), ..limits }
-}
-
-/// Whether active defrag moves `bloomfltr` objects (`bf.bloom-defrag-enabled`).
-pub fn vbloom_defrag() -> bool {
-    VB_DEFRAG.load(Relaxed)
-}
-
-/// What a write uses for a cuckoo filter it creates, and for the options
-/// `CF.RESERVE` leaves out.
-pub fn cf_defaults() -> CfDefaults {
-    CfDefaults {
-        capacity: CF_INITIAL_SIZE.load(Relaxed) as u64,
-        bucket_size: CF_BUCKET_SIZE.load(Relaxed) as u16,
-        max_iterations: CF_MAX_ITERATIONS.load(Relaxed) as u16,
-        expansion: CF_EXPANSION.load(Relaxed) as u16,
-        max_expansions: CF_MAX_EXPANSIONS.load(Relaxed) as usize,
-    }
 }
 
 /// What this command may allocate: a filter up to `bf.max-filter-bytes`,
@@ -460,16 +349,12 @@ fn check_v8(name: &str, value: Value, text: &[u8]) -> Result<i64, String> {
             }
             Ok(v.min(ERROR_RATE_CAP_8).to_bits() as i64)
         }
-        Value::Integer { cell, min, max } => {
+        Value::Integer { min, max, linked, .. } => {
             let v = parse_long_long(text).ok_or_else(invalid)?;
-            let (mut min, mut max) = (min, max);
-            if !LOADING_CONFIGS.load(Relaxed) {
-                if std::ptr::eq(cell, &CF_INITIAL_SIZE) {
-                    min = 2 * CF_BUCKET_SIZE.load(Relaxed);
-                } else if std::ptr::eq(cell, &CF_BUCKET_SIZE) {
-                    max = max.min(CF_INITIAL_SIZE.load(Relaxed) / 2);
-                }
-            }
+            let (min, max) = match linked {
+                Some(linked) if !LOADING_CONFIGS.load(Relaxed) => linked(min, max),
+                _ => (min, max),
+            };
             if !(min..=max).contains(&v) {
                 return Err(format!("Value for `{name}` must be in the range [{min}, {max}]"));
             }
@@ -500,11 +385,11 @@ fn current(value: Value) -> i64 {
 /// two names share one value (`bf.initial-size`, `bf-initial-size`), so that
 /// default would undo what the file gave the other name. A default then
 /// changes nothing (it equals the value, or the twin's from the file).
-fn store_from_server(index: usize, checked: i64) {
-    if LOADING_CONFIGS.load(Relaxed) && checked == DEFAULTS[index].load(Relaxed) {
+fn store_from_server(setting: &Setting, checked: i64) {
+    if LOADING_CONFIGS.load(Relaxed) && checked == setting.default.load(Relaxed) {
         return;
     }
-    store(SETTINGS[index].value, checked);
+    store(setting.value, checked);
 }
 
 fn store(value: Value, checked: i64) {
@@ -523,7 +408,7 @@ fn normalised(name: &[u8]) -> String {
 }
 
 fn find(name: &str) -> Option<&'static Setting> {
-    SETTINGS.iter().find(|s| s.name == name || s.aliases.contains(&name))
+    settings().iter().copied().find(|s| s.name == name || s.aliases.contains(&name))
 }
 
 /// `loadmodule libbloomkit.so [NAME VALUE ...]`: RedisBloom 2.8's
@@ -533,7 +418,7 @@ pub fn apply_load_args(args: &[Arg]) -> Result<(), String> {
     for pair in args.chunks(2) {
         let given = String::from_utf8_lossy(pair[0].bytes()).into_owned();
         let Some(setting) = find(&normalised(pair[0].bytes())) else {
-            let known: Vec<_> = SETTINGS.iter().map(|s| s.name).collect();
+            let known: Vec<_> = settings().iter().map(|s| s.name).collect();
             return Err(format!(
                 "unknown module argument '{given}'; allowed: ERROR_RATE, INITIAL_SIZE, CF_MAX_EXPANSIONS, EXPANSION, \
                  or any of {} (with or without bf.)",
@@ -577,8 +462,10 @@ fn redis_version(ctx: Ctx) -> (u32, u32) {
     }
 }
 
+/// The setting a callback is for: its privdata is the setting's address.
 fn setting_of(privdata: *mut c_void) -> Option<&'static Setting> {
-    SETTINGS.get(privdata as usize)
+    // SAFETY: the privdata registered with every config is a `&'static Setting`.
+    unsafe { privdata.cast_const().cast::<Setting>().as_ref() }
 }
 
 fn error_string(err: *mut *mut raw::RedisModuleString, message: &str) -> c_int {
@@ -607,7 +494,7 @@ extern "C" fn set_numeric(
     let shown = unsafe { CStr::from_ptr(name) }.to_string_lossy();
     match check(&shown, setting.value, value.to_string().as_bytes()) {
         Ok(v) => {
-            store_from_server(privdata as usize, v);
+            store_from_server(setting, v);
             raw::REDISMODULE_OK as c_int
         }
         Err(message) => error_string(err, &message),
@@ -629,7 +516,7 @@ extern "C" fn set_bool(
 ) -> c_int {
     match setting_of(privdata).map(|s| s.value) {
         Some(Value::Bool(_)) => {
-            store_from_server(privdata as usize, i64::from(value != 0));
+            store_from_server(setting_of(privdata).expect("matched"), i64::from(value != 0));
             raw::REDISMODULE_OK as c_int
         }
         _ => raw::REDISMODULE_ERR as c_int,
@@ -643,7 +530,7 @@ extern "C" fn get_compat(_name: *const c_char, _privdata: *mut c_void) -> c_int 
 extern "C" fn set_compat(
     _name: *const c_char,
     value: c_int,
-    privdata: *mut c_void,
+    _privdata: *mut c_void,
     err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
     // The server accepts only the registered names. `valkey-bloom` decides
@@ -671,7 +558,7 @@ extern "C" fn set_compat(
              levels); set it in the configuration file or as a load argument and restart the server",
         );
     }
-    store_from_server(privdata as usize, value);
+    store_from_server(&COMPAT_SETTING, value);
     raw::REDISMODULE_OK as c_int
 }
 
@@ -705,7 +592,7 @@ extern "C" fn set_rate(
         if v8 { check_v8(&shown, setting.value, given) } else { check(&shown, setting.value, given) };
     match checked {
         Ok(bits) => {
-            if LOADING_CONFIGS.load(Relaxed) && bits == DEFAULTS[privdata as usize].load(Relaxed) {
+            if LOADING_CONFIGS.load(Relaxed) && bits == setting.default.load(Relaxed) {
                 return raw::REDISMODULE_OK as c_int; // see store_from_server
             }
             store(setting.value, bits);
@@ -733,9 +620,9 @@ extern "C" fn set_rate(
     }
 }
 
-/// The text of an integer setting registered as a string (see [`INT_TEXTS`]).
-fn int_text(index: usize, cell: &AtomicI64) -> *mut raw::RedisModuleString {
-    let Some(slot) = INT_TEXTS.get(index) else { return std::ptr::null_mut() };
+/// The text of an integer setting registered as a string (see [`Setting::int_text`]).
+fn int_text(setting: &Setting, cell: &AtomicI64) -> *mut raw::RedisModuleString {
+    let slot = &setting.int_text;
     let text = cell.load(Relaxed).to_string();
     // SAFETY: a new string the module owns; the previous one is released once.
     let fresh =
@@ -749,8 +636,8 @@ fn int_text(index: usize, cell: &AtomicI64) -> *mut raw::RedisModuleString {
 }
 
 extern "C" fn get_int_text(_name: *const c_char, privdata: *mut c_void) -> *mut raw::RedisModuleString {
-    match setting_of(privdata).map(|s| s.value) {
-        Some(Value::Integer { cell, .. }) => int_text(privdata as usize, cell),
+    match setting_of(privdata) {
+        Some(setting @ Setting { value: Value::Integer { cell, .. }, .. }) => int_text(setting, cell),
         _ => std::ptr::null_mut(),
     }
 }
@@ -766,7 +653,7 @@ extern "C" fn set_int_text(
     let shown = unsafe { CStr::from_ptr(name) }.to_string_lossy();
     match check_v8(&shown, setting.value, Arg::from_raw(value).bytes()) {
         Ok(v) => {
-            store_from_server(privdata as usize, v);
+            store_from_server(setting, v);
             raw::REDISMODULE_OK as c_int
         }
         Err(message) => error_string(err, &message),
@@ -774,13 +661,13 @@ extern "C" fn set_int_text(
 }
 
 /// Registers one setting under `name` with `flags`.
-fn register_one(ctx: Ctx, index: usize, name: &CString, flags: u32) -> c_int {
-    let privdata = index as *mut c_void;
+fn register_one(ctx: Ctx, setting: &'static Setting, name: &CString, flags: u32) -> c_int {
+    let privdata = std::ptr::from_ref(setting).cast_mut().cast::<c_void>();
     let flags = raw::REDISMODULE_CONFIG_DEFAULT | flags;
     // SAFETY (every arm): valid context during OnLoad, NUL-terminated names
     // and values that the server copies, callbacks with the declared
-    // signatures; privdata is an index, never dereferenced.
-    match SETTINGS[index].value {
+    // signatures; privdata is the setting, which lives forever.
+    match setting.value {
         Value::Rate { cell, text: cell_text, .. } => {
             let text = format!("{}", f64::from_bits(cell.load(Relaxed)));
             let default = cstring(&text);
@@ -813,7 +700,7 @@ fn register_one(ctx: Ctx, index: usize, name: &CString, flags: u32) -> c_int {
         // RedisBloom 8's integer configs, under their names on Redis 8: as
         // strings, so that what the server would parse or refuse itself
         // (`+5`, `007`, `1.5`) gets RedisBloom 8's texts.
-        Value::Integer { cell, .. } if answers_as_redisbloom_8(&SETTINGS[index]) => unsafe {
+        Value::Integer { cell, .. } if answers_as_redisbloom_8(setting) => unsafe {
             let default = cstring(&cell.load(Relaxed).to_string());
             api!(RedisModule_RegisterStringConfig)(
                 ctx.0,
@@ -826,9 +713,9 @@ fn register_one(ctx: Ctx, index: usize, name: &CString, flags: u32) -> c_int {
                 privdata,
             )
         },
-        Value::Integer { cell, min, max } => unsafe {
+        Value::Integer { cell, min, max, .. } => unsafe {
             let (min, max) =
-                if SETTINGS[index].naming == Naming::ValkeyBloom { (min, max) } else { (i64::MIN, i64::MAX) };
+                if setting.naming == Naming::ValkeyBloom { (min, max) } else { (i64::MIN, i64::MAX) };
             api!(RedisModule_RegisterNumericConfig)(
                 ctx.0,
                 name.as_ptr(),
@@ -905,14 +792,14 @@ pub fn register(ctx: Ctx) -> Result<(), String> {
     if !has_api!(RedisModule_RegisterNumericConfig) {
         return Ok(()); // servers before 7.0: load arguments only
     }
-    for (index, setting) in SETTINGS.iter().enumerate() {
-        DEFAULTS[index].store(current(setting.value), Relaxed);
+    for &setting in settings() {
+        setting.default.store(current(setting.value), Relaxed);
         let (name, flags) = match setting.naming {
             Naming::RedisBloom8 if redis_8 => (setting.name.to_owned(), raw::REDISMODULE_CONFIG_UNPREFIXED),
             _ => (setting.name.to_owned(), 0),
         };
         let c_name = cstring(&name);
-        if register_one(ctx, index, &c_name, flags) != raw::REDISMODULE_OK as c_int {
+        if register_one(ctx, setting, &c_name, flags) != raw::REDISMODULE_OK as c_int {
             let shown = if flags == 0 { format!("bf.{name}") } else { name };
             return Err(format!("could not register config {shown}"));
         }

@@ -78,6 +78,7 @@ fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
     // A corrupt value in RESTORE or an RDB file must be an error, not an exit.
     // SAFETY: valid context during OnLoad.
     unsafe { api!(RedisModule_SetModuleOptions)(ctx, raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int) };
+    config::init(FAMILIES.iter().flat_map(|f| f.settings.iter().copied()));
     config::apply_load_args(args)?;
     stats::subscribe(ctx);
     // The settings first: `bf.compat` (from a load argument or the

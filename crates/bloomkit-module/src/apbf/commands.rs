@@ -32,7 +32,7 @@ fn lookup(key: &Key) -> Result<Option<NonNull<Apbf>>, Reply> {
 fn now_ms() -> u64 {
     // SAFETY: callable from any command.
     let ms = unsafe { api!(RedisModule_Milliseconds)() };
-    (ms.max(0) as u64).saturating_add(config::apbf_clock_offset_ms())
+    (ms.max(0) as u64).saturating_add(super::settings::clock_offset_ms())
 }
 
 /// `APBF.RESERVE key error_rate capacity COUNT | TIME seconds`

@@ -61,7 +61,7 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
         Err(e) if valkey_bloom() => return vbloom::commands::reserve_refused(argv, e),
         _ => {}
     }
-    let params = parse_reserve(argv, &config::defaults(), config::redisbloom_level())?;
+    let params = parse_reserve(argv, &super::settings::defaults(), config::redisbloom_level())?;
     if found?.is_some() {
         return Err(BfError::ItemExists.into());
     }
@@ -83,7 +83,7 @@ pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
         Some(Filter::Valkey(o)) => vbloom::commands::add(ctx, argv, o, 2, false),
         Some(Filter::Chain(c)) => insert_items(ctx, argv, key, Some(c), 2, None, false, c"bf.add"),
         None if valkey_bloom() => vbloom::commands::add_new(ctx, argv, &key, false),
-        None => insert_items(ctx, argv, key, None, 2, Some(config::defaults().params()), false, c"bf.add"),
+        None => insert_items(ctx, argv, key, None, 2, Some(super::settings::defaults().params()), false, c"bf.add"),
     }
 }
 
@@ -97,7 +97,7 @@ pub fn madd(ctx: Ctx, argv: &[Arg]) -> Outcome {
         Some(Filter::Valkey(o)) => vbloom::commands::add(ctx, argv, o, 2, true),
         Some(Filter::Chain(c)) => insert_items(ctx, argv, key, Some(c), 2, None, true, c"bf.madd"),
         None if valkey_bloom() => vbloom::commands::add_new(ctx, argv, &key, true),
-        None => insert_items(ctx, argv, key, None, 2, Some(config::defaults().params()), true, c"bf.madd"),
+        None => insert_items(ctx, argv, key, None, 2, Some(super::settings::defaults().params()), true, c"bf.madd"),
     }
 }
 
@@ -116,7 +116,7 @@ pub fn insert(ctx: Ctx, argv: &[Arg]) -> Outcome {
         Err(e) if valkey_bloom() => return vbloom::commands::insert_refused(ctx, argv, e),
         _ => {}
     }
-    let parsed = parse_insert(argv, &config::defaults(), config::redisbloom_level())?;
+    let parsed = parse_insert(argv, &super::settings::defaults(), config::redisbloom_level())?;
     let chain = match found? {
         Some(Filter::Chain(c)) => Some(c),
         _ => None,

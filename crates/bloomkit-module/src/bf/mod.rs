@@ -6,6 +6,7 @@ pub mod commands;
 pub mod counters;
 pub mod data_type;
 pub mod lookup;
+pub mod settings;
 
 use crate::command::docs::{Arg, KEY, KEY_ITEM, KEY_ITEMS, LOADCHUNK, SCANDUMP};
 use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
@@ -13,6 +14,7 @@ use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDAT
 pub const FAMILY: Family = Family {
     info: Some(info),
     dialect: crate::vbloom::dialect,
+    settings: &settings::SETTINGS,
     ..Family::new(COMMANDS, crate::value::register::<bloomkit_core::bf::Chain>, Some(c"bloom"), &counters::COUNTERS)
 };
 

@@ -41,7 +41,7 @@ fn create(ctx: Ctx, key: &Key, name: &Arg, params: CuckooParams) -> Result<NonNu
 
 /// `CF.RESERVE key capacity [BUCKETSIZE n] [MAXITERATIONS n] [EXPANSION n]`
 pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    let params = parse_reserve(argv, &config::cf_defaults(), config::redisbloom_level())?;
+    let params = parse_reserve(argv, &super::settings::defaults(), config::redisbloom_level())?;
     let key = Key::open(ctx, &argv[1], true);
     if lookup(&key)?.is_some() {
         return Err(CfError::ItemExists.into());
@@ -77,19 +77,19 @@ fn add_single(ctx: Ctx, argv: &[Arg], nx: bool, event: &'static CStr) -> Outcome
     if argv.len() != 3 {
         return Err(Reply::WrongArity);
     }
-    insert_items(ctx, argv, 2, Some(config::cf_defaults().capacity), nx, Shape::Single, event)
+    insert_items(ctx, argv, 2, Some(super::settings::defaults().capacity), nx, Shape::Single, event)
 }
 
 /// `CF.INSERT key [CAPACITY c] [NOCREATE] ITEMS item...`
 pub fn insert(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    let parsed = parse_insert(argv, &config::cf_defaults(), config::redisbloom_level())?;
+    let parsed = parse_insert(argv, &super::settings::defaults(), config::redisbloom_level())?;
     let create_with = parsed.create.then_some(parsed.capacity);
     insert_items(ctx, argv, parsed.items_from, create_with, false, Shape::Booleans, c"cf.insert")
 }
 
 /// `CF.INSERTNX key [CAPACITY c] [NOCREATE] ITEMS item...`
 pub fn insertnx(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    let parsed = parse_insert(argv, &config::cf_defaults(), config::redisbloom_level())?;
+    let parsed = parse_insert(argv, &super::settings::defaults(), config::redisbloom_level())?;
     let create_with = parsed.create.then_some(parsed.capacity);
     insert_items(ctx, argv, parsed.items_from, create_with, true, Shape::Integers, c"cf.insertnx")
 }
@@ -107,13 +107,13 @@ fn insert_items(
     let key = Key::open(ctx, &argv[1], true);
     let (mut f, created) = match (lookup(&key)?, create_with) {
         (Some(f), _) => (f, false),
-        (None, Some(capacity)) => (create(ctx, &key, &argv[1], config::cf_defaults().params(capacity))?, true),
+        (None, Some(capacity)) => (create(ctx, &key, &argv[1], super::settings::defaults().params(capacity))?, true),
         (None, None) => return Err(CfError::NotFound.into()),
     };
     // SAFETY: the keyspace owns the filter and nothing else touches it while
     // this command runs (commands run one at a time on the main thread).
     let f = unsafe { f.as_mut() };
-    f.check_writable(config::cf_defaults().max_expansions)?;
+    f.check_writable(super::settings::defaults().max_expansions)?;
     let limits: Limits = config::limits(ctx);
     let size_before = f.size_bytes();
     let items = &argv[items_from..];

@@ -414,7 +414,7 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
             (c"Unmerged weight", t.unmerged_weight()),
             (c"Observations", t.size()),
             (c"Total compressions", t.total_compressions()),
-            (c"Memory usage", (t.size_bytes() + crate::config::tdigest_memory_extra()) as i64),
+            (c"Memory usage", (t.size_bytes() + super::data_type::memory_extra()) as i64),
         ]
     })?;
     ctx.reply_map(fields.len());

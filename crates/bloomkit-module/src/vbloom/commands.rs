@@ -33,7 +33,7 @@ use crate::{config, keys};
 
 /// What a `bloomfltr` operation may allocate.
 fn limits(ctx: Ctx) -> Limits {
-    config::vbloom_limits(config::limits(ctx))
+    super::settings::limits(config::limits(ctx))
 }
 
 /// `BF.LOAD key blob`: creates the object valkey-bloom's AOF rewrite wrote.
@@ -58,20 +58,20 @@ pub fn load(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `ERR item exists`, another type's WRONGTYPE): valkey-bloom checks the
 /// arguments first, and answers their error if they have one.
 pub fn reserve_refused(argv: &[Arg], taken: Reply) -> Outcome {
-    vbloom::parse_reserve(argv, &config::vbloom_defaults())?;
+    vbloom::parse_reserve(argv, &super::settings::defaults())?;
     Err(taken)
 }
 
 /// `BF.INSERT` on a key of another type: the arguments first, as for
 /// [`reserve_refused`].
 pub fn insert_refused(ctx: Ctx, argv: &[Arg], taken: Reply) -> Outcome {
-    vbloom::parse_insert(argv, &config::vbloom_defaults(), limits(ctx))?;
+    vbloom::parse_insert(argv, &super::settings::defaults(), limits(ctx))?;
     Err(taken)
 }
 
 /// `BF.RESERVE` on an empty key under `bf.compat valkey-bloom`.
 pub fn reserve_new(ctx: Ctx, argv: &[Arg], key: &Key) -> Outcome {
-    let creation = vbloom::parse_reserve(argv, &config::vbloom_defaults())?;
+    let creation = vbloom::parse_reserve(argv, &super::settings::defaults())?;
     let object = create(ctx, &creation)?;
     let stored = keys::store(key, object)?;
     ctx.reply_simple(c"OK");
@@ -98,7 +98,7 @@ fn create(ctx: Ctx, creation: &Creation) -> Result<Object, Reply> {
 /// `bf.compat valkey-bloom`: the options are checked (they change nothing
 /// on an existing object), then the items are added.
 pub fn insert(ctx: Ctx, argv: &[Arg], key: &Key, object: Option<NonNull<Object>>) -> Outcome {
-    let parsed = vbloom::parse_insert(argv, &config::vbloom_defaults(), limits(ctx))?;
+    let parsed = vbloom::parse_insert(argv, &super::settings::defaults(), limits(ctx))?;
     match object {
         Some(o) => add(ctx, argv, o, parsed.items_from, true),
         None if parsed.nocreate => Err(ValkeyError::NotFound.into()),
@@ -109,7 +109,7 @@ pub fn insert(ctx: Ctx, argv: &[Arg], key: &Key, object: Option<NonNull<Object>>
 /// `BF.ADD` / `BF.MADD` on an empty key under `bf.compat valkey-bloom`:
 /// an object with the configured defaults, then the items.
 pub fn add_new(ctx: Ctx, argv: &[Arg], key: &Key, multi: bool) -> Outcome {
-    let creation = Creation::from_defaults(&config::vbloom_defaults());
+    let creation = Creation::from_defaults(&super::settings::defaults());
     create_with_items(ctx, argv, key, &creation, 2, multi)
 }
 

@@ -12,7 +12,6 @@ use crate::io::IoWriter;
 use crate::keys::{DataType, Stored};
 use crate::stats::Counters;
 use crate::value::{DigestOut, Load, Rewrite, Value};
-use crate::config;
 
 use super::counters;
 
@@ -33,7 +32,7 @@ impl Stored for Object {
     }
 
     fn defrag_enabled() -> bool {
-        config::vbloom_defrag()
+        super::settings::defrag()
     }
 
     fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
@@ -46,7 +45,7 @@ impl Value for Object {
     const ENCODING_VERSION: c_int = ENCODING_VERSION;
 
     fn load(from: &mut Load) -> Result<Self, String> {
-        let limits = config::vbloom_limits(from.limits());
+        let limits = super::settings::limits(from.limits());
         Object::load(&mut from.reader(), from.encver, limits).map_err(|e| e.to_string())
     }
 

@@ -6,6 +6,7 @@
 
 pub mod commands;
 pub mod data_type;
+pub mod settings;
 pub mod counters;
 
 use std::ffi::CStr;
@@ -18,6 +19,7 @@ use crate::command::{entry, Command, Dialect, Family, RW_INSERT};
 pub const FAMILY: Family = Family {
     info: Some(counters::info),
     dialect,
+    settings: &settings::SETTINGS,
     ..Family::new(COMMANDS, crate::value::register::<bloomkit_core::vbloom::Object>, None, &counters::COUNTERS)
 };
 
