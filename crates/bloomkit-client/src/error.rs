@@ -44,6 +44,11 @@ pub enum Error {
     /// A dump, restore or copy that could not complete safely (nothing was
     /// changed), with what to do.
     Transfer(String),
+    /// A transfer stopped because it was asked to
+    /// ([`crate::transfer::Server::interrupt_on`]); what it had staged on
+    /// the destination was removed, and the destination's keys are as they
+    /// were.
+    Interrupted,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -75,7 +80,8 @@ impl fmt::Display for Error {
             Error::InvalidUrl(url) => write!(
                 f,
                 "'{url}' is not a server address; write it as redis://host:port[/db] (rediss:// \
-                 for TLS, redis://user:password@host:port with a password, unix:///path/to/socket)"
+                 for TLS, redis://user:password@host:port with a password, unix:///path/to/socket), \
+                 or as host:port, host (port 6379) or :port (on 127.0.0.1)"
             ),
             Error::Unsupported(e) => write!(f, "not supported: {e}"),
             Error::Server(e) => write!(f, "the server refused: {e}"),
@@ -84,6 +90,7 @@ impl fmt::Display for Error {
             Error::Filter(e) => write!(f, "{}", e.to_string().trim_start_matches("ERR ")),
             Error::Expandable(e) => write!(f, "{}", e.to_string().trim_start_matches("ERR ")),
             Error::Transfer(e) => f.write_str(e),
+            Error::Interrupted => f.write_str("interrupted; nothing on the destination was changed"),
         }
     }
 }

@@ -74,6 +74,53 @@ pub fn default_url() -> String {
     std::env::var(URL_VARIABLE).unwrap_or_else(|_| "redis://127.0.0.1:6379/".to_string())
 }
 
+/// A server address as a URL the `redis` crate opens. URLs
+/// (`redis://`, `rediss://`, `unix://`, `redis+unix://`) pass through;
+/// the forms `redis-cli` users type are accepted too: `host:port`, `host`
+/// (port 6379), `:port` (on 127.0.0.1), each with an optional `/db`, and
+/// `[::1]:port` for IPv6. Anything else is [`Error::InvalidUrl`].
+pub fn server_url(address: &str) -> Result<String> {
+    let invalid = || Error::InvalidUrl(address.to_string());
+    let address = address.trim();
+    if address.contains("://") {
+        return Ok(address.to_string());
+    }
+    if address.is_empty() || address.contains(|c: char| c.is_whitespace() || c == '@') {
+        return Err(invalid());
+    }
+    let (hostport, db) = match address.split_once('/') {
+        Some((hp, db)) => {
+            db.parse::<u32>().map_err(|_| invalid())?;
+            (hp, Some(db))
+        }
+        None => (address, None),
+    };
+    let (host, port) = if let Some(rest) = hostport.strip_prefix('[') {
+        // [IPv6]:port
+        let (host, after) = rest.split_once(']').ok_or_else(invalid)?;
+        let port = match after {
+            "" => None,
+            p => Some(p.strip_prefix(':').ok_or_else(invalid)?),
+        };
+        (format!("[{host}]"), port)
+    } else {
+        match hostport.split_once(':') {
+            Some((_, p)) if p.contains(':') => return Err(invalid()),
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (hostport.to_string(), None),
+        }
+    };
+    let port = match port {
+        Some(p) => p.parse::<u16>().ok().filter(|&p| p > 0).ok_or_else(invalid)?,
+        None => 6379,
+    };
+    let host = if host.is_empty() { "127.0.0.1".to_string() } else { host };
+    Ok(match db {
+        Some(db) => format!("redis://{host}:{port}/{db}"),
+        None => format!("redis://{host}:{port}"),
+    })
+}
+
 /// The `redis` crate this client is built on (1.x): use it through here, so
 /// that your connections are always of the version the filters take.
 pub use redis;
@@ -136,4 +183,22 @@ pub trait Filter {
 
     /// Sets the lifetime of the filter's keys from now.
     fn expire(&mut self, ttl: Duration) -> Result<()>;
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::server_url;
+
+    #[test]
+    fn addresses_as_redis_cli_users_type_them() {
+        assert_eq!(server_url("127.0.0.1:18401").unwrap(), "redis://127.0.0.1:18401");
+        assert_eq!(server_url("cache.local").unwrap(), "redis://cache.local:6379");
+        assert_eq!(server_url(":7000").unwrap(), "redis://127.0.0.1:7000");
+        assert_eq!(server_url("h:7000/2").unwrap(), "redis://h:7000/2");
+        assert_eq!(server_url("[::1]:7000").unwrap(), "redis://[::1]:7000");
+        assert_eq!(server_url("rediss://u:p@h:1/0").unwrap(), "rediss://u:p@h:1/0");
+        for bad in ["", "h:port", "h:0", "h:70000", "::1", "not a url", "h:1/x", "u:p@h:1"] {
+            assert!(server_url(bad).is_err(), "{bad:?} accepted");
+        }
+    }
 }

@@ -10,6 +10,8 @@
 //! that tell a key's or a file's kind and hand it to its file.
 
 use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::{Cmd, FromRedisValue};
@@ -45,10 +47,12 @@ pub trait Progress {
 /// No progress to show.
 impl Progress for () {}
 
-/// A connection to `url`, or an error that says what to check: a malformed
-/// URL, or a server that does not answer within five seconds.
+/// A connection to `url` (a URL or `host:port`, see [`crate::server_url`]),
+/// or an error that says what to check: a malformed address, or a server
+/// that does not answer within five seconds.
 pub fn connect(url: &str) -> Result<redis::Connection> {
-    let client = redis::Client::open(url).map_err(|_| Error::InvalidUrl(url.to_string()))?;
+    let url = &crate::server_url(url)?;
+    let client = redis::Client::open(url.as_str()).map_err(|_| Error::InvalidUrl(url.to_string()))?;
     client
         .get_connection_with_timeout(Duration::from_secs(5))
         .map_err(|e| Error::Connection(format!("{url}: {e}")))
@@ -58,13 +62,40 @@ pub fn connect(url: &str) -> Result<redis::Connection> {
 pub struct Server {
     pub url: String,
     con: redis::Connection,
+    /// Once set (by a signal handler, say), every further command fails
+    /// with [`Error::Interrupted`], so a transfer stops at its next command
+    /// and goes through its cleanup: the staging keys it made are removed.
+    interrupt: Option<Arc<AtomicBool>>,
+    /// Leftover staging keys of interrupted transfers removed by this
+    /// connection's transfers, for the caller to report.
+    removed_leftovers: Vec<String>,
 }
 
 impl Server {
     /// Connects, or says what to check: a malformed URL, or a server that
     /// does not answer within five seconds.
     pub fn connect(url: &str) -> Result<Server> {
-        Ok(Server { url: url.to_string(), con: connect(url)? })
+        let con = connect(url)?;
+        Ok(Server { url: crate::server_url(url)?, con, interrupt: None, removed_leftovers: Vec::new() })
+    }
+
+    /// Stops transfers when `flag` becomes true: the next command fails
+    /// with [`Error::Interrupted`] and the transfer removes what it staged
+    /// (the cleanup's own commands still run). A command in flight finishes
+    /// first; transfers send chunks of at most a few MiB, so that is soon.
+    pub fn interrupt_on(&mut self, flag: Arc<AtomicBool>) {
+        self.interrupt = Some(flag);
+    }
+
+    fn interrupted(&self) -> bool {
+        self.interrupt.as_ref().is_some_and(|f| f.load(Ordering::SeqCst))
+    }
+
+    /// The leftover staging keys (of transfers killed before they could
+    /// clean up) that transfers over this connection found and removed
+    /// since the last call.
+    pub fn take_removed_leftovers(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.removed_leftovers)
     }
 
     /// The connection, for filters ([`crate::RedisFilter`]).
@@ -74,6 +105,14 @@ impl Server {
 
     /// Runs a command; errors are classified as every client call's are.
     pub fn call<T: FromRedisValue>(&mut self, cmd: &Cmd, key: &str) -> Result<T> {
+        if self.interrupted() {
+            return Err(Error::Interrupted);
+        }
+        self.call_anyway(cmd, key)
+    }
+
+    /// A command sent even after an interruption: cleanup.
+    fn call_anyway<T: FromRedisValue>(&mut self, cmd: &Cmd, key: &str) -> Result<T> {
         cmd.query(&mut self.con).map_err(|e| Error::from_redis(e, key))
     }
 
@@ -106,23 +145,93 @@ pub fn scan_chunks(
 
 /// A key name beside `key` for loading into before an atomic rename, in
 /// the same hash slot so that RENAME works on a Redis Cluster: `key`'s own
-/// hash tag is kept, or `key` becomes the tag.
+/// hash tag is kept, or `key` becomes the tag. The process id tells two
+/// transfers into one key apart.
 fn staging_key(key: &str) -> String {
-    let suffix = format!(":bloomkit-staging:{}", std::process::id());
+    format!("{}:{}", staging_prefix(key), std::process::id())
+}
+
+/// `{key}:bloomkit-staging` (or `key:bloomkit-staging` when `key` has its
+/// own hash tag): the staging keys' common prefix, and the name of the set
+/// that lists the staging keys in use for `key`, so that a later run finds
+/// the ones a killed transfer left without scanning the keyspace.
+fn staging_prefix(key: &str) -> String {
     if crate::has_hash_tag(key) || key.contains(['{', '}']) {
-        format!("{key}{suffix}")
+        format!("{key}:bloomkit-staging")
     } else {
-        format!("{{{key}}}{suffix}")
+        format!("{{{key}}}:bloomkit-staging")
     }
 }
 
-/// A staging key lives an hour at most: a transfer killed midway (Ctrl-C,
-/// a lost connection) leaves nothing behind for good.
+/// A staging key lives an hour at most: a transfer killed midway (SIGKILL,
+/// a lost connection, a crash) leaves nothing behind for good, and the next
+/// transfer into the same key removes it sooner ([`remove_leftovers`]).
 const STAGING_TTL_MS: u64 = 3_600_000;
+
+/// A staging key unused for this long belongs to a transfer that is gone:
+/// a live one writes to its staging key at every chunk.
+pub const LEFTOVER_IDLE_SECONDS: u64 = 5;
 
 /// Gives a staging key, just created, its safety TTL.
 fn arm_staging(server: &mut Server, staging: &str) -> Result<()> {
     server.call::<i64>(redis::cmd("PEXPIRE").arg(staging).arg(STAGING_TTL_MS), staging).map(|_| ())
+}
+
+/// A staging key another transfer into `key` made and did not remove.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Leftover {
+    pub key: String,
+    /// Seconds since anything wrote to it (`OBJECT IDLETIME`; `None` where
+    /// the server's eviction policy does not keep it).
+    pub idle_seconds: Option<u64>,
+    /// Seconds before its safety TTL removes it.
+    pub ttl_seconds: Option<u64>,
+}
+
+impl Leftover {
+    /// Whether its transfer is gone: unused for [`LEFTOVER_IDLE_SECONDS`],
+    /// or of unknown age (an LFU eviction policy keeps no idle time).
+    pub fn is_stale(&self) -> bool {
+        self.idle_seconds.is_none_or(|s| s >= LEFTOVER_IDLE_SECONDS)
+    }
+}
+
+/// The staging keys of other transfers into `key` that still exist on the
+/// server (those of this process excluded): what `bloomkit info` reports.
+/// Transfers record their staging keys in a set beside them while they
+/// run, so a transfer killed before its cleanup leaves its name there.
+pub fn leftover_staging(server: &mut Server, key: &str) -> Result<Vec<Leftover>> {
+    let registry = staging_prefix(key);
+    let mine = staging_key(key);
+    let names: Vec<String> = server.call_anyway(redis::cmd("SMEMBERS").arg(&registry), &registry)?;
+    let mut found = Vec::new();
+    for name in names.into_iter().filter(|n| *n != mine) {
+        let ttl: i64 = server.call_anyway(redis::cmd("PTTL").arg(&name), &name)?;
+        if ttl == -2 {
+            // Gone already (its TTL ran out): forget it.
+            server.call_anyway::<i64>(redis::cmd("SREM").arg(&registry).arg(&name), &registry)?;
+            continue;
+        }
+        let idle: Option<u64> =
+            server.call_anyway::<u64>(redis::cmd("OBJECT").arg("IDLETIME").arg(&name), &name).ok();
+        found.push(Leftover { key: name, idle_seconds: idle, ttl_seconds: u64::try_from(ttl / 1000).ok() });
+    }
+    Ok(found)
+}
+
+/// Removes the leftover staging keys of `key` whose transfers are gone
+/// ([`Leftover::is_stale`]); a live transfer's is left alone. What was
+/// removed is kept for [`Server::take_removed_leftovers`].
+fn remove_leftovers(server: &mut Server, key: &str) -> Result<()> {
+    let registry = staging_prefix(key);
+    for leftover in leftover_staging(server, key)? {
+        if leftover.is_stale() {
+            server.call_anyway::<i64>(redis::cmd("UNLINK").arg(&leftover.key), &leftover.key)?;
+            server.call_anyway::<i64>(redis::cmd("SREM").arg(&registry).arg(&leftover.key), &registry)?;
+            server.removed_leftovers.push(leftover.key);
+        }
+    }
+    Ok(())
 }
 
 /// Loads into staging keys (one per key, each in its key's hash slot) with
@@ -131,6 +240,13 @@ fn arm_staging(server: &mut Server, staging: &str) -> Result<()> {
 /// were. Without `replace`, existing keys are refused, and a key created
 /// meanwhile aborts the transaction (WATCH). Loaders give each staging key
 /// a TTL as they create it ([`arm_staging`]).
+///
+/// On any failure, an interruption ([`Server::interrupt_on`]) included,
+/// the staging keys are removed before the error is returned. The staging
+/// keys are listed in a set beside the first key while the load runs, so
+/// that if this process is killed outright, the next transfer into the
+/// same key finds and removes them ([`remove_leftovers`]), and
+/// [`leftover_staging`] reports them.
 pub fn stage_and_commit(
     server: &mut Server,
     keys: &[String],
@@ -138,7 +254,9 @@ pub fn stage_and_commit(
     load: impl FnOnce(&mut Server, &[String]) -> Result<()>,
 ) -> Result<()> {
     let staging: Vec<String> = keys.iter().map(|k| staging_key(k)).collect();
+    let registry = staging_prefix(&keys[0]);
     let result = (|| -> Result<()> {
+        remove_leftovers(server, &keys[0])?;
         if !replace {
             server.call::<()>(redis::cmd("WATCH").arg(keys), &keys[0])?;
             for key in keys {
@@ -151,7 +269,12 @@ pub fn stage_and_commit(
             }
         }
         server.call::<i64>(redis::cmd("DEL").arg(&staging), &staging[0])?;
+        server.call::<i64>(redis::cmd("SADD").arg(&registry).arg(&staging), &registry)?;
+        server.call::<i64>(redis::cmd("PEXPIRE").arg(&registry).arg(STAGING_TTL_MS), &registry)?;
         load(server, &staging)?;
+        if server.interrupted() {
+            return Err(Error::Interrupted);
+        }
         let mut pipe = redis::pipe();
         pipe.atomic();
         for (from, to) in staging.iter().zip(keys) {
@@ -171,9 +294,11 @@ pub fn stage_and_commit(
         Ok(())
     })();
     if result.is_err() {
-        let _ = server.call::<()>(&redis::cmd("UNWATCH"), &keys[0]);
-        let _ = server.call::<i64>(redis::cmd("DEL").arg(&staging), &staging[0]);
+        let _ = server.call_anyway::<()>(&redis::cmd("UNWATCH"), &keys[0]);
+        // UNLINK: a staging key can hold gigabytes, freed off the main thread.
+        let _ = server.call_anyway::<i64>(redis::cmd("UNLINK").arg(&staging), &staging[0]);
     }
+    let _ = server.call_anyway::<i64>(redis::cmd("SREM").arg(&registry).arg(&staging), &registry);
     result
 }
 
