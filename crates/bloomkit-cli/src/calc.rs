@@ -4,6 +4,8 @@ use anyhow::Result;
 use bloomkit_core::common::sizing::{
     false_positive_rate, log10_false_positive_rate, optimal_bits, optimal_hashes, options, Shape,
 };
+use std::io::Write;
+
 use serde_json::json;
 
 use crate::units::{format_rate, human_bytes};
@@ -120,73 +122,121 @@ impl Sizing {
     }
 }
 
-pub fn print(s: &Sizing, as_json: bool) {
-    if let Some(w) = s.warning() {
-        eprintln!("bloomkit calc: warning: {w}");
+/// A whole number for JSON: an integer, not `10.0` (every count here is
+/// whole: sizing rounds bits up and items down).
+fn int(x: f64) -> serde_json::Value {
+    if x.fract() == 0.0 && x >= 0.0 && x < u64::MAX as f64 {
+        json!(x as u64)
+    } else {
+        json!(x)
     }
+}
+
+/// An expected count of false positives: whole numbers where it is large,
+/// a few significant digits where it is small, never `0.0` for a positive one.
+fn expected(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 0.1 || x == 0.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2e}")
+    }
+}
+
+/// A rate as a command line takes it: as given when it was, else to four
+/// significant digits (`1.092e-9`, not 0.0000000010923600024162456).
+fn rate_arg(p: f64, given: bool) -> String {
+    if given {
+        format!("{p}")
+    } else {
+        format!("{p:.3e}")
+    }
+}
+
+pub fn print(s: &Sizing, as_json: bool) -> std::io::Result<()> {
+    if let Some(w) = s.warning() {
+        crate::say!("bloomkit calc: warning: {w}");
+    }
+    let mut out = std::io::stdout().lock();
     // What BF.RESERVE n p allocates for its first sub-filter (error p/2, RedisBloom's sizing).
     let p = s.requested_p.unwrap_or(s.p);
     let reserve = Shape::new(s.n as u64, p / 2.0, options::DEFAULT);
     if as_json {
         let mut v = json!({
-            "capacity": s.n, "error_rate": s.p, "log10_error_rate": s.log10_p(), "bits": s.m,
-            "bytes": s.bytes(), "hashes": s.k, "bits_per_item": s.m / s.n,
-            "expected_false_positives": s.p * s.n,
+            "capacity": int(s.n), "error_rate": s.p, "log10_error_rate": s.log10_p(), "bits": int(s.m),
+            "bytes": int(s.bytes()), "memory": human_bytes(s.bytes()), "hashes": int(s.k),
+            "bits_per_item": s.m / s.n, "expected_false_positives": s.p * s.n,
         });
         if let Some(r) = reserve {
             v["bf_reserve_bytes"] = json!(r.bytes);
+            v["bf_reserve_memory"] = json!(human_bytes(r.bytes as f64));
             v["bf_reserve_hashes"] = json!(r.hashes);
         }
-        println!("{v}");
-        return;
+        writeln!(out, "{v}")?;
+        return out.flush();
     }
-    let rows = [
-        ("capacity (n)", format!("{:.0}", s.n)),
-        ("false-positive rate (p)", format_rate(s.log10_p())),
-        ("bits (m)", format!("{:.0}", s.m)),
-        ("memory", format!("{} ({:.0} bytes)", human_bytes(s.bytes()), s.bytes())),
-        ("hashes (k)", format!("{:.0}", s.k)),
-        ("bits per item", format!("{:.2}", s.m / s.n)),
-        ("expected false positives among n absent lookups", format!("{:.1}", s.p * s.n)),
+    let mut rows = vec![
+        ("capacity (n)".to_string(), format!("{:.0}", s.n)),
+        ("false-positive rate (p)".to_string(), format_rate(s.log10_p())),
+        ("bits (m)".to_string(), format!("{:.0}", s.m)),
+        ("memory".to_string(), format!("{} ({:.0} bytes)", human_bytes(s.bytes()), s.bytes())),
+        ("hashes (k)".to_string(), format!("{:.0}", s.k)),
+        ("bits per item".to_string(), format!("{:.2}", s.m / s.n)),
+        ("expected false positives among n absent lookups".to_string(), expected(s.p * s.n)),
     ];
-    for (name, value) in rows {
-        println!("{name:<48} {value}");
-    }
     if let Some(r) = reserve {
-        println!(
-            "{:<48} {} in its first sub-filter, {} hashes (it sizes for p/2 to leave room to scale)",
-            format!("BF.RESERVE key {} {:.0}", p, s.n),
-            human_bytes(r.bytes as f64),
-            r.hashes
-        );
+        rows.push((
+            format!("BF.RESERVE key {} {:.0}", rate_arg(p, s.requested_p.is_some()), s.n),
+            format!(
+                "{} in its first sub-filter, {} hashes (it sizes for p/2 to leave room to scale)",
+                human_bytes(r.bytes as f64),
+                r.hashes
+            ),
+        ));
     }
+    // Every value starts in one column, however long the longest name.
+    let width = rows.iter().map(|(name, _)| name.len()).max().unwrap_or(0);
+    for (name, value) in rows {
+        writeln!(out, "{name:<width$} {value}")?;
+    }
+    out.flush()
 }
 
 /// `--table`: a grid over bits per item and hash counts for one capacity.
-pub fn table(n: f64, bits_per_item: &[f64], hashes: &[f64], as_json: bool) {
+pub fn table(n: f64, bits_per_item: &[f64], hashes: &[f64], as_json: bool) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
     let mut rows = Vec::new();
     for &b in bits_per_item {
         for &k in hashes {
             let m = (b * n).ceil();
             let p = false_positive_rate(m, k, n);
-            rows.push((b, k, p, p * n, m / 8.0, log10_false_positive_rate(m, k, n)));
+            rows.push((b, k, p, p * n, (m / 8.0).ceil(), log10_false_positive_rate(m, k, n)));
         }
     }
     if as_json {
         let v: Vec<_> = rows
             .iter()
             .map(|(b, k, p, fp, bytes, _)| {
-                json!({"bits_per_item": b, "hashes": k, "false_positive_rate": p, "expected_false_positives": fp, "bytes": bytes})
+                json!({"bits_per_item": int(*b), "hashes": int(*k), "false_positive_rate": p,
+                       "expected_false_positives": fp, "bytes": int(*bytes), "memory": human_bytes(*bytes)})
             })
             .collect();
-        println!("{}", json!({"capacity": n, "rows": v}));
-        return;
+        writeln!(out, "{}", json!({"capacity": int(n), "rows": v}))?;
+        return out.flush();
     }
-    println!("capacity n = {n:.0}");
-    println!("{:>10} {:>7} {:>14} {:>16} {:>12}", "m/n", "k", "FPR", "expected FPs", "memory");
+    writeln!(out, "capacity n = {n:.0}")?;
+    writeln!(out, "{:>10} {:>7} {:>14} {:>16} {:>12}", "m/n", "k", "FPR", "expected FPs", "memory")?;
     for (b, k, _, fp, bytes, log10_p) in rows {
-        println!("{b:>10} {k:>7} {:>14} {fp:>16.1} {:>12}", format_rate(log10_p), human_bytes(bytes));
+        writeln!(
+            out,
+            "{b:>10} {k:>7} {:>14} {:>16} {:>12}",
+            format_rate(log10_p),
+            expected(fp),
+            human_bytes(bytes)
+        )?;
     }
+    out.flush()
 }
 
 #[cfg(test)]

@@ -19,6 +19,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use bloomkit_client::transfer::{self, describe, log10_estimated_rate, Server};
 
+use crate::units::{human_bytes_exact, plural};
+
 const BATCH: usize = 4096;
 /// Items per server command: a bounded time for each on the server.
 const SERVER_BATCH: usize = 1000;
@@ -318,6 +320,15 @@ impl Parsed {
     }
 }
 
+/// What the reader thread (or the signal handler) tells the main thread.
+enum Message {
+    Block(Result<Parsed>),
+    /// Every input was read.
+    End,
+    /// SIGINT or SIGTERM: stop after what was already written.
+    Interrupted,
+}
+
 /// The reader thread: every input in order, block by block; buffers come
 /// back through `recycled` so that blocks are not allocated anew.
 fn read_all(
@@ -325,7 +336,19 @@ fn read_all(
     field: Option<usize>,
     delimiter: u8,
     pre_hash: bool,
-    to_main: mpsc::SyncSender<Result<Parsed>>,
+    to_main: mpsc::SyncSender<Message>,
+    recycled: mpsc::Receiver<Parsed>,
+) {
+    read_inputs(paths, field, delimiter, pre_hash, &to_main, recycled);
+    let _ = to_main.send(Message::End);
+}
+
+fn read_inputs(
+    paths: Vec<Option<PathBuf>>,
+    field: Option<usize>,
+    delimiter: u8,
+    pre_hash: bool,
+    to_main: &mpsc::SyncSender<Message>,
     recycled: mpsc::Receiver<Parsed>,
 ) {
     for path in paths {
@@ -334,8 +357,9 @@ fn read_all(
             Some(p) => match File::open(p) {
                 Ok(f) => Box::new(f),
                 Err(e) => {
-                    let _ = to_main
-                        .send(Err(anyhow::Error::new(e).context(format!("cannot open {}", p.display()))));
+                    let _ = to_main.send(Message::Block(Err(
+                        anyhow::Error::new(e).context(format!("cannot open {}", p.display()))
+                    )));
                     return;
                 }
             },
@@ -348,14 +372,16 @@ fn read_all(
                 Err(e) => {
                     let name =
                         path.as_ref().map_or("standard input".to_string(), |p| p.display().to_string());
-                    let _ = to_main.send(Err(anyhow::Error::new(e).context(format!("cannot read {name}"))));
+                    let _ = to_main.send(Message::Block(Err(
+                        anyhow::Error::new(e).context(format!("cannot read {name}"))
+                    )));
                     return;
                 }
             };
             let mut parsed = recycled.try_recv().unwrap_or_default();
             parsed.shrink();
             parsed.fill(block, field, delimiter, pre_hash);
-            if to_main.send(Ok(parsed)).is_err() {
+            if to_main.send(Message::Block(Ok(parsed))).is_err() {
                 return; // the main thread stopped (an error, or a closed pipe)
             }
         }
@@ -464,6 +490,10 @@ struct Counts {
 fn check_paths(o: &Options) -> Result<Option<u64>> {
     let mut total = Some(0u64);
     for p in &o.inputs {
+        if is_stdin(p) {
+            total = None;
+            continue;
+        }
         let meta = std::fs::metadata(p).with_context(|| format!("cannot open {}", p.display()))?;
         if meta.is_dir() {
             bail!("cannot read {}: it is a directory", p.display());
@@ -495,6 +525,11 @@ fn check_paths(o: &Options) -> Result<Option<u64>> {
         }
     }
     Ok(total)
+}
+
+/// `-` names standard input.
+fn is_stdin(path: &std::path::Path) -> bool {
+    path.as_os_str() == "-"
 }
 
 /// A bar with percentage, rate and ETA when the input's size is known
@@ -533,18 +568,51 @@ pub fn run(o: &Options) -> Result<()> {
     let mut out = BufWriter::with_capacity(1 << 18, stdout.lock());
     let progress = progress_for(total);
     let mut counts = Counts { read: 0, written: 0, duplicates: 0, without_field: 0 };
-    let inputs: Vec<Option<&PathBuf>> =
-        if o.inputs.is_empty() { vec![None] } else { o.inputs.iter().map(Some).collect() };
+    let inputs: Vec<Option<&PathBuf>> = if o.inputs.is_empty() {
+        vec![None]
+    } else {
+        o.inputs.iter().map(|p| Some(p).filter(|p| !is_stdin(p))).collect()
+    };
+    if inputs.iter().any(|p| p.is_none()) && io::stdin().is_terminal() {
+        crate::say!(
+            "bloomkit dedup: reading lines from standard input, which is a terminal: type them, end \
+             with Ctrl-D, or give a file (or pipe one in)"
+        );
+    }
     // A reader thread reads, splits and (for the in-process filter) hashes
     // the next block while this one probes the filter and writes.
     let pre_hash = matches!(backend, Backend::Ephemeral(_));
-    let (to_main, from_reader) = mpsc::sync_channel::<Result<Parsed>>(1);
+    let (to_main, from_reader) = mpsc::sync_channel::<Message>(1);
+    // SIGINT/SIGTERM: the main thread stops after the block it is on (or
+    // at once if it is waiting for one) with everything it wrote in its
+    // filter, and saves the state; see `interrupt.rs`.
+    crate::interrupt::install();
+    let wake = to_main.clone();
+    crate::interrupt::set_waker(move || {
+        // A full channel means the main thread is busy, not waiting: it
+        // checks the flag after each block.
+        let _ = wake.try_send(Message::Interrupted);
+    });
+    if let Some(state) = &o.state {
+        crate::interrupt::set_unfinished(format!(
+            "the state file {} was NOT updated with this run's lines",
+            state.display()
+        ));
+    }
     let (to_reader, recycled) = mpsc::channel::<Parsed>();
     let paths: Vec<Option<PathBuf>> = inputs.iter().map(|p| p.cloned()).collect();
     let (field, delimiter) = (o.field, o.delimiter);
     std::thread::spawn(move || read_all(paths, field, delimiter, pre_hash, to_main, recycled));
-    for parsed in from_reader {
-        let parsed = parsed?;
+    let mut interrupted = false;
+    for message in from_reader.iter() {
+        let parsed = match message {
+            Message::Block(parsed) => parsed?,
+            Message::End => break,
+            Message::Interrupted => {
+                interrupted = true;
+                break;
+            }
+        };
         let block = &parsed.buf[..];
         let mut keys: Vec<&[u8]> = Vec::with_capacity(BATCH);
         let mut at = 0;
@@ -589,50 +657,80 @@ pub fn run(o: &Options) -> Result<()> {
         let rate = counts.read as f64 / started.elapsed().as_secs_f64().max(1e-9);
         progress.inc(block.len() as u64);
         progress.set_message(format!(
-            "{} lines, {:.0} lines/s, {} duplicates",
-            counts.read, rate, counts.duplicates
+            "{} lines, {:.0} lines/s, {}",
+            counts.read,
+            rate,
+            plural(counts.duplicates, "duplicate", "duplicates")
         ));
         drop(keys);
         let _ = to_reader.send(parsed);
+        if crate::interrupt::interrupted() {
+            interrupted = true;
+            break;
+        }
     }
-    if o.count_only {
+    // The bar goes before anything else is printed, on either stream.
+    progress.finish_and_clear();
+    if o.count_only && !interrupted {
         writeln!(
             out,
-            "{} lines, {} unique, {} duplicates",
-            counts.read,
+            "{}, {} unique, {}",
+            plural(counts.read, "line", "lines"),
             counts.read - counts.duplicates,
-            counts.duplicates
+            plural(counts.duplicates, "duplicate", "duplicates")
         )?;
     }
-    out.flush()?;
-    progress.finish_and_clear();
+    // What was written is in the filter already (each block is added
+    // before its lines are written), so flushing it and then saving the
+    // filter keeps the state file a superset of the output.
+    let flushed = out.flush();
     if let (Backend::Local(filter), Some(path)) = (&backend, &o.state) {
         filter.save(path).with_context(|| format!("cannot save the state file {}", path.display()))?;
+        crate::interrupt::set_unfinished("");
     }
+    if interrupted {
+        let kept = match (&backend, &o.state, &o.redis) {
+            (Backend::Local(_), Some(path), _) => {
+                format!("the state file {} holds every line written", path.display())
+            }
+            (_, _, Some(_)) => format!("the filter '{}' on the server holds every line written", o.key),
+            _ => "nothing was saved (no --state)".to_string(),
+        };
+        return Err(crate::interrupt::Stopped(format!(
+            "bloomkit dedup: interrupted after {} ({} written); {kept}",
+            plural(counts.read, "line", "lines"),
+            counts.written
+        ))
+        .into());
+    }
+    flushed?;
     let elapsed = started.elapsed().as_secs_f64();
     let fp_rate = crate::units::format_rate(backend.log10_false_positive_rate()?);
     let mut summary = format!(
-        "bloomkit dedup: {} lines read, {} written, {} duplicates, {:.2} s, {:.0} lines/s, \
+        "bloomkit dedup: {} read, {} written, {}, {:.2} s, {:.0} lines/s, \
          filter false-positive rate now {}",
-        counts.read,
+        plural(counts.read, "line", "lines"),
         counts.written,
-        counts.duplicates,
+        plural(counts.duplicates, "duplicate", "duplicates"),
         elapsed,
         counts.read as f64 / elapsed.max(1e-9),
         fp_rate
     );
     if let Backend::Ephemeral(filter) = &backend {
-        summary += &format!(", filter {} bytes", filter.bytes());
+        summary += &format!(", filter {}", human_bytes_exact(filter.bytes() as f64));
     }
     if let Some(xf) = match &backend {
         Backend::Local(filter) => filter.expandable_filter(),
         _ => None,
     } {
-        summary +=
-            &format!(", expandable filter {} bytes after {} doublings", xf.size_bytes(), xf.expansions());
+        summary += &format!(
+            ", expandable filter {} after {}",
+            human_bytes_exact(xf.size_bytes() as f64),
+            plural(xf.expansions() as u64, "doubling", "doublings")
+        );
     }
     if let Some(peak) = peak_memory() {
-        summary += &format!(", peak memory {peak} bytes");
+        summary += &format!(", peak memory {}", human_bytes_exact(peak as f64));
     }
     let window = backend.window_state()?;
     if let Some((in_window, lost, capacity)) = window {
@@ -642,14 +740,14 @@ pub fn run(o: &Options) -> Result<()> {
     }
     if counts.without_field > 0 {
         summary += &format!(
-            ", {} lines without field {} kept as unique",
-            counts.without_field,
+            ", {} without field {} kept as unique",
+            plural(counts.without_field, "line", "lines"),
             o.field.unwrap_or(0)
         );
     }
-    eprintln!("{summary}");
+    crate::say!("{summary}");
     if let Some((_, lost, capacity)) = window.filter(|w| w.1 > 0) {
-        eprintln!(
+        crate::say!(
             "bloomkit dedup: warning: more lines than the window's capacity ({capacity}) arrived within \
              one window, so the oldest of them were forgotten early ({lost} generations) and some of \
              their repeats may have been written again; raise --capacity to the most lines per window"

@@ -1,6 +1,20 @@
 //! `bloomkit`: size Bloom filters, dedup streams, and move filters between
 //! Redis/Valkey servers and files. Output goes to stdout, messages to stderr;
-//! errors exit with status 1 (2 for usage errors).
+//! errors exit with status 1 (2 for usage errors, 128 + the signal's number
+//! when a signal stopped a command after its cleanup: see `interrupt.rs`).
+//! Every message goes through [`say!`], which never panics: a closed
+//! standard error (`bloomkit dump ... 2>&1 | head`) must not turn a quiet
+//! end into a crash.
+
+/// Writes a line to standard error, ignoring failures (a closed pipe):
+/// `eprintln!` would panic there.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
 
 /// An invalid value or combination of options, as opposed to a failure at
 /// run time: the CLI exits 2 for it, as clap does for its own usage errors.
@@ -23,6 +37,7 @@ macro_rules! usage {
 
 mod calc;
 mod dedup;
+mod interrupt;
 mod manual;
 mod server;
 mod units;
@@ -43,7 +58,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 #[command(
     name = "bloomkit",
     version,
-    about = "Bloom filters for Redis and Valkey: sizing, stream dedup, dump and restore"
+    propagate_version = true,
+    about = "Bloom filters for Redis and Valkey: sizing, stream dedup, dump and restore",
+    after_help = server::SERVER_HELP
 )]
 struct Cli {
     #[command(subcommand)]
@@ -117,7 +134,7 @@ struct CalcArgs {
 
 #[derive(Args)]
 struct DedupArgs {
-    /// Input files (standard input when none).
+    /// Input files; - (or none) is standard input.
     files: Vec<PathBuf>,
     /// Write only the repeats instead of the first sightings.
     #[arg(long, conflicts_with = "count")]
@@ -128,8 +145,10 @@ struct DedupArgs {
     /// Load the filter from FILE if it exists and save it there at the end.
     #[arg(long, value_name = "FILE")]
     state: Option<PathBuf>,
-    /// Use the Bloom filter module of this server (redis://host:port).
-    #[arg(long, value_name = "URL")]
+    /// Keep the filter on this server (redis://host:port, host:port, ...)
+    /// instead of in process; --redis alone, --key or --bitmap take the
+    /// server from $BLOOMKIT_URL, else $REDIS_URL.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "")]
     redis: Option<String>,
     /// With --redis: keep the filter in plain Redis bitmaps (Guava-compatible
     /// hashing, or another system's with --layout), for servers that cannot
@@ -138,9 +157,10 @@ struct DedupArgs {
     bitmap: bool,
     #[command(flatten)]
     layout: LayoutArgs,
-    /// The filter's key with --redis.
-    #[arg(long, default_value = "bloomkit:dedup")]
-    key: String,
+    /// The filter's key on the server [default: bloomkit:dedup]; implies
+    /// --redis.
+    #[arg(long)]
+    key: Option<String>,
     /// Lines expected: a Bloom filter sized for them (it grows past it,
     /// keeping the error rate, by adding sub-filters). Without it, dedup
     /// uses an expandable filter (XF), which grows from a small start at
@@ -237,16 +257,19 @@ enum Format {
 
 #[derive(Args)]
 struct DumpArgs {
-    /// The server (redis://host:port[/db]).
+    /// The server: redis://host:port[/db], host:port, host or :port
+    /// [default: $BLOOMKIT_URL, else $REDIS_URL].
     #[arg(long, value_name = "URL")]
-    redis: String,
+    redis: Option<String>,
     /// The filter's key: a Bloom filter, a sliding-window filter, a cuckoo
     /// filter, an expandable filter (XF, moved chunk by chunk with
     /// XF.SCANDUMP, of any size), a valkey-bloom filter, one of RedisBloom's
     /// sketches, or with --bitmap a bitmap filter.
     key: String,
-    /// Output file (standard output when none, if it is not a terminal).
-    #[arg(short, long)]
+    /// Output file; - (or none, when standard output is not a terminal) is
+    /// standard output. A file is written beside its name and renamed into
+    /// place when complete, so an interrupted dump leaves no partial file.
+    #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// The file's format: guava writes what Guava's BloomFilter.readFrom
     /// reads (a guava-layout bitmap, given with --bitmap).
@@ -258,13 +281,14 @@ struct DumpArgs {
 
 #[derive(Args)]
 struct RestoreArgs {
-    /// The server (redis://host:port[/db]).
+    /// The server: redis://host:port[/db], host:port, host or :port
+    /// [default: $BLOOMKIT_URL, else $REDIS_URL].
     #[arg(long, value_name = "URL")]
-    redis: String,
+    redis: Option<String>,
     /// The key to restore into; the file says what kind of filter it holds.
     key: String,
-    /// Input file (standard input when none).
-    #[arg(short, long)]
+    /// Input file; - (or none) is standard input.
+    #[arg(short, long, value_name = "FILE")]
     input: Option<PathBuf>,
     /// The file's format: guava reads what Guava's BloomFilter.writeTo
     /// wrote (items as UTF-8 strings) into a guava-layout bitmap.
@@ -277,12 +301,13 @@ struct RestoreArgs {
 
 #[derive(Args)]
 struct CopyArgs {
-    /// The source server (redis://host:port[/db]).
+    /// The source server (redis://host:port[/db], host:port, ...).
     #[arg(long, value_name = "URL")]
     from: String,
-    /// The destination server (redis://host:port[/db]).
+    /// The destination server (redis://host:port[/db], host:port, ...)
+    /// [default: $BLOOMKIT_URL, else $REDIS_URL].
     #[arg(long, value_name = "URL")]
-    to: String,
+    to: Option<String>,
     /// The keys to copy; each keeps its name.
     #[arg(required_unless_present = "all", conflicts_with = "all")]
     keys: Vec<String>,
@@ -304,9 +329,10 @@ struct CopyArgs {
 
 #[derive(Args)]
 struct InfoArgs {
-    /// The server (redis://host:port[/db]).
+    /// The server: redis://host:port[/db], host:port, host or :port
+    /// [default: $BLOOMKIT_URL, else $REDIS_URL].
     #[arg(long, value_name = "URL")]
-    redis: String,
+    redis: Option<String>,
     /// The filter's key.
     key: String,
     /// JSON output (one object).
@@ -341,10 +367,10 @@ fn run(cli: Cli) -> Result<()> {
                 if let Some(k) = a.table_hashes.iter().find(|k| !(**k >= 1.0 && k.fract() == 0.0)) {
                     return Err(usage!("--table-hashes takes whole numbers of at least 1, got {k}"));
                 }
-                calc::table(n, &a.bits_per_item, &a.table_hashes, a.json);
+                calc::table(n, &a.bits_per_item, &a.table_hashes, a.json)?;
             } else {
                 let sizing = calc::solve(&calc::Inputs { n: a.n, p: a.p, m: a.m, k: a.k })?;
-                calc::print(&sizing, a.json);
+                calc::print(&sizing, a.json)?;
             }
         }
         Command::Dedup(a) => {
@@ -356,16 +382,29 @@ fn run(cli: Cli) -> Result<()> {
             if !(a.error_rate > 0.0 && a.error_rate < 1.0) {
                 return Err(usage!("--error-rate must be strictly between 0 and 1, got {}", a.error_rate));
             }
+            let bitmap = a.bitmap || a.layout.given();
+            // A server is used when asked for: --redis, or an option that
+            // only means something on one.
+            let redis = match (a.redis.as_deref(), a.key.is_some() || bitmap) {
+                (Some(""), _) | (None, true) => Some(server::resolve(None, "--redis")?),
+                (Some(url), _) => Some(server::resolve(Some(url), "--redis")?),
+                (None, false) => None,
+            };
+            if a.state.as_deref().is_some_and(|p| p.as_os_str() == "-") {
+                return Err(usage!(
+                    "--state needs a file (it is read at the start and replaced at the end), not -"
+                ));
+            }
             dedup::run(&dedup::Options {
                 inputs: a.files,
                 duplicates: a.duplicates,
                 count_only: a.count,
                 state: a.state,
-                redis: a.redis,
-                bitmap: a.bitmap || a.layout.given(),
+                redis,
+                bitmap,
                 layout: a.layout.layout.unwrap_or(BitmapLayout::Guava),
                 shape: a.layout.shape(),
-                key: a.key,
+                key: a.key.unwrap_or_else(|| "bloomkit:dedup".to_string()),
                 window: match (a.window, a.window_count) {
                     (Some(d), _) => Some(bloomkit_client::Window::Time(d)),
                     (None, Some(_)) => Some(bloomkit_client::Window::Count),
@@ -378,7 +417,8 @@ fn run(cli: Cli) -> Result<()> {
             })?;
         }
         Command::Dump(a) => {
-            if a.output.is_none() && io::stdout().is_terminal() {
+            let to_stdout = a.output.as_deref().is_none_or(|p| p.as_os_str() == "-");
+            if to_stdout && io::stdout().is_terminal() {
                 return Err(usage!("the dump is binary: give -o FILE or redirect standard output"));
             }
             let bitmap = bitmap_params(&a.bitmap)?;
@@ -387,7 +427,9 @@ fn run(cli: Cli) -> Result<()> {
                     "--format guava writes a bitmap filter: add --bitmap with its parameters"
                 ));
             }
-            let mut server = transfer::Server::connect(&a.redis)?;
+            let flag = interrupt::install();
+            let mut server = transfer::Server::connect(&server::resolve(a.redis.as_deref(), "--redis")?)?;
+            server.interrupt_on(flag);
             let key = a.key.clone();
             let format = a.format;
             let dump_to = |server: &mut transfer::Server, out: &mut dyn Write, bar: &ProgressBar| match (
@@ -400,10 +442,15 @@ fn run(cli: Cli) -> Result<()> {
             let bar = progress_bar("dump");
             let started = Instant::now();
             let mut kind = "";
-            let written = match &a.output {
+            let written = match a.output.as_ref().filter(|_| !to_stdout) {
                 Some(path) => {
-                    // Written beside the target and renamed, so a failed dump leaves no partial file.
+                    // Written beside the target and renamed, so a failed or
+                    // interrupted dump leaves no partial file.
                     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+                    interrupt::set_unfinished(format!(
+                        "the partial dump {} may be left: delete it",
+                        tmp.display()
+                    ));
                     let result = (|| -> Result<u64> {
                         let f =
                             File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
@@ -412,6 +459,9 @@ fn run(cli: Cli) -> Result<()> {
                         let f = w.into_inner().map_err(|e| e.into_error())?;
                         f.sync_all()?;
                         let len = f.metadata()?.len();
+                        if interrupt::interrupted() {
+                            return Err(bloomkit_client::Error::Interrupted.into());
+                        }
                         std::fs::rename(&tmp, path).with_context(|| {
                             format!("cannot rename {} to {}", tmp.display(), path.display())
                         })?;
@@ -420,30 +470,53 @@ fn run(cli: Cli) -> Result<()> {
                     if result.is_err() {
                         let _ = std::fs::remove_file(&tmp);
                     }
+                    interrupt::set_unfinished("");
+                    bar.finish_and_clear();
+                    if result.is_err() && interrupt::interrupted() {
+                        return Err(interrupt::Stopped(format!(
+                            "bloomkit dump: interrupted; the partial file was removed and {} was not written",
+                            path.display()
+                        ))
+                        .into());
+                    }
                     result?
                 }
                 None => {
                     let mut out = CountingWriter(BufWriter::with_capacity(1 << 20, io::stdout().lock()), 0);
-                    kind = dump_to(&mut server, &mut out, &bar)?;
+                    let result = dump_to(&mut server, &mut out, &bar).map_err(anyhow::Error::from);
+                    bar.finish_and_clear();
+                    if result.is_err() && interrupt::interrupted() {
+                        let _ = out.flush();
+                        return Err(interrupt::Stopped(
+                            "bloomkit dump: interrupted; what went to standard output is incomplete".into(),
+                        )
+                        .into());
+                    }
+                    kind = result?;
                     out.flush()?;
                     out.1
                 }
             };
             bar.finish_and_clear();
-            let to = a.output.as_ref().map_or("standard output".to_string(), |p| p.display().to_string());
-            eprintln!(
+            let to = match &a.output {
+                Some(p) if !to_stdout => p.display().to_string(),
+                _ => "standard output".to_string(),
+            };
+            say!(
                 "bloomkit dump: '{}' ({}) to {to}: {} in {:.1}s",
                 a.key,
                 kind,
-                units::human_bytes(written as f64),
+                units::human_bytes_exact(written as f64),
                 started.elapsed().as_secs_f64()
             );
         }
         Command::Restore(a) => {
-            let mut server = transfer::Server::connect(&a.redis)?;
+            let flag = interrupt::install();
+            let url = server::resolve(a.redis.as_deref(), "--redis")?;
             let bar = progress_bar("restore");
             let started = Instant::now();
-            let (input, from): (Box<dyn Read>, String) = match &a.input {
+            let from_stdin = a.input.as_deref().is_none_or(|p| p.as_os_str() == "-");
+            let (input, from): (Box<dyn Read>, String) = match a.input.as_ref().filter(|_| !from_stdin) {
                 Some(path) => (
                     Box::new(BufReader::with_capacity(
                         1 << 20,
@@ -451,8 +524,24 @@ fn run(cli: Cli) -> Result<()> {
                     )),
                     path.display().to_string(),
                 ),
-                None => (Box::new(BufReader::new(io::stdin().lock())), "standard input".to_string()),
+                None => {
+                    if io::stdin().is_terminal() {
+                        say!(
+                            "bloomkit restore: reading the filter file from standard input, which is a \
+                             terminal: give -i FILE or redirect a file in (Ctrl-C to stop)"
+                        );
+                    }
+                    (Box::new(StdinReader::spawn()), "standard input".to_string())
+                }
             };
+            // (Connected after the input is opened: the hint above comes first.)
+            let mut server = transfer::Server::connect(&url)?;
+            server.interrupt_on(flag);
+            interrupt::set_unfinished(format!(
+                "a staging key for '{}' may be left on {}: the next restore or copy of that key removes \
+                 it, and `bloomkit info` shows it",
+                a.key, server.url
+            ));
             let kind = match a.format {
                 Format::Bloomkit => {
                     transfer::restore_file(&mut server, &a.key, input, a.replace, &server::Bar(&bar))
@@ -469,58 +558,87 @@ fn run(cli: Cli) -> Result<()> {
                         },
                     )
                 }
-            }
-            .with_context(|| format!("restoring {from} into '{}'", a.key))?;
+            };
+            interrupt::set_unfinished("");
             bar.finish_and_clear();
-            eprintln!(
+            report_leftovers("restore", &mut server);
+            // (Stopped while reading, the error is the input's.)
+            if kind.is_err() && interrupt::interrupted() {
+                return Err(interrupt::Stopped(format!(
+                    "bloomkit restore: interrupted; the staging key was removed and '{}' on {} is as it was",
+                    a.key, server.url
+                ))
+                .into());
+            }
+            let kind = kind.with_context(|| format!("restoring {from} into '{}'", a.key))?;
+            say!(
                 "bloomkit restore: {from} into '{}' ({kind}) in {:.1}s",
                 a.key,
                 started.elapsed().as_secs_f64()
             );
         }
         Command::Copy(a) => {
+            let flag = interrupt::install();
+            let to_url = server::resolve(a.to.as_deref(), "--to")?;
             let mut from = transfer::Server::connect(&a.from)?;
-            let mut to = transfer::Server::connect(&a.to)?;
+            let mut to = transfer::Server::connect(&to_url)?;
+            from.interrupt_on(flag.clone());
+            to.interrupt_on(flag);
             let mut failures = Vec::new();
             let keys = if a.all {
                 let (keys, others) = transfer::module_keys(&mut from, &a.r#match)?;
-                eprintln!(
-                    "bloomkit copy: {} filters and sketches on {} ({others} other keys left alone)",
-                    keys.len(),
-                    a.from
+                say!(
+                    "bloomkit copy: {} on {} ({} left alone)",
+                    units::plural(keys.len() as u64, "filter or sketch", "filters and sketches"),
+                    from.url,
+                    units::plural(others as u64, "other key", "other keys"),
                 );
                 keys
             } else {
                 a.keys.clone()
             };
+            let bitmap = bitmap_params(&a.bitmap)?;
+            let mut copied = 0;
             for key in &keys {
                 let bar = progress_bar(key);
-                let result = transfer::copy_key(
-                    &mut from,
-                    &mut to,
-                    key,
-                    bitmap_params(&a.bitmap)?,
-                    a.replace,
-                    &server::Bar(&bar),
-                );
+                interrupt::set_unfinished(format!(
+                    "a staging key for '{key}' may be left on {}: the next restore or copy of that key \
+                     removes it, and `bloomkit info` shows it",
+                    to.url
+                ));
+                let result =
+                    transfer::copy_key(&mut from, &mut to, key, bitmap, a.replace, &server::Bar(&bar));
+                interrupt::set_unfinished("");
                 bar.finish_and_clear();
+                report_leftovers("copy", &mut to);
                 match result {
-                    Ok(kind) => eprintln!("bloomkit copy: {key} ({kind}): done"),
+                    Ok(kind) => {
+                        copied += 1;
+                        say!("bloomkit copy: {key} ({kind}): done");
+                    }
+                    Err(_) if interrupt::interrupted() => {
+                        return Err(interrupt::Stopped(format!(
+                            "bloomkit copy: interrupted while copying '{key}'; its staging key was removed and \
+                             '{key}' on {} is as it was; {copied} of {} copied before it",
+                            to.url,
+                            keys.len()
+                        ))
+                        .into());
+                    }
                     Err(e) => {
-                        eprintln!("bloomkit copy: {key}: {e:#}");
+                        say!("bloomkit copy: {key}: {e:#}");
                         failures.push(key.clone());
                     }
                 }
             }
-            let copied = keys.len() - failures.len();
-            eprintln!("bloomkit copy: {copied} of {} copied", keys.len());
+            say!("bloomkit copy: {copied} of {} copied", keys.len());
             if !failures.is_empty() {
                 bail!("not copied: {}", failures.join(", "));
             }
         }
         Command::Info(a) => {
-            let mut server = transfer::Server::connect(&a.redis)?;
-            let info = match transfer::kind(&mut server, &a.key)? {
+            let mut server = transfer::Server::connect(&server::resolve(a.redis.as_deref(), "--redis")?)?;
+            let mut info = match transfer::kind(&mut server, &a.key)? {
                 transfer::Kind::Bloom => bloom_info(&mut server, &a.key)?,
                 kind @ (transfer::Kind::Window
                 | transfer::Kind::ValkeyBloom
@@ -558,9 +676,41 @@ fn run(cli: Cli) -> Result<()> {
                         "log10_estimated_false_positive_rate": if rate > 0.0 { serde_json::json!(rate.log10()) } else { serde_json::Value::Null },
                     })
                 }
+                transfer::Kind::Missing => {
+                    // Nothing there, but perhaps what an interrupted
+                    // transfer into it left.
+                    let leftovers = transfer::leftover_staging(&mut server, &a.key)?;
+                    if leftovers.is_empty() {
+                        return Err(transfer::unreadable(&server, &a.key, &transfer::Kind::Missing).into());
+                    }
+                    serde_json::json!({"key": a.key, "kind": "missing"})
+                }
                 other => return Err(transfer::unreadable(&server, &a.key, &other).into()),
             };
-            print_info(&info, a.json);
+            let leftovers = transfer::leftover_staging(&mut server, &a.key)?;
+            info["leftover_staging_keys"] = serde_json::json!(leftovers
+                .iter()
+                .map(|l| serde_json::json!({
+                    "key": l.key, "idle_seconds": l.idle_seconds, "ttl_seconds": l.ttl_seconds,
+                    "stale": l.is_stale(),
+                }))
+                .collect::<Vec<_>>());
+            print_info(&info, a.json)?;
+            for l in leftovers {
+                say!(
+                    "bloomkit info: '{}' is a staging key an interrupted restore or copy into '{}' left{}; \
+                     the next restore or copy of '{}' removes it (its TTL does in {}s), or UNLINK it",
+                    l.key,
+                    a.key,
+                    if l.is_stale() {
+                        ""
+                    } else {
+                        " (or one still running: it was written to in the last seconds)"
+                    },
+                    a.key,
+                    l.ttl_seconds.unwrap_or(0)
+                );
+            }
         }
         Command::Completions { shell } => {
             clap_complete::generate(
@@ -575,7 +725,7 @@ fn run(cli: Cli) -> Result<()> {
             match a.out_dir {
                 Some(dir) => {
                     for file in manual::write_all(top, &dir)? {
-                        eprintln!("bloomkit man: wrote {file}");
+                        say!("bloomkit man: wrote {file}");
                     }
                 }
                 None => manual::print(top, a.subcommand.as_deref(), &mut io::stdout().lock())?,
@@ -583,6 +733,71 @@ fn run(cli: Cli) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Standard input read on a thread of its own, so that a signal stops a
+/// restore waiting for input (a terminal, a stalled pipe) at once: `read`
+/// waits for the next block a short while at a time, and fails once the
+/// signal's flag is up. The transfer then removes its staging key.
+struct StdinReader {
+    blocks: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
+    block: Vec<u8>,
+    at: usize,
+    eof: bool,
+}
+
+impl StdinReader {
+    fn spawn() -> StdinReader {
+        let (tx, blocks) = std::sync::mpsc::sync_channel(4);
+        std::thread::spawn(move || {
+            let mut stdin = io::stdin().lock();
+            loop {
+                let mut buf = vec![0; 1 << 20];
+                match stdin.read(&mut buf) {
+                    Ok(0) => {
+                        let _ = tx.send(Ok(Vec::new()));
+                        return;
+                    }
+                    Ok(n) => {
+                        buf.truncate(n);
+                        if tx.send(Ok(buf)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                }
+            }
+        });
+        StdinReader { blocks, block: Vec::new(), at: 0, eof: false }
+    }
+}
+
+impl Read for StdinReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.at == self.block.len() && !self.eof {
+            if interrupt::interrupted() {
+                return Err(io::Error::other("interrupted by a signal"));
+            }
+            match self.blocks.recv_timeout(std::time::Duration::from_millis(100)) {
+                Ok(Ok(block)) => {
+                    self.eof = block.is_empty();
+                    self.block = block;
+                    self.at = 0;
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => self.eof = true,
+            }
+        }
+        let n = buf.len().min(self.block.len() - self.at);
+        buf[..n].copy_from_slice(&self.block[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
 }
 
 /// Counts what passes through, for the dump's summary on standard output.
@@ -646,15 +861,21 @@ fn bloom_info(server: &mut transfer::Server, key: &str) -> Result<serde_json::Va
     }))
 }
 
-/// `info`: the JSON object, or the same as aligned text.
-fn print_info(info: &serde_json::Value, json: bool) {
+/// `info`: the JSON object, or the same as aligned text (byte counts
+/// with a human size beside them; JSON keeps the exact integer).
+fn print_info(info: &serde_json::Value, json: bool) -> io::Result<()> {
+    let mut out = io::stdout().lock();
     if json {
-        println!("{info}");
-        return;
+        writeln!(out, "{info}")?;
+        return out.flush();
     }
     let obj = info.as_object().expect("an object");
     for (name, value) in obj {
-        if name == "sub_filters" || name.starts_with("log10_") {
+        if name == "sub_filters" || name.starts_with("log10_") || name == "leftover_staging_keys" {
+            continue;
+        }
+        if let (true, Some(bytes)) = (name == "bytes" || name.ends_with("_bytes"), value.as_u64()) {
+            writeln!(out, "{:<32} {}", name.replace('_', " "), units::human_bytes_exact(bytes as f64))?;
             continue;
         }
         if name == "estimated_false_positive_rate" {
@@ -662,7 +883,7 @@ fn print_info(info: &serde_json::Value, json: bool) {
                 .get("log10_estimated_false_positive_rate")
                 .and_then(|v| v.as_f64())
                 .unwrap_or(f64::NEG_INFINITY);
-            println!("{:<32} {}", name.replace('_', " "), units::format_rate(log10));
+            writeln!(out, "{:<32} {}", name.replace('_', " "), units::format_rate(log10))?;
             continue;
         }
         let text = match value {
@@ -672,17 +893,19 @@ fn print_info(info: &serde_json::Value, json: bool) {
             }
             other => other.to_string(),
         };
-        println!("{:<32} {text}", name.replace('_', " "));
+        writeln!(out, "{:<32} {text}", name.replace('_', " "))?;
     }
     if let Some(subs) = obj.get("sub_filters").and_then(|s| s.as_array()) {
-        println!();
-        println!(
+        writeln!(out)?;
+        writeln!(
+            out,
             "{:>3} {:>12} {:>12} {:>6} {:>12} {:>7} {:>10}",
             "#", "capacity", "items", "fill", "bytes", "hashes", "error"
-        );
+        )?;
         for (i, s) in subs.iter().enumerate() {
             let n = |f: &str| s[f].as_u64().unwrap_or(0);
-            println!(
+            writeln!(
+                out,
                 "{:>3} {:>12} {:>12} {:>5.0}% {:>12} {:>7} {:>10.3e}",
                 i + 1,
                 n("capacity"),
@@ -691,23 +914,65 @@ fn print_info(info: &serde_json::Value, json: bool) {
                 n("bytes"),
                 n("hashes"),
                 s["error_rate"].as_f64().unwrap_or(0.0)
-            );
+            )?;
         }
+    }
+    out.flush()
+}
+
+/// Says which leftover staging keys (of transfers killed before their
+/// cleanup) a transfer found on the destination and removed.
+fn report_leftovers(command: &str, server: &mut transfer::Server) {
+    for key in server.take_removed_leftovers() {
+        say!(
+            "bloomkit {command}: removed '{key}' from {}, which an interrupted restore or copy had left",
+            server.url
+        );
     }
 }
 
+/// Whether an error is a closed pipe: output's reader went away
+/// (`bloomkit dump | head`), a normal end.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    use bloomkit_core::bf::file::FileError;
+    e.chain().any(|c| {
+        let io = c.downcast_ref::<io::Error>().or(match c.downcast_ref::<bloomkit_client::Error>() {
+            Some(bloomkit_client::Error::File(FileError::Io(io))) => Some(io),
+            _ => None,
+        });
+        io.is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            // One style for every error: clap's usage errors get the
+            // prefix the CLI's own have ("bloomkit: error: ...").
+            let text = e.render().to_string();
+            let mut stderr = io::stderr().lock();
+            let _ = write!(stderr, "bloomkit: {text}");
+            return ExitCode::from(2);
+        }
+    };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // A closed pipe (`bloomkit dedup | head`) is a normal end.
-            if e.chain().any(|c| {
-                c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
-            }) {
+            if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("bloomkit: error: {e:#}");
+            if let Some(stopped) = e.downcast_ref::<interrupt::Stopped>() {
+                say!("{stopped}");
+                return ExitCode::from(interrupt::exit_status());
+            }
+            say!("bloomkit: error: {e:#}");
             // Invalid values, the CLI's own or the library's (a malformed
             // URL, options that describe no filter), are usage errors.
             let invalid = e.chain().any(|c| {

@@ -91,6 +91,20 @@ pub fn human_bytes(bytes: f64) -> String {
     }
 }
 
+/// A byte count for people, with the exact count when a unit rounds it:
+/// `55.1 MiB (57747392 bytes)`.
+pub fn human_bytes_exact(bytes: f64) -> String {
+    if bytes < 1024.0 {
+        return human_bytes(bytes);
+    }
+    format!("{} ({bytes:.0} bytes)", human_bytes(bytes))
+}
+
+/// `1 duplicate`, `2 duplicates`.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +132,10 @@ mod tests {
         assert_eq!(parse_bits("1KB").unwrap(), 8000.0);
         assert_eq!(parse_bits("1e6").unwrap(), 1e6);
         assert_eq!(human_bytes(1536.0), "1.5 KiB");
+        assert_eq!(human_bytes_exact(57_747_392.0), "55.1 MiB (57747392 bytes)");
+        assert_eq!(human_bytes_exact(100.0), "100 B");
+        assert_eq!(plural(1, "duplicate", "duplicates"), "1 duplicate");
+        assert_eq!(plural(0, "duplicate", "duplicates"), "0 duplicates");
     }
 }
 

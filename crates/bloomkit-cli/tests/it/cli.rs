@@ -8,7 +8,8 @@ use bloomkit_testkit::{Module, Reply, Server, TestServer};
 /// Runs the built binary; one that hangs fails the test after two minutes.
 fn bloomkit(args: &[&str], stdin: &[u8]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_bloomkit"));
-    cmd.args(args);
+    // The server comes from options here, never from the caller's environment.
+    cmd.args(args).env_remove("BLOOMKIT_URL").env_remove("REDIS_URL");
     bloomkit_testkit::output_within(&mut cmd, stdin, std::time::Duration::from_secs(120))
 }
 
@@ -101,6 +102,13 @@ fn allowed_drops(unique: u64, capacity: u64, error: f64) -> usize {
 fn calc_agrees_with_the_formulas() {
     let out = ok(&["calc", "--capacity", "1e6", "--error-rate", "0.01", "--json"], b"");
     let v: serde_json_lite::Value = serde_json_lite::parse(&out);
+    // Counts are JSON integers ("hashes":7, not 7.0), sizes exact bytes
+    // beside a human figure.
+    let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    for field in ["capacity", "bits", "bytes", "hashes", "bf_reserve_bytes", "bf_reserve_hashes"] {
+        assert!(json[field].is_u64(), "{field} is an integer: {json}");
+    }
+    assert_eq!(json["memory"], "1.1 MiB", "{json}");
     let (n, p) = (1e6f64, 0.01f64);
     let m = (-n * p.ln() / std::f64::consts::LN_2.powi(2)).ceil();
     assert_eq!(v.get("bits"), m);
@@ -222,7 +230,7 @@ fn dedup_with_bitmaps_on_a_plain_server() {
     assert_eq!(conn.call(&["STRLEN", "seen"]).as_int(), 359_440);
     conn.call(&["HSET", "hash", "f", "v"]);
     fails(&["dedup", "--redis", &url, "--bitmap", "--key", "hash"], b"a\n", "not a bitmap");
-    usage_error(&["dedup", "--bitmap"], b"a\n", "give the server with --redis");
+    usage_error(&["dedup", "--bitmap"], b"a\n", "no server given: pass --redis URL");
 }
 
 /// Bitmaps in other systems' layouts from the command line: dedup into a
@@ -441,7 +449,7 @@ mod serde_json_lite {
             text.split(',')
                 .map(|pair| {
                     let (k, v) = pair.split_once(':').unwrap();
-                    (k.trim_matches('"').to_string(), v.parse().unwrap())
+                    (k.trim_matches('"').to_string(), v.parse().unwrap_or(f64::NAN))
                 })
                 .collect(),
         )
@@ -633,7 +641,7 @@ fn cli_conventions() {
         &["dedup", "--state", "x.bkf", "--redis", "redis://127.0.0.1:1"],
         "--state keeps an in-process filter",
     );
-    usage(&["dedup", "--bitmap"], "give the server with --redis");
+    usage(&["dedup", "--bitmap"], "no server given: pass --redis URL");
     usage(
         &["info", "--redis", "not a url", "k"],
         "'not a url' is not a server address; write it as redis://host:port",

@@ -3,5 +3,7 @@
 //! Support modules shared by several files are declared once, here.
 
 mod cli;
+mod frictions;
+mod interrupt;
 mod memory;
 mod migration;

@@ -42,12 +42,13 @@ fn check(input: &[u8], what: &str) {
     ));
 }
 
-/// The byte count after `label` in dedup's summary line.
+/// The exact byte count after `label` in dedup's summary line, which
+/// reads "55.1 MiB (57747392 bytes)" (or "900 B" below a KiB).
 fn summary_bytes(summary: &str, label: &str) -> u64 {
-    summary
-        .rsplit(label)
-        .next()
-        .and_then(|s| s.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no '{label}' bytes in the summary: {summary}"))
+    let field = summary.rsplit(label).next().and_then(|s| s.split(',').next()).unwrap_or("").trim();
+    let exact = match field.split_once('(') {
+        Some((_, inside)) => inside.trim_end_matches(" bytes)"),
+        None => field.trim_end_matches(" B"),
+    };
+    exact.trim().parse().unwrap_or_else(|_| panic!("no '{label}' bytes in the summary: {summary}"))
 }
