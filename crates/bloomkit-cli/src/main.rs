@@ -73,13 +73,33 @@ enum Command {
     Calc(CalcArgs),
     /// Write each input line the first time it is seen.
     Dedup(DedupArgs),
-    /// Save a server's filter or sketch to a file (SCANDUMP; XF.SCANDUMP for expandable filters).
+    /// Save a server's filter or sketch to a file, chunk by chunk (any size).
+    ///
+    /// Every kind of key bloomkit reads: Bloom filters (bloomkit's or
+    /// RedisBloom's, BF.SCANDUMP), cuckoo filters (CF.SCANDUMP), expandable
+    /// filters (XF, XF.SCANDUMP), sliding-window filters (APBF,
+    /// APBF.SCANDUMP), valkey-bloom filters, Count-Min Sketches, Top-K and
+    /// t-digests (DUMP, up to 512 MB each), and with --bitmap a bitmap filter
+    /// in any --layout (Guava, Redisson, PHP BKDR; --format guava writes
+    /// Guava's BloomFilter.writeTo form). restore tells the kind from the file.
     Dump(DumpArgs),
-    /// Load a filter file into a server (LOADCHUNK).
+    /// Load a filter file into a server (LOADCHUNK), staged and checked.
+    ///
+    /// The file is loaded into a staging key beside KEY, checked (its
+    /// checksum, and what the server reports against what the file
+    /// describes), then renamed over KEY in one transaction: a failed or
+    /// interrupted restore leaves KEY as it was.
     Restore(RestoreArgs),
-    /// Copy filters from one server to another.
+    /// Copy filters and sketches from one server to another.
+    ///
+    /// Chunk by chunk, through a staging key on the destination, as restore
+    /// loads; every kind dump handles. --all finds them with SCAN.
     Copy(CopyArgs),
-    /// Describe a server's filter.
+    /// Describe a server's filter or sketch.
+    ///
+    /// Its kind and the server's INFO fields (a Bloom filter's sub-filters,
+    /// fill and estimated false-positive rate now), and any staging key an
+    /// interrupted restore or copy into the key left.
     Info(InfoArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     ///
@@ -261,10 +281,9 @@ struct DumpArgs {
     /// [default: $BLOOMKIT_URL, else $REDIS_URL].
     #[arg(long, value_name = "URL")]
     redis: Option<String>,
-    /// The filter's key: a Bloom filter, a sliding-window filter, a cuckoo
-    /// filter, an expandable filter (XF, moved chunk by chunk with
-    /// XF.SCANDUMP, of any size), a valkey-bloom filter, one of RedisBloom's
-    /// sketches, or with --bitmap a bitmap filter.
+    /// The key: a Bloom filter, a cuckoo filter, an expandable filter (XF),
+    /// a sliding-window filter (APBF), a valkey-bloom filter, a Count-Min
+    /// Sketch, a Top-K, a t-digest, or with --bitmap a bitmap filter.
     key: String,
     /// Output file; - (or none, when standard output is not a terminal) is
     /// standard output. A file is written beside its name and renamed into

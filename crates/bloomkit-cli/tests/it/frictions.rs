@@ -212,3 +212,46 @@ fn output_people_read_and_scripts_parse() {
         assert!(String::from_utf8_lossy(&o.stdout).contains(env!("CARGO_PKG_VERSION")));
     }
 }
+
+/// Each subcommand's manual page has a SYNOPSIS with option values,
+/// DESCRIPTION, OPTIONS, EXAMPLES (the README's command lines), EXIT
+/// STATUS and SIGNALS; `dump --help` names every kind of key dump handles.
+#[test]
+fn manual_pages_match_the_binary() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    for command in ["calc", "dedup", "dump", "restore", "copy", "info", "completions", "man"] {
+        let o = run(&["man", command], &[], b"");
+        assert!(o.status.success(), "{}", stderr(&o));
+        let page = String::from_utf8(o.stdout).unwrap();
+        for section in ["SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXAMPLES", "\"EXIT STATUS\"", "SIGNALS"] {
+            assert!(page.contains(&format!("\n.SH {section}\n")), "{command}: no {section}\n{page}");
+        }
+        assert_eq!(page.matches(".ds Aq").count(), 2, "{command}: one preamble");
+        for status in ["0", "1", "2", "130, 143"] {
+            assert!(page.contains(&format!(".TP\n\\fB{status}\\fR")), "{command}: exit status {status}");
+        }
+    }
+    let dump = String::from_utf8(run(&["man", "dump"], &[], b"").stdout).unwrap();
+    assert!(dump.contains("[\\fB\\-\\-redis\\fR \\fIURL\\fR]"), "the synopsis shows values: {dump}");
+    assert!(dump.contains("[\\fB\\-o\\fR|\\fB\\-\\-output\\fR \\fIFILE\\fR]"), "{dump}");
+    // The README's table rows are examples on the pages.
+    let dedup = String::from_utf8(run(&["man", "dedup"], &[], b"").stdout).unwrap();
+    for example in ["bloomkit dedup --state seen.bkf", "bloomkit dedup --window 10m"] {
+        assert!(readme.contains(example), "README shows {example}");
+        assert!(dedup.contains(&example.replace('-', "\\-")), "the page shows {example}");
+    }
+    let help = String::from_utf8(run(&["dump", "--help"], &[], b"").stdout).unwrap();
+    for kind in [
+        "Bloom",
+        "cuckoo",
+        "expandable",
+        "sliding-window",
+        "valkey-bloom",
+        "Count-Min",
+        "Top-K",
+        "t-digest",
+        "bitmap",
+    ] {
+        assert!(help.contains(kind), "dump --help names {kind}:\n{help}");
+    }
+}
