@@ -147,6 +147,33 @@ pub trait Stored: Sized {
     }
 }
 
+/// Declares a core type's data type (the `static` the server's handle is
+/// kept in) and its [`Stored`] impl: counted in `$counters` at its
+/// `size_bytes()` (or at `$bytes(value)`), its buffers offered to defrag by
+/// its `relocate`.
+macro_rules! stored {
+    ($ty:ident, $counters:path) => {
+        $crate::keys::stored!($ty, $counters, |v: &$ty| v.size_bytes());
+    };
+    ($ty:ident, $counters:path, $bytes:expr) => {
+        static TYPE: $crate::keys::DataType = $crate::keys::DataType::new();
+
+        impl $crate::keys::Stored for $ty {
+            const TYPE: &'static $crate::keys::DataType = &TYPE;
+            const COUNTERS: &'static $crate::stats::Counters = &$counters;
+
+            fn counted_bytes(&self) -> u64 {
+                ($bytes)(self)
+            }
+
+            fn relocate_buffers(&mut self, from: usize, to: &mut $crate::ffi::Defrag) -> Option<usize> {
+                $ty::relocate(self, from, to)
+            }
+        }
+    };
+}
+pub(crate) use stored;
+
 /// Puts a value in its counters (`true`: it is back in the keyspace) or
 /// takes it out (it left the keyspace, or is freed).
 ///

@@ -132,6 +132,37 @@ pub fn name(prefix: &str, field: &str) -> CString {
     CString::new(format!("{prefix}{sep}{field}")).expect("INFO names hold no NUL")
 }
 
+/// Declares a family's counters: `COUNTERS` (made by `$new` from
+/// `FIELDS`), its section's fields in order (objects and bytes first), and
+/// for each field a command counts in, the index constant it counts with.
+macro_rules! counters {
+    ($new:expr; $($field:ident $(=> $index:ident)?),+ $(,)?) => {
+        const FIELDS: &[&str] = &[$(stringify!($field)),+];
+        pub static COUNTERS: $crate::stats::Counters = $new;
+        $($(pub const $index: usize = $crate::stats::position(FIELDS, stringify!($field));)?)+
+    };
+}
+pub(crate) use counters;
+
+/// Where `name` is in `fields` (at compile time: a typo fails the build).
+pub const fn position(fields: &[&str], name: &str) -> usize {
+    let mut i = 0;
+    while i < fields.len() {
+        let (a, b) = (fields[i].as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("no such field")
+}
+
 /// Starts a section of `INFO bf`.
 pub fn add_section(ctx: *mut raw::RedisModuleInfoCtx, name: &CStr) {
     // SAFETY: valid info context; NUL-terminated name.

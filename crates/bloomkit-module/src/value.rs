@@ -129,6 +129,63 @@ pub trait Value: Stored {
     fn rewrite(&mut self, aof: &mut Rewrite);
 }
 
+/// What a family whose data type is declared with [`plain_value!`] writes
+/// itself: what makes two values differ, and how an AOF rebuilds one.
+pub trait Own {
+    /// See [`Value::digest`].
+    fn digest(&mut self, out: &mut DigestOut);
+    /// See [`Value::rewrite`].
+    fn rewrite(&mut self, aof: &mut Rewrite);
+}
+
+/// Declares the data type of a core type with the usual shape (core's
+/// `TYPE_NAME` and `ENCODING_VERSION` beside it; `load(reader, encver,
+/// limits)`, `save(writer)`, `size_bytes()`, `try_clone()`, `relocate()`)
+/// counted in `$counters`: everything but its [`Own`] parts, which the
+/// family implements beside this line.
+macro_rules! plain_value {
+    ($core:path, $ty:ident, $counters:path) => {
+        $crate::keys::stored!($ty, $counters);
+
+        impl $crate::value::Value for $ty {
+            const TYPE_NAME: &'static str = {
+                use $core as core;
+                core::TYPE_NAME
+            };
+            const ENCODING_VERSION: std::ffi::c_int = {
+                use $core as core;
+                core::ENCODING_VERSION
+            };
+
+            /// A value that does not describe one is refused, never trusted.
+            fn load(from: &mut $crate::value::Load) -> Result<Self, String> {
+                $ty::load(&mut from.reader(), from.encver, from.limits()).map_err(|e| e.to_string())
+            }
+
+            fn save(&mut self, to: &mut $crate::io::IoWriter) {
+                $ty::save(self, to)
+            }
+
+            fn memory(&self) -> usize {
+                self.size_bytes() as usize
+            }
+
+            fn digest(&mut self, out: &mut $crate::value::DigestOut) {
+                <$ty as $crate::value::Own>::digest(self, out)
+            }
+
+            fn copy(&self) -> Option<Self> {
+                self.try_clone().ok()
+            }
+
+            fn rewrite(&mut self, aof: &mut $crate::value::Rewrite) {
+                <$ty as $crate::value::Own>::rewrite(self, aof)
+            }
+        }
+    };
+}
+pub(crate) use plain_value;
+
 /// Registers `T` under its name and version with the shared callbacks.
 pub fn register<T: Value>(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
     T::TYPE.register(ctx, T::TYPE_NAME, T::encoding_version(), |m| {

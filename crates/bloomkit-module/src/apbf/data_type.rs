@@ -8,8 +8,7 @@ use bloomkit_core::apbf::Apbf;
 use bloomkit_core::common::fields::{FieldReader, FieldWriter};
 
 use crate::io::IoWriter;
-use crate::keys::{DataType, Stored};
-use crate::stats::Counters;
+use crate::keys::stored;
 use crate::value::{DigestOut, Load, Rewrite, Value};
 
 /// Nine characters, as the server requires; never changes once released.
@@ -20,21 +19,7 @@ const ENCODING_VERSION: c_int = 2;
 /// Bytes of the body per AOF-rewrite command.
 const CHUNK: usize = 1 << 20;
 
-static APBF_TYPE: DataType = DataType::new();
-
-
-impl Stored for Apbf {
-    const TYPE: &'static DataType = &APBF_TYPE;
-    const COUNTERS: &'static Counters = &super::counters::COUNTERS;
-
-    fn counted_bytes(&self) -> u64 {
-        (std::mem::size_of::<Apbf>() + self.bytes()) as u64
-    }
-
-    fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
-        Apbf::relocate(self, from, to)
-    }
-}
+stored!(Apbf, super::counters::COUNTERS, |v: &Apbf| (std::mem::size_of::<Apbf>() + v.bytes()) as u64);
 
 impl Value for Apbf {
     const TYPE_NAME: &'static str = TYPE_NAME;
@@ -55,7 +40,7 @@ impl Value for Apbf {
     }
 
     fn memory(&self) -> usize {
-        self.counted_bytes() as usize
+        crate::keys::Stored::counted_bytes(self) as usize
     }
 
     /// Header and body.

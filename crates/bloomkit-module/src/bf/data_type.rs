@@ -11,25 +11,10 @@ use bloomkit_core::bf::{check_counts, rdb, scandump as dump, Chain, Counts};
 
 use crate::ffi::log;
 use crate::io::IoWriter;
-use crate::keys::{DataType, Stored};
-use crate::stats::Counters;
+use crate::keys::stored;
 use crate::value::{DigestOut, Load, Rewrite, Value};
 
-static BF_TYPE: DataType = DataType::new();
-
-
-impl Stored for Chain {
-    const TYPE: &'static DataType = &BF_TYPE;
-    const COUNTERS: &'static Counters = &super::counters::COUNTERS;
-
-    fn counted_bytes(&self) -> u64 {
-        self.size_bytes()
-    }
-
-    fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
-        Chain::relocate(self, from, to)
-    }
-}
+stored!(Chain, super::counters::COUNTERS);
 
 impl Value for Chain {
     const TYPE_NAME: &'static str = rdb::TYPE_NAME;

@@ -1,15 +1,12 @@
 //! `INFO bf`'s `cuckoo` section: the cuckoo filters (`CF.*`).
 
-use crate::stats::Counters;
+use crate::stats::{counters, Counters};
 
-/// The section's fields (objects, bytes, then the type's own tallies).
-const FIELDS: &[&str] = &["filters", "bytes", "items_added", "items_deleted", "lookups", "refused_creations"];
-pub static COUNTERS: Counters = Counters::new("cuckoo", "cf_", "cf", FIELDS);
-
-pub const ITEMS_ADDED: usize = 2;
-pub const ITEMS_DELETED: usize = 3;
-pub const LOOKUPS: usize = 4;
-pub const REFUSED: usize = 5;
+counters! {
+    Counters::new("cuckoo", "cf_", "cf", FIELDS);
+    filters, bytes, items_added => ITEMS_ADDED, items_deleted => ITEMS_DELETED, lookups => LOOKUPS,
+    refused_creations => REFUSED
+}
 
 /// A write ran: items added and deleted, and the size before and after
 /// (growth and compaction change it).

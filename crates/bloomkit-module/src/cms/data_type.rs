@@ -13,24 +13,10 @@ use bloomkit_core::cms::{CellSize, CountMinSketch, ENCODING_VERSION, TYPE_NAME};
 
 use crate::config;
 use crate::io::IoWriter;
-use crate::keys::{DataType, Stored};
-use crate::stats::Counters;
+use crate::keys::stored;
 use crate::value::{DigestOut, Load, Rewrite, Value};
 
-static CMS_TYPE: DataType = DataType::new();
-
-impl Stored for CountMinSketch {
-    const TYPE: &'static DataType = &CMS_TYPE;
-    const COUNTERS: &'static Counters = &super::counters::COUNTERS;
-
-    fn counted_bytes(&self) -> u64 {
-        self.size_bytes()
-    }
-
-    fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
-        CountMinSketch::relocate(self, from, to)
-    }
-}
+stored!(CountMinSketch, super::counters::COUNTERS);
 
 impl Value for CountMinSketch {
     const TYPE_NAME: &'static str = TYPE_NAME;

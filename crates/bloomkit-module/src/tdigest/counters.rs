@@ -1,13 +1,9 @@
 //! `INFO bf`'s `tdigest` section: the t-digests.
 
-use crate::stats::Counters;
+use crate::stats::{counters, Counters};
 
-/// The section's fields (objects, bytes, then the type's own tallies).
-const FIELDS: &[&str] = &["digests", "bytes", "observations_added", "merges", "queries", "compressions_replicated", "refused_creations"];
-pub static COUNTERS: Counters = Counters::family("tdigest", FIELDS);
-
-pub const OBSERVATIONS_ADDED: usize = 2;
-pub const MERGES: usize = 3;
-pub const QUERIES: usize = 4;
-pub const COMPRESSIONS_REPLICATED: usize = 5;
-pub const REFUSED: usize = 6;
+counters! {
+    Counters::family("tdigest", FIELDS);
+    digests, bytes, observations_added => OBSERVATIONS_ADDED, merges => MERGES, queries => QUERIES,
+    compressions_replicated => COMPRESSIONS_REPLICATED, refused_creations => REFUSED
+}

@@ -13,11 +13,8 @@ use redis_module::raw;
 
 use crate::ffi::{api, guard, has_api};
 use crate::io::IoWriter;
-use crate::keys::{DataType, Stored};
-use crate::stats::Counters;
+use crate::keys::stored;
 use crate::value::{self, DigestOut, Load, Rewrite, Value};
-
-static TD_TYPE: DataType = DataType::new();
 
 /// How many snapshots (forks: BGSAVE, full syncs, AOF rewrites) this
 /// process has started. A snapshot writes each digest compressed; a digest
@@ -45,7 +42,6 @@ extern "C" fn on_fork_child(
     })
 }
 
-
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
     if has_api!(RedisModule_SubscribeToServerEvent) {
         let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_FORK_CHILD, dataver: 1 };
@@ -66,18 +62,7 @@ pub fn memory_extra() -> u64 {
     }
 }
 
-impl Stored for TDigest {
-    const TYPE: &'static DataType = &TD_TYPE;
-    const COUNTERS: &'static Counters = &super::counters::COUNTERS;
-
-    fn counted_bytes(&self) -> u64 {
-        self.size_bytes()
-    }
-
-    fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
-        TDigest::relocate(self, from, to)
-    }
-}
+stored!(TDigest, super::counters::COUNTERS);
 
 impl Value for TDigest {
     const TYPE_NAME: &'static str = TYPE_NAME;

@@ -5,49 +5,16 @@
 //! DUMP payloads load here and ours load there. The field order lives in
 //! `bloomkit_core::topk::formats`.
 
-use std::ffi::c_int;
+use bloomkit_core::topk::TopK;
 
-use bloomkit_core::topk::{TopK, ENCODING_VERSION, TYPE_NAME};
+use crate::value::{plain_value, DigestOut, Own, Rewrite};
 
-use crate::io::IoWriter;
-use crate::keys::{DataType, Stored};
-use crate::stats::Counters;
-use crate::value::{DigestOut, Load, Rewrite, Value};
+// Loading refuses a value that does not describe a sketch (RedisBloom
+// 2.8.2 asserts and aborts the server); `MEMORY USAGE` is RedisBloom's
+// figure, `2088 + 8 x width x depth + 24 x k`.
+plain_value!(bloomkit_core::topk, TopK, super::counters::COUNTERS);
 
-static TOPK_TYPE: DataType = DataType::new();
-
-impl Stored for TopK {
-    const TYPE: &'static DataType = &TOPK_TYPE;
-    const COUNTERS: &'static Counters = &super::counters::COUNTERS;
-
-    fn counted_bytes(&self) -> u64 {
-        self.size_bytes()
-    }
-
-    fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
-        TopK::relocate(self, from, to)
-    }
-}
-
-impl Value for TopK {
-    const TYPE_NAME: &'static str = TYPE_NAME;
-    const ENCODING_VERSION: c_int = ENCODING_VERSION;
-
-    /// A value that does not describe a sketch is refused (RedisBloom
-    /// 2.8.2 asserts and aborts the server).
-    fn load(from: &mut Load) -> Result<Self, String> {
-        TopK::load(&mut from.reader(), from.encver, from.limits()).map_err(|e| e.to_string())
-    }
-
-    fn save(&mut self, to: &mut IoWriter) {
-        TopK::save(self, to)
-    }
-
-    /// RedisBloom's figure: `2088 + 8 x width x depth + 24 x k`.
-    fn memory(&self) -> usize {
-        self.size_bytes() as usize
-    }
-
+impl Own for TopK {
     /// The parameters, every bucket, every slot (item included) and the
     /// draw counter.
     fn digest(&mut self, out: &mut DigestOut) {
@@ -72,10 +39,6 @@ impl Value for TopK {
             slots.extend_from_slice(s.bytes());
         }
         out.buffers(&[&header, &buckets, &slots]);
-    }
-
-    fn copy(&self) -> Option<Self> {
-        self.try_clone().ok()
     }
 
     /// As RedisBloom rewrites it: `RESTORE key 0 <payload>`, a DUMP payload

@@ -2,46 +2,13 @@
 //! through the shared callbacks of [`crate::value`]. The formats are core's
 //! (`bloomkit_core::xf::formats`).
 
-use std::ffi::c_int;
+use bloomkit_core::xf::XfFilter;
 
-use bloomkit_core::xf::{XfFilter, ENCODING_VERSION, TYPE_NAME};
+use crate::value::{plain_value, DigestOut, Own, Rewrite};
 
-use crate::io::IoWriter;
-use crate::keys::{DataType, Stored};
-use crate::stats::Counters;
-use crate::value::{DigestOut, Load, Rewrite, Value};
+plain_value!(bloomkit_core::xf, XfFilter, super::counters::COUNTERS);
 
-static XF_TYPE: DataType = DataType::new();
-
-impl Stored for XfFilter {
-    const TYPE: &'static DataType = &XF_TYPE;
-    const COUNTERS: &'static Counters = &super::counters::COUNTERS;
-
-    fn counted_bytes(&self) -> u64 {
-        self.size_bytes()
-    }
-
-    fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
-        XfFilter::relocate(self, from, to)
-    }
-}
-
-impl Value for XfFilter {
-    const TYPE_NAME: &'static str = TYPE_NAME;
-    const ENCODING_VERSION: c_int = ENCODING_VERSION;
-
-    fn load(from: &mut Load) -> Result<Self, String> {
-        XfFilter::load(&mut from.reader(), from.encver, from.limits()).map_err(|e| e.to_string())
-    }
-
-    fn save(&mut self, to: &mut IoWriter) {
-        XfFilter::save(self, to)
-    }
-
-    fn memory(&self) -> usize {
-        self.size_bytes() as usize
-    }
-
+impl Own for XfFilter {
     /// The SCANDUMP stream (header, then every table's slots, a doubling
     /// under way included): equal digests mean byte-identical filters.
     fn digest(&mut self, out: &mut DigestOut) {
@@ -50,10 +17,6 @@ impl Value for XfFilter {
             out.buffer(&data);
         }
         out.end();
-    }
-
-    fn copy(&self) -> Option<Self> {
-        self.try_clone().ok()
     }
 
     /// The SCANDUMP stream as `XF.LOADCHUNK`s, which rebuild it exactly.
