@@ -39,6 +39,51 @@ pub struct Command {
     pub tips: Option<&'static CStr>,
     /// The argument tree after the command name, for `COMMAND DOCS`.
     pub args: &'static [docs::Arg],
+    /// How RedisBloom 8 declares the command, registered instead of the
+    /// fields above at the RedisBloom 8 levels; `None` for bloomkit's and
+    /// valkey-bloom's own commands, registered the same way at every level.
+    pub redisbloom8: Option<Declared>,
+}
+
+/// A command's metadata as RedisBloom 8 declares it (`COMMAND INFO` of
+/// RedisBloom 8 on Redis 8.2, `../shared/vectors/redisbloom-8-command-info.tsv`),
+/// registered at the `redisbloom-8` and `redisbloom-8.12` levels. Where
+/// RedisBloom 8's declaration would hurt users, the row keeps bloomkit's and
+/// README's differences say why: every key spec keeps its `access`,
+/// `insert` and `update` flags (RedisBloom 8 gives bare `RW` / `RO`, with
+/// which ACL read-only and write-only key patterns stop applying), the
+/// scandumps keep `RO` (RedisBloom 8: `RW`), CF.COMPACT stays `write`
+/// (RedisBloom 8: `readonly`, so it would run on replicas and for `+@read`
+/// users), and CMS.MERGE keeps declaring its sources (see [`has_numkeys_sources`]).
+#[derive(Clone, Copy)]
+pub struct Declared {
+    /// The server's arity check: n exactly, or -n for at least n words
+    /// (the command name counted); -1 where RedisBloom 8 declares none.
+    pub arity: c_int,
+    pub flags: &'static CStr,
+    pub acl: &'static CStr,
+    pub key_flags: u32,
+    pub tips: Option<&'static CStr>,
+    /// Redis 8.12's argument tree, where it differs (CMS.INITBYDIM and
+    /// CMS.INITBYPROB take `CELL_SIZE`): registered, with the arity made
+    /// "at least", where the Count-Min Sketch answers as Redis 8.12's.
+    pub args_8_12: Option<&'static [docs::Arg]>,
+}
+
+impl Declared {
+    pub const fn new(arity: c_int, flags: &'static CStr, acl: &'static CStr, key_flags: u32) -> Declared {
+        Declared { arity, flags, acl, key_flags, tips: None, args_8_12: None }
+    }
+
+    /// With RedisBloom 8's [`DONT_CACHE_8`] tip.
+    pub const fn dont_cache(self) -> Declared {
+        Declared { tips: DONT_CACHE_8, ..self }
+    }
+
+    /// With Redis 8.12's argument tree.
+    pub const fn at_8_12(self, args: &'static [docs::Arg]) -> Declared {
+        Declared { args_8_12: Some(args), ..self }
+    }
 }
 
 /// The tip RedisBloom 8 puts on `*.INFO`, `*.DEBUG` and `*.SCANDUMP`: read-only
@@ -46,6 +91,9 @@ pub struct Command {
 /// (sizes and state that change without the key changing, or one chunk of
 /// an iteration).
 pub const DONT_CACHE: Option<&CStr> = Some(c"dont-cache");
+
+/// The same tip as RedisBloom 8 spells it in its command info.
+pub const DONT_CACHE_8: Option<&CStr> = Some(c"dont_cache");
 
 /// Wraps a handler so that it runs behind `catch_unwind`, with its errors replied.
 macro_rules! entry {
@@ -69,6 +117,10 @@ pub const RO: u32 = raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCES
 pub const RW_INSERT: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_INSERT;
 /// Key-spec flags of a command that changes an existing key.
 pub const RW_UPDATE: u32 = raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE;
+/// Key-spec flags the server gives a key it was told of only by position
+/// (`1 1 1`), as RedisBloom 8's CF.COMPACT has them: read, and changed.
+pub const RW_ACCESS_UPDATE: u32 =
+    raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_ACCESS | raw::REDISMODULE_CMD_KEY_UPDATE;
 /// What a command handler returns: an error is replied by [`run`]. Any
 /// family's error converts into a [`Reply`] with `?`.
 pub type Outcome = Result<(), Reply>;
@@ -168,13 +220,48 @@ pub struct Dialect {
 /// Registers one command with its key spec and documentation (summary,
 /// complexity, since, tips and argument tree), where the server has
 /// `RedisModule_SetCommandInfo` (Redis 7+, Valkey 7.2+); as `dialect` says
-/// where it is given. The arity stays the server's -1 for module commands:
-/// each handler checks its own, with RedisBloom's replies where those are
-/// not the server's arity error.
+/// where it is given, and as RedisBloom 8 declares it ([`Declared`]) at the
+/// RedisBloom 8 levels. The level is the one in force when the module
+/// loads: `COMMAND INFO` keeps it if `bf.compat` changes later.
+///
+/// At `redisbloom-2.8` (and for bloomkit's own commands) the arity stays
+/// the server's -1 for module commands and each handler checks its own; at
+/// the RedisBloom 8 levels the server checks RedisBloom 8's arities first,
+/// as it does for RedisBloom 8. Both answer a wrong count with the same
+/// text, `ERR wrong number of arguments for 'bf.add' command`: the server
+/// and `RedisModule_WrongArity` both quote the registered (lowercase) name.
 pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dialect>) -> Result<(), String> {
+    let redisbloom8 = crate::config::redisbloom_level() == Compat::RedisBloom8;
+    let declared = match dialect {
+        None if redisbloom8 => c.redisbloom8,
+        _ => None,
+    };
     let registered = dialect.map_or(c.name, |d| d.name);
-    let flags = dialect.map_or(c.flags, |d| d.flags);
-    let acl = dialect.map_or(c.acl, |d| d.acl);
+    let flags = match (dialect, declared) {
+        (Some(d), _) => d.flags,
+        (None, Some(r)) => r.flags,
+        (None, None) => c.flags,
+    };
+    let acl = match (dialect, declared) {
+        (Some(d), _) => d.acl,
+        (None, Some(r)) => r.acl,
+        (None, None) => c.acl,
+    };
+    let key_flags = declared.map_or(c.key_flags, |r| r.key_flags);
+    let tips = match declared {
+        Some(r) => r.tips,
+        // bloomkit's own readers spell the tip as the level does.
+        None if redisbloom8 && c.tips == DONT_CACHE => DONT_CACHE_8,
+        None => c.tips,
+    };
+    // Redis 8.12's tree where the Count-Min Sketch answers as Redis 8.12's.
+    let cell_sized = crate::config::cms_rules() == bloomkit_core::cms::Rules::CellSized;
+    let (arity, args) = match declared {
+        Some(Declared { arity, args_8_12: Some(args), .. }) if cell_sized => (-arity.abs(), args),
+        Some(r) => (r.arity, c.args),
+        // 0: not given, the server's -1.
+        None => (0, c.args),
+    };
     let name = registered.to_string_lossy();
     // SAFETY: valid context during OnLoad; first/last/step key = 1 for every BF command.
     let status = unsafe {
@@ -192,14 +279,14 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dia
     // the array ends with a zeroed entry.
     // SAFETY: all-zero is the terminator the API expects.
     let mut key_specs: [raw::RedisModuleCommandKeySpec; 3] = unsafe { std::mem::zeroed() };
-    key_specs[0].flags = u64::from(c.key_flags);
+    key_specs[0].flags = u64::from(key_flags);
     key_specs[0].begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
     key_specs[0].bs.index.pos = 1;
     key_specs[0].find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
     key_specs[0].fk.range.lastkey = 0;
     key_specs[0].fk.range.keystep = 1;
     key_specs[0].fk.range.limit = 0;
-    if has_numkeys_sources(c.args) {
+    if has_numkeys_sources(args) {
         // `destination numkeys source [source ...]`: the sources are keys
         // too (read), so that a cluster routes and cross-slot-checks them.
         key_specs[1].flags = u64::from(RO);
@@ -222,9 +309,10 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dia
     info.summary = c.summary.as_ptr();
     info.complexity = c.complexity.as_ptr();
     info.since = c.since.as_ptr();
+    info.arity = arity;
     info.tips = match dialect {
         Some(_) => std::ptr::null(),
-        None => c.tips.map_or(std::ptr::null(), CStr::as_ptr),
+        None => tips.map_or(std::ptr::null(), CStr::as_ptr),
     };
     // In a dialect, the server keeps the key spec it made from `1 1 1`.
     info.key_specs = if dialect.is_some() { std::ptr::null_mut() } else { key_specs.as_mut_ptr() };
@@ -232,12 +320,12 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dia
     // the command takes arguments the tree does not describe (valkey-bloom's
     // BF.INSERT SEED, TIGHTENING, VALIDATESCALETO), so it gives none, as
     // valkey-bloom gives none.
-    let mut args = docs::RawArgs::new(if dialect.is_some() { &[] } else { c.args });
-    info.args = args.root();
+    let mut raw_args = docs::RawArgs::new(if dialect.is_some() { &[] } else { args });
+    info.args = raw_args.root();
     // SAFETY: the server validates `info` and copies everything it keeps
     // from it (strings, key specs, the argument tree) during the call; every
     // pointer in it is to 'static strings or to `version`, `key_specs` and
-    // `args`, which outlive the call.
+    // `raw_args`, which outlive the call.
     let status = unsafe { api!(RedisModule_SetCommandInfo)(command, &info) };
     if status != raw::REDISMODULE_OK as c_int {
         return Err(format!("could not set the command info of {name}"));

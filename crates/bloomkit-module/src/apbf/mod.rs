@@ -34,6 +34,7 @@ const COMMANDS: &[Command] = &[
             Arg::integer(c"capacity"),
             Arg::one_of(c"window", &[Arg::word(c"count", c"COUNT"), Arg::integer(c"seconds").token(c"TIME")]),
         ],
+        redisbloom8: None,
     },
     Command {
         name: c"apbf.add",
@@ -46,6 +47,7 @@ const COMMANDS: &[Command] = &[
         since: SINCE,
         tips: None,
         args: KEY_ITEM,
+        redisbloom8: None,
     },
     Command {
         name: c"apbf.madd",
@@ -58,6 +60,7 @@ const COMMANDS: &[Command] = &[
         since: SINCE,
         tips: None,
         args: KEY_ITEMS,
+        redisbloom8: None,
     },
     Command {
         name: c"apbf.exists",
@@ -70,6 +73,7 @@ const COMMANDS: &[Command] = &[
         since: SINCE,
         tips: None,
         args: KEY_ITEM,
+        redisbloom8: None,
     },
     Command {
         name: c"apbf.mexists",
@@ -82,6 +86,7 @@ const COMMANDS: &[Command] = &[
         since: SINCE,
         tips: None,
         args: KEY_ITEMS,
+        redisbloom8: None,
     },
     Command {
         name: c"apbf.info",
@@ -94,6 +99,7 @@ const COMMANDS: &[Command] = &[
         since: SINCE,
         tips: DONT_CACHE,
         args: KEY,
+        redisbloom8: None,
     },
     Command {
         name: c"apbf.scandump",
@@ -106,6 +112,7 @@ const COMMANDS: &[Command] = &[
         since: SINCE,
         tips: DONT_CACHE,
         args: SCANDUMP,
+        redisbloom8: None,
     },
     Command {
         name: c"apbf.advance",
@@ -124,6 +131,7 @@ const COMMANDS: &[Command] = &[
             // Left out by the first format, which wrote at `started_ms`.
             Arg::integer(c"now_ms").optional(),
         ],
+        redisbloom8: None,
     },
     Command {
         name: c"apbf.loadchunk",
@@ -136,5 +144,6 @@ const COMMANDS: &[Command] = &[
         since: SINCE,
         tips: None,
         args: LOADCHUNK,
+        redisbloom8: None,
     },
 ];

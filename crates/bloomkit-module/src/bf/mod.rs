@@ -27,6 +27,8 @@ fn info(ctx: *mut redis_module::raw::RedisModuleInfoCtx) {
 }
 
 
+use crate::command::Declared;
+
 // `since` is RedisBloom's: 1.0.0 for every command but BF.CARD (2.4.4), as
 // its command docs give them (BF.DEBUG, undocumented there, is 1.0.0 in its
 // command info).
@@ -48,6 +50,7 @@ const COMMANDS: &[Command] = &[
             Arg::integer(c"expansion").token(c"EXPANSION").optional(),
             Arg::word(c"nonscaling", c"NONSCALING").optional(),
         ],
+        redisbloom8: Some(Declared::new(-4, c"write deny-oom", c"bloom write fast", RW_INSERT)),
     },
     Command {
         name: c"bf.add",
@@ -60,6 +63,7 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: None,
         args: KEY_ITEM,
+        redisbloom8: Some(Declared::new(3, c"write deny-oom", c"bloom write", RW_INSERT)),
     },
     Command {
         name: c"bf.madd",
@@ -72,6 +76,7 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: None,
         args: KEY_ITEMS,
+        redisbloom8: Some(Declared::new(-3, c"write deny-oom", c"bloom write", RW_INSERT)),
     },
     Command {
         name: c"bf.insert",
@@ -93,6 +98,7 @@ const COMMANDS: &[Command] = &[
             Arg::word(c"items", c"ITEMS"),
             Arg::string(c"item").multiple(),
         ],
+        redisbloom8: Some(Declared::new(-4, c"write deny-oom", c"bloom write", RW_INSERT)),
     },
     Command {
         name: c"bf.exists",
@@ -105,6 +111,7 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: None,
         args: KEY_ITEM,
+        redisbloom8: Some(Declared::new(3, c"readonly fast", c"bloom read", RO)),
     },
     Command {
         name: c"bf.mexists",
@@ -117,6 +124,7 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: None,
         args: KEY_ITEMS,
+        redisbloom8: Some(Declared::new(-3, c"readonly fast", c"bloom read", RO)),
     },
     Command {
         name: c"bf.info",
@@ -142,6 +150,7 @@ const COMMANDS: &[Command] = &[
             )
             .optional(),
         ],
+        redisbloom8: Some(Declared::new(-2, c"readonly fast", c"bloom read fast", RO).dont_cache()),
     },
     Command {
         name: c"bf.card",
@@ -154,6 +163,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.4.4",
         tips: None,
         args: KEY,
+        redisbloom8: Some(Declared::new(2, c"readonly fast", c"bloom read fast", RO)),
     },
     Command {
         name: c"bf.debug",
@@ -166,6 +176,7 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: DONT_CACHE,
         args: KEY,
+        redisbloom8: Some(Declared::new(2, c"readonly fast", c"bloom read", RO).dont_cache()),
     },
     Command {
         name: c"bf.scandump",
@@ -178,6 +189,7 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: DONT_CACHE,
         args: SCANDUMP,
+        redisbloom8: Some(Declared::new(3, c"readonly fast", c"bloom read", RO).dont_cache()),
     },
     Command {
         name: c"bf.loadchunk",
@@ -190,5 +202,6 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: None,
         args: LOADCHUNK,
+        redisbloom8: Some(Declared::new(4, c"write deny-oom", c"bloom write", RW_UPDATE)),
     },
 ];

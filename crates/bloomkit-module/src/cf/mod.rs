@@ -26,6 +26,8 @@ const INSERT_ARGS: &[Arg] = &[
     Arg::string(c"item").multiple(),
 ];
 
+use crate::command::{Declared, RW_ACCESS_UPDATE};
+
 // `since` is RedisBloom's: 1.0.0 for every CF command its command docs list;
 // CF.COMPACT and CF.DEBUG, undocumented there, date from the same release.
 const COMMANDS: &[Command] = &[
@@ -46,6 +48,7 @@ const COMMANDS: &[Command] = &[
             Arg::integer(c"maxiterations").token(c"MAXITERATIONS").optional(),
             Arg::integer(c"expansion").token(c"EXPANSION").optional(),
         ],
+        redisbloom8: Some(Declared::new(-3, c"write deny-oom", c"cuckoo write fast", RW_INSERT)),
     },
     Command {
         name: c"cf.add",
@@ -58,6 +61,7 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: None,
         args: KEY_ITEM,
+        redisbloom8: Some(Declared::new(3, c"write deny-oom", c"cuckoo write", RW_INSERT)),
     },
     Command {
         name: c"cf.addnx",
@@ -70,6 +74,7 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: None,
         args: KEY_ITEM,
+        redisbloom8: Some(Declared::new(3, c"write deny-oom", c"cuckoo write", RW_INSERT)),
     },
     Command {
         name: c"cf.insert",
@@ -82,6 +87,7 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: None,
         args: INSERT_ARGS,
+        redisbloom8: Some(Declared::new(-4, c"write deny-oom", c"cuckoo write", RW_INSERT)),
     },
     Command {
         name: c"cf.insertnx",
@@ -94,6 +100,7 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: None,
         args: INSERT_ARGS,
+        redisbloom8: Some(Declared::new(-4, c"write deny-oom", c"cuckoo write", RW_INSERT)),
     },
     Command {
         name: c"cf.exists",
@@ -106,6 +113,7 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: None,
         args: KEY_ITEM,
+        redisbloom8: Some(Declared::new(3, c"readonly fast", c"cuckoo read", RO)),
     },
     Command {
         name: c"cf.mexists",
@@ -118,6 +126,7 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: None,
         args: KEY_ITEMS,
+        redisbloom8: Some(Declared::new(-3, c"readonly fast", c"cuckoo read", RO)),
     },
     Command {
         name: c"cf.count",
@@ -130,6 +139,7 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: None,
         args: KEY_ITEM,
+        redisbloom8: Some(Declared::new(3, c"readonly fast", c"cuckoo read", RO)),
     },
     Command {
         name: c"cf.del",
@@ -142,6 +152,7 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: None,
         args: KEY_ITEM,
+        redisbloom8: Some(Declared::new(3, c"write fast", c"cuckoo write", RW_UPDATE)),
     },
     Command {
         name: c"cf.compact",
@@ -154,6 +165,7 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: None,
         args: KEY,
+        redisbloom8: Some(Declared::new(-1, c"write", c"cuckoo write", RW_ACCESS_UPDATE)),
     },
     Command {
         name: c"cf.info",
@@ -166,6 +178,7 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: DONT_CACHE,
         args: KEY,
+        redisbloom8: Some(Declared::new(2, c"readonly fast", c"cuckoo read fast", RO).dont_cache()),
     },
     Command {
         name: c"cf.debug",
@@ -178,6 +191,7 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: DONT_CACHE,
         args: KEY,
+        redisbloom8: Some(Declared::new(2, c"readonly fast", c"cuckoo read", RO).dont_cache()),
     },
     Command {
         name: c"cf.scandump",
@@ -190,6 +204,7 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: DONT_CACHE,
         args: SCANDUMP,
+        redisbloom8: Some(Declared::new(3, c"readonly fast", c"cuckoo read", RO).dont_cache()),
     },
     Command {
         name: c"cf.loadchunk",
@@ -202,5 +217,6 @@ const COMMANDS: &[Command] = &[
         since: c"1.0.0",
         tips: None,
         args: LOADCHUNK,
+        redisbloom8: Some(Declared::new(4, c"write deny-oom", c"cuckoo write", RW_UPDATE)),
     },
 ];

@@ -16,6 +16,8 @@ pub const FAMILY: Family =
 
 
 
+use crate::command::Declared;
+
 // Flags are RedisBloom 2.8.2's (`write deny-oom` for the writers,
 // `readonly` for the readers, none `fast`); `since` is RedisBloom's 2.0.0
 // for every CMS command; the ACL categories are RedisBloom 8's `cms` plus
@@ -32,6 +34,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.0.0",
         tips: None,
         args: &[Arg::key(c"key"), Arg::integer(c"width"), Arg::integer(c"depth")],
+        redisbloom8: Some(Declared::new(4, c"write deny-oom", c"cms write fast", RW_INSERT).at_8_12(INITBYDIM_8_12)),
     },
     Command {
         name: c"cms.initbyprob",
@@ -44,6 +47,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.0.0",
         tips: None,
         args: &[Arg::key(c"key"), Arg::double(c"error"), Arg::double(c"probability")],
+        redisbloom8: Some(Declared::new(4, c"write deny-oom", c"cms write fast", RW_INSERT).at_8_12(INITBYPROB_8_12)),
     },
     Command {
         name: c"cms.incrby",
@@ -56,6 +60,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.0.0",
         tips: None,
         args: &[Arg::key(c"key"), Arg::block(c"items", INCREMENT).multiple()],
+        redisbloom8: Some(Declared::new(-4, c"write deny-oom", c"cms write", RW_UPDATE)),
     },
     Command {
         name: c"cms.query",
@@ -68,6 +73,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.0.0",
         tips: None,
         args: &[Arg::key(c"key"), Arg::string(c"item").multiple()],
+        redisbloom8: Some(Declared::new(-3, c"readonly", c"cms read", RO)),
     },
     Command {
         name: c"cms.merge",
@@ -85,6 +91,7 @@ const COMMANDS: &[Command] = &[
             Arg::key(c"source").multiple(),
             Arg::integer(c"weight").token(c"WEIGHTS").multiple().optional(),
         ],
+        redisbloom8: Some(Declared::new(-4, c"write deny-oom", c"cms write", RW_UPDATE)),
     },
     Command {
         name: c"cms.info",
@@ -97,8 +104,25 @@ const COMMANDS: &[Command] = &[
         since: c"2.0.0",
         tips: DONT_CACHE,
         args: &[Arg::key(c"key")],
+        redisbloom8: Some(Declared::new(2, c"readonly", c"cms read fast", RO).dont_cache()),
     },
 ];
 
 /// `item increment`, one pair of `CMS.INCRBY`.
 const INCREMENT: &[Arg] = &[Arg::string(c"item"), Arg::integer(c"increment")];
+
+/// `CMS.INITBYDIM` as Redis 8.12 takes it: `key width depth [CELL_SIZE n]`.
+const INITBYDIM_8_12: &[Arg] = &[
+    Arg::key(c"key"),
+    Arg::integer(c"width"),
+    Arg::integer(c"depth"),
+    Arg::integer(c"cell_size").token(c"CELL_SIZE").optional(),
+];
+
+/// `CMS.INITBYPROB` as Redis 8.12 takes it: `key error probability [CELL_SIZE n]`.
+const INITBYPROB_8_12: &[Arg] = &[
+    Arg::key(c"key"),
+    Arg::double(c"error"),
+    Arg::double(c"probability"),
+    Arg::integer(c"cell_size").token(c"CELL_SIZE").optional(),
+];

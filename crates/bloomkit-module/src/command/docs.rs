@@ -273,6 +273,22 @@ mod tests {
             let specs = 1 + usize::from(crate::command::has_numkeys_sources(c.args));
             assert_eq!(c.args.iter().filter(|a| a.kind == Kind::Key).count(), specs, "{name}");
             check_tree(name, c.args);
+            // Redis 8.12's tree extends the command's with optional
+            // arguments only: the same fewest words, the arity made "at least".
+            if let Some(args) = c.redisbloom8.and_then(|r| r.args_8_12) {
+                check_tree(name, args);
+                assert_eq!(min_words(args), min_words(c.args), "{name}: Redis 8.12's tree");
+                let same = args.iter().zip(c.args).all(|(a, b)| (a.name, a.kind) == (b.name, b.kind));
+                assert!(args.len() > c.args.len() && same, "{name}: Redis 8.12's tree");
+            }
+            // RedisBloom 8's exact arities agree with the tree.
+            if let Some(r) = c.redisbloom8 {
+                let words = min_words(c.args) as i32 + 1;
+                let fixed = c.args.iter().all(|a| !a.optional && !a.multiple);
+                let fits =
+                    if r.arity > 0 { fixed && r.arity == words } else { r.arity == -words || r.arity == -1 };
+                assert!(fits, "{name}: arity {}", r.arity);
+            }
         }
     }
 

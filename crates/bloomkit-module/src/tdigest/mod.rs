@@ -15,6 +15,8 @@ pub const FAMILY: Family = Family::new(COMMANDS, data_type::register, Some(c"tdi
 
 const KEY_VALUES: &[Arg] = &[Arg::key(c"key"), Arg::double(c"value").multiple()];
 
+use crate::command::Declared;
+
 // `since` is RedisBloom's: 2.4.0 for the first commands, 2.4.2 for
 // RANK/REVRANK/BYRANK/BYREVRANK. Flags are 2.8.2's (none is `fast`);
 // the ACL categories are RedisBloom 8's.
@@ -30,6 +32,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.4.0",
         tips: None,
         args: &[Arg::key(c"key"), Arg::integer(c"compression").token(c"COMPRESSION").optional()],
+        redisbloom8: Some(Declared::new(-2, c"write deny-oom", c"tdigest write fast", RW_INSERT)),
     },
     Command {
         name: c"tdigest.reset",
@@ -42,6 +45,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.4.0",
         tips: None,
         args: KEY,
+        redisbloom8: Some(Declared::new(2, c"write deny-oom", c"tdigest write fast", RW_UPDATE)),
     },
     Command {
         name: c"tdigest.add",
@@ -54,6 +58,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.4.0",
         tips: None,
         args: KEY_VALUES,
+        redisbloom8: Some(Declared::new(-3, c"write deny-oom", c"tdigest write", RW_UPDATE)),
     },
     Command {
         name: c"tdigest.merge",
@@ -72,6 +77,7 @@ const COMMANDS: &[Command] = &[
             Arg::integer(c"compression").token(c"COMPRESSION").optional(),
             Arg::word(c"override", c"OVERRIDE").optional(),
         ],
+        redisbloom8: Some(Declared::new(-4, c"write deny-oom", c"tdigest write", RW_INSERT)),
     },
     Command {
         name: c"tdigest.min",
@@ -84,6 +90,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.4.0",
         tips: None,
         args: KEY,
+        redisbloom8: Some(Declared::new(2, c"readonly", c"tdigest read fast", RO)),
     },
     Command {
         name: c"tdigest.max",
@@ -96,6 +103,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.4.0",
         tips: None,
         args: KEY,
+        redisbloom8: Some(Declared::new(2, c"readonly", c"tdigest read fast", RO)),
     },
     Command {
         name: c"tdigest.quantile",
@@ -108,6 +116,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.4.0",
         tips: None,
         args: &[Arg::key(c"key"), Arg::double(c"quantile").multiple()],
+        redisbloom8: Some(Declared::new(-3, c"readonly", c"tdigest read fast", RO)),
     },
     Command {
         name: c"tdigest.cdf",
@@ -120,6 +129,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.4.0",
         tips: None,
         args: KEY_VALUES,
+        redisbloom8: Some(Declared::new(-3, c"readonly", c"tdigest read fast", RO)),
     },
     Command {
         name: c"tdigest.trimmed_mean",
@@ -132,6 +142,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.4.0",
         tips: None,
         args: &[Arg::key(c"key"), Arg::double(c"low_cut_quantile"), Arg::double(c"high_cut_quantile")],
+        redisbloom8: Some(Declared::new(4, c"readonly", c"tdigest read", RO)),
     },
     Command {
         name: c"tdigest.rank",
@@ -144,6 +155,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.4.2",
         tips: None,
         args: KEY_VALUES,
+        redisbloom8: Some(Declared::new(-3, c"readonly", c"tdigest read fast", RO)),
     },
     Command {
         name: c"tdigest.revrank",
@@ -156,6 +168,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.4.2",
         tips: None,
         args: KEY_VALUES,
+        redisbloom8: Some(Declared::new(-3, c"readonly", c"tdigest read fast", RO)),
     },
     Command {
         name: c"tdigest.byrank",
@@ -168,6 +181,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.4.2",
         tips: None,
         args: &[Arg::key(c"key"), Arg::integer(c"rank").multiple()],
+        redisbloom8: Some(Declared::new(-3, c"readonly", c"tdigest read fast", RO)),
     },
     Command {
         name: c"tdigest.byrevrank",
@@ -180,6 +194,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.4.2",
         tips: None,
         args: &[Arg::key(c"key"), Arg::integer(c"reverse_rank").multiple()],
+        redisbloom8: Some(Declared::new(-3, c"readonly", c"tdigest read fast", RO)),
     },
     Command {
         name: c"tdigest.info",
@@ -192,5 +207,6 @@ const COMMANDS: &[Command] = &[
         since: c"2.4.0",
         tips: DONT_CACHE,
         args: KEY,
+        redisbloom8: Some(Declared::new(2, c"readonly", c"tdigest read fast", RO).dont_cache()),
     },
 ];

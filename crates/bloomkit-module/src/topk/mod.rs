@@ -13,6 +13,8 @@ pub const FAMILY: Family = Family::new(COMMANDS, crate::value::register::<bloomk
 
 
 
+use crate::command::Declared;
+
 // Flags are RedisBloom's (`write deny-oom` for writers, `readonly` for
 // readers, none `fast`), except TOPK.COUNT: 2.8.2 registers it `write`, so
 // replicas refuse it; it is `readonly` here, as in RedisBloom 8.
@@ -35,6 +37,7 @@ const COMMANDS: &[Command] = &[
             Arg::integer(c"depth").optional(),
             Arg::double(c"decay").optional(),
         ],
+        redisbloom8: Some(Declared::new(-3, c"write deny-oom", c"topk write fast", RW_INSERT)),
     },
     Command {
         name: c"topk.add",
@@ -47,6 +50,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.0.0",
         tips: None,
         args: KEY_ITEMS,
+        redisbloom8: Some(Declared::new(-3, c"write deny-oom", c"topk write", RW_UPDATE)),
     },
     Command {
         name: c"topk.incrby",
@@ -59,6 +63,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.0.0",
         tips: None,
         args: &[Arg::key(c"key"), Arg::string(c"item"), Arg::integer(c"increment")],
+        redisbloom8: Some(Declared::new(-4, c"write deny-oom", c"topk write", RW_UPDATE)),
     },
     Command {
         name: c"topk.query",
@@ -71,6 +76,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.0.0",
         tips: None,
         args: KEY_ITEMS,
+        redisbloom8: Some(Declared::new(-3, c"readonly", c"topk read", RO)),
     },
     Command {
         name: c"topk.count",
@@ -83,6 +89,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.0.0",
         tips: None,
         args: KEY_ITEMS,
+        redisbloom8: Some(Declared::new(-3, c"readonly", c"topk read", RO)),
     },
     Command {
         name: c"topk.list",
@@ -95,6 +102,7 @@ const COMMANDS: &[Command] = &[
         since: c"2.0.0",
         tips: None,
         args: &[Arg::key(c"key"), Arg::word(c"withcount", c"WITHCOUNT").optional()],
+        redisbloom8: Some(Declared::new(-2, c"readonly", c"topk read", RO)),
     },
     Command {
         name: c"topk.info",
@@ -107,5 +115,6 @@ const COMMANDS: &[Command] = &[
         since: c"2.0.0",
         tips: DONT_CACHE,
         args: KEY,
+        redisbloom8: Some(Declared::new(2, c"readonly", c"topk read fast", RO)),
     },
 ];

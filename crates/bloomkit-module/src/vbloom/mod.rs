@@ -67,4 +67,5 @@ const COMMANDS: &[Command] = &[Command {
     since: c"1.0.0",
     tips: None,
     args: &[Arg::key(c"key"), Arg::string(c"dump")],
+    redisbloom8: None,
 }];

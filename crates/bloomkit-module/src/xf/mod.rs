@@ -38,6 +38,7 @@ const COMMANDS: &[Command] = &[
         since: SINCE,
         tips: None,
         args: &[Arg::key(c"key"), Arg::double(c"error_rate"), CAPACITY, MAXCAPACITY],
+        redisbloom8: None,
     },
     Command {
         name: c"xf.add",
@@ -50,6 +51,7 @@ const COMMANDS: &[Command] = &[
         since: SINCE,
         tips: None,
         args: KEY_ITEM,
+        redisbloom8: None,
     },
     Command {
         name: c"xf.madd",
@@ -62,6 +64,7 @@ const COMMANDS: &[Command] = &[
         since: SINCE,
         tips: None,
         args: KEY_ITEMS,
+        redisbloom8: None,
     },
     Command {
         name: c"xf.insert",
@@ -82,6 +85,7 @@ const COMMANDS: &[Command] = &[
             Arg::word(c"items", c"ITEMS"),
             Arg::string(c"item").multiple(),
         ],
+        redisbloom8: None,
     },
     Command {
         name: c"xf.exists",
@@ -94,6 +98,7 @@ const COMMANDS: &[Command] = &[
         since: SINCE,
         tips: None,
         args: KEY_ITEM,
+        redisbloom8: None,
     },
     Command {
         name: c"xf.mexists",
@@ -106,6 +111,7 @@ const COMMANDS: &[Command] = &[
         since: SINCE,
         tips: None,
         args: KEY_ITEMS,
+        redisbloom8: None,
     },
     Command {
         name: c"xf.del",
@@ -118,6 +124,7 @@ const COMMANDS: &[Command] = &[
         since: SINCE,
         tips: None,
         args: KEY_ITEM,
+        redisbloom8: None,
     },
     Command {
         name: c"xf.count",
@@ -130,6 +137,7 @@ const COMMANDS: &[Command] = &[
         since: SINCE,
         tips: None,
         args: KEY_ITEM,
+        redisbloom8: None,
     },
     Command {
         name: c"xf.card",
@@ -142,6 +150,7 @@ const COMMANDS: &[Command] = &[
         since: SINCE,
         tips: None,
         args: KEY,
+        redisbloom8: None,
     },
     Command {
         name: c"xf.merge",
@@ -154,6 +163,7 @@ const COMMANDS: &[Command] = &[
         since: SINCE,
         tips: None,
         args: &[Arg::key(c"destination"), Arg::integer(c"numkeys"), Arg::key(c"source").multiple()],
+        redisbloom8: None,
     },
     Command {
         name: c"xf.info",
@@ -166,6 +176,7 @@ const COMMANDS: &[Command] = &[
         since: SINCE,
         tips: DONT_CACHE,
         args: KEY,
+        redisbloom8: None,
     },
     Command {
         name: c"xf.scandump",
@@ -178,6 +189,7 @@ const COMMANDS: &[Command] = &[
         since: SINCE,
         tips: DONT_CACHE,
         args: SCANDUMP,
+        redisbloom8: None,
     },
     Command {
         name: c"xf.loadchunk",
@@ -190,5 +202,6 @@ const COMMANDS: &[Command] = &[
         since: SINCE,
         tips: None,
         args: LOADCHUNK,
+        redisbloom8: None,
     },
 ];

@@ -15,6 +15,7 @@ mod cms_differential;
 mod cms_hostile;
 mod cms_persistence;
 mod command_docs;
+mod command_info;
 mod commands;
 mod defrag;
 mod differential;
