@@ -217,11 +217,11 @@ pub extern "C" fn defrag_callback<T: Stored>(
     _key: *mut raw::RedisModuleString,
     value: *mut *mut c_void,
 ) -> c_int {
-    // SAFETY: the server passes its defrag context and the pointer to a
-    // value of the type this callback was registered for, which it holds.
     if !T::defrag_enabled() {
         return 0; // done: nothing is moved
     }
+    // SAFETY: the server passes its defrag context and the pointer to a
+    // value of the type this callback was registered for, which it holds.
     unsafe { defrag::<T>(ctx, value, T::COUNTERS, |v, from, d| v.relocate_buffers(from, d)) }
 }
 

@@ -52,9 +52,10 @@ pub struct Arg {
     pub optional: bool,
     /// May be repeated (`item [item ...]`).
     pub multiple: bool,
-    /// The alternatives of a [`Kind::OneOf`]; empty for every other kind.
-    /// (bloomkit's commands need no `block`: a token with one value is an
-    /// argument with a token, as RedisBloom's command docs write them.)
+    /// The alternatives of a [`Kind::OneOf`], or the parts of a
+    /// [`Kind::Block`] (`item increment` of `CMS.INCRBY`); empty for every
+    /// other kind. A token with one value is an argument with a token, as
+    /// RedisBloom's command docs write them, not a block.
     pub subargs: &'static [Arg],
 }
 
