@@ -17,9 +17,10 @@ const KEY_VALUES: &[Arg] = &[Arg::key(c"key"), Arg::double(c"value").multiple()]
 
 use crate::command::Declared;
 
-// `since` is RedisBloom's: 2.4.0 for the first commands, 2.4.2 for
-// RANK/REVRANK/BYRANK/BYREVRANK. Flags are 2.8.2's (none is `fast`);
-// the ACL categories are RedisBloom 8's.
+// `since` is 2.4.0 for every command, as RedisBloom 8's command info and
+// RedisBloom's command docs give it (RANK/REVRANK/BYRANK/BYREVRANK too).
+// Flags are 2.8.2's (none is `fast`); RedisBloom 8's ACL categories add
+// `fast` on most readers (`redisbloom8`).
 const COMMANDS: &[Command] = &[
     Command {
         name: c"tdigest.create",
@@ -152,7 +153,7 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Estimates, for each value, how many observations lie below it (counting half of those equal)",
         complexity: c"O(n * c), n the values, c the capacity",
-        since: c"2.4.2",
+        since: c"2.4.0",
         tips: None,
         args: KEY_VALUES,
         redisbloom8: Some(Declared::new(-3, c"readonly", c"tdigest read fast", RO)),
@@ -165,7 +166,7 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Estimates, for each value, how many observations lie above it (counting half of those equal)",
         complexity: c"O(n * c), n the values, c the capacity",
-        since: c"2.4.2",
+        since: c"2.4.0",
         tips: None,
         args: KEY_VALUES,
         redisbloom8: Some(Declared::new(-3, c"readonly", c"tdigest read fast", RO)),
@@ -178,7 +179,7 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Estimates the value of the observation at each rank, from the smallest",
         complexity: c"O(n * c), n the ranks, c the capacity",
-        since: c"2.4.2",
+        since: c"2.4.0",
         tips: None,
         args: &[Arg::key(c"key"), Arg::integer(c"rank").multiple()],
         redisbloom8: Some(Declared::new(-3, c"readonly", c"tdigest read fast", RO)),
@@ -191,7 +192,7 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Estimates the value of the observation at each rank, from the largest",
         complexity: c"O(n * c), n the ranks, c the capacity",
-        since: c"2.4.2",
+        since: c"2.4.0",
         tips: None,
         args: &[Arg::key(c"key"), Arg::integer(c"reverse_rank").multiple()],
         redisbloom8: Some(Declared::new(-3, c"readonly", c"tdigest read fast", RO)),

@@ -33,9 +33,7 @@ const COMMANDS: &[Command] = &[
         args: &[
             Arg::key(c"key"),
             Arg::integer(c"topk"),
-            Arg::integer(c"width").optional(),
-            Arg::integer(c"depth").optional(),
-            Arg::double(c"decay").optional(),
+            Arg::block(c"params", PARAMS).optional(),
         ],
         redisbloom8: Some(Declared::new(-3, c"write deny-oom", c"topk write fast", RW_INSERT)),
     },
@@ -62,7 +60,7 @@ const COMMANDS: &[Command] = &[
         complexity: c"O(n * d * i), n the number of items, d the depth, i the increment where buckets collide",
         since: c"2.0.0",
         tips: None,
-        args: &[Arg::key(c"key"), Arg::string(c"item"), Arg::integer(c"increment")],
+        args: &[Arg::key(c"key"), Arg::block(c"item_increment", INCREMENT).multiple()],
         redisbloom8: Some(Declared::new(-4, c"write deny-oom", c"topk write", RW_UPDATE)),
     },
     Command {
@@ -118,3 +116,9 @@ const COMMANDS: &[Command] = &[
         redisbloom8: Some(Declared::new(2, c"readonly", c"topk read fast", RO)),
     },
 ];
+
+/// `item increment`, one pair of `TOPK.INCRBY`.
+const INCREMENT: &[Arg] = &[Arg::string(c"item"), Arg::integer(c"increment")];
+
+/// `width depth decay`: `TOPK.RESERVE` takes all three or none.
+const PARAMS: &[Arg] = &[Arg::integer(c"width"), Arg::integer(c"depth"), Arg::double(c"decay")];

@@ -83,10 +83,10 @@ const SINCE: &[(&str, &str)] = &[
     ("tdigest.quantile", "2.4.0"),
     ("tdigest.cdf", "2.4.0"),
     ("tdigest.trimmed_mean", "2.4.0"),
-    ("tdigest.rank", "2.4.2"),
-    ("tdigest.revrank", "2.4.2"),
-    ("tdigest.byrank", "2.4.2"),
-    ("tdigest.byrevrank", "2.4.2"),
+    ("tdigest.rank", "2.4.0"),
+    ("tdigest.revrank", "2.4.0"),
+    ("tdigest.byrank", "2.4.0"),
+    ("tdigest.byrevrank", "2.4.0"),
     ("tdigest.info", "2.4.0"),
 ];
 
@@ -319,5 +319,62 @@ fn every_command_is_documented_and_its_tree_fits_the_handler() {
                 }
             }
         }
+    }
+}
+
+fn block(name: &str, optional: bool, multiple: bool, subargs: Vec<DocArg>) -> DocArg {
+    DocArg { subargs, ..leaf(name, "block", None, optional, multiple) }
+}
+
+/// The argument facts RedisBloom 8 declares where bloomkit's trees used to
+/// say otherwise, at every level (RedisBloom 2.8.2 documented none):
+/// TOPK.INCRBY takes repeated `item increment` pairs, TOPK.RESERVE its
+/// three parameters together or none, and t-digest's rank commands date
+/// from 2.4.0. And the facts bloomkit keeps because the handlers (and
+/// RedisBloom's) take integers where RedisBloom 8 declares doubles:
+/// TDIGEST.BYRANK's ranks and CMS.MERGE's weights.
+#[test]
+fn argument_facts_as_redisbloom_8_declares_them() {
+    for server in [Server::Redis8, Server::Redis] {
+        let s = TestServer::with_bloomkit(server);
+        let mut c = s.conn();
+        let pair = vec![
+            leaf("item", "string", None, false, false),
+            leaf("increment", "integer", None, false, false),
+        ];
+        assert_eq!(
+            doc_args(&docs(&mut c, "topk.incrby")["arguments"]),
+            vec![leaf("key", "key", None, false, false), block("item_increment", false, true, pair)],
+            "{server:?}"
+        );
+        let params = vec![
+            leaf("width", "integer", None, false, false),
+            leaf("depth", "integer", None, false, false),
+            leaf("decay", "double", None, false, false),
+        ];
+        assert_eq!(
+            doc_args(&docs(&mut c, "topk.reserve")["arguments"]),
+            vec![
+                leaf("key", "key", None, false, false),
+                leaf("topk", "integer", None, false, false),
+                block("params", true, false, params),
+            ],
+            "{server:?}"
+        );
+        for name in ["tdigest.rank", "tdigest.revrank", "tdigest.byrank", "tdigest.byrevrank"] {
+            assert_eq!(text(&docs(&mut c, name)["since"]), "2.4.0", "{server:?} {name}");
+        }
+        // Kept: integers, as the commands parse them.
+        assert_eq!(
+            doc_args(&docs(&mut c, "tdigest.byrank")["arguments"])[1],
+            leaf("rank", "integer", None, false, true)
+        );
+        let weight = doc_args(&docs(&mut c, "cms.merge")["arguments"]).pop().unwrap();
+        assert_eq!(weight, leaf("weight", "integer", Some("WEIGHTS"), true, true), "{server:?}");
+        assert!(c.cmd("TDIGEST.CREATE t").as_bytes() == b"OK" && c.cmd("TDIGEST.BYRANK t 1.5").is_error());
+        // Two pairs, and all three parameters or none.
+        assert!(!c.cmd("TOPK.RESERVE k 3 8 7 0.9").is_error(), "{server:?}");
+        assert!(!c.cmd("TOPK.INCRBY k a 1 b 2").is_error(), "{server:?}");
+        assert!(c.cmd("TOPK.RESERVE k2 3 8").is_error(), "{server:?}");
     }
 }
