@@ -462,3 +462,24 @@ fn doc_arg_names(c: &mut Conn, name: &str) -> Vec<String> {
         })
         .collect()
 }
+
+/// Every server loads the module at the RedisBloom 8 levels and checks
+/// RedisBloom 8's arities (Redis 7.0 and Valkey have the arity in
+/// `RedisModule_SetCommandInfo` too); the readers keep answering.
+#[test]
+fn every_server_takes_redisbloom_8_s_arities() {
+    for server in Server::ALL {
+        for level in ["redisbloom-8", "redisbloom-8.12"] {
+            let s = TestServer::start(server, &[Module::Bloomkit(vec!["COMPAT".into(), level.into()])], &[]);
+            let mut c = s.conn();
+            assert_eq!(arity(&mut c, "bf.add"), 3, "{server:?} {level}");
+            assert_eq!(arity(&mut c, "tdigest.trimmed_mean"), 4, "{server:?} {level}");
+            let initbydim = if level == "redisbloom-8" { 4 } else { -4 };
+            assert_eq!(arity(&mut c, "cms.initbydim"), initbydim, "{server:?} {level}");
+            assert_eq!(c.cmd("BF.ADD k"), wrong_arity("bf.add"), "{server:?} {level}");
+            assert_eq!(c.cmd("BF.ADD k x"), Reply::Int(1), "{server:?} {level}");
+            assert_eq!(c.cmd("BF.EXISTS k x"), Reply::Int(1), "{server:?} {level}");
+            assert_eq!(info(&mut c, "bf.info")["tips"], "['dont_cache']", "{server:?} {level}");
+        }
+    }
+}
