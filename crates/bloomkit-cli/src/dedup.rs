@@ -196,18 +196,23 @@ fn explain(e: ClientError, url: &str, kind: Kind) -> anyhow::Error {
 
 fn open_backend(o: &Options) -> Result<Backend> {
     let capacity = o.capacity.unwrap_or(DEFAULT_CAPACITY);
-    let mut options = bloomkit_client::Options::new(capacity, o.error_rate).batch_size(SERVER_BATCH);
+    let mut options = bloomkit_client::Options {
+        batch_size: SERVER_BATCH,
+        ..bloomkit_client::Options::new(capacity, o.error_rate)
+    };
     // No capacity, nothing that needs one: a filter that grows at its rate.
     let expandable = o.capacity.is_none() && o.window.is_none() && !o.bitmap;
-    let xf_options =
-        || bloomkit_client::Options::new(EXPANDABLE_START, o.error_rate).batch_size(SERVER_BATCH);
+    let xf_options = || bloomkit_client::Options {
+        batch_size: SERVER_BATCH,
+        ..bloomkit_client::Options::new(EXPANDABLE_START, o.error_rate)
+    };
     if let Some(window) = o.window {
         if o.bitmap {
             return Err(crate::usage!(
                 "--window and --window-count need the module (APBF.*) or the in-process filter, not --bitmap"
             ));
         }
-        options = options.window(window);
+        options.window = Some(window);
     }
     match (&o.redis, &o.state) {
         (Some(_), Some(_)) => Err(crate::usage!(

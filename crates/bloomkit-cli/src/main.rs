@@ -406,6 +406,14 @@ fn run(cli: Cli) -> Result<()> {
             // only means something on one.
             let redis = match (a.redis.as_deref(), a.key.is_some() || bitmap) {
                 (Some(""), _) | (None, true) => Some(server::resolve(None, "--redis")?),
+                // (--redis takes an optional value: `--redis FILE` would
+                // take the file for a server.)
+                (Some(url), _) if !url.contains("://") && std::path::Path::new(url).is_file() => {
+                    return Err(usage!(
+                        "--redis took '{url}' as the server's address, but it is a file here: write the \
+                         address after --redis (--redis host:port {url}), or --redis after the files"
+                    ))
+                }
                 (Some(url), _) => Some(server::resolve(Some(url), "--redis")?),
                 (None, false) => None,
             };
@@ -645,7 +653,7 @@ fn run(cli: Cli) -> Result<()> {
                         .into());
                     }
                     Err(e) => {
-                        say!("bloomkit copy: {key}: {e:#}");
+                        say!("bloomkit copy: {key}: {}", describe(&anyhow::Error::from(e)));
                         failures.push(key.clone());
                     }
                 }
@@ -950,6 +958,22 @@ fn report_leftovers(command: &str, server: &mut transfer::Server) {
     }
 }
 
+/// An error and its causes, each said once: a client error that keeps
+/// the redis crate's error as its source already quotes its text.
+fn describe(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&said);
+        }
+    }
+    text
+}
+
 /// Whether an error is a closed pipe: output's reader went away
 /// (`bloomkit dump | head`), a normal end.
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
@@ -991,7 +1015,7 @@ fn main() -> ExitCode {
                 say!("{stopped}");
                 return ExitCode::from(interrupt::exit_status());
             }
-            say!("bloomkit: error: {e:#}");
+            say!("bloomkit: error: {}", describe(&e));
             // Invalid values, the CLI's own or the library's (a malformed
             // URL, options that describe no filter), are usage errors.
             let invalid = e.chain().any(|c| {

@@ -4,16 +4,73 @@ use std::fmt;
 
 use bloomkit_core::bf::file::FileError;
 
-/// Everything a filter operation can fail with.
+/// What the server or the connection said: a message, and the redis
+/// crate's own error when there was one, kept whole so that callers can
+/// ask it what redis-rs offers ([`Failure::kind`], [`Failure::code`],
+/// `is_timeout()`, ...) rather than read the message; it is also the
+/// [`Error`]'s `source()`.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    message: String,
+    redis: Option<redis::RedisError>,
+}
+
+impl Failure {
+    /// A failure with no redis error behind it (a reply that says
+    /// something went wrong, such as a full cuckoo filter's -1).
+    pub fn new(message: impl Into<String>) -> Failure {
+        Failure { message: message.into(), redis: None }
+    }
+
+    /// A failure the redis crate reported, with `message` as its text.
+    pub fn from_redis(message: impl Into<String>, e: redis::RedisError) -> Failure {
+        Failure { message: message.into(), redis: Some(e) }
+    }
+
+    /// The text: the server's reply (code and detail), or the connection's error.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The redis crate's error, if it reported this.
+    pub fn redis_error(&self) -> Option<&redis::RedisError> {
+        self.redis.as_ref()
+    }
+
+    /// The redis crate's kind of error (`Io`, `Server(ResponseError)`,
+    /// `Extension` for codes it does not know, ...).
+    pub fn kind(&self) -> Option<redis::ErrorKind> {
+        self.redis.as_ref().map(redis::RedisError::kind)
+    }
+
+    /// The server's error code (`ERR`, `WRONGTYPE`, ...), for an error
+    /// reply, a pipeline's first included.
+    pub fn code(&self) -> Option<String> {
+        let e = self.redis.as_ref()?;
+        e.code().map(String::from).or_else(|| {
+            e.clone().into_server_errors().and_then(|all| all.first().map(|(_, s)| s.code().to_string()))
+        })
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Everything a filter operation can fail with. The variants that come
+/// from the server or the connection hold a [`Failure`], which keeps the
+/// redis crate's error (also `source()`); [`Error::redis_kind`] gives its kind.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
     /// The server could not be reached or dropped the connection.
-    Connection(String),
+    Connection(Failure),
     /// The server did not answer in time.
-    Timeout(String),
+    Timeout(Failure),
     /// The server has no `BF.*` commands: no Bloom module is loaded.
-    ModuleMissing(String),
+    ModuleMissing(Failure),
     /// A key of the filter holds another type of value.
     WrongType(String),
     /// `reserve` found the filter already there.
@@ -31,7 +88,7 @@ pub enum Error {
     /// The backend cannot do this (for example an expiry on a local filter).
     Unsupported(&'static str),
     /// Any other error reply from the server, verbatim.
-    Server(String),
+    Server(Failure),
     /// A reply of a shape the backend did not ask for.
     Protocol(String),
     /// A local filter file could not be read or written.
@@ -95,7 +152,18 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Connection(f) | Error::Timeout(f) | Error::ModuleMissing(f) | Error::Server(f) => {
+                f.redis.as_ref().map(|e| e as &(dyn std::error::Error + 'static))
+            }
+            // (File, Filter and Expandable errors display the inner error
+            // itself, so it is not their source as well.)
+            _ => None,
+        }
+    }
+}
 
 impl From<FileError> for Error {
     fn from(e: FileError) -> Error {
@@ -122,47 +190,61 @@ impl From<std::io::Error> for Error {
 }
 
 impl Error {
-    /// Classifies an error from the redis crate; `key` names the filter.
-    pub(crate) fn from_redis(e: redis::RedisError, key: &str) -> Error {
-        if e.is_timeout() {
-            return Error::Timeout(e.to_string());
+    /// The redis crate's kind of the error behind this one, if it came
+    /// from the server or the connection.
+    pub fn redis_kind(&self) -> Option<redis::ErrorKind> {
+        match self {
+            Error::Connection(f) | Error::Timeout(f) | Error::ModuleMissing(f) | Error::Server(f) => f.kind(),
+            _ => None,
         }
-        if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_cluster_error() {
-            return Error::Connection(e.to_string());
-        }
-        let text = match (e.code(), e.detail()) {
-            (Some(code), Some(detail)) => format!("{code} {detail}"),
-            _ => e.to_string(),
-        };
-        Error::from_reply(&text, key)
     }
 
-    /// Classifies an error reply's text.
-    pub(crate) fn from_reply(text: &str, key: &str) -> Error {
+    /// Classifies an error from the redis crate by what it says it is
+    /// (`is_timeout`, `is_io_error`, ...) and, for an error reply, by the
+    /// reply's code and detail, taken from the reply itself (the first of
+    /// a pipeline's), never from the wrapper's text; `key` names the filter.
+    pub(crate) fn from_redis(e: redis::RedisError, key: &str) -> Error {
+        if e.is_timeout() {
+            return Error::Timeout(Failure::from_redis(e.to_string(), e));
+        }
+        if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_cluster_error() {
+            return Error::Connection(Failure::from_redis(e.to_string(), e));
+        }
+        let reply = e.clone().into_server_errors().and_then(|all| {
+            all.first().map(|(_, s)| (s.code().to_string(), s.details().unwrap_or_default().to_string()))
+        });
+        let Some((code, detail)) = reply else {
+            return Error::Server(Failure::from_redis(e.to_string(), e));
+        };
+        let text = if detail.is_empty() { code.clone() } else { format!("{code} {detail}") };
+        // (The whole reply: RedisBloom answers "-Not found", whose "code"
+        // is "Not".)
         let lower = text.to_ascii_lowercase();
-        // redis 1.x wraps a pipeline's error replies ("Pipeline failure:
-        // [(Index 0, error: "WRONGTYPE": ...)]"), so the code is looked for
-        // anywhere in the text, not only at its start. bloomkit's own
-        // messages, which may quote key names, are matched first.
-        if lower.contains("config has been changed") || lower.contains("bloom filter is not initialized") {
-            let at = lower.find("bloom filter").unwrap_or(0);
-            Error::ConfigMismatch(text[at..].trim_end_matches(['"', ')', ']']).to_string())
-        } else if lower.contains("wrongtype") {
+        // The server's own reply texts (RedisBloom's and bloomkit's) are
+        // the only place these conditions are told.
+        // (A script's error, on servers before Redis 7, carries the
+        // command's code inside an ERR detail.)
+        if code == "WRONGTYPE" || lower.contains("wrongtype") {
             Error::WrongType(key.to_string())
+        } else if lower.contains("config has been changed")
+            || lower.contains("bloom filter is not initialized")
+        {
+            let at = lower.find("bloom filter").unwrap_or(0);
+            Error::ConfigMismatch(text[at..].to_string())
         } else if (lower.contains("unknown command")
             && (lower.contains("bf.") || lower.contains("cf.") || lower.contains("xf.")))
             // An XF.* call from the expandable filter's script, on a server
             // without bloomkit (no other script of the client's calls a
-            // module).
-            || lower.contains("unknown redis command called from script")
+            // module): "Unknown Redis (or Valkey) command called from script".
+            || (lower.contains("unknown") && lower.contains("command called from script"))
         {
-            Error::ModuleMissing(text.to_string())
+            Error::ModuleMissing(Failure::from_redis(text, e))
         } else if lower.contains("item exists") || lower.contains("already exists") {
             Error::AlreadyExists(key.to_string())
         } else if lower.contains("not found") {
             Error::NotFound(key.to_string())
         } else {
-            Error::Server(text.to_string())
+            Error::Server(Failure::from_redis(text, e))
         }
     }
 }

@@ -57,12 +57,15 @@ use std::time::Duration;
 
 /// Whose bitmap layout a [`Layout::bitmap_with`] filter shares bits with.
 pub use bloomkit_core::bitmap::BitmapLayout;
-pub use error::{Error, Result};
+pub use error::{Error, Failure, Result};
 pub use layout::{has_hash_tag, Layout, Over};
 pub use local::LocalFilter;
 pub use options::{Info, Options, Window, MAX_STRING_BITS};
 pub use remote::{AsyncRedisFilter, RedisFilter};
-pub use transport::{AsyncTransport, BlockingCluster, Transport, CLUSTER_IN_FLIGHT};
+
+#[cfg(feature = "blocking-cluster")]
+pub use transport::BlockingCluster;
+pub use transport::{AsyncTransport, Transport, CLUSTER_IN_FLIGHT};
 
 /// The environment variable that names the server for the examples, the
 /// README's snippets and `scripts/run-server.sh`'s hint.
@@ -131,7 +134,28 @@ pub use redis;
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
 
+/// Collects items given as any iterable of byte strings (`&[&[u8]]`,
+/// `Vec<String>`, `["a", "b"]`, an iterator of `Vec<u8>` ...) and hands
+/// their bytes to `f` as one slice, which is what every backend sends.
+fn with_items<I, T>(items: I, f: impl FnOnce(&[&[u8]]) -> T) -> T
+where
+    I: IntoIterator,
+    I::Item: AsRef<[u8]>,
+{
+    let owned: Vec<I::Item> = items.into_iter().collect();
+    let refs: Vec<&[u8]> = owned.iter().map(AsRef::as_ref).collect();
+    f(&refs)
+}
+
 /// What every backend does. Items are bytes; a Java `String` is its UTF-8.
+///
+/// The many-item calls take any iterable of byte strings, as redis-rs's
+/// commands take any `ToRedisArgs`: `add_many(["a", "b"])`,
+/// `add_many(&lines)` with `lines: Vec<String>`, `add_many(&[b"x".as_slice()])`.
+/// Backends implement the `*_slice` forms (one slice of byte slices), which
+/// keep the trait usable as `dyn Filter` (call those on one), and take
+/// array literals of byte strings of different lengths (`&[b"a", b"bc"]`),
+/// which a generic parameter cannot coerce.
 pub trait Filter {
     /// Creates the filter now, with its options; fails with
     /// [`Error::AlreadyExists`] if it is there. Optional: writes create it too.
@@ -140,19 +164,40 @@ pub trait Filter {
     /// Adds one item; `true` if it was new (not seen before, up to the
     /// false-positive rate).
     fn add(&mut self, item: &[u8]) -> Result<bool> {
-        Ok(self.add_many(&[item])?[0])
+        Ok(self.add_slice(&[item])?[0])
     }
 
     /// Adds items in order; answer i is `true` if item i was new. An item
     /// repeated within the call is new at most once.
-    fn add_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>>;
+    fn add_many<I>(&mut self, items: I) -> Result<Vec<bool>>
+    where
+        I: IntoIterator,
+        I::Item: AsRef<[u8]>,
+        Self: Sized,
+    {
+        with_items(items, |items| self.add_slice(items))
+    }
+
+    /// [`Filter::add_many`] over one slice: what backends implement.
+    fn add_slice(&mut self, items: &[&[u8]]) -> Result<Vec<bool>>;
 
     /// Whether the item may have been added (never `false` for one that was).
     fn contains(&mut self, item: &[u8]) -> Result<bool> {
-        Ok(self.contains_many(&[item])?[0])
+        Ok(self.contains_slice(&[item])?[0])
     }
 
-    fn contains_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>>;
+    /// [`Filter::contains`] for each item, in order.
+    fn contains_many<I>(&mut self, items: I) -> Result<Vec<bool>>
+    where
+        I: IntoIterator,
+        I::Item: AsRef<[u8]>,
+        Self: Sized,
+    {
+        with_items(items, |items| self.contains_slice(items))
+    }
+
+    /// [`Filter::contains_many`] over one slice: what backends implement.
+    fn contains_slice(&mut self, items: &[&[u8]]) -> Result<Vec<bool>>;
 
     /// Removes one copy of the item; `true` if one was there. Only cuckoo
     /// and expandable filters ([`Layout::cuckoo`], [`Layout::expandable`],
@@ -162,11 +207,21 @@ pub trait Filter {
     /// there already, another item's perhaps), and removing it would
     /// remove that other item's fingerprint.
     fn remove(&mut self, item: &[u8]) -> Result<bool> {
-        Ok(self.remove_many(&[item])?[0])
+        Ok(self.remove_slice(&[item])?[0])
     }
 
     /// [`Filter::remove`] for each item, in order.
-    fn remove_many(&mut self, _items: &[&[u8]]) -> Result<Vec<bool>> {
+    fn remove_many<I>(&mut self, items: I) -> Result<Vec<bool>>
+    where
+        I: IntoIterator,
+        I::Item: AsRef<[u8]>,
+        Self: Sized,
+    {
+        with_items(items, |items| self.remove_slice(items))
+    }
+
+    /// [`Filter::remove_many`] over one slice: what backends implement.
+    fn remove_slice(&mut self, _items: &[&[u8]]) -> Result<Vec<bool>> {
         Err(Error::Unsupported(
             "removing items: only cuckoo and expandable filters (Layout::cuckoo, Layout::expandable) can",
         ))
@@ -183,6 +238,86 @@ pub trait Filter {
 
     /// Sets the lifetime of the filter's keys from now.
     fn expire(&mut self, ttl: Duration) -> Result<()>;
+}
+
+/// [`Filter`] over an async connection ([`AsyncRedisFilter`]): the same
+/// calls, each a future. Written with `async fn`, so a generic caller
+/// cannot require the futures to be `Send`; on a concrete
+/// `AsyncRedisFilter<C>` they are `Send` whenever `C` is, so
+/// `tokio::spawn` takes them.
+#[allow(async_fn_in_trait)]
+pub trait AsyncFilter {
+    /// See [`Filter::reserve`].
+    async fn reserve(&mut self) -> Result<()>;
+
+    /// See [`Filter::add`].
+    async fn add(&mut self, item: &[u8]) -> Result<bool> {
+        Ok(self.add_slice(&[item]).await?[0])
+    }
+
+    /// See [`Filter::add_many`].
+    async fn add_many<I>(&mut self, items: I) -> Result<Vec<bool>>
+    where
+        I: IntoIterator,
+        I::Item: AsRef<[u8]>,
+    {
+        let owned: Vec<I::Item> = items.into_iter().collect();
+        let refs: Vec<&[u8]> = owned.iter().map(AsRef::as_ref).collect();
+        self.add_slice(&refs).await
+    }
+
+    /// See [`Filter::add_slice`].
+    async fn add_slice(&mut self, items: &[&[u8]]) -> Result<Vec<bool>>;
+
+    /// See [`Filter::contains`].
+    async fn contains(&mut self, item: &[u8]) -> Result<bool> {
+        Ok(self.contains_slice(&[item]).await?[0])
+    }
+
+    /// See [`Filter::contains_many`].
+    async fn contains_many<I>(&mut self, items: I) -> Result<Vec<bool>>
+    where
+        I: IntoIterator,
+        I::Item: AsRef<[u8]>,
+    {
+        let owned: Vec<I::Item> = items.into_iter().collect();
+        let refs: Vec<&[u8]> = owned.iter().map(AsRef::as_ref).collect();
+        self.contains_slice(&refs).await
+    }
+
+    /// See [`Filter::contains_slice`].
+    async fn contains_slice(&mut self, items: &[&[u8]]) -> Result<Vec<bool>>;
+
+    /// See [`Filter::remove`].
+    async fn remove(&mut self, item: &[u8]) -> Result<bool> {
+        Ok(self.remove_slice(&[item]).await?[0])
+    }
+
+    /// See [`Filter::remove_many`].
+    async fn remove_many<I>(&mut self, items: I) -> Result<Vec<bool>>
+    where
+        I: IntoIterator,
+        I::Item: AsRef<[u8]>,
+    {
+        let owned: Vec<I::Item> = items.into_iter().collect();
+        let refs: Vec<&[u8]> = owned.iter().map(AsRef::as_ref).collect();
+        self.remove_slice(&refs).await
+    }
+
+    /// See [`Filter::remove_slice`].
+    async fn remove_slice(&mut self, items: &[&[u8]]) -> Result<Vec<bool>>;
+
+    /// See [`Filter::count`].
+    async fn count(&mut self) -> Result<Option<u64>>;
+
+    /// See [`Filter::info`].
+    async fn info(&mut self) -> Result<Info>;
+
+    /// See [`Filter::clear`].
+    async fn clear(&mut self) -> Result<()>;
+
+    /// See [`Filter::expire`].
+    async fn expire(&mut self, ttl: Duration) -> Result<()>;
 }
 
 #[cfg(test)]

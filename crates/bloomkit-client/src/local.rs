@@ -227,7 +227,7 @@ impl Filter for LocalFilter {
         Ok(())
     }
 
-    fn add_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+    fn add_slice(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
         if let Some(xf) = &mut self.xf {
             // As the server's script does: an item already in is not added again.
             return items.iter().map(|i| xf.insert_if_absent(i, Limits::NONE).map_err(Error::from)).collect();
@@ -254,7 +254,7 @@ impl Filter for LocalFilter {
         }
     }
 
-    fn contains_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+    fn contains_slice(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
         if let Some(xf) = &self.xf {
             return Ok(items.iter().map(|i| xf.contains(i)).collect());
         }
@@ -268,7 +268,7 @@ impl Filter for LocalFilter {
     }
 
     /// Removes one copy of each item from an expandable filter.
-    fn remove_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+    fn remove_slice(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
         match &mut self.xf {
             Some(xf) => items.iter().map(|i| xf.delete(i).map_err(Error::from)).collect(),
             None => Err(Error::Unsupported(

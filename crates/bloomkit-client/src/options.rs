@@ -19,6 +19,17 @@ pub enum Window {
 }
 
 /// Sizing and behaviour shared by every backend.
+///
+/// One way to set each option: its public field, from [`Options::new`]'s
+/// defaults with struct update syntax (there are no setter methods):
+///
+/// ```
+/// use std::time::Duration;
+/// use bloomkit_client::Options;
+///
+/// let options = Options { ttl: Some(Duration::from_secs(86_400)), batch_size: 500, ..Options::new(1_000_000, 0.001) };
+/// assert_eq!(options.capacity, 1_000_000);
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Options {
     /// Items the filter holds at the target error rate.
@@ -32,7 +43,7 @@ pub struct Options {
     /// Items per server command. Bounds how long one command holds the
     /// server; a larger call is split into several pipelined commands.
     pub batch_size: usize,
-    /// Bits per Redis key for the bitmap backend; a larger filter is split
+    /// Bits per Redis key for the bitmap backend (64 to 2^32, [`MAX_STRING_BITS`]); a larger filter is split
     /// over several keys in one hash slot.
     pub max_key_bits: u64,
     /// Dedup over a sliding window instead of forever.
@@ -65,33 +76,6 @@ impl Options {
         }
     }
 
-    pub fn ttl(mut self, ttl: Duration) -> Options {
-        self.ttl = Some(ttl);
-        self
-    }
-
-    pub fn batch_size(mut self, items: usize) -> Options {
-        self.batch_size = items;
-        self
-    }
-
-    pub fn window(mut self, window: Window) -> Options {
-        self.window = Some(window);
-        self
-    }
-
-    /// Explicit bits and hashes for a bitmap layout (see [`Options::shape`]).
-    pub fn shape(mut self, bits: u64, hashes: u32) -> Options {
-        self.shape = Some((bits, hashes));
-        self
-    }
-
-    /// The most items an expandable filter will hold (see [`Options::max_capacity`]).
-    pub fn max_capacity(mut self, items: u64) -> Options {
-        self.max_capacity = Some(items);
-        self
-    }
-
     /// The core parameters of an expandable filter, checked against its
     /// ranges (error rate 1e-9 to 0.5, sizes up to 2^40).
     pub(crate) fn xf_params(&self) -> Result<bloomkit_core::xf::XfParams> {
@@ -107,11 +91,6 @@ impl Options {
             ))
         })?;
         Ok(params)
-    }
-
-    pub fn max_key_bits(mut self, bits: u64) -> Options {
-        self.max_key_bits = bits;
-        self
     }
 
     pub(crate) fn validate(&self) -> Result<()> {

@@ -88,10 +88,10 @@ fn answers(
                 for (owner, v) in owners.into_iter().zip(values) {
                     answers[owner as usize] = match integer(&v, key)? {
                         -1 => {
-                            return Err(Error::Server(format!(
+                            return Err(Error::Server(crate::error::Failure::new(format!(
                                 "cuckoo filter {key:?} is full and cannot grow (EXPANSION 0, or its \
                                      last sub-filter at the size limit)"
-                            )))
+                            ))))
                         }
                         n => n == 1,
                     };

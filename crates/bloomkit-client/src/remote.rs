@@ -12,7 +12,7 @@ use crate::layout::Layout;
 use crate::operations;
 use crate::options::Info;
 use crate::transport::{AsyncTransport, Transport};
-use crate::Filter;
+use crate::{AsyncFilter, Filter};
 
 /// Runs a call to its answer over a blocking transport; `key` names the
 /// filter in transport errors.
@@ -83,15 +83,15 @@ impl<C: Transport> Filter for RedisFilter<C> {
         run(&mut self.conn, self.layout.name(), operations::reserve(&self.layout))
     }
 
-    fn add_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+    fn add_slice(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
         run(&mut self.conn, self.layout.name(), operations::add_many(&self.layout, items))
     }
 
-    fn contains_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+    fn contains_slice(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
         run(&mut self.conn, self.layout.name(), operations::contains_many(&self.layout, items))
     }
 
-    fn remove_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+    fn remove_slice(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
         run(&mut self.conn, self.layout.name(), operations::remove_many(&self.layout, items))
     }
 
@@ -112,12 +112,12 @@ impl<C: Transport> Filter for RedisFilter<C> {
     }
 }
 
-/// The async twin of [`RedisFilter`], with the same methods. With the
-/// async cluster connection, use a multi-thread tokio runtime (see
-/// [`crate::BlockingCluster`]).
+/// The async twin of [`RedisFilter`]: the same calls through the
+/// [`AsyncFilter`] trait (import it). With the async cluster connection,
+/// use a multi-thread tokio runtime (see `BlockingCluster`, feature `blocking-cluster`).
 ///
 /// ```no_run
-/// use bloomkit_client::{AsyncRedisFilter, Layout, Options, Over};
+/// use bloomkit_client::{AsyncFilter, AsyncRedisFilter, Layout, Options, Over};
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let client = redis::cluster::ClusterClient::new(vec!["redis://127.0.0.1:7000/"])?;
@@ -141,63 +141,46 @@ impl<C: AsyncTransport> AsyncRedisFilter<C> {
         &self.layout
     }
 
-    /// See [`Filter::reserve`].
-    pub async fn reserve(&mut self) -> Result<()> {
-        run_async(&mut self.conn, self.layout.name(), operations::reserve(&self.layout)).await
-    }
-
-    /// See [`Filter::add`].
-    pub async fn add(&mut self, item: &[u8]) -> Result<bool> {
-        Ok(self.add_many(&[item]).await?[0])
-    }
-
-    /// See [`Filter::add_many`].
-    pub async fn add_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
-        run_async(&mut self.conn, self.layout.name(), operations::add_many(&self.layout, items)).await
-    }
-
-    /// See [`Filter::contains`].
-    pub async fn contains(&mut self, item: &[u8]) -> Result<bool> {
-        Ok(self.contains_many(&[item]).await?[0])
-    }
-
-    /// See [`Filter::contains_many`].
-    pub async fn contains_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
-        run_async(&mut self.conn, self.layout.name(), operations::contains_many(&self.layout, items)).await
-    }
-
-    /// See [`Filter::remove`].
-    pub async fn remove(&mut self, item: &[u8]) -> Result<bool> {
-        Ok(self.remove_many(&[item]).await?[0])
-    }
-
-    /// See [`Filter::remove_many`].
-    pub async fn remove_many(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
-        run_async(&mut self.conn, self.layout.name(), operations::remove_many(&self.layout, items)).await
-    }
-
     /// See [`RedisFilter::count_of`].
     pub async fn count_of(&mut self, item: &[u8]) -> Result<u64> {
         run_async(&mut self.conn, self.layout.name(), operations::count_of(&self.layout, item)).await
     }
 
-    /// See [`Filter::count`].
-    pub async fn count(&mut self) -> Result<Option<u64>> {
+    pub fn into_connection(self) -> C {
+        self.conn
+    }
+}
+
+impl<C: AsyncTransport> AsyncFilter for AsyncRedisFilter<C> {
+    async fn reserve(&mut self) -> Result<()> {
+        run_async(&mut self.conn, self.layout.name(), operations::reserve(&self.layout)).await
+    }
+
+    async fn add_slice(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+        run_async(&mut self.conn, self.layout.name(), operations::add_many(&self.layout, items)).await
+    }
+
+    async fn contains_slice(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+        run_async(&mut self.conn, self.layout.name(), operations::contains_many(&self.layout, items)).await
+    }
+
+    async fn remove_slice(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
+        run_async(&mut self.conn, self.layout.name(), operations::remove_many(&self.layout, items)).await
+    }
+
+    async fn count(&mut self) -> Result<Option<u64>> {
         run_async(&mut self.conn, self.layout.name(), operations::count(&self.layout)).await
     }
 
-    /// See [`Filter::info`].
-    pub async fn info(&mut self) -> Result<Info> {
+    async fn info(&mut self) -> Result<Info> {
         run_async(&mut self.conn, self.layout.name(), operations::info(&self.layout)).await
     }
 
-    /// See [`Filter::clear`].
-    pub async fn clear(&mut self) -> Result<()> {
+    async fn clear(&mut self) -> Result<()> {
         run_async(&mut self.conn, self.layout.name(), operations::clear(&self.layout)).await
     }
 
-    /// See [`Filter::expire`].
-    pub async fn expire(&mut self, ttl: Duration) -> Result<()> {
+    async fn expire(&mut self, ttl: Duration) -> Result<()> {
         run_async(&mut self.conn, self.layout.name(), operations::expire(&self.layout, ttl)).await
     }
 }

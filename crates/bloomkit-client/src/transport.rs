@@ -27,7 +27,7 @@ impl Transport for redis::Connection {
 /// One command at a time, each following MOVED/ASK while slots move. (The
 /// redis crate's sync cluster pipeline returns MOVED as an error after
 /// running the other nodes' commands, which cannot be safely retried for
-/// adds.) [`BlockingCluster`] sends to all nodes at once.
+/// adds.) `BlockingCluster` (feature `blocking-cluster`) sends to all nodes at once.
 impl Transport for redis::cluster::ClusterConnection {
     fn run(&mut self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>> {
         cmds.iter().map(|c| c.query::<Value>(self)).collect()
@@ -39,11 +39,14 @@ impl Transport for redis::cluster::ClusterConnection {
 /// nodes holding a batch's shards work in parallel, and each command
 /// follows MOVED/ASK on its own. A response timeout on the `ClusterClient`
 /// turns a connection that stops answering into [`crate::Error::Timeout`].
+/// Needs the `blocking-cluster` feature (it brings tokio's multi-thread runtime).
+#[cfg(feature = "blocking-cluster")]
 pub struct BlockingCluster {
     runtime: tokio::runtime::Runtime,
     conn: redis::cluster_async::ClusterConnection,
 }
 
+#[cfg(feature = "blocking-cluster")]
 impl BlockingCluster {
     pub fn connect(client: &redis::cluster::ClusterClient) -> redis::RedisResult<BlockingCluster> {
         // A worker thread of its own, so that the connection's background
@@ -54,6 +57,7 @@ impl BlockingCluster {
     }
 }
 
+#[cfg(feature = "blocking-cluster")]
 impl Transport for BlockingCluster {
     fn run(&mut self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>> {
         self.runtime.block_on(AsyncTransport::run(&mut self.conn, cmds))

@@ -123,7 +123,7 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         a.name.clone(),
         a.shards,
         Over::Module,
-        Options::new(a.capacity, a.rate).batch_size(a.batch_size),
+        Options { batch_size: a.batch_size, ..Options::new(a.capacity, a.rate) },
     )?;
     let connect = || BlockingCluster::connect(&client).map(|conn| RedisFilter::new(conn, layout.clone()));
     match a.mode.as_str() {

@@ -80,6 +80,12 @@ fn the_server_comes_from_the_option_or_the_environment() {
     let o = run(&["dedup", "--redis"], &[("REDIS_URL", &url)], b"x\n");
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(c.cmd("EXISTS bloomkit:dedup").as_int(), 1, "--redis alone takes the environment's");
+    // `--redis FILE` is not read as a server.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("in.txt"), "x\n").unwrap();
+    let o = run_in(dir.path(), &["dedup", "--redis", "in.txt"], &[("REDIS_URL", &url)], b"");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("it is a file here"), "{}", stderr(&o));
     // copy: --to from the environment.
     let other = TestServer::with_bloomkit(Server::Valkey);
     let o = run(&["copy", "--from", &host_port, "f"], &[("BLOOMKIT_URL", &format!(":{}", other.port))], b"");

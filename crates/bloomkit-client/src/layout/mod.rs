@@ -495,11 +495,15 @@ mod tests {
 
     #[test]
     fn big_bitmaps_split_into_keys_of_one_slot() {
-        let layout = Layout::bitmap("clicks", Options::new(1_000_000, 0.01).max_key_bits(1 << 20)).unwrap();
+        let layout =
+            Layout::bitmap("clicks", Options { max_key_bits: 1 << 20, ..Options::new(1_000_000, 0.01) })
+                .unwrap();
         let keys = layout.keys();
         assert_eq!(keys.len(), 10, "9.6 Mbit over 1 Mbit keys");
         assert_eq!(keys[0], "{clicks}:0");
-        let tagged = Layout::bitmap("a:{u1}", Options::new(1_000_000, 0.01).max_key_bits(1 << 20)).unwrap();
+        let tagged =
+            Layout::bitmap("a:{u1}", Options { max_key_bits: 1 << 20, ..Options::new(1_000_000, 0.01) })
+                .unwrap();
         assert_eq!(tagged.keys()[3], "a:{u1}:3");
         let small = Layout::bitmap("clicks", Options::new(1000, 0.01)).unwrap();
         assert_eq!(
@@ -529,7 +533,7 @@ mod tests {
     fn options_are_checked() {
         assert!(Layout::module("k", Options::new(10, 1.5)).is_err());
         assert!(Layout::module("k", Options::new(0, 0.1)).is_err());
-        assert!(Layout::bitmap("k", Options::new(10, 0.1).batch_size(0)).is_err());
-        assert!(Layout::bitmap("k", Options::new(10, 0.1).max_key_bits(1 << 33)).is_err());
+        assert!(Layout::bitmap("k", Options { batch_size: 0, ..Options::new(10, 0.1) }).is_err());
+        assert!(Layout::bitmap("k", Options { max_key_bits: 1 << 33, ..Options::new(10, 0.1) }).is_err());
     }
 }

@@ -55,7 +55,7 @@ pub fn connect(url: &str) -> Result<redis::Connection> {
     let client = redis::Client::open(url.as_str()).map_err(|_| Error::InvalidUrl(url.to_string()))?;
     client
         .get_connection_with_timeout(Duration::from_secs(5))
-        .map_err(|e| Error::Connection(format!("{url}: {e}")))
+        .map_err(|e| Error::Connection(crate::error::Failure::from_redis(format!("{url}: {e}"), e)))
 }
 
 /// A server connection for transfers, with its URL for messages.

@@ -91,8 +91,10 @@ fn restore_payload(
         let restored: Result<()> =
             server.call(redis::cmd("RESTORE").arg(staging).arg(STAGING_TTL_MS).arg(&payload), staging);
         restored.map_err(|e| match e {
-            Error::Server(text) if text.to_ascii_lowercase().contains("bad data format") => {
-                transfer!("the server at {url} cannot load a {type_name} value ({text}): load bloomkit there")
+            Error::Server(failure) if failure.message().to_ascii_lowercase().contains("bad data format") => {
+                transfer!(
+                    "the server at {url} cannot load a {type_name} value ({failure}): load bloomkit there"
+                )
             }
             other => other,
         })?;

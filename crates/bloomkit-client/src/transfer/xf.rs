@@ -169,9 +169,9 @@ pub fn restore_xf(
             // The server checks each chunk's slots as it arrives, before
             // the file's checksum at its end.
             xf_loadchunk(server, staging, iter, data).map_err(|e| match e {
-                Error::Server(text) if text.contains("invalid") => transfer!(
+                Error::Server(failure) if failure.message().contains("invalid") => transfer!(
                     "the expandable filter file is damaged: the server refused it ({})",
-                    text.trim_start_matches("ERR ")
+                    failure.message().trim_start_matches("ERR ")
                 ),
                 other => other,
             })?;

@@ -29,8 +29,14 @@ fn calls_are_split_into_batches_of_at_most_batch_size_items() {
     let server = TestServer::start(Server::Redis, &[Module::bloomkit()], &[]);
     let many = items("batched", 2500);
     for (layout, name) in [
-        (Layout::module("b:module", Options::new(10_000, 0.001).batch_size(100)).unwrap(), "module"),
-        (Layout::bitmap("b:bitmap", Options::new(10_000, 0.001).batch_size(100)).unwrap(), "bitmap"),
+        (
+            Layout::module("b:module", Options { batch_size: 100, ..Options::new(10_000, 0.001) }).unwrap(),
+            "module",
+        ),
+        (
+            Layout::bitmap("b:bitmap", Options { batch_size: 100, ..Options::new(10_000, 0.001) }).unwrap(),
+            "bitmap",
+        ),
     ] {
         let hashes = u64::from(bloomkit_core::bitmap::guava::GuavaShape::new(10_000, 0.001).unwrap().hashes);
         let mut monitor = server.conn();

@@ -63,9 +63,10 @@ fn concurrent_writers(max_key_bits: Option<u64>) {
         for writer in 0..4u32 {
             let (server, reported) = (&server, &reported);
             s.spawn(move || {
-                let mut options = Options::new(100_000, 1e-4).batch_size(50 + 75 * writer as usize);
+                let mut options =
+                    Options { batch_size: 50 + 75 * writer as usize, ..Options::new(100_000, 1e-4) };
                 if let Some(bits) = max_key_bits {
-                    options = options.max_key_bits(bits);
+                    options.max_key_bits = bits;
                 }
                 let layout = Layout::bitmap("race", options).unwrap();
                 assert_eq!(layout.keys().len() > 1, max_key_bits.is_some(), "{:?}", layout.keys());

@@ -120,7 +120,7 @@ fn cases() -> Vec<Case> {
         cases.push(Case {
             what: format!("php-bkdr {id}"),
             layout: BitmapLayout::PhpBkdr,
-            options: Options::new(1000, 0.01).shape(m, k),
+            options: Options { shape: Some((m, k)), ..Options::new(1000, 0.01) },
             items,
             offsets,
         });
@@ -322,7 +322,12 @@ fn redisson_keys_expire_together() {
     for (key, reserve_first) in [("reserved", true), ("added", false)] {
         let mut f = RedisFilter::new(
             connect(&server),
-            Layout::bitmap_with(key, BitmapLayout::Redisson, Options::new(1000, 0.01).ttl(ttl)).unwrap(),
+            Layout::bitmap_with(
+                key,
+                BitmapLayout::Redisson,
+                Options { ttl: Some(ttl), ..Options::new(1000, 0.01) },
+            )
+            .unwrap(),
         );
         if reserve_first {
             f.reserve().unwrap();
@@ -336,8 +341,12 @@ fn redisson_keys_expire_together() {
         assert!((bits - config).abs() <= 1, "{key}: the bitmap expires at {bits}, its config at {config}");
     }
     // The Java side made the config without a TTL: the bitmap gets none either.
-    let layout =
-        Layout::bitmap_with("java", BitmapLayout::Redisson, Options::new(1000, 0.01).ttl(ttl)).unwrap();
+    let layout = Layout::bitmap_with(
+        "java",
+        BitmapLayout::Redisson,
+        Options { ttl: Some(ttl), ..Options::new(1000, 0.01) },
+    )
+    .unwrap();
     let (config, fields) = layout.redisson_config().unwrap();
     c.call(&["HSET", &config, "size", &fields[0], "hashIterations", &fields[1]]);
     RedisFilter::new(connect(&server), layout).add(b"x").unwrap();
@@ -350,10 +359,17 @@ fn redisson_keys_expire_together() {
 fn impossible_layouts_are_refused() {
     let err = Layout::bitmap_with("k", BitmapLayout::PhpBkdr, Options::new(1000, 0.01)).unwrap_err();
     assert!(err.to_string().contains("--bits"), "{err}");
-    let err =
-        Layout::bitmap_with("k", BitmapLayout::Redisson, Options::new(1_000_000, 0.01).max_key_bits(1 << 20))
-            .unwrap_err();
+    let err = Layout::bitmap_with(
+        "k",
+        BitmapLayout::Redisson,
+        Options { max_key_bits: 1 << 20, ..Options::new(1_000_000, 0.01) },
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("one key"), "{err}");
-    assert!(Layout::bitmap_with("k", BitmapLayout::GuavaUnrounded, Options::new(1, 0.5).shape(1 << 31, 3))
-        .is_err());
+    assert!(Layout::bitmap_with(
+        "k",
+        BitmapLayout::GuavaUnrounded,
+        Options { shape: Some((1 << 31, 3)), ..Options::new(1, 0.5) }
+    )
+    .is_err());
 }

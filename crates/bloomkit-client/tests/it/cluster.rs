@@ -2,7 +2,9 @@
 //! filters place shards on every master and keep working while a master's
 //! slots (and the filters in them) move to another.
 
-use bloomkit_client::{AsyncRedisFilter, BlockingCluster, Filter, Layout, Options, Over, RedisFilter};
+use bloomkit_client::{
+    AsyncFilter, AsyncRedisFilter, BlockingCluster, Filter, Layout, Options, Over, RedisFilter,
+};
 use bloomkit_testkit::{Module, TestCluster};
 
 use crate::common;
@@ -14,7 +16,7 @@ fn sharded_filters_span_the_cluster_and_survive_resharding() {
     let client = redis::cluster::ClusterClient::new(cluster.urls()).unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
 
-    let options = Options::new(60_000, 0.001).batch_size(500);
+    let options = Options { batch_size: 500, ..Options::new(60_000, 0.001) };
     let mut module = RedisFilter::new(
         BlockingCluster::connect(&client).unwrap(),
         Layout::sharded("clicks", 12, Over::Module, options.clone()).unwrap(),

@@ -7,7 +7,8 @@
 use std::time::Duration;
 
 use bloomkit_client::{
-    AsyncRedisFilter, AsyncTransport, Error, Filter, Info, Layout, LocalFilter, Options, Over, RedisFilter,
+    AsyncFilter, AsyncRedisFilter, AsyncTransport, Error, Filter, Info, Layout, LocalFilter, Options, Over,
+    RedisFilter,
 };
 use bloomkit_core::common::sizing::{false_positive_rate, options, Shape};
 use bloomkit_testkit::{Module, Server, TestServer};
@@ -52,17 +53,17 @@ const HALF: Rate = Rate::Shape(0.5);
 /// checked. Backends that remove items are checked removing them.
 fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool, rate_check: Rate) {
     // Answers, repeats inside a call, odd bytes.
-    let mut f = make("conf:basic", Options::new(1000, 0.001).batch_size(3));
+    let mut f = make("conf:basic", Options { batch_size: 3, ..Options::new(1000, 0.001) });
     if server.is_some() {
         f.reserve().unwrap();
         assert!(matches!(f.reserve(), Err(Error::AlreadyExists(_))), "second reserve");
     }
     let odd: &[u8] = &[0xff, 0xfe, 0, b'\n'];
-    assert_eq!(f.add_many(&[b"a", b"b", b"a", b"", odd]).unwrap(), [true, true, false, true, true]);
+    assert_eq!(f.add_slice(&[b"a", b"b", b"a", b"", odd]).unwrap(), [true, true, false, true, true]);
     assert!(!f.add(b"b").unwrap());
     assert!(f.add(b"c").unwrap());
     assert_eq!(
-        f.contains_many(&[b"a", b"b", b"c", b"", odd, b"never added"]).unwrap(),
+        f.contains_slice(&[b"a", b"b", b"c", b"", odd, b"never added"]).unwrap(),
         [true, true, true, true, true, false]
     );
     assert!(!f.contains(b"another never added").unwrap());
@@ -82,34 +83,34 @@ fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool, rate_
     }
     // Where the backend removes: one copy goes, an item never added
     // removes nothing, and the item can be added anew.
-    match f.remove_many(&[b"a", b"never added", odd]) {
+    match f.remove_slice(&[b"a", b"never added", odd]) {
         Err(Error::Unsupported(_)) => {}
         removed => {
             assert_eq!(removed.unwrap(), [true, false, true]);
-            assert_eq!(f.contains_many(&[b"a", b"b", odd]).unwrap(), [false, true, false]);
+            assert_eq!(f.contains_slice(&[b"a", b"b", odd]).unwrap(), [false, true, false]);
             assert_eq!(f.count().unwrap(), counts.then_some(3));
             assert!(!f.remove(b"a").unwrap(), "removed twice");
-            assert_eq!(f.add_many(&[b"a", odd, b"b"]).unwrap(), [true, true, false]);
+            assert_eq!(f.add_slice(&[b"a", odd, b"b"]).unwrap(), [true, true, false]);
             assert_eq!(f.count().unwrap(), counts.then_some(5));
         }
     }
 
     // Calls much larger than a batch: every item answered, in order.
     let many = items("batch", 2500);
-    let mut f = make("conf:batches", Options::new(10_000, 1e-7).batch_size(100));
-    assert!(f.add_many(&slices(&many)).unwrap().iter().all(|&new| new));
+    let mut f = make("conf:batches", Options { batch_size: 100, ..Options::new(10_000, 1e-7) });
+    assert!(f.add_slice(&slices(&many)).unwrap().iter().all(|&new| new));
     let mixed: Vec<&[u8]> =
         many.iter().step_by(2).map(|i| i.as_slice()).chain([b"absent".as_slice()]).collect();
-    let answers = f.contains_many(&mixed).unwrap();
+    let answers = f.contains_slice(&mixed).unwrap();
     assert!(answers[..answers.len() - 1].iter().all(|&p| p) && !answers[answers.len() - 1]);
-    assert!(f.add_many(&slices(&many)).unwrap().iter().all(|&new| !new));
+    assert!(f.add_slice(&slices(&many)).unwrap().iter().all(|&new| !new));
 
     // At capacity: no false negative, false positives within the rate.
     let (capacity, rate) = (20_000, 0.01);
     let mut f = make("conf:fpr", Options::new(capacity, rate));
     let added = items("in", capacity as usize);
-    f.add_many(&slices(&added)).unwrap();
-    assert!(f.contains_many(&slices(&added)).unwrap().iter().all(|&p| p), "a false negative");
+    f.add_slice(&slices(&added)).unwrap();
+    assert!(f.contains_slice(&slices(&added)).unwrap().iter().all(|&p| p), "a false negative");
     // Compared with what the backend's shape predicts (a module filter's
     // first sub-filter is built at half the rate), within 4σ over enough
     // probes that a rate off by 10% fails.
@@ -123,7 +124,7 @@ fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool, rate_
     assert!(predicted <= rate * 1.01, "{info:?}: the shape predicts {predicted} above {rate}");
     let probes = (1600.0 / predicted).ceil() as usize;
     let absent = items("out", probes);
-    let positives = f.contains_many(&slices(&absent)).unwrap().iter().filter(|&&p| p).count();
+    let positives = f.contains_slice(&slices(&absent)).unwrap().iter().filter(|&&p| p).count();
     let measured = positives as f64 / probes as f64;
     let sigma = (predicted * (1.0 - predicted) / probes as f64).sqrt();
     match rate_check {
@@ -156,8 +157,8 @@ fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool, rate_
     let mut raw = server.conn();
 
     // A TTL is set when a write creates the keys, and writes keep it.
-    let mut f = make("conf:ttl", Options::new(1000, 0.01).ttl(Duration::from_secs(600)));
-    f.add_many(&[b"x", b"y"]).unwrap();
+    let mut f = make("conf:ttl", Options { ttl: Some(Duration::from_secs(600)), ..Options::new(1000, 0.01) });
+    f.add_slice(&[b"x", b"y"]).unwrap();
     let keys = f.info().unwrap().keys;
     // The keys that exist, with their TTLs.
     let ttls = |raw: &mut bloomkit_testkit::Conn| -> Vec<(String, i64)> {
@@ -168,7 +169,7 @@ fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool, rate_
     for (k, _) in &first {
         raw.call(&["PEXPIRE", k, "500000"]);
     }
-    f.add_many(&[b"x", b"z"]).unwrap();
+    f.add_slice(&[b"x", b"z"]).unwrap();
     for (k, t) in ttls(&mut raw) {
         let existed = first.iter().any(|f| f.0 == k);
         assert!(if existed { t <= 500_000 } else { t > 590_000 }, "{k}: {t} (existed before: {existed})");
@@ -176,7 +177,10 @@ fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool, rate_
     f.expire(Duration::from_secs(5)).unwrap();
     assert!(ttls(&mut raw).iter().all(|t| t.1 > 0 && t.1 <= 5000));
     // reserve applies it too.
-    let mut f = make("conf:ttl-reserved", Options::new(1000, 0.01).ttl(Duration::from_secs(300)));
+    let mut f = make(
+        "conf:ttl-reserved",
+        Options { ttl: Some(Duration::from_secs(300)), ..Options::new(1000, 0.01) },
+    );
     f.reserve().unwrap();
     let keys = f.info().unwrap().keys;
     for k in &keys {
@@ -249,7 +253,7 @@ fn bitmap_without_module() {
 #[test]
 fn bitmap_split_over_keys() {
     let server = TestServer::start(Server::Valkey, &[], &[]);
-    run_sync(&server, false, |n, o| Layout::bitmap(n, o.max_key_bits(4096)).unwrap());
+    run_sync(&server, false, |n, o| Layout::bitmap(n, Options { max_key_bits: 4096, ..o }).unwrap());
 }
 
 #[test]
@@ -298,14 +302,14 @@ impl<C: AsyncTransport> Filter for BlockOn<C> {
     fn reserve(&mut self) -> bloomkit_client::Result<()> {
         self.runtime.block_on(self.filter.reserve())
     }
-    fn add_many(&mut self, items: &[&[u8]]) -> bloomkit_client::Result<Vec<bool>> {
-        self.runtime.block_on(self.filter.add_many(items))
+    fn add_slice(&mut self, items: &[&[u8]]) -> bloomkit_client::Result<Vec<bool>> {
+        self.runtime.block_on(self.filter.add_slice(items))
     }
-    fn contains_many(&mut self, items: &[&[u8]]) -> bloomkit_client::Result<Vec<bool>> {
-        self.runtime.block_on(self.filter.contains_many(items))
+    fn contains_slice(&mut self, items: &[&[u8]]) -> bloomkit_client::Result<Vec<bool>> {
+        self.runtime.block_on(self.filter.contains_slice(items))
     }
-    fn remove_many(&mut self, items: &[&[u8]]) -> bloomkit_client::Result<Vec<bool>> {
-        self.runtime.block_on(self.filter.remove_many(items))
+    fn remove_slice(&mut self, items: &[&[u8]]) -> bloomkit_client::Result<Vec<bool>> {
+        self.runtime.block_on(self.filter.remove_slice(items))
     }
     fn count(&mut self) -> bloomkit_client::Result<Option<u64>> {
         self.runtime.block_on(self.filter.count())

@@ -2,7 +2,7 @@
 //! and against RedisBloom 2.8.2: adds, lookups, removes and counts agree,
 //! sync and async, and the other backends refuse to remove.
 
-use bloomkit_client::{AsyncRedisFilter, Error, Filter, Layout, Options, RedisFilter};
+use bloomkit_client::{AsyncFilter, AsyncRedisFilter, Error, Filter, Layout, Options, RedisFilter};
 use bloomkit_testkit::{Module, Server, TestServer};
 
 use crate::common;

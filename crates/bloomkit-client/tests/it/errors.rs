@@ -64,5 +64,5 @@ fn full_non_scaling_filter_is_the_servers_error() {
     let items: Vec<Vec<u8>> = (0..50).map(|i| format!("i{i}").into_bytes()).collect();
     let refs: Vec<&[u8]> = items.iter().map(|i| i.as_slice()).collect();
     let e = f.add_many(&refs).unwrap_err();
-    assert!(matches!(&e, Error::Server(t) if t.contains("non scaling filter is full")), "{e:?}");
+    assert!(matches!(&e, Error::Server(t) if t.message().contains("non scaling filter is full")), "{e:?}");
 }

@@ -80,7 +80,11 @@ fn guava_files_cross_both_ways() {
         transfer::restore_guava(&mut s, "restored", std::fs::File::open(&from_java).unwrap(), false, &())
             .unwrap();
     let shape = spec.shape;
-    let layout = Layout::bitmap("restored", Options::new(1, 0.5).shape(shape.bits, shape.hashes)).unwrap();
+    let layout = Layout::bitmap(
+        "restored",
+        Options { shape: Some((shape.bits, shape.hashes)), ..Options::new(1, 0.5) },
+    )
+    .unwrap();
     let mut filter = RedisFilter::new(connect(&server), layout);
     assert!(filter.contains_many(&refs(&added)).unwrap().iter().all(|&b| b), "every item Guava added");
     let ours: String =

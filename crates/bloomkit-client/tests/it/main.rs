@@ -4,6 +4,7 @@
 
 mod common;
 
+mod api;
 mod batches;
 mod bitmap;
 mod bitmap_layouts;

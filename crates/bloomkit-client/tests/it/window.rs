@@ -13,19 +13,19 @@ use common::{connect, items, slices};
 /// ones are forgotten, repeats inside are not new.
 fn count_window(f: &mut dyn Filter) {
     let stream = items("click", 6000);
-    let new = f.add_many(&slices(&stream[..3000])).unwrap();
+    let new = f.add_slice(&slices(&stream[..3000])).unwrap();
     // 1% of 3000 plus four standard deviations.
     assert!(new.iter().filter(|&&n| !n).count() <= 52, "new items taken for repeats");
     assert!(
-        f.contains_many(&slices(&stream[2000..3000])).unwrap().iter().all(|&p| p),
+        f.contains_slice(&slices(&stream[2000..3000])).unwrap().iter().all(|&p| p),
         "forgot inside the window"
     );
     assert!(
-        f.add_many(&slices(&stream[2500..2600])).unwrap().iter().all(|&n| !n),
+        f.add_slice(&slices(&stream[2500..2600])).unwrap().iter().all(|&n| !n),
         "a repeat inside counted as new"
     );
-    f.add_many(&slices(&stream[3000..])).unwrap();
-    let old = f.contains_many(&slices(&stream[..1000])).unwrap().iter().filter(|&&p| p).count();
+    f.add_slice(&slices(&stream[3000..])).unwrap();
+    let old = f.contains_slice(&slices(&stream[..1000])).unwrap().iter().filter(|&&p| p).count();
     assert!(old <= 30, "{old} of 1000 old items still found");
     assert_eq!(f.count().unwrap(), None, "a window has no total count");
     assert!(f.info().unwrap().capacity >= 1000);
@@ -35,7 +35,7 @@ fn count_window(f: &mut dyn Filter) {
 fn module_count_window_created_on_first_write() {
     let server = TestServer::with_bloomkit(Server::Redis);
     let conn = connect(&server);
-    let options = Options::new(1000, 0.01).window(Window::Count).batch_size(250);
+    let options = Options { window: Some(Window::Count), batch_size: 250, ..Options::new(1000, 0.01) };
     let mut f = RedisFilter::new(conn, Layout::module("w", options).unwrap());
     count_window(&mut f);
     assert_eq!(server.conn().cmd("TYPE w").as_bytes(), b"bkit-apbf");
@@ -44,7 +44,8 @@ fn module_count_window_created_on_first_write() {
 
 #[test]
 fn local_count_window_and_its_file() {
-    let mut f = LocalFilter::new(Options::new(1000, 0.01).window(Window::Count)).unwrap();
+    let mut f =
+        LocalFilter::new(Options { window: Some(Window::Count), ..Options::new(1000, 0.01) }).unwrap();
     count_window(&mut f);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("w.bkf");
@@ -60,7 +61,8 @@ fn local_count_window_and_its_file() {
 fn module_time_window_follows_the_servers_clock() {
     let server = TestServer::with_bloomkit(Server::Valkey);
     let conn = connect(&server);
-    let options = Options::new(10_000, 0.001).window(Window::Time(Duration::from_secs(600)));
+    let options =
+        Options { window: Some(Window::Time(Duration::from_secs(600))), ..Options::new(10_000, 0.001) };
     let mut f = RedisFilter::new(conn, Layout::module("clicks", options).unwrap());
     assert!(f.add(b"c1").unwrap());
     let mut raw = server.conn();
@@ -72,7 +74,7 @@ fn module_time_window_follows_the_servers_clock() {
 
 #[test]
 fn windows_need_the_module_or_local_backend() {
-    let options = Options::new(1000, 0.01).window(Window::Count);
+    let options = Options { window: Some(Window::Count), ..Options::new(1000, 0.01) };
     assert!(matches!(Layout::bitmap("b", options.clone()), Err(Error::InvalidOptions(_))));
     assert!(matches!(Layout::sharded("s", 2, Over::Module, options), Err(Error::InvalidOptions(_))));
 }

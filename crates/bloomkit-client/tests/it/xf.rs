@@ -13,28 +13,28 @@ use common::{connect, items, slices};
 /// guarantees within the one asked for, and the measured rate within it.
 fn grows(f: &mut dyn Filter, what: &str) {
     let added = items("grow", 100_000);
-    let new = f.add_many(&slices(&added)).unwrap();
+    let new = f.add_slice(&slices(&added)).unwrap();
     assert!(new.iter().filter(|&&n| n).count() > 99_000, "{what}");
-    assert!(f.contains_many(&slices(&added)).unwrap().iter().all(|&p| p), "{what}: a false negative");
+    assert!(f.contains_slice(&slices(&added)).unwrap().iter().all(|&p| p), "{what}: a false negative");
     let info = f.info().unwrap();
     let bound = info.estimated_error_rate.unwrap();
     assert!(bound <= 0.01 && info.capacity >= 100_000, "{what}: {info:?}");
     let probes = items("absent", 100_000);
-    let positives = f.contains_many(&slices(&probes)).unwrap().iter().filter(|&&p| p).count();
+    let positives = f.contains_slice(&slices(&probes)).unwrap().iter().filter(|&&p| p).count();
     assert!(positives < 1000 + 4 * 32, "{what}: {positives} false positives in 100 000");
 }
 
 #[test]
 fn expandable_filters_grow_count_and_stop_where_told() {
     let s = TestServer::start(Server::Redis, &[Module::bloomkit()], &[]);
-    let options = Options::new(500, 0.01).batch_size(500);
+    let options = Options { batch_size: 500, ..Options::new(500, 0.01) };
     let mut remote = RedisFilter::new(connect(&s), Layout::expandable("xf", options.clone()).unwrap());
     grows(&mut remote, "on the server");
     let mut local = LocalFilter::expandable(options).unwrap();
     grows(&mut local, "in process");
     assert_eq!(
-        remote.contains_many(&slices(&items("q", 5000))).unwrap(),
-        local.contains_many(&slices(&items("q", 5000))).unwrap(),
+        remote.contains_slice(&slices(&items("q", 5000))).unwrap(),
+        local.contains_slice(&slices(&items("q", 5000))).unwrap(),
         "the same hashing and the same filter"
     );
 
@@ -48,20 +48,22 @@ fn expandable_filters_grow_count_and_stop_where_told() {
     assert!(remote.remove(b"grow-1").unwrap() && remote.contains(b"grow-1").unwrap());
 
     // The options are checked before any command.
-    for bad in
-        [Options::new(1000, 0.6), Options::new(1000, 0.01).max_capacity(10), Options::new(1 << 41, 0.01)]
-    {
+    for bad in [
+        Options::new(1000, 0.6),
+        Options { max_capacity: Some(10), ..Options::new(1000, 0.01) },
+        Options::new(1 << 41, 0.01),
+    ] {
         assert!(matches!(Layout::expandable("k", bad.clone()), Err(Error::InvalidOptions(_))), "{bad:?}");
         assert!(matches!(LocalFilter::expandable(bad), Err(Error::InvalidOptions(_))));
     }
 
     // At its max capacity, the server's reason.
-    let small = Options::new(10, 0.01).max_capacity(20);
+    let small = Options { max_capacity: Some(20), ..Options::new(10, 0.01) };
     let mut full = RedisFilter::new(connect(&s), Layout::expandable("full", small.clone()).unwrap());
-    let e = full.add_many(&slices(&items("f", 30))).unwrap_err();
+    let e = full.add_slice(&slices(&items("f", 30))).unwrap_err();
     assert!(e.to_string().contains("MAXCAPACITY"), "{e}");
     let mut local = LocalFilter::expandable(small).unwrap();
-    let e = local.add_many(&slices(&items("f", 30))).unwrap_err();
+    let e = local.add_slice(&slices(&items("f", 30))).unwrap_err();
     assert!(e.to_string().contains("MAXCAPACITY"), "{e}");
     assert_eq!(local.count().unwrap(), Some(20));
 }
