@@ -474,6 +474,16 @@ fn run(cli: Cli) -> Result<()> {
                     // Written beside the target and renamed, so a failed or
                     // interrupted dump leaves no partial file.
                     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+                    for stale in stale_partial_dumps(path) {
+                        match std::fs::remove_file(&stale) {
+                            Ok(()) => say!(
+                                "bloomkit dump: removed {}, which an interrupted dump to {} had left",
+                                stale.display(),
+                                path.display()
+                            ),
+                            Err(e) => say!("bloomkit dump: warning: cannot remove {}: {e}", stale.display()),
+                        }
+                    }
                     interrupt::set_unfinished(format!(
                         "the partial dump {} may be left: delete it",
                         tmp.display()
@@ -945,6 +955,30 @@ fn print_info(info: &serde_json::Value, json: bool) -> io::Result<()> {
         }
     }
     out.flush()
+}
+
+/// The partial files that dumps to `path` killed outright (SIGKILL, a
+/// crash) left beside it: `path` with the extension `tmp-<pid>`, whose
+/// process is gone (no `/proc/<pid>`; where there is no `/proc`, none are
+/// taken for gone).
+fn stale_partial_dumps(path: &std::path::Path) -> Vec<PathBuf> {
+    if !std::path::Path::new("/proc/self").exists() {
+        return Vec::new();
+    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid = name.rsplit_once(".tmp-")?.1.parse::<u32>().ok()?;
+            let candidate = dir.join(&name);
+            let ours = path.with_extension(format!("tmp-{pid}"));
+            let same = ours.file_name() == candidate.file_name();
+            let gone = !std::path::Path::new(&format!("/proc/{pid}")).exists();
+            (same && gone && e.file_type().ok()?.is_file()).then_some(candidate)
+        })
+        .collect()
 }
 
 /// Says which leftover staging keys (of transfers killed before their

@@ -117,7 +117,8 @@ fn interrupted(subcommand: &str) -> &'static str {
         "dump" => {
             "SIGINT or SIGTERM: the partial file (FILE's name with the extension tmp-PID) is removed and \
              FILE is not written (an existing FILE is kept as it was). To standard output, what was \
-             written is incomplete."
+             written is incomplete. Killed outright (SIGKILL), it leaves the partial file, which \
+             the next dump to FILE removes."
         }
         "dedup" => {
             "SIGINT or SIGTERM: dedup stops after the block it is on, writes out what it kept, and \

@@ -268,3 +268,39 @@ fn dedup_state_is_saved_on_sigint() {
     // (At 1e-6, a false positive among 100 000 lines is unlikely; allow one.)
     assert!(first.len() + second.len() + 1 >= lines.len(), "{} + {}", first.len(), second.len());
 }
+
+/// A dump killed outright (SIGKILL) leaves its partial file; the next dump
+/// to the same file, finding its process gone, removes it and says so.
+#[test]
+fn a_killed_dump_is_cleaned_up_by_the_next() {
+    let s = TestServer::with_bloomkit(Server::Redis);
+    let mut c = s.conn();
+    c.ok("BF.RESERVE big 0.0001 20000000 NONSCALING");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("big.bkf");
+    let run = start(&["dump", "--redis", &url(&s), "big", "-o", file.to_str().unwrap()]);
+    let tmp = dir.path().join(format!("big.tmp-{}", run.child.id()));
+    until("the temporary file appears", Duration::from_secs(60), || tmp.exists());
+    c.ok("CLIENT PAUSE 1000 ALL");
+    run.signal("KILL");
+    let (code, _, _) = run.finish();
+    assert_eq!(code, None);
+    assert!(tmp.exists(), "SIGKILL leaves the partial file");
+    let again = bloomkit_testkit::output_within(
+        Command::new(env!("CARGO_BIN_EXE_bloomkit")).args([
+            "dump",
+            "--redis",
+            &url(&s),
+            "big",
+            "-o",
+            file.to_str().unwrap(),
+        ]),
+        b"",
+        Duration::from_secs(120),
+    );
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("removed {}", tmp.display())), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["big.bkf"], "only the dump is left");
+}
