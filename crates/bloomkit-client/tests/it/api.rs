@@ -77,3 +77,17 @@ fn errors_keep_the_redis_error() {
     assert!(source.is_io_error() || source.is_connection_dropped(), "{source:?}");
     assert_eq!(e.redis_kind(), Some(source.kind()));
 }
+
+/// The library's normal dependencies are what it uses: tokio (for its
+/// multi-thread runtime) only behind the `blocking-cluster` feature;
+/// tempfile stays, for `LocalFilter::save`'s write-and-rename.
+#[test]
+fn no_runtime_the_library_does_not_need() {
+    let manifest = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap();
+    let deps = manifest.split("[dependencies]").nth(1).unwrap().split("\n[").next().unwrap();
+    let tokio = deps.lines().find(|l| l.starts_with("tokio")).expect("tokio, optional");
+    assert!(tokio.contains("optional = true"), "{tokio}");
+    assert!(manifest.contains("blocking-cluster = [\"dep:tokio\"]"), "{manifest}");
+    let local = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/local.rs")).unwrap();
+    assert!(local.contains("tempfile::NamedTempFile"), "tempfile is used by the library");
+}
