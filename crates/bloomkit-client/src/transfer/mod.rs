@@ -239,13 +239,13 @@ fn remove_leftovers(server: &mut Server, key: &str) -> Result<()> {
 /// half-loaded filter is never visible and a failure leaves `keys` as they
 /// were. Without `replace`, existing keys are refused, and a key created
 /// meanwhile aborts the transaction (WATCH). Loaders give each staging key
-/// a TTL as they create it ([`arm_staging`]).
+/// a TTL as they create it (`arm_staging`).
 ///
 /// On any failure, an interruption ([`Server::interrupt_on`]) included,
 /// the staging keys are removed before the error is returned. The staging
 /// keys are listed in a set beside the first key while the load runs, so
 /// that if this process is killed outright, the next transfer into the
-/// same key finds and removes them ([`remove_leftovers`]), and
+/// same key finds and removes them (`remove_leftovers`), and
 /// [`leftover_staging`] reports them.
 pub fn stage_and_commit(
     server: &mut Server,
