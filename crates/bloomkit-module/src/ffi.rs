@@ -152,7 +152,7 @@ impl Ctx {
         // text; counted here, where every error reply passes (also those
         // inside a batch's array).
         if message.starts_with(OOM_PREFIX) {
-            crate::stats::MAXMEMORY_REFUSALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            MAXMEMORY_REFUSALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         let message =
             CString::new(message.replace(['\r', '\n', '\0'], " ")).expect("NUL bytes were replaced");
@@ -340,6 +340,10 @@ pub type RawArgv = *mut *mut raw::RedisModuleString;
 /// The start of the server's OOM error, which the families' refusals for
 /// `maxmemory` reply with.
 const OOM_PREFIX: &str = "OOM command not allowed";
+
+/// Creations and growths of any type refused because they would pass
+/// `maxmemory`: counted where every error reply passes ([`Ctx::reply_error`]).
+pub static MAXMEMORY_REFUSALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Writes `command key number data` to a rewritten AOF: both data types
 /// rewrite themselves as LOADCHUNK commands.

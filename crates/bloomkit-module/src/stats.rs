@@ -175,9 +175,6 @@ pub fn add_field(ctx: *mut raw::RedisModuleInfoCtx, name: &CStr, value: u64) {
     unsafe { api!(RedisModule_InfoAddFieldULongLong)(ctx, name.as_ptr(), value) };
 }
 
-/// Creations and growths of any type refused because they would pass
-/// `maxmemory` (counted where every error reply passes, in `ffi`).
-pub static MAXMEMORY_REFUSALS: AtomicU64 = AtomicU64::new(0);
 /// Arrays of 1 MiB or more never offered to active defrag.
 pub static DEFRAG_LARGE_KEPT: AtomicU64 = AtomicU64::new(0);
 /// Defrag calls that resumed a value from the server's cursor.
@@ -197,7 +194,7 @@ pub fn get(counter: &AtomicU64) -> u64 {
 /// The module-wide fields, written into the section open at the time (BF's
 /// `stats`, where monitoring has always read them).
 pub fn write_module_fields(ctx: *mut raw::RedisModuleInfoCtx) {
-    add_field(ctx, c"maxmemory_refusals", get(&MAXMEMORY_REFUSALS));
+    add_field(ctx, c"maxmemory_refusals", get(&crate::ffi::MAXMEMORY_REFUSALS));
     // SAFETY: valid info context; NUL-terminated name and value.
     unsafe {
         api!(RedisModule_InfoAddFieldCString)(

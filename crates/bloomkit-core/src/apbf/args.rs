@@ -58,3 +58,16 @@ pub fn parse_chunk_iter(word: &[u8]) -> Result<Option<u64>, ApbfError> {
         _ => Err(ApbfError::IterNotNumeric),
     }
 }
+
+/// How many words each command takes (see [`Arity`]).
+pub mod arity {
+    pub use crate::common::parse::Arity;
+
+    pub const ADD: Arity = Arity::Exactly(3);
+    pub const MADD: Arity = Arity::AtLeast(3);
+    pub const EXISTS: Arity = Arity::Exactly(3);
+    pub const MEXISTS: Arity = Arity::AtLeast(3);
+    pub const INFO: Arity = Arity::Exactly(2);
+    pub const SCANDUMP: Arity = Arity::Exactly(3);
+    pub const LOADCHUNK: Arity = Arity::Exactly(4);
+}

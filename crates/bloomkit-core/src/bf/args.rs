@@ -229,6 +229,23 @@ impl InfoField {
     }
 }
 
+/// How many words each command takes (see [`Arity`]).
+pub mod arity {
+    pub use crate::common::parse::Arity;
+
+    pub const RESERVE: Arity = Arity::AtLeast(2);
+    pub const ADD: Arity = Arity::Exactly(3);
+    pub const MADD: Arity = Arity::AtLeast(3);
+    pub const INSERT: Arity = Arity::AtLeast(2);
+    pub const EXISTS: Arity = Arity::Exactly(3);
+    pub const MEXISTS: Arity = Arity::AtLeast(3);
+    pub const CARD: Arity = Arity::Exactly(2);
+    pub const INFO: Arity = Arity::Between(2, 3);
+    pub const DEBUG: Arity = Arity::Exactly(2);
+    pub const SCANDUMP: Arity = Arity::Exactly(3);
+    pub const LOADCHUNK: Arity = Arity::Exactly(4);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -176,6 +176,22 @@ pub fn parse_loadchunk_pos(word: &[u8]) -> Result<i64, CfError> {
     parse_long_long(word).filter(|p| *p != 0).ok_or(CfError::InvalidPosition)
 }
 
+/// How many words each command takes (see [`Arity`]).
+pub mod arity {
+    pub use crate::common::parse::Arity;
+
+    pub const ADD_ONE: Arity = Arity::Exactly(3);
+    pub const EXISTS: Arity = Arity::Exactly(3);
+    pub const MEXISTS: Arity = Arity::AtLeast(3);
+    pub const COUNT: Arity = Arity::Exactly(3);
+    pub const DEL: Arity = Arity::Exactly(3);
+    pub const COMPACT: Arity = Arity::Exactly(2);
+    pub const INFO: Arity = Arity::Exactly(2);
+    pub const DEBUG: Arity = Arity::Exactly(2);
+    pub const SCANDUMP: Arity = Arity::Exactly(3);
+    pub const LOADCHUNK: Arity = Arity::Exactly(4);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -200,6 +200,14 @@ pub fn check_merge_arity<A: AsRef<[u8]>>(argv: &[A]) -> Result<(), CmsError> {
     Ok(())
 }
 
+/// How many words each command takes (see [`Arity`]).
+pub mod arity {
+    pub use crate::common::parse::Arity;
+
+    pub const QUERY: Arity = Arity::AtLeast(3);
+    pub const INFO: Arity = Arity::Exactly(2);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

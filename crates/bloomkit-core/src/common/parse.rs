@@ -129,3 +129,36 @@ mod tests {
         }
     }
 }
+
+/// How many words a command takes, its name included: the rule a family's
+/// `args.rs` states once for each command (its `arity` module), checked
+/// before anything else, as RedisBloom checks it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arity {
+    Exactly(usize),
+    AtLeast(usize),
+    /// One of two counts (`TDIGEST.CREATE key [COMPRESSION c]`).
+    Either(usize, usize),
+    /// From the first to the second, both included.
+    Between(usize, usize),
+}
+
+impl Arity {
+    pub fn allows(self, words: usize) -> bool {
+        match self {
+            Arity::Exactly(n) => words == n,
+            Arity::AtLeast(n) => words >= n,
+            Arity::Either(a, b) => words == a || words == b,
+            Arity::Between(a, b) => (a..=b).contains(&words),
+        }
+    }
+
+    /// The server's wrong-arity error unless `argv` has a count this allows.
+    pub fn check<A>(self, argv: &[A]) -> Result<(), crate::Reply> {
+        if self.allows(argv.len()) {
+            Ok(())
+        } else {
+            Err(crate::Reply::WrongArity)
+        }
+    }
+}

@@ -139,6 +139,22 @@ pub fn parse_trimmed_mean<A: AsRef<[u8]>>(argv: &[A]) -> Result<(f64, f64), TdEr
     Ok((low, high))
 }
 
+/// How many words each command takes (see [`Arity`]).
+pub mod arity {
+    pub use crate::common::parse::Arity;
+
+    pub const CREATE: Arity = Arity::Either(2, 4);
+    pub const RESET: Arity = Arity::Exactly(2);
+    pub const ADD: Arity = Arity::AtLeast(3);
+    pub const MERGE: Arity = Arity::AtLeast(4);
+    pub const QUANTILE: Arity = Arity::AtLeast(3);
+    pub const CDF: Arity = Arity::AtLeast(3);
+    pub const TRIMMED_MEAN: Arity = Arity::Exactly(4);
+    pub const RANK: Arity = Arity::AtLeast(3);
+    pub const BY_RANK: Arity = Arity::AtLeast(3);
+    pub const ONE_KEY: Arity = Arity::Exactly(2);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -236,3 +236,10 @@ impl InfoField {
         })
     }
 }
+
+/// How many words each command takes (see [`Arity`]).
+pub mod arity {
+    pub use crate::common::parse::Arity;
+
+    pub const LOAD: Arity = Arity::Exactly(3);
+}

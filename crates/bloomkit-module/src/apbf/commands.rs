@@ -17,6 +17,7 @@ use bloomkit_core::apbf::{self, Apbf, ApbfError, Window};
 use bloomkit_core::common::fmt::format_g;
 use bloomkit_core::common::parse::parse_long_long;
 use bloomkit_core::{Limits, Reply};
+use bloomkit_core::apbf::args::arity;
 use redis_module::raw;
 
 use super::counters::{self, COUNTERS};
@@ -87,16 +88,12 @@ fn add_items(ctx: Ctx, argv: &[Arg], multi: bool) -> Outcome {
 }
 
 pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::ADD.check(argv)?;
     add_items(ctx, argv, false)
 }
 
 pub fn madd(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() < 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::MADD.check(argv)?;
     add_items(ctx, argv, true)
 }
 
@@ -109,9 +106,7 @@ fn with_filter<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&Apbf>) -> T) -> R
 
 /// `APBF.EXISTS key item` (0 for a missing key).
 pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::EXISTS.check(argv)?;
     let now = now_ms();
     let found = with_filter(ctx, &argv[1], |f| f.is_some_and(|f| f.contains(argv[2].bytes(), now)))?;
     COUNTERS.add_on_main_thread(counters::LOOKUPS, 1);
@@ -121,9 +116,7 @@ pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `APBF.MEXISTS key item...`
 pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() < 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::MEXISTS.check(argv)?;
     let now = now_ms();
     with_filter(ctx, &argv[1], |f| {
         ctx.reply_array(argv.len() - 2);
@@ -137,9 +130,7 @@ pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `APBF.INFO key`: parameters, then the state as of now.
 pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 2 {
-        return Err(Reply::WrongArity);
-    }
+    arity::INFO.check(argv)?;
     let now = now_ms();
     let found = with_filter(ctx, &argv[1], |f| {
         let Some(f) = f else { return false };
@@ -181,9 +172,7 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `APBF.SCANDUMP key iter` → `[next_iter, data]`: the header at iter 0,
 /// then the body; `[0, ""]` at the end. Each pair loads with APBF.LOADCHUNK.
 pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::SCANDUMP.check(argv)?;
     let iter =
         parse_long_long(argv[2].bytes()).filter(|i| *i >= 0).ok_or(ApbfError::ScanDumpIterNotNumeric)?;
     let found = with_filter(ctx, &argv[1], |f| {
@@ -215,9 +204,7 @@ pub fn advance(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `APBF.LOADCHUNK key 0 header` creates; `APBF.LOADCHUNK key 1+offset data`
 /// fills the body (what AOF rewrite and replication of creation send).
 pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 4 {
-        return Err(Reply::WrongArity);
-    }
+    arity::LOADCHUNK.check(argv)?;
     let offset = parse_chunk_iter(argv[2].bytes())?;
     let data = argv[3].bytes();
     let key = Key::open(ctx, &argv[1], true);

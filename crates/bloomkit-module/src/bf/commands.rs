@@ -20,6 +20,7 @@ use bloomkit_core::common::fmt::format_g;
 use bloomkit_core::common::parse::parse_long_long;
 use bloomkit_core::vbloom::ValkeyError;
 use bloomkit_core::{Limits, Reply, ReplyError};
+use bloomkit_core::bf::args::arity;
 use redis_module::raw;
 
 use crate::command::Outcome;
@@ -48,9 +49,7 @@ fn create(
 
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
 pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() < 2 {
-        return Err(Reply::WrongArity);
-    }
+    arity::RESERVE.check(argv)?;
     let key = Key::open(ctx, &argv[1], true);
     let found = lookup(&key);
     match found {
@@ -75,9 +74,7 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `BF.ADD key item` → 1 new, 0 probably present.
 pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::ADD.check(argv)?;
     let key = Key::open(ctx, &argv[1], true);
     match lookup(&key)? {
         Some(Filter::Valkey(o)) => vbloom::commands::add(ctx, argv, o, 2, false),
@@ -89,9 +86,7 @@ pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `BF.MADD key item...` → one reply per item.
 pub fn madd(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() < 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::MADD.check(argv)?;
     let key = Key::open(ctx, &argv[1], true);
     match lookup(&key)? {
         Some(Filter::Valkey(o)) => vbloom::commands::add(ctx, argv, o, 2, true),
@@ -103,9 +98,7 @@ pub fn madd(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...`
 pub fn insert(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() < 2 {
-        return Err(Reply::WrongArity);
-    }
+    arity::INSERT.check(argv)?;
     let key = Key::open(ctx, &argv[1], true);
     let found = lookup(&key);
     match found {
@@ -251,9 +244,7 @@ fn reply_absent(ctx: Ctx) {
 
 /// `BF.EXISTS key item`
 pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::EXISTS.check(argv)?;
     let item = argv[2].bytes();
     with_filter_for_read(ctx, &argv[1], |filter| match filter {
         Some(Found::Chain(c)) => ctx.reply_bool(c.contains(item)),
@@ -267,9 +258,7 @@ pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `BF.MEXISTS key item...`
 pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() < 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::MEXISTS.check(argv)?;
     let items = &argv[2..];
     with_filter_for_read(ctx, &argv[1], |filter| {
         ctx.reply_array(items.len());
@@ -306,9 +295,7 @@ fn with_chain<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(&Chain) -> T) -> Result<T,
 
 /// `BF.CARD key` → items added; 0 for a missing key.
 pub fn card(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 2 {
-        return Err(Reply::WrongArity);
-    }
+    arity::CARD.check(argv)?;
     let key = Key::open(ctx, &argv[1], false);
     // SAFETY: owned by the keyspace, read only while the key is open.
     let items = lookup(&key)?.map_or(0, |f| match unsafe { f.get() } {
@@ -321,9 +308,7 @@ pub fn card(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]`
 pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if !(2..=3).contains(&argv.len()) {
-        return Err(Reply::WrongArity);
-    }
+    arity::INFO.check(argv)?;
     with_existing(ctx, &argv[1], |found| {
         let chain = match found {
             Found::Chain(chain) => chain,
@@ -367,9 +352,7 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `BF.DEBUG key` → `size:<items>` then one line per sub-filter.
 pub fn debug(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 2 {
-        return Err(Reply::WrongArity);
-    }
+    arity::DEBUG.check(argv)?;
     with_existing(ctx, &argv[1], |found| {
         let chain = match found {
             Found::Chain(chain) => chain,
@@ -398,9 +381,7 @@ pub fn debug(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `BF.SCANDUMP key iter` → `[next_iter, data]`; iter 0 gives the header.
 pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::SCANDUMP.check(argv)?;
     with_chain(ctx, &argv[1], |chain| {
         let iter = parse_long_long(argv[2].bytes()).ok_or(BfError::ScanDumpIterNotNumeric)?;
         ctx.reply_array(2);
@@ -419,9 +400,7 @@ pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `BF.LOADCHUNK key iter data`: iter 1 on an empty key is the header.
 pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 4 {
-        return Err(Reply::WrongArity);
-    }
+    arity::LOADCHUNK.check(argv)?;
     let iter = parse_long_long(argv[2].bytes()).ok_or(BfError::LoadChunkIterNotNumeric)?;
     let data = argv[3].bytes();
     let key = Key::open(ctx, &argv[1], true);

@@ -18,11 +18,26 @@ pub const FAMILY: Family = Family {
     ..Family::new(COMMANDS, crate::value::register::<bloomkit_core::bf::Chain>, Some(c"bloom"), &counters::COUNTERS)
 };
 
-/// `INFO bf`'s `stats` section: BF's counters, then the module-wide fields
-/// (`maxmemory_refusals`, `bloomkit_version`), where monitoring has read
-/// them since the first release.
+/// `INFO bf`'s `stats` section: every `BF.*` filter, RedisBloom's and
+/// valkey-bloom's (whose own sections count only theirs), then the
+/// module-wide fields (`maxmemory_refusals`, `bloomkit_version`), where
+/// monitoring has read them since the first release.
 fn info(ctx: *mut redis_module::raw::RedisModuleInfoCtx) {
-    counters::COUNTERS.write_info(ctx);
+    use crate::stats::{add_field, add_section, BYTES, OBJECTS};
+    use crate::vbloom::counters as vb;
+    let (bf, vb_c) = (&counters::COUNTERS, &vb::COUNTERS);
+    let both = |mine: usize, theirs: usize| bf.get(mine) + vb_c.get(theirs);
+    add_section(ctx, c"stats");
+    for (name, value) in [
+        (c"filters", both(OBJECTS, OBJECTS)),
+        (c"bytes", both(BYTES, BYTES)),
+        (c"items_added", both(counters::ITEMS_ADDED, vb::ITEMS_ADDED)),
+        (c"lookups", bf.get(counters::LOOKUPS)),
+        (c"scale_outs", both(counters::SCALE_OUTS, vb::SCALE_OUTS)),
+        (c"refused_creations", both(counters::REFUSED, vb::REFUSED)),
+    ] {
+        add_field(ctx, name, value);
+    }
     crate::stats::write_module_fields(ctx);
 }
 

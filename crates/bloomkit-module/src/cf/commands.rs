@@ -18,6 +18,7 @@ use std::ptr::NonNull;
 use bloomkit_core::cf::args::{parse_insert, parse_loadchunk_pos, parse_reserve, parse_scandump_pos};
 use bloomkit_core::cf::{CfError, CuckooFilter, CuckooParams, Insert, Lookup};
 use bloomkit_core::{Limits, Reply, ReplyError};
+use bloomkit_core::cf::args::arity;
 use redis_module::raw;
 
 use crate::command::Outcome;
@@ -74,9 +75,7 @@ pub fn addnx(ctx: Ctx, argv: &[Arg]) -> Outcome {
 }
 
 fn add_single(ctx: Ctx, argv: &[Arg], nx: bool, event: &'static CStr) -> Outcome {
-    if argv.len() != 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::ADD_ONE.check(argv)?;
     insert_items(ctx, argv, 2, Some(super::settings::defaults().capacity), nx, Shape::Single, event)
 }
 
@@ -184,9 +183,7 @@ fn with_filter_for_read<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&CuckooFi
 
 /// `CF.EXISTS key item`
 pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::EXISTS.check(argv)?;
     let found =
         with_filter_for_read(ctx, &argv[1], |f| f.is_some_and(|f| f.contains(&Lookup::new(argv[2].bytes()))));
     COUNTERS.add_on_main_thread(counters::LOOKUPS, 1);
@@ -196,9 +193,7 @@ pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `CF.MEXISTS key item...`
 pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() < 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::MEXISTS.check(argv)?;
     let items = &argv[2..];
     with_filter_for_read(ctx, &argv[1], |f| {
         ctx.reply_array(items.len());
@@ -212,9 +207,7 @@ pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `CF.COUNT key item` → copies that may be present; 0 for a missing key.
 pub fn count(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::COUNT.check(argv)?;
     let n = with_filter_for_read(ctx, &argv[1], |f| f.map_or(0, |f| f.count(&Lookup::new(argv[2].bytes()))));
     COUNTERS.add_on_main_thread(counters::LOOKUPS, 1);
     ctx.reply_i64(n as i64);
@@ -232,9 +225,7 @@ fn writable(key: &Key, missing: CfError) -> Result<NonNull<CuckooFilter>, Reply>
 
 /// `CF.DEL key item` → 1 deleted one copy, 0 not found.
 pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::DEL.check(argv)?;
     let key = Key::open(ctx, &argv[1], true);
     let mut f = writable(&key, CfError::DelNotFound)?;
     // SAFETY: owned by the keyspace; commands run one at a time.
@@ -252,9 +243,7 @@ pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `CF.COMPACT key`: moves fingerprints into older sub-filters, frees emptied ones.
 pub fn compact(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 2 {
-        return Err(Reply::WrongArity);
-    }
+    arity::COMPACT.check(argv)?;
     let key = Key::open(ctx, &argv[1], true);
     let mut f = writable(&key, CfError::CompactNotFound)?;
     // SAFETY: owned by the keyspace; commands run one at a time.
@@ -281,9 +270,7 @@ fn with_existing<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(&CuckooFilter) -> T) ->
 
 /// `CF.INFO key` → a map of eight figures (a flat array in RESP2).
 pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 2 {
-        return Err(Reply::WrongArity);
-    }
+    arity::INFO.check(argv)?;
     with_existing(ctx, &argv[1], |f| {
         let s = f.shape();
         let fields: [(&CStr, u64); 8] = [
@@ -307,9 +294,7 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `CF.DEBUG key` → one line of parameters and counters.
 pub fn debug(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 2 {
-        return Err(Reply::WrongArity);
-    }
+    arity::DEBUG.check(argv)?;
     with_existing(ctx, &argv[1], |f| ctx.reply_bulk(f.debug_line().as_bytes()))?;
     Ok(())
 }
@@ -317,9 +302,7 @@ pub fn debug(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `CF.SCANDUMP key pos` → `[next, data]`: the header at 0, then the
 /// sub-filters; `[0, nil]` at the end, and for a filter with no items.
 pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::SCANDUMP.check(argv)?;
     let pos = parse_scandump_pos(argv[2].bytes())?;
     with_existing(ctx, &argv[1], |f| {
         ctx.reply_array(2);
@@ -348,9 +331,7 @@ pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `CF.LOADCHUNK key pos data`: pos 1 on an empty key is the header.
 pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 4 {
-        return Err(Reply::WrongArity);
-    }
+    arity::LOADCHUNK.check(argv)?;
     let key = Key::open(ctx, &argv[1], true);
     let pos = parse_loadchunk_pos(argv[2].bytes())?;
     let data = argv[3].bytes();

@@ -18,6 +18,7 @@ use bloomkit_core::cms::args::{
 };
 use bloomkit_core::cms::{CmsError, CountMinSketch, Init, Rules, Source};
 use bloomkit_core::{Reply, ReplyError};
+use bloomkit_core::cms::args::arity;
 
 use super::counters::{self, COUNTERS};
 use crate::command::Outcome;
@@ -119,9 +120,7 @@ pub fn incrby(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `CMS.QUERY key item [item ...]` → each item's estimate.
 pub fn query(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() < 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::QUERY.check(argv)?;
     let key = Key::open(ctx, &argv[1], false);
     // SAFETY: owned by the keyspace, read only while the key is open.
     let sketch = unsafe { existing(&key)?.as_ref() };
@@ -190,9 +189,7 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `cell_size` (a flat array in RESP2, a map in RESP3); the count printed
 /// signed, as RedisBloom prints it.
 pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 2 {
-        return Err(Reply::WrongArity);
-    }
+    arity::INFO.check(argv)?;
     let key = Key::open(ctx, &argv[1], false);
     // SAFETY: owned by the keyspace, read only while the key is open.
     let sketch = unsafe { existing(&key)?.as_ref() };

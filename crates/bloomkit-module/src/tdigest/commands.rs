@@ -33,6 +33,7 @@ use bloomkit_core::tdigest::args::{
 };
 use bloomkit_core::tdigest::{TDigest, TdError};
 use bloomkit_core::Reply;
+use bloomkit_core::tdigest::args::arity;
 use redis_module::raw;
 
 use super::counters::{self, COUNTERS};
@@ -51,9 +52,7 @@ fn existing(key: &Key) -> Result<NonNull<TDigest>, Reply> {
 
 /// `TDIGEST.CREATE key [COMPRESSION compression]`
 pub fn create(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 2 && argv.len() != 4 {
-        return Err(Reply::WrongArity);
-    }
+    arity::CREATE.check(argv)?;
     let key = Key::open(ctx, &argv[1], true);
     if lookup(&key)?.is_some() {
         return Err(TdError::KeyExists.into());
@@ -69,9 +68,7 @@ pub fn create(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `TDIGEST.RESET key`
 pub fn reset(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 2 {
-        return Err(Reply::WrongArity);
-    }
+    arity::RESET.check(argv)?;
     let key = Key::open(ctx, &argv[1], true);
     let mut t = existing(&key)?;
     // SAFETY: owned by the keyspace; commands run one at a time.
@@ -84,9 +81,7 @@ pub fn reset(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `TDIGEST.ADD key value [value ...]`: every value is parsed before any is added.
 pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() < 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::ADD.check(argv)?;
     let key = Key::open(ctx, &argv[1], true);
     let mut t = existing(&key)?;
     let values = parse_add_values(&argv[2..])?;
@@ -126,9 +121,7 @@ pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `TDIGEST.MERGE destination numkeys source [source ...] [COMPRESSION c] [OVERRIDE]`:
 /// a new digest replaces the destination (its TTL goes, as in RedisBloom).
 pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() < 4 {
-        return Err(Reply::WrongArity);
-    }
+    arity::MERGE.check(argv)?;
     let dest_key = Key::open(ctx, &argv[1], true);
     let dest = lookup(&dest_key)?;
     let parsed = parse_merge(argv)?;
@@ -268,9 +261,7 @@ fn reply_doubles(ctx: Ctx, values: &[f64]) {
 
 /// `TDIGEST.QUANTILE key quantile [quantile ...]`
 pub fn quantile(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() < 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::QUANTILE.check(argv)?;
     let values = read(ctx, argv, || parse_quantiles(&argv[2..]), |r, qs| Ok(r.compressed()?.quantiles(&qs)))?;
     reply_doubles(ctx, &values);
     Ok(())
@@ -278,9 +269,7 @@ pub fn quantile(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `TDIGEST.CDF key value [value ...]`
 pub fn cdf(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() < 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::CDF.check(argv)?;
     let values = read(
         ctx,
         argv,
@@ -296,18 +285,14 @@ pub fn cdf(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `TDIGEST.TRIMMED_MEAN key low_cut_percentile high_cut_percentile`
 pub fn trimmed_mean(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 4 {
-        return Err(Reply::WrongArity);
-    }
+    arity::TRIMMED_MEAN.check(argv)?;
     let v = read(ctx, argv, || parse_trimmed_mean(argv), |r, (lo, hi)| Ok(r.compressed()?.trimmed_mean(lo, hi)))?;
     ctx.reply_double(v);
     Ok(())
 }
 
 fn rank_common(ctx: Ctx, argv: &[Arg], reverse: bool) -> Outcome {
-    if argv.len() < 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::RANK.check(argv)?;
     let ranks = read(
         ctx,
         argv,
@@ -339,9 +324,7 @@ pub fn revrank(ctx: Ctx, argv: &[Arg]) -> Outcome {
 }
 
 fn by_rank_common(ctx: Ctx, argv: &[Arg], reverse: bool) -> Outcome {
-    if argv.len() < 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::BY_RANK.check(argv)?;
     let values = read(
         ctx,
         argv,
@@ -374,9 +357,7 @@ pub fn byrevrank(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// server sees it: on a primary, with an owed compression made (in the
 /// compressed copy), as RedisBloom would show it.
 fn with_digest<T>(ctx: Ctx, argv: &[Arg], f: impl FnOnce(&TDigest) -> T) -> Result<T, Reply> {
-    if argv.len() != 2 {
-        return Err(Reply::WrongArity);
-    }
+    arity::ONE_KEY.check(argv)?;
     let key = Key::open(ctx, &argv[1], false);
     let mut p = existing(&key)?;
     COUNTERS.add(counters::QUERIES, 1);

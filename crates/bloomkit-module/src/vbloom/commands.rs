@@ -22,13 +22,12 @@ use std::ptr::NonNull;
 use bloomkit_core::common::fmt::format_g;
 use bloomkit_core::vbloom::{self, Creation, InfoField, Object, ValkeyError, FIXED_SEED};
 use bloomkit_core::{Limits, Reply, ReplyError};
+use bloomkit_core::vbloom::args::arity;
 use redis_module::raw;
 
 use super::counters::{self, Tally};
 use crate::command::Outcome;
 use crate::ffi::{api, random_bytes, Arg, Ctx, Key};
-use crate::bf::lookup::lookup_bloom as lookup;
-use crate::bf::counters as bf_counters;
 use crate::{config, keys};
 
 /// What a `bloomfltr` operation may allocate.
@@ -38,11 +37,14 @@ fn limits(ctx: Ctx) -> Limits {
 
 /// `BF.LOAD key blob`: creates the object valkey-bloom's AOF rewrite wrote.
 pub fn load(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    if argv.len() != 3 {
-        return Err(Reply::WrongArity);
-    }
+    arity::LOAD.check(argv)?;
     let key = Key::open(ctx, &argv[1], true);
-    if lookup(&key)?.is_some() {
+    // A Bloom filter of either type is there already; another type is WRONGTYPE.
+    let taken = match keys::lookup::<Object>(&key) {
+        Ok(found) => found.is_some(),
+        Err(other) => keys::lookup::<bloomkit_core::bf::Chain>(&key).map_err(|_| other)?.is_some(),
+    };
+    if taken {
         return Err(ValkeyError::KeyExists.into());
     }
     // Checked and compared with the limit before anything is allocated.
@@ -89,7 +91,7 @@ fn create(ctx: Ctx, creation: &Creation) -> Result<Object, Reply> {
         random_bytes(&mut seed);
     }
     Object::create(creation, &seed, limits(ctx)).map_err(|e| {
-        bf_counters::COUNTERS.add(bf_counters::REFUSED, 1);
+        super::counters::COUNTERS.add(super::counters::REFUSED, 1);
         e.into()
     })
 }

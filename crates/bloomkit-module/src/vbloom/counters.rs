@@ -12,7 +12,6 @@ use std::ffi::CStr;
 use bloomkit_core::vbloom::Object;
 use redis_module::raw;
 
-use crate::bf::counters as bf;
 use crate::stats::{add_field, add_section, Counters, BYTES, OBJECTS};
 
 /// `bloom_num_objects` and `bloom_total_memory_bytes`, then the totals.
@@ -20,12 +19,26 @@ pub static COUNTERS: Counters = Counters::new(
     "bloom_core_metrics",
     "bloom_",
     "vbloom",
-    &["num_objects", "total_memory_bytes", "num_filters_across_objects", "num_items_across_objects", "capacity_across_objects"],
+    &[
+        "num_objects",
+        "total_memory_bytes",
+        "num_filters_across_objects",
+        "num_items_across_objects",
+        "capacity_across_objects",
+        "items_added",
+        "scale_outs",
+        "refused_creations",
+    ],
 );
 
 const FILTERS: usize = 2;
 const ITEMS: usize = 3;
 const CAPACITY: usize = 4;
+/// Not in valkey-bloom's sections: what BF's `stats` section adds to its
+/// own (it counts every `BF.*` filter, of either type).
+pub const ITEMS_ADDED: usize = 5;
+pub const SCALE_OUTS: usize = 6;
+pub const REFUSED: usize = 7;
 
 /// What one object adds to the totals.
 #[derive(Clone, Copy)]
@@ -43,7 +56,7 @@ impl Tally {
 }
 
 /// An object entering (or leaving) the keyspace: the totals beyond objects
-/// and bytes, and BF's `stats` section, which counts every `BF.*` filter.
+/// and bytes.
 pub fn tally(o: &Object, entering: bool) {
     let t = Tally::of(o);
     for (field, v) in [(FILTERS, t.filters), (ITEMS, t.items), (CAPACITY, t.capacity)] {
@@ -52,11 +65,6 @@ pub fn tally(o: &Object, entering: bool) {
         } else {
             COUNTERS.sub(field, v);
         }
-    }
-    if entering {
-        bf::COUNTERS.created(t.bytes);
-    } else {
-        bf::COUNTERS.freed(t.bytes);
     }
 }
 
@@ -67,9 +75,8 @@ pub fn grew(before: Tally, o: &Object) {
     COUNTERS.add(FILTERS, after.filters - before.filters);
     COUNTERS.add(ITEMS, after.items - before.items);
     COUNTERS.add(CAPACITY, after.capacity - before.capacity);
-    bf::COUNTERS.add(bf::ITEMS_ADDED, after.items - before.items);
-    bf::COUNTERS.add(BYTES, after.bytes - before.bytes);
-    bf::COUNTERS.add(bf::SCALE_OUTS, after.filters - before.filters);
+    COUNTERS.add(ITEMS_ADDED, after.items - before.items);
+    COUNTERS.add(SCALE_OUTS, after.filters - before.filters);
 }
 
 /// The two sections, with valkey-bloom's names and order (the server puts

@@ -26,7 +26,7 @@ impl Stored for Object {
         self.size()
     }
 
-    /// valkey-bloom's totals, and the `stats` section every `BF.*` filter is in.
+    /// valkey-bloom's totals.
     fn tally(&self, entering: bool) {
         counters::tally(self, entering);
     }
