@@ -103,6 +103,12 @@ pub struct Setting {
     pub aliases: &'static [&'static str],
     /// The registered default, as [`store`] takes it.
     default: AtomicI64,
+    /// The value before load arguments and the configuration file, as
+    /// [`store`] takes it (what "left alone" means).
+    initial: AtomicI64,
+    /// The level under which alone the setting does anything
+    /// (valkey-bloom's settings for the filters that level creates).
+    pub only_under: Option<Compat>,
     /// The text `CONFIG GET` answers for RedisBloom 8's integer configs on
     /// Redis 8, registered as strings so that their refusals are RedisBloom
     /// 8's (owned by the module).
@@ -117,12 +123,39 @@ impl Setting {
             value,
             aliases: &[],
             default: AtomicI64::new(0),
+            initial: AtomicI64::new(0),
+            only_under: None,
             int_text: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
     pub const fn with_aliases(self, aliases: &'static [&'static str]) -> Setting {
         Setting { aliases, ..self }
+    }
+
+    /// A setting that does something only under `level`: set under another
+    /// it is refused (CONFIG SET) or stops the start (load arguments, the
+    /// configuration file), saying which setting to add, rather than being
+    /// silently kept and ignored.
+    pub const fn only_under(self, level: Compat) -> Setting {
+        Setting { only_under: Some(level), ..self }
+    }
+
+    /// Why this setting cannot be set now, if it cannot.
+    fn refusal(&self) -> Option<String> {
+        let level = self.only_under?;
+        let now = compat();
+        (now != level).then(|| {
+            format!(
+                "bf.{} shapes the filters `bf.compat {}` creates, and the level is {}: add `bf.compat {}` \
+                 to the configuration (or load arguments) and restart, or leave bf.{} out",
+                self.name,
+                level.name(),
+                now.name(),
+                level.name(),
+                self.name
+            )
+        })
     }
 }
 
@@ -161,7 +194,41 @@ fn settings() -> &'static [&'static Setting] {
 /// Takes the families' settings (at load, before anything else here).
 pub fn init(families: impl Iterator<Item = &'static Setting>) {
     let all: Vec<&'static Setting> = families.chain(MODULE_SETTINGS.iter().copied()).collect();
+    for setting in &all {
+        setting.initial.store(current(setting.value), Relaxed);
+    }
     let _ = SETTINGS.set(all);
+}
+
+/// Values the configuration file gave while it is applied, by the value
+/// they set: two names of one value (`bf.error-rate`, `bf-error-rate`)
+/// with two values would otherwise leave one silently unused.
+static FILE_VALUES: std::sync::Mutex<Vec<(usize, &'static str, i64)>> = std::sync::Mutex::new(Vec::new());
+static FILE_CONFLICTS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn cell_of(value: Value) -> usize {
+    match value {
+        Value::Rate { cell, .. } => std::ptr::from_ref(cell) as usize,
+        Value::Integer { cell, .. } => std::ptr::from_ref(cell) as usize,
+        Value::Bool(cell) => std::ptr::from_ref(cell) as usize,
+        Value::Compat => std::ptr::from_ref(&COMPAT) as usize,
+    }
+}
+
+/// Notes a value the configuration file gives (see [`FILE_VALUES`]).
+fn note_file_value(setting: &'static Setting, checked: i64) {
+    let cell = cell_of(setting.value);
+    let mut seen = FILE_VALUES.lock().unwrap_or_else(|e| e.into_inner());
+    for &(other_cell, other, value) in seen.iter() {
+        if other_cell == cell && other != setting.name && value != checked {
+            FILE_CONFLICTS.lock().unwrap_or_else(|e| e.into_inner()).push(format!(
+                "the configuration sets bf.{other} and bf.{}, two names of one setting, to different values: \
+                 keep one line",
+                setting.name
+            ));
+        }
+    }
+    seen.push((cell, setting.name, checked));
 }
 
 #[cfg_attr(test, allow(dead_code))] // read by the allocator, which tests do not install
@@ -385,9 +452,12 @@ fn current(value: Value) -> i64 {
 /// two names share one value (`bf.initial-size`, `bf-initial-size`), so that
 /// default would undo what the file gave the other name. A default then
 /// changes nothing (it equals the value, or the twin's from the file).
-fn store_from_server(setting: &Setting, checked: i64) {
-    if LOADING_CONFIGS.load(Relaxed) && checked == setting.default.load(Relaxed) {
-        return;
+fn store_from_server(setting: &'static Setting, checked: i64) {
+    if LOADING_CONFIGS.load(Relaxed) {
+        if checked == setting.default.load(Relaxed) {
+            return;
+        }
+        note_file_value(setting, checked);
     }
     store(setting.value, checked);
 }
@@ -493,6 +563,9 @@ extern "C" fn set_numeric(
     // SAFETY: the server passes the config's NUL-terminated name.
     let shown = unsafe { CStr::from_ptr(name) }.to_string_lossy();
     match check(&shown, setting.value, value.to_string().as_bytes()) {
+        Ok(_) if !LOADING_CONFIGS.load(Relaxed) && setting.refusal().is_some() => {
+            error_string(err, &setting.refusal().unwrap_or_default())
+        }
         Ok(v) => {
             store_from_server(setting, v);
             raw::REDISMODULE_OK as c_int
@@ -512,11 +585,16 @@ extern "C" fn set_bool(
     _name: *const c_char,
     value: c_int,
     privdata: *mut c_void,
-    _err: *mut *mut raw::RedisModuleString,
+    err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    match setting_of(privdata).map(|s| s.value) {
-        Some(Value::Bool(_)) => {
-            store_from_server(setting_of(privdata).expect("matched"), i64::from(value != 0));
+    match setting_of(privdata) {
+        Some(setting @ Setting { value: Value::Bool(_), .. }) => {
+            if !LOADING_CONFIGS.load(Relaxed) {
+                if let Some(message) = setting.refusal() {
+                    return error_string(err, &message);
+                }
+            }
+            store_from_server(setting, i64::from(value != 0));
             raw::REDISMODULE_OK as c_int
         }
         _ => raw::REDISMODULE_ERR as c_int,
@@ -592,8 +670,13 @@ extern "C" fn set_rate(
         if v8 { check_v8(&shown, setting.value, given) } else { check(&shown, setting.value, given) };
     match checked {
         Ok(bits) => {
-            if LOADING_CONFIGS.load(Relaxed) && bits == setting.default.load(Relaxed) {
-                return raw::REDISMODULE_OK as c_int; // see store_from_server
+            if LOADING_CONFIGS.load(Relaxed) {
+                if bits == setting.default.load(Relaxed) {
+                    return raw::REDISMODULE_OK as c_int; // see store_from_server
+                }
+                note_file_value(setting, bits);
+            } else if let Some(message) = setting.refusal() {
+                return error_string(err, &message);
             }
             store(setting.value, bits);
             // RedisBloom 8 keeps (and CONFIG GET answers) a capped rate as 0.25.
@@ -810,6 +893,24 @@ pub fn register(ctx: Ctx) -> Result<(), String> {
     LOADING_CONFIGS.store(false, Relaxed);
     if status != raw::REDISMODULE_OK as c_int {
         return Err("invalid bf.* value in the server configuration".into());
+    }
+    let conflicts = std::mem::take(&mut *FILE_CONFLICTS.lock().unwrap_or_else(|e| e.into_inner()));
+    FILE_VALUES.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    if !conflicts.is_empty() {
+        return Err(conflicts.join("; "));
+    }
+    check_levels()
+}
+
+/// A setting given (by a load argument or the configuration file) that
+/// does nothing at the level in force stops the start, saying what to add.
+fn check_levels() -> Result<(), String> {
+    for &setting in settings() {
+        if current(setting.value) != setting.initial.load(Relaxed) {
+            if let Some(message) = setting.refusal() {
+                return Err(message);
+            }
+        }
     }
     Ok(())
 }

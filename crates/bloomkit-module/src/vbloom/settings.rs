@@ -5,11 +5,13 @@
 //! `bf.bloom-defrag-enabled`), with its defaults, ranges and messages, so
 //! that a configuration written for it starts. The memory limit and the
 //! defrag switch govern `bloomfltr` objects under every level; the others
-//! are what `bf.compat valkey-bloom` creates new filters with.
+//! are what `bf.compat valkey-bloom` creates new filters with: set under
+//! another level they are refused (they would do nothing), saying so.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering::Relaxed};
 
 use bloomkit_core::vbloom::{self, ValkeyError, VbDefaults};
+use bloomkit_core::common::compat::Compat;
 use bloomkit_core::Limits;
 use redis_module::raw;
 
@@ -27,23 +29,28 @@ static DEFRAG: AtomicBool = AtomicBool::new(true);
 static FP_RATE_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
 static TIGHTENING_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
 
-static BLOOM_CAPACITY: Setting = Setting::new("bloom-capacity", Naming::ValkeyBloom, int(&CAPACITY, 1, i64::MAX));
+static BLOOM_CAPACITY: Setting = Setting::new("bloom-capacity", Naming::ValkeyBloom, int(&CAPACITY, 1, i64::MAX))
+.only_under(Compat::ValkeyBloom);
 static BLOOM_EXPANSION: Setting =
-    Setting::new("bloom-expansion", Naming::ValkeyBloom, int(&EXPANSION, 0, u32::MAX as i64));
+    Setting::new("bloom-expansion", Naming::ValkeyBloom, int(&EXPANSION, 0, u32::MAX as i64))
+.only_under(Compat::ValkeyBloom);
 static BLOOM_FP_RATE: Setting = Setting::new(
     "bloom-fp-rate",
     Naming::ValkeyBloom,
     Value::Rate { cell: &FP_RATE, text: &FP_RATE_TEXT, range_error: Some(&ValkeyError::ErrorRateRange) },
-);
+)
+.only_under(Compat::ValkeyBloom);
 static BLOOM_TIGHTENING: Setting = Setting::new(
     "bloom-tightening-ratio",
     Naming::ValkeyBloom,
     Value::Rate { cell: &TIGHTENING, text: &TIGHTENING_TEXT, range_error: Some(&ValkeyError::TighteningRange) },
-);
+)
+.only_under(Compat::ValkeyBloom);
 static BLOOM_MEMORY_LIMIT: Setting =
     Setting::new("bloom-memory-usage-limit", Naming::ValkeyBloom, int(&MEMORY_LIMIT, 0, i64::MAX));
 static BLOOM_RANDOM_SEED: Setting =
-    Setting::new("bloom-use-random-seed", Naming::ValkeyBloom, Value::Bool(&RANDOM_SEED));
+    Setting::new("bloom-use-random-seed", Naming::ValkeyBloom, Value::Bool(&RANDOM_SEED))
+.only_under(Compat::ValkeyBloom);
 static BLOOM_DEFRAG: Setting = Setting::new("bloom-defrag-enabled", Naming::ValkeyBloom, Value::Bool(&DEFRAG));
 
 pub static SETTINGS: [&Setting; 7] = [

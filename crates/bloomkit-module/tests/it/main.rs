@@ -17,6 +17,7 @@ mod cms_persistence;
 mod command_docs;
 mod command_info;
 mod commands;
+mod config_levels;
 mod defrag;
 mod differential;
 mod hostile;

@@ -439,9 +439,10 @@ fn ev(list: &[(&str, &str)]) -> Events {
 // ---- configs and the compat level ----
 
 /// valkey-bloom's seven configs exist with its defaults on Redis 7.0,
-/// Valkey 9 and Redis 8.2 under every `bf.compat` level (so a valkey-bundle
-/// config file starts whatever the level), carry the `bf.` prefix on all of
-/// them, and CONFIG SET/GET work.
+/// Valkey 9 and Redis 8.2 under every `bf.compat` level, carry the `bf.`
+/// prefix on all of them, and CONFIG SET/GET work: under valkey-bloom's
+/// level for all seven, under the others for the two that govern its
+/// objects there too (the other five are refused: they would do nothing).
 #[test]
 fn valkey_bloom_configs_exist_under_every_compat_level() {
     let defaults = recorded_defaults();
@@ -466,8 +467,21 @@ fn valkey_bloom_configs_exist_under_every_compat_level() {
                 ("bf.bloom-use-random-seed", "no"),
                 ("bf.bloom-defrag-enabled", "no"),
             ] {
-                assert_eq!(c.call(&["CONFIG", "SET", name, value]), ok(), "{context}: {name} {value}");
-                assert_eq!(config(&mut c, name), value, "{context}: {name}");
+                // The settings for the filters valkey-bloom's level creates
+                // would do nothing under another level: refused, saying so.
+                let governs_objects =
+                    name == "bf.bloom-memory-usage-limit" || name == "bf.bloom-defrag-enabled";
+                if level == "valkey-bloom" || governs_objects {
+                    assert_eq!(c.call(&["CONFIG", "SET", name, value]), ok(), "{context}: {name} {value}");
+                    assert_eq!(config(&mut c, name), value, "{context}: {name}");
+                } else {
+                    let refused = c.call(&["CONFIG", "SET", name, value]);
+                    assert!(
+                        refused.is_error() && refused.error_text().contains("add `bf.compat valkey-bloom`"),
+                        "{context}: {name} {value}: {refused:?}"
+                    );
+                    assert_eq!(config(&mut c, name), defaults[name], "{context}: {name} unchanged");
+                }
             }
         }
     }
@@ -532,9 +546,9 @@ fn config_set_checks_are_valkey_bloom_s() {
     }
 }
 
-/// A valkey-bundle configuration file (valkey-bloom's configs, no
-/// `bf.compat`) starts the server with those values; with `bf.compat
-/// valkey-bloom` added, `BF.ADD` makes a `bloomfltr` object from them.
+/// A valkey-bundle configuration file (valkey-bloom's configs) with
+/// `bf.compat valkey-bloom` starts the server with those values, and
+/// `BF.ADD` makes a `bloomfltr` object from them.
 #[test]
 fn a_valkey_bundle_config_file_starts_and_sets_the_defaults() {
     let lines = "bf.bloom-capacity 1000\n\
@@ -562,11 +576,9 @@ fn a_valkey_bundle_config_file_starts_and_sets_the_defaults() {
             expected.insert(name.to_string(), value.to_string());
             assert_eq!(config_map(&mut c, "bf.bloom-*"), expected, "{server:?}: {line}");
         }
-        let conf = format!("loadmodule {}\n{lines}", bloomkit_module().display());
-        let s = TestServer::start_with_config(server, &conf);
-        let mut c = s.conn();
-        assert_eq!(config_map(&mut c, "bf.bloom-*"), want, "{server:?}: without bf.compat");
-        assert_eq!(config(&mut c, "bf.compat"), "redisbloom-2.8", "{server:?}");
+        // Without `bf.compat valkey-bloom` the creation settings would do
+        // nothing: the start is refused, naming the line to add
+        // (config_levels.rs).
 
         let conf = format!("loadmodule {}\nbf.compat valkey-bloom\n{lines}", bloomkit_module().display());
         let s = TestServer::start_with_config(server, &conf);

@@ -1,0 +1,125 @@
+//! Settings no one is left guessing about: a setting that would do nothing
+//! at the level in force is refused, saying which setting to add; two names
+//! of one setting given two values stop the start instead of one being
+//! silently dropped.
+
+use std::time::Duration;
+
+use bloomkit_testkit::{
+    bloomkit_module, free_port, output_within, server_binary, Module, Server, TestServer,
+};
+
+fn conf(lines: &[&str]) -> String {
+    format!(
+        "port {}\nsave \"\"\nloadmodule {}\n{}\n",
+        free_port(),
+        bloomkit_module().display(),
+        lines.join("\n")
+    )
+}
+
+/// Starts `server` from a configuration file holding `lines` after the module's.
+fn start(server: Server, lines: &[&str]) -> TestServer {
+    TestServer::start_with_config(server, &conf(lines))
+}
+
+/// Starts `server` from such a file, expects it to refuse, and gives its output.
+fn refused(server: Server, lines: &[&str]) -> String {
+    let dir = std::env::temp_dir().join(format!("bloomkit-conf-{}-{}", std::process::id(), free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("server.conf");
+    std::fs::write(&path, conf(lines)).unwrap();
+    let mut cmd = std::process::Command::new(server_binary(server));
+    cmd.arg(&path).current_dir(&dir);
+    let out = output_within(&mut cmd, b"", Duration::from_secs(30));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!out.status.success(), "{server:?} started with {lines:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// valkey-bloom's settings for the filters `bf.compat valkey-bloom` creates
+/// stop a start under another level, naming the line to add; under that
+/// level, and for the two that govern valkey-bloom's objects at every
+/// level, they start.
+#[test]
+fn valkey_bloom_creation_settings_need_their_level() {
+    for server in [Server::Valkey, Server::Redis] {
+        for line in [
+            "bf.bloom-fp-rate 0.001",
+            "bf.bloom-capacity 5000",
+            "bf.bloom-expansion 4",
+            "bf.bloom-tightening-ratio 0.25",
+            "bf.bloom-use-random-seed no",
+        ] {
+            let out = refused(server, &[line]);
+            let name = line.split(' ').next().unwrap();
+            assert!(
+                out.contains(name) && out.contains("add `bf.compat valkey-bloom`"),
+                "{server:?} {line}: {out}"
+            );
+            let s = start(server, &[line, "bf.compat valkey-bloom"]);
+            let mut c = s.conn();
+            let value = line.split(' ').nth(1).unwrap();
+            assert_eq!(
+                c.call(&["CONFIG", "GET", name]).as_array()[1].as_bytes(),
+                value.as_bytes(),
+                "{server:?}"
+            );
+        }
+        // Values equal to valkey-bloom's defaults change nothing: they start.
+        start(server, &["bf.bloom-fp-rate 0.01", "bf.bloom-capacity 100"]);
+        // These two govern valkey-bloom's objects under every level.
+        let s = start(server, &["bf.bloom-memory-usage-limit 1000000", "bf.bloom-defrag-enabled no"]);
+        let mut c = s.conn();
+        assert!(!c.cmd("CONFIG SET bf.bloom-memory-usage-limit 2000000").is_error(), "{server:?}");
+        let refused = c.cmd("CONFIG SET bf.bloom-fp-rate 0.001");
+        assert!(
+            refused.is_error() && refused.error_text().contains("add `bf.compat valkey-bloom`"),
+            "{server:?}: {refused:?}"
+        );
+        assert_eq!(c.call(&["CONFIG", "GET", "bf.bloom-fp-rate"]).as_array()[1].as_bytes(), b"0.01");
+    }
+    // Load arguments obey the same rule.
+    let mut cmd = std::process::Command::new(server_binary(Server::Valkey));
+    cmd.args(["--port", &free_port().to_string(), "--save", ""])
+        .arg("--loadmodule")
+        .arg(bloomkit_module())
+        .args(["bf.bloom-fp-rate", "0.001"]);
+    let out = output_within(&mut cmd, b"", Duration::from_secs(30));
+    assert!(!out.status.success(), "started with bf.bloom-fp-rate as a load argument");
+    let out = String::from_utf8_lossy(&out.stdout);
+    assert!(out.contains("add `bf.compat valkey-bloom`"), "{out}");
+    let s = TestServer::start(
+        Server::Valkey,
+        &[Module::Bloomkit(vec![
+            "COMPAT".into(),
+            "valkey-bloom".into(),
+            "bf.bloom-fp-rate".into(),
+            "0.001".into(),
+        ])],
+        &[],
+    );
+    assert_eq!(s.conn().call(&["CONFIG", "GET", "bf.bloom-fp-rate"]).as_array()[1].as_bytes(), b"0.001");
+}
+
+/// On Redis 8, `bf-error-rate` (RedisBloom 8's) and `bf.error-rate`
+/// (bloomkit's) are one setting, and `CONFIG REWRITE` writes both: a file
+/// where an edit left them different stops the start, naming both, rather
+/// than one line winning silently. Equal lines start.
+#[test]
+fn two_names_of_one_setting_never_disagree_silently() {
+    let out = refused(Server::Redis8, &["bf.error-rate 0.02", "bf-error-rate 0.05"]);
+    assert!(out.contains("two names of one setting") && out.contains("keep one line"), "{out}");
+    let s = start(Server::Redis8, &["bf.error-rate 0.05", "bf-error-rate 0.05"]);
+    let mut c = s.conn();
+    assert_eq!(c.call(&["CONFIG", "GET", "bf-error-rate"]).as_array()[1].as_bytes(), b"0.05");
+    // What CONFIG REWRITE writes starts again, and keeps the value.
+    c.ok("CONFIG SET bf-initial-size 700");
+    c.ok("CONFIG REWRITE");
+    let written = s.config_file().unwrap();
+    drop(c);
+    drop(s);
+    let lines: Vec<&str> = written.lines().filter(|l| l.contains("initial-size")).collect();
+    let s = start(Server::Redis8, &lines);
+    assert_eq!(s.conn().call(&["CONFIG", "GET", "bf-initial-size"]).as_array()[1].as_bytes(), b"700");
+}
