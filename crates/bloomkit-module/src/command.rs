@@ -254,8 +254,8 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dia
         None if redisbloom8 && c.tips == DONT_CACHE => DONT_CACHE_8,
         None => c.tips,
     };
-    // Redis 8.12's tree where the Count-Min Sketch answers as Redis 8.12's.
-    let cell_sized = crate::config::cms_rules() == bloomkit_core::cms::Rules::CellSized;
+    // Redis 8.12's tree where the families answer as Redis 8.12's.
+    let cell_sized = crate::config::level_8_12();
     let (arity, args) = match declared {
         Some(Declared { arity, args_8_12: Some(args), .. }) if cell_sized => (-arity.abs(), args),
         Some(r) => (r.arity, c.args),

@@ -24,8 +24,7 @@ use bloomkit_core::bf::args::ERROR_RATE_CAP_8;
 use bloomkit_core::common::compat::Compat;
 use bloomkit_core::common::parse::{parse_double, parse_long_long};
 use bloomkit_core::common::sizing::is_rate;
-use bloomkit_core::vbloom::{self, ValkeyError};
-use bloomkit_core::{Limits, ReplyError};
+use bloomkit_core::Limits;
 use redis_module::raw;
 
 use crate::ffi::{api, cstring, has_api, Arg, Ctx};
@@ -67,6 +66,9 @@ pub enum Naming {
 /// A range that follows other settings: `(min, max)` as they now are.
 pub type Linked = fn(i64, i64) -> (i64, i64);
 
+/// A family's own check of a rate's text: the rate, or its message.
+pub type RateCheck = fn(&[u8]) -> Result<f64, String>;
+
 /// What a setting holds, and its range.
 #[derive(Clone, Copy)]
 pub enum Value {
@@ -75,8 +77,9 @@ pub enum Value {
     Rate {
         cell: &'static AtomicU64,
         text: &'static AtomicPtr<raw::RedisModuleString>,
-        /// valkey-bloom's range message; `None` for bloomkit's.
-        range_error: Option<&'static ValkeyError>,
+        /// The family's own reading of the text and its messages
+        /// (valkey-bloom's); `None` for bloomkit's.
+        own_check: Option<RateCheck>,
     },
     Integer {
         cell: &'static AtomicI64,
@@ -166,7 +169,7 @@ pub const fn int(cell: &'static AtomicI64, min: i64, max: i64) -> Value {
 
 /// A rate (strictly between 0 and 1) with bloomkit's range message.
 pub const fn rate(cell: &'static AtomicU64, text: &'static AtomicPtr<raw::RedisModuleString>) -> Value {
-    Value::Rate { cell, text, range_error: None }
+    Value::Rate { cell, text, own_check: None }
 }
 
 const MAX_FILTER_BYTES_RANGE: (i64, i64) = (64, 1 << 50);
@@ -248,7 +251,7 @@ static REDIS_8_12: AtomicBool = AtomicBool::new(false);
 /// valkey-bloom's filters only) the server's own default, RedisBloom 8 on
 /// Redis 8 and 2.8 elsewhere.
 /// `redisbloom-8.12` answers as `redisbloom-8` but for the Count-Min
-/// Sketch ([`cms_rules`]).
+/// Sketch ([`level_8_12`]).
 pub fn redisbloom_level() -> Compat {
     match compat() {
         Compat::ValkeyBloom if REDIS_8.load(Relaxed) => Compat::RedisBloom8,
@@ -258,17 +261,16 @@ pub fn redisbloom_level() -> Compat {
     }
 }
 
-/// Whose Count-Min Sketch `CMS.*` answers as, and the encoding version its
-/// values are written at: Redis 8.12's under `redisbloom-8.12` (or under
-/// `valkey-bloom` on a Redis 8.12 or later), else RedisBloom 2.8's. Fixed
-/// once the module is loaded: `bf.compat` cannot enter or leave
-/// `redisbloom-8.12` at run time (see [`set_compat`]).
-pub fn cms_rules() -> bloomkit_core::cms::Rules {
-    use bloomkit_core::cms::Rules;
+/// Whether the families that changed in Redis 8.12 (the Count-Min
+/// Sketch) answer as there: under `redisbloom-8.12`, or under
+/// `valkey-bloom` on a Redis 8.12 or later. Fixed once the module is
+/// loaded: `bf.compat` cannot enter or leave `redisbloom-8.12` at run time
+/// (see [`set_compat`]), since it decides an encoding version.
+pub fn level_8_12() -> bool {
     match compat() {
-        Compat::RedisBloom812 => Rules::CellSized,
-        Compat::ValkeyBloom if REDIS_8_12.load(Relaxed) => Rules::CellSized,
-        _ => Rules::Classic,
+        Compat::RedisBloom812 => true,
+        Compat::ValkeyBloom => REDIS_8_12.load(Relaxed),
+        _ => false,
     }
 }
 
@@ -369,18 +371,13 @@ pub fn limits_for_load(loading: bool) -> Limits {
 fn check(name: &str, value: Value, text: &[u8]) -> Result<i64, String> {
     let shown = String::from_utf8_lossy(text);
     match value {
-        Value::Rate { range_error: None, .. } => match parse_double(text) {
+        Value::Rate { own_check: None, .. } => match parse_double(text) {
             Some(v) if is_rate(v) => Ok(v.to_bits() as i64),
             _ => Err(format!(
                 "{name} must be in the range (0, 1), a number strictly between them; got '{shown}'"
             )),
         },
-        // valkey-bloom's words: the float as Rust reads it, then the range.
-        Value::Rate { range_error: Some(range), .. } => match vbloom::args::parse_unit_ratio(text) {
-            Ok(v) => Ok(v.to_bits() as i64),
-            Err(Some(_)) => Err(range.message().into_owned()),
-            Err(None) => Err("Invalid floating-point value".to_string()),
-        },
+        Value::Rate { own_check: Some(check), .. } => check(text).map(|v| v.to_bits() as i64),
         Value::Integer { min, max, .. } => match parse_long_long(text) {
             Some(v) if (min..=max).contains(&v) => Ok(v),
             _ => Err(format!("{name} must be in the range [{min}, {max}], an integer; got '{shown}'")),

@@ -51,7 +51,7 @@ fn create(
     parse: fn(&[Arg], Rules) -> Result<Init, CmsError>,
     event: &'static std::ffi::CStr,
 ) -> Outcome {
-    let rules = config::cms_rules();
+    let rules = super::rules();
     check_init_arity_with(argv, rules)?;
     let key = Key::open(ctx, &argv[1], true);
     if !matches!(key.slot::<CountMinSketch>(CountMinSketch::data_type()), Slot::Empty) {
@@ -82,7 +82,7 @@ pub fn incrby(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_incrby_arity(argv)?;
     let key = Key::open(ctx, &argv[1], true);
     let mut sketch = existing(&key)?;
-    match config::cms_rules() {
+    match super::rules() {
         Rules::Classic => {
             let increments = parse_incrby(argv)?;
             // SAFETY: the keyspace owns the sketch and nothing else touches it
@@ -194,7 +194,7 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
     // SAFETY: owned by the keyspace, read only while the key is open.
     let sketch = unsafe { existing(&key)?.as_ref() };
     let mut fields = vec![(c"width", sketch.width()), (c"depth", sketch.depth()), (c"count", sketch.count())];
-    if config::cms_rules() == Rules::CellSized {
+    if super::rules() == Rules::CellSized {
         fields.push((c"cell_size", sketch.cell_size().bytes()));
     }
     ctx.reply_map(fields.len());

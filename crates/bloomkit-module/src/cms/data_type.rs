@@ -11,7 +11,6 @@ use std::ffi::c_int;
 
 use bloomkit_core::cms::{CellSize, CountMinSketch, ENCODING_VERSION, TYPE_NAME};
 
-use crate::config;
 use crate::io::IoWriter;
 use crate::keys::stored;
 use crate::value::{DigestOut, Load, Rewrite, Value};
@@ -24,19 +23,19 @@ impl Value for CountMinSketch {
 
     /// 1 at `redisbloom-8.12`, else 0 (the level is fixed once loaded).
     fn encoding_version() -> c_int {
-        config::cms_rules().encoding_version()
+        super::rules().encoding_version()
     }
 
     /// A value that does not describe a sketch is refused (2.8.2 took it
     /// unchecked), and so is what Redis 8.12 refuses; a version-1 sketch
     /// loads at the older levels in 4-byte cells.
     fn load(from: &mut Load) -> Result<Self, String> {
-        CountMinSketch::load_with(&mut from.reader(), from.encver, from.limits(), config::cms_rules())
+        CountMinSketch::load_with(&mut from.reader(), from.encver, from.limits(), super::rules())
             .map_err(|e| e.to_string())
     }
 
     fn save(&mut self, to: &mut IoWriter) {
-        CountMinSketch::save_with(self, to, config::cms_rules())
+        CountMinSketch::save_with(self, to, super::rules())
     }
 
     /// `32 + n * width * depth` for cells of n bytes, as RedisBloom 8.6
@@ -65,6 +64,6 @@ impl Value for CountMinSketch {
     /// built here (uncompressed, framed for RDB version 9, which every
     /// supported server restores) rather than through a `DUMP` call.
     fn rewrite(&mut self, aof: &mut Rewrite) {
-        aof.chunk(c"RESTORE", 0, &self.dump_payload_with(config::cms_rules()));
+        aof.chunk(c"RESTORE", 0, &self.dump_payload_with(super::rules()));
     }
 }

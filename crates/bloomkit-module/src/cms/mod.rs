@@ -11,6 +11,16 @@ use crate::command::{
     entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE,
 };
 
+/// Whose Count-Min Sketch `CMS.*` answers as, and the encoding version its
+/// values are written at: Redis 8.12's at that level, else RedisBloom 2.8's.
+pub fn rules() -> bloomkit_core::cms::Rules {
+    if crate::config::level_8_12() {
+        bloomkit_core::cms::Rules::CellSized
+    } else {
+        bloomkit_core::cms::Rules::Classic
+    }
+}
+
 pub const FAMILY: Family =
     Family::new(COMMANDS, crate::value::register::<bloomkit_core::cms::CountMinSketch>, Some(c"cms"), &counters::COUNTERS);
 

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering::R
 
 use bloomkit_core::vbloom::{self, ValkeyError, VbDefaults};
 use bloomkit_core::common::compat::Compat;
-use bloomkit_core::Limits;
+use bloomkit_core::{Limits, ReplyError};
 use redis_module::raw;
 
 use crate::config::{int, Naming, Setting, Value};
@@ -29,6 +29,15 @@ static DEFRAG: AtomicBool = AtomicBool::new(true);
 static FP_RATE_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
 static TIGHTENING_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
 
+/// valkey-bloom's words for a ratio: the float as Rust reads it, then the range.
+fn ratio(text: &[u8], range: ValkeyError) -> Result<f64, String> {
+    match vbloom::args::parse_unit_ratio(text) {
+        Ok(v) => Ok(v),
+        Err(Some(_)) => Err(range.message().into_owned()),
+        Err(None) => Err("Invalid floating-point value".to_string()),
+    }
+}
+
 static BLOOM_CAPACITY: Setting = Setting::new("bloom-capacity", Naming::ValkeyBloom, int(&CAPACITY, 1, i64::MAX))
 .only_under(Compat::ValkeyBloom);
 static BLOOM_EXPANSION: Setting =
@@ -37,13 +46,13 @@ static BLOOM_EXPANSION: Setting =
 static BLOOM_FP_RATE: Setting = Setting::new(
     "bloom-fp-rate",
     Naming::ValkeyBloom,
-    Value::Rate { cell: &FP_RATE, text: &FP_RATE_TEXT, range_error: Some(&ValkeyError::ErrorRateRange) },
+    Value::Rate { cell: &FP_RATE, text: &FP_RATE_TEXT, own_check: Some(|t| ratio(t, ValkeyError::ErrorRateRange)) },
 )
 .only_under(Compat::ValkeyBloom);
 static BLOOM_TIGHTENING: Setting = Setting::new(
     "bloom-tightening-ratio",
     Naming::ValkeyBloom,
-    Value::Rate { cell: &TIGHTENING, text: &TIGHTENING_TEXT, range_error: Some(&ValkeyError::TighteningRange) },
+    Value::Rate { cell: &TIGHTENING, text: &TIGHTENING_TEXT, own_check: Some(|t| ratio(t, ValkeyError::TighteningRange)) },
 )
 .only_under(Compat::ValkeyBloom);
 static BLOOM_MEMORY_LIMIT: Setting =

@@ -25,6 +25,7 @@ mod hostile_apbf;
 mod info_counts;
 mod maxmemory;
 mod persistence;
+mod readme_names;
 mod redisbloom8;
 mod reliability;
 mod server_states;
