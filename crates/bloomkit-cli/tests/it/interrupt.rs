@@ -71,8 +71,16 @@ impl Running {
     /// Waits for the exit (two minutes at most); exit code, stdout, stderr.
     fn finish(mut self) -> (Option<i32>, Vec<u8>, String) {
         drop(self.stdin.take());
+        self.finish_with_stdin_open()
+    }
+
+    /// As [`Running::finish`], with standard input still open until the exit:
+    /// the signal alone must stop the command (an end of input right after
+    /// it would race the signal's delivery on a busy machine).
+    fn finish_with_stdin_open(mut self) -> (Option<i32>, Vec<u8>, String) {
         let status = bloomkit_testkit::wait_within(&mut self.child, Duration::from_secs(120))
             .expect("bloomkit exits after the signal");
+        drop(self.stdin.take());
         let out = self.stdout.join().unwrap();
         let err = String::from_utf8_lossy(&self.stderr.join().unwrap()).into_owned();
         (status.code(), out, err)
@@ -127,7 +135,7 @@ fn restore_interrupted_removes_its_staging_key() {
         let staging = format!("{{copy}}:bloomkit-staging:{}", run.child.id());
         until("the staging key appears", Duration::from_secs(60), || exists(&mut c, &staging));
         run.signal(signal);
-        let (code, _, stderr) = run.finish();
+        let (code, _, stderr) = run.finish_with_stdin_open();
         assert_eq!(code, Some(status), "SIG{signal}: {stderr}");
         assert!(stderr.contains("interrupted") && stderr.contains("staging key was removed"), "{stderr}");
         assert!(!exists(&mut c, &staging), "SIG{signal} left {staging}");
