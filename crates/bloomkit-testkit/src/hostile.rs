@@ -1,16 +1,19 @@
-//! What every hostile suite shares: bystander keys of every family whose
-//! digests must not change, and DUMP payloads re-sealed after mutation.
+//! What every hostile suite shares: a server under an address-space limit
+//! with bystander keys of every family whose digests must not change,
+//! refusals checked by their reasons, working values exercised, and DUMP
+//! payloads and LOADCHUNK headers damaged every way and re-sealed.
 
-use crate::{Conn, Reply};
+use crate::{Conn, Reply, Server, TestServer};
 
-/// Keys of every type the module serves, created before the hostile
-/// commands and checked after each one: the server answers, and none of
-/// them changed (`DEBUG DIGEST-VALUE`).
+/// Keys created before the hostile commands and checked after each one:
+/// the server answers, and none of them changed (`DEBUG DIGEST-VALUE`).
 pub struct Watch {
-    digests: Vec<(&'static str, Reply)>,
+    digests: Vec<(String, Reply)>,
 }
 
 impl Watch {
+    /// The bystanders every suite watches: a Bloom filter, a count window
+    /// and a time window.
     pub const KEYS: [&'static str; 3] = ["bystander", "bystander-window", "bystander-time"];
 
     pub fn new(c: &mut Conn) -> Watch {
@@ -20,8 +23,25 @@ impl Watch {
         c.ok("APBF.MADD bystander-window a b c");
         c.ok("APBF.RESERVE bystander-time 0.01 100 TIME 3600");
         c.ok("APBF.MADD bystander-time a b c");
-        let digests = Watch::KEYS.iter().map(|&k| (k, c.call(&["DEBUG", "DIGEST-VALUE", k]))).collect();
-        Watch { digests }
+        let mut watch = Watch { digests: Vec::new() };
+        for key in Watch::KEYS {
+            watch.add(c, key);
+        }
+        watch
+    }
+
+    /// Watches one more bystander, of the family under test: `setup` makes it.
+    pub fn with(mut self, c: &mut Conn, key: &str, setup: &[&str]) -> Watch {
+        for line in setup {
+            c.ok(line);
+        }
+        self.add(c, key);
+        self
+    }
+
+    fn add(&mut self, c: &mut Conn, key: &str) {
+        let digest = c.call(&["DEBUG", "DIGEST-VALUE", key]);
+        self.digests.push((key.to_string(), digest));
     }
 
     pub fn check(&self, c: &mut Conn, what: &str) {
@@ -30,6 +50,90 @@ impl Watch {
             assert_eq!(&c.call(&["DEBUG", "DIGEST-VALUE", key]), digest, "{key} unchanged after {what}");
         }
     }
+}
+
+/// A server under [`HOSTILE_ADDRESS_SPACE`](crate::HOSTILE_ADDRESS_SPACE)
+/// with the [`Watch`]ed bystanders.
+pub fn start(server: Server) -> (TestServer, Conn, Watch) {
+    let s = TestServer::hostile(server);
+    let mut c = s.conn();
+    let watch = Watch::new(&mut c);
+    (s, c, watch)
+}
+
+/// [`start`], watching one more bystander, of the family under test:
+/// `setup` makes `key`.
+pub fn start_watching(server: Server, key: &str, setup: &[&str]) -> (TestServer, Conn, Watch) {
+    let (s, mut c, watch) = start(server);
+    let watch = watch.with(&mut c, key, setup);
+    (s, c, watch)
+}
+
+/// The invalid-commands case of a family's hostile suite: on a hostile
+/// server with a string key `str`, each of `cases` is refused with its
+/// reason and changes nothing ([`assert_refused`]); prints the figure.
+pub fn refuses_every_invalid_command(server: Server, family: &str, cases: &[(&str, &str)]) {
+    let s = TestServer::hostile(server);
+    let mut c = s.conn();
+    c.ok("SET str value");
+    let watch = Watch::new(&mut c);
+    assert_refused(&mut c, &watch, cases, &format!("{server:?}"));
+    assert_eq!(c.cmd("GET str"), Reply::Bulk(b"value".to_vec()));
+    crate::figure(&format!(
+        "hostile {family}, {server:?}: {} invalid commands, each refused with its reason",
+        cases.len()
+    ));
+}
+
+/// Runs each command on a value that came from damaged input: an error is
+/// allowed only where `allowed` accepts its text; then the value's own DUMP
+/// must restore to the same digest.
+pub fn exercise_commands(
+    c: &mut Conn,
+    key: &str,
+    what: &str,
+    commands: &[Vec<&str>],
+    allowed: impl Fn(&str) -> bool,
+) {
+    for cmd in commands {
+        let reply = c.call(cmd);
+        if let Reply::Error(e) = &reply {
+            assert!(allowed(e), "{what}: {cmd:?}: {e}");
+        }
+    }
+    assert_dump_round_trips(c, key, what);
+}
+
+/// With the size limit lifted (to 2^50 bytes), each command must still be
+/// refused, now by the allocation failing under the address-space limit:
+/// an error reply, never an abort; its key (the second word) is not
+/// created, and the watched keys are as they were. The limit is put back
+/// to 4 GiB. Returns the errors, for the caller to check their texts.
+pub fn refused_past_the_address_space(c: &mut Conn, watch: &Watch, lines: &[&str]) -> Vec<String> {
+    c.ok("CONFIG SET bf.max-filter-bytes 1125899906842624");
+    let mut errors = Vec::new();
+    for line in lines {
+        let reply = c.cmd(line);
+        assert!(reply.is_error(), "{line}: {reply:?}");
+        let key = line.split(' ').nth(1).expect("a key");
+        assert_eq!(c.call(&["EXISTS", key]), Reply::Int(0), "{line} created nothing");
+        watch.check(c, line);
+        errors.push(reply.error_text().to_string());
+    }
+    c.ok("CONFIG SET bf.max-filter-bytes 4294967296");
+    errors
+}
+
+/// RESTORE obeys the size limit: under `bf.max-filter-bytes` of `limit`,
+/// `payload` is refused with the server's "Bad data format" and no key;
+/// the limit is put back to 4 GiB.
+pub fn restore_refused_by_the_limit(c: &mut Conn, payload: &[u8], limit: u64, what: &str) {
+    c.ok(&format!("CONFIG SET bf.max-filter-bytes {limit}"));
+    let reply = c.call(&[b"RESTORE".as_slice(), b"k", b"0", payload]);
+    let refused = matches!(&reply, Reply::Error(e) if e.contains("Bad data format"));
+    assert!(refused, "{what}: RESTORE past bf.max-filter-bytes {limit}: {reply:?}");
+    assert_eq!(c.cmd("EXISTS k"), Reply::Int(0), "{what}");
+    c.ok("CONFIG SET bf.max-filter-bytes 4294967296");
 }
 
 /// Sends each command, which must fail with an error containing its
@@ -139,6 +243,19 @@ pub fn restore_damaged(
     }
     assert!(refused > 0 && loaded > 0, "{prefix}: {refused} refused, {loaded} loaded");
     (refused, loaded)
+}
+
+/// [`restore_damaged`] for the DUMP of `model`, a value of the family
+/// under test. Returns (refused, loaded).
+pub fn restore_damaged_dumps_of(
+    c: &mut Conn,
+    watch: &Watch,
+    model: &str,
+    prefix: &str,
+    exercise: impl FnMut(&mut Conn, &str, &str),
+) -> (usize, usize) {
+    let payload = c.call(&["DUMP", model]).as_bytes().to_vec();
+    restore_damaged(c, watch, &payload, prefix, exercise)
 }
 
 /// Writes module-value fields in the RDB format (opcodes of `RedisModule_Save*`),

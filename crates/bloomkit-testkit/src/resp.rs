@@ -192,6 +192,21 @@ impl Conn {
             .to_string()
     }
 
+    /// Several fields of `INFO section`, as text, in the order asked: an
+    /// assertion on a list of counters names each that differs.
+    pub fn info_fields(&mut self, section: &str, fields: &[&str]) -> Vec<(String, String)> {
+        fields.iter().map(|f| (f.to_string(), self.info_field(section, f))).collect()
+    }
+
+    /// Asserts fields of `INFO section`: `expected` lists `(field, value)`.
+    pub fn assert_info(&mut self, section: &str, expected: &[(&str, &str)], context: &str) {
+        let names: Vec<&str> = expected.iter().map(|(f, _)| *f).collect();
+        let got = self.info_fields(section, &names);
+        let want: Vec<(String, String)> =
+            expected.iter().map(|(f, v)| (f.to_string(), v.to_string())).collect();
+        assert_eq!(got, want, "{context}: INFO {section}");
+    }
+
     /// Polls, up to `deadline`, until this replica's link is up and no sync is in progress.
     pub fn wait_for_sync(&mut self, deadline: std::time::Duration) {
         crate::wait_until("the replica to sync", deadline, || {

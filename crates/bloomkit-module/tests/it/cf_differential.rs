@@ -9,8 +9,8 @@
 
 use crate::cf_support;
 
-use bloomkit_testkit::oracle::{same, Pair};
-use bloomkit_testkit::{Conn, Module, Reply, Rng, Server, TestServer};
+use bloomkit_testkit::oracle::{self, same, Pair};
+use bloomkit_testkit::{Conn, Reply, Rng};
 use cf_support::{cf_loadchunks, cf_scandump, counts, mexists};
 
 const KEYS: &[&str] = &["k0", "k1", "k2", "k3", "str"];
@@ -20,13 +20,9 @@ const BUCKET_SIZES: &[&str] = &["1", "2", "3", "4", "0", "256", "x", "8"];
 const ITERATIONS: &[&str] = &["1", "2", "5", "20", "0", "65536", "x", "500"];
 const EXPANSIONS: &[&str] = &["0", "1", "2", "3", "4", "-1", "x", "32769"];
 
+/// A small pool: filters fill up, items repeat, kick-outs and growth happen.
 fn item(rng: &mut Rng) -> Vec<u8> {
-    match rng.below(12) {
-        0 => Vec::new(),
-        1 => vec![0u8, 255, 10, 13],
-        // A small pool: filters fill up, items repeat, kick-outs and growth happen.
-        _ => format!("item{}", rng.below(80)).into_bytes(),
-    }
+    oracle::item(rng, 12, &[0, 255, 10, 13], 80)
 }
 
 /// One random command, valid or not.
@@ -138,14 +134,7 @@ fn dump(c: &mut Conn, key: &str) -> Reply {
 }
 
 fn run_stream(seed: u64, steps: usize, resp3: bool) {
-    let pair = Pair::start();
-    let (mut rb, mut bk) = pair.conns();
-    if resp3 {
-        rb.ok("HELLO 3");
-        bk.ok("HELLO 3");
-    }
-    let setup = vec![b"SET".to_vec(), b"str".to_vec(), b"x".to_vec()];
-    same(&mut rb, &mut bk, &setup, "setup");
+    let (_pair, mut rb, mut bk) = oracle::open_stream(resp3, &["SET str x"]);
     let mut rng = Rng(seed);
     let (mut errors, mut grown) = (0, 0);
     for step in 0..steps {
@@ -167,40 +156,19 @@ fn run_stream(seed: u64, steps: usize, resp3: bool) {
             if let Some(chunks) = cf_scandump(&mut bk, from) {
                 assert_eq!(cf_scandump(&mut rb, from), Some(chunks.clone()), "{context}: SCANDUMP of {from}");
                 let to = format!("copy{step}");
-                for (pos, data) in chunks {
-                    let cmd = vec![
-                        b"CF.LOADCHUNK".to_vec(),
-                        to.clone().into_bytes(),
-                        pos.to_string().into_bytes(),
-                        data,
-                    ];
-                    same(&mut rb, &mut bk, &cmd, &format!("{context} loadchunk"));
-                }
+                oracle::load_chunks_on_both(&mut rb, &mut bk, "CF.LOADCHUNK", &to, chunks, &context);
                 assert_eq!(dump(&mut rb, &to), dump(&mut bk, &to), "{context}: DUMP of {to}");
             }
         }
     }
-    assert!(errors > steps / 20, "the stream exercised error paths ({errors} errors)");
-    assert!(errors < steps * 9 / 10, "the stream exercised success paths ({errors} errors)");
+    oracle::assert_both_paths(errors, steps, (9, 10));
     assert!(grown > 0, "the stream grew filters past one sub-filter");
     for key in KEYS {
         assert_eq!(dump(&mut rb, key), dump(&mut bk, key), "seed {seed}: final DUMP of {key}");
     }
 }
 
-#[test]
-fn random_streams_resp2() {
-    for seed in [1, 2, 3] {
-        run_stream(seed, 2500, false);
-    }
-}
-
-#[test]
-fn random_streams_resp3() {
-    for seed in [11, 12] {
-        run_stream(seed, 2500, true);
-    }
-}
+bloomkit_testkit::random_streams!(run_stream, 2500, resp2: [1, 2, 3], resp3: [11, 12]);
 
 /// Fills a grown filter on one server; returns the items added.
 fn fill(c: &mut Conn, key: &str) -> Vec<String> {
@@ -226,9 +194,7 @@ fn probes(items: &[String]) -> Vec<String> {
 fn dump_restore_both_directions() {
     Pair::start().in_both_directions(|from, to, name| {
         let items = fill(from, "src");
-        let payload = from.call(&["DUMP", "src"]).as_bytes().to_vec();
-        let restored = to.call(&[b"RESTORE".to_vec(), b"dst".to_vec(), b"0".to_vec(), payload.clone()]);
-        assert_eq!(restored, Reply::Simple("OK".into()), "{name}");
+        let payload = oracle::dump_and_restore(from, to, "src", "dst", name);
         let p = probes(&items);
         assert_eq!(mexists(to, "dst", &p), mexists(from, "src", &p), "{name}: CF.MEXISTS");
         assert_eq!(counts(to, "dst", &p[..500]), counts(from, "src", &p[..500]), "{name}: CF.COUNT");
@@ -242,8 +208,6 @@ fn dump_restore_both_directions() {
         );
         assert_eq!(a, b, "{name}");
         assert_eq!(from.call(&["DUMP", "src"]), to.call(&["DUMP", "dst"]), "{name}: after more writes");
-        from.ok("DEL src");
-        to.ok("DEL dst");
     });
 }
 
@@ -259,8 +223,6 @@ fn scandump_loadchunk_both_directions() {
         assert_eq!(counts(to, "dst", &p[..500]), counts(from, "src", &p[..500]), "{name}: CF.COUNT");
         assert_eq!(cf_scandump(to, "dst"), Some(chunks), "{name}");
         assert_eq!(from.call(&["DUMP", "src"]), to.call(&["DUMP", "dst"]), "{name}: identical values");
-        from.ok("DEL src");
-        to.ok("DEL dst");
     });
 }
 
@@ -268,19 +230,16 @@ fn scandump_loadchunk_both_directions() {
 /// bloomkit and is served identically.
 #[test]
 fn redisbloom_rdb_file_loads() {
-    let rb = TestServer::start(Server::Redis, &[Module::RedisBloom], &[]);
-    let mut r = rb.conn();
-    let items = fill(&mut r, "cf");
-    r.ok("CF.RESERVE cf-fixed 64 BUCKETSIZE 1 MAXITERATIONS 3 EXPANSION 0");
-    r.ok("CF.ADD cf-fixed a");
-    r.ok("CF.ADD cf-default b");
-    r.ok("BF.RESERVE bf 0.01 100");
-    r.ok("BF.MADD bf a b c");
-    r.ok("SAVE");
-    let mut bk = TestServer::with_bloomkit(Server::Redis);
-    std::fs::copy(rb.dir().join("dump.rdb"), bk.dir().join("dump.rdb")).unwrap();
-    bk.restart(&[]);
-    let mut b = bk.conn();
+    let (rb, bk, items) = oracle::redisbloom_rdb_in_bloomkit(|r| {
+        let items = fill(r, "cf");
+        r.ok("CF.RESERVE cf-fixed 64 BUCKETSIZE 1 MAXITERATIONS 3 EXPANSION 0");
+        r.ok("CF.ADD cf-fixed a");
+        r.ok("CF.ADD cf-default b");
+        r.ok("BF.RESERVE bf 0.01 100");
+        r.ok("BF.MADD bf a b c");
+        items
+    });
+    let (mut r, mut b) = (rb.conn(), bk.conn());
     assert_eq!(b.cmd("DBSIZE"), Reply::Int(4));
     let p = probes(&items);
     assert_eq!(mexists(&mut b, "cf", &p), mexists(&mut r, "cf", &p));

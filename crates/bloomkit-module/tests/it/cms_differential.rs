@@ -8,10 +8,10 @@
 //! streams: `MEMORY USAGE`, `COPY`, WATCH after `CMS.INCRBY`, damaged RDB
 //! values and sizes past `bf.max-filter-bytes` (`cms_hostile.rs`).
 //!
-//! More seeds: `BLOOMKIT_SEEDS=50 cargo test -p bloomkit-module --test cms_differential`.
+//! More seeds: `BLOOMKIT_SEEDS=50 cargo test -p bloomkit-module --test it cms_differential`.
 
-use bloomkit_testkit::oracle::{same, Pair};
-use bloomkit_testkit::{Conn, Module, Reply, Rng, Server, TestServer};
+use bloomkit_testkit::oracle::{self, same, Pair};
+use bloomkit_testkit::{Conn, Reply, Rng};
 
 const KEYS: &[&str] = &["k0", "k1", "k2", "k3", "str"];
 const WIDTHS: &[&str] = &["8", "8", "8", "16", "1", "3", "0", "-1", "x", "07", "9223372036854775807"];
@@ -36,19 +36,8 @@ const INCREMENTS: &[&str] = &[
 ];
 const WEIGHTS: &[&str] = &["1", "1", "2", "0", "-1", "3", "x", "-5", "9223372036854775807"];
 
-fn seeds(default: &[u64]) -> Vec<u64> {
-    match std::env::var("BLOOMKIT_SEEDS").ok().and_then(|s| s.parse::<u64>().ok()) {
-        Some(n) => (0..n).map(|i| default[0] + 1000 * i).collect(),
-        None => default.to_vec(),
-    }
-}
-
 fn item(rng: &mut Rng) -> Vec<u8> {
-    match rng.below(15) {
-        0 => Vec::new(),
-        1 => vec![0u8, 255, 10, 13],
-        _ => format!("item{}", rng.below(40)).into_bytes(),
-    }
+    oracle::item(rng, 15, &[0, 255, 10, 13], 40)
 }
 
 /// One random command, valid or not.
@@ -108,14 +97,7 @@ fn dump(c: &mut Conn, key: &str) -> Reply {
 
 /// Runs one stream; returns the number of commands compared.
 fn run_stream(seed: u64, steps: usize, resp3: bool) -> usize {
-    let pair = Pair::start();
-    let (mut rb, mut bk) = pair.conns();
-    if resp3 {
-        rb.ok("HELLO 3");
-        bk.ok("HELLO 3");
-    }
-    let setup = vec![b"SET".to_vec(), b"str".to_vec(), b"x".to_vec()];
-    same(&mut rb, &mut bk, &setup, "setup");
+    let (_pair, mut rb, mut bk) = oracle::open_stream(resp3, &["SET str x"]);
     let mut rng = Rng(seed);
     let (mut errors, mut overflows, mut merged) = (0, 0, 0);
     for step in 0..steps {
@@ -133,8 +115,7 @@ fn run_stream(seed: u64, steps: usize, resp3: bool) -> usize {
             }
         }
     }
-    assert!(errors > steps / 20, "the stream exercised error paths ({errors} errors)");
-    assert!(errors < steps * 9 / 10, "the stream exercised success paths ({errors} errors)");
+    oracle::assert_both_paths(errors, steps, (9, 10));
     assert!(overflows > 0, "the stream saturated counters");
     assert!(merged > 0, "the stream merged sketches");
     for key in KEYS {
@@ -145,13 +126,13 @@ fn run_stream(seed: u64, steps: usize, resp3: bool) -> usize {
 
 #[test]
 fn random_streams_resp2() {
-    let compared: usize = seeds(&[1, 2, 3]).into_iter().map(|s| run_stream(s, 2500, false)).sum();
+    let compared: usize = oracle::seeds(&[1, 2, 3]).into_iter().map(|s| run_stream(s, 2500, false)).sum();
     bloomkit_testkit::figure(&format!("cms differential RESP2: {compared} commands compared"));
 }
 
 #[test]
 fn random_streams_resp3() {
-    let compared: usize = seeds(&[11, 12]).into_iter().map(|s| run_stream(s, 2500, true)).sum();
+    let compared: usize = oracle::seeds(&[11, 12]).into_iter().map(|s| run_stream(s, 2500, true)).sum();
     bloomkit_testkit::figure(&format!("cms differential RESP3: {compared} commands compared"));
 }
 
@@ -183,9 +164,7 @@ fn dump_restore_both_directions() {
         let mut items = fill(from, "src");
         items.extend((0..500).map(|i| format!("never{i}")));
         items.push("big".into());
-        let payload = from.call(&["DUMP", "src"]).as_bytes().to_vec();
-        let restored = to.call(&[b"RESTORE".to_vec(), b"dst".to_vec(), b"0".to_vec(), payload.clone()]);
-        assert_eq!(restored, Reply::Simple("OK".into()), "{name}");
+        let payload = oracle::dump_and_restore(from, to, "src", "dst", name);
         assert_eq!(query(to, "dst", &items), query(from, "src", &items), "{name}: CMS.QUERY");
         assert_eq!(to.call(&["CMS.INFO", "dst"]), from.call(&["CMS.INFO", "src"]), "{name}: CMS.INFO");
         assert_eq!(to.call(&["DUMP", "dst"]).as_bytes(), payload.as_slice(), "{name}: DUMP again");
@@ -201,25 +180,20 @@ fn dump_restore_both_directions() {
         assert_eq!(a, b, "{name}: MERGE");
         assert_eq!(from.call(&["DUMP", "src"]), to.call(&["DUMP", "dst"]), "{name}: after more writes");
         assert_eq!(from.call(&["DUMP", "other"]), to.call(&["DUMP", "other"]), "{name}: merged");
-        from.ok("FLUSHALL");
-        to.ok("FLUSHALL");
     });
 }
 
 /// An RDB file written by RedisBloom loads into bloomkit and is served identically.
 #[test]
 fn redisbloom_rdb_file_loads() {
-    let rb = TestServer::start(Server::Redis, &[Module::RedisBloom], &[]);
-    let mut r = rb.conn();
-    let mut items = fill(&mut r, "cms");
-    items.push("huge".into());
-    r.ok("CMS.INITBYDIM small 1 1");
-    r.ok("CMS.INCRBY small a 7");
-    r.ok("SAVE");
-    let mut bk = TestServer::with_bloomkit(Server::Redis);
-    std::fs::copy(rb.dir().join("dump.rdb"), bk.dir().join("dump.rdb")).unwrap();
-    bk.restart(&[]);
-    let mut b = bk.conn();
+    let (rb, bk, items) = oracle::redisbloom_rdb_in_bloomkit(|r| {
+        let mut items = fill(r, "cms");
+        items.push("huge".into());
+        r.ok("CMS.INITBYDIM small 1 1");
+        r.ok("CMS.INCRBY small a 7");
+        items
+    });
+    let (mut r, mut b) = (rb.conn(), bk.conn());
     assert_eq!(b.cmd("DBSIZE"), Reply::Int(2));
     assert_eq!(query(&mut b, "cms", &items), query(&mut r, "cms", &items));
     for key in ["cms", "small"] {

@@ -7,92 +7,62 @@
 //! made before the size check would fail these tests instead of eating the
 //! machine.
 
-use bloomkit_testkit::hostile::{
-    assert_dump_round_trips, assert_refused, restore_damaged, seal, RdbValue, Watch,
-};
-use bloomkit_testkit::{Conn, Reply, Server, TestServer};
-
-const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
+use bloomkit_testkit::hostile::{self, assert_refused, restore_damaged, seal, RdbValue, Watch};
+use bloomkit_testkit::{per_server, Conn, Reply, Server, TestServer};
 
 /// The module's bystanders plus a sketch, none of which may change.
-struct CmsWatch {
-    watch: Watch,
-    digest: Reply,
-}
+const BYSTANDER: [&str; 2] = ["CMS.INITBYDIM bystander-cms 50 3", "CMS.INCRBY bystander-cms a 1 b 2"];
 
-impl CmsWatch {
-    fn new(c: &mut Conn) -> CmsWatch {
-        let watch = Watch::new(c);
-        c.ok("CMS.INITBYDIM bystander-cms 50 3");
-        c.cmd("CMS.INCRBY bystander-cms a 1 b 2");
-        let digest = c.cmd("DEBUG DIGEST-VALUE bystander-cms");
-        CmsWatch { watch, digest }
-    }
-
-    fn check(&self, c: &mut Conn, what: &str) {
-        self.watch.check(c, what);
-        assert_eq!(c.cmd("DEBUG DIGEST-VALUE bystander-cms"), self.digest, "bystander-cms after {what}");
-    }
+fn start(server: Server) -> (TestServer, Conn, Watch) {
+    hostile::start_watching(server, "bystander-cms", &BYSTANDER)
 }
 
 /// A sketch that works: writes, reads, a merge into itself and its own dump.
 fn exercise(c: &mut Conn, key: &str, what: &str) {
-    for cmd in [
+    let commands = [
         vec!["CMS.INCRBY", key, "x", "1", "y", "4294967295"],
         vec!["CMS.QUERY", key, "x", "y", "zz"],
         vec!["CMS.MERGE", key, "1", key],
         vec!["CMS.INFO", key],
-    ] {
-        let reply = c.call(&cmd);
-        assert!(
-            !reply.is_error() || reply.error_text().starts_with("CMS: MERGE overflow"),
-            "{what}: {cmd:?} -> {reply:?}"
-        );
-    }
-    assert_dump_round_trips(c, key, what);
+    ];
+    hostile::exercise_commands(c, key, what, &commands, |e| e.starts_with("CMS: MERGE overflow"));
 }
 
-#[test]
-fn extreme_dimensions_are_refused_before_allocating() {
-    for server in SERVERS {
-        let s = TestServer::hostile(server);
-        let mut c = s.conn();
-        let w = CmsWatch::new(&mut c);
-        assert_refused(
-            &mut c,
-            &w.watch,
-            &[
-                ("CMS.INITBYDIM k 9223372036854775807 1", "CMS: Insufficient memory to create the key"),
-                ("CMS.INITBYDIM k 1 4611686018427387904", "CMS: Insufficient memory to create the key"),
-                ("CMS.INITBYDIM k 3074457345618258603 3", "CMS: invalid init arguments"),
-                ("CMS.INITBYDIM k 1000000000 2", "bf.max-filter-bytes"),
-                ("CMS.INITBYDIM k 100000000 20", "bf.max-filter-bytes"),
-                // Under the limit (4 GB) but past the address space: the
-                // allocation fails softly.
-                ("CMS.INITBYDIM k 100000000 10", "CMS: Insufficient memory to create the key"),
-                ("CMS.INITBYPROB k 1e-10 0.5", "bf.max-filter-bytes"),
-                ("CMS.INITBYPROB k 4.9e-324 0.5", "CMS: invalid init arguments"),
-                ("CMS.INITBYPROB k 0.5 4.9e-324", "CMS: invalid init arguments"),
-                ("CMS.INITBYPROB k 1e-19 1e-300", "CMS: invalid init arguments"),
-            ],
-            "extreme dimensions",
-        );
-        // Under the limit, it works; a lower limit refuses it.
-        c.ok("CMS.INITBYDIM k 1000000 4");
-        exercise(&mut c, "k", "a 16 MB sketch");
-        c.ok("CONFIG SET bf.max-filter-bytes 1000000");
-        c.ok("DEL k");
-        assert!(c.cmd("CMS.INITBYDIM k 1000000 4").error_text().contains("bf.max-filter-bytes"));
-        assert_eq!(c.cmd("EXISTS k"), Reply::Int(0));
-        w.check(&mut c, "limits");
-    }
+per_server!(extreme_dimensions_are_refused_before_allocating);
+fn extreme_dimensions_are_refused_before_allocating(server: Server) {
+    let (_s, mut c, w) = start(server);
+    assert_refused(
+        &mut c,
+        &w,
+        &[
+            ("CMS.INITBYDIM k 9223372036854775807 1", "CMS: Insufficient memory to create the key"),
+            ("CMS.INITBYDIM k 1 4611686018427387904", "CMS: Insufficient memory to create the key"),
+            ("CMS.INITBYDIM k 3074457345618258603 3", "CMS: invalid init arguments"),
+            ("CMS.INITBYDIM k 1000000000 2", "bf.max-filter-bytes"),
+            ("CMS.INITBYDIM k 100000000 20", "bf.max-filter-bytes"),
+            // Under the limit (4 GB) but past the address space: the
+            // allocation fails softly.
+            ("CMS.INITBYDIM k 100000000 10", "CMS: Insufficient memory to create the key"),
+            ("CMS.INITBYPROB k 1e-10 0.5", "bf.max-filter-bytes"),
+            ("CMS.INITBYPROB k 4.9e-324 0.5", "CMS: invalid init arguments"),
+            ("CMS.INITBYPROB k 0.5 4.9e-324", "CMS: invalid init arguments"),
+            ("CMS.INITBYPROB k 1e-19 1e-300", "CMS: invalid init arguments"),
+        ],
+        "extreme dimensions",
+    );
+    // Under the limit, it works; a lower limit refuses it.
+    c.ok("CMS.INITBYDIM k 1000000 4");
+    exercise(&mut c, "k", "a 16 MB sketch");
+    c.ok("CONFIG SET bf.max-filter-bytes 1000000");
+    c.ok("DEL k");
+    assert!(c.cmd("CMS.INITBYDIM k 1000000 4").error_text().contains("bf.max-filter-bytes"));
+    assert_eq!(c.cmd("EXISTS k"), Reply::Int(0));
+    w.check(&mut c, "limits");
 }
 
 #[test]
 fn saturation_and_merge_overflow_change_nothing_they_should_not() {
-    let s = TestServer::hostile(Server::Redis);
-    let mut c = s.conn();
-    let w = CmsWatch::new(&mut c);
+    let (_s, mut c, w) = start(Server::Redis);
     c.ok("CMS.INITBYDIM k 4 2");
     let reply = c.cmd("CMS.INCRBY k a 9223372036854775807 a 9223372036854775807 b 1");
     assert_eq!(reply.as_array().len(), 3);
@@ -142,40 +112,36 @@ fn restore(c: &mut Conn, key: &str, p: Vec<u8>) -> Reply {
     c.call(&[b"RESTORE".to_vec(), key.as_bytes().to_vec(), b"0".to_vec(), p])
 }
 
-#[test]
-fn damaged_dump_payloads_are_refused_or_load_a_working_sketch() {
-    for server in SERVERS {
-        let s = TestServer::hostile(server);
-        let mut c = s.conn();
-        let w = CmsWatch::new(&mut c);
-        // What 2.8.2 loads and later reads past: each refused here.
-        for (what, p) in [
-            ("zero width", payload(0, 2, 0, &[])),
-            ("zero depth", payload(2, 0, 0, &[])),
-            ("short array", payload(4, 2, 0, &[0; 31])),
-            ("long array", payload(4, 2, 0, &[0; 33])),
-            ("huge dimensions", payload(1 << 40, 1 << 20, 0, &[0; 8])),
-            ("width * depth * 4 past 2^64", payload(u64::MAX, 3, 0, &[0; 8])),
-        ] {
-            let reply = restore(&mut c, "k", p);
-            assert!(reply.error_text().contains("Bad data format"), "{server:?} {what}: {reply:?}");
-            assert_eq!(c.cmd("EXISTS k"), Reply::Int(0));
-            w.check(&mut c, what);
-        }
-        let good = payload(4, 2, 7, &[1; 32]);
-        assert_eq!(restore(&mut c, "k", good), Reply::Simple("OK".into()));
-        exercise(&mut c, "k", "hand-made");
-        c.ok("DEL k");
-
-        // Every cut and flipped byte of a real payload.
-        c.ok("CMS.INITBYDIM src 8 2");
-        c.cmd("CMS.INCRBY src foo 3 bar 1");
-        let p = c.cmd("DUMP src").as_bytes().to_vec();
-        let (refused, loaded) = restore_damaged(&mut c, &w.watch, &p, "dmg", |c, key, what| {
-            exercise(c, key, what);
-            c.call(&["DEL", key]);
-        });
-        assert!(refused > 0 && loaded > 0, "{server:?}: {refused} refused, {loaded} loaded");
-        w.check(&mut c, "damaged payloads");
+per_server!(damaged_dump_payloads_are_refused_or_load_a_working_sketch);
+fn damaged_dump_payloads_are_refused_or_load_a_working_sketch(server: Server) {
+    let (_s, mut c, w) = start(server);
+    // What 2.8.2 loads and later reads past: each refused here.
+    for (what, p) in [
+        ("zero width", payload(0, 2, 0, &[])),
+        ("zero depth", payload(2, 0, 0, &[])),
+        ("short array", payload(4, 2, 0, &[0; 31])),
+        ("long array", payload(4, 2, 0, &[0; 33])),
+        ("huge dimensions", payload(1 << 40, 1 << 20, 0, &[0; 8])),
+        ("width * depth * 4 past 2^64", payload(u64::MAX, 3, 0, &[0; 8])),
+    ] {
+        let reply = restore(&mut c, "k", p);
+        assert!(reply.error_text().contains("Bad data format"), "{server:?} {what}: {reply:?}");
+        assert_eq!(c.cmd("EXISTS k"), Reply::Int(0));
+        w.check(&mut c, what);
     }
+    let good = payload(4, 2, 7, &[1; 32]);
+    assert_eq!(restore(&mut c, "k", good), Reply::Simple("OK".into()));
+    exercise(&mut c, "k", "hand-made");
+    c.ok("DEL k");
+
+    // Every cut and flipped byte of a real payload.
+    c.ok("CMS.INITBYDIM src 8 2");
+    c.cmd("CMS.INCRBY src foo 3 bar 1");
+    let p = c.cmd("DUMP src").as_bytes().to_vec();
+    let (refused, loaded) = restore_damaged(&mut c, &w, &p, "dmg", |c, key, what| {
+        exercise(c, key, what);
+        c.call(&["DEL", key]);
+    });
+    assert!(refused > 0 && loaded > 0, "{server:?}: {refused} refused, {loaded} loaded");
+    w.check(&mut c, "damaged payloads");
 }

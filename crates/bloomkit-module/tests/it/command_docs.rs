@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use bloomkit_testkit::{Conn, Reply, Server, TestServer};
+use bloomkit_testkit::{per_server, Conn, Reply, Server, TestServer};
 
 /// Every command the module registers, with its `since`: RedisBloom's
 /// command docs for BF.* and CF.* (BF.CARD came in 2.4.4), valkey-bloom's
@@ -180,33 +180,31 @@ fn leaf(name: &str, kind: &str, token: Option<&str>, optional: bool, multiple: b
     }
 }
 
-#[test]
-fn bf_insert_documents_every_option() {
-    for server in [Server::Redis, Server::Valkey] {
-        let s = TestServer::with_bloomkit(server);
-        let mut c = s.conn();
-        let d = docs(&mut c, "bf.insert");
-        assert_eq!(text(&d["since"]), "1.0.0", "{server:?}");
-        assert_eq!(text(&d["module"]), "bf", "{server:?}");
-        let expected = vec![
-            leaf("key", "key", None, false, false),
-            leaf("capacity", "integer", Some("CAPACITY"), true, false),
-            leaf("error", "double", Some("ERROR"), true, false),
-            leaf("expansion", "integer", Some("EXPANSION"), true, false),
-            leaf("nocreate", "pure-token", Some("NOCREATE"), true, false),
-            leaf("nonscaling", "pure-token", Some("NONSCALING"), true, false),
-            leaf("items", "pure-token", Some("ITEMS"), false, false),
-            leaf("item", "string", None, false, true),
-        ];
-        assert_eq!(doc_args(&d["arguments"]), expected, "{server:?}");
+per_server!(bf_insert_documents_every_option);
+fn bf_insert_documents_every_option(server: Server) {
+    let s = TestServer::with_bloomkit(server);
+    let mut c = s.conn();
+    let d = docs(&mut c, "bf.insert");
+    assert_eq!(text(&d["since"]), "1.0.0", "{server:?}");
+    assert_eq!(text(&d["module"]), "bf", "{server:?}");
+    let expected = vec![
+        leaf("key", "key", None, false, false),
+        leaf("capacity", "integer", Some("CAPACITY"), true, false),
+        leaf("error", "double", Some("ERROR"), true, false),
+        leaf("expansion", "integer", Some("EXPANSION"), true, false),
+        leaf("nocreate", "pure-token", Some("NOCREATE"), true, false),
+        leaf("nonscaling", "pure-token", Some("NONSCALING"), true, false),
+        leaf("items", "pure-token", Some("ITEMS"), false, false),
+        leaf("item", "string", None, false, true),
+    ];
+    assert_eq!(doc_args(&d["arguments"]), expected, "{server:?}");
 
-        // A one-of: BF.INFO's optional single field.
-        let info = doc_args(&docs(&mut c, "bf.info")["arguments"]);
-        assert_eq!(info.len(), 2);
-        assert_eq!((info[1].kind.as_str(), info[1].optional), ("oneof", true), "{info:?}");
-        let tokens: Vec<_> = info[1].subargs.iter().map(|a| a.token.clone().unwrap()).collect();
-        assert_eq!(tokens, ["CAPACITY", "SIZE", "FILTERS", "ITEMS", "EXPANSION"]);
-    }
+    // A one-of: BF.INFO's optional single field.
+    let info = doc_args(&docs(&mut c, "bf.info")["arguments"]);
+    assert_eq!(info.len(), 2);
+    assert_eq!((info[1].kind.as_str(), info[1].optional), ("oneof", true), "{info:?}");
+    let tokens: Vec<_> = info[1].subargs.iter().map(|a| a.token.clone().unwrap()).collect();
+    assert_eq!(tokens, ["CAPACITY", "SIZE", "FILTERS", "ITEMS", "EXPANSION"]);
 }
 
 /// The fewest words the tree needs after the command name.
@@ -248,75 +246,68 @@ fn is_arity_error(r: &Reply) -> bool {
     r.is_error() && r.error_text().contains("wrong number of arguments")
 }
 
-#[test]
-fn every_command_is_documented_and_its_tree_fits_the_handler() {
-    for server in Server::ALL {
-        let s = TestServer::with_bloomkit(server);
-        let mut c = s.conn();
-        let mut listed: Vec<String> =
-            c.call(&["COMMAND", "LIST", "FILTERBY", "MODULE", "bf"]).as_array().iter().map(text).collect();
-        listed.sort();
-        let mut expected: Vec<String> = SINCE.iter().map(|(n, _)| n.to_string()).collect();
-        expected.sort();
-        assert_eq!(listed, expected, "{server:?}: the module's commands");
+per_server!(every_command_is_documented_and_its_tree_fits_the_handler: all);
+fn every_command_is_documented_and_its_tree_fits_the_handler(server: Server) {
+    let s = TestServer::with_bloomkit(server);
+    let mut c = s.conn();
+    let mut listed: Vec<String> =
+        c.call(&["COMMAND", "LIST", "FILTERBY", "MODULE", "bf"]).as_array().iter().map(text).collect();
+    listed.sort();
+    let mut expected: Vec<String> = SINCE.iter().map(|(n, _)| n.to_string()).collect();
+    expected.sort();
+    assert_eq!(listed, expected, "{server:?}: the module's commands");
 
-        for &(name, since) in SINCE {
-            let d = docs(&mut c, name);
-            for field in ["summary", "complexity"] {
-                let value = d.get(field).map(text).unwrap_or_default();
-                assert!(value.len() > 3, "{server:?} {name}: {field} {value:?}");
-            }
-            assert_eq!(d.get("since").map(text).as_deref(), Some(since), "{server:?} {name}");
-            assert_eq!(d.get("group").map(text).as_deref(), Some("module"), "{server:?} {name}");
+    for &(name, since) in SINCE {
+        let d = docs(&mut c, name);
+        for field in ["summary", "complexity"] {
+            let value = d.get(field).map(text).unwrap_or_default();
+            assert!(value.len() > 3, "{server:?} {name}: {field} {value:?}");
+        }
+        assert_eq!(d.get("since").map(text).as_deref(), Some(since), "{server:?} {name}");
+        assert_eq!(d.get("group").map(text).as_deref(), Some("module"), "{server:?} {name}");
 
-            // Every command takes its key first, the one key spec.
-            let args =
-                doc_args(d.get("arguments").unwrap_or_else(|| panic!("{server:?} {name}: no arguments")));
-            assert_eq!(
-                (args[0].kind.as_str(), args[0].key_spec_index),
-                ("key", Some(0)),
-                "{server:?} {name}"
-            );
+        // Every command takes its key first, the one key spec.
+        let args = doc_args(d.get("arguments").unwrap_or_else(|| panic!("{server:?} {name}: no arguments")));
+        assert_eq!((args[0].kind.as_str(), args[0].key_spec_index), ("key", Some(0)), "{server:?} {name}");
 
-            // COMMAND INFO: name, arity, flags, first, last, step, ACL categories, tips, ...
-            let info = c.call(&["COMMAND", "INFO", name]);
-            let info = info.as_array()[0].as_array();
-            let arity = info[1].as_int();
-            let words_needed = min_words(&args) as i64 + 1;
-            if arity > 0 {
-                assert_eq!(arity, words_needed, "{server:?} {name}: arity {arity}, tree {args:?}");
-            } else {
-                assert!(-arity <= words_needed, "{server:?} {name}: arity {arity}, tree {args:?}");
-            }
-            // Redis 8 answers at `redisbloom-8`: the tip spelled as
-            // RedisBloom 8 spells it, and none on TOPK.INFO (as there);
-            // the other servers at `redisbloom-2.8`, bloomkit's spelling.
-            let tips: Vec<String> = info[7].as_array().iter().map(text).collect();
-            let want: Vec<String> = match (DONT_CACHE.contains(&name), server) {
-                (false, _) => Vec::new(),
-                (true, Server::Redis8) if name == "topk.info" => Vec::new(),
-                (true, Server::Redis8) => vec!["dont_cache".into()],
-                (true, _) => vec!["dont-cache".into()],
-            };
-            assert_eq!(tips, want, "{server:?} {name}: tips");
+        // COMMAND INFO: name, arity, flags, first, last, step, ACL categories, tips, ...
+        let info = c.call(&["COMMAND", "INFO", name]);
+        let info = info.as_array()[0].as_array();
+        let arity = info[1].as_int();
+        let words_needed = min_words(&args) as i64 + 1;
+        if arity > 0 {
+            assert_eq!(arity, words_needed, "{server:?} {name}: arity {arity}, tree {args:?}");
+        } else {
+            assert!(-arity <= words_needed, "{server:?} {name}: arity {arity}, tree {args:?}");
+        }
+        // Redis 8 answers at `redisbloom-8`: the tip spelled as
+        // RedisBloom 8 spells it, and none on TOPK.INFO (as there);
+        // the other servers at `redisbloom-2.8`, bloomkit's spelling.
+        let tips: Vec<String> = info[7].as_array().iter().map(text).collect();
+        let want: Vec<String> = match (DONT_CACHE.contains(&name), server) {
+            (false, _) => Vec::new(),
+            (true, Server::Redis8) if name == "topk.info" => Vec::new(),
+            (true, Server::Redis8) => vec!["dont_cache".into()],
+            (true, _) => vec!["dont-cache".into()],
+        };
+        assert_eq!(tips, want, "{server:?} {name}: tips");
 
-            // The handler agrees with the tree: its fewest and its fullest
-            // calls get past the arity check (to succeed or to fail on a
-            // value), and one word short of the fewest never succeeds.
-            for (full, key) in [(false, format!("min:{name}")), (true, format!("full:{name}"))] {
-                let mut call = vec![name.to_string()];
-                words(&args, &key, full, &mut call);
-                let reply = c.call(&call);
-                assert!(!is_arity_error(&reply), "{server:?} {call:?}: {reply:?}");
-                if !full {
-                    assert_eq!(call.len() as i64, words_needed, "{server:?} {call:?}");
-                    call.pop();
-                    if call.len() > 1 {
-                        call[1] = format!("short:{name}");
-                    }
-                    let reply = c.call(&call);
-                    assert!(reply.is_error(), "{server:?} {call:?} was accepted: {reply:?}");
+        // The handler agrees with the tree: its fewest and its fullest
+        // calls get past the arity check (to succeed or to fail on a
+        // value), and one word short of the fewest never succeeds.
+        for (full, key) in [(false, format!("min:{name}")), (true, format!("full:{name}"))] {
+            let mut call = vec![name.to_string()];
+            words(&args, &key, full, &mut call);
+            let reply = c.call(&call);
+            assert!(!is_arity_error(&reply), "{server:?} {call:?}: {reply:?}");
+            if !full {
+                assert_eq!(call.len() as i64, words_needed, "{server:?} {call:?}");
+                call.pop();
+                if call.len() > 1 {
+                    call[1] = format!("short:{name}");
                 }
+                let reply = c.call(&call);
+                assert!(reply.is_error(), "{server:?} {call:?} was accepted: {reply:?}");
             }
         }
     }
@@ -326,6 +317,7 @@ fn block(name: &str, optional: bool, multiple: bool, subargs: Vec<DocArg>) -> Do
     DocArg { subargs, ..leaf(name, "block", None, optional, multiple) }
 }
 
+per_server!(argument_facts_as_redisbloom_8_declares_them: redis7, redis8);
 /// The argument facts RedisBloom 8 declares where bloomkit's trees used to
 /// say otherwise, at every level (RedisBloom 2.8.2 documented none):
 /// TOPK.INCRBY takes repeated `item increment` pairs, TOPK.RESERVE its
@@ -333,48 +325,43 @@ fn block(name: &str, optional: bool, multiple: bool, subargs: Vec<DocArg>) -> Do
 /// from 2.4.0. And the facts bloomkit keeps because the handlers (and
 /// RedisBloom's) take integers where RedisBloom 8 declares doubles:
 /// TDIGEST.BYRANK's ranks and CMS.MERGE's weights.
-#[test]
-fn argument_facts_as_redisbloom_8_declares_them() {
-    for server in [Server::Redis8, Server::Redis] {
-        let s = TestServer::with_bloomkit(server);
-        let mut c = s.conn();
-        let pair = vec![
-            leaf("item", "string", None, false, false),
-            leaf("increment", "integer", None, false, false),
-        ];
-        assert_eq!(
-            doc_args(&docs(&mut c, "topk.incrby")["arguments"]),
-            vec![leaf("key", "key", None, false, false), block("item_increment", false, true, pair)],
-            "{server:?}"
-        );
-        let params = vec![
-            leaf("width", "integer", None, false, false),
-            leaf("depth", "integer", None, false, false),
-            leaf("decay", "double", None, false, false),
-        ];
-        assert_eq!(
-            doc_args(&docs(&mut c, "topk.reserve")["arguments"]),
-            vec![
-                leaf("key", "key", None, false, false),
-                leaf("topk", "integer", None, false, false),
-                block("params", true, false, params),
-            ],
-            "{server:?}"
-        );
-        for name in ["tdigest.rank", "tdigest.revrank", "tdigest.byrank", "tdigest.byrevrank"] {
-            assert_eq!(text(&docs(&mut c, name)["since"]), "2.4.0", "{server:?} {name}");
-        }
-        // Kept: integers, as the commands parse them.
-        assert_eq!(
-            doc_args(&docs(&mut c, "tdigest.byrank")["arguments"])[1],
-            leaf("rank", "integer", None, false, true)
-        );
-        let weight = doc_args(&docs(&mut c, "cms.merge")["arguments"]).pop().unwrap();
-        assert_eq!(weight, leaf("weight", "integer", Some("WEIGHTS"), true, true), "{server:?}");
-        assert!(c.cmd("TDIGEST.CREATE t").as_bytes() == b"OK" && c.cmd("TDIGEST.BYRANK t 1.5").is_error());
-        // Two pairs, and all three parameters or none.
-        assert!(!c.cmd("TOPK.RESERVE k 3 8 7 0.9").is_error(), "{server:?}");
-        assert!(!c.cmd("TOPK.INCRBY k a 1 b 2").is_error(), "{server:?}");
-        assert!(c.cmd("TOPK.RESERVE k2 3 8").is_error(), "{server:?}");
+fn argument_facts_as_redisbloom_8_declares_them(server: Server) {
+    let s = TestServer::with_bloomkit(server);
+    let mut c = s.conn();
+    let pair =
+        vec![leaf("item", "string", None, false, false), leaf("increment", "integer", None, false, false)];
+    assert_eq!(
+        doc_args(&docs(&mut c, "topk.incrby")["arguments"]),
+        vec![leaf("key", "key", None, false, false), block("item_increment", false, true, pair)],
+        "{server:?}"
+    );
+    let params = vec![
+        leaf("width", "integer", None, false, false),
+        leaf("depth", "integer", None, false, false),
+        leaf("decay", "double", None, false, false),
+    ];
+    assert_eq!(
+        doc_args(&docs(&mut c, "topk.reserve")["arguments"]),
+        vec![
+            leaf("key", "key", None, false, false),
+            leaf("topk", "integer", None, false, false),
+            block("params", true, false, params),
+        ],
+        "{server:?}"
+    );
+    for name in ["tdigest.rank", "tdigest.revrank", "tdigest.byrank", "tdigest.byrevrank"] {
+        assert_eq!(text(&docs(&mut c, name)["since"]), "2.4.0", "{server:?} {name}");
     }
+    // Kept: integers, as the commands parse them.
+    assert_eq!(
+        doc_args(&docs(&mut c, "tdigest.byrank")["arguments"])[1],
+        leaf("rank", "integer", None, false, true)
+    );
+    let weight = doc_args(&docs(&mut c, "cms.merge")["arguments"]).pop().unwrap();
+    assert_eq!(weight, leaf("weight", "integer", Some("WEIGHTS"), true, true), "{server:?}");
+    assert!(c.cmd("TDIGEST.CREATE t").as_bytes() == b"OK" && c.cmd("TDIGEST.BYRANK t 1.5").is_error());
+    // Two pairs, and all three parameters or none.
+    assert!(!c.cmd("TOPK.RESERVE k 3 8 7 0.9").is_error(), "{server:?}");
+    assert!(!c.cmd("TOPK.INCRBY k a 1 b 2").is_error(), "{server:?}");
+    assert!(c.cmd("TOPK.RESERVE k2 3 8").is_error(), "{server:?}");
 }

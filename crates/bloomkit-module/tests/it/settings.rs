@@ -4,7 +4,7 @@
 //! config file and with CONFIG SET/GET/REWRITE, the defaults they give
 //! `BF.ADD`/`CF.ADD`, and `bf.compat`'s two sets of replies.
 
-use bloomkit_testkit::{bloomkit_module, Conn, Module, Reply, Server, TestServer};
+use bloomkit_testkit::{bloomkit_module, per_server, Conn, Module, Reply, Server, TestServer};
 
 fn bulk(s: &str) -> Reply {
     Reply::Bulk(s.as_bytes().to_vec())
@@ -48,30 +48,28 @@ fn fill_cuckoo(c: &mut Conn, key: &str) -> (String, i64) {
     panic!("{key} never refused a write");
 }
 
+per_server!(redisbloom_2_8_load_arguments);
 /// RedisBloom 2.8.2's three load arguments, exactly as a working
 /// `loadmodule redisbloom.so` line has them, start the server and set the
 /// defaults: filters BF.ADD creates take the capacity and error rate (the
 /// first sub-filter gets half of it), and cuckoo filters stop at the given
 /// number of sub-filters.
-#[test]
-fn redisbloom_2_8_load_arguments() {
+fn redisbloom_2_8_load_arguments(server: Server) {
     let args: Vec<String> =
         ["ERROR_RATE", "0.02", "INITIAL_SIZE", "200", "CF_MAX_EXPANSIONS", "3"].map(String::from).to_vec();
-    for server in [Server::Redis, Server::Valkey] {
-        let s = TestServer::start(server, &[Module::Bloomkit(args.clone())], &[]);
-        let mut c = s.conn();
-        assert_eq!(config(&mut c, "bf.compat"), bulk("redisbloom-2.8"), "{server:?}");
-        c.ok("BF.ADD b x");
-        assert_eq!(info_field(&mut c, "b", "CAPACITY"), Reply::Int(200), "{server:?}");
-        let debug = debug_line(&mut c, "BF.DEBUG", "b");
-        assert!(debug.contains("capacity:200") && debug.contains("ratio:0.01"), "{server:?}: {debug}");
-        c.ok("CF.RESERVE c 4");
-        let (refusal, filters) = fill_cuckoo(&mut c, "c");
-        assert_eq!((refusal.as_str(), filters), ("Maximum expansions reached", 3), "{server:?}");
-        // The names of RedisBloom 8's configs show the same values, `bf.`-prefixed here.
-        assert_eq!(config(&mut c, "bf.bf-error-rate"), bulk("0.02"), "{server:?}");
-        assert_eq!(config(&mut c, "bf.cf-max-expansions"), bulk("3"), "{server:?}");
-    }
+    let s = TestServer::start(server, &[Module::Bloomkit(args.clone())], &[]);
+    let mut c = s.conn();
+    assert_eq!(config(&mut c, "bf.compat"), bulk("redisbloom-2.8"), "{server:?}");
+    c.ok("BF.ADD b x");
+    assert_eq!(info_field(&mut c, "b", "CAPACITY"), Reply::Int(200), "{server:?}");
+    let debug = debug_line(&mut c, "BF.DEBUG", "b");
+    assert!(debug.contains("capacity:200") && debug.contains("ratio:0.01"), "{server:?}: {debug}");
+    c.ok("CF.RESERVE c 4");
+    let (refusal, filters) = fill_cuckoo(&mut c, "c");
+    assert_eq!((refusal.as_str(), filters), ("Maximum expansions reached", 3), "{server:?}");
+    // The names of RedisBloom 8's configs show the same values, `bf.`-prefixed here.
+    assert_eq!(config(&mut c, "bf.bf-error-rate"), bulk("0.02"), "{server:?}");
+    assert_eq!(config(&mut c, "bf.cf-max-expansions"), bulk("3"), "{server:?}");
 }
 
 /// RedisBloom 8's eight configs in a Redis 8 configuration file (and one as
@@ -136,27 +134,22 @@ fn redisbloom_8_configs_on_redis_8() {
     assert_eq!(config(&mut c, "cf-initial-size"), bulk("2048"));
 }
 
+per_server!(redisbloom_8_configs_elsewhere_carry_the_prefix);
 /// Where modules cannot register unprefixed names (Redis 7, Valkey), the
 /// same configs carry `bf.`, in the config file as with CONFIG SET.
-#[test]
-fn redisbloom_8_configs_elsewhere_carry_the_prefix() {
-    for server in [Server::Redis, Server::Valkey] {
-        let conf = format!(
-            "loadmodule {}\nbf.bf-initial-size 400\nbf.cf-initial-size 4096\nbf.compat redisbloom-8\n",
-            bloomkit_module().display()
-        );
-        let s = TestServer::start_with_config(server, &conf);
-        let mut c = s.conn();
-        c.ok("BF.ADD b x");
-        assert_eq!(info_field(&mut c, "b", "CAPACITY"), Reply::Int(400), "{server:?}");
-        c.ok("CF.ADD cf x");
-        assert!(debug_line(&mut c, "CF.DEBUG", "cf").contains("buckets:2048"), "{server:?}");
-        assert_eq!(config(&mut c, "bf.compat"), bulk("redisbloom-8"), "{server:?}");
-        assert!(
-            c.call(&["CONFIG", "GET", "bf-initial-size"]).as_array().is_empty(),
-            "{server:?}: unprefixed"
-        );
-    }
+fn redisbloom_8_configs_elsewhere_carry_the_prefix(server: Server) {
+    let conf = format!(
+        "loadmodule {}\nbf.bf-initial-size 400\nbf.cf-initial-size 4096\nbf.compat redisbloom-8\n",
+        bloomkit_module().display()
+    );
+    let s = TestServer::start_with_config(server, &conf);
+    let mut c = s.conn();
+    c.ok("BF.ADD b x");
+    assert_eq!(info_field(&mut c, "b", "CAPACITY"), Reply::Int(400), "{server:?}");
+    c.ok("CF.ADD cf x");
+    assert!(debug_line(&mut c, "CF.DEBUG", "cf").contains("buckets:2048"), "{server:?}");
+    assert_eq!(config(&mut c, "bf.compat"), bulk("redisbloom-8"), "{server:?}");
+    assert!(c.call(&["CONFIG", "GET", "bf-initial-size"]).as_array().is_empty(), "{server:?}: unprefixed");
 }
 
 /// The same invalid commands answer with each version's text, chosen by
@@ -278,22 +271,20 @@ fn allocation_failure_in_redisbloom_8_words() {
     assert!(refused.error_text().starts_with("ERR out of memory"), "{refused:?}");
 }
 
+per_server!(bloomkit_names_in_a_config_file_keep_their_values: redis7, redis8, valkey9);
 /// bloomkit's own names in a config file keep their values: their RedisBloom
 /// 8 twins (same value) are registered after them, and loading the file must
 /// not put the twins' defaults back over what the file said.
-#[test]
-fn bloomkit_names_in_a_config_file_keep_their_values() {
-    for server in [Server::Redis, Server::Valkey, Server::Redis8] {
-        let conf = format!(
-            "loadmodule {}\nbf.initial-size 500\nbf.error-rate 0.05\nbf.expansion-factor 3\n",
-            bloomkit_module().display()
-        );
-        let s = TestServer::start_with_config(server, &conf);
-        let mut c = s.conn();
-        assert_eq!(config(&mut c, "bf.initial-size"), bulk("500"), "{server:?}");
-        assert_eq!(config(&mut c, "bf.error-rate"), bulk("0.05"), "{server:?}");
-        c.ok("BF.ADD b x");
-        assert_eq!(info_field(&mut c, "b", "CAPACITY"), Reply::Int(500), "{server:?}");
-        assert_eq!(info_field(&mut c, "b", "EXPANSION"), Reply::Int(3), "{server:?}");
-    }
+fn bloomkit_names_in_a_config_file_keep_their_values(server: Server) {
+    let conf = format!(
+        "loadmodule {}\nbf.initial-size 500\nbf.error-rate 0.05\nbf.expansion-factor 3\n",
+        bloomkit_module().display()
+    );
+    let s = TestServer::start_with_config(server, &conf);
+    let mut c = s.conn();
+    assert_eq!(config(&mut c, "bf.initial-size"), bulk("500"), "{server:?}");
+    assert_eq!(config(&mut c, "bf.error-rate"), bulk("0.05"), "{server:?}");
+    c.ok("BF.ADD b x");
+    assert_eq!(info_field(&mut c, "b", "CAPACITY"), Reply::Int(500), "{server:?}");
+    assert_eq!(info_field(&mut c, "b", "EXPANSION"), Reply::Int(3), "{server:?}");
 }

@@ -8,9 +8,7 @@
 
 use bloomkit_core::bf::scandump::parse_header;
 use bloomkit_testkit::hostile::{seal, RdbValue, Watch};
-use bloomkit_testkit::{Conn, Module, Reply, Server, TestServer};
-
-const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
+use bloomkit_testkit::{per_server, Conn, Module, Reply, Server, TestServer};
 
 /// A real filter's SCANDUMP header: two sub-filters, some items.
 fn sample_header(c: &mut Conn) -> Vec<u8> {
@@ -52,33 +50,31 @@ fn lying_headers(header: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-#[test]
-fn bloom_headers_whose_counts_lie_are_refused() {
-    for server in SERVERS {
-        let s = TestServer::hostile(server);
-        let mut c = s.conn();
-        let watch = Watch::new(&mut c);
-        let header = sample_header(&mut c);
-        // The real header loads, so the refusals below are about the lies.
-        assert_eq!(
-            c.call(&[b"BF.LOADCHUNK".to_vec(), b"copy".to_vec(), b"1".to_vec(), header.clone()]),
-            Reply::Simple("OK".into())
-        );
-        for (what, h) in lying_headers(&header) {
-            let reply = c.call(&[b"BF.LOADCHUNK".to_vec(), b"k".to_vec(), b"1".to_vec(), h]);
-            assert_eq!(reply, Reply::Error("ERR received bad data".into()), "{server:?}: {what}");
-            assert_eq!(c.cmd("EXISTS k"), Reply::Int(0), "{server:?}: {what} created a key");
-            watch.check(&mut c, what);
-        }
-        // Oversized: RedisBloom's phrase first, bloomkit's reason after it.
-        c.ok("CONFIG SET bf.max-filter-bytes 64");
-        let reply = c.call(&[b"BF.LOADCHUNK".to_vec(), b"k".to_vec(), b"1".to_vec(), header.clone()]);
-        let text = reply.error_text().to_owned();
-        assert!(text.starts_with("ERR received bad data: the filter would take"), "{server:?}: {text}");
-        assert_eq!(c.cmd("EXISTS k"), Reply::Int(0));
-        c.ok("CONFIG SET bf.max-filter-bytes 4294967296");
-        watch.check(&mut c, "oversized header");
+per_server!(bloom_headers_whose_counts_lie_are_refused);
+fn bloom_headers_whose_counts_lie_are_refused(server: Server) {
+    let s = TestServer::hostile(server);
+    let mut c = s.conn();
+    let watch = Watch::new(&mut c);
+    let header = sample_header(&mut c);
+    // The real header loads, so the refusals below are about the lies.
+    assert_eq!(
+        c.call(&[b"BF.LOADCHUNK".to_vec(), b"copy".to_vec(), b"1".to_vec(), header.clone()]),
+        Reply::Simple("OK".into())
+    );
+    for (what, h) in lying_headers(&header) {
+        let reply = c.call(&[b"BF.LOADCHUNK".to_vec(), b"k".to_vec(), b"1".to_vec(), h]);
+        assert_eq!(reply, Reply::Error("ERR received bad data".into()), "{server:?}: {what}");
+        assert_eq!(c.cmd("EXISTS k"), Reply::Int(0), "{server:?}: {what} created a key");
+        watch.check(&mut c, what);
     }
+    // Oversized: RedisBloom's phrase first, bloomkit's reason after it.
+    c.ok("CONFIG SET bf.max-filter-bytes 64");
+    let reply = c.call(&[b"BF.LOADCHUNK".to_vec(), b"k".to_vec(), b"1".to_vec(), header.clone()]);
+    let text = reply.error_text().to_owned();
+    assert!(text.starts_with("ERR received bad data: the filter would take"), "{server:?}: {text}");
+    assert_eq!(c.cmd("EXISTS k"), Reply::Int(0));
+    c.ok("CONFIG SET bf.max-filter-bytes 4294967296");
+    watch.check(&mut c, "oversized header");
 }
 
 /// The DUMP payload of a one-sub-filter `MBbloom--` value (encoding 4) with
@@ -103,64 +99,57 @@ fn bloom_payload(model: &[u8], items: u64, options: u64, growth: u64, link_items
     seal(&v.0)
 }
 
-#[test]
-fn bloom_payloads_whose_counts_lie_are_refused() {
-    for server in SERVERS {
-        let s = TestServer::hostile(server);
-        let mut c = s.conn();
-        let watch = Watch::new(&mut c);
-        c.ok("BF.ADD model x");
-        let model = c.cmd("DUMP model").as_bytes().to_vec();
-        // The honest payload loads: what follows is refused for its lie alone.
-        let honest = bloom_payload(&model, 5, 5, 2, 5);
-        assert_eq!(
-            c.call(&[b"RESTORE".to_vec(), b"honest".to_vec(), b"0".to_vec(), honest]),
-            Reply::Simple("OK".into()),
-            "{server:?}"
-        );
-        assert_eq!(c.cmd("BF.CARD honest"), Reply::Int(5));
-        let lies = [
-            ("total above the sub-filter's count", bloom_payload(&model, 6, 5, 2, 5)),
-            ("total of 2^32", bloom_payload(&model, 1 << 32, 5, 2, 5)),
-            ("sub-filter over its capacity", bloom_payload(&model, 101, 5, 2, 101)),
-            ("unknown options bit", bloom_payload(&model, 5, 5 | 64, 2, 5)),
-            ("growth 0 on a scaling filter", bloom_payload(&model, 5, 5, 0, 5)),
-        ];
-        for (what, payload) in lies {
-            let reply = c.call(&[b"RESTORE".to_vec(), b"k".to_vec(), b"0".to_vec(), payload]);
-            assert!(reply.error_text().contains("Bad data format"), "{server:?}: {what}: {reply:?}");
-            assert_eq!(c.cmd("EXISTS k"), Reply::Int(0), "{server:?}: {what}");
-            watch.check(&mut c, what);
-        }
-        // Non-scaling with a growth of 0 is what RedisBloom 8's EXPANSION 0 writes.
-        let payload = bloom_payload(&model, 5, 5 | 8, 0, 5);
-        assert_eq!(
-            c.call(&[b"RESTORE".to_vec(), b"n".to_vec(), b"0".to_vec(), payload]),
-            Reply::Simple("OK".into())
-        );
+per_server!(bloom_payloads_whose_counts_lie_are_refused);
+fn bloom_payloads_whose_counts_lie_are_refused(server: Server) {
+    let s = TestServer::hostile(server);
+    let mut c = s.conn();
+    let watch = Watch::new(&mut c);
+    c.ok("BF.ADD model x");
+    let model = c.cmd("DUMP model").as_bytes().to_vec();
+    // The honest payload loads: what follows is refused for its lie alone.
+    let honest = bloom_payload(&model, 5, 5, 2, 5);
+    assert_eq!(
+        c.call(&[b"RESTORE".to_vec(), b"honest".to_vec(), b"0".to_vec(), honest]),
+        Reply::Simple("OK".into()),
+        "{server:?}"
+    );
+    assert_eq!(c.cmd("BF.CARD honest"), Reply::Int(5));
+    let lies = [
+        ("total above the sub-filter's count", bloom_payload(&model, 6, 5, 2, 5)),
+        ("total of 2^32", bloom_payload(&model, 1 << 32, 5, 2, 5)),
+        ("sub-filter over its capacity", bloom_payload(&model, 101, 5, 2, 101)),
+        ("unknown options bit", bloom_payload(&model, 5, 5 | 64, 2, 5)),
+        ("growth 0 on a scaling filter", bloom_payload(&model, 5, 5, 0, 5)),
+    ];
+    for (what, payload) in lies {
+        let reply = c.call(&[b"RESTORE".to_vec(), b"k".to_vec(), b"0".to_vec(), payload]);
+        assert!(reply.error_text().contains("Bad data format"), "{server:?}: {what}: {reply:?}");
+        assert_eq!(c.cmd("EXISTS k"), Reply::Int(0), "{server:?}: {what}");
+        watch.check(&mut c, what);
     }
+    // Non-scaling with a growth of 0 is what RedisBloom 8's EXPANSION 0 writes.
+    let payload = bloom_payload(&model, 5, 5 | 8, 0, 5);
+    assert_eq!(
+        c.call(&[b"RESTORE".to_vec(), b"n".to_vec(), b"0".to_vec(), payload]),
+        Reply::Simple("OK".into())
+    );
 }
 
-#[test]
-fn cuckoo_headers_past_the_limit_are_refused_in_redisbloom_words() {
-    for server in SERVERS {
-        let s = TestServer::hostile(server);
-        let mut c = s.conn();
-        let watch = Watch::new(&mut c);
-        c.ok("CF.RESERVE src 100");
-        c.ok("CF.ADD src x");
-        let header = c.call(&["CF.SCANDUMP", "src", "0"]).as_array()[1].as_bytes().to_vec();
-        c.ok("CONFIG SET bf.max-filter-bytes 100");
-        let reply = c.call(&[b"CF.LOADCHUNK".to_vec(), b"k".to_vec(), b"1".to_vec(), header.clone()]);
-        let text = reply.error_text().to_owned();
-        assert!(
-            text.starts_with("Couldn't create filter! The cuckoo filter would take"),
-            "{server:?}: {text}"
-        );
-        assert_eq!(c.cmd("EXISTS k"), Reply::Int(0));
-        c.ok("CONFIG SET bf.max-filter-bytes 4294967296");
-        watch.check(&mut c, "cuckoo headers");
-    }
+per_server!(cuckoo_headers_past_the_limit_are_refused_in_redisbloom_words);
+fn cuckoo_headers_past_the_limit_are_refused_in_redisbloom_words(server: Server) {
+    let s = TestServer::hostile(server);
+    let mut c = s.conn();
+    let watch = Watch::new(&mut c);
+    c.ok("CF.RESERVE src 100");
+    c.ok("CF.ADD src x");
+    let header = c.call(&["CF.SCANDUMP", "src", "0"]).as_array()[1].as_bytes().to_vec();
+    c.ok("CONFIG SET bf.max-filter-bytes 100");
+    let reply = c.call(&[b"CF.LOADCHUNK".to_vec(), b"k".to_vec(), b"1".to_vec(), header.clone()]);
+    let text = reply.error_text().to_owned();
+    assert!(text.starts_with("Couldn't create filter! The cuckoo filter would take"), "{server:?}: {text}");
+    assert_eq!(c.cmd("EXISTS k"), Reply::Int(0));
+    c.ok("CONFIG SET bf.max-filter-bytes 4294967296");
+    watch.check(&mut c, "cuckoo headers");
 }
 
 /// RedisBloom 2.8.2 stores `EXPANSION 4294967296` as a growth of 0 on a

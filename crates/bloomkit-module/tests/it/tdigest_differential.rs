@@ -11,10 +11,11 @@
 //! bloomkit's answers, and the streams check that the two agree again once
 //! more values arrive.
 //!
-//! `BLOOMKIT_SEEDS=n` runs n seeds per protocol instead of the default few.
+//! `BLOOMKIT_SEEDS=n` runs n seeds per protocol instead of the default few
+//! (`bloomkit_testkit::oracle::seeds`).
 
-use bloomkit_testkit::oracle::{same, show, Pair};
-use bloomkit_testkit::{Conn, Module, Reply, Rng, Server, TestServer};
+use bloomkit_testkit::oracle::{self, same, show, Pair};
+use bloomkit_testkit::{Conn, Reply, Rng};
 
 const KEYS: &[&str] = &["t0", "t1", "t2", "t3", "str"];
 const COMPRESSIONS: &[&str] = &["1", "2", "3", "5", "10", "20", "100", "0", "-1", "x", "1.5", "007", "300"];
@@ -158,13 +159,7 @@ fn dump(c: &mut Conn, key: &str) -> Reply {
 
 /// Runs one stream; returns (commands compared, errors).
 fn run_stream(seed: u64, steps: usize, resp3: bool) -> (usize, usize) {
-    let pair = Pair::start();
-    let (mut rb, mut bk) = pair.conns();
-    if resp3 {
-        rb.ok("HELLO 3");
-        bk.ok("HELLO 3");
-    }
-    same(&mut rb, &mut bk, &[b"SET".to_vec(), b"str".to_vec(), b"x".to_vec()], "setup");
+    let (_pair, mut rb, mut bk) = oracle::open_stream(resp3, &["SET str x"]);
     let mut rng = Rng(seed);
     let (mut compared, mut errors, mut doubles, mut merged_weighted) = (0, 0, 0, 0);
     for step in 0..steps {
@@ -208,8 +203,7 @@ fn run_stream(seed: u64, steps: usize, resp3: bool) -> (usize, usize) {
             }
         }
     }
-    assert!(errors > steps / 20, "the stream exercised error paths ({errors} errors)");
-    assert!(errors < steps * 2 / 3, "the stream exercised success paths ({errors} errors)");
+    oracle::assert_both_paths(errors, steps, (2, 3));
     assert!(doubles > steps / 5, "the stream compared many doubles ({doubles})");
     assert!(merged_weighted > 0, "the stream built digests with centroids");
     eprintln!("seed {seed}: {compared} commands compared, {errors} errors, {doubles} doubles");
@@ -221,21 +215,16 @@ fn run_stream(seed: u64, steps: usize, resp3: bool) -> (usize, usize) {
     (compared, errors)
 }
 
-fn seeds(base: u64, default: u64) -> Vec<u64> {
-    let n = std::env::var("BLOOMKIT_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(default);
-    (0..n).map(|i| base + i).collect()
-}
-
 #[test]
 fn random_streams_resp2() {
-    for seed in seeds(1, 2) {
+    for seed in oracle::seeds(&[1, 2]) {
         run_stream(seed, 3000, false);
     }
 }
 
 #[test]
 fn random_streams_resp3() {
-    for seed in seeds(101, 1) {
+    for seed in oracle::seeds(&[101]) {
         run_stream(seed, 3000, true);
     }
 }
@@ -281,9 +270,7 @@ fn dump_restore_both_directions() {
     Pair::start().in_both_directions(|from, to, name| {
         for (compression, seed) in [(100, 1), (5, 2), (1, 3)] {
             fill(from, "src", compression, seed);
-            let payload = from.call(&["DUMP", "src"]).as_bytes().to_vec();
-            let restored = to.call(&[b"RESTORE".to_vec(), b"dst".to_vec(), b"0".to_vec(), payload.clone()]);
-            assert_eq!(restored, Reply::Simple("OK".into()), "{name}");
+            let payload = oracle::dump_and_restore(from, to, "src", "dst", name);
             assert_eq!(to.call(&["DUMP", "dst"]).as_bytes(), payload.as_slice(), "{name}: DUMP again");
             assert_eq!(answers(from, "src"), answers(to, "dst"), "{name}: compression {compression}");
             assert_eq!(
@@ -367,16 +354,12 @@ fn single_observation_is_answered() {
 /// An RDB file written by RedisBloom loads into bloomkit and is served identically.
 #[test]
 fn redisbloom_rdb_file_loads() {
-    let rb = TestServer::start(Server::Redis, &[Module::RedisBloom], &[]);
-    let mut r = rb.conn();
-    fill(&mut r, "big", 100, 11);
-    fill(&mut r, "small", 2, 12);
-    r.ok("TDIGEST.CREATE empty COMPRESSION 7");
-    r.ok("SAVE");
-    let mut bk = TestServer::with_bloomkit(Server::Redis);
-    std::fs::copy(rb.dir().join("dump.rdb"), bk.dir().join("dump.rdb")).unwrap();
-    bk.restart(&[]);
-    let mut b = bk.conn();
+    let (rb, bk, ()) = oracle::redisbloom_rdb_in_bloomkit(|r| {
+        fill(r, "big", 100, 11);
+        fill(r, "small", 2, 12);
+        r.ok("TDIGEST.CREATE empty COMPRESSION 7");
+    });
+    let (mut r, mut b) = (rb.conn(), bk.conn());
     assert_eq!(b.cmd("DBSIZE"), Reply::Int(3));
     for key in ["big", "small", "empty"] {
         assert_eq!(b.call(&["DUMP", key]), r.call(&["DUMP", key]), "{key}");

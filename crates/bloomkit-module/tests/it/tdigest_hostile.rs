@@ -4,14 +4,12 @@
 //! created by a refusal, the server stays up, and untouched keys keep
 //! their digests.
 
-use bloomkit_testkit::hostile::{assert_dump_round_trips, assert_refused, restore_damaged, RdbValue, Watch};
-use bloomkit_testkit::{Conn, Reply, Server, TestServer};
+use bloomkit_testkit::hostile::{self, assert_refused, restore_damaged, RdbValue};
+use bloomkit_testkit::{Conn, Reply, Server};
 
 #[test]
 fn extreme_parameters_are_refused() {
-    let s = TestServer::hostile(Server::Redis);
-    let mut c = s.conn();
-    let watch = Watch::new(&mut c);
+    let (_s, mut c, watch) = hostile::start(Server::Redis);
     assert_refused(
         &mut c,
         &watch,
@@ -28,12 +26,7 @@ fn extreme_parameters_are_refused() {
         "extreme parameters",
     );
     // Within the limit but beyond what the process may map: refused, not a crash.
-    c.ok("CONFIG SET bf.max-filter-bytes 1125899906842624");
-    let reply = c.cmd("TDIGEST.CREATE k COMPRESSION 300000000");
-    assert!(reply.is_error(), "{reply:?}");
-    assert_eq!(c.cmd("EXISTS k"), Reply::Int(0));
-    watch.check(&mut c, "a digest past the address space");
-    c.ok("CONFIG SET bf.max-filter-bytes 4294967296");
+    hostile::refused_past_the_address_space(&mut c, &watch, &["TDIGEST.CREATE k COMPRESSION 300000000"]);
     // A MERGE into a digest too large for the limit.
     c.ok("TDIGEST.CREATE a COMPRESSION 10");
     c.ok("TDIGEST.ADD a 1 2 3");
@@ -51,8 +44,10 @@ fn extreme_parameters_are_refused() {
     watch.check(&mut c, "overflows");
 }
 
+/// A digest that works: no command answers an internal error, and its own
+/// DUMP restores.
 fn exercise(c: &mut Conn, key: &str, what: &str) {
-    for cmd in [
+    let commands = [
         vec!["TDIGEST.INFO", key],
         vec!["TDIGEST.QUANTILE", key, "0", "0.3", "0.5", "1"],
         vec!["TDIGEST.CDF", key, "-1e308", "0", "3", "1e308"],
@@ -61,19 +56,14 @@ fn exercise(c: &mut Conn, key: &str, what: &str) {
         vec!["TDIGEST.TRIMMED_MEAN", key, "0.1", "0.9"],
         vec!["TDIGEST.ADD", key, "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"],
         vec!["TDIGEST.MERGE", "merged", "2", key, key],
-    ] {
-        let reply = c.call(&cmd);
-        assert!(!matches!(reply, Reply::Error(ref e) if e.contains("internal error")), "{what}: {cmd:?}");
-    }
-    assert_dump_round_trips(c, key, what);
+    ];
+    hostile::exercise_commands(c, key, what, &commands, |e| !e.contains("internal error"));
     c.call(&["DEL", key, "merged"]);
 }
 
 #[test]
 fn damaged_payloads_are_refused_or_consistent() {
-    let s = TestServer::hostile(Server::Redis);
-    let mut c = s.conn();
-    let watch = Watch::new(&mut c);
+    let (_s, mut c, watch) = hostile::start(Server::Redis);
     c.ok("TDIGEST.CREATE src COMPRESSION 1");
     c.ok("TDIGEST.ADD src 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20");
     let payload = c.call(&["DUMP", "src"]).as_bytes().to_vec();

@@ -1,32 +1,29 @@
-//! t-digests and the server's memory: the maxmemory guard refuses a digest
+//! t-digests and the server around them: the `INFO bf` counters, MEMORY
+//! USAGE, COPY, MERGE's keys; the maxmemory guard refuses a digest
 //! that would pass `maxmemory` before allocating it, and active defrag (on
 //! Redis 8.2, built with Redis's jemalloc) moves digests' node arrays
 //! without changing any answer or digest.
 
 use std::time::{Duration, Instant};
 
-use bloomkit_testkit::{Conn, Module, Reply, Rng, Server, TestServer};
+use bloomkit_testkit::{per_server, Conn, Module, Reply, Rng, Server, TestServer};
 
 const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
-#[test]
-fn creations_past_maxmemory_are_refused() {
-    for server in [Server::Redis, Server::Valkey] {
-        let s = TestServer::start(server, &[Module::bloomkit()], &["--maxmemory", "20mb"]);
-        let mut c = s.conn();
-        c.ok("TDIGEST.CREATE small");
-        c.ok("TDIGEST.ADD small 1 2 3");
-        // 2 000 000 -> 12 000 010 nodes, 192 MB: under bf.max-filter-bytes, over the memory left.
-        for line in
-            ["TDIGEST.CREATE big COMPRESSION 2000000", "TDIGEST.MERGE big 1 small COMPRESSION 2000000"]
-        {
-            assert_eq!(c.cmd(line), Reply::Error(OOM.into()), "{server:?}: {line}");
-            assert_eq!(c.cmd("EXISTS big"), Reply::Int(0), "{server:?}: {line}");
-        }
-        assert_eq!(c.info_field("bf", "bf_maxmemory_refusals"), "2", "{server:?}");
-        c.ok("CONFIG SET bf.maxmemory-guard no");
-        c.ok("TDIGEST.CREATE fits COMPRESSION 1000");
+per_server!(creations_past_maxmemory_are_refused);
+fn creations_past_maxmemory_are_refused(server: Server) {
+    let s = TestServer::start(server, &[Module::bloomkit()], &["--maxmemory", "20mb"]);
+    let mut c = s.conn();
+    c.ok("TDIGEST.CREATE small");
+    c.ok("TDIGEST.ADD small 1 2 3");
+    // 2 000 000 -> 12 000 010 nodes, 192 MB: under bf.max-filter-bytes, over the memory left.
+    for line in ["TDIGEST.CREATE big COMPRESSION 2000000", "TDIGEST.MERGE big 1 small COMPRESSION 2000000"] {
+        assert_eq!(c.cmd(line), Reply::Error(OOM.into()), "{server:?}: {line}");
+        assert_eq!(c.cmd("EXISTS big"), Reply::Int(0), "{server:?}: {line}");
     }
+    assert_eq!(c.info_field("bf", "bf_maxmemory_refusals"), "2", "{server:?}");
+    c.ok("CONFIG SET bf.maxmemory-guard no");
+    c.ok("TDIGEST.CREATE fits COMPRESSION 1000");
 }
 
 fn defrag_field(c: &mut Conn, name: &str) -> u64 {
@@ -91,4 +88,39 @@ fn active_defrag_moves_digests_and_changes_nothing() {
     assert!(before == after, "a digest changed under defrag");
     c.ok("FLUSHALL");
     assert_eq!(c.cmd("PING"), Reply::Simple("PONG".into()));
+}
+
+/// `INFO bf` counts t-digests, and `MEMORY USAGE` is `8 + 16 * capacity`
+/// plus the server's overhead for the key, as for RedisBloom; a COPY is an
+/// independent value; MERGE's sources are declared keys.
+#[test]
+fn info_counters_memory_usage_and_copy() {
+    let s = TestServer::with_bloomkit(Server::Redis);
+    let mut c = s.conn();
+    for line in ["TDIGEST.CREATE a", "TDIGEST.ADD a 1 2 3", "TDIGEST.QUANTILE a 0.5"] {
+        c.ok(line);
+    }
+    let counted = [
+        ("bf_tdigest_digests", "1"),
+        ("bf_tdigest_bytes", "9768"),
+        ("bf_tdigest_observations_added", "3"),
+        ("bf_tdigest_queries", "1"),
+        // The read owes its compression; the next write makes and sends it.
+        ("bf_tdigest_compressions_replicated", "0"),
+    ];
+    c.assert_info("bf", &counted, "a digest read");
+    c.ok("TDIGEST.ADD a 4");
+    let counted = [("bf_tdigest_compressions_replicated", "1"), ("bf_tdigest_observations_added", "4")];
+    c.assert_info("bf", &counted, "the next write");
+    assert_eq!(c.cmd("MEMORY USAGE a").as_int(), 9768 + 8 + 24);
+    c.ok("COPY a b");
+    assert_eq!(c.call(&["DEBUG", "DIGEST-VALUE", "a"]), c.call(&["DEBUG", "DIGEST-VALUE", "b"]));
+    c.ok("TDIGEST.ADD b 4");
+    assert_ne!(c.call(&["DEBUG", "DIGEST-VALUE", "a"]), c.call(&["DEBUG", "DIGEST-VALUE", "b"]));
+    c.ok("DEL a b");
+    c.assert_info("bf", &[("bf_tdigest_digests", "0")], "deleted");
+    // MERGE's sources are declared keys (cluster routing, cross-slot checks).
+    let keys = c.cmd("COMMAND GETKEYS TDIGEST.MERGE d 2 a b COMPRESSION 5");
+    assert_eq!(format!("{keys:?}"), r#"["d", "a", "b"]"#);
+    c.assert_info("bf", &[("bf_tdigest_bytes", "0")], "deleted");
 }

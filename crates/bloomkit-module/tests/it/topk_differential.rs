@@ -15,31 +15,26 @@
 use crate::topk_support;
 
 use bloomkit_core::common::hash::murmur2_32;
-use bloomkit_testkit::oracle::{same, Pair};
-use bloomkit_testkit::{Conn, Module, Reply, Rng, Server, TestServer};
+use bloomkit_testkit::oracle::{self, same, Pair};
+use bloomkit_testkit::{Conn, Reply, Rng};
 use topk_support::{add_cmd, answers, fields, incrby_cmd, pool};
 
 /// Keys reserved with decay 1 (any shape), the wide key whose items never
 /// collide (decay 0.8), the key made with the defaults (decay 0.9, width 8)
 /// that only ever sees one item, and a string.
 const KEYS: &[&str] = &["k0", "k1", "k2", "wide", "solo", "str"];
-const WIDE: &str = "TOPK.RESERVE wide 6 100000 3 0.8";
 const POOL: usize = 24;
 
-fn seeds(default: &[u64]) -> Vec<u64> {
-    match std::env::var("BLOOMKIT_SEEDS").ok().and_then(|n| n.parse::<u64>().ok()) {
-        Some(n) => (0..n).map(|i| 1000 + i).collect(),
-        None => default.to_vec(),
-    }
+/// The wide key's width: one where no two pool items share a bucket in any
+/// of its 3 rows; 100 000 under `BLOOMKIT_LONG_TESTS=1`, where each
+/// comparison of its DUMP fields (a 2.4 MB sketch) takes a tenth of a second.
+fn wide_width() -> u32 {
+    bloomkit_testkit::lean_or_long(448, 100_000)
 }
 
+/// A small pool: heaps fill, buckets collide, items come back.
 fn item(rng: &mut Rng) -> Vec<u8> {
-    match rng.below(20) {
-        0 => Vec::new(),
-        1 => vec![255, 10, 13, 1],
-        // A small pool: heaps fill, buckets collide, items come back.
-        _ => format!("item{}", rng.below(POOL)).into_bytes(),
-    }
+    oracle::item(rng, 20, &[255, 10, 13, 1], POOL)
 }
 
 fn word(s: &str) -> Vec<u8> {
@@ -137,21 +132,9 @@ fn command(rng: &mut Rng) -> Vec<Vec<u8>> {
     cmd
 }
 
-fn setup(rb: &mut Conn, bk: &mut Conn) {
-    for line in ["SET str x", WIDE, "TOPK.RESERVE solo 3"] {
-        let cmd: Vec<Vec<u8>> = line.split(' ').map(word).collect();
-        same(rb, bk, &cmd, "setup");
-    }
-}
-
 fn run_stream(seed: u64, steps: usize, resp3: bool) -> (usize, usize) {
-    let pair = Pair::start();
-    let (mut rb, mut bk) = pair.conns();
-    if resp3 {
-        rb.ok("HELLO 3");
-        bk.ok("HELLO 3");
-    }
-    setup(&mut rb, &mut bk);
+    let wide = format!("TOPK.RESERVE wide 6 {} 3 0.8", wide_width());
+    let (_pair, mut rb, mut bk) = oracle::open_stream(resp3, &["SET str x", &wide, "TOPK.RESERVE solo 3"]);
     let mut rng = Rng(seed);
     let (mut errors, mut expelled) = (0, 0);
     for step in 0..steps {
@@ -193,30 +176,31 @@ fn the_wide_keys_items_never_collide() {
     let mut items = pool(POOL);
     items.push(Vec::new());
     items.push(vec![255, 10, 13, 1]);
-    for row in 0..3 {
-        let mut cols: Vec<u32> = items.iter().map(|i| murmur2_32(i, row) % 100_000).collect();
-        cols.sort_unstable();
-        cols.dedup();
-        assert_eq!(cols.len(), items.len(), "row {row}");
+    for width in [448, 100_000] {
+        for row in 0..3 {
+            let mut cols: Vec<u32> = items.iter().map(|i| murmur2_32(i, row) % width).collect();
+            cols.sort_unstable();
+            cols.dedup();
+            assert_eq!(cols.len(), items.len(), "width {width}, row {row}");
+        }
     }
 }
 
 fn check_stream_counts(steps: usize, (errors, expelled): (usize, usize)) {
-    assert!(errors > steps / 20, "the stream exercised error paths ({errors} errors)");
-    assert!(errors < steps * 9 / 10, "the stream exercised success paths ({errors} errors)");
+    oracle::assert_both_paths(errors, steps, (9, 10));
     assert!(expelled > 20, "the stream expelled items from heaps ({expelled})");
 }
 
 #[test]
 fn random_streams_resp2() {
-    for seed in seeds(&[1, 2]) {
+    for seed in oracle::seeds(&[1, 2]) {
         check_stream_counts(2500, run_stream(seed, 2500, false));
     }
 }
 
 #[test]
 fn random_streams_resp3() {
-    for seed in seeds(&[11]) {
+    for seed in oracle::seeds(&[11]) {
         check_stream_counts(2500, run_stream(seed, 2500, true));
     }
 }
@@ -239,14 +223,10 @@ fn fill(c: &mut Conn, key: &str) -> Vec<Vec<u8>> {
 fn dump_restore_both_directions() {
     Pair::start().in_both_directions(|from, to, name| {
         let items = fill(from, "src");
-        let payload = from.call(&["DUMP", "src"]).as_bytes().to_vec();
-        let restored = to.call(&[b"RESTORE".to_vec(), b"dst".to_vec(), b"0".to_vec(), payload]);
-        assert_eq!(restored, Reply::Simple("OK".into()), "{name}");
+        oracle::dump_and_restore(from, to, "src", "dst", name);
         assert_eq!(answers(to, "dst", &items), answers(from, "src", &items), "{name}: every answer");
         assert_eq!(fields(to, "dst"), fields(from, "src"), "{name}: fields");
         assert_eq!(to.call(&["MEMORY", "USAGE", "dst"]), from.call(&["MEMORY", "USAGE", "src"]), "{name}");
-        from.ok("DEL src");
-        to.ok("DEL dst");
     });
 }
 
@@ -273,19 +253,16 @@ fn a_restored_sketch_keeps_decaying_like_the_original() {
 /// identically.
 #[test]
 fn redisbloom_rdb_file_loads() {
-    let rb = TestServer::start(Server::Redis, &[Module::RedisBloom], &[]);
-    let mut r = rb.conn();
-    let items = fill(&mut r, "tk");
-    r.ok("TOPK.RESERVE tk-default 3");
-    r.ok("TOPK.ADD tk-default a");
-    r.ok("TOPK.RESERVE tk-empty 4 8 2 0.5");
-    r.ok("TOPK.RESERVE tk-blank 2 8 2 1");
-    r.call(&[&b"TOPK.ADD"[..], b"tk-blank", b""]);
-    r.ok("SAVE");
-    let mut bk = TestServer::with_bloomkit(Server::Redis);
-    std::fs::copy(rb.dir().join("dump.rdb"), bk.dir().join("dump.rdb")).unwrap();
-    bk.restart(&[]);
-    let mut b = bk.conn();
+    let (rb, bk, items) = oracle::redisbloom_rdb_in_bloomkit(|r| {
+        let items = fill(r, "tk");
+        r.ok("TOPK.RESERVE tk-default 3");
+        r.ok("TOPK.ADD tk-default a");
+        r.ok("TOPK.RESERVE tk-empty 4 8 2 0.5");
+        r.ok("TOPK.RESERVE tk-blank 2 8 2 1");
+        r.call(&[&b"TOPK.ADD"[..], b"tk-blank", b""]);
+        items
+    });
+    let (mut r, mut b) = (rb.conn(), bk.conn());
     assert_eq!(b.cmd("DBSIZE"), Reply::Int(4));
     assert_eq!(answers(&mut b, "tk", &items), answers(&mut r, "tk", &items));
     for key in ["tk", "tk-default", "tk-empty", "tk-blank"] {

@@ -7,85 +7,54 @@
 //! sketch that works and round-trips; the server keeps answering and
 //! untouched keys keep their digests.
 
-use bloomkit_testkit::hostile::{assert_dump_round_trips, assert_refused, restore_damaged, Watch};
-use bloomkit_testkit::{Conn, Module, Reply, Server, TestServer};
-
-const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
+use bloomkit_testkit::hostile::{self, assert_dump_round_trips, assert_refused, restore_damaged, Watch};
+use bloomkit_testkit::{per_server, Conn, Module, Reply, Server, TestServer};
 
 /// The module's bystanders plus a sketch, none of which may change.
-struct TopkWatch {
-    watch: Watch,
-    digest: Reply,
-}
+const BYSTANDER: [&str; 2] = ["TOPK.RESERVE bystander-topk 3 8 2 0.9", "TOPK.ADD bystander-topk a b c a d"];
 
-impl TopkWatch {
-    fn new(c: &mut Conn) -> TopkWatch {
-        let watch = Watch::new(c);
-        c.ok("TOPK.RESERVE bystander-topk 3 8 2 0.9");
-        c.ok("TOPK.ADD bystander-topk a b c a d");
-        let digest = c.cmd("DEBUG DIGEST-VALUE bystander-topk");
-        TopkWatch { watch, digest }
-    }
-
-    fn check(&self, c: &mut Conn, what: &str) {
-        self.watch.check(c, what);
-        assert_eq!(
-            c.cmd("DEBUG DIGEST-VALUE bystander-topk"),
-            self.digest,
-            "bystander-topk unchanged after {what}"
-        );
-    }
+fn start(server: Server) -> (TestServer, Conn, Watch) {
+    hostile::start_watching(server, "bystander-topk", &BYSTANDER)
 }
 
 /// A sketch that works: writes, reads and its own dump.
 fn exercise(c: &mut Conn, key: &str, what: &str) {
-    for cmd in [
+    let commands = [
         vec!["TOPK.ADD", key, "x", "y", "x"],
         vec!["TOPK.INCRBY", key, "x", "3", "z", "100000"],
         vec!["TOPK.QUERY", key, "x", "zz"],
         vec!["TOPK.COUNT", key, "x", "zz"],
         vec!["TOPK.LIST", key, "WITHCOUNT"],
         vec!["TOPK.INFO", key],
-    ] {
-        let reply = c.call(&cmd);
-        assert!(!reply.is_error(), "{what}: {cmd:?}: {reply:?}");
-    }
-    assert_dump_round_trips(c, key, what);
+    ];
+    hostile::exercise_commands(c, key, what, &commands, |_| false);
 }
 
-#[test]
-fn huge_parameters_are_refused_before_allocating() {
-    for server in SERVERS {
-        let s = TestServer::hostile(server);
-        let mut c = s.conn();
-        let watch = TopkWatch::new(&mut c);
-        let limit = "ERR Insufficient memory to create topk data structure: the Top-K sketch would take";
-        assert_refused(
-            &mut c,
-            &watch.watch,
-            &[
-                ("TOPK.RESERVE k 4294967295 4294967295 4294967295 1", limit),
-                ("TOPK.RESERVE k 4294967295", limit),
-                ("TOPK.RESERVE k 1 100000 100000 0.5", limit),
-                // 2.8.2 truncates k to 32 bits; 2^32 aborts it.
-                ("TOPK.RESERVE k 4294967296", "TopK: invalid k"),
-                ("TOPK.RESERVE k 4294967297 8 7 0.9", "TopK: invalid k"),
-                ("TOPK.RESERVE k 18446744073709551616", "TopK: invalid k"),
-                ("TOPK.RESERVE k 1 4294967296 1 1", "TopK: invalid width"),
-            ],
-            "huge parameters",
-        );
-        watch.check(&mut c, "huge parameters");
-        // With the limit lifted, the allocation itself fails under the
-        // address-space limit: an error reply, never an abort.
-        c.ok("CONFIG SET bf.max-filter-bytes 1125899906842624");
-        for line in ["TOPK.RESERVE k 1 100000 100000 0.5", "TOPK.RESERVE k 4294967295 1 1 1"] {
-            let e = c.cmd(line).error_text().to_string();
-            assert_eq!(e, "ERR Insufficient memory to create topk data structure", "{server:?}: {line}");
-            assert_eq!(c.cmd("EXISTS k"), Reply::Int(0));
-            watch.check(&mut c, line);
-        }
-        c.ok("CONFIG SET bf.max-filter-bytes 4294967296");
+per_server!(huge_parameters_are_refused_before_allocating);
+fn huge_parameters_are_refused_before_allocating(server: Server) {
+    let (_s, mut c, watch) = start(server);
+    let limit = "ERR Insufficient memory to create topk data structure: the Top-K sketch would take";
+    assert_refused(
+        &mut c,
+        &watch,
+        &[
+            ("TOPK.RESERVE k 4294967295 4294967295 4294967295 1", limit),
+            ("TOPK.RESERVE k 4294967295", limit),
+            ("TOPK.RESERVE k 1 100000 100000 0.5", limit),
+            // 2.8.2 truncates k to 32 bits; 2^32 aborts it.
+            ("TOPK.RESERVE k 4294967296", "TopK: invalid k"),
+            ("TOPK.RESERVE k 4294967297 8 7 0.9", "TopK: invalid k"),
+            ("TOPK.RESERVE k 18446744073709551616", "TopK: invalid k"),
+            ("TOPK.RESERVE k 1 4294967296 1 1", "TopK: invalid width"),
+        ],
+        "huge parameters",
+    );
+    watch.check(&mut c, "huge parameters");
+    // With the limit lifted, the allocation itself fails under the
+    // address-space limit: an error reply, never an abort.
+    let lifted = ["TOPK.RESERVE k 1 100000 100000 0.5", "TOPK.RESERVE k 4294967295 1 1 1"];
+    for e in hostile::refused_past_the_address_space(&mut c, &watch, &lifted) {
+        assert_eq!(e, "ERR Insufficient memory to create topk data structure", "{server:?}");
     }
 }
 
@@ -160,26 +129,18 @@ fn a_redisbloom_value_with_a_cut_item_loads_safely() {
     assert_dump_round_trips(&mut b, "k", "cut item");
 }
 
-#[test]
-fn damaged_dump_payloads_are_refused_or_load_a_working_sketch() {
-    for server in SERVERS {
-        let s = TestServer::hostile(server);
-        let mut c = s.conn();
-        let watch = TopkWatch::new(&mut c);
-        c.ok("TOPK.RESERVE src 3 4 2 0.9");
-        c.ok("TOPK.ADD src a b c d a e b a");
-        let payload = c.call(&["DUMP", "src"]).as_bytes().to_vec();
-        let (refused, loaded) = restore_damaged(&mut c, &watch.watch, &payload, "dmg", exercise);
-        watch.check(&mut c, "damaged payloads");
-        // RESTORE obeys the size limit.
-        c.ok("CONFIG SET bf.max-filter-bytes 2000");
-        let reply = c.call(&[b"RESTORE".to_vec(), b"k".to_vec(), b"0".to_vec(), payload.clone()]);
-        assert!(reply.error_text().contains("Bad data format"), "{reply:?}");
-        c.ok("CONFIG SET bf.max-filter-bytes 4294967296");
-        assert_eq!(c.cmd("EXISTS k"), Reply::Int(0));
-        watch.check(&mut c, "size limit");
-        bloomkit_testkit::figure(&format!(
-            "hostile TOPK, {server:?}: damaged DUMP payloads: {refused} refused, {loaded} loaded a working sketch"
-        ));
-    }
+per_server!(damaged_dump_payloads_are_refused_or_load_a_working_sketch);
+fn damaged_dump_payloads_are_refused_or_load_a_working_sketch(server: Server) {
+    let (_s, mut c, watch) = start(server);
+    c.ok("TOPK.RESERVE src 3 4 2 0.9");
+    c.ok("TOPK.ADD src a b c d a e b a");
+    let payload = c.call(&["DUMP", "src"]).as_bytes().to_vec();
+    let (refused, loaded) = restore_damaged(&mut c, &watch, &payload, "dmg", exercise);
+    watch.check(&mut c, "damaged payloads");
+    // RESTORE obeys the size limit.
+    hostile::restore_refused_by_the_limit(&mut c, &payload, 2000, &format!("{server:?}"));
+    watch.check(&mut c, "size limit");
+    bloomkit_testkit::figure(&format!(
+        "hostile TOPK, {server:?}: damaged DUMP payloads: {refused} refused, {loaded} loaded a working sketch"
+    ));
 }

@@ -1,12 +1,12 @@
 //! Top-K sketches and the server around them: COPY (RedisBloom has none),
-//! DEBUG DIGEST-VALUE, the maxmemory guard, command flags and ACL
+//! DEBUG DIGEST-VALUE, the `INFO bf` counters and MEMORY USAGE, the maxmemory guard, command flags and ACL
 //! categories, and active defrag on redis-server 8.2.
 
 use crate::topk_support;
 
 use std::time::{Duration, Instant};
 
-use bloomkit_testkit::{Conn, Module, Reply, Rng, Server, TestServer};
+use bloomkit_testkit::{per_server, Conn, Module, Reply, Rng, Server, TestServer};
 use topk_support::{add_cmd, answers, pool};
 
 const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
@@ -53,60 +53,56 @@ fn digests_tell_sketches_apart() {
     assert_ne!(c.cmd("DEBUG DIGEST-VALUE a"), c.cmd("DEBUG DIGEST-VALUE b"));
 }
 
-#[test]
-fn creations_past_maxmemory_are_refused() {
-    for server in [Server::Redis, Server::Valkey] {
-        let s = TestServer::start(server, &[Module::bloomkit()], &["--maxmemory", "20mb"]);
-        let mut c = s.conn();
-        let before: u64 = c.info_field("memory", "used_memory").parse().unwrap();
-        // 80 MB of buckets, 24 MB of heap: under bf.max-filter-bytes.
-        for line in ["TOPK.RESERVE big 10 10000 1000 0.9", "TOPK.RESERVE big 1000000 8 7 0.9"] {
-            assert_eq!(c.cmd(line), Reply::Error(OOM.into()), "{server:?}: {line}");
-            assert_eq!(c.cmd("EXISTS big"), Reply::Int(0));
-        }
-        let after: u64 = c.info_field("memory", "used_memory").parse().unwrap();
-        assert!(after < before + (1 << 20), "{server:?}: nothing was allocated");
-        assert_eq!(c.info_field("bf", "bf_maxmemory_refusals"), "2");
-        c.ok("TOPK.RESERVE small 10 100 5 0.9");
-        c.ok("CONFIG SET bf.maxmemory-guard no");
-        c.ok("TOPK.RESERVE big 10 10000 100 0.9");
+per_server!(creations_past_maxmemory_are_refused);
+fn creations_past_maxmemory_are_refused(server: Server) {
+    let s = TestServer::start(server, &[Module::bloomkit()], &["--maxmemory", "20mb"]);
+    let mut c = s.conn();
+    let before: u64 = c.info_field("memory", "used_memory").parse().unwrap();
+    // 80 MB of buckets, 24 MB of heap: under bf.max-filter-bytes.
+    for line in ["TOPK.RESERVE big 10 10000 1000 0.9", "TOPK.RESERVE big 1000000 8 7 0.9"] {
+        assert_eq!(c.cmd(line), Reply::Error(OOM.into()), "{server:?}: {line}");
+        assert_eq!(c.cmd("EXISTS big"), Reply::Int(0));
     }
+    let after: u64 = c.info_field("memory", "used_memory").parse().unwrap();
+    assert!(after < before + (1 << 20), "{server:?}: nothing was allocated");
+    assert_eq!(c.info_field("bf", "bf_maxmemory_refusals"), "2");
+    c.ok("TOPK.RESERVE small 10 100 5 0.9");
+    c.ok("CONFIG SET bf.maxmemory-guard no");
+    c.ok("TOPK.RESERVE big 10 10000 100 0.9");
 }
 
+per_server!(flags_and_acl_categories: redis7, redis8, valkey9);
 /// RedisBloom's flags, except TOPK.COUNT, a read (as in RedisBloom 8).
-#[test]
-fn flags_and_acl_categories() {
-    for server in [Server::Redis, Server::Redis8, Server::Valkey] {
-        let s = TestServer::with_bloomkit(server);
-        let mut c = s.conn();
-        for (name, flag) in [
-            ("topk.reserve", "write"),
-            ("topk.add", "write"),
-            ("topk.incrby", "write"),
-            ("topk.count", "readonly"),
-            ("topk.query", "readonly"),
-            ("topk.list", "readonly"),
-            ("topk.info", "readonly"),
-        ] {
-            let info = c.call(&["COMMAND", "INFO", name]);
-            let flags = &info.as_array()[0].as_array()[2];
-            let flags: Vec<String> = match flags {
-                Reply::Array(f) => f.iter().map(|f| format!("{f:?}")).collect(),
-                other => panic!("{other:?}"),
-            };
-            assert!(flags.iter().any(|f| f.contains(flag)), "{server:?} {name}: {flags:?}");
-            assert!(!flags.iter().any(|f| f.contains("fast")), "{server:?} {name}: {flags:?}");
-        }
-        if server != Server::Redis {
-            let cat = c.cmd("ACL CAT topk");
-            assert_eq!(cat.as_array().len(), 7, "{server:?}: {cat:?}");
-            c.ok("ACL SETUSER reader on nopass +@read ~*");
-            c.ok("TOPK.RESERVE t 2");
-            let mut r = s.conn();
-            r.ok("AUTH reader x");
-            assert!(!r.cmd("TOPK.COUNT t a").is_error(), "{server:?}");
-            assert!(r.cmd("TOPK.ADD t a").error_text().starts_with("NOPERM"), "{server:?}");
-        }
+fn flags_and_acl_categories(server: Server) {
+    let s = TestServer::with_bloomkit(server);
+    let mut c = s.conn();
+    for (name, flag) in [
+        ("topk.reserve", "write"),
+        ("topk.add", "write"),
+        ("topk.incrby", "write"),
+        ("topk.count", "readonly"),
+        ("topk.query", "readonly"),
+        ("topk.list", "readonly"),
+        ("topk.info", "readonly"),
+    ] {
+        let info = c.call(&["COMMAND", "INFO", name]);
+        let flags = &info.as_array()[0].as_array()[2];
+        let flags: Vec<String> = match flags {
+            Reply::Array(f) => f.iter().map(|f| format!("{f:?}")).collect(),
+            other => panic!("{other:?}"),
+        };
+        assert!(flags.iter().any(|f| f.contains(flag)), "{server:?} {name}: {flags:?}");
+        assert!(!flags.iter().any(|f| f.contains("fast")), "{server:?} {name}: {flags:?}");
+    }
+    if server != Server::Redis {
+        let cat = c.cmd("ACL CAT topk");
+        assert_eq!(cat.as_array().len(), 7, "{server:?}: {cat:?}");
+        c.ok("ACL SETUSER reader on nopass +@read ~*");
+        c.ok("TOPK.RESERVE t 2");
+        let mut r = s.conn();
+        r.ok("AUTH reader x");
+        assert!(!r.cmd("TOPK.COUNT t a").is_error(), "{server:?}");
+        assert!(r.cmd("TOPK.ADD t a").error_text().starts_with("NOPERM"), "{server:?}");
     }
 }
 
@@ -182,4 +178,29 @@ fn active_defrag_moves_sketches_and_changes_nothing() {
     assert!(pipeline(&mut c, &writes).iter().all(|r| !r.is_error()));
     c.ok("FLUSHALL");
     assert_eq!(c.cmd("PING"), Reply::Simple("PONG".into()));
+}
+
+/// `INFO bf` counts Top-K sketches in its `topk` section, and `MEMORY
+/// USAGE` is RedisBloom's figure plus the server's own overhead for the key.
+#[test]
+fn info_counters_and_memory_usage() {
+    let s = TestServer::with_bloomkit(Server::Redis);
+    let mut c = s.conn();
+    for line in ["TOPK.RESERVE a 1", "TOPK.ADD a x y z", "TOPK.INCRBY a y 5", "TOPK.QUERY a x y"] {
+        c.ok(line);
+    }
+    let bytes = (2088 + 8 * 8 * 7 + 24).to_string();
+    // x into the empty slot; y expels x, z expels y, y's 5 expel z.
+    let counted = [
+        ("bf_topk_sketches", "1"),
+        ("bf_topk_bytes", bytes.as_str()),
+        ("bf_topk_units_added", "8"),
+        ("bf_topk_items_expelled", "3"),
+        ("bf_topk_lookups", "2"),
+    ];
+    c.assert_info("bf", &counted, "one sketch");
+    // Key `a`: 8 bytes of sds and 24 of dict entry, as for RedisBloom.
+    assert_eq!(c.cmd("MEMORY USAGE a"), Reply::Int(2088 + 448 + 24 + 8 + 24));
+    c.ok("DEL a");
+    c.assert_info("bf", &[("bf_topk_sketches", "0"), ("bf_topk_bytes", "0")], "deleted");
 }

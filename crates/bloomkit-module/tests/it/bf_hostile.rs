@@ -7,15 +7,12 @@
 use bloomkit_core::common::hash::HashWidth;
 use bloomkit_core::common::sizing::Shape;
 use bloomkit_testkit::hostile::{
-    assert_dump_round_trips, assert_refused, damaged_headers, load_headers, restore_damaged, seal, RdbValue,
-    Watch,
+    self, assert_dump_round_trips, damaged_headers, load_headers, seal, RdbValue,
 };
-use bloomkit_testkit::{Conn, Module, Reply, Server, TestServer};
+use bloomkit_testkit::{per_server, Conn, Module, Reply, Server, TestServer};
 
-const SERVERS: [Server; 2] = [Server::Redis, Server::Valkey];
-
-#[test]
-fn invalid_commands_are_errors_and_change_nothing() {
+per_server!(invalid_commands_are_errors_and_change_nothing);
+fn invalid_commands_are_errors_and_change_nothing(server: Server) {
     // Each with the reason it must name (RedisBloom's texts, checked by the differential tests).
     let cases: &[(&str, &str)] = &[
         ("BF.RESERVE k nan 100", "ERR bad error rate"),
@@ -66,60 +63,41 @@ fn invalid_commands_are_errors_and_change_nothing() {
         ("BF.DEBUG str", "WRONGTYPE"),
         ("BF.INFO str", "WRONGTYPE"),
     ];
-    for server in SERVERS {
-        let s = TestServer::hostile(server);
-        let mut c = s.conn();
-        c.ok("SET str value");
-        let watch = Watch::new(&mut c);
-        assert_refused(&mut c, &watch, cases, &format!("{server:?}"));
-        assert_eq!(c.cmd("GET str"), Reply::Bulk(b"value".to_vec()));
-        bloomkit_testkit::figure(&format!(
-            "hostile BF, {server:?}: {} invalid commands, each refused with its reason",
-            cases.len()
-        ));
-    }
+    hostile::refuses_every_invalid_command(server, "BF", cases);
 }
 
-#[test]
-fn extreme_but_valid_parameters_work() {
-    for server in SERVERS {
-        let s = TestServer::hostile(server);
-        let mut c = s.conn();
-        let watch = Watch::new(&mut c);
-        // A tiny error rate (4.9e-324 would halve to 0) and the smallest capacity.
-        c.ok("BF.RESERVE tiny 1e-300 1");
-        assert_eq!(c.cmd("BF.ADD tiny a"), Reply::Int(1));
-        assert_eq!(c.cmd("BF.EXISTS tiny a"), Reply::Int(1));
-        assert_eq!(c.cmd("BF.EXISTS tiny b"), Reply::Int(0));
-        // Error rates near 1 and expansion 1: grows a sub-filter per item.
-        c.ok("BF.RESERVE loose 0.99 1 EXPANSION 1");
-        for i in 0..200 {
-            assert!(!c.call(&["BF.ADD", "loose", &i.to_string()]).is_error());
-        }
-        // Items of 0 bytes and of 100 MB.
-        assert_eq!(c.call(&["BF.ADD", "items", ""]), Reply::Int(1));
-        let big = vec![b'x'; 100_000_000];
-        assert_eq!(c.call(&[b"BF.ADD".to_vec(), b"items".to_vec(), big.clone()]), Reply::Int(1));
-        assert_eq!(c.call(&[b"BF.EXISTS".to_vec(), b"items".to_vec(), big]), Reply::Int(1));
-        watch.check(&mut c, "extreme parameters");
+per_server!(extreme_but_valid_parameters_work);
+fn extreme_but_valid_parameters_work(server: Server) {
+    let (_s, mut c, watch) = hostile::start(server);
+    // A tiny error rate (4.9e-324 would halve to 0) and the smallest capacity.
+    c.ok("BF.RESERVE tiny 1e-300 1");
+    assert_eq!(c.cmd("BF.ADD tiny a"), Reply::Int(1));
+    assert_eq!(c.cmd("BF.EXISTS tiny a"), Reply::Int(1));
+    assert_eq!(c.cmd("BF.EXISTS tiny b"), Reply::Int(0));
+    // Error rates near 1 and expansion 1: grows a sub-filter per item.
+    c.ok("BF.RESERVE loose 0.99 1 EXPANSION 1");
+    for i in 0..200 {
+        assert!(!c.call(&["BF.ADD", "loose", &i.to_string()]).is_error());
     }
+    // Items of 0 bytes and of 100 MB.
+    assert_eq!(c.call(&["BF.ADD", "items", ""]), Reply::Int(1));
+    let big = vec![b'x'; 100_000_000];
+    assert_eq!(c.call(&[b"BF.ADD".to_vec(), b"items".to_vec(), big.clone()]), Reply::Int(1));
+    assert_eq!(c.call(&[b"BF.EXISTS".to_vec(), b"items".to_vec(), big]), Reply::Int(1));
+    watch.check(&mut c, "extreme parameters");
 }
 
+per_server!(failed_allocations_are_errors);
 /// An allocation larger than the address space fails; the reply says so and
 /// the server lives (Redis 7.0 lacks TryCalloc, so this takes the TryAlloc path).
-#[test]
-fn failed_allocations_are_errors() {
-    for server in SERVERS {
-        let s = TestServer::hostile(server);
-        let mut c = s.conn();
-        let watch = Watch::new(&mut c);
-        c.ok("CONFIG SET bf.max-filter-bytes 1125899906842624");
-        // 4e14 items at 1% need about 4.8e14 bytes: more than 47 bits of address space.
-        let reply = c.cmd("BF.RESERVE huge 0.01 400000000000000");
-        assert!(reply.error_text().contains("out of memory"), "{server:?}: {reply:?}");
-        assert_eq!(c.cmd("EXISTS huge"), Reply::Int(0));
-        watch.check(&mut c, "a failed allocation");
-    }
+fn failed_allocations_are_errors(server: Server) {
+    let (_s, mut c, watch) = hostile::start(server);
+    c.ok("CONFIG SET bf.max-filter-bytes 1125899906842624");
+    // 4e14 items at 1% need about 4.8e14 bytes: more than 47 bits of address space.
+    let reply = c.cmd("BF.RESERVE huge 0.01 400000000000000");
+    assert!(reply.error_text().contains("out of memory"), "{server:?}: {reply:?}");
+    assert_eq!(c.cmd("EXISTS huge"), Reply::Int(0));
+    watch.check(&mut c, "a failed allocation");
 }
 
 fn scandump_header(c: &mut Conn, key: &str) -> Vec<u8> {
@@ -152,123 +130,106 @@ fn exercise(c: &mut Conn, key: &str, what: &str) {
     assert_dump_round_trips(c, key, what);
 }
 
-#[test]
-fn hostile_loadchunk_headers() {
-    for server in SERVERS {
-        let s = TestServer::hostile(server);
-        let mut c = s.conn();
-        let watch = Watch::new(&mut c);
-        // Accepted headers allocate at most this much, so every one can be exercised.
-        c.ok("CONFIG SET bf.max-filter-bytes 67108864");
-        c.ok("BF.RESERVE model 0.01 10 EXPANSION 2");
-        c.ok("BF.MADD model 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25");
-        let header = scandump_header(&mut c, "model");
-        let mut variants: Vec<(String, Vec<u8>)> = Vec::new();
-        variants.extend(damaged_headers(&header));
-        let crafted = |nfilters: u32, link: &dyn Fn(&mut Vec<u8>)| {
-            let mut h = Vec::new();
+per_server!(hostile_loadchunk_headers);
+fn hostile_loadchunk_headers(server: Server) {
+    let (_s, mut c, watch) = hostile::start(server);
+    // Accepted headers allocate at most this much, so every one can be exercised.
+    c.ok("CONFIG SET bf.max-filter-bytes 67108864");
+    c.ok("BF.RESERVE model 0.01 10 EXPANSION 2");
+    c.ok("BF.MADD model 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25");
+    let header = scandump_header(&mut c, "model");
+    let mut variants: Vec<(String, Vec<u8>)> = Vec::new();
+    variants.extend(damaged_headers(&header));
+    let crafted = |nfilters: u32, link: &dyn Fn(&mut Vec<u8>)| {
+        let mut h = Vec::new();
+        h.extend_from_slice(&0u64.to_le_bytes());
+        h.extend_from_slice(&nfilters.to_le_bytes());
+        h.extend_from_slice(&5u32.to_le_bytes());
+        h.extend_from_slice(&2u32.to_le_bytes());
+        link(&mut h);
+        h
+    };
+    let link = |bytes: u64, bits: u64, error: f64, hashes: u32, capacity: u64, n2: u8| {
+        move |h: &mut Vec<u8>| {
+            h.extend_from_slice(&bytes.to_le_bytes());
+            h.extend_from_slice(&bits.to_le_bytes());
             h.extend_from_slice(&0u64.to_le_bytes());
-            h.extend_from_slice(&nfilters.to_le_bytes());
-            h.extend_from_slice(&5u32.to_le_bytes());
-            h.extend_from_slice(&2u32.to_le_bytes());
-            link(&mut h);
-            h
-        };
-        let link = |bytes: u64, bits: u64, error: f64, hashes: u32, capacity: u64, n2: u8| {
-            move |h: &mut Vec<u8>| {
-                h.extend_from_slice(&bytes.to_le_bytes());
-                h.extend_from_slice(&bits.to_le_bytes());
-                h.extend_from_slice(&0u64.to_le_bytes());
-                h.extend_from_slice(&error.to_le_bytes());
-                h.extend_from_slice(&9.585f64.to_le_bytes());
-                h.extend_from_slice(&hashes.to_le_bytes());
-                h.extend_from_slice(&capacity.to_le_bytes());
-                h.push(n2);
-            }
-        };
-        variants.push(("no sub-filters".into(), crafted(0, &|_| {})));
-        variants.push(("4e9 sub-filters claimed".into(), crafted(u32::MAX, &link(8, 64, 0.01, 7, 10, 0))));
-        variants.push(("2^60 bytes".into(), crafted(1, &link(1 << 60, 1 << 63, 0.01, 7, 10, 0))));
-        variants.push(("bits beyond the array".into(), crafted(1, &link(8, 65, 0.01, 7, 10, 0))));
-        variants.push(("zero bits".into(), crafted(1, &link(8, 0, 0.01, 7, 10, 0))));
-        variants.push(("zero hashes".into(), crafted(1, &link(8, 64, 0.01, 0, 10, 0))));
-        variants.push(("4e9 hashes".into(), crafted(1, &link(8, 64, 0.01, u32::MAX, 10, 0))));
-        variants.push(("n2 = 64".into(), crafted(1, &link(8, 64, 0.01, 7, 10, 64))));
-        variants.push(("2^n2 beyond the array".into(), crafted(1, &link(8, 64, 0.01, 7, 10, 7))));
-        variants.push(("NaN error".into(), crafted(1, &link(8, 64, f64::NAN, 7, 10, 0))));
-        variants.push(("error 2".into(), crafted(1, &link(8, 64, 2.0, 7, 10, 0))));
-        variants.push(("zero capacity".into(), crafted(1, &link(8, 64, 0.01, 7, 0, 0))));
-        let refused = |e: &str| e == "ERR received bad data" || e.contains("bf.max-filter-bytes");
-        let (tried, accepted) =
-            load_headers(&mut c, &watch, "BF.LOADCHUNK", "1", variants, refused, exercise);
-        bloomkit_testkit::figure(&format!(
-            "hostile BF, {server:?}: {tried} LOADCHUNK headers (truncations, flips, crafted), {} refused, {accepted} accepted and exercised",
-            tried - accepted
-        ));
-    }
+            h.extend_from_slice(&error.to_le_bytes());
+            h.extend_from_slice(&9.585f64.to_le_bytes());
+            h.extend_from_slice(&hashes.to_le_bytes());
+            h.extend_from_slice(&capacity.to_le_bytes());
+            h.push(n2);
+        }
+    };
+    variants.push(("no sub-filters".into(), crafted(0, &|_| {})));
+    variants.push(("4e9 sub-filters claimed".into(), crafted(u32::MAX, &link(8, 64, 0.01, 7, 10, 0))));
+    variants.push(("2^60 bytes".into(), crafted(1, &link(1 << 60, 1 << 63, 0.01, 7, 10, 0))));
+    variants.push(("bits beyond the array".into(), crafted(1, &link(8, 65, 0.01, 7, 10, 0))));
+    variants.push(("zero bits".into(), crafted(1, &link(8, 0, 0.01, 7, 10, 0))));
+    variants.push(("zero hashes".into(), crafted(1, &link(8, 64, 0.01, 0, 10, 0))));
+    variants.push(("4e9 hashes".into(), crafted(1, &link(8, 64, 0.01, u32::MAX, 10, 0))));
+    variants.push(("n2 = 64".into(), crafted(1, &link(8, 64, 0.01, 7, 10, 64))));
+    variants.push(("2^n2 beyond the array".into(), crafted(1, &link(8, 64, 0.01, 7, 10, 7))));
+    variants.push(("NaN error".into(), crafted(1, &link(8, 64, f64::NAN, 7, 10, 0))));
+    variants.push(("error 2".into(), crafted(1, &link(8, 64, 2.0, 7, 10, 0))));
+    variants.push(("zero capacity".into(), crafted(1, &link(8, 64, 0.01, 7, 0, 0))));
+    let refused = |e: &str| e == "ERR received bad data" || e.contains("bf.max-filter-bytes");
+    let (tried, accepted) = load_headers(&mut c, &watch, "BF.LOADCHUNK", "1", variants, refused, exercise);
+    bloomkit_testkit::figure(&format!(
+        "hostile BF, {server:?}: {tried} LOADCHUNK headers (truncations, flips, crafted), {} refused, {accepted} accepted and exercised",
+        tried - accepted
+    ));
 }
 
-#[test]
-fn hostile_loadchunk_chunks() {
-    for server in SERVERS {
-        let s = TestServer::hostile(server);
-        let mut c = s.conn();
-        let watch = Watch::new(&mut c);
-        c.ok("BF.RESERVE src 0.01 1000");
-        let header = scandump_header(&mut c, "src");
-        let chunk = c.cmd("BF.SCANDUMP src 1");
-        let (iter, data) = (chunk.as_array()[0].as_int(), chunk.as_array()[1].as_bytes().to_vec());
-        c.call(&[b"BF.LOADCHUNK".to_vec(), b"dst".to_vec(), b"1".to_vec(), header]);
-        let load = |c: &mut Conn, iter: i64, data: &[u8]| {
-            c.call(&[b"BF.LOADCHUNK".to_vec(), b"dst".to_vec(), iter.to_string().into_bytes(), data.to_vec()])
-        };
-        let ok = Reply::Simple("OK".into());
-        assert_eq!(load(&mut c, iter, &data), ok, "in order");
-        assert_eq!(load(&mut c, iter, &data), ok, "repeated");
-        assert_eq!(
-            load(&mut c, iter + 1, &data),
-            Reply::Error("ERR invalid chunk - Too big for current filter".into())
-        );
-        assert_eq!(
-            load(&mut c, iter + 100_000, &data),
-            Reply::Error("ERR invalid offset - no link found".into())
-        );
-        assert_eq!(load(&mut c, 3, &data), Reply::Error("ERR received bad data".into()));
-        let mut flipped = data.clone();
-        flipped[0] ^= 0xff;
-        assert_eq!(load(&mut c, iter, &flipped), ok, "bit flips in data are just bits");
-        assert_eq!(load(&mut c, iter - 1, &data[..data.len() - 1]), ok, "truncated chunk at its own offset");
-        let missing = c.call(&[
-            b"BF.LOADCHUNK".to_vec(),
-            b"nokey".to_vec(),
-            iter.to_string().into_bytes(),
-            data.clone(),
-        ]);
-        assert_eq!(missing, Reply::Error("ERR not found".into()));
-        exercise(&mut c, "dst", "chunks");
-        watch.check(&mut c, "chunks");
-    }
+per_server!(hostile_loadchunk_chunks);
+fn hostile_loadchunk_chunks(server: Server) {
+    let (_s, mut c, watch) = hostile::start(server);
+    c.ok("BF.RESERVE src 0.01 1000");
+    let header = scandump_header(&mut c, "src");
+    let chunk = c.cmd("BF.SCANDUMP src 1");
+    let (iter, data) = (chunk.as_array()[0].as_int(), chunk.as_array()[1].as_bytes().to_vec());
+    c.call(&[b"BF.LOADCHUNK".to_vec(), b"dst".to_vec(), b"1".to_vec(), header]);
+    let load = |c: &mut Conn, iter: i64, data: &[u8]| {
+        c.call(&[b"BF.LOADCHUNK".to_vec(), b"dst".to_vec(), iter.to_string().into_bytes(), data.to_vec()])
+    };
+    let ok = Reply::Simple("OK".into());
+    assert_eq!(load(&mut c, iter, &data), ok, "in order");
+    assert_eq!(load(&mut c, iter, &data), ok, "repeated");
+    assert_eq!(
+        load(&mut c, iter + 1, &data),
+        Reply::Error("ERR invalid chunk - Too big for current filter".into())
+    );
+    assert_eq!(
+        load(&mut c, iter + 100_000, &data),
+        Reply::Error("ERR invalid offset - no link found".into())
+    );
+    assert_eq!(load(&mut c, 3, &data), Reply::Error("ERR received bad data".into()));
+    let mut flipped = data.clone();
+    flipped[0] ^= 0xff;
+    assert_eq!(load(&mut c, iter, &flipped), ok, "bit flips in data are just bits");
+    assert_eq!(load(&mut c, iter - 1, &data[..data.len() - 1]), ok, "truncated chunk at its own offset");
+    let missing =
+        c.call(&[b"BF.LOADCHUNK".to_vec(), b"nokey".to_vec(), iter.to_string().into_bytes(), data.clone()]);
+    assert_eq!(missing, Reply::Error("ERR not found".into()));
+    exercise(&mut c, "dst", "chunks");
+    watch.check(&mut c, "chunks");
 }
 
+per_server!(hostile_restore_payloads);
 /// Damaged DUMP payloads that pass the server's CRC: each is refused with
 /// the server's "Bad data format" (and no key), or loads as a consistent
 /// filter.
-#[test]
-fn hostile_restore_payloads() {
-    for server in SERVERS {
-        let s = TestServer::hostile(server);
-        let mut c = s.conn();
-        let watch = Watch::new(&mut c);
-        c.ok("CONFIG SET bf.max-filter-bytes 67108864");
-        c.ok("BF.RESERVE model 0.1 4 EXPANSION 2");
-        c.ok("BF.MADD model a b c d e f g h i");
-        let payload = c.cmd("DUMP model").as_bytes().to_vec();
-        let (refused, loaded) = restore_damaged(&mut c, &watch, &payload, &format!("{server:?}"), exercise);
-        bloomkit_testkit::figure(&format!(
-            "hostile BF, {server:?}: {} damaged RESTORE payloads, {refused} refused, {loaded} loaded and round-tripped",
-            refused + loaded
-        ));
-    }
+fn hostile_restore_payloads(server: Server) {
+    let (_s, mut c, watch) = hostile::start(server);
+    c.ok("CONFIG SET bf.max-filter-bytes 67108864");
+    c.ok("BF.RESERVE model 0.1 4 EXPANSION 2");
+    c.ok("BF.MADD model a b c d e f g h i");
+    let (refused, loaded) =
+        hostile::restore_damaged_dumps_of(&mut c, &watch, "model", &format!("{server:?}"), exercise);
+    bloomkit_testkit::figure(&format!(
+        "hostile BF, {server:?}: {} damaged RESTORE payloads, {refused} refused, {loaded} loaded and round-tripped",
+        refused + loaded
+    ));
 }
 
 // ---- legacy encodings, built by hand and compared with RedisBloom ----

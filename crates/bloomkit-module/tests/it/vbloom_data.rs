@@ -15,10 +15,9 @@ use std::time::Duration;
 use bloomkit_core::vbloom::Object;
 use bloomkit_core::Limits;
 use bloomkit_testkit::hostile::{assert_dump_round_trips, restore_damaged, seal, RdbValue, Watch};
-use bloomkit_testkit::{aof_args, aof_commands, Conn, Module, Reply, Server, TestServer};
+use bloomkit_testkit::{aof_args, aof_commands, per_server, Conn, Module, Reply, Server, TestServer};
 use serde_json::Value;
 
-const SERVERS: [Server; 2] = [Server::Valkey, Server::Redis];
 const KEYS: [&str; 3] = ["f1", "f2", "f3"];
 
 fn fixture(name: &str) -> Vec<u8> {
@@ -108,70 +107,60 @@ fn recorded(v: &Value) -> Reply {
     }
 }
 
-#[test]
-fn dumps_restore_byte_identical_and_answer_as_valkey_bloom_did() {
+per_server!(dumps_restore_byte_identical_and_answer_as_valkey_bloom_did);
+fn dumps_restore_byte_identical_and_answer_as_valkey_bloom_did(server: Server) {
     let observed = json("observed.json");
     let results = &observed["results"];
-    for server in SERVERS {
-        let s = TestServer::with_bloomkit(server);
-        let mut c = s.conn();
-        for key in KEYS {
-            let p = payload(&mut c, key);
-            assert_eq!(restore(&mut c, key, &p), Reply::Simple("OK".into()), "{server:?} {key}\n{}", s.log());
-            assert_eq!(c.call(&["DUMP", key]).as_bytes(), &p[..], "{server:?}: DUMP of restored {key}");
-            assert_eq!(c.call(&["TYPE", key]), Reply::Simple("bloomfltr".into()));
-            assert_eq!(c.call(&["BF.CARD", key]), recorded(&results[format!("card_{key}")]["ok"]));
-            // Valkey 9 formats doubles as valkey-bloom's server did ("0.01"); Redis 7.0 with %.17g.
-            if server == Server::Valkey {
-                assert_eq!(
-                    c.call(&["BF.INFO", key]),
-                    recorded(&results[format!("info_{key}")]["ok"]),
-                    "{key}"
-                );
-                for field in [
-                    "CAPACITY",
-                    "SIZE",
-                    "FILTERS",
-                    "ITEMS",
-                    "EXPANSION",
-                    "ERROR",
-                    "TIGHTENING",
-                    "MAXSCALEDCAPACITY",
-                ] {
-                    let r = &results[format!("info_{key}_{field}")];
-                    let expected = match r.get("err") {
-                        Some(e) => Reply::Error(format!("ERR {}", e.as_str().unwrap())),
-                        None => recorded(&r["ok"]),
-                    };
-                    assert_eq!(c.call(&["BF.INFO", key, field]), expected, "BF.INFO {key} {field}");
-                }
-                let digest = &results["digest_values"][key]["ok"][0];
-                assert_eq!(
-                    c.call(&["DEBUG", "DIGEST-VALUE", key]),
-                    Reply::Array(vec![Reply::Simple(digest.as_str().unwrap().to_string())]),
-                    "{key}: valkey-bloom's digest"
-                );
+    let s = TestServer::with_bloomkit(server);
+    let mut c = s.conn();
+    for key in KEYS {
+        let p = payload(&mut c, key);
+        assert_eq!(restore(&mut c, key, &p), Reply::Simple("OK".into()), "{server:?} {key}\n{}", s.log());
+        assert_eq!(c.call(&["DUMP", key]).as_bytes(), &p[..], "{server:?}: DUMP of restored {key}");
+        assert_eq!(c.call(&["TYPE", key]), Reply::Simple("bloomfltr".into()));
+        assert_eq!(c.call(&["BF.CARD", key]), recorded(&results[format!("card_{key}")]["ok"]));
+        // Valkey 9 formats doubles as valkey-bloom's server did ("0.01"); Redis 7.0 with %.17g.
+        if server == Server::Valkey {
+            assert_eq!(c.call(&["BF.INFO", key]), recorded(&results[format!("info_{key}")]["ok"]), "{key}");
+            for field in [
+                "CAPACITY",
+                "SIZE",
+                "FILTERS",
+                "ITEMS",
+                "EXPANSION",
+                "ERROR",
+                "TIGHTENING",
+                "MAXSCALEDCAPACITY",
+            ] {
+                let r = &results[format!("info_{key}_{field}")];
+                let expected = match r.get("err") {
+                    Some(e) => Reply::Error(format!("ERR {}", e.as_str().unwrap())),
+                    None => recorded(&r["ok"]),
+                };
+                assert_eq!(c.call(&["BF.INFO", key, field]), expected, "BF.INFO {key} {field}");
             }
+            let digest = &results["digest_values"][key]["ok"][0];
+            assert_eq!(
+                c.call(&["DEBUG", "DIGEST-VALUE", key]),
+                Reply::Array(vec![Reply::Simple(digest.as_str().unwrap().to_string())]),
+                "{key}: valkey-bloom's digest"
+            );
         }
-        assert_answers_as_recorded(&mut c, &format!("{server:?}"));
-        // A fixed-seed object whose filter string the server LZF-compressed.
-        let fixed = results["errors"]
-            ["fixed seed DUMP fixed1 (bf.bloom-use-random-seed no; BF.ADD fixed1 hello)"]
-            .as_str()
-            .unwrap();
-        let p = payload_for(&mut c, fixed);
-        assert_eq!(restore(&mut c, "fixed1", &p), Reply::Simple("OK".into()), "{server:?}");
-        assert_eq!(c.cmd("BF.EXISTS fixed1 hello"), Reply::Int(1));
-        assert_eq!(
-            c.call(&["DUMP", "fixed1"]).as_bytes(),
-            &p[..],
-            "{server:?}: an LZF string saves the same"
-        );
-        // COPY makes an equal value.
-        assert_eq!(c.cmd("COPY f2 f2copy"), Reply::Int(1));
-        assert_eq!(c.cmd("DEBUG DIGEST-VALUE f2copy"), c.cmd("DEBUG DIGEST-VALUE f2"));
-        assert!(c.cmd("MEMORY USAGE f2copy").as_int() > 10_000);
     }
+    assert_answers_as_recorded(&mut c, &format!("{server:?}"));
+    // A fixed-seed object whose filter string the server LZF-compressed.
+    let fixed = results["errors"]
+        ["fixed seed DUMP fixed1 (bf.bloom-use-random-seed no; BF.ADD fixed1 hello)"]
+        .as_str()
+        .unwrap();
+    let p = payload_for(&mut c, fixed);
+    assert_eq!(restore(&mut c, "fixed1", &p), Reply::Simple("OK".into()), "{server:?}");
+    assert_eq!(c.cmd("BF.EXISTS fixed1 hello"), Reply::Int(1));
+    assert_eq!(c.call(&["DUMP", "fixed1"]).as_bytes(), &p[..], "{server:?}: an LZF string saves the same");
+    // COPY makes an equal value.
+    assert_eq!(c.cmd("COPY f2 f2copy"), Reply::Int(1));
+    assert_eq!(c.cmd("DEBUG DIGEST-VALUE f2copy"), c.cmd("DEBUG DIGEST-VALUE f2"));
+    assert!(c.cmd("MEMORY USAGE f2copy").as_int() > 10_000);
 }
 
 #[test]
@@ -188,28 +177,22 @@ fn the_rdb_file_loads() {
     assert_answers_as_recorded(&mut c, "from dump.rdb");
 }
 
-#[test]
-fn the_aof_directory_loads() {
-    for server in SERVERS {
-        let mut s = TestServer::with_bloomkit(server);
-        let dir = s.dir().join("appendonlydir");
-        std::fs::create_dir_all(&dir).unwrap();
-        for f in ["appendonly.aof.2.base.aof", "appendonly.aof.2.incr.aof", "appendonly.aof.manifest"] {
-            std::fs::write(dir.join(f), fixture(&format!("appendonlydir/{f}"))).unwrap();
-        }
-        s.restart(&aof_args(false));
-        let mut c = s.conn();
-        assert_eq!(c.cmd("DBSIZE"), Reply::Int(3), "{server:?}\n{}", s.log());
-        for key in KEYS {
-            let p = payload(&mut c, key);
-            assert_eq!(
-                c.call(&["DUMP", key]).as_bytes(),
-                &p[..],
-                "{server:?} {key}: as valkey-bloom dumped it"
-            );
-        }
-        assert_answers_as_recorded(&mut c, &format!("{server:?} from the AOF"));
+per_server!(the_aof_directory_loads);
+fn the_aof_directory_loads(server: Server) {
+    let mut s = TestServer::with_bloomkit(server);
+    let dir = s.dir().join("appendonlydir");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["appendonly.aof.2.base.aof", "appendonly.aof.2.incr.aof", "appendonly.aof.manifest"] {
+        std::fs::write(dir.join(f), fixture(&format!("appendonlydir/{f}"))).unwrap();
     }
+    s.restart(&aof_args(false));
+    let mut c = s.conn();
+    assert_eq!(c.cmd("DBSIZE"), Reply::Int(3), "{server:?}\n{}", s.log());
+    for key in KEYS {
+        let p = payload(&mut c, key);
+        assert_eq!(c.call(&["DUMP", key]).as_bytes(), &p[..], "{server:?} {key}: as valkey-bloom dumped it");
+    }
+    assert_answers_as_recorded(&mut c, &format!("{server:?} from the AOF"));
 }
 
 /// Writes to the example objects that scale f1 and f2 and fill f3; returns
@@ -236,97 +219,82 @@ fn assert_present(c: &mut Conn, present: &[(String, String)], context: &str) {
     }
 }
 
+per_server!(adds_continue_as_valkey_bloom_would_and_survive_reload_rewrite_and_sync);
 /// Adds on bloomkit give what valkey-bloom's rules give (the core model,
 /// itself checked against valkey-bloom's data): the same sub-filters, items
 /// and answers.
-#[test]
-fn adds_continue_as_valkey_bloom_would_and_survive_reload_rewrite_and_sync() {
-    for server in SERVERS {
-        let mut s = TestServer::start(server, &[Module::bloomkit()], &aof_args(false));
-        let mut c = s.conn();
-        c.wait_for_aof_rewrite(Duration::from_secs(30));
-        restore_examples(&mut c);
-        let present = write_more(&mut c, "a");
-        // The model: the same payloads and adds in bloomkit-core.
-        for key in KEYS {
-            let info = c.call(&["BF.INFO", key]);
-            let model = model_after(&present, key);
-            let field = |name: &str| {
-                let a = info.as_array();
-                a[a.iter().position(|r| r == &Reply::Simple(name.into())).unwrap() + 1].clone()
-            };
-            assert_eq!(
-                field("Number of filters"),
-                Reply::Int(model.filters().len() as i64),
-                "{server:?} {key}"
-            );
-            assert_eq!(field("Capacity"), Reply::Int(model.capacity() as i64), "{server:?} {key}");
-            assert_eq!(field("Size"), Reply::Int(model.size() as i64), "{server:?} {key}");
-            assert_eq!(
-                field("Number of items inserted"),
-                Reply::Int(model.items() as i64),
-                "{server:?} {key}"
-            );
-        }
-        assert!(c.cmd("BF.INFO f1 FILTERS").as_int() >= 3, "f1 scaled out");
-        assert_present(&mut c, &present, "after adds");
-        let before = digests(&mut c, &KEYS);
-        let dumped = dumps(&mut c, &KEYS);
-
-        c.ok("DEBUG RELOAD");
-        assert_eq!(digests(&mut c, &KEYS), before, "{server:?}: DEBUG RELOAD");
-        assert_eq!(dumps(&mut c, &KEYS), dumped, "{server:?}: DEBUG RELOAD");
-
-        // The command log replays, then a rewrite as BF.LOAD replays.
-        s.restart(&[]);
-        let mut c = s.conn();
-        assert_eq!(digests(&mut c, &KEYS), before, "{server:?}: AOF replay");
-        c.ok("BGREWRITEAOF");
-        c.wait_for_aof_rewrite(Duration::from_secs(30));
-        let text = s.base_aof();
-        assert_eq!(text.windows(7).filter(|w| w == b"BF.LOAD").count(), 3, "{server:?}: one BF.LOAD per key");
-        s.restart(&[]);
-        let mut c = s.conn();
-        assert_eq!(digests(&mut c, &KEYS), before, "{server:?}: rewritten AOF");
-        assert_eq!(dumps(&mut c, &KEYS), dumped, "{server:?}: rewritten AOF");
-        assert_present(&mut c, &present, "after the rewrite");
-
-        // A replica's full sync, then the stream: adds, a scale-out, a batch
-        // cut short by the primary's limit, a refused non-scaling batch, BF.LOAD.
-        let port = s.port.to_string();
-        let mut replica =
-            TestServer::start(server, &[Module::bloomkit()], &["--replicaof", "127.0.0.1", &port]);
-        let mut r = replica.conn();
-        r.wait_for_sync(Duration::from_secs(30));
-        assert_eq!(digests(&mut r, &KEYS), before, "{server:?}: full sync");
-        let more = write_more(&mut c, "b");
-        c.ok("CONFIG SET bf.max-filter-bytes 300000");
-        let items: Vec<String> = (0..200_000).map(|i| format!("cut-{i}")).collect();
-        let mut cmd = vec!["BF.MADD".to_string(), "f1".into()];
-        cmd.extend(items);
-        let reply = c.call(&cmd);
-        let last = reply.as_array().last().unwrap().clone();
-        assert_eq!(
-            last,
-            Reply::Error("ERR operation exceeds bloom object memory limit".into()),
-            "{server:?}"
-        );
-        assert!(reply.as_array().len() > 1000, "{server:?}: items before the limit were added");
-        let f3_card = c.cmd("BF.CARD f3");
-        let batch: Vec<String> = (0..500).map(|i| format!("over-{i}")).collect();
-        let mut cmd = vec!["BF.MADD".to_string(), "f3".into()];
-        cmd.extend(batch);
-        assert_eq!(c.call(&cmd), Reply::Error("ERR non scaling filter is full".into()));
-        assert_eq!(c.cmd("BF.CARD f3"), f3_card, "{server:?}: a refused batch adds nothing");
-        let blob = aof_blob("f2");
-        assert_eq!(c.call(&[b"BF.LOAD".to_vec(), b"loaded".to_vec(), blob]), Reply::Simple("OK".into()));
-        assert_eq!(c.cmd("WAIT 1 10000"), Reply::Int(1));
-        let keys = ["f1", "f2", "f3", "loaded"];
-        assert_eq!(digests(&mut r, &keys), digests(&mut c, &keys), "{server:?}: replica after the stream");
-        assert_eq!(dumps(&mut r, &keys), dumps(&mut c, &keys), "{server:?}: replica after the stream");
-        assert_present(&mut r, &more, "replica");
-        replica.kill();
+fn adds_continue_as_valkey_bloom_would_and_survive_reload_rewrite_and_sync(server: Server) {
+    let mut s = TestServer::start(server, &[Module::bloomkit()], &aof_args(false));
+    let mut c = s.conn();
+    c.wait_for_aof_rewrite(Duration::from_secs(30));
+    restore_examples(&mut c);
+    let present = write_more(&mut c, "a");
+    // The model: the same payloads and adds in bloomkit-core.
+    for key in KEYS {
+        let info = c.call(&["BF.INFO", key]);
+        let model = model_after(&present, key);
+        let field = |name: &str| {
+            let a = info.as_array();
+            a[a.iter().position(|r| r == &Reply::Simple(name.into())).unwrap() + 1].clone()
+        };
+        assert_eq!(field("Number of filters"), Reply::Int(model.filters().len() as i64), "{server:?} {key}");
+        assert_eq!(field("Capacity"), Reply::Int(model.capacity() as i64), "{server:?} {key}");
+        assert_eq!(field("Size"), Reply::Int(model.size() as i64), "{server:?} {key}");
+        assert_eq!(field("Number of items inserted"), Reply::Int(model.items() as i64), "{server:?} {key}");
     }
+    assert!(c.cmd("BF.INFO f1 FILTERS").as_int() >= 3, "f1 scaled out");
+    assert_present(&mut c, &present, "after adds");
+    let before = digests(&mut c, &KEYS);
+    let dumped = dumps(&mut c, &KEYS);
+
+    c.ok("DEBUG RELOAD");
+    assert_eq!(digests(&mut c, &KEYS), before, "{server:?}: DEBUG RELOAD");
+    assert_eq!(dumps(&mut c, &KEYS), dumped, "{server:?}: DEBUG RELOAD");
+
+    // The command log replays, then a rewrite as BF.LOAD replays.
+    s.restart(&[]);
+    let mut c = s.conn();
+    assert_eq!(digests(&mut c, &KEYS), before, "{server:?}: AOF replay");
+    c.ok("BGREWRITEAOF");
+    c.wait_for_aof_rewrite(Duration::from_secs(30));
+    let text = s.base_aof();
+    assert_eq!(text.windows(7).filter(|w| w == b"BF.LOAD").count(), 3, "{server:?}: one BF.LOAD per key");
+    s.restart(&[]);
+    let mut c = s.conn();
+    assert_eq!(digests(&mut c, &KEYS), before, "{server:?}: rewritten AOF");
+    assert_eq!(dumps(&mut c, &KEYS), dumped, "{server:?}: rewritten AOF");
+    assert_present(&mut c, &present, "after the rewrite");
+
+    // A replica's full sync, then the stream: adds, a scale-out, a batch
+    // cut short by the primary's limit, a refused non-scaling batch, BF.LOAD.
+    let port = s.port.to_string();
+    let mut replica = TestServer::start(server, &[Module::bloomkit()], &["--replicaof", "127.0.0.1", &port]);
+    let mut r = replica.conn();
+    r.wait_for_sync(Duration::from_secs(30));
+    assert_eq!(digests(&mut r, &KEYS), before, "{server:?}: full sync");
+    let more = write_more(&mut c, "b");
+    c.ok("CONFIG SET bf.max-filter-bytes 300000");
+    let items: Vec<String> = (0..200_000).map(|i| format!("cut-{i}")).collect();
+    let mut cmd = vec!["BF.MADD".to_string(), "f1".into()];
+    cmd.extend(items);
+    let reply = c.call(&cmd);
+    let last = reply.as_array().last().unwrap().clone();
+    assert_eq!(last, Reply::Error("ERR operation exceeds bloom object memory limit".into()), "{server:?}");
+    assert!(reply.as_array().len() > 1000, "{server:?}: items before the limit were added");
+    let f3_card = c.cmd("BF.CARD f3");
+    let batch: Vec<String> = (0..500).map(|i| format!("over-{i}")).collect();
+    let mut cmd = vec!["BF.MADD".to_string(), "f3".into()];
+    cmd.extend(batch);
+    assert_eq!(c.call(&cmd), Reply::Error("ERR non scaling filter is full".into()));
+    assert_eq!(c.cmd("BF.CARD f3"), f3_card, "{server:?}: a refused batch adds nothing");
+    let blob = aof_blob("f2");
+    assert_eq!(c.call(&[b"BF.LOAD".to_vec(), b"loaded".to_vec(), blob]), Reply::Simple("OK".into()));
+    assert_eq!(c.cmd("WAIT 1 10000"), Reply::Int(1));
+    let keys = ["f1", "f2", "f3", "loaded"];
+    assert_eq!(digests(&mut r, &keys), digests(&mut c, &keys), "{server:?}: replica after the stream");
+    assert_eq!(dumps(&mut r, &keys), dumps(&mut c, &keys), "{server:?}: replica after the stream");
+    assert_present(&mut r, &more, "replica");
+    replica.kill();
 }
 
 /// The core model of a fixture object after the test's adds (from its
@@ -513,77 +481,65 @@ fn filter_bytes(len: u64, claimed: u64, k: u32, version: u8) -> Vec<u8> {
     f
 }
 
-#[test]
-fn damaged_payloads_are_refused_with_the_server_alive() {
-    for server in SERVERS {
-        let s = TestServer::hostile(server);
-        let mut c = s.conn();
-        let watch = Watch::new(&mut c);
-        for key in ["f1", "f3"] {
-            let p = payload(&mut c, key);
-            let (refused, loaded) =
-                restore_damaged(&mut c, &watch, &p, &format!("{server:?}-{key}"), exercise);
-            bloomkit_testkit::figure(&format!(
-                "hostile valkey-bloom, {server:?}: {} damaged {key} payloads, {refused} refused, {loaded} loaded and round-tripped",
-                refused + loaded
-            ));
-        }
-        let p = payload(&mut c, "f1");
-        let (head, version) = (&p[..10], &p[p.len() - 10..p.len() - 8]);
-        let good = filter_bytes(120, 120, 7, 1);
-        let cases: Vec<(&str, Vec<u8>)> = vec![
-            ("zero filters", crafted(head, version, 0, 2, 0.01, 1, &good, 100, 1)),
-            ("2^40 filters claimed", crafted(head, version, 1 << 40, 2, 0.01, 1, &good, 100, 1)),
-            ("expansion 2^40", crafted(head, version, 1, 1 << 40, 0.01, 1, &good, 100, 1)),
-            ("error rate 2", crafted(head, version, 1, 2, 2.0, 1, &good, 100, 1)),
-            ("error rate NaN", crafted(head, version, 1, 2, f64::NAN, 1, &good, 100, 1)),
-            ("seed flag 2", crafted(head, version, 1, 2, 0.01, 2, &good, 100, 1)),
-            ("fixed-seed flag, other seed", crafted(head, version, 1, 2, 0.01, 0, &good, 100, 1)),
-            ("capacity 0", crafted(head, version, 1, 2, 0.01, 1, &good, 0, 0)),
-            ("capacity 2^64-1", crafted(head, version, 1, 2, 0.01, 1, &good, u64::MAX, 0)),
-            ("items 2^64-1", crafted(head, version, 1, 2, 0.01, 1, &good, 100, u64::MAX)),
-            (
-                "bitmap claims 2^60 bytes",
-                crafted(head, version, 1, 2, 0.01, 1, &filter_bytes(120, 1 << 60, 7, 1), 100, 1),
-            ),
-            (
-                "bitmap claims 0 bytes",
-                crafted(head, version, 1, 2, 0.01, 1, &filter_bytes(0, 0, 7, 1), 100, 1),
-            ),
-            ("zero hashes", crafted(head, version, 1, 2, 0.01, 1, &filter_bytes(120, 120, 0, 1), 100, 1)),
-            (
-                "4e9 hashes",
-                crafted(head, version, 1, 2, 0.01, 1, &filter_bytes(120, 120, u32::MAX, 1), 100, 1),
-            ),
-            (
-                "filter version 2",
-                crafted(head, version, 1, 2, 0.01, 1, &filter_bytes(120, 120, 7, 2), 100, 1),
-            ),
-            ("header cut", crafted(head, version, 1, 2, 0.01, 1, &good[..30], 100, 1)),
-        ];
-        for (what, p) in cases {
-            let reply = restore(&mut c, "k", &p);
-            assert!(reply.error_text().contains("Bad data format"), "{server:?} {what}: {reply:?}");
-            assert_eq!(c.cmd("EXISTS k"), Reply::Int(0));
-            watch.check(&mut c, what);
-        }
-        // A valid crafted value loads (the builder is right), and a 120 MB one
-        // is refused by RESTORE's limit before its 1 GB claim could matter.
-        let ok = crafted(head, version, 1, 2, 0.01, 1, &good, 100, 1);
-        assert_eq!(restore(&mut c, "crafted", &ok), Reply::Simple("OK".into()), "{server:?}\n{}", s.log());
-        exercise(&mut c, "crafted", "crafted");
-        let big = crafted(head, version, 1, 2, 0.01, 1, &filter_bytes(140 << 20, 140 << 20, 7, 1), 100, 1);
-        assert!(
-            restore(&mut c, "big", &big).error_text().contains("Bad data format"),
-            "{server:?}: over the limit"
-        );
-        watch.check(&mut c, "a value over the limit");
-        assert!(s.log().contains("refused a bloomfltr value"), "{server:?}: refusals are logged");
+per_server!(damaged_payloads_are_refused_with_the_server_alive);
+fn damaged_payloads_are_refused_with_the_server_alive(server: Server) {
+    let s = TestServer::hostile(server);
+    let mut c = s.conn();
+    let watch = Watch::new(&mut c);
+    for key in ["f1", "f3"] {
+        let p = payload(&mut c, key);
+        let (refused, loaded) = restore_damaged(&mut c, &watch, &p, &format!("{server:?}-{key}"), exercise);
+        bloomkit_testkit::figure(&format!(
+            "hostile valkey-bloom, {server:?}: {} damaged {key} payloads, {refused} refused, {loaded} loaded and round-tripped",
+            refused + loaded
+        ));
     }
+    let p = payload(&mut c, "f1");
+    let (head, version) = (&p[..10], &p[p.len() - 10..p.len() - 8]);
+    let good = filter_bytes(120, 120, 7, 1);
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("zero filters", crafted(head, version, 0, 2, 0.01, 1, &good, 100, 1)),
+        ("2^40 filters claimed", crafted(head, version, 1 << 40, 2, 0.01, 1, &good, 100, 1)),
+        ("expansion 2^40", crafted(head, version, 1, 1 << 40, 0.01, 1, &good, 100, 1)),
+        ("error rate 2", crafted(head, version, 1, 2, 2.0, 1, &good, 100, 1)),
+        ("error rate NaN", crafted(head, version, 1, 2, f64::NAN, 1, &good, 100, 1)),
+        ("seed flag 2", crafted(head, version, 1, 2, 0.01, 2, &good, 100, 1)),
+        ("fixed-seed flag, other seed", crafted(head, version, 1, 2, 0.01, 0, &good, 100, 1)),
+        ("capacity 0", crafted(head, version, 1, 2, 0.01, 1, &good, 0, 0)),
+        ("capacity 2^64-1", crafted(head, version, 1, 2, 0.01, 1, &good, u64::MAX, 0)),
+        ("items 2^64-1", crafted(head, version, 1, 2, 0.01, 1, &good, 100, u64::MAX)),
+        (
+            "bitmap claims 2^60 bytes",
+            crafted(head, version, 1, 2, 0.01, 1, &filter_bytes(120, 1 << 60, 7, 1), 100, 1),
+        ),
+        ("bitmap claims 0 bytes", crafted(head, version, 1, 2, 0.01, 1, &filter_bytes(0, 0, 7, 1), 100, 1)),
+        ("zero hashes", crafted(head, version, 1, 2, 0.01, 1, &filter_bytes(120, 120, 0, 1), 100, 1)),
+        ("4e9 hashes", crafted(head, version, 1, 2, 0.01, 1, &filter_bytes(120, 120, u32::MAX, 1), 100, 1)),
+        ("filter version 2", crafted(head, version, 1, 2, 0.01, 1, &filter_bytes(120, 120, 7, 2), 100, 1)),
+        ("header cut", crafted(head, version, 1, 2, 0.01, 1, &good[..30], 100, 1)),
+    ];
+    for (what, p) in cases {
+        let reply = restore(&mut c, "k", &p);
+        assert!(reply.error_text().contains("Bad data format"), "{server:?} {what}: {reply:?}");
+        assert_eq!(c.cmd("EXISTS k"), Reply::Int(0));
+        watch.check(&mut c, what);
+    }
+    // A valid crafted value loads (the builder is right), and a 120 MB one
+    // is refused by RESTORE's limit before its 1 GB claim could matter.
+    let ok = crafted(head, version, 1, 2, 0.01, 1, &good, 100, 1);
+    assert_eq!(restore(&mut c, "crafted", &ok), Reply::Simple("OK".into()), "{server:?}\n{}", s.log());
+    exercise(&mut c, "crafted", "crafted");
+    let big = crafted(head, version, 1, 2, 0.01, 1, &filter_bytes(140 << 20, 140 << 20, 7, 1), 100, 1);
+    assert!(
+        restore(&mut c, "big", &big).error_text().contains("Bad data format"),
+        "{server:?}: over the limit"
+    );
+    watch.check(&mut c, "a value over the limit");
+    assert!(s.log().contains("refused a bloomfltr value"), "{server:?}: refusals are logged");
 }
 
-#[test]
-fn damaged_bf_load_blobs_are_refused_with_the_server_alive() {
+per_server!(damaged_bf_load_blobs_are_refused_with_the_server_alive);
+fn damaged_bf_load_blobs_are_refused_with_the_server_alive(server: Server) {
     let blob = aof_blob("f1");
     let mut variants: Vec<(String, Vec<u8>)> =
         (0..blob.len()).map(|len| (format!("cut to {len}"), blob[..len].to_vec())).collect();
@@ -609,31 +565,29 @@ fn damaged_bf_load_blobs_are_refused_with_the_server_alive() {
         "ERR bad expansion",
         "ERR operation exceeds bloom object memory limit",
     ];
-    for server in SERVERS {
-        let s = TestServer::hostile(server);
-        let mut c = s.conn();
-        let watch = Watch::new(&mut c);
-        let (mut refused, mut accepted) = (0, 0);
-        for (n, (what, b)) in variants.iter().enumerate() {
-            let key = format!("l{n}");
-            match c.call(&[b"BF.LOAD".to_vec(), key.clone().into_bytes(), b.clone()]) {
-                Reply::Simple(ok) if ok == "OK" => {
-                    accepted += 1;
-                    exercise(&mut c, &key, what);
-                }
-                Reply::Error(e) => {
-                    refused += 1;
-                    assert!(refused_texts.iter().any(|t| e.starts_with(t)), "{server:?} {what}: {e}");
-                    assert_eq!(c.call(&["EXISTS", &key]), Reply::Int(0), "{what}");
-                }
-                other => panic!("{server:?} {what}: {other:?}"),
+    let s = TestServer::hostile(server);
+    let mut c = s.conn();
+    let watch = Watch::new(&mut c);
+    let (mut refused, mut accepted) = (0, 0);
+    for (n, (what, b)) in variants.iter().enumerate() {
+        let key = format!("l{n}");
+        match c.call(&[b"BF.LOAD".to_vec(), key.clone().into_bytes(), b.clone()]) {
+            Reply::Simple(ok) if ok == "OK" => {
+                accepted += 1;
+                exercise(&mut c, &key, what);
             }
-            watch.check(&mut c, what);
+            Reply::Error(e) => {
+                refused += 1;
+                assert!(refused_texts.iter().any(|t| e.starts_with(t)), "{server:?} {what}: {e}");
+                assert_eq!(c.call(&["EXISTS", &key]), Reply::Int(0), "{what}");
+            }
+            other => panic!("{server:?} {what}: {other:?}"),
         }
-        assert!(refused > 0 && accepted > 0, "{server:?}: {refused} refused, {accepted} accepted");
-        bloomkit_testkit::figure(&format!(
-            "hostile valkey-bloom, {server:?}: {} damaged BF.LOAD blobs, {refused} refused, {accepted} loaded and exercised",
-            refused + accepted
-        ));
+        watch.check(&mut c, what);
     }
+    assert!(refused > 0 && accepted > 0, "{server:?}: {refused} refused, {accepted} accepted");
+    bloomkit_testkit::figure(&format!(
+        "hostile valkey-bloom, {server:?}: {} damaged BF.LOAD blobs, {refused} refused, {accepted} loaded and exercised",
+        refused + accepted
+    ));
 }

@@ -5,7 +5,7 @@
 //! Deliberate differences (README, "Compatibility") are kept out of the
 //! generated streams and tested on their own in `commands.rs`.
 
-use bloomkit_testkit::oracle::{same, Pair};
+use bloomkit_testkit::oracle::{self, same, Pair};
 use bloomkit_testkit::{Conn, Reply, Rng, Server, TestServer};
 
 const KEYS: &[&str] = &["k0", "k1", "k2", "k3", "str"];
@@ -19,11 +19,7 @@ const INFO_FIELDS: &[&str] =
     &["CAPACITY", "size", "Filters", "ITEMS", "expansion", "capacityX", "cap", "bogus", ""];
 
 fn item(rng: &mut Rng) -> Vec<u8> {
-    match rng.below(10) {
-        0 => Vec::new(),
-        1 => vec![0u8, 255, 10, 13],
-        _ => format!("item{}", rng.below(60)).into_bytes(),
-    }
+    oracle::item(rng, 10, &[0, 255, 10, 13], 60)
 }
 
 /// One random command, valid or not.
@@ -147,14 +143,7 @@ fn command(rng: &mut Rng) -> Vec<Vec<u8>> {
 }
 
 fn run_stream(seed: u64, steps: usize, resp3: bool) {
-    let pair = Pair::start();
-    let (mut rb, mut bk) = pair.conns();
-    if resp3 {
-        rb.ok("HELLO 3");
-        bk.ok("HELLO 3");
-    }
-    let setup = vec![b"SET".to_vec(), b"str".to_vec(), b"x".to_vec()];
-    same(&mut rb, &mut bk, &setup, "setup");
+    let (_pair, mut rb, mut bk) = oracle::open_stream(resp3, &["SET str x"]);
     let mut rng = Rng(seed);
     let mut errors = 0;
     for step in 0..steps {
@@ -166,41 +155,20 @@ fn run_stream(seed: u64, steps: usize, resp3: bool) {
             let from = KEYS[rng.below(4)];
             if let Some(chunks) = bk.scandump(from) {
                 assert_eq!(rb.scandump(from), Some(chunks.clone()), "seed {seed}: SCANDUMP of {from}");
-                let to = format!("copy{step}");
                 // The header comes first, under iterator 1.
-                for (iter, data) in chunks {
-                    let cmd = vec![
-                        b"BF.LOADCHUNK".to_vec(),
-                        to.clone().into_bytes(),
-                        iter.to_string().into_bytes(),
-                        data,
-                    ];
-                    same(&mut rb, &mut bk, &cmd, &format!("seed {seed} step {step} loadchunk"));
-                }
+                let (to, context) = (format!("copy{step}"), format!("seed {seed} step {step}"));
+                oracle::load_chunks_on_both(&mut rb, &mut bk, "BF.LOADCHUNK", &to, chunks, &context);
             }
         }
     }
-    assert!(errors > steps / 20, "the stream exercised error paths ({errors} errors)");
-    assert!(errors < steps * 9 / 10, "the stream exercised success paths ({errors} errors)");
+    oracle::assert_both_paths(errors, steps, (9, 10));
     // The final states agree byte for byte.
     for key in KEYS {
         assert_eq!(rb.scandump(key), bk.scandump(key), "seed {seed}: final state of {key}");
     }
 }
 
-#[test]
-fn random_streams_resp2() {
-    for seed in [1, 2, 3] {
-        run_stream(seed, 2500, false);
-    }
-}
-
-#[test]
-fn random_streams_resp3() {
-    for seed in [11, 12] {
-        run_stream(seed, 2500, true);
-    }
-}
+bloomkit_testkit::random_streams!(run_stream, 2500, resp2: [1, 2, 3], resp3: [11, 12]);
 
 /// Fills a scaled filter with the same items on a server.
 fn fill(c: &mut Conn, key: &str) -> Vec<String> {
@@ -219,20 +187,14 @@ fn assert_all_present(c: &mut Conn, key: &str, items: &[String]) {
     assert!(reply.as_array().iter().all(|r| r.as_int() == 1), "every item present in {key}");
 }
 
-/// Runs `f(from, to, name)` from RedisBloom to bloomkit, then the other way.
-
 #[test]
 fn dump_restore_both_directions() {
     Pair::start().in_both_directions(|from, to, name| {
         let items = fill(from, "src");
-        let payload = from.call(&["DUMP", "src"]).as_bytes().to_vec();
-        let restored = to.call(&[b"RESTORE".to_vec(), b"dst".to_vec(), b"0".to_vec(), payload]);
-        assert_eq!(restored, Reply::Simple("OK".into()), "{name}");
+        oracle::dump_and_restore(from, to, "src", "dst", name);
         assert_all_present(to, "dst", &items);
         assert_eq!(from.scandump("src"), to.scandump("dst"), "{name}: identical filter");
         assert_eq!(from.call(&["BF.INFO", "src"]), to.call(&["BF.INFO", "dst"]), "{name}");
-        from.ok("DEL src");
-        to.ok("DEL dst");
     });
 }
 
@@ -248,8 +210,6 @@ fn scandump_loadchunk_both_directions() {
         let more: Vec<Vec<u8>> =
             ["BF.MADD", "dst", "new1", "new2", "u5"].iter().map(|s| s.as_bytes().to_vec()).collect();
         assert_eq!(to.call(&more), from.call(&["BF.MADD", "src", "new1", "new2", "u5"]), "{name}");
-        from.ok("DEL src");
-        to.ok("DEL dst");
     });
 }
 
