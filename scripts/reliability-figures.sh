@@ -10,7 +10,7 @@ seconds="${1:-600}"
 scripts/test-servers.sh 2>/dev/null
 cargo build --workspace --all-targets
 tests=$(mktemp); fuzz=$(mktemp); valgrind=$(mktemp); trap 'rm -f "$tests" "$fuzz" "$valgrind"' EXIT
-cargo test -p bloomkit-module --test it -- reliability:: hostile:: hostile_apbf:: window:: \
+cargo test -p bloomkit-module --test it -- reliability:: hostile:: apbf_commands:: \
   --nocapture --test-threads=1 >"$tests" 2>&1 || { tail -50 "$tests"; exit 1; }
 fuzz/run.sh "$seconds" | tee "$fuzz"
 if [ "${VALGRIND:-0}" = 1 ]; then scripts/valgrind.sh 2>&1 | tail -1 >"$valgrind"; fi
