@@ -88,8 +88,18 @@ done
 say "package: installed, used by Redis $(redis-server --version | grep -o 'v=[0-9.]*') and Valkey, removed clean"
 
 # ---- 2. publishable crates ----
-cargo publish --dry-run --allow-dirty -p bloomkit-core -p bloomkit-client -p bloomkit-cli
-say "cargo publish --dry-run: bloomkit-core, bloomkit-client, bloomkit-cli"
+# Packaged as crates.io would take them. Not rebuilt from the packages
+# (`--no-verify`, a minute of CI): their sources are the workspace's, built
+# and tested above; what a package can get wrong is a file it leaves out,
+# which is checked against git here.
+cargo publish --dry-run --allow-dirty --no-verify -p bloomkit-core -p bloomkit-client -p bloomkit-cli
+for crate in bloomkit-core bloomkit-client bloomkit-cli; do
+    listed=$(cargo package --allow-dirty --no-verify --list -p "$crate")
+    while read -r f; do
+        grep -qxF "$f" <<<"$listed" || fail "the $crate package leaves out $f"
+    done < <(git ls-files "crates/$crate" | sed "s|^crates/$crate/||" | grep -E '^(src/|benches/|examples/|build\.rs$|README\.md$|Cargo\.toml$)')
+done
+say "cargo publish --dry-run: bloomkit-core, bloomkit-client, bloomkit-cli (every source file packaged)"
 
 # ---- 3. run-server.sh beside a server on 6379 ----
 if redis-cli -p 6379 ping >/dev/null 2>&1; then
