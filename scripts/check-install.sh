@@ -99,7 +99,12 @@ for crate in bloomkit-core bloomkit-client bloomkit-cli; do
         grep -qxF "$f" <<<"$listed" || fail "the $crate package leaves out $f"
     done < <(git ls-files "crates/$crate" | sed "s|^crates/$crate/||" | grep -E '^(src/|benches/|examples/|build\.rs$|README\.md$|Cargo\.toml$)')
 done
-say "cargo publish --dry-run: bloomkit-core, bloomkit-client, bloomkit-cli (every source file packaged)"
+# Each crate built alone, as a user's build builds it: in the workspace the
+# others' features mask a missing one (the client's tokio, behind a feature).
+for crate in bloomkit-core bloomkit-client bloomkit-cli; do
+    cargo check -q -p "$crate" || fail "$crate does not build on its own"
+done
+say "cargo publish --dry-run: bloomkit-core, bloomkit-client, bloomkit-cli (every source file packaged, each builds alone)"
 
 # ---- 3. run-server.sh beside a server on 6379 ----
 if redis-cli -p 6379 ping >/dev/null 2>&1; then
