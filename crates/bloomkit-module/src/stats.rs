@@ -88,8 +88,11 @@ impl Counters {
         self.values[field].fetch_add(n, Relaxed);
     }
 
+    /// Never below 0: a slip in the accounting shows as a small error in
+    /// `INFO bf`, not as a number near 2^64 (tests catch it in debug builds).
     pub fn sub(&self, field: usize, n: u64) {
-        self.values[field].fetch_sub(n, Relaxed);
+        let before = self.values[field].fetch_update(Relaxed, Relaxed, |v| Some(v.saturating_sub(n)));
+        debug_assert!(before.is_ok_and(|v| v >= n), "counter {} went below 0", self.fields[field]);
     }
 
     /// For lookups, counted only on the main thread: a plain load and store
@@ -216,6 +219,7 @@ pub fn write_module_fields(ctx: *mut raw::RedisModuleInfoCtx) {
 pub mod held {
     use std::collections::BTreeMap;
     use std::ffi::c_void;
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
     use std::sync::Mutex;
 
     /// Counts (`true`) or uncounts a live value of the type that registered it.
@@ -227,6 +231,10 @@ pub mod held {
         left: bool,
     }
 
+    /// Only the main thread adds or moves entries (values are made, loaded
+    /// and defragged there); the lazy-free thread only removes them. The
+    /// counting functions run under the lock: that is what keeps a value a
+    /// background thread is freeing alive until it is counted out.
     static HELD: Mutex<BTreeMap<usize, Entry>> = Mutex::new(BTreeMap::new());
 
     fn held() -> std::sync::MutexGuard<'static, BTreeMap<usize, Entry>> {
@@ -241,7 +249,23 @@ pub mod held {
 
     /// A value being freed: whether it was still counted (and is no more).
     pub fn remove(value: *const c_void) -> bool {
-        held().remove(&(value as usize)).is_some_and(|e| !e.left)
+        match held().remove(&(value as usize)) {
+            Some(e) if e.left => {
+                LEFT.fetch_sub(1, Relaxed);
+                false
+            }
+            Some(_) => true,
+            None => false,
+        }
+    }
+
+    /// Values out of their counters but not freed yet (counted by the map's
+    /// lock holders): while there are none, a MOVE or RENAME cannot concern
+    /// a value of ours, and its event is not looked at.
+    static LEFT: AtomicUsize = AtomicUsize::new(0);
+
+    pub fn any_left() -> bool {
+        LEFT.load(Relaxed) > 0
     }
 
     /// A value left the keyspace: uncount it now.
@@ -260,6 +284,11 @@ pub mod held {
         if let Some(e) = map.get_mut(&(value as usize)) {
             if e.left == counted {
                 e.left = !counted;
+                if counted {
+                    LEFT.fetch_sub(1, Relaxed);
+                } else {
+                    LEFT.fetch_add(1, Relaxed);
+                }
                 // SAFETY: the map holds only live values (an entry goes
                 // when its value is freed), each with its own type's function.
                 unsafe { (e.count)(value, counted) };
@@ -281,10 +310,27 @@ pub mod held {
     pub fn leave_all() {
         for (value, e) in held().iter_mut().filter(|(_, e)| !e.left) {
             e.left = true;
+            LEFT.fetch_add(1, Relaxed);
             // SAFETY: as in `set`: the flush has not freed them yet.
             unsafe { (e.count)(*value as *const c_void, false) };
         }
     }
+}
+
+/// A read that leaves no trace: no LRU/LFU touch, no keyspace hit or
+/// miss, no expiry, no other effect (what the server supports of them).
+fn quiet_read() -> std::ffi::c_int {
+    let wanted = raw::REDISMODULE_OPEN_KEY_NOTOUCH
+        | raw::REDISMODULE_OPEN_KEY_NOSTATS
+        | raw::REDISMODULE_OPEN_KEY_NOEXPIRE
+        | raw::REDISMODULE_OPEN_KEY_NOEFFECTS;
+    let supported = if crate::ffi::has_api!(RedisModule_GetOpenKeyModesAll) {
+        // SAFETY: no arguments; a constant of the server.
+        unsafe { api!(RedisModule_GetOpenKeyModesAll)() as u32 }
+    } else {
+        raw::REDISMODULE_OPEN_KEY_NOTOUCH
+    };
+    (raw::REDISMODULE_READ | (wanted & supported)) as std::ffi::c_int
 }
 
 /// MOVE and RENAME: on some servers the old name's unlink uncounted the
@@ -301,12 +347,11 @@ extern "C" fn on_generic_event(
         }
         // SAFETY: the server passes a NUL-terminated event name.
         let name = unsafe { CStr::from_ptr(event) }.to_bytes();
-        if name == b"move_to" || name == b"rename_to" {
+        if (name == b"move_to" || name == b"rename_to") && held::any_left() {
             // SAFETY: the callback's context has the new name's database
             // selected; the key is opened for reading and closed here.
             unsafe {
-                let k = api!(RedisModule_OpenKey)(ctx, key, raw::REDISMODULE_READ as i32)
-                    .cast::<raw::RedisModuleKey>();
+                let k = api!(RedisModule_OpenKey)(ctx, key, quiet_read()).cast::<raw::RedisModuleKey>();
                 if !k.is_null() {
                     let value = api!(RedisModule_ModuleTypeGetValue)(k);
                     if !value.is_null() {
@@ -320,11 +365,14 @@ extern "C" fn on_generic_event(
     })
 }
 
-/// `FLUSHALL`, `FLUSHDB` and a replica's emptying, sync or async: the
-/// values leave their counters when the flush starts, not when a
-/// background thread frees them, so `INFO bf` reads 0 right after.
+/// `FLUSHALL` and a replica's emptying, sync or async: the values leave
+/// their counters when the flush starts, not when a background thread
+/// frees them, so `INFO bf` reads 0 right after. A one-database `FLUSHDB`
+/// is left to the frees (at once when synchronous): knowing which values
+/// are in one database would mean walking all its keys on the main thread,
+/// which is what `FLUSHDB ASYNC` exists to avoid.
 extern "C" fn on_flush(
-    ctx: *mut raw::RedisModuleCtx,
+    _ctx: *mut raw::RedisModuleCtx,
     _event: raw::RedisModuleEvent,
     subevent: u64,
     data: *mut std::ffi::c_void,
@@ -334,47 +382,10 @@ extern "C" fn on_flush(
             return;
         }
         // SAFETY: for this event the server passes a RedisModuleFlushInfo.
-        let db = unsafe { (*data.cast::<raw::RedisModuleFlushInfo>()).dbnum };
-        if db == -1 {
+        if unsafe { (*data.cast::<raw::RedisModuleFlushInfo>()).dbnum } == -1 {
             held::leave_all();
-        } else {
-            leave_db(ctx, db);
         }
     })
-}
-
-/// Uncounts the values of one database about to be flushed: its keys are
-/// scanned (the only way to know which values are in it).
-fn leave_db(ctx: *mut raw::RedisModuleCtx, db: i32) {
-    extern "C" fn each(
-        _ctx: *mut raw::RedisModuleCtx,
-        _name: *mut raw::RedisModuleString,
-        key: *mut raw::RedisModuleKey,
-        _privdata: *mut std::ffi::c_void,
-    ) {
-        crate::ffi::guard((), || {
-            if key.is_null() {
-                return;
-            }
-            // SAFETY: a key the scan opened; NULL for keys of other types.
-            let value = unsafe { api!(RedisModule_ModuleTypeGetValue)(key) };
-            if !value.is_null() {
-                held::leave(value);
-            }
-        })
-    }
-    // SAFETY: the event's context; the cursor is freed below; the scan
-    // runs on the main thread before the flush.
-    unsafe {
-        let selected = api!(RedisModule_GetSelectedDb)(ctx);
-        if api!(RedisModule_SelectDb)(ctx, db) != raw::REDISMODULE_OK as i32 {
-            return;
-        }
-        let cursor = api!(RedisModule_ScanCursorCreate)();
-        while api!(RedisModule_Scan)(ctx, cursor, Some(each), std::ptr::null_mut()) != 0 {}
-        api!(RedisModule_ScanCursorDestroy)(cursor);
-        api!(RedisModule_SelectDb)(ctx, selected);
-    }
 }
 
 /// Whether a value leaves its counters at its key's `unlink` (and comes
