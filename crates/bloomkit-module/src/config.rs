@@ -27,7 +27,7 @@ use bloomkit_core::common::sizing::is_rate;
 use bloomkit_core::Limits;
 use redis_module::raw;
 
-use crate::ffi::{api, cstring, has_api, Arg, Ctx};
+use crate::ffi::{api, cstring, has_api, Arg, Ctx, ServerKind};
 
 /// The compatibility level, as an index into [`Compat::ALL`]; -1 until the
 /// load sets it from the server (or a load argument does).
@@ -503,29 +503,9 @@ pub fn apply_load_args(args: &[Arg]) -> Result<(), String> {
 /// Redis's major and minor version; 0.0 for Valkey (whatever Redis
 /// version it reports) or when the server does not say.
 fn redis_version(ctx: Ctx) -> (u32, u32) {
-    if !has_api!(RedisModule_GetServerInfo) {
-        return (0, 0);
-    }
-    // SAFETY: valid context during OnLoad; the data is freed below and the
-    // field pointers are not used after that.
-    unsafe {
-        let info = api!(RedisModule_GetServerInfo)(ctx.0, c"server".as_ptr());
-        if info.is_null() {
-            return (0, 0);
-        }
-        let field = |name: &CStr| {
-            let p = api!(RedisModule_ServerInfoGetFieldC)(info, name.as_ptr());
-            (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
-        };
-        let valkey =
-            field(c"valkey_version").is_some() || field(c"server_name").is_some_and(|n| n == "valkey");
-        let version = field(c"redis_version");
-        api!(RedisModule_FreeServerInfo)(ctx.0, info);
-        if valkey {
-            return (0, 0);
-        }
-        let mut parts = version.as_deref().unwrap_or("").split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-        (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+    match crate::ffi::server_version(ctx.0) {
+        Some((ServerKind::Redis, major, minor)) => (major, minor),
+        _ => (0, 0),
     }
 }
 

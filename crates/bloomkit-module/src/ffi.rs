@@ -261,6 +261,44 @@ pub fn random_bytes(out: &mut [u8]) {
     unsafe { api!(RedisModule_GetRandomBytes)(out.as_mut_ptr(), out.len()) };
 }
 
+/// Which server the module runs in.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ServerKind {
+    Redis,
+    Valkey,
+}
+
+/// The server and its version as (major, minor): Valkey's own version on
+/// Valkey, which also reports a Redis-compatible one; `None` when the
+/// server does not say (before `RedisModule_GetServerInfo`).
+pub fn server_version(ctx: *mut raw::RedisModuleCtx) -> Option<(ServerKind, u32, u32)> {
+    if !has_api!(RedisModule_GetServerInfo) {
+        return None;
+    }
+    // SAFETY: valid context; the fields are copied out before the data is freed.
+    unsafe {
+        let info = api!(RedisModule_GetServerInfo)(ctx, c"server".as_ptr());
+        if info.is_null() {
+            return None;
+        }
+        let field = |name: &std::ffi::CStr| {
+            let p = api!(RedisModule_ServerInfoGetFieldC)(info, name.as_ptr());
+            (!p.is_null()).then(|| std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned())
+        };
+        let valkey = field(c"valkey_version");
+        let named_valkey = field(c"server_name").is_some_and(|n| n == "valkey");
+        let redis = field(c"redis_version");
+        api!(RedisModule_FreeServerInfo)(ctx, info);
+        let (kind, version) = match valkey {
+            Some(v) => (ServerKind::Valkey, v),
+            None if named_valkey => (ServerKind::Valkey, String::new()),
+            None => (ServerKind::Redis, redis.unwrap_or_default()),
+        };
+        let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        Some((kind, parts.next().unwrap_or(0), parts.next().unwrap_or(0)))
+    }
+}
+
 /// Writes to the server log (`ctx` may be null).
 pub fn log(ctx: *mut raw::RedisModuleCtx, level: &'static std::ffi::CStr, message: &str) {
     let Ok(message) = CString::new(message.replace('\0', " ")) else { return };

@@ -401,34 +401,14 @@ pub fn unlink_counts() -> bool {
     UNLINK_COUNTS.load(Relaxed)
 }
 
-/// Valkey's version as (major, minor), or `None` on Redis.
-fn valkey_version(ctx: *mut raw::RedisModuleCtx) -> Option<(u32, u32)> {
-    if !crate::ffi::has_api!(RedisModule_GetServerInfo) {
-        return Some((0, 0)); // too old to say: the safe side
-    }
-    // SAFETY: valid context during OnLoad; the data is freed before returning
-    // and the field is copied out first.
-    unsafe {
-        let info = api!(RedisModule_GetServerInfo)(ctx, c"server".as_ptr());
-        if info.is_null() {
-            return Some((0, 0));
-        }
-        let p = api!(RedisModule_ServerInfoGetFieldC)(info, c"valkey_version".as_ptr());
-        let version = (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned());
-        api!(RedisModule_FreeServerInfo)(ctx, info);
-        version.map(|v| {
-            let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-            (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
-        })
-    }
-}
-
 /// Subscribes to the flush event and, where it is safe, to MOVE's and
 /// RENAME's (at load).
 pub fn subscribe(ctx: *mut raw::RedisModuleCtx) {
-    let safe = match valkey_version(ctx) {
-        None => true,
-        Some(version) => version >= (9, 1),
+    // Unknown servers are taken to be unsafe.
+    let safe = match crate::ffi::server_version(ctx) {
+        Some((crate::ffi::ServerKind::Redis, ..)) => true,
+        Some((crate::ffi::ServerKind::Valkey, major, minor)) => (major, minor) >= (9, 1),
+        None => false,
     };
     if safe && crate::ffi::has_api!(RedisModule_SubscribeToKeyspaceEvents) {
         UNLINK_COUNTS.store(true, Relaxed);
