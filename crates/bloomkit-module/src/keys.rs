@@ -124,9 +124,9 @@ pub trait Stored: Sized {
 
     /// Hands the value over as the pointer the keyspace keeps, counting it.
     fn into_value(self) -> *mut c_void {
-        Self::COUNTERS.created(self.counted_bytes());
-        self.tally(true);
         let value = Box::into_raw(Box::new(self)).cast();
+        // SAFETY: the value just made, alive until the keyspace frees it.
+        unsafe { count::<Self>(value, true) };
         crate::stats::held::insert(value, count::<Self>);
         value
     }
