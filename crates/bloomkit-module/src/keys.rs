@@ -235,6 +235,23 @@ pub fn lookup<T: Stored>(key: &Key) -> Result<Option<NonNull<T>>, Reply> {
     }
 }
 
+/// A value of one of two types: `Ok` the first, `Err` the second.
+pub type Either<A, B> = Result<NonNull<A>, NonNull<B>>;
+
+/// The value in a key that may hold either of two types (a `BF.*` key:
+/// RedisBloom's or valkey-bloom's): `Ok(None)` when the key is empty,
+/// `WRONGTYPE` when it holds anything else.
+pub fn lookup_either<A: Stored, B: Stored>(key: &Key) -> Result<Option<Either<A, B>>, Reply> {
+    match key.slot::<A>(A::data_type()) {
+        Slot::Ours(a) => Ok(Some(Ok(a))),
+        Slot::Empty => Ok(None),
+        Slot::OtherType => match key.slot::<B>(B::data_type()) {
+            Slot::Ours(b) => Ok(Some(Err(b))),
+            _ => Err(WrongType.into()),
+        },
+    }
+}
+
 /// Stores a new value in an empty key opened for writing.
 pub fn store<T: Stored>(key: &Key, value: T) -> Result<NonNull<T>, Reply> {
     let value = value.into_value();

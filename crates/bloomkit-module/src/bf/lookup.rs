@@ -4,12 +4,11 @@
 use std::ptr::NonNull;
 
 use bloomkit_core::bf::Chain;
-use bloomkit_core::common::reply::WrongType;
 use bloomkit_core::vbloom::Object;
 use bloomkit_core::Reply;
 
-use crate::ffi::{Key, Slot};
-use crate::keys::Stored;
+use crate::ffi::Key;
+use crate::keys;
 
 /// A `BF.*` key's filter, of either type.
 pub enum BloomFilter {
@@ -20,14 +19,10 @@ pub enum BloomFilter {
 /// The Bloom filter in a key, of either type: `Ok(None)` when the key is
 /// empty, `WRONGTYPE` when it holds anything else.
 pub fn lookup_bloom(key: &Key) -> Result<Option<BloomFilter>, Reply> {
-    match key.slot::<Chain>(Chain::data_type()) {
-        Slot::Ours(chain) => Ok(Some(BloomFilter::Chain(chain))),
-        Slot::Empty => Ok(None),
-        Slot::OtherType => match key.slot::<Object>(Object::data_type()) {
-            Slot::Ours(object) => Ok(Some(BloomFilter::Valkey(object))),
-            _ => Err(WrongType.into()),
-        },
-    }
+    Ok(keys::lookup_either::<Chain, Object>(key)?.map(|found| match found {
+        Ok(chain) => BloomFilter::Chain(chain),
+        Err(object) => BloomFilter::Valkey(object),
+    }))
 }
 
 /// The filter in a key, read only while the key is open.

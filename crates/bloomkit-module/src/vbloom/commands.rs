@@ -40,11 +40,7 @@ pub fn load(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::LOAD.check(argv)?;
     let key = Key::open(ctx, &argv[1], true);
     // A Bloom filter of either type is there already; another type is WRONGTYPE.
-    let taken = match keys::lookup::<Object>(&key) {
-        Ok(found) => found.is_some(),
-        Err(other) => keys::lookup::<bloomkit_core::bf::Chain>(&key).map_err(|_| other)?.is_some(),
-    };
-    if taken {
+    if keys::lookup_either::<Object, bloomkit_core::bf::Chain>(&key)?.is_some() {
         return Err(ValkeyError::KeyExists.into());
     }
     // Checked and compared with the limit before anything is allocated.
