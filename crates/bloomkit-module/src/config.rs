@@ -15,7 +15,8 @@
 //! any setting's name (with or without `bf.`, `_` for `-`, any case) or one
 //! of its aliases (RedisBloom 2.8's names). Two names of one value share
 //! its range, so that `CONFIG REWRITE` never writes a line the other name
-//! would refuse.
+//! would refuse; on Redis 8 they are one config, bloomkit's name the alias
+//! of RedisBloom 8's, so that `CONFIG REWRITE` writes one line.
 
 use std::ffi::{c_char, c_int, c_longlong, c_void, CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering::Relaxed};
@@ -474,6 +475,53 @@ fn normalised(name: &[u8]) -> String {
     name.strip_prefix("bf.").map(str::to_owned).unwrap_or(name)
 }
 
+/// The other name of the same value (`bf.error-rate` for RedisBloom 8's
+/// `bf-error-rate`, and back), if the setting has one.
+fn twin(setting: &Setting) -> Option<&'static Setting> {
+    let cell = cell_of(setting.value);
+    settings().iter().copied().find(|s| s.naming != setting.naming && cell_of(s.value) == cell)
+}
+
+/// The name a setting is registered under on a server with (`redis_8`) or
+/// without RedisBloom 8's unprefixed names, as the configuration file and
+/// CONFIG SET spell it.
+fn config_name(setting: &Setting, redis_8: bool) -> String {
+    match setting.naming {
+        Naming::RedisBloom8 if redis_8 => setting.name.to_owned(),
+        _ => format!("bf.{}", setting.name),
+    }
+}
+
+/// On Redis 8 the two names of one value are one config (RedisBloom 8's,
+/// with bloomkit's as its alias), so `CONFIG REWRITE` writes one line. The
+/// server applies one of two lines naming the same config and then stops,
+/// calling the other "unresolved" (an earlier bloomkit's CONFIG REWRITE
+/// wrote both): this says which lines and what to do, before the server
+/// stops with less to go on.
+fn both_names_in_file(ctx: Ctx) -> Result<(), String> {
+    let Some(path) = crate::ffi::server_info_field(ctx.0, c"server", c"config_file") else { return Ok(()) };
+    let Ok(text) = std::fs::read_to_string(&path) else { return Ok(()) };
+    let named = |name: &str| {
+        text.lines()
+            .any(|line| line.split_whitespace().next().is_some_and(|word| word.eq_ignore_ascii_case(name)))
+    };
+    for &setting in settings() {
+        if setting.naming != Naming::RedisBloom8 {
+            continue;
+        }
+        if let Some(t) = twin(setting) {
+            let (ours, theirs) = (config_name(t, true), config_name(setting, true));
+            if named(&ours) && named(&theirs) {
+                return Err(format!(
+                    "{path} sets both {theirs} and {ours}, two names of one setting (CONFIG REWRITE writes \
+                     {theirs} alone): keep one line"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn find(name: &str) -> Option<&'static Setting> {
     settings().iter().copied().find(|s| s.name == name || s.aliases.contains(&name))
 }
@@ -855,7 +903,14 @@ pub fn register(ctx: Ctx) -> Result<(), String> {
     for &setting in settings() {
         setting.default.store(current(setting.value), Relaxed);
         let (name, flags) = match setting.naming {
-            Naming::RedisBloom8 if redis_8 => (setting.name.to_owned(), raw::REDISMODULE_CONFIG_UNPREFIXED),
+            // One config with two names: CONFIG REWRITE writes one line.
+            Naming::RedisBloom8 if redis_8 => match twin(setting) {
+                Some(t) => {
+                    (format!("{}|{}", setting.name, config_name(t, true)), raw::REDISMODULE_CONFIG_UNPREFIXED)
+                }
+                None => (setting.name.to_owned(), raw::REDISMODULE_CONFIG_UNPREFIXED),
+            },
+            Naming::Prefixed if redis_8 && twin(setting).is_some() => continue,
             _ => (setting.name.to_owned(), 0),
         };
         let c_name = cstring(&name);
@@ -863,6 +918,9 @@ pub fn register(ctx: Ctx) -> Result<(), String> {
             let shown = if flags == 0 { format!("bf.{name}") } else { name };
             return Err(format!("could not register config {shown}"));
         }
+    }
+    if redis_8 {
+        both_names_in_file(ctx)?;
     }
     LOADING_CONFIGS.store(true, Relaxed);
     // SAFETY: valid context; applies values from the config file / command line.

@@ -299,6 +299,29 @@ pub fn server_version(ctx: *mut raw::RedisModuleCtx) -> Option<(ServerKind, u32,
     }
 }
 
+/// One field of one INFO section, as text (`None` before
+/// `RedisModule_GetServerInfo`, or when the server does not give it).
+pub fn server_info_field(
+    ctx: *mut raw::RedisModuleCtx,
+    section: &std::ffi::CStr,
+    name: &std::ffi::CStr,
+) -> Option<String> {
+    if !has_api!(RedisModule_GetServerInfo) {
+        return None;
+    }
+    // SAFETY: valid context; the field is copied out before the data is freed.
+    unsafe {
+        let info = api!(RedisModule_GetServerInfo)(ctx, section.as_ptr());
+        if info.is_null() {
+            return None;
+        }
+        let p = api!(RedisModule_ServerInfoGetFieldC)(info, name.as_ptr());
+        let value = (!p.is_null()).then(|| std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned());
+        api!(RedisModule_FreeServerInfo)(ctx, info);
+        value.filter(|v| !v.is_empty())
+    }
+}
+
 /// Writes to the server log (`ctx` may be null).
 pub fn log(ctx: *mut raw::RedisModuleCtx, level: &'static std::ffi::CStr, message: &str) {
     let Ok(message) = CString::new(message.replace('\0', " ")) else { return };

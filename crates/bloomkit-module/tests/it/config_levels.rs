@@ -103,23 +103,45 @@ fn valkey_bloom_creation_settings_need_their_level() {
 }
 
 /// On Redis 8, `bf-error-rate` (RedisBloom 8's) and `bf.error-rate`
-/// (bloomkit's) are one setting, and `CONFIG REWRITE` writes both: a file
-/// where an edit left them different stops the start, naming both, rather
-/// than one line winning silently. Equal lines start.
+/// (bloomkit's) are one config with two names: `CONFIG REWRITE` writes each
+/// setting once, under RedisBloom 8's name, whichever name the file or
+/// CONFIG SET used, and what it writes starts again with the values. A file
+/// naming both (as an earlier bloomkit's CONFIG REWRITE wrote them) stops
+/// the start, naming both lines, equal or not: the server would apply one
+/// and refuse the other as "unresolved".
 #[test]
-fn two_names_of_one_setting_never_disagree_silently() {
-    let out = refused(Server::Redis8, &["bf.error-rate 0.02", "bf-error-rate 0.05"]);
-    assert!(out.contains("two names of one setting") && out.contains("keep one line"), "{out}");
-    let s = start(Server::Redis8, &["bf.error-rate 0.05", "bf-error-rate 0.05"]);
+fn each_setting_is_written_once_and_two_names_never_disagree_silently() {
+    for lines in [["bf.error-rate 0.02", "bf-error-rate 0.05"], ["bf.error-rate 0.05", "bf-error-rate 0.05"]] {
+        let out = refused(Server::Redis8, &lines);
+        assert!(
+            out.contains("sets both bf-error-rate and bf.error-rate, two names of one setting")
+                && out.contains("keep one line"),
+            "{out}"
+        );
+    }
+    let s = start(Server::Redis8, &["bf.error-rate 0.05", "bf-expansion-factor 4"]);
     let mut c = s.conn();
     assert_eq!(c.call(&["CONFIG", "GET", "bf-error-rate"]).as_array()[1].as_bytes(), b"0.05");
-    // What CONFIG REWRITE writes starts again, and keeps the value.
-    c.ok("CONFIG SET bf-initial-size 700");
+    assert_eq!(c.call(&["CONFIG", "GET", "bf.error-rate"]).as_array()[1].as_bytes(), b"0.05");
+    c.ok("CONFIG SET bf.initial-size 700");
+    assert_eq!(c.call(&["CONFIG", "GET", "bf-initial-size"]).as_array()[1].as_bytes(), b"700");
     c.ok("CONFIG REWRITE");
     let written = s.config_file().unwrap();
     drop(c);
     drop(s);
-    let lines: Vec<&str> = written.lines().filter(|l| l.contains("initial-size")).collect();
-    let s = start(Server::Redis8, &lines);
-    assert_eq!(s.conn().call(&["CONFIG", "GET", "bf-initial-size"]).as_array()[1].as_bytes(), b"700");
+    let ours: Vec<&str> = written.lines().filter(|l| l.starts_with("bf")).collect();
+    for setting in ["error-rate", "initial-size", "expansion-factor"] {
+        let named: Vec<&&str> = ours.iter().filter(|l| l.contains(setting)).collect();
+        assert_eq!(named.len(), 1, "{setting} in {written}");
+        assert!(named[0].starts_with(&format!("bf-{setting} ")), "{named:?}");
+    }
+    let s = start(Server::Redis8, &ours);
+    let mut c = s.conn();
+    for (name, value) in [("bf.error-rate", "0.05"), ("bf-initial-size", "700"), ("bf.expansion-factor", "4")] {
+        assert_eq!(c.call(&["CONFIG", "GET", name]).as_array()[1].as_bytes(), value.as_bytes(), "{name}");
+    }
+    // Servers without RedisBloom 8's names keep two configs (`bf.error-rate`,
+    // `bf.bf-error-rate`): different values in the file stop the start.
+    let out = refused(Server::Redis, &["bf.error-rate 0.02", "bf.bf-error-rate 0.05"]);
+    assert!(out.contains("two names of one setting") && out.contains("keep one line"), "{out}");
 }
