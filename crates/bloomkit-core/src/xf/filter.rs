@@ -375,9 +375,9 @@ impl XfFilter {
         let ((t, q, _), old) = self.route(XfFilter::hash(item));
         let mut cost = LookupCost { slots: 0, cache_lines: 0 };
         for (t, q) in [Some((t, q)), old.map(|(t, q, _)| (t, q))].into_iter().flatten() {
-            let (lo, hi) = t.probe_span(q);
-            cost.slots += hi - lo + 1;
-            cost.cache_lines += t.cache_lines(lo, hi);
+            let (slots, lines) = t.probe_cost(q);
+            cost.slots += slots;
+            cost.cache_lines += lines;
         }
         cost
     }

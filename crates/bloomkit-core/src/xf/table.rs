@@ -12,6 +12,16 @@
 //! of the bits that follow the quotient, so the entries a lookup matches are
 //! prefixes of one string: the longest is the most specific.
 //!
+//! A lookup does not walk back to its cluster's start: a run index holds,
+//! for each block of [`BLOCK`] quotients, where the entries of the block's
+//! quotients begin (past every entry of an earlier quotient), so a lookup
+//! reads the index, the block's occupied bits up to its quotient and the
+//! runs of the block's earlier quotients: a number of slots set by how many
+//! entries 64 quotients hold (about 61 at the growth load), not by the
+//! cluster's length, which grows with the table (the counting quotient
+//! filter's offsets, Pandey et al. 2017). The index is derived from the
+//! slots (rebuilt at load, never saved) and costs 16 bits per 64 quotients.
+//!
 //! Quotient and fingerprint come from a 128-bit hash `h` by multiplication
 //! (`h x m`: the integer part is the quotient, the fraction's top bits the
 //! fingerprint), so `m` need not be a power of two, and doubling `m` moves
@@ -22,21 +32,38 @@ use crate::common::memory::{OutOfMemory, Relocate};
 /// Zeroed words that report failure instead of aborting. The allocator
 /// hands out fresh pages already zeroed, so a large table costs no
 /// up-front memset (growth allocates the doubled table in one command).
-fn zeroed_words(n: usize) -> Result<Box<[u64]>, OutOfMemory> {
+fn zeroed_words<T: Zeroable>(n: usize) -> Result<Box<[T]>, OutOfMemory> {
     if n == 0 {
         return Ok(Box::new([]));
     }
-    let layout = std::alloc::Layout::array::<u64>(n).map_err(|_| OutOfMemory)?;
+    let layout = std::alloc::Layout::array::<T>(n).map_err(|_| OutOfMemory)?;
     // SAFETY: the layout has a non-zero size; a null result is handled; the
     // pointer and length describe exactly the block just allocated, zeroed
     // (a valid `u64` each), which `Box<[u64]>` frees with the same layout.
     unsafe {
-        let ptr = std::alloc::alloc_zeroed(layout).cast::<u64>();
+        let ptr = std::alloc::alloc_zeroed(layout).cast::<T>();
         if ptr.is_null() {
             return Err(OutOfMemory);
         }
         Ok(Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, n)))
     }
+}
+
+/// Integers whose all-zero bytes are a valid value (0).
+trait Zeroable: Copy {}
+impl Zeroable for u64 {}
+impl Zeroable for u16 {}
+
+/// Quotients per block of the run index.
+pub const BLOCK: u64 = 64;
+/// An index entry too far from its block to hold (only crafted items make
+/// clusters that long): lookups in that block walk back to the cluster's
+/// start instead, until the cluster is laid out again.
+const UNKNOWN: u16 = u16::MAX;
+
+/// Blocks of the run index of a table of `m` quotients.
+fn blocks_for(m: u64) -> u64 {
+    m.div_ceil(BLOCK)
 }
 
 /// Metadata bits of a slot.
@@ -102,6 +129,10 @@ pub struct Table {
     width: u32,
     /// `words_for(len, width)` words, then one padding word (always zero).
     words: Box<[u64]>,
+    /// Per block `b` of quotients `64b..64b+64`: the slot where the runs of
+    /// its quotients begin, `max(64b, 1 + the slot of the last entry of a
+    /// quotient below 64b)`, less `64b`; or [`UNKNOWN`].
+    index: Box<[u16]>,
     /// Entries stored (void copies included), by fingerprint length.
     hist: [u64; MAX_FINGERPRINT_BITS as usize + 1],
     entries: u64,
@@ -116,19 +147,23 @@ impl Table {
     /// Bytes a table of `m` quotients and `F`-bit fingerprints allocates.
     pub fn bytes_for(m: u64, fbits: u32) -> Option<u64> {
         let len = m.checked_add(tail_slots(m))?;
-        words_for(len, fbits + 4)?.checked_add(1)?.checked_mul(8)
+        let words = words_for(len, fbits + 4)?.checked_add(1)?.checked_mul(8)?;
+        words.checked_add(blocks_for(m).checked_mul(2)?)
     }
 
     pub fn new(m: u64, fbits: u32) -> Result<Table, OutOfMemory> {
         assert!(m > 0 && (1..=MAX_FINGERPRINT_BITS).contains(&fbits));
-        let bytes = Table::bytes_for(m, fbits).ok_or(OutOfMemory)?;
-        let n = usize::try_from(bytes / 8).map_err(|_| OutOfMemory)?;
+        Table::bytes_for(m, fbits).ok_or(OutOfMemory)?;
+        let len = m + tail_slots(m);
+        let n = words_for(len, fbits + 4).and_then(|w| usize::try_from(w + 1).ok()).ok_or(OutOfMemory)?;
+        let blocks = usize::try_from(blocks_for(m)).map_err(|_| OutOfMemory)?;
         Ok(Table {
             m,
-            len: m + tail_slots(m),
+            len,
             fbits,
             width: fbits + 4,
             words: zeroed_words(n)?,
+            index: zeroed_words(blocks)?,
             hist: [0; MAX_FINGERPRINT_BITS as usize + 1],
             entries: 0,
         })
@@ -138,7 +173,10 @@ impl Table {
         let mut words = Vec::new();
         words.try_reserve_exact(self.words.len()).map_err(|_| OutOfMemory)?;
         words.extend_from_slice(&self.words);
-        Ok(Table { words: words.into_boxed_slice(), ..*self })
+        let mut index = Vec::new();
+        index.try_reserve_exact(self.index.len()).map_err(|_| OutOfMemory)?;
+        index.extend_from_slice(&self.index);
+        Ok(Table { words: words.into_boxed_slice(), index: index.into_boxed_slice(), ..*self })
     }
 
     pub fn m(&self) -> u64 {
@@ -158,7 +196,7 @@ impl Table {
         &self.hist
     }
     pub fn size_bytes(&self) -> u64 {
-        self.words.len() as u64 * 8
+        self.words.len() as u64 * 8 + self.index.len() as u64 * 2
     }
 
     /// The expected number of entries a random absent hash matches: the sum
@@ -257,9 +295,40 @@ impl Table {
         frac >> (64 - self.fbits)
     }
 
-    /// The slot where quotient `q`'s run starts (or would start), and the
-    /// cluster start the walk began from. `q` must be marked occupied.
-    fn run_start(&self, q: u64) -> (u64, u64) {
+    /// The slot where quotient `q`'s run starts (or would start): from the
+    /// run index, past the runs of the block's earlier quotients. `q` must
+    /// be marked occupied.
+    #[inline]
+    fn run_start(&self, q: u64) -> u64 {
+        let b = q / BLOCK;
+        let d = self.index[b as usize];
+        if d == UNKNOWN {
+            return self.run_start_walk(q).0;
+        }
+        let base = b * BLOCK;
+        let mut pos = base + u64::from(d);
+        let mut p = base;
+        loop {
+            while !self.occupied(p) {
+                p += 1;
+            }
+            // A run starts at its quotient, or right after the run before.
+            let s = pos.max(p);
+            if p == q {
+                return s;
+            }
+            let mut e = s + 1;
+            while self.get(e) & CONTINUATION != 0 {
+                e += 1;
+            }
+            pos = e;
+            p += 1;
+        }
+    }
+
+    /// [`Table::run_start`] the classic way, walking back to the cluster's
+    /// start (blocks the index cannot place), and that start.
+    fn run_start_walk(&self, q: u64) -> (u64, u64) {
         let mut b = q;
         while self.get(b) & SHIFTED != 0 {
             b -= 1;
@@ -283,12 +352,87 @@ impl Table {
         (s, cluster)
     }
 
+    /// Sets block `b`'s index entry to slot `start`.
+    fn set_index(&mut self, b: u64, start: u64) {
+        let d = start - b * BLOCK;
+        self.index[b as usize] = if d >= u64::from(UNKNOWN) { UNKNOWN } else { d as u16 };
+    }
+
+    /// An entry of quotient `q` went into slot `pos` and the entries from
+    /// there to `free` moved one slot on (slot `free` was empty): the blocks
+    /// after `q`'s whose runs began in that stretch begin a slot later. An
+    /// entry 0 is ambiguous (the last earlier entry ends at the block's
+    /// start, or before it); the slot before the block says which, as it
+    /// was: an entry there has a quotient below the block's.
+    fn index_insert(&mut self, q: u64, pos: u64, free: u64) {
+        let last = (free / BLOCK).min(self.index.len() as u64 - 1);
+        for b in q / BLOCK + 1..=last {
+            let base = b * BLOCK;
+            let d = self.index[b as usize];
+            if d == UNKNOWN {
+                continue;
+            }
+            let before = base - 1;
+            let ends_at_base =
+                d == 0 && if before < pos { self.get(before) & !OCCUPIED != 0 } else { before < free };
+            if d > 0 || ends_at_base {
+                self.set_index(b, (base + u64::from(d)).max(pos) + 1);
+            } else if pos >= base {
+                self.set_index(b, pos + 1);
+            }
+        }
+    }
+
+    /// Rebuilds the index entries of the blocks starting in `lo+1..=hi`
+    /// after the slots `lo..hi` were laid out again: `lo` starts a cluster
+    /// (or is empty, or 0) and slot `hi` is empty (or past the end).
+    fn reindex(&mut self, lo: u64, hi: u64) {
+        let Some(last) = (self.index.len() as u64).checked_sub(1) else { return };
+        let last = last.min(hi / BLOCK);
+        let mut b = lo / BLOCK + 1;
+        // One past the last entry seen: entries before `lo` end by `lo`.
+        let mut end = lo;
+        let (mut q, mut in_cluster) = (0, false);
+        let mut i = lo;
+        while b <= last {
+            let v = if i < hi { self.get(i) } else { 0 };
+            let upto = if v & !OCCUPIED == 0 {
+                in_cluster = false;
+                // Entries after an empty slot belong to later quotients.
+                if i >= hi {
+                    u64::MAX
+                } else {
+                    i
+                }
+            } else {
+                if !in_cluster {
+                    (q, in_cluster) = (i, true);
+                } else if v & CONTINUATION == 0 {
+                    q += 1;
+                    while !self.occupied(q) {
+                        q += 1;
+                    }
+                }
+                q
+            };
+            // Blocks whose first quotient is reached: their runs begin here.
+            while b <= last && b * BLOCK <= upto {
+                self.set_index(b, (b * BLOCK).max(end));
+                b += 1;
+            }
+            if v & !OCCUPIED != 0 {
+                end = i + 1;
+            }
+            i += 1;
+        }
+    }
+
     /// The run of quotient `q`: its slot range, empty when `q` has none.
     fn run(&self, q: u64) -> std::ops::Range<u64> {
         if !self.occupied(q) {
             return q..q;
         }
-        let (s, _) = self.run_start(q);
+        let s = self.run_start(q);
         let mut e = s + 1;
         while self.get(e) & CONTINUATION != 0 {
             e += 1;
@@ -307,18 +451,40 @@ impl Table {
         self.run(q).any(|i| matches(self.get(i) >> 3, qv))
     }
 
-    /// The slots a lookup of `q` reads: from its cluster's start to the end
-    /// of its run (just `q` when it has no run).
-    pub fn probe_span(&self, q: u64) -> (u64, u64) {
+    /// The slots and 64-byte lines a lookup of `q` reads: the index entry,
+    /// the block's slots up to `q` (their occupied bits) and the slots from
+    /// where the block's runs begin to the end of `q`'s run; `q` alone
+    /// when it has no run (the cluster from its start where the index
+    /// cannot place the block).
+    pub fn probe_cost(&self, q: u64) -> (u64, u64) {
         if !self.occupied(q) {
-            return (q, q);
+            return (1, self.cache_lines(q, q));
         }
-        let (s, cluster) = self.run_start(q);
+        let b = q / BLOCK;
+        let s = self.run_start(q);
         let mut e = s;
         while self.get(e + 1) & CONTINUATION != 0 {
             e += 1;
         }
-        (cluster, e.max(q))
+        let d = self.index[b as usize];
+        let (lo, from) = if d == UNKNOWN {
+            let (_, cluster) = self.run_start_walk(q);
+            (cluster, cluster)
+        } else {
+            (b * BLOCK, b * BLOCK + u64::from(d))
+        };
+        let index_line = u64::from(d != UNKNOWN);
+        if from <= q + 1 {
+            // One stretch: the block's start to the run's end.
+            let hi = e.max(q);
+            (hi - lo + 1, self.cache_lines(lo, hi) + index_line)
+        } else {
+            let (a, c) = (self.cache_lines(lo, q), self.cache_lines(from, e));
+            // A line both stretches touch is read once.
+            let w = u64::from(self.width);
+            let shared = u64::from((q * w + w - 1) / 512 == (from * w) / 512);
+            (q - lo + 1 + e - from + 1, a + c - shared + index_line)
+        }
     }
 
     /// The 64-byte lines slots `lo..=hi` span.
@@ -339,8 +505,7 @@ impl Table {
         }
         let was_occupied = slot & OCCUPIED != 0;
         self.set(q, slot | OCCUPIED);
-        let (s, _) = self.run_start(q);
-        let mut pos = s;
+        let mut pos = self.run_start(q);
         if was_occupied {
             while self.get(pos + 1) & CONTINUATION != 0 {
                 pos += 1;
@@ -370,6 +535,7 @@ impl Table {
             cur = (old & !OCCUPIED) | SHIFTED;
             i += 1;
         }
+        self.index_insert(q, pos, i);
         self.count_in(r);
         Ok(())
     }
@@ -435,6 +601,7 @@ impl Table {
             self.set(i, 0);
         }
         self.lay_out(cs, &entries);
+        self.reindex(cs, end);
     }
 
     /// The entries of the cluster starting at `cs` (an unshifted, filled
@@ -461,8 +628,8 @@ impl Table {
     }
 
     /// Writes entries (quotient order, runs together) from slot `cs` on,
-    /// into cleared slots.
-    fn lay_out(&mut self, cs: u64, entries: &[(u64, u64)]) {
+    /// into cleared slots; the slot after the last.
+    fn lay_out(&mut self, cs: u64, entries: &[(u64, u64)]) -> u64 {
         let mut pos = cs;
         let mut prev: Option<u64> = None;
         for &(q, r) in entries {
@@ -477,6 +644,7 @@ impl Table {
             prev = Some(q);
             pos += 1;
         }
+        pos
     }
 
     /// Removes the cluster at or after slot `from` (skipping empty slots):
@@ -499,6 +667,7 @@ impl Table {
         for s in i..end {
             self.set(s, 0);
         }
+        self.reindex(i, end);
         for &(_, r) in &entries {
             let (f, _) = decode(r, self.fbits);
             self.hist[f as usize] -= 1;
@@ -509,7 +678,8 @@ impl Table {
 
     /// Puts back a cluster [`Table::take_cluster`] removed, as it was.
     pub fn restore_cluster(&mut self, cs: u64, entries: &[(u64, u64)]) {
-        self.lay_out(cs, entries);
+        let end = self.lay_out(cs, entries);
+        self.reindex(cs, end);
         for &(_, r) in entries {
             self.count_in(r);
         }
@@ -539,10 +709,23 @@ impl Table {
     }
 
     /// A table with the slots of a checked load.
+    /// A table with the slots of a checked load, its run index built.
     pub fn counted(mut self, scan: &Scan) -> Table {
         self.hist = scan.hist;
         self.entries = scan.hist.iter().sum();
+        self.reindex(0, self.len);
         self
+    }
+
+    /// Whether the run index says what the slots do (tests).
+    pub fn index_is_exact(&self) -> bool {
+        let mut fresh = match self.try_clone() {
+            Ok(t) => t,
+            Err(_) => return false,
+        };
+        fresh.index.iter_mut().for_each(|d| *d = 0);
+        fresh.reindex(0, fresh.len);
+        self.index.iter().zip(fresh.index.iter()).all(|(&a, &b)| a == b || a == UNKNOWN)
     }
 }
 
@@ -660,6 +843,7 @@ pub(crate) mod tests {
         assert!(scan.done(t));
         assert_eq!(scan.hist, t.hist);
         assert!(t.padding_is_clear());
+        assert!(t.index_is_exact());
     }
 
     #[test]
@@ -718,6 +902,89 @@ pub(crate) mod tests {
                     prop_assert!(t.contains(q, frac));
                     prop_assert!(t.count(q, frac) >= v.iter().filter(|&&x| x == r).count() as u64);
                 }
+            }
+        }
+    }
+
+    proptest! {
+        /// Clusters that cross many index blocks: every insert, removal,
+        /// cluster taken and put back keeps the run index exact.
+        #[test]
+        fn the_run_index_follows_every_change(
+            ops in prop::collection::vec((0u64..400, any::<u64>(), 0u8..10), 1..400)
+        ) {
+            let mut t = Table::new(400, 5).unwrap();
+            let mut model: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+            for (q, frac, op) in ops {
+                // Crowd a few stretches so that clusters run long.
+                let q = if op % 2 == 0 { (q % 40) + 100 * (q % 3) } else { q };
+                let r = encode(frac, 5, 5);
+                match op {
+                    0..=6 => {
+                        if t.insert(q, r).is_ok() {
+                            model.entry(q).or_default().push(r);
+                        }
+                    }
+                    7 | 8 => {
+                        let removed = t.remove_exact(q, r);
+                        let v = model.entry(q).or_default();
+                        let at = v.iter().position(|&x| x == r);
+                        prop_assert_eq!(removed, at.is_some());
+                        if let Some(at) = at { v.remove(at); }
+                    }
+                    _ => {
+                        // From a run's first slot, as migration does.
+                        let mut from = q;
+                        while t.get(from) & SHIFTED != 0 {
+                            from -= 1;
+                        }
+                        if let Some((cs, entries, _)) = t.take_cluster(from, 1000) {
+                            prop_assert!(t.index_is_exact());
+                            t.restore_cluster(cs, &entries);
+                        }
+                    }
+                }
+                model.retain(|_, v| !v.is_empty());
+                for v in model.values_mut() { v.sort(); }
+                check(&t);
+                prop_assert_eq!(&contents(&t), &model);
+                for (&q, v) in &model {
+                    prop_assert!(t.contains(q, v[0] << 58));
+                }
+            }
+        }
+    }
+
+    /// Blocks the index cannot place (a displacement past 16 bits, which
+    /// only crafted items reach) are looked up the classic way, and every
+    /// change keeps working on them.
+    #[test]
+    fn blocks_the_index_cannot_place_are_walked() {
+        let mut t = Table::new(1000, 6).unwrap();
+        let mut model: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+        for i in 0..900u64 {
+            let q = (i * 7) % 300;
+            let r = encode(i << 58, 6, 6);
+            t.insert(q, r).unwrap();
+            model.entry(q).or_default().push(r);
+            if i == 400 {
+                t.index.iter_mut().for_each(|d| *d = UNKNOWN);
+            }
+        }
+        for (i, (&q, v)) in model.iter_mut().enumerate() {
+            if i % 3 == 0 {
+                assert!(t.remove_exact(q, v.pop().unwrap()));
+            }
+        }
+        model.retain(|_, v| !v.is_empty());
+        for v in model.values_mut() {
+            v.sort();
+        }
+        check(&t);
+        assert_eq!(contents(&t), model);
+        for (&q, v) in &model {
+            for &r in v {
+                assert!(t.contains(q, decode(r, 6).1 << 58));
             }
         }
     }
