@@ -50,6 +50,9 @@ enum Group {
     Others,
     /// t-digest, holding unmerged values.
     Tdigest,
+    /// Redis 8.12's Count-Min Sketch (`CELL_SIZE`, negative increments),
+    /// at the level that has it, chosen at load.
+    Cells,
 }
 
 impl Group {
@@ -58,6 +61,15 @@ impl Group {
         match self {
             Group::Others => &["bf", "vb", "cf", "cms", "topk", "apc", "apt", "xf"],
             Group::Tdigest => &["td", "td2"],
+            Group::Cells => &["c1", "c8", "c2"],
+        }
+    }
+
+    /// The module's load arguments.
+    fn module_args(self) -> Vec<String> {
+        match self {
+            Group::Cells => vec!["COMPAT".into(), "redisbloom-8.12".into()],
+            _ => Vec::new(),
         }
     }
 
@@ -107,6 +119,18 @@ impl Group {
                 let mut add = words("TDIGEST.ADD td2");
                 add.extend((0..60).map(|i| ((i * 7) % 13).to_string()));
                 n.ok_args(c, &add);
+            }
+            Group::Cells => {
+                for line in [
+                    "CMS.INITBYDIM c1 50 4 CELL_SIZE 1",
+                    "CMS.INCRBY c1 a 5 b -3 c 100",
+                    "CMS.INITBYDIM c8 50 4 CELL_SIZE 8",
+                    "CMS.INCRBY c8 a 9000000000 b -7",
+                    "CMS.INITBYDIM c2 50 4 CELL_SIZE 2",
+                    "CMS.INCRBY c2 a 300",
+                ] {
+                    n.ok(c, line);
+                }
             }
         }
     }
@@ -173,6 +197,13 @@ impl Group {
                 "TDIGEST.BYREVRANK td2 3",
                 "TDIGEST.INFO td2",
             ],
+            Group::Cells => &[
+                "CMS.QUERY c1 a b c nope",
+                "CMS.INFO c1",
+                "CMS.QUERY c8 a b",
+                "CMS.INFO c8",
+                "CMS.QUERY c2 a",
+            ],
         }
     }
 
@@ -210,6 +241,12 @@ impl Group {
                 ("TDIGEST.MERGE tdm 2 td td2", true),
                 ("TDIGEST.ADD td2 7", true),
                 ("TDIGEST.RESET tdnew", true),
+            ],
+            Group::Cells => &[
+                ("CMS.INCRBY c1 w 1 a -1", true),
+                ("CMS.INCRBY c8 w -5", true),
+                ("CMS.INITBYDIM cnew 10 2 CELL_SIZE 4", true),
+                ("CMS.MERGE c2 1 c2", true),
             ],
         }
     }
@@ -396,6 +433,7 @@ fn check_writes(n: &Node, steps: &[(Step, bool)], replies: &[Reply], outcome: Ou
 struct Node {
     s: TestServer,
     what: String,
+    group: Group,
 }
 
 /// The lines of a server log that tell why it died, or its tail.
@@ -416,12 +454,12 @@ fn why_dead(log: &str) -> String {
 }
 
 impl Node {
-    fn start(server: Server, extra: &[&str], role: &str) -> Node {
+    fn start(server: Server, group: Group, extra: &[&str], role: &str) -> Node {
         // A replica's full sync starts at once (the default waits 5 s for others).
         let extra = [&["--repl-diskless-sync-delay", "0"], extra].concat();
-        let s = TestServer::start(server, &[Module::bloomkit()], &extra);
+        let s = TestServer::start(server, &[Module::Bloomkit(group.module_args())], &extra);
         let what = format!("{server:?} {role}");
-        Node { s, what }
+        Node { s, what, group }
     }
 
     fn conn(&self) -> Conn {
@@ -499,7 +537,7 @@ impl Node {
     /// A new server replicating this one, synced.
     fn replica(&self) -> Node {
         let port = self.s.port.to_string();
-        let r = Node::start(self.s.server, &["--replicaof", "127.0.0.1", &port], "replica");
+        let r = Node::start(self.s.server, self.group, &["--replicaof", "127.0.0.1", &port], "replica");
         r.conn().wait_for_sync(DEADLINE);
         r
     }
@@ -658,8 +696,8 @@ fn read_step_replies(n: &Node, w: &mut Conn, steps: &[(Step, bool)]) -> Vec<Repl
 
 /// Issue 31's reproduction, as it stands: with the AOF on, a read of a
 /// digest holding unmerged values while writes are paused.
-fn issue_reproduction(server: Server, _group: Group) {
-    let n = Node::start(server, &[], "primary");
+fn issue_reproduction(server: Server, group: Group) {
+    let n = Node::start(server, group, &[], "primary");
     let mut c = n.conn();
     n.ok(&mut c, "CONFIG SET appendonly yes");
     n.ok(&mut c, "TDIGEST.CREATE td");
@@ -688,7 +726,7 @@ fn paused_writes(server: Server, group: Group, propagation: Propagation) {
         Propagation::Aof => &["--appendonly", "yes", "--appendfsync", "always"],
         Propagation::Replica => &[],
     };
-    let p = Node::start(server, extra, "primary");
+    let p = Node::start(server, group, extra, "primary");
     let mut c = p.conn();
     c.wait_for_aof_rewrite(DEADLINE);
     p.load_library(&mut c);
@@ -732,7 +770,7 @@ fn paused_writes_replica(server: Server, group: Group) {
 /// have (reads as before, then writes run, SAVE and DEBUG RELOAD succeed).
 fn paused_all(server: Server, group: Group) {
     const PAUSE_MS: u64 = 500;
-    let p = Node::start(server, &[], "primary");
+    let p = Node::start(server, group, &[], "primary");
     let mut c = p.conn();
     p.load_library(&mut c);
     let fx = Fixture::new(&p, &mut c, group);
@@ -786,7 +824,7 @@ fn paused_all(server: Server, group: Group) {
 /// A read-only replica: reads answer as on the primary and change nothing
 /// (the replica stays identical to its primary); writes answer READONLY.
 fn readonly_replica(server: Server, group: Group) {
-    let p = Node::start(server, &[], "primary");
+    let p = Node::start(server, group, &[], "primary");
     let mut pc = p.conn();
     p.load_library(&mut pc);
     let fx = Fixture::new(&p, &mut pc, group);
@@ -807,7 +845,7 @@ fn readonly_replica(server: Server, group: Group) {
 /// `min-replicas-to-write 2` with one replica: writes answer NOREPLICAS,
 /// reads run; then the setting lifted, writes run and reach the replica.
 fn min_replicas_unmet(server: Server, group: Group) {
-    let p = Node::start(server, &[], "primary");
+    let p = Node::start(server, group, &[], "primary");
     let mut c = p.conn();
     p.load_library(&mut c);
     let fx = Fixture::new(&p, &mut c, group);
@@ -829,7 +867,7 @@ fn min_replicas_unmet(server: Server, group: Group) {
 /// (CF.DEL) and reads run; Redis 7.0 refuses any command queued in a MULTI
 /// (8.2 and Valkey queue reads).
 fn oom_noeviction(server: Server, group: Group) {
-    let p = Node::start(server, &[], "primary");
+    let p = Node::start(server, group, &[], "primary");
     let mut c = p.conn();
     p.load_library(&mut c);
     let fx = Fixture::new(&p, &mut c, group);
@@ -871,7 +909,7 @@ fn oom_noeviction(server: Server, group: Group) {
 /// the few the server allows while loading answers LOADING; the load ends
 /// with the data as it was.
 fn loading(server: Server, group: Group) {
-    let p = Node::start(server, &[], "primary");
+    let p = Node::start(server, group, &[], "primary");
     let mut c = p.conn();
     p.load_library(&mut c);
     let fx = Fixture::new(&p, &mut c, group);
@@ -948,7 +986,7 @@ fn hold_replica(r: &Node, rc: &mut Conn) {
 /// swap, the waiting writes answer READONLY, the new primary takes writes,
 /// and both hold the same values.
 fn failover(server: Server, group: Group) {
-    let p = Node::start(server, &[], "primary");
+    let p = Node::start(server, group, &[], "primary");
     let mut pc = p.conn();
     p.load_library(&mut pc);
     let fx = Fixture::new(&p, &mut pc, group);
@@ -992,7 +1030,7 @@ enum Stop {
 /// waits for the replica (writes paused, reads answered), saves, exits
 /// cleanly and leaves a dump.rdb that restarts to the replica's data.
 fn stop_with_replica(server: Server, group: Group, how: Stop) {
-    let mut p = Node::start(server, &[], "primary");
+    let mut p = Node::start(server, group, &[], "primary");
     let mut pc = p.conn();
     p.load_library(&mut pc);
     let fx = Fixture::new(&p, &mut pc, group);
@@ -1088,14 +1126,14 @@ macro_rules! matrix {
 
 matrix! {
     issue_reproduction: [tdigest = Tdigest],
-    paused_writes_aof: [others = Others, tdigest = Tdigest],
-    paused_writes_replica: [others = Others, tdigest = Tdigest],
-    paused_all: [others = Others, tdigest = Tdigest],
-    readonly_replica: [others = Others, tdigest = Tdigest],
-    min_replicas_unmet: [others = Others, tdigest = Tdigest],
-    oom_noeviction: [others = Others, tdigest = Tdigest],
-    loading: [others = Others, tdigest = Tdigest],
-    failover: [others = Others, tdigest = Tdigest],
-    shutdown_with_replica: [others = Others, tdigest = Tdigest],
-    sigterm_with_replica: [others = Others, tdigest = Tdigest],
+    paused_writes_aof: [others = Others, tdigest = Tdigest, cells = Cells],
+    paused_writes_replica: [others = Others, tdigest = Tdigest, cells = Cells],
+    paused_all: [others = Others, tdigest = Tdigest, cells = Cells],
+    readonly_replica: [others = Others, tdigest = Tdigest, cells = Cells],
+    min_replicas_unmet: [others = Others, tdigest = Tdigest, cells = Cells],
+    oom_noeviction: [others = Others, tdigest = Tdigest, cells = Cells],
+    loading: [others = Others, tdigest = Tdigest, cells = Cells],
+    failover: [others = Others, tdigest = Tdigest, cells = Cells],
+    shutdown_with_replica: [others = Others, tdigest = Tdigest, cells = Cells],
+    sigterm_with_replica: [others = Others, tdigest = Tdigest, cells = Cells],
 }
