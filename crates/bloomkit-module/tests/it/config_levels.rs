@@ -111,7 +111,8 @@ fn valkey_bloom_creation_settings_need_their_level() {
 /// and refuse the other as "unresolved".
 #[test]
 fn each_setting_is_written_once_and_two_names_never_disagree_silently() {
-    for lines in [["bf.error-rate 0.02", "bf-error-rate 0.05"], ["bf.error-rate 0.05", "bf-error-rate 0.05"]] {
+    for lines in [["bf.error-rate 0.02", "bf-error-rate 0.05"], ["bf.error-rate 0.05", "bf-error-rate 0.05"]]
+    {
         let out = refused(Server::Redis8, &lines);
         assert!(
             out.contains("sets both bf-error-rate and bf.error-rate, two names of one setting")
@@ -137,7 +138,8 @@ fn each_setting_is_written_once_and_two_names_never_disagree_silently() {
     }
     let s = start(Server::Redis8, &ours);
     let mut c = s.conn();
-    for (name, value) in [("bf.error-rate", "0.05"), ("bf-initial-size", "700"), ("bf.expansion-factor", "4")] {
+    for (name, value) in [("bf.error-rate", "0.05"), ("bf-initial-size", "700"), ("bf.expansion-factor", "4")]
+    {
         assert_eq!(c.call(&["CONFIG", "GET", name]).as_array()[1].as_bytes(), value.as_bytes(), "{name}");
     }
     // Servers without RedisBloom 8's names keep two configs (`bf.error-rate`,
