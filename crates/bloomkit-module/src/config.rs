@@ -225,10 +225,13 @@ fn note_file_value(setting: &'static Setting, checked: i64) {
     let mut seen = FILE_VALUES.lock().unwrap_or_else(|e| e.into_inner());
     for &(other_cell, other, value) in seen.iter() {
         if other_cell == cell && other != setting.name && value != checked {
+            let redis_8 = REDIS_8.load(Relaxed);
+            let name = |s: &str| find_exact(s).map_or_else(|| format!("bf.{s}"), |s| config_name(s, redis_8));
             FILE_CONFLICTS.lock().unwrap_or_else(|e| e.into_inner()).push(format!(
-                "the configuration sets bf.{other} and bf.{}, two names of one setting, to different values: \
+                "the configuration sets {} and {}, two names of one setting, to different values: \
                  keep one line",
-                setting.name
+                name(other),
+                name(setting.name)
             ));
         }
     }
@@ -412,7 +415,9 @@ fn check_v8(name: &str, value: Value, text: &[u8]) -> Result<i64, String> {
             if !is_rate(v) {
                 return Err(format!("Value for `{name}` must be in the range (0.000000, 1.000000)"));
             }
-            Ok(v.min(ERROR_RATE_CAP_8).to_bits() as i64)
+            // Stored as given: under the `redisbloom-8` level CONFIG GET
+            // answers it capped (see get_rate) and new filters use it so.
+            Ok(v.to_bits() as i64)
         }
         Value::Integer { min, max, linked, .. } => {
             let v = parse_long_long(text).ok_or_else(invalid)?;
@@ -478,8 +483,11 @@ fn normalised(name: &[u8]) -> String {
 /// The other name of the same value (`bf.error-rate` for RedisBloom 8's
 /// `bf-error-rate`, and back), if the setting has one.
 fn twin(setting: &Setting) -> Option<&'static Setting> {
+    let pair = |n: Naming| matches!(n, Naming::Prefixed | Naming::RedisBloom8);
     let cell = cell_of(setting.value);
-    settings().iter().copied().find(|s| s.naming != setting.naming && cell_of(s.value) == cell)
+    settings().iter().copied().find(|s| {
+        pair(setting.naming) && pair(s.naming) && s.naming != setting.naming && cell_of(s.value) == cell
+    })
 }
 
 /// The name a setting is registered under on a server with (`redis_8`) or
@@ -493,18 +501,29 @@ fn config_name(setting: &Setting, redis_8: bool) -> String {
 }
 
 /// On Redis 8 the two names of one value are one config (RedisBloom 8's,
-/// with bloomkit's as its alias), so `CONFIG REWRITE` writes one line. The
-/// server applies one of two lines naming the same config and then stops,
-/// calling the other "unresolved" (an earlier bloomkit's CONFIG REWRITE
-/// wrote both): this says which lines and what to do, before the server
-/// stops with less to go on.
-fn both_names_in_file(ctx: Ctx) -> Result<(), String> {
-    let Some(path) = crate::ffi::server_info_field(ctx.0, c"server", c"config_file") else { return Ok(()) };
-    let Ok(text) = std::fs::read_to_string(&path) else { return Ok(()) };
-    let named = |name: &str| {
-        text.lines()
-            .any(|line| line.split_whitespace().next().is_some_and(|word| word.eq_ignore_ascii_case(name)))
+/// with bloomkit's as its alias), so that `CONFIG REWRITE` writes one line.
+/// But the server applies one of two lines naming one config and then
+/// stops, calling the other "unresolved", and an earlier bloomkit's
+/// `CONFIG REWRITE` wrote both lines. So the RedisBloom 8 settings whose two
+/// names are both in the configuration file are registered as two configs
+/// for this run, as before (lines of different values then stop the start,
+/// naming both, and equal ones start), with a log line saying to delete
+/// one. Names are read as the server reads them: the first word, any
+/// case, quotes removed.
+fn named_twice_in_file(ctx: Ctx) -> Vec<&'static Setting> {
+    let Some(path) = crate::ffi::server_info_field(ctx.0, c"server", c"config_file") else {
+        return Vec::new();
     };
+    let Ok(bytes) = std::fs::read(&path) else { return Vec::new() };
+    let text = String::from_utf8_lossy(&bytes);
+    let named = |name: &str| {
+        text.lines().any(|line| {
+            line.split_whitespace()
+                .next()
+                .is_some_and(|word| word.trim_matches(|c| c == '"' || c == '\'').eq_ignore_ascii_case(name))
+        })
+    };
+    let mut split = Vec::new();
     for &setting in settings() {
         if setting.naming != Naming::RedisBloom8 {
             continue;
@@ -512,14 +531,26 @@ fn both_names_in_file(ctx: Ctx) -> Result<(), String> {
         if let Some(t) = twin(setting) {
             let (ours, theirs) = (config_name(t, true), config_name(setting, true));
             if named(&ours) && named(&theirs) {
-                return Err(format!(
-                    "{path} sets both {theirs} and {ours}, two names of one setting (CONFIG REWRITE writes \
-                     {theirs} alone): keep one line"
-                ));
+                crate::ffi::log(
+                    ctx.0,
+                    c"warning",
+                    &format!(
+                        "{path} names both {theirs} and {ours}, two names of one setting: both stay \
+                         configs for this run and CONFIG REWRITE writes both; delete one line to have \
+                         {theirs} alone"
+                    ),
+                );
+                split.push(setting);
+                split.push(t);
             }
         }
     }
-    Ok(())
+    split
+}
+
+/// The setting registered as `name` (its own name, no alias).
+fn find_exact(name: &str) -> Option<&'static Setting> {
+    settings().iter().copied().find(|s| s.name == name)
 }
 
 fn find(name: &str) -> Option<&'static Setting> {
@@ -673,8 +704,31 @@ fn rate_text(privdata: *mut c_void) -> Option<&'static AtomicPtr<raw::RedisModul
     }
 }
 
+/// `0.25` as CONFIG GET answers RedisBloom 8's capped rate (owned by the module).
+static CAPPED_RATE_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The rate's text as it was set; RedisBloom 8 keeps a rate above 0.25 as
+/// 0.25, so under its level (on Redis 8, under its names) that is the
+/// answer. Decided when asked, not when set: the configuration file may
+/// set the rate before the level.
 extern "C" fn get_rate(_name: *const c_char, privdata: *mut c_void) -> *mut raw::RedisModuleString {
-    rate_text(privdata).map_or(std::ptr::null_mut(), |t| t.load(Relaxed))
+    let Some(text) = rate_text(privdata) else { return std::ptr::null_mut() };
+    let capped = setting_of(privdata).is_some_and(|s| {
+        answers_as_redisbloom_8(s)
+            && redisbloom_level() == Compat::RedisBloom8
+            && matches!(s.value, Value::Rate { cell, .. } if f64::from_bits(cell.load(Relaxed)) > ERROR_RATE_CAP_8)
+    });
+    if !capped {
+        return text.load(Relaxed);
+    }
+    let mut cap = CAPPED_RATE_TEXT.load(Relaxed);
+    if cap.is_null() {
+        let t = format!("{ERROR_RATE_CAP_8}");
+        // SAFETY: a new string whose one reference the module keeps for good.
+        cap = unsafe { api!(RedisModule_CreateString)(std::ptr::null_mut(), t.as_ptr().cast(), t.len()) };
+        CAPPED_RATE_TEXT.store(cap, Relaxed);
+    }
+    cap
 }
 
 extern "C" fn set_rate(
@@ -704,19 +758,8 @@ extern "C" fn set_rate(
                 return error_string(err, &message);
             }
             store(setting.value, bits);
-            // RedisBloom 8 keeps (and CONFIG GET answers) a capped rate as 0.25.
-            let capped = v8 && parse_double(given).is_some_and(|v| v > ERROR_RATE_CAP_8);
-            let value = if capped {
-                let text = format!("{ERROR_RATE_CAP_8}");
-                // SAFETY: a new string whose one reference the module keeps.
-                unsafe {
-                    api!(RedisModule_CreateString)(std::ptr::null_mut(), text.as_ptr().cast(), text.len())
-                }
-            } else {
-                // SAFETY: retaining the server's string keeps it valid for our getter.
-                unsafe { api!(RedisModule_RetainString)(std::ptr::null_mut(), value) };
-                value
-            };
+            // SAFETY: retaining the server's string keeps it valid for our getter.
+            unsafe { api!(RedisModule_RetainString)(std::ptr::null_mut(), value) };
             let old = text.swap(value, Relaxed);
             if !old.is_null() {
                 // SAFETY: our own retained reference, released once.
@@ -900,17 +943,19 @@ pub fn register(ctx: Ctx) -> Result<(), String> {
     if !has_api!(RedisModule_RegisterNumericConfig) {
         return Ok(()); // servers before 7.0: load arguments only
     }
+    let split = if redis_8 { named_twice_in_file(ctx) } else { Vec::new() };
+    let aliased = |s: &Setting| twin(s).is_some() && !split.iter().any(|t| std::ptr::eq(*t, s));
     for &setting in settings() {
         setting.default.store(current(setting.value), Relaxed);
         let (name, flags) = match setting.naming {
             // One config with two names: CONFIG REWRITE writes one line.
-            Naming::RedisBloom8 if redis_8 => match twin(setting) {
+            Naming::RedisBloom8 if redis_8 => match twin(setting).filter(|_| aliased(setting)) {
                 Some(t) => {
                     (format!("{}|{}", setting.name, config_name(t, true)), raw::REDISMODULE_CONFIG_UNPREFIXED)
                 }
                 None => (setting.name.to_owned(), raw::REDISMODULE_CONFIG_UNPREFIXED),
             },
-            Naming::Prefixed if redis_8 && twin(setting).is_some() => continue,
+            Naming::Prefixed if redis_8 && aliased(setting) => continue,
             _ => (setting.name.to_owned(), 0),
         };
         let c_name = cstring(&name);
@@ -918,9 +963,6 @@ pub fn register(ctx: Ctx) -> Result<(), String> {
             let shown = if flags == 0 { format!("bf.{name}") } else { name };
             return Err(format!("could not register config {shown}"));
         }
-    }
-    if redis_8 {
-        both_names_in_file(ctx)?;
     }
     LOADING_CONFIGS.store(true, Relaxed);
     // SAFETY: valid context; applies values from the config file / command line.

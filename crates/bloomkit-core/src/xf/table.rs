@@ -300,6 +300,11 @@ impl Table {
     /// be marked occupied.
     #[inline]
     fn run_start(&self, q: u64) -> u64 {
+        // An entry in its own slot starts its quotient's run.
+        let v = self.get(q);
+        if v & SHIFTED == 0 && v >> 3 != 0 {
+            return q;
+        }
         let b = q / BLOCK;
         let d = self.index[b as usize];
         if d == UNKNOWN {

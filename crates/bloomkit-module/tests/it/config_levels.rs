@@ -106,20 +106,29 @@ fn valkey_bloom_creation_settings_need_their_level() {
 /// (bloomkit's) are one config with two names: `CONFIG REWRITE` writes each
 /// setting once, under RedisBloom 8's name, whichever name the file or
 /// CONFIG SET used, and what it writes starts again with the values. A file
-/// naming both (as an earlier bloomkit's CONFIG REWRITE wrote them) stops
-/// the start, naming both lines, equal or not: the server would apply one
-/// and refuse the other as "unresolved".
+/// naming both (as an earlier bloomkit's CONFIG REWRITE wrote them) starts
+/// when they agree (two configs for that run, and a log line saying to
+/// delete one) and stops the start, naming both, when they do not.
 #[test]
 fn each_setting_is_written_once_and_two_names_never_disagree_silently() {
-    for lines in [["bf.error-rate 0.02", "bf-error-rate 0.05"], ["bf.error-rate 0.05", "bf-error-rate 0.05"]]
-    {
-        let out = refused(Server::Redis8, &lines);
-        assert!(
-            out.contains("sets both bf-error-rate and bf.error-rate, two names of one setting")
-                && out.contains("keep one line"),
-            "{out}"
-        );
-    }
+    let out = refused(Server::Redis8, &["bf.error-rate 0.02", "bf-error-rate 0.05"]);
+    assert!(
+        out.contains("sets bf.error-rate and bf-error-rate, two names of one setting, to different values")
+            && out.contains("keep one line"),
+        "{out}"
+    );
+    let s = start(Server::Redis8, &["bf.error-rate 0.05", "\"bf-error-rate\" 0.05"]);
+    let mut c = s.conn();
+    assert_eq!(c.call(&["CONFIG", "GET", "bf-error-rate"]).as_array()[1].as_bytes(), b"0.05");
+    assert_eq!(c.call(&["CONFIG", "GET", "bf.error-rate"]).as_array()[1].as_bytes(), b"0.05");
+    drop(c);
+    let log = s.log();
+    assert!(
+        log.contains("names both bf-error-rate and bf.error-rate") && log.contains("delete one line"),
+        "{log}"
+    );
+    drop(s);
+
     let s = start(Server::Redis8, &["bf.error-rate 0.05", "bf-expansion-factor 4"]);
     let mut c = s.conn();
     assert_eq!(c.call(&["CONFIG", "GET", "bf-error-rate"]).as_array()[1].as_bytes(), b"0.05");
@@ -142,6 +151,29 @@ fn each_setting_is_written_once_and_two_names_never_disagree_silently() {
     {
         assert_eq!(c.call(&["CONFIG", "GET", name]).as_array()[1].as_bytes(), value.as_bytes(), "{name}");
     }
+    drop(c);
+    drop(s);
+
+    // RedisBloom 8 keeps a rate above 0.25 as 0.25 (the first sub-filter
+    // gets half); RedisBloom 2.8 does not,
+    // and under its level on Redis 8 neither name caps it.
+    for (level, answer, ratio) in
+        [("redisbloom-8", "0.25", "ratio:0.125"), ("redisbloom-2.8", "0.5", "ratio:0.25")]
+    {
+        let s = start(Server::Redis8, &[&format!("bf.compat {level}"), "bf.error-rate 0.5"]);
+        let mut c = s.conn();
+        for name in ["bf-error-rate", "bf.error-rate"] {
+            assert_eq!(
+                c.call(&["CONFIG", "GET", name]).as_array()[1].as_bytes(),
+                answer.as_bytes(),
+                "{level}"
+            );
+        }
+        c.ok("BF.ADD k a");
+        let debug = c.call(&["BF.DEBUG", "k"]);
+        assert!(format!("{debug:?}").contains(ratio), "{level}: {debug:?}");
+    }
+
     // Servers without RedisBloom 8's names keep two configs (`bf.error-rate`,
     // `bf.bf-error-rate`): different values in the file stop the start.
     let out = refused(Server::Redis, &["bf.error-rate 0.02", "bf.bf-error-rate 0.05"]);

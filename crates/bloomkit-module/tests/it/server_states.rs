@@ -17,12 +17,13 @@
 //! changes nothing; a paused write waits and then runs; and where a replica
 //! is attached, primary and replica hold the same values once it caught up.
 //!
-//! The families run in two groups, each its own test, so that a fault in
+//! The families run in three groups, each its own test, so that a fault in
 //! one cannot hide the others: `others` (BF on `MBbloom--` and on a
 //! valkey-bloom `bloomfltr` key, CF, CMS, Top-K, XF, APBF count and time
-//! windows) and `tdigest`, whose digests hold unmerged values when the
-//! state begins (the case of issue 31: a read that compresses in place
-//! propagates, and a server with paused writes aborts on it).
+//! windows), `tdigest`, whose digests hold unmerged values when the state
+//! begins (the case of issue 31: a read that compresses in place
+//! propagates, and a server with paused writes aborts on it), and `cells`,
+//! Redis 8.12's Count-Min Sketch at the level that has it.
 //!
 //! One test per (scenario, server, group): `server_states <scenario>::<server>::<group>`.
 
