@@ -109,14 +109,17 @@ impl Header {
             return Err(bad("a table's fingerprint length is not one the filter could have chosen"));
         }
         let m = p.first_quotients() << self.level;
-        let mut bytes = Table::bytes_for(m, self.fbits).ok_or(bad("the size is not representable"))?;
+        // What is saved is compared with the limit, so that whatever a
+        // bloomkit before the run index (derived, 1 to 2% more) saved under
+        // the limit loads under it.
+        let mut bytes = Table::slot_bytes_for(m, self.fbits).ok_or(bad("the size is not representable"))?;
         let next = if migrating {
             let (cursor_plus_one, fbits) = self.migration;
             if !bits_ok(self.level + 1, fbits) {
                 return Err(bad("a table's fingerprint length is not one the filter could have chosen"));
             }
             let new_bytes =
-                Table::bytes_for(2 * m, fbits as u32).ok_or(bad("the size is not representable"))?;
+                Table::slot_bytes_for(2 * m, fbits as u32).ok_or(bad("the size is not representable"))?;
             bytes = bytes.checked_add(new_bytes).ok_or(bad("the size is not representable"))?;
             // `cursor + 1`: 0 is "no doubling", which the fingerprint bits contradict.
             let cursor = cursor_plus_one.checked_sub(1).ok_or(bad("a doubling under way has no position"))?;

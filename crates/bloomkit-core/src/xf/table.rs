@@ -146,9 +146,13 @@ pub fn words_for(len: u64, width: u32) -> Option<u64> {
 impl Table {
     /// Bytes a table of `m` quotients and `F`-bit fingerprints allocates.
     pub fn bytes_for(m: u64, fbits: u32) -> Option<u64> {
+        Table::slot_bytes_for(m, fbits)?.checked_add(blocks_for(m).checked_mul(2)?)
+    }
+
+    /// Bytes of the slots alone (what is saved; the run index is derived).
+    pub fn slot_bytes_for(m: u64, fbits: u32) -> Option<u64> {
         let len = m.checked_add(tail_slots(m))?;
-        let words = words_for(len, fbits + 4)?.checked_add(1)?.checked_mul(8)?;
-        words.checked_add(blocks_for(m).checked_mul(2)?)
+        words_for(len, fbits + 4)?.checked_add(1)?.checked_mul(8)
     }
 
     pub fn new(m: u64, fbits: u32) -> Result<Table, OutOfMemory> {
