@@ -434,11 +434,45 @@ def main():
             ("BF.MADD 100 new items, small filter", "BF.MADD small-add " + x100, "FLOOR.MADD small-add " + x100,
              nm, 1, RANDOM_RANGE, "new:", None, True, reset_small_add),
         ]
-        for name, command, floor_command, n, depth, rand_range, prefix, pool, fresh, setup in () if opts.only else floor_rows:
+        # The sketches' pipelined and batch rows against floors of their own
+        # shapes (bench/floor.c: the same arguments parsed, the same replies):
+        # the most any module could reach on RedisBloom in those rows.
+        sketch_floor_rows = [] if opts.only and "sketches" not in opts.only else [
+            ("CMS.INCRBY 1 item, pipeline 32", "CMS.INCRBY cms-add {item} 1", "FLOOR.INCRBY cms-add {item} 1",
+             n32, 32, sketch_range, "", None, False, reset_cms),
+            ("CMS.QUERY 1 item, pipeline 32", "CMS.QUERY cms {item}", "FLOOR.MEXISTS cms {item}",
+             n32, 32, sketch_range, "", None, False, []),
+            ("TOPK.ADD 1 item, pipeline 32", "TOPK.ADD topk-add {item}", "FLOOR.MADDNIL topk-add {item}",
+             n32, 32, sketch_range, "", None, False, reset_topk),
+            ("TOPK.QUERY 1 item, pipeline 32", "TOPK.QUERY topk {item}", "FLOOR.MEXISTS topk {item}",
+             n32, 32, sketch_range, "", None, False, []),
+            ("TDIGEST.ADD 1 value, pipeline 32", "TDIGEST.ADD td-add {item}", "FLOOR.ADDVALUES td-add {item}",
+             n32, 32, sketch_range, "", None, False, reset_td),
+            ("TDIGEST.QUANTILE 0.5 0.99, pipeline 32", "TDIGEST.QUANTILE td 0.5 0.99", "FLOOR.MDOUBLES td 0.5 0.99",
+             n32, 32, None, "", None, False, []),
+            ("TDIGEST.CDF 1 value, pipeline 32", "TDIGEST.CDF td {item}", "FLOOR.MDOUBLES td {item}",
+             n32, 32, sketch_range, "", None, False, []),
+            ("CMS.INCRBY 100 items", " ".join(["CMS.INCRBY", "cms-add"] + ["{item} 1"] * 100),
+             " ".join(["FLOOR.INCRBY", "cms-add"] + ["{item} 1"] * 100), nm, 1, sketch_range, "", None, False, reset_cms),
+            ("CMS.QUERY 100 items", "CMS.QUERY cms " + x100, "FLOOR.MEXISTS cms " + x100,
+             nm, 1, sketch_range, "", None, False, []),
+            ("TOPK.ADD 100 items", "TOPK.ADD topk-add " + x100, "FLOOR.MADDNIL topk-add " + x100,
+             nm, 1, sketch_range, "", None, False, reset_topk),
+            ("TOPK.QUERY 100 items", "TOPK.QUERY topk " + x100, "FLOOR.MEXISTS topk " + x100,
+             nm, 1, sketch_range, "", None, False, []),
+            ("TDIGEST.ADD 100 values", "TDIGEST.ADD td-add " + x100, "FLOOR.ADDVALUES td-add " + x100,
+             nm, 1, sketch_range, "", None, False, reset_td),
+            ("TDIGEST.CDF 100 values", "TDIGEST.CDF td " + x100, "FLOOR.MDOUBLES td " + x100,
+             nm, 1, sketch_range, "", None, False, []),
+        ]
+        sketch_floor_names = {row[0] for row in sketch_floor_rows}
+        for name, command, floor_command, n, depth, rand_range, prefix, pool, fresh, setup in \
+                tuple(() if opts.only else floor_rows) + tuple(sketch_floor_rows):
             per_server = {}
             for who, srv in servers.items():
                 ratios = []
-                for r in range(rounds):
+                # Three rounds for the sketch rows: the section is long already.
+                for r in range(min(rounds, 3) if name in sketch_floor_names else rounds):
                     for cmd in setup:
                         srv.conn.call(*cmd)
                     floor = benchmark(srv, floor_command, n, depth, rand_range=rand_range, prefix=prefix, fresh=fresh,
@@ -519,7 +553,9 @@ def main():
             out.write("| %s | %.2f | %.2f |\n" % (name, a, b))
         out.write("\n## Against the floor (same server, measured back to back)\n\n"
                   "The floor commands of bench/floor.c open the key and reply (and a write replicates) without any "
-                  "Bloom work: `FLOOR.EXISTS` at pipeline 32, `FLOOR.MEXISTS`/`FLOOR.MADD` with 100 items. The last "
+                  "Bloom work: `FLOOR.EXISTS` at pipeline 32, `FLOOR.MEXISTS`/`FLOOR.MADD` with 100 items; for the "
+                  "sketch rows, floors of each command's shape (its arguments parsed, its replies: `FLOOR.INCRBY`, "
+                  "`FLOOR.MADDNIL`, `FLOOR.ADDVALUES`, `FLOOR.MDOUBLES`, `FLOOR.MEXISTS`). The last "
                   "column, floor / RedisBloom, is the most any module could gain on RedisBloom in that row on this "
                   "server: what the server spends around the command is not the module's to cut.\n\n")
         out.write("| command | bloomkit / floor | RedisBloom / floor | most any module could reach (x RedisBloom) |\n"
