@@ -710,11 +710,14 @@ impl Table {
         }
     }
 
-    /// Offers the slot words to a server's defragmentation.
+    /// Offers the slot words and the run index to a server's defragmentation.
     pub fn relocate(&mut self, to: &mut impl Relocate) {
         let mut words = std::mem::take(&mut self.words).into_vec();
         to.vec(&mut words);
         self.words = words.into_boxed_slice();
+        let mut index = std::mem::take(&mut self.index).into_vec();
+        to.vec(&mut index);
+        self.index = index.into_boxed_slice();
     }
 
     /// A table with the slots of a checked load.
