@@ -54,6 +54,36 @@ impl CellSize {
     }
 }
 
+/// One cell of a given size, for the row loops that are compiled once per
+/// size (no dispatch on the size inside a loop).
+pub(super) trait Cell: Copy {
+    /// The most the cell holds ([`CellSize::max`]).
+    const MAX: u64;
+    fn widen(self) -> u64;
+    /// The cell holding `value`, which the caller has kept within `MAX`.
+    fn narrow(value: u64) -> Self;
+}
+
+macro_rules! cell {
+    ($t:ty, $max:expr) => {
+        impl Cell for $t {
+            const MAX: u64 = $max;
+            #[inline(always)]
+            fn widen(self) -> u64 {
+                self as u64
+            }
+            #[inline(always)]
+            fn narrow(value: u64) -> Self {
+                value as $t
+            }
+        }
+    };
+}
+cell!(u8, u8::MAX as u64);
+cell!(u16, u16::MAX as u64);
+cell!(u32, u32::MAX as u64);
+cell!(u64, i64::MAX as u64);
+
 /// The cells, one vector per size so that each access is a plain load.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Cells {
@@ -63,7 +93,8 @@ pub(super) enum Cells {
     Eight(Vec<u64>),
 }
 
-/// Runs `$body` with `$v` bound to the vector, whatever its element type.
+/// Runs `$body` with `$v` bound to the vector, whatever its element type
+/// (the body is compiled once per type).
 macro_rules! each {
     ($cells:expr, $v:ident => $body:expr) => {
         match $cells {
@@ -74,6 +105,7 @@ macro_rules! each {
         }
     };
 }
+pub(super) use each;
 
 /// `n` zeroed `T`, allocated only if the memory is there (zeroed by the
 /// allocator, so that untouched pages stay untouched where it can).
@@ -232,6 +264,12 @@ mod tests {
             assert_eq!(back.get(4), size.max());
         }
         assert_eq!(Cells::from_le_bytes(CellSize::Two, &[0; 3]), Err(CmsError::BadData));
+    }
+
+    #[test]
+    fn cell_maxima_are_the_sizes_maxima() {
+        let cells = [<u8 as Cell>::MAX, <u16 as Cell>::MAX, <u32 as Cell>::MAX, <u64 as Cell>::MAX];
+        assert_eq!(cells, CellSize::ALL.map(|s| s.max()));
     }
 
     #[test]

@@ -4,9 +4,11 @@
 //! item's cell in that row is the hash modulo the width.
 
 use super::args::Dimensions;
-use super::cells::{CellSize, Cells};
+use super::cells::{each, Cell, CellSize, Cells};
 use super::errors::CmsError;
+#[cfg(test)]
 use crate::common::hash::murmur2_32;
+use crate::common::hash::{murmur2_32_seeds, Mod32};
 use crate::common::memory::{Limits, Relocate};
 
 /// Bytes bloomkit counts for a sketch besides its counters (`MEMORY USAGE`):
@@ -21,6 +23,152 @@ pub struct CountMinSketch {
     /// `size_t`, or kept within [0, 2^63 - 1] under Redis 8.12's rules.
     counter: u64,
     cells: Cells,
+    /// How a row's hash becomes its column (derived from `width`).
+    column: Column,
+}
+
+/// How a row's 32-bit hash becomes its column, `hash % width`: a direct
+/// remainder by a width that fits 32 bits, else the hash itself (which is
+/// then always below the width).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Column {
+    Mod(Mod32),
+    Whole,
+}
+
+impl Column {
+    fn of(width: u64) -> Column {
+        match u32::try_from(width) {
+            Ok(w) => Column::Mod(Mod32::new(w)),
+            Err(_) => Column::Whole,
+        }
+    }
+}
+
+/// Rows hashed at once: each item's `depth` hashes are computed in groups
+/// of this many interleaved chains ([`murmur2_32_seeds`]).
+const LANES: usize = 8;
+const _: () = assert!(LANES == 8, "Rows::each has an arm per group size up to 8");
+
+/// Where an item's cells are: a copy of the sketch's shape, so that the
+/// row loops can borrow the cells mutably beside it.
+#[derive(Clone, Copy)]
+struct Rows {
+    width: u64,
+    depth: u64,
+    column: Column,
+}
+
+impl Rows {
+    /// Calls `f` with the item's cell in each row, row 0 first, while it
+    /// returns true. Row `i` hashes the item with MurmurHash2 seeded by `i`
+    /// (RedisBloom passes the row number as the 32-bit seed); the cell is
+    /// `i * width + hash % width`.
+    #[inline(always)]
+    fn each(self, item: &[u8], mut f: impl FnMut(usize) -> bool) {
+        let mut row = 0u64;
+        // One group of `$lanes` rows from `row` on; false when `f` stopped.
+        macro_rules! group {
+            ($lanes:literal) => {{
+                let seeds: [u32; $lanes] = std::array::from_fn(|i| row.wrapping_add(i as u64) as u32);
+                let hashes = murmur2_32_seeds(item, seeds);
+                let mut go_on = true;
+                for (i, &hash) in hashes.iter().enumerate() {
+                    let column = match self.column {
+                        Column::Mod(m) => u64::from(m.reduce(hash)),
+                        Column::Whole => u64::from(hash),
+                    };
+                    if !f(((row + i as u64) * self.width + column) as usize) {
+                        go_on = false;
+                        break;
+                    }
+                }
+                go_on
+            }};
+        }
+        while row < self.depth {
+            // Exactly as many chains as rows are left (up to LANES): no
+            // hash is computed for nothing.
+            let n = (self.depth - row).min(LANES as u64);
+            let go_on = match n {
+                1 => group!(1),
+                2 => group!(2),
+                3 => group!(3),
+                4 => group!(4),
+                5 => group!(5),
+                6 => group!(6),
+                7 => group!(7),
+                _ => group!(8),
+            };
+            if !go_on {
+                return;
+            }
+            row += n;
+        }
+    }
+}
+
+/// [`CountMinSketch::increment`] over cells of one size.
+#[inline(always)]
+fn increment_in<T: Cell>(cells: &mut [T], rows: Rows, item: &[u8], by: u64) -> u64 {
+    let mut min = u64::MAX;
+    rows.each(item, |at| {
+        let new = cells[at].widen().checked_add(by).filter(|n| *n <= T::MAX).unwrap_or(T::MAX);
+        cells[at] = T::narrow(new);
+        min = min.min(new);
+        true
+    });
+    min
+}
+
+/// [`CountMinSketch::add`]'s cells over cells of one size: every cell
+/// changes by `magnitude` (down when `down`), or none does (`None`).
+#[inline(always)]
+fn add_in<T: Cell>(cells: &mut [T], rows: Rows, item: &[u8], magnitude: u64, down: bool) -> Option<u64> {
+    let mut min = u64::MAX;
+    let mut done = 0u64;
+    let mut refused = false;
+    rows.each(item, |at| {
+        let cell = cells[at].widen();
+        let new = if down { cell.checked_sub(magnitude) } else { cell.checked_add(magnitude) };
+        match new.filter(|n| *n <= T::MAX) {
+            Some(new) => {
+                cells[at] = T::narrow(new);
+                min = min.min(new);
+                done += 1;
+                true
+            }
+            None => {
+                refused = true;
+                false
+            }
+        }
+    });
+    if !refused {
+        return Some(min);
+    }
+    // Put back the rows already changed (rows never share a cell).
+    rows.each(item, |at| {
+        if done == 0 {
+            return false;
+        }
+        done -= 1;
+        let cell = cells[at].widen();
+        cells[at] = T::narrow(if down { cell + magnitude } else { cell - magnitude });
+        true
+    });
+    None
+}
+
+/// [`CountMinSketch::query`] over cells of one size.
+#[inline(always)]
+fn query_in<T: Cell>(cells: &[T], rows: Rows, item: &[u8]) -> u64 {
+    let mut min = u64::MAX;
+    rows.each(item, |at| {
+        min = min.min(cells[at].widen());
+        true
+    });
+    min
 }
 
 /// The bytes of a `width x depth` array of 4-byte counters, or `None` past 2^64.
@@ -61,7 +209,13 @@ impl CountMinSketch {
         }
         let bytes = array_bytes_of(width, depth, cell).ok_or(CmsError::InsufficientMemory)?;
         limits.check(bytes.saturating_add(OVERHEAD))?;
-        Ok(CountMinSketch { width, depth, counter: 0, cells: Cells::zeroed(cell, width * depth)? })
+        Ok(CountMinSketch {
+            width,
+            depth,
+            counter: 0,
+            cells: Cells::zeroed(cell, width * depth)?,
+            column: Column::of(width),
+        })
     }
 
     /// A sketch from its parts, checked: what RDB loading builds.
@@ -73,7 +227,7 @@ impl CountMinSketch {
     ) -> Result<CountMinSketch, CmsError> {
         match width.checked_mul(depth) {
             Some(n) if width > 0 && n as u128 == cells.len() as u128 => {
-                Ok(CountMinSketch { width, depth, counter, cells })
+                Ok(CountMinSketch { width, depth, counter, cells, column: Column::of(width) })
             }
             _ => Err(CmsError::BadData),
         }
@@ -107,9 +261,13 @@ impl CountMinSketch {
         self.cells.len()
     }
 
-    /// The item's cell in `row`: RedisBloom passes the row number as the
-    /// 32-bit seed.
-    #[inline]
+    fn rows(&self) -> Rows {
+        Rows { width: self.width, depth: self.depth, column: self.column }
+    }
+
+    /// The item's cell in `row`, one hash at a time: the reference the row
+    /// loops are tested against.
+    #[cfg(test)]
     fn locate(&self, item: &[u8], row: u64) -> usize {
         let column = u64::from(murmur2_32(item, row as u32)) % self.width;
         (row * self.width + column) as usize
@@ -122,14 +280,8 @@ impl CountMinSketch {
     /// modulo 2^64. Returns the item's new estimate; the cell maximum means
     /// "overflow" in the reply.
     pub fn increment(&mut self, item: &[u8], by: u64) -> u64 {
-        let max = self.cells.size().max();
-        let mut min = u64::MAX;
-        for row in 0..self.depth {
-            let at = self.locate(item, row);
-            let new = self.cells.get(at).checked_add(by).filter(|n| *n <= max).unwrap_or(max);
-            self.cells.set(at, new);
-            min = min.min(new);
-        }
+        let rows = self.rows();
+        let min = each!(&mut self.cells, v => increment_in(v, rows, item, by));
         self.counter = self.counter.wrapping_add(by);
         min
     }
@@ -141,7 +293,6 @@ impl CountMinSketch {
     /// a cell would go below 0; a refused step changes nothing. Returns the
     /// item's new estimate.
     pub fn add(&mut self, item: &[u8], by: i64) -> Result<u64, CmsError> {
-        let max = self.cells.size().max();
         let magnitude = by.unsigned_abs();
         let room = (i64::MAX as u64).saturating_sub(self.counter);
         if by > 0 && magnitude > room {
@@ -150,34 +301,18 @@ impl CountMinSketch {
         if by < 0 && magnitude > self.counter {
             return Err(CmsError::IncrbyUnderflow);
         }
-        let mut min = u64::MAX;
-        for row in 0..self.depth {
-            let at = self.locate(item, row);
-            let cell = self.cells.get(at);
-            let new = if by < 0 { cell.checked_sub(magnitude) } else { cell.checked_add(magnitude) };
-            match new.filter(|n| *n <= max) {
-                Some(new) => {
-                    self.cells.set(at, new);
-                    min = min.min(new);
-                }
-                None => {
-                    // Put back the rows already changed (rows never share a cell).
-                    for done in 0..row {
-                        let at = self.locate(item, done);
-                        let cell = self.cells.get(at);
-                        self.cells.set(at, if by < 0 { cell + magnitude } else { cell - magnitude });
-                    }
-                    return Err(if by < 0 { CmsError::IncrbyUnderflow } else { CmsError::IncrbyOverflow });
-                }
-            }
-        }
-        self.counter = if by < 0 { self.counter - magnitude } else { self.counter + magnitude };
+        let rows = self.rows();
+        let down = by < 0;
+        let refused = if down { CmsError::IncrbyUnderflow } else { CmsError::IncrbyOverflow };
+        let min = each!(&mut self.cells, v => add_in(v, rows, item, magnitude, down)).ok_or(refused)?;
+        self.counter = if down { self.counter - magnitude } else { self.counter + magnitude };
         Ok(min)
     }
 
     /// The item's estimate: the smallest of its cells.
     pub fn query(&self, item: &[u8]) -> u64 {
-        (0..self.depth).map(|row| self.cells.get(self.locate(item, row))).min().unwrap_or(u64::MAX)
+        let rows = self.rows();
+        each!(&self.cells, v => query_in(v, rows, item))
     }
 
     /// True when `other` has this sketch's width and depth.
@@ -298,6 +433,39 @@ mod tests {
         assert_eq!(murmur2_32(b"bar", 0), 0x27f6e557);
         assert_eq!(murmur2_32(b"hello world", 0), 0x44a81419);
         assert_eq!(murmur2_32(b"abcd", 7), 0x80c268ee);
+    }
+
+    /// The row loop's cells are the ones hashed one row at a time, for
+    /// every width (a power of two, 1, past 32 bits) and depth (a group of
+    /// rows and its remainder).
+    #[test]
+    fn rows_find_the_cells_of_one_hash_at_a_time() {
+        for (width, depth) in
+            [(1, 1), (7, 5), (2719, 5), (1000, 8), (3, 9), (100, 17), (1 << 12, 3), (65537, 2)]
+        {
+            let s = sketch(width, depth);
+            for i in 0..300usize {
+                let item = format!("it{i}:").repeat(i % 9);
+                let mut got = Vec::new();
+                s.rows().each(item.as_bytes(), |at| {
+                    got.push(at);
+                    true
+                });
+                let want: Vec<usize> = (0..depth).map(|row| s.locate(item.as_bytes(), row)).collect();
+                assert_eq!(got, want, "{width}x{depth} {item:?}");
+            }
+        }
+        // A width past 32 bits: the hash is its own column.
+        let width = (1u64 << 33) + 5;
+        let rows = Rows { width, depth: 3, column: Column::of(width) };
+        let mut got = Vec::new();
+        rows.each(b"wide", |at| {
+            got.push(at as u64);
+            true
+        });
+        let want: Vec<u64> =
+            (0..3).map(|row| row * width + u64::from(murmur2_32(b"wide", row as u32))).collect();
+        assert_eq!(got, want);
     }
 
     #[test]
