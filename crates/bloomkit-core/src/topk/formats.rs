@@ -27,6 +27,7 @@ use super::sketch::{allocate, decay_table, Bucket, Slot, TopK, TopkParams};
 use super::*;
 use crate::common::dump::{own_type_id, PayloadReader, PayloadWriter};
 use crate::common::fields::{FieldReader, FieldWriter};
+use crate::common::hash::Mod32;
 use crate::common::memory::Limits;
 
 /// The module id of `TopK-TYPE` at encoding 0.
@@ -120,7 +121,17 @@ impl TopK {
             let empty = fp == 0 && count == 0 && item.is_empty();
             *slot = Slot { fp, count, item: (!empty).then(|| item.into()) };
         }
-        Ok(TopK { k, width, depth, decay, buckets, heap, table: decay_table(decay), draws })
+        Ok(TopK {
+            k,
+            width,
+            depth,
+            decay,
+            buckets,
+            heap,
+            table: decay_table(decay),
+            draws,
+            column: Mod32::new(width),
+        })
     }
 
     /// The value as a `DUMP` payload (RDB version 9, which every server

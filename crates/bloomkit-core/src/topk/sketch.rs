@@ -21,7 +21,7 @@
 
 use super::errors::TopkError;
 use super::*;
-use crate::common::hash::murmur2_32;
+use crate::common::hash::{murmur2_32, murmur2_32_seeds, Mod32};
 use crate::common::memory::{Limits, Relocate};
 
 /// Parameters of a new sketch, as given to `TOPK.RESERVE` (already checked).
@@ -85,12 +85,112 @@ pub struct TopK {
     pub(super) table: Box<[f64; DECAY_TABLE_LEN]>,
     /// Decay draws made so far: an input of the next one.
     pub(super) draws: u64,
+    /// `% width` by multiplication (derived from `width`).
+    pub(super) column: Mod32,
+}
+
+/// Hashes computed at once ([`murmur2_32_seeds`]).
+const LANES: usize = 8;
+
+/// An item's hashes: its fingerprint and one per row, computed `LANES`
+/// interleaved chains at a time (the fingerprint and rows 0 to 6 first).
+struct ItemHashes<'a> {
+    item: &'a [u8],
+    group: [u32; LANES],
+}
+
+impl<'a> ItemHashes<'a> {
+    #[inline(always)]
+    fn new(item: &'a [u8]) -> ItemHashes<'a> {
+        let seeds = std::array::from_fn(|i| if i == 0 { FINGERPRINT_SEED } else { i as u32 - 1 });
+        ItemHashes { item, group: murmur2_32_seeds(item, seeds) }
+    }
+
+    /// The fingerprint: read it before any row.
+    #[inline(always)]
+    fn fingerprint(&self) -> u32 {
+        self.group[0]
+    }
+
+    /// Row `row`'s hash (`murmur2_32(item, row)`); rows are asked for in
+    /// order from 0.
+    #[inline(always)]
+    fn row(&mut self, row: u32) -> u32 {
+        let lane = (row as usize + 1) % LANES;
+        if lane == 0 {
+            self.group = murmur2_32_seeds(self.item, std::array::from_fn(|i| row.wrapping_add(i as u32)));
+        }
+        self.group[lane]
+    }
 }
 
 /// The fingerprint of an item.
 #[inline]
 pub fn fingerprint(item: &[u8]) -> u32 {
     murmur2_32(item, FINGERPRINT_SEED)
+}
+
+/// The draw numbered `draws` (see the module doc): a function of its
+/// inputs only, so that draws whose inputs are known can be computed
+/// together.
+#[inline(always)]
+fn draw_value(draws: u64, fp: u32, row: u32, bucket: Bucket, unit: u32) -> f64 {
+    let mut h = mix64(draws ^ 0x5851_f42d_4c95_7f2d);
+    h = mix64(h ^ ((u64::from(fp) << 32) | u64::from(row)));
+    h = mix64(h ^ ((u64::from(bucket.fp) << 32) | u64::from(bucket.count)));
+    h = mix64(h ^ u64::from(unit));
+    (h >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// The draws of one unit (`unit` 1) for the first `m` rows listed, the
+/// `j`-th numbered `first + j` (the lanes past `m` are not draws).
+#[inline(always)]
+fn draw_group(first: u64, fp: u32, rows: &[(usize, u32, Bucket); LANES], m: usize) -> [f64; LANES] {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512dq") {
+        let row_keys = std::array::from_fn(|j| (u64::from(fp) << 32) | u64::from(rows[j].1));
+        let bucket_keys =
+            std::array::from_fn(|j| (u64::from(rows[j].2.fp) << 32) | u64::from(rows[j].2.count));
+        // SAFETY: the CPU has the features the function is compiled for.
+        return unsafe { draw_lanes_avx512(first, &row_keys, &bucket_keys) };
+    }
+    let mut draws = [0.0f64; LANES];
+    for (j, ((_, r, b), d)) in rows[..m].iter().zip(&mut draws).enumerate() {
+        *d = draw_value(first.wrapping_add(j as u64), fp, *r, *b, 1);
+    }
+    draws
+}
+
+/// [`draw_value`] for every lane, `unit` 1, the draw numbers `first + j`,
+/// from `(fp << 32) | row` and `(bucket.fp << 32) | bucket.count`: the
+/// same operations lane by lane, written so that the compiler can do
+/// each step for all lanes at once.
+#[inline(always)]
+fn draw_lanes(first: u64, row_keys: &[u64; LANES], bucket_keys: &[u64; LANES]) -> [f64; LANES] {
+    let mut h: [u64; LANES] = std::array::from_fn(|j| first.wrapping_add(j as u64) ^ 0x5851_f42d_4c95_7f2d);
+    for x in &mut h {
+        *x = mix64(*x);
+    }
+    for (x, k) in h.iter_mut().zip(row_keys) {
+        *x = mix64(*x ^ k);
+    }
+    for (x, k) in h.iter_mut().zip(bucket_keys) {
+        *x = mix64(*x ^ k);
+    }
+    for x in &mut h {
+        *x = mix64(*x ^ 1);
+    }
+    h.map(|x| (x >> 11) as f64 * (1.0 / (1u64 << 53) as f64))
+}
+
+/// [`draw_lanes`] compiled for AVX-512 (eight 64-bit multiplies at once).
+///
+/// # Safety
+/// The CPU must have AVX-512F and AVX-512DQ.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq")]
+unsafe fn draw_lanes_avx512(first: u64, row_keys: &[u64; LANES], bucket_keys: &[u64; LANES]) -> [f64; LANES] {
+    draw_lanes(first, row_keys, bucket_keys)
 }
 
 /// `decay^i` for the table's entries.
@@ -133,7 +233,17 @@ impl TopK {
         // A size past 2^64 bytes is over any limit (and fails to allocate without one).
         limits.check(params.size_bytes().unwrap_or(u64::MAX))?;
         let (buckets, heap) = allocate(k, width, depth)?;
-        Ok(TopK { k, width, depth, decay, buckets, heap, table: decay_table(decay), draws: 0 })
+        Ok(TopK {
+            k,
+            width,
+            depth,
+            decay,
+            buckets,
+            heap,
+            table: decay_table(decay),
+            draws: 0,
+            column: Mod32::new(width),
+        })
     }
 
     pub fn params(&self) -> TopkParams {
@@ -183,18 +293,15 @@ impl TopK {
     /// A draw in `[0, 1)` decided by the sketch's state (see the module doc).
     #[inline]
     fn draw(&mut self, fp: u32, row: u32, bucket: Bucket, unit: u32) -> f64 {
-        let mut h = mix64(self.draws ^ 0x5851_f42d_4c95_7f2d);
-        h = mix64(h ^ ((u64::from(fp) << 32) | u64::from(row)));
-        h = mix64(h ^ ((u64::from(bucket.fp) << 32) | u64::from(bucket.count)));
-        h = mix64(h ^ u64::from(unit));
+        let value = draw_value(self.draws, fp, row, bucket, unit);
         self.draws = self.draws.wrapping_add(1);
-        (h >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+        value
     }
 
-    /// The column of an item in a row.
-    #[inline]
-    fn cell(&self, item: &[u8], row: u32) -> usize {
-        row as usize * self.width as usize + (murmur2_32(item, row) % self.width) as usize
+    /// The bucket of a row whose hash of the item is `hash`.
+    #[inline(always)]
+    fn cell(&self, hash: u32, row: u32) -> usize {
+        row as usize * self.width as usize + self.column.reduce(hash) as usize
     }
 
     /// The heap slot holding the item, searched from the last slot down.
@@ -206,11 +313,96 @@ impl TopK {
     /// expelled from the heap, if any (`Some(None)` never happens: an empty
     /// slot taken over expels nothing).
     pub fn add(&mut self, item: &[u8], incr: u32) -> Option<Box<[u8]>> {
-        let fp = fingerprint(item);
+        self.add_with(item, incr, incr == 1)
+    }
+
+    /// [`TopK::add`], its rows updated by [`TopK::update_rows_once`] when
+    /// `once` (which needs `incr` 1), else one row after another.
+    #[inline(always)]
+    fn add_with(&mut self, item: &[u8], incr: u32, once: bool) -> Option<Box<[u8]>> {
+        let mut hashes = ItemHashes::new(item);
+        let fp = hashes.fingerprint();
         let heap_min = self.heap[0].count;
+        let max_count = if once {
+            self.update_rows_once(&mut hashes, fp)
+        } else {
+            self.update_rows(&mut hashes, fp, incr)
+        };
+        if max_count < heap_min {
+            return None;
+        }
+        match self.find(fp, item) {
+            Some(i) => {
+                self.heap[i].count = max_count;
+                self.sift_down(i);
+                None
+            }
+            None => {
+                let slot = Slot { fp, count: max_count, item: Some(item.into()) };
+                let expelled = std::mem::replace(&mut self.heap[0], slot).item;
+                self.sift_down(0);
+                expelled
+            }
+        }
+    }
+
+    /// One unit of an item (`TOPK.ADD`) into its bucket of every row; the
+    /// largest count among them after. The same steps and draws as
+    /// [`TopK::update_rows`] with `incr` 1, in another order: rows never
+    /// share a bucket, so each row's outcome depends only on its own bucket
+    /// and on its draw's number (the draws made before it). The rows are
+    /// taken `LANES` at a time: their buckets are read, the rows whose
+    /// bucket another item owns are listed, and their draws (the `j`-th
+    /// such row's numbered `draws + j`, as one row after another would
+    /// number it) are computed together, as independent chains the CPU
+    /// overlaps, before any decision is applied.
+    #[inline(always)]
+    fn update_rows_once(&mut self, hashes: &mut ItemHashes<'_>, fp: u32) -> u32 {
+        let mut max_count = 0u32;
+        let mut row = 0u32;
+        while row < self.depth {
+            let n = (self.depth - row).min(LANES as u32);
+            let mut colliding = [(0usize, 0u32, Bucket::default()); LANES];
+            let mut m = 0usize;
+            for r in row..row + n {
+                let cell = self.cell(hashes.row(r), r);
+                let b = self.buckets[cell];
+                if b.count == 0 {
+                    self.buckets[cell] = Bucket { fp, count: 1 };
+                    max_count = max_count.max(1);
+                } else if b.fp == fp {
+                    let count = b.count.wrapping_add(1);
+                    self.buckets[cell].count = count;
+                    max_count = max_count.max(count);
+                } else {
+                    colliding[m] = (cell, r, b);
+                    m += 1;
+                }
+            }
+            let draws = draw_group(self.draws, fp, &colliding, m);
+            for ((cell, _, b), d) in colliding[..m].iter().zip(draws) {
+                if d < self.decay_probability(b.count) {
+                    let count = b.count - 1;
+                    if count == 0 {
+                        self.buckets[*cell] = Bucket { fp, count: 1 };
+                        max_count = max_count.max(1);
+                    } else {
+                        self.buckets[*cell].count = count;
+                    }
+                }
+            }
+            self.draws = self.draws.wrapping_add(m as u64);
+            row += n;
+        }
+        max_count
+    }
+
+    /// `incr` units of an item into its bucket of every row, one row after
+    /// another; the largest count among them after.
+    fn update_rows(&mut self, hashes: &mut ItemHashes<'_>, fp: u32, incr: u32) -> u32 {
         let mut max_count = 0u32;
         for row in 0..self.depth {
-            let cell = self.cell(item, row);
+            let cell = self.cell(hashes.row(row), row);
             let b = self.buckets[cell];
             if b.count == 0 {
                 self.buckets[cell] = Bucket { fp, count: incr };
@@ -237,22 +429,7 @@ impl TopK {
                 }
             }
         }
-        if max_count < heap_min {
-            return None;
-        }
-        match self.find(fp, item) {
-            Some(i) => {
-                self.heap[i].count = max_count;
-                self.sift_down(i);
-                None
-            }
-            None => {
-                let slot = Slot { fp, count: max_count, item: Some(item.into()) };
-                let expelled = std::mem::replace(&mut self.heap[0], slot).item;
-                self.sift_down(0);
-                expelled
-            }
-        }
+        max_count
     }
 
     /// RedisBloom's sift-down from `start`, exactly (it decides tie order):
@@ -299,11 +476,12 @@ impl TopK {
     /// bucket only if the item is not in the heap or the bucket's count is
     /// at least the heap's minimum (RedisBloom's rule).
     pub fn count(&self, item: &[u8]) -> u32 {
-        let fp = fingerprint(item);
+        let mut hashes = ItemHashes::new(item);
+        let fp = hashes.fingerprint();
         let heap_min = self.heap[0].count;
         let in_heap = self.find(fp, item).is_some();
         (0..self.depth)
-            .map(|row| self.buckets[self.cell(item, row)])
+            .map(|row| self.buckets[self.cell(hashes.row(row), row)])
             .filter(|b| b.fp == fp && (!in_heap || b.count >= heap_min))
             .map(|b| b.count)
             .max()
@@ -415,6 +593,70 @@ pub(crate) mod tests {
         let mean = draws.iter().sum::<f64>() / draws.len() as f64;
         assert!((mean - 0.5).abs() < 0.02, "mean {mean}");
         assert!(draws.iter().all(|d| (0.0..1.0).contains(d)));
+    }
+
+    /// The lanes' draws are [`draw_value`]'s, on every path this CPU has.
+    #[test]
+    fn lane_draws_equal_one_at_a_time() {
+        let mut state = 0x0123_4567_89ab_cdefu64;
+        let mut next = move || {
+            state = mix64(state.wrapping_add(0x9e37_79b9_7f4a_7c15));
+            state
+        };
+        for _ in 0..2000 {
+            let first = next();
+            let fp = next() as u32;
+            let rows: [(usize, u32, Bucket); LANES] = std::array::from_fn(|_| {
+                let r = if next() % 2 == 0 { next() as u32 % 8 } else { next() as u32 };
+                (0, r, Bucket { fp: next() as u32, count: next() as u32 % 600 })
+            });
+            let want: [f64; LANES] = std::array::from_fn(|j| {
+                draw_value(first.wrapping_add(j as u64), fp, rows[j].1, rows[j].2, 1)
+            });
+            let row_keys = std::array::from_fn(|j| (u64::from(fp) << 32) | u64::from(rows[j].1));
+            let bucket_keys =
+                std::array::from_fn(|j| (u64::from(rows[j].2.fp) << 32) | u64::from(rows[j].2.count));
+            let bits = |v: [f64; LANES]| v.map(f64::to_bits);
+            assert_eq!(bits(draw_lanes(first, &row_keys, &bucket_keys)), bits(want));
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx512dq") {
+                // SAFETY: the CPU has the features.
+                assert_eq!(bits(unsafe { draw_lanes_avx512(first, &row_keys, &bucket_keys) }), bits(want));
+            }
+            for m in 0..=LANES {
+                assert_eq!(bits(draw_group(first, fp, &rows, m))[..m], bits(want)[..m]);
+            }
+        }
+    }
+
+    /// TOPK.ADD's rows taken together make the same sketch, draw for draw,
+    /// as one row after another, whatever the shape, decay and stream.
+    #[test]
+    fn rows_taken_together_equal_one_after_another() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) as u32
+        };
+        for (k, width, depth, decay) in [
+            (5, 4, 3, 0.9),
+            (10, 16, 7, 0.925),
+            (3, 2, 8, 0.5),
+            (7, 5, 9, 0.99),
+            (4, 3, 17, 1.0),
+            (50, 64, 1, 0.8),
+        ] {
+            let (mut fast, mut slow) = (sketch(k, width, depth, decay), sketch(k, width, depth, decay));
+            for i in 0..4000u32 {
+                let item = format!("i{}", next() % (1 + i % 97));
+                // Some heavier counts first, so that draws past the table happen too.
+                let incr = if i < 200 && i % 5 == 0 { 1 + next() % 400 } else { 1 };
+                let a = fast.add(item.as_bytes(), incr);
+                let b = slow.add_with(item.as_bytes(), incr, false);
+                assert_eq!(a, b, "expelled, step {i}");
+            }
+            assert_eq!((fast.buckets, fast.heap, fast.draws), (slow.buckets, slow.heap, slow.draws));
+        }
     }
 
     #[test]
