@@ -181,6 +181,73 @@ fn quicksort(means: &mut [f64], weights: &mut [i64]) {
     }
 }
 
+/// An integer in the order of a non-NaN double (`-0.0` just below `0.0`).
+#[inline(always)]
+fn order_key(x: f64) -> u64 {
+    let bits = x.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    }
+}
+
+/// Sorts the nodes into the order [`quicksort`] leaves them in, faster
+/// where it can: the first `sorted` nodes (the centroids, already in order
+/// after a compression) are merged with the buffer, sorted by itself.
+///
+/// Any two sorts of the same nodes put them in the same order except among
+/// equal means, and there [`quicksort`]'s order decides how the weights
+/// line up. So the fast result is kept only when every run of equal means
+/// holds identical nodes (the same bits, the same weight), where any order
+/// is the same arrays; otherwise (different weights on one mean, or `-0.0`
+/// beside `0.0`), and for a NaN mean, the nodes are sorted by [`quicksort`]
+/// from their original order.
+fn sort_nodes(means: &mut [f64], weights: &mut [i64], sorted: usize) {
+    if !sort_nodes_fast(means, weights, sorted) {
+        quicksort(means, weights);
+    }
+}
+
+/// [`sort_nodes`]'s fast path: false, with nothing changed, where its
+/// result might differ from [`quicksort`]'s.
+fn sort_nodes_fast(means: &mut [f64], weights: &mut [i64], sorted: usize) -> bool {
+    let n = means.len();
+    if n < 2 || means.iter().any(|m| m.is_nan()) {
+        return false;
+    }
+    let sorted = sorted.min(n);
+    let prefix =
+        if means[..sorted].windows(2).all(|w| order_key(w[0]) <= order_key(w[1])) { sorted } else { 0 };
+    let mut tail: Vec<(u64, f64, i64)> =
+        means[prefix..].iter().zip(&weights[prefix..]).map(|(&m, &w)| (order_key(m), m, w)).collect();
+    tail.sort_unstable_by_key(|node| node.0);
+    let mut out: Vec<(f64, i64)> = Vec::with_capacity(n);
+    let (mut i, mut j) = (0, 0);
+    while i < prefix && j < tail.len() {
+        if order_key(means[i]) <= tail[j].0 {
+            out.push((means[i], weights[i]));
+            i += 1;
+        } else {
+            out.push((tail[j].1, tail[j].2));
+            j += 1;
+        }
+    }
+    out.extend(means[i..prefix].iter().copied().zip(weights[i..prefix].iter().copied()));
+    out.extend(tail[j..].iter().map(|&(_, m, w)| (m, w)));
+    let ambiguous = out
+        .windows(2)
+        .any(|p| p[0].0 == p[1].0 && (p[0].0.to_bits() != p[1].0.to_bits() || p[0].1 != p[1].1));
+    if ambiguous {
+        return false;
+    }
+    for ((m, w), (mean, weight)) in means.iter_mut().zip(weights.iter_mut()).zip(out) {
+        *m = mean;
+        *w = weight;
+    }
+    true
+}
+
 /// `(double)x` of C for a `long long`.
 #[inline]
 fn d(x: i64) -> f64 {
@@ -488,7 +555,7 @@ impl TDigest {
         }
         self.view = None;
         let n = self.merged_nodes + self.unmerged_nodes;
-        quicksort(&mut self.means[..n], &mut self.weights[..n]);
+        sort_nodes(&mut self.means[..n], &mut self.weights[..n], self.merged_nodes);
         let total = d(self.merged_weight) + d(self.unmerged_weight);
         if d(self.unmerged_weight) == f64::INFINITY || total == f64::INFINITY {
             return Err(TdError::Overflow);
@@ -1002,6 +1069,52 @@ pub(crate) mod tests {
         let mut m = vec![1.0; 20000];
         let mut w: Vec<i64> = (0..20000).collect();
         quicksort(&mut m, &mut w);
+    }
+
+    /// The fast sort leaves the nodes exactly as the quicksort does: sorted
+    /// prefixes or not, ties of identical nodes, ties of different weights,
+    /// -0.0 beside 0.0, NaN, infinities.
+    #[test]
+    fn sort_nodes_equals_quicksort() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state >> 33
+        };
+        let mut fast_paths = 0;
+        for case in 0..3000 {
+            let n = (next() % 700) as usize;
+            let spread = [3, 50, 1000, 1 << 30][case % 4];
+            let mut means: Vec<f64> = (0..n)
+                .map(|_| match next() % 200 {
+                    0 => -0.0,
+                    1 => 0.0,
+                    2 if case % 50 == 0 => f64::NAN,
+                    3 => f64::INFINITY,
+                    4 => -f64::INFINITY,
+                    _ => (next() % spread) as f64 / 4.0 - (spread / 8) as f64,
+                })
+                .collect();
+            let weights: Vec<i64> =
+                (0..n).map(|_| if case % 3 == 0 { 1 + (next() % 3) as i64 } else { 1 }).collect();
+            let sorted = if n > 0 { (next() as usize) % n } else { 0 };
+            if case % 2 == 0 {
+                // A prefix in order, as compressions leave it (or not quite).
+                means[..sorted].sort_by(|a, b| a.total_cmp(b));
+                if case % 10 == 0 && sorted > 2 {
+                    means.swap(0, sorted - 1);
+                }
+            }
+            let (mut qm, mut qw) = (means.clone(), weights.clone());
+            quicksort(&mut qm, &mut qw);
+            let (mut fm, mut fw) = (means.clone(), weights.clone());
+            let (mut probe_m, mut probe_w) = (means.clone(), weights.clone());
+            fast_paths += usize::from(sort_nodes_fast(&mut probe_m, &mut probe_w, sorted));
+            sort_nodes(&mut fm, &mut fw, sorted);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!((bits(&fm), &fw), (bits(&qm), &qw), "case {case}: n {n}, sorted {sorted}");
+        }
+        assert!(fast_paths > 500, "the fast path ran {fast_paths} times");
     }
 
     #[test]
