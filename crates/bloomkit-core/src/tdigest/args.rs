@@ -9,6 +9,65 @@ use super::errors::TdError;
 use super::DEFAULT_COMPRESSION;
 use crate::common::parse::{eq_ignore_case, parse_double, parse_long_long};
 
+/// A double argument, read as the server's `string2d` reads it
+/// ([`parse_double`]), plain decimals (`-?digits[.digits]`, the values a
+/// client usually sends) without a copy or a call to `strtod`.
+#[inline]
+fn double(s: &[u8]) -> Option<f64> {
+    match plain_decimal(s) {
+        Some(x) => Some(x),
+        None => parse_double(s),
+    }
+}
+
+/// Powers of ten that a double holds exactly.
+const EXACT_POWERS_OF_TEN: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
+    1e19, 1e20, 1e21, 1e22,
+];
+
+/// `-?digits[.digits]` whose digits, read as one integer, are at most 2^53
+/// and whose fraction has at most 22 digits: that integer and the power of
+/// ten are exact doubles, so one IEEE division rounds the decimal exactly
+/// as a correctly rounded `strtod` does (Clinger's fast path). `None` for
+/// anything else (exponents, `+`, a bare `.`, more digits, hex, `inf`):
+/// the caller then asks `strtod`.
+#[inline]
+fn plain_decimal(s: &[u8]) -> Option<f64> {
+    let (negative, body) = match s.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, s),
+    };
+    if body.is_empty() || body.len() > 40 {
+        return None;
+    }
+    let mut mantissa = 0u64;
+    let mut fraction_digits = None;
+    let mut digits = 0usize;
+    for (i, &c) in body.iter().enumerate() {
+        match c {
+            b'0'..=b'9' => {
+                mantissa = mantissa.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+                digits += 1;
+                if let Some(f) = fraction_digits.as_mut() {
+                    *f += 1;
+                }
+            }
+            // One point, with digits on both sides.
+            b'.' if fraction_digits.is_none() && i > 0 && i + 1 < body.len() => {
+                fraction_digits = Some(0usize)
+            }
+            _ => return None,
+        }
+    }
+    if digits == 0 || mantissa > 1 << 53 {
+        return None;
+    }
+    let power = *EXACT_POWERS_OF_TEN.get(fraction_digits.unwrap_or(0))?;
+    let magnitude = mantissa as f64 / power;
+    Some(if negative { -magnitude } else { magnitude })
+}
+
 /// A compression value: an integer above zero.
 pub fn parse_compression(word: &[u8]) -> Result<i64, TdError> {
     let c = parse_long_long(word).ok_or(TdError::CompressionParse)?;
@@ -79,7 +138,7 @@ pub fn parse_add_values<A: AsRef<[u8]>>(values: &[A]) -> Result<Vec<f64>, TdErro
     values
         .iter()
         .map(|v| {
-            let x = parse_double(v.as_ref()).ok_or(TdError::ValParse)?;
+            let x = double(v.as_ref()).ok_or(TdError::ValParse)?;
             if !x.is_finite() {
                 return Err(TdError::ValNotFinite);
             }
@@ -93,7 +152,7 @@ pub fn parse_quantiles<A: AsRef<[u8]>>(values: &[A]) -> Result<Vec<f64>, TdError
     values
         .iter()
         .map(|v| {
-            let q = parse_double(v.as_ref()).ok_or(TdError::QuantileParse)?;
+            let q = double(v.as_ref()).ok_or(TdError::QuantileParse)?;
             if !(0.0..=1.0).contains(&q) {
                 return Err(TdError::QuantileRange);
             }
@@ -104,12 +163,12 @@ pub fn parse_quantiles<A: AsRef<[u8]>>(values: &[A]) -> Result<Vec<f64>, TdError
 
 /// `TDIGEST.CDF`'s values (argv after the key); infinities are accepted.
 pub fn parse_cdf_values<A: AsRef<[u8]>>(values: &[A]) -> Result<Vec<f64>, TdError> {
-    values.iter().map(|v| parse_double(v.as_ref()).ok_or(TdError::CdfParse)).collect()
+    values.iter().map(|v| double(v.as_ref()).ok_or(TdError::CdfParse)).collect()
 }
 
 /// `TDIGEST.RANK`/`REVRANK`'s values (argv after the key).
 pub fn parse_rank_values<A: AsRef<[u8]>>(values: &[A]) -> Result<Vec<f64>, TdError> {
-    values.iter().map(|v| parse_double(v.as_ref()).ok_or(TdError::ValueParse)).collect()
+    values.iter().map(|v| double(v.as_ref()).ok_or(TdError::ValueParse)).collect()
 }
 
 /// `TDIGEST.BYRANK`/`BYREVRANK`'s ranks (argv after the key), integers from 0.
@@ -128,8 +187,8 @@ pub fn parse_ranks<A: AsRef<[u8]>>(values: &[A]) -> Result<Vec<i64>, TdError> {
 
 /// `TDIGEST.TRIMMED_MEAN key low high` (argv of 4, checked by the caller).
 pub fn parse_trimmed_mean<A: AsRef<[u8]>>(argv: &[A]) -> Result<(f64, f64), TdError> {
-    let low = parse_double(argv[2].as_ref()).ok_or(TdError::LowCutParse)?;
-    let high = parse_double(argv[3].as_ref()).ok_or(TdError::HighCutParse)?;
+    let low = double(argv[2].as_ref()).ok_or(TdError::LowCutParse)?;
+    let high = double(argv[3].as_ref()).ok_or(TdError::HighCutParse)?;
     if !(0.0..=1.0).contains(&low) || !(0.0..=1.0).contains(&high) {
         return Err(TdError::CutRange);
     }
@@ -159,6 +218,88 @@ pub mod arity {
 mod tests {
     use super::*;
     use crate::common::parse::argv;
+
+    /// The plain-decimal path reads every string as `string2d` does, bit
+    /// for bit, and leaves to it whatever it does not take.
+    #[test]
+    fn doubles_read_as_string2d_reads_them() {
+        let mut fixed: Vec<String> = [
+            "0",
+            "-0",
+            "0.0",
+            "-0.0",
+            "1",
+            "-1",
+            "007",
+            "000000123456",
+            "1.5",
+            "-2.25",
+            "0.1",
+            "0.3",
+            "1.",
+            ".5",
+            "-.5",
+            "-",
+            "",
+            ".",
+            "1.2.3",
+            "1e3",
+            "+1",
+            " 1",
+            "1 ",
+            "inf",
+            "nan",
+            "0x10",
+            "9007199254740992",
+            "9007199254740993",
+            "-9007199254740993",
+            "18446744073709551615",
+            "18446744073709551616",
+            "123456789012345678901234567890",
+            "0.0000000000000000000001",
+            "0.00000000000000000000001",
+            "1.7976931348623157",
+            "4.9e-324",
+            "0.99",
+            "0.5",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut state = 0x5eed_1234_abcd_0001u64;
+        let mut next = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state >> 33
+        };
+        for _ in 0..200_000 {
+            let int_digits = next() % 20;
+            let frac_digits = next() % 26;
+            let mut t = String::new();
+            if next() % 3 == 0 {
+                t.push('-');
+            }
+            for _ in 0..int_digits {
+                t.push(char::from(b'0' + (next() % 10) as u8));
+            }
+            if next() % 2 == 0 {
+                t.push('.');
+                for _ in 0..frac_digits {
+                    t.push(char::from(b'0' + (next() % 10) as u8));
+                }
+            }
+            fixed.push(t);
+        }
+        let mut fast = 0;
+        for t in &fixed {
+            let want = parse_double(t.as_bytes()).map(f64::to_bits);
+            assert_eq!(double(t.as_bytes()).map(f64::to_bits), want, "{t:?}");
+            if let Some(x) = plain_decimal(t.as_bytes()) {
+                assert_eq!(Some(x.to_bits()), want, "{t:?}");
+                fast += 1;
+            }
+        }
+        assert!(fast > 50_000, "the plain path took {fast}");
+    }
 
     #[test]
     fn create_reads_the_last_argument() {
