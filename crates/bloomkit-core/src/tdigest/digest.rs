@@ -526,10 +526,12 @@ impl TDigest {
         if weight < 0 || new_total > MAX_WEIGHT {
             return Err(TdError::Overflow);
         }
-        let (nu, nt) = (d(new_unmerged), d(new_total));
-        if nu == f64::INFINITY || nt == f64::INFINITY || 2.0 * PI * nt * nt.ln() == f64::INFINITY {
-            return Err(TdError::Overflow);
-        }
+        // t-digest-c also refuses a total whose double, or whose
+        // `2 * pi * total * log(total)`, is infinite. Neither can be: a
+        // 64-bit integer's double is finite, and with the total at most
+        // 2^53 the product is finite (or NaN, for a total of at most 0,
+        // which only a loaded value could hold, and which is not infinite
+        // either). So that check, a logarithm per value, is not made.
         self.view = None;
         if mean < self.min {
             self.min = mean;
