@@ -219,6 +219,12 @@ fn sort_nodes_fast(means: &mut [f64], weights: &mut [i64], sorted: usize) -> boo
     let sorted = sorted.min(n);
     let prefix =
         if means[..sorted].windows(2).all(|w| order_key(w[0]) <= order_key(w[1])) { sorted } else { 0 };
+    // Two centroids on one mean with different weights (a long stream's
+    // extremes end that way) make the result ambiguous: known before sorting.
+    let tie = |p: &[f64], q: &[i64]| p[0] == p[1] && (p[0].to_bits() != p[1].to_bits() || q[0] != q[1]);
+    if means[..prefix].windows(2).zip(weights[..prefix].windows(2)).any(|(p, q)| tie(p, q)) {
+        return false;
+    }
     let mut tail: Vec<(u64, f64, i64)> =
         means[prefix..].iter().zip(&weights[prefix..]).map(|(&m, &w)| (order_key(m), m, w)).collect();
     tail.sort_unstable_by_key(|node| node.0);
