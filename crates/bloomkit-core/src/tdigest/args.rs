@@ -26,9 +26,9 @@ const EXACT_POWERS_OF_TEN: [f64; 23] = [
     1e19, 1e20, 1e21, 1e22,
 ];
 
-/// `-?digits[.digits]` whose digits, read as one integer, are at most 2^53
-/// and whose fraction has at most 22 digits: that integer and the power of
-/// ten are exact doubles, so one IEEE division rounds the decimal exactly
+/// `-?digits[.digits]` of at most 19 digits and point whose digits, read
+/// as one integer, are at most 2^53: that integer and the power of ten
+/// (at most 10^17) are exact doubles, so one IEEE division rounds the decimal exactly
 /// as a correctly rounded `strtod` does (Clinger's fast path). `None` for
 /// anything else (exponents, `+`, a bare `.`, more digits, hex, `inf`):
 /// the caller then asks `strtod`.
@@ -38,32 +38,29 @@ fn plain_decimal(s: &[u8]) -> Option<f64> {
         Some((b'-', rest)) => (true, rest),
         _ => (false, s),
     };
-    if body.is_empty() || body.len() > 40 {
+    // At most 19 characters: at most 19 digits, below 10^19 < 2^64, so
+    // the integer below cannot overflow.
+    if body.is_empty() || body.len() > 19 {
         return None;
     }
     let mut mantissa = 0u64;
-    let mut fraction_digits = None;
-    let mut digits = 0usize;
+    let mut point = None;
     for (i, &c) in body.iter().enumerate() {
-        match c {
-            b'0'..=b'9' => {
-                mantissa = mantissa.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-                digits += 1;
-                if let Some(f) = fraction_digits.as_mut() {
-                    *f += 1;
-                }
-            }
+        let digit = c.wrapping_sub(b'0');
+        if digit < 10 {
+            mantissa = mantissa * 10 + u64::from(digit);
+        } else if c == b'.' && point.is_none() && i > 0 && i + 1 < body.len() {
             // One point, with digits on both sides.
-            b'.' if fraction_digits.is_none() && i > 0 && i + 1 < body.len() => {
-                fraction_digits = Some(0usize)
-            }
-            _ => return None,
+            point = Some(i);
+        } else {
+            return None;
         }
     }
-    if digits == 0 || mantissa > 1 << 53 {
+    if mantissa > 1 << 53 {
         return None;
     }
-    let power = *EXACT_POWERS_OF_TEN.get(fraction_digits.unwrap_or(0))?;
+    // At most 17 fraction digits: always in the table.
+    let power = EXACT_POWERS_OF_TEN[point.map_or(0, |p| body.len() - p - 1)];
     let magnitude = mantissa as f64 / power;
     Some(if negative { -magnitude } else { magnitude })
 }
