@@ -120,28 +120,42 @@ fn parse_cell_size<A: AsRef<[u8]>>(rest: &[A], absent: bool) -> Result<CellSize,
 /// 64-bit signed integer, parsed before anything changes (after the key's
 /// checks, by the module). A non-integer is `CMS: Cannot parse number`.
 pub fn parse_incrby_signed<A: AsRef<[u8]>>(argv: &[A]) -> Result<Vec<i64>, CmsError> {
+    let mut out = vec![0; argv.len().saturating_sub(2) / 2];
+    parse_incrby_signed_into(argv, &mut out)?;
+    Ok(out)
+}
+
+/// [`parse_incrby_signed`] into `out`, one increment per pair (`out` holds
+/// `(argv.len() - 2) / 2`): the caller chooses where they live.
+pub fn parse_incrby_signed_into<A: AsRef<[u8]>>(argv: &[A], out: &mut [i64]) -> Result<(), CmsError> {
     check_incrby_arity(argv)?;
-    argv[3..]
-        .iter()
-        .step_by(2)
-        .map(|v| parse_long_long(v.as_ref()).ok_or(CmsError::CannotParseNumber))
-        .collect()
+    for (v, o) in argv[3..].iter().step_by(2).zip(out) {
+        *o = parse_long_long(v.as_ref()).ok_or(CmsError::CannotParseNumber)?;
+    }
+    Ok(())
 }
 
 /// `CMS.INCRBY key item increment [item increment ...]`: the increments in
 /// order, parsed before anything changes (the key is checked first, by the
 /// module). Items are at `argv[2 + 2 * i]`.
 pub fn parse_incrby<A: AsRef<[u8]>>(argv: &[A]) -> Result<Vec<u64>, CmsError> {
+    let mut out = vec![0; argv.len().saturating_sub(2) / 2];
+    parse_incrby_into(argv, &mut out)?;
+    Ok(out)
+}
+
+/// [`parse_incrby`] into `out`, one increment per pair (`out` holds
+/// `(argv.len() - 2) / 2`): the caller chooses where they live.
+pub fn parse_incrby_into<A: AsRef<[u8]>>(argv: &[A], out: &mut [u64]) -> Result<(), CmsError> {
     check_incrby_arity(argv)?;
-    argv[3..]
-        .iter()
-        .step_by(2)
-        .map(|v| match parse_long_long(v.as_ref()) {
-            None => Err(CmsError::CannotParseNumber),
-            Some(v) if v < 0 => Err(CmsError::NegativeNumber),
-            Some(v) => Ok(v as u64),
-        })
-        .collect()
+    for (v, o) in argv[3..].iter().step_by(2).zip(out) {
+        *o = match parse_long_long(v.as_ref()) {
+            None => return Err(CmsError::CannotParseNumber),
+            Some(v) if v < 0 => return Err(CmsError::NegativeNumber),
+            Some(v) => v as u64,
+        };
+    }
+    Ok(())
 }
 
 /// At least one pair, and whole pairs.

@@ -13,7 +13,7 @@
 use std::ptr::NonNull;
 
 use bloomkit_core::cms::args::{
-    check_incrby_arity, check_init_arity_with, check_merge_arity, parse_incrby, parse_incrby_signed,
+    check_incrby_arity, check_init_arity_with, check_merge_arity, parse_incrby_into, parse_incrby_signed_into,
     parse_initbydim_with, parse_initbyprob_with, parse_merge,
 };
 use bloomkit_core::cms::{CmsError, CountMinSketch, Init, Rules, Source};
@@ -82,15 +82,22 @@ pub fn incrby(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_incrby_arity(argv)?;
     let key = Key::open(ctx, &argv[1], true);
     let mut sketch = existing(&key)?;
+    // The increments of up to ON_STACK pairs live on the stack: no
+    // allocation for the common command.
+    const ON_STACK: usize = 32;
+    let pairs = (argv.len() - 2) / 2;
     match super::rules() {
         Rules::Classic => {
-            let increments = parse_incrby(argv)?;
+            let (mut stack, mut heap) = ([0u64; ON_STACK], Vec::new());
+            let increments = on_stack_or_heap(&mut stack, &mut heap, pairs);
+            parse_incrby_into(argv, increments)?;
+            let increments = &*increments;
             // SAFETY: the keyspace owns the sketch and nothing else touches it
             // while this command runs (commands run one at a time on the main thread).
             let sketch = unsafe { sketch.as_mut() };
             let max = sketch.cell_size().max();
             ctx.reply_array(increments.len());
-            for (pair, by) in argv[2..].chunks_exact(2).zip(increments) {
+            for (pair, &by) in argv[2..].chunks_exact(2).zip(increments) {
                 match sketch.increment(pair[0].bytes(), by) {
                     estimate if estimate == max => ctx.reply_error(&CmsError::IncrbyOverflow.message()),
                     estimate => ctx.reply_i64(estimate as i64),
@@ -98,12 +105,15 @@ pub fn incrby(ctx: Ctx, argv: &[Arg]) -> Outcome {
             }
         }
         Rules::CellSized => {
-            let increments = parse_incrby_signed(argv)?;
+            let (mut stack, mut heap) = ([0i64; ON_STACK], Vec::new());
+            let increments = on_stack_or_heap(&mut stack, &mut heap, pairs);
+            parse_incrby_signed_into(argv, increments)?;
+            let increments = &*increments;
             // SAFETY: the keyspace owns the sketch and nothing else touches it
             // while this command runs (commands run one at a time on the main thread).
             let sketch = unsafe { sketch.as_mut() };
             ctx.reply_array(increments.len());
-            for (pair, by) in argv[2..].chunks_exact(2).zip(increments) {
+            for (pair, &by) in argv[2..].chunks_exact(2).zip(increments) {
                 match sketch.add(pair[0].bytes(), by) {
                     // At most 2^63 - 1 (the largest 8-byte cell).
                     Ok(estimate) => ctx.reply_i64(estimate as i64),
@@ -116,6 +126,16 @@ pub fn incrby(ctx: Ctx, argv: &[Arg]) -> Outcome {
     ctx.replicate_verbatim();
     ctx.notify(c"cms.incrby", &argv[1]);
     Ok(())
+}
+
+/// `n` zeros: the first `n` of `stack` when they fit, else `heap` grown to `n`.
+fn on_stack_or_heap<'a, T: Copy + Default>(stack: &'a mut [T], heap: &'a mut Vec<T>, n: usize) -> &'a mut [T] {
+    if n <= stack.len() {
+        &mut stack[..n]
+    } else {
+        heap.resize(n, T::default());
+        heap
+    }
 }
 
 /// `CMS.QUERY key item [item ...]` → each item's estimate.
