@@ -132,35 +132,56 @@ pub fn parse_merge<A: AsRef<[u8]>>(argv: &[A]) -> Result<Merge, TdError> {
 /// `TDIGEST.ADD`'s values (argv after the key): every one parsed before
 /// any is added.
 pub fn parse_add_values<A: AsRef<[u8]>>(values: &[A]) -> Result<Vec<f64>, TdError> {
-    values
-        .iter()
-        .map(|v| {
-            let x = double(v.as_ref()).ok_or(TdError::ValParse)?;
-            if !x.is_finite() {
-                return Err(TdError::ValNotFinite);
-            }
-            Ok(x)
-        })
-        .collect()
+    let mut out = vec![0.0; values.len()];
+    parse_add_values_into(values, &mut out)?;
+    Ok(out)
+}
+
+/// [`parse_add_values`] into `out` (as long as `values`): the caller
+/// chooses where they live.
+pub fn parse_add_values_into<A: AsRef<[u8]>>(values: &[A], out: &mut [f64]) -> Result<(), TdError> {
+    for (v, o) in values.iter().zip(out) {
+        let x = double(v.as_ref()).ok_or(TdError::ValParse)?;
+        if !x.is_finite() {
+            return Err(TdError::ValNotFinite);
+        }
+        *o = x;
+    }
+    Ok(())
 }
 
 /// `TDIGEST.QUANTILE`'s fractions (argv after the key), each in [0, 1].
 pub fn parse_quantiles<A: AsRef<[u8]>>(values: &[A]) -> Result<Vec<f64>, TdError> {
-    values
-        .iter()
-        .map(|v| {
-            let q = double(v.as_ref()).ok_or(TdError::QuantileParse)?;
-            if !(0.0..=1.0).contains(&q) {
-                return Err(TdError::QuantileRange);
-            }
-            Ok(q)
-        })
-        .collect()
+    let mut out = vec![0.0; values.len()];
+    parse_quantiles_into(values, &mut out)?;
+    Ok(out)
+}
+
+/// [`parse_quantiles`] into `out` (as long as `values`).
+pub fn parse_quantiles_into<A: AsRef<[u8]>>(values: &[A], out: &mut [f64]) -> Result<(), TdError> {
+    for (v, o) in values.iter().zip(out) {
+        let q = double(v.as_ref()).ok_or(TdError::QuantileParse)?;
+        if !(0.0..=1.0).contains(&q) {
+            return Err(TdError::QuantileRange);
+        }
+        *o = q;
+    }
+    Ok(())
 }
 
 /// `TDIGEST.CDF`'s values (argv after the key); infinities are accepted.
 pub fn parse_cdf_values<A: AsRef<[u8]>>(values: &[A]) -> Result<Vec<f64>, TdError> {
-    values.iter().map(|v| double(v.as_ref()).ok_or(TdError::CdfParse)).collect()
+    let mut out = vec![0.0; values.len()];
+    parse_cdf_values_into(values, &mut out)?;
+    Ok(out)
+}
+
+/// [`parse_cdf_values`] into `out` (as long as `values`).
+pub fn parse_cdf_values_into<A: AsRef<[u8]>>(values: &[A], out: &mut [f64]) -> Result<(), TdError> {
+    for (v, o) in values.iter().zip(out) {
+        *o = double(v.as_ref()).ok_or(TdError::CdfParse)?;
+    }
+    Ok(())
 }
 
 /// `TDIGEST.RANK`/`REVRANK`'s values (argv after the key).

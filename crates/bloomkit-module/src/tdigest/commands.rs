@@ -28,8 +28,8 @@ use std::ffi::CStr;
 use std::ptr::NonNull;
 
 use bloomkit_core::tdigest::args::{
-    parse_add_values, parse_cdf_values, parse_create, parse_merge, parse_quantiles, parse_rank_values,
-    parse_ranks, parse_trimmed_mean,
+    parse_add_values_into, parse_cdf_values_into, parse_create, parse_merge, parse_quantiles_into,
+    parse_rank_values, parse_ranks, parse_trimmed_mean,
 };
 use bloomkit_core::tdigest::{TDigest, TdError};
 use bloomkit_core::Reply;
@@ -40,6 +40,39 @@ use super::counters::{self, COUNTERS};
 use crate::command::Outcome;
 use crate::ffi::{Arg, Ctx, Key};
 use crate::{config, keys};
+
+/// Values of up to this many arguments are parsed onto the stack: no
+/// allocation for the common command.
+const ON_STACK: usize = 32;
+
+/// Parsed values: on the stack up to `ON_STACK` of them, else on the heap.
+struct Values {
+    stack: [f64; ON_STACK],
+    heap: Vec<f64>,
+    n: usize,
+}
+
+impl Values {
+    /// `args` parsed by `parse_into`, which fills a slice as long as them.
+    fn parse(args: &[Arg], parse_into: fn(&[Arg], &mut [f64]) -> Result<(), TdError>) -> Result<Values, TdError> {
+        let mut v = Values { stack: [0.0; ON_STACK], heap: Vec::new(), n: args.len() };
+        if v.n > ON_STACK {
+            v.heap.resize(v.n, 0.0);
+            parse_into(args, &mut v.heap)?;
+        } else {
+            parse_into(args, &mut v.stack[..v.n])?;
+        }
+        Ok(v)
+    }
+
+    fn get(&self) -> &[f64] {
+        if self.n > ON_STACK {
+            &self.heap
+        } else {
+            &self.stack[..self.n]
+        }
+    }
+}
 
 fn lookup(key: &Key) -> Result<Option<NonNull<TDigest>>, Reply> {
     keys::lookup(key)
@@ -84,13 +117,14 @@ pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::ADD.check(argv)?;
     let key = Key::open(ctx, &argv[1], true);
     let mut t = existing(&key)?;
-    let values = parse_add_values(&argv[2..])?;
+    let values = Values::parse(&argv[2..], parse_add_values_into)?;
+    let values = values.get();
     // SAFETY: owned by the keyspace; commands run one at a time.
     let t = unsafe { t.as_mut() };
     settle(ctx, t, &argv[1])?;
     let mut ran = 0usize;
     let mut failed = None;
-    for &v in &values {
+    for &v in values {
         if let Err(e) = t.add(v, 1) {
             failed = Some(e);
             break;
@@ -262,7 +296,8 @@ fn reply_doubles(ctx: Ctx, values: &[f64]) {
 /// `TDIGEST.QUANTILE key quantile [quantile ...]`
 pub fn quantile(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::QUANTILE.check(argv)?;
-    let values = read(ctx, argv, || parse_quantiles(&argv[2..]), |r, qs| Ok(r.compressed()?.quantiles(&qs)))?;
+    let parse = || Values::parse(&argv[2..], parse_quantiles_into);
+    let values = read(ctx, argv, parse, |r, qs| Ok(r.compressed()?.quantiles(qs.get())))?;
     reply_doubles(ctx, &values);
     Ok(())
 }
@@ -270,16 +305,21 @@ pub fn quantile(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `TDIGEST.CDF key value [value ...]`
 pub fn cdf(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::CDF.check(argv)?;
-    let values = read(
+    read(
         ctx,
         argv,
-        || parse_cdf_values(&argv[2..]),
+        || Values::parse(&argv[2..], parse_cdf_values_into),
         |r, xs| {
+            // Nothing can fail once the compressed digest is there: the
+            // answers are replied as they are computed.
             let t = r.compressed()?;
-            Ok(xs.iter().map(|&x| t.cdf(x)).collect::<Vec<_>>())
+            ctx.reply_array(xs.get().len());
+            for &x in xs.get() {
+                ctx.reply_double(t.cdf(x));
+            }
+            Ok(())
         },
     )?;
-    reply_doubles(ctx, &values);
     Ok(())
 }
 
