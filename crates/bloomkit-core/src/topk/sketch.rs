@@ -147,13 +147,19 @@ fn draw_value(draws: u64, fp: u32, row: u32, bucket: Bucket, unit: u32) -> f64 {
 #[inline(always)]
 fn draw_group(first: u64, fp: u32, rows: &[(usize, u32, Bucket); LANES], m: usize) -> [f64; LANES] {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512dq") {
+    if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512dq") {
         let row_keys = std::array::from_fn(|j| (u64::from(fp) << 32) | u64::from(rows[j].1));
         let bucket_keys =
             std::array::from_fn(|j| (u64::from(rows[j].2.fp) << 32) | u64::from(rows[j].2.count));
         // SAFETY: the CPU has the features the function is compiled for.
         return unsafe { draw_lanes_avx512(first, &row_keys, &bucket_keys) };
     }
+    draw_group_portable(first, fp, rows, m)
+}
+
+/// [`draw_group`] on any CPU: only the `m` draws, one chain each.
+#[inline(always)]
+fn draw_group_portable(first: u64, fp: u32, rows: &[(usize, u32, Bucket); LANES], m: usize) -> [f64; LANES] {
     let mut draws = [0.0f64; LANES];
     for (j, ((_, r, b), d)) in rows[..m].iter().zip(&mut draws).enumerate() {
         *d = draw_value(first.wrapping_add(j as u64), fp, *r, *b, 1);
@@ -166,6 +172,7 @@ fn draw_group(first: u64, fp: u32, rows: &[(usize, u32, Bucket); LANES], m: usiz
 /// same operations lane by lane, written so that the compiler can do
 /// each step for all lanes at once.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 fn draw_lanes(first: u64, row_keys: &[u64; LANES], bucket_keys: &[u64; LANES]) -> [f64; LANES] {
     let mut h: [u64; LANES] = std::array::from_fn(|j| first.wrapping_add(j as u64) ^ 0x5851_f42d_4c95_7f2d);
     for x in &mut h {
@@ -666,12 +673,15 @@ pub(crate) mod tests {
             let bits = |v: [f64; LANES]| v.map(f64::to_bits);
             assert_eq!(bits(draw_lanes(first, &row_keys, &bucket_keys)), bits(want));
             #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx512dq") {
+            if std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512dq")
+            {
                 // SAFETY: the CPU has the features.
                 assert_eq!(bits(unsafe { draw_lanes_avx512(first, &row_keys, &bucket_keys) }), bits(want));
             }
             for m in 0..=LANES {
                 assert_eq!(bits(draw_group(first, fp, &rows, m))[..m], bits(want)[..m]);
+                assert_eq!(bits(draw_group_portable(first, fp, &rows, m))[..m], bits(want)[..m]);
             }
         }
     }
