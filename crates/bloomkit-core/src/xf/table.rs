@@ -56,6 +56,9 @@ impl Zeroable for u16 {}
 
 /// Quotients per block of the run index.
 pub const BLOCK: u64 = 64;
+/// The most slots a lookup walks around its quotient, back to its
+/// cluster's start and forward to its run, before it asks the run index.
+const NEAR: u64 = 48;
 /// An index entry too far from its block to hold (only crafted items make
 /// clusters that long): lookups in that block walk back to the cluster's
 /// start instead, until the cluster is laid out again.
@@ -309,6 +312,18 @@ impl Table {
         if v & SHIFTED == 0 && v >> 3 != 0 {
             return q;
         }
+        // Where the cluster is short (most lookups below the growth load),
+        // the slots around `q` tell, with no second memory access for the
+        // index: on a filter larger than the cache that access is a miss
+        // of its own, which the lookup would wait for.
+        if let Some((s, _)) = self.run_start_near(q) {
+            return s;
+        }
+        self.run_start_indexed(q)
+    }
+
+    /// [`Table::run_start`] through the run index.
+    fn run_start_indexed(&self, q: u64) -> u64 {
         let b = q / BLOCK;
         let d = self.index[b as usize];
         if d == UNKNOWN {
@@ -333,6 +348,34 @@ impl Table {
             pos = e;
             p += 1;
         }
+    }
+
+    /// [`Table::run_start_walk`] when it reads at most [`NEAR`] slots.
+    fn run_start_near(&self, q: u64) -> Option<(u64, u64)> {
+        let mut budget = NEAR;
+        let mut b = q;
+        while self.get(b) & SHIFTED != 0 {
+            b -= 1;
+            budget = budget.checked_sub(1)?;
+        }
+        let cluster = b;
+        let mut s = b;
+        while b != q {
+            loop {
+                s += 1;
+                budget = budget.checked_sub(1)?;
+                if self.get(s) & CONTINUATION == 0 {
+                    break;
+                }
+            }
+            loop {
+                b += 1;
+                if self.occupied(b) {
+                    break;
+                }
+            }
+        }
+        Some((s, cluster))
     }
 
     /// [`Table::run_start`] the classic way, walking back to the cluster's
@@ -460,11 +503,11 @@ impl Table {
         self.run(q).any(|i| matches(self.get(i) >> 3, qv))
     }
 
-    /// The slots and 64-byte lines a lookup of `q` reads: the index entry,
-    /// the block's slots up to `q` (their occupied bits) and the slots from
-    /// where the block's runs begin to the end of `q`'s run; `q` alone
-    /// when it has no run (the cluster from its start where the index
-    /// cannot place the block).
+    /// The slots and 64-byte lines a lookup of `q` reads: the cluster from
+    /// its start to `q`'s run's end where that is near; else the index
+    /// entry, the block's slots up to `q` (their occupied bits) and the
+    /// slots from where the block's runs begin to the end of `q`'s run; `q`
+    /// alone when it has no run.
     pub fn probe_cost(&self, q: u64) -> (u64, u64) {
         if !self.occupied(q) {
             return (1, self.cache_lines(q, q));
@@ -475,16 +518,19 @@ impl Table {
         while self.get(e + 1) & CONTINUATION != 0 {
             e += 1;
         }
+        let v = self.get(q);
+        let near = if v & SHIFTED == 0 && v >> 3 != 0 { Some((q, q)) } else { self.run_start_near(q) };
         let d = self.index[b as usize];
-        let (lo, from) = if d == UNKNOWN {
-            let (_, cluster) = self.run_start_walk(q);
-            (cluster, cluster)
-        } else {
-            (b * BLOCK, b * BLOCK + u64::from(d))
+        let (lo, from, index_line) = match near {
+            Some((_, cluster)) => (cluster, cluster, 0),
+            None if d == UNKNOWN => {
+                let (_, cluster) = self.run_start_walk(q);
+                (cluster, cluster, 0)
+            }
+            None => (b * BLOCK, b * BLOCK + u64::from(d), 1),
         };
-        let index_line = u64::from(d != UNKNOWN);
         if from <= q + 1 {
-            // One stretch: the block's start to the run's end.
+            // One stretch: from the cluster's (or the block's) start to the run's end.
             let hi = e.max(q);
             (hi - lo + 1, self.cache_lines(lo, hi) + index_line)
         } else {
@@ -856,6 +902,12 @@ pub(crate) mod tests {
         assert_eq!(scan.hist, t.hist);
         assert!(t.padding_is_clear());
         assert!(t.index_is_exact());
+        // Every run is found the same through the index as by the walk.
+        for q in 0..t.m {
+            if t.occupied(q) && t.index[(q / BLOCK) as usize] != UNKNOWN {
+                assert_eq!(t.run_start_indexed(q), t.run_start_walk(q).0, "quotient {q}");
+            }
+        }
     }
 
     #[test]
