@@ -722,7 +722,13 @@ impl Table {
         for s in i..end {
             self.set(s, 0);
         }
-        self.reindex(i, end);
+        // The blocks starting inside the emptied stretch: every entry of an
+        // earlier quotient now ends before `i`, so their runs begin at their
+        // own start (what `reindex` would find, without walking).
+        let last = (end / BLOCK).min(self.index.len() as u64 - 1);
+        for b in i / BLOCK + 1..=last {
+            self.index[b as usize] = 0;
+        }
         for &(_, r) in &entries {
             let (f, _) = decode(r, self.fbits);
             self.hist[f as usize] -= 1;
