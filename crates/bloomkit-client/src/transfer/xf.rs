@@ -47,13 +47,12 @@ pub fn xf_info(server: &mut Server, key: &str) -> Result<Vec<(String, String)>> 
     info_fields(server, key, "XF.INFO")
 }
 
-/// About the bytes of slots a transfer moves, for progress: `XF.INFO`'s
-/// Size without the filter's own fields (each table also has a word of
-/// padding that is not sent).
+/// The bytes of slots a transfer moves, for progress: read off the filter's
+/// SCANDUMP header (what its chunks will carry, the run index and the
+/// padding words not being sent).
 fn size(server: &mut Server, key: &str) -> Result<u64> {
-    let info = xf_info(server, key)?;
-    let size: u64 = info.iter().find(|(l, _)| l == "Size").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
-    Ok(size.saturating_sub(bloomkit_core::xf::filter::OVERHEAD))
+    let (_, header) = xf_scandump(server, key, 0)?;
+    Ok(XfFilter::header_data_len(&header).unwrap_or(0))
 }
 
 /// Runs `scan` with the source key watched; afterwards, a write to it in
@@ -180,7 +179,7 @@ pub fn restore_xf(
                     return Err(transfer!("the expandable filter file does not start with a header"));
                 }
                 arm_staging(server, staging)?;
-                progress.set_length(size(server, staging)?);
+                progress.set_length(XfFilter::header_data_len(data).unwrap_or(0));
                 header = Some(data.to_vec());
                 return Ok(());
             }

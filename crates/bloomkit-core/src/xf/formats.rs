@@ -274,6 +274,27 @@ impl XfFilter {
         out
     }
 
+    /// The slot bytes the chunks after this header carry (what a transfer
+    /// moves, for its progress), read without allocating anything; `None`
+    /// for a header that is not one.
+    pub fn header_data_len(header: &[u8]) -> Option<u64> {
+        let h: &[u8; HEADER_LEN] = header.try_into().ok()?;
+        if &h[..8] != MAGIC {
+            return None;
+        }
+        let at = |i: usize| u64::from_le_bytes(h[8 + 8 * i..16 + 8 * i].try_into().expect("8 bytes"));
+        let params = XfParams { error_rate: f64::from_bits(at(0)), capacity: at(1), max_capacity: at(2) };
+        params.check().ok()?;
+        let (level, fbits) = (u32::try_from(at(4)).ok()?, u32::try_from(at(5)).ok()?);
+        let m = params.first_quotients().checked_shl(level).filter(|m| m.leading_zeros() >= level)?;
+        let sent = |m: u64, fbits: u32| Table::slot_bytes_for(m, fbits)?.checked_sub(8);
+        let mut len = sent(m, fbits)?;
+        if at(6) != 0 {
+            len = len.checked_add(sent(m.checked_mul(2)?, u32::try_from(at(7)).ok()?)?)?;
+        }
+        Some(len)
+    }
+
     /// A filter as the header describes, to be filled by the chunks that
     /// follow; until the last, it answers as empty and refuses writes.
     pub fn from_header(header: &[u8], limits: Limits) -> Result<XfFilter, XfError> {
