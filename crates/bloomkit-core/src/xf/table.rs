@@ -352,7 +352,19 @@ impl Table {
 
     /// [`Table::run_start_walk`] when it reads at most [`NEAR`] slots.
     fn run_start_near(&self, q: u64) -> Option<(u64, u64)> {
-        let mut budget = NEAR;
+        self.walk(q, NEAR)
+    }
+
+    /// [`Table::run_start`] the classic way, walking back to the cluster's
+    /// start (blocks the index cannot place), and that start.
+    fn run_start_walk(&self, q: u64) -> (u64, u64) {
+        // A table has fewer slots than any budget this large.
+        self.walk(q, u64::MAX).expect("an unbounded walk ends")
+    }
+
+    /// The classic walk: back to the cluster's start, then forward over the
+    /// runs of the quotients before `q`; `None` past `budget` slots read.
+    fn walk(&self, q: u64, mut budget: u64) -> Option<(u64, u64)> {
         let mut b = q;
         while self.get(b) & SHIFTED != 0 {
             b -= 1;
@@ -376,32 +388,6 @@ impl Table {
             }
         }
         Some((s, cluster))
-    }
-
-    /// [`Table::run_start`] the classic way, walking back to the cluster's
-    /// start (blocks the index cannot place), and that start.
-    fn run_start_walk(&self, q: u64) -> (u64, u64) {
-        let mut b = q;
-        while self.get(b) & SHIFTED != 0 {
-            b -= 1;
-        }
-        let cluster = b;
-        let mut s = b;
-        while b != q {
-            loop {
-                s += 1;
-                if self.get(s) & CONTINUATION == 0 {
-                    break;
-                }
-            }
-            loop {
-                b += 1;
-                if self.occupied(b) {
-                    break;
-                }
-            }
-        }
-        (s, cluster)
     }
 
     /// Sets block `b`'s index entry to slot `start`.
