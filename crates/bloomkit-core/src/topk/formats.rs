@@ -23,11 +23,10 @@
 //! would load as a sketch that saves differently (see [`canonical_slot`]).
 
 use super::errors::TopkError;
-use super::sketch::{allocate, decay_table, Bucket, Slot, TopK, TopkParams};
+use super::sketch::{allocate, Bucket, Slot, TopK, TopkParams};
 use super::*;
 use crate::common::dump::{own_type_id, PayloadReader, PayloadWriter};
 use crate::common::fields::{FieldReader, FieldWriter};
-use crate::common::hash::Mod32;
 use crate::common::memory::Limits;
 
 /// The module id of `TopK-TYPE` at encoding 0.
@@ -121,17 +120,7 @@ impl TopK {
             let empty = fp == 0 && count == 0 && item.is_empty();
             *slot = Slot { fp, count, item: (!empty).then(|| item.into()) };
         }
-        Ok(TopK {
-            k,
-            width,
-            depth,
-            decay,
-            buckets,
-            heap,
-            table: decay_table(decay),
-            draws,
-            column: Mod32::new(width),
-        })
+        Ok(TopK::assemble(TopkParams { k, width, depth, decay }, buckets, heap, draws))
     }
 
     /// The value as a `DUMP` payload (RDB version 9, which every server

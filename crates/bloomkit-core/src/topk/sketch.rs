@@ -240,7 +240,14 @@ impl TopK {
         // A size past 2^64 bytes is over any limit (and fails to allocate without one).
         limits.check(params.size_bytes().unwrap_or(u64::MAX))?;
         let (buckets, heap) = allocate(k, width, depth)?;
-        Ok(TopK {
+        Ok(TopK::assemble(params, buckets, heap, 0))
+    }
+
+    /// A sketch of these arrays, with what is derived from its parameters
+    /// (the decay table, the column reducer) derived here alone.
+    pub(super) fn assemble(params: TopkParams, buckets: Vec<Bucket>, heap: Vec<Slot>, draws: u64) -> TopK {
+        let TopkParams { k, width, depth, decay } = params;
+        TopK {
             k,
             width,
             depth,
@@ -248,9 +255,9 @@ impl TopK {
             buckets,
             heap,
             table: decay_table(decay),
-            draws: 0,
+            draws,
             column: Mod32::new(width),
-        })
+        }
     }
 
     pub fn params(&self) -> TopkParams {
