@@ -36,17 +36,29 @@ static ALLOCATOR: alloc::ServerAllocator = alloc::ServerAllocator;
 /// bloomkit implements, because clients gate features on it.
 const MODULE_VERSION: c_int = 20802;
 
-/// Declares each family's folder and lists its `FAMILY`, so that a new
-/// family is one name here.
-macro_rules! families {
-    ($($family:ident),* $(,)?) => {
-        $(mod $family;)*
-        /// Every family, in the order its types, categories and commands are registered.
-        const FAMILIES: &[Family] = &[$($family::FAMILY),*];
-    };
-}
+// The families: each is a folder named as in `bloomkit-core`. Plain `mod`
+// lines (not a macro) so that `cargo fmt` reaches every file of theirs.
+mod apbf;
+mod bf;
+mod cf;
+mod cms;
+mod tdigest;
+mod topk;
+mod vbloom;
+mod xf;
 
-families!(bf, cf, apbf, vbloom, cms, topk, tdigest, xf);
+/// Every family, in the order its types, categories and commands are
+/// registered: a new family is its `mod` line above and its name here.
+const FAMILIES: &[Family] = &[
+    bf::FAMILY,
+    cf::FAMILY,
+    apbf::FAMILY,
+    vbloom::FAMILY,
+    cms::FAMILY,
+    topk::FAMILY,
+    tdigest::FAMILY,
+    xf::FAMILY,
+];
 
 /// `INFO bf`: each family's sections, then what active defrag moved.
 extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {

@@ -12,12 +12,12 @@
 use std::ffi::CStr;
 use std::ptr::NonNull;
 
+use bloomkit_core::apbf::args::arity;
 use bloomkit_core::apbf::args::{parse_advance, parse_chunk_iter, parse_reserve};
 use bloomkit_core::apbf::{self, Apbf, ApbfError, Window};
 use bloomkit_core::common::fmt::format_g;
 use bloomkit_core::common::parse::parse_long_long;
 use bloomkit_core::{Limits, Reply};
-use bloomkit_core::apbf::args::arity;
 use redis_module::raw;
 
 use super::counters::{self, COUNTERS};

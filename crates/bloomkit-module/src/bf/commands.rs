@@ -13,6 +13,7 @@
 use std::ffi::CStr;
 use std::ptr::NonNull;
 
+use bloomkit_core::bf::args::arity;
 use bloomkit_core::bf::args::{parse_insert, parse_reserve, InfoField};
 use bloomkit_core::bf::{scandump as dump, BfError, Chain, ChainParams};
 use bloomkit_core::common::compat::Compat;
@@ -20,14 +21,13 @@ use bloomkit_core::common::fmt::format_g;
 use bloomkit_core::common::parse::parse_long_long;
 use bloomkit_core::vbloom::ValkeyError;
 use bloomkit_core::{Limits, Reply, ReplyError};
-use bloomkit_core::bf::args::arity;
 use redis_module::raw;
 
+use super::counters;
+use super::lookup::{lookup_bloom as lookup, BloomFilter as Filter, Found};
 use crate::command::Outcome;
 use crate::ffi::{api, Arg, Ctx, Key};
-use super::lookup::{lookup_bloom as lookup, BloomFilter as Filter, Found};
 use crate::vbloom;
-use super::counters;
 use crate::{config, keys};
 
 /// A new chain stored in an empty key opened for writing.
@@ -40,7 +40,9 @@ fn create(
         counters::COUNTERS.add(counters::REFUSED, 1);
         // RedisBloom 8 words an allocation failure its own way.
         match e {
-            BfError::OutOfMemory if config::redisbloom_level() == Compat::RedisBloom8 => BfError::InsufficientMemory,
+            BfError::OutOfMemory if config::redisbloom_level() == Compat::RedisBloom8 => {
+                BfError::InsufficientMemory
+            }
             e => e,
         }
     })?;
@@ -80,7 +82,16 @@ pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
         Some(Filter::Valkey(o)) => vbloom::commands::add(ctx, argv, o, 2, false),
         Some(Filter::Chain(c)) => insert_items(ctx, argv, key, Some(c), 2, None, false, c"bf.add"),
         None if valkey_bloom() => vbloom::commands::add_new(ctx, argv, &key, false),
-        None => insert_items(ctx, argv, key, None, 2, Some(super::settings::defaults().params()), false, c"bf.add"),
+        None => insert_items(
+            ctx,
+            argv,
+            key,
+            None,
+            2,
+            Some(super::settings::defaults().params()),
+            false,
+            c"bf.add",
+        ),
     }
 }
 
@@ -92,7 +103,16 @@ pub fn madd(ctx: Ctx, argv: &[Arg]) -> Outcome {
         Some(Filter::Valkey(o)) => vbloom::commands::add(ctx, argv, o, 2, true),
         Some(Filter::Chain(c)) => insert_items(ctx, argv, key, Some(c), 2, None, true, c"bf.madd"),
         None if valkey_bloom() => vbloom::commands::add_new(ctx, argv, &key, true),
-        None => insert_items(ctx, argv, key, None, 2, Some(super::settings::defaults().params()), true, c"bf.madd"),
+        None => insert_items(
+            ctx,
+            argv,
+            key,
+            None,
+            2,
+            Some(super::settings::defaults().params()),
+            true,
+            c"bf.madd",
+        ),
     }
 }
 

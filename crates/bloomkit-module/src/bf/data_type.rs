@@ -25,7 +25,8 @@ impl Value for Chain {
     /// stops it from starting, and what fails the checks is logged.
     fn load(from: &mut Load) -> Result<Self, String> {
         let counts = if from.loading { Counts::Trusted } else { Counts::Checked };
-        let chain = rdb::load(&mut from.reader(), from.encver, from.limits(), counts).map_err(|e| e.to_string())?;
+        let chain =
+            rdb::load(&mut from.reader(), from.encver, from.limits(), counts).map_err(|e| e.to_string())?;
         if from.loading {
             let links = chain.filters().iter().map(|f| (f.shape.capacity, f.items));
             if check_counts(chain.items(), chain.options(), chain.growth(), links).is_err() {

@@ -15,7 +15,12 @@ pub const FAMILY: Family = Family {
     info: Some(info),
     dialect: crate::vbloom::dialect,
     settings: &settings::SETTINGS,
-    ..Family::new(COMMANDS, crate::value::register::<bloomkit_core::bf::Chain>, Some(c"bloom"), &counters::COUNTERS)
+    ..Family::new(
+        COMMANDS,
+        crate::value::register::<bloomkit_core::bf::Chain>,
+        Some(c"bloom"),
+        &counters::COUNTERS,
+    )
 };
 
 /// `INFO bf`'s `stats` section: every `BF.*` filter, RedisBloom's and
@@ -40,7 +45,6 @@ fn info(ctx: *mut redis_module::raw::RedisModuleInfoCtx) {
     }
     crate::stats::write_module_fields(ctx);
 }
-
 
 use crate::command::Declared;
 

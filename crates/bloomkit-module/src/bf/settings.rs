@@ -24,11 +24,13 @@ static ERROR_RATE_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::
 static INITIAL_SIZE: AtomicI64 = AtomicI64::new(100);
 static EXPANSION: AtomicI64 = AtomicI64::new(2);
 
-static BK_ERROR_RATE: Setting = Setting::new("error-rate", Naming::Prefixed, rate(&ERROR_RATE, &ERROR_RATE_TEXT));
+static BK_ERROR_RATE: Setting =
+    Setting::new("error-rate", Naming::Prefixed, rate(&ERROR_RATE, &ERROR_RATE_TEXT));
 static BK_INITIAL_SIZE: Setting =
     Setting::new("initial-size", Naming::Prefixed, int(&INITIAL_SIZE, 1, MAX_CAPACITY_8));
 static BK_EXPANSION: Setting =
-    Setting::new("expansion-factor", Naming::Prefixed, int(&EXPANSION, 0, MAX_EXPANSION)).with_aliases(&["expansion"]);
+    Setting::new("expansion-factor", Naming::Prefixed, int(&EXPANSION, 0, MAX_EXPANSION))
+        .with_aliases(&["expansion"]);
 static RB8_ERROR_RATE: Setting =
     Setting::new("bf-error-rate", Naming::RedisBloom8, rate(&ERROR_RATE, &ERROR_RATE_TEXT));
 static RB8_INITIAL_SIZE: Setting =

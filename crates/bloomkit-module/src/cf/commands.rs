@@ -15,15 +15,15 @@
 use std::ffi::CStr;
 use std::ptr::NonNull;
 
+use bloomkit_core::cf::args::arity;
 use bloomkit_core::cf::args::{parse_insert, parse_loadchunk_pos, parse_reserve, parse_scandump_pos};
 use bloomkit_core::cf::{CfError, CuckooFilter, CuckooParams, Insert, Lookup};
 use bloomkit_core::{Limits, Reply, ReplyError};
-use bloomkit_core::cf::args::arity;
 use redis_module::raw;
 
+use super::counters::{self, COUNTERS};
 use crate::command::Outcome;
 use crate::ffi::{api, Arg, Ctx, Key, Slot};
-use super::counters::{self, COUNTERS};
 use crate::{config, keys};
 
 fn lookup(key: &Key) -> Result<Option<NonNull<CuckooFilter>>, Reply> {
@@ -33,7 +33,8 @@ fn lookup(key: &Key) -> Result<Option<NonNull<CuckooFilter>>, Reply> {
 /// A new filter stored in an empty key opened for writing, and sent to
 /// replicas with its exact parameters.
 fn create(ctx: Ctx, key: &Key, name: &Arg, params: CuckooParams) -> Result<NonNull<CuckooFilter>, Reply> {
-    let f = CuckooFilter::new(params, config::limits(ctx)).inspect_err(|_| counters::COUNTERS.add(counters::REFUSED, 1))?;
+    let f = CuckooFilter::new(params, config::limits(ctx))
+        .inspect_err(|_| counters::COUNTERS.add(counters::REFUSED, 1))?;
     let header = f.encode_header();
     let stored = keys::store(key, f)?;
     ctx.replicate_chunk(c"CF.LOADCHUNK", name, 1, &header);
@@ -106,7 +107,9 @@ fn insert_items(
     let key = Key::open(ctx, &argv[1], true);
     let (mut f, created) = match (lookup(&key)?, create_with) {
         (Some(f), _) => (f, false),
-        (None, Some(capacity)) => (create(ctx, &key, &argv[1], super::settings::defaults().params(capacity))?, true),
+        (None, Some(capacity)) => {
+            (create(ctx, &key, &argv[1], super::settings::defaults().params(capacity))?, true)
+        }
         (None, None) => return Err(CfError::NotFound.into()),
     };
     // SAFETY: the keyspace owns the filter and nothing else touches it while

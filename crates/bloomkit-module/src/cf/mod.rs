@@ -5,17 +5,18 @@ pub mod counters;
 pub mod data_type;
 pub mod settings;
 
-
-
 use crate::command::docs::{Arg, KEY, KEY_ITEM, KEY_ITEMS, LOADCHUNK, SCANDUMP};
 use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
 
 pub const FAMILY: Family = Family {
     settings: &settings::SETTINGS,
-    ..Family::new(COMMANDS, crate::value::register::<bloomkit_core::cf::CuckooFilter>, Some(c"cuckoo"), &counters::COUNTERS)
+    ..Family::new(
+        COMMANDS,
+        crate::value::register::<bloomkit_core::cf::CuckooFilter>,
+        Some(c"cuckoo"),
+        &counters::COUNTERS,
+    )
 };
-
-
 
 /// `CF.INSERT` and `CF.INSERTNX`: `key [CAPACITY capacity] [NOCREATE] ITEMS item [item ...]`.
 const INSERT_ARGS: &[Arg] = &[

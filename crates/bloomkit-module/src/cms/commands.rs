@@ -12,13 +12,13 @@
 
 use std::ptr::NonNull;
 
+use bloomkit_core::cms::args::arity;
 use bloomkit_core::cms::args::{
-    check_incrby_arity, check_init_arity_with, check_merge_arity, parse_incrby_into, parse_incrby_signed_into,
-    parse_initbydim_with, parse_initbyprob_with, parse_merge,
+    check_incrby_arity, check_init_arity_with, check_merge_arity, parse_incrby_into,
+    parse_incrby_signed_into, parse_initbydim_with, parse_initbyprob_with, parse_merge,
 };
 use bloomkit_core::cms::{CmsError, CountMinSketch, Init, Rules, Source};
 use bloomkit_core::{Reply, ReplyError};
-use bloomkit_core::cms::args::arity;
 
 use super::counters::{self, COUNTERS};
 use crate::command::Outcome;
@@ -129,7 +129,11 @@ pub fn incrby(ctx: Ctx, argv: &[Arg]) -> Outcome {
 }
 
 /// `n` zeros: the first `n` of `stack` when they fit, else `heap` grown to `n`.
-fn on_stack_or_heap<'a, T: Copy + Default>(stack: &'a mut [T], heap: &'a mut Vec<T>, n: usize) -> &'a mut [T] {
+fn on_stack_or_heap<'a, T: Copy + Default>(
+    stack: &'a mut [T],
+    heap: &'a mut Vec<T>,
+    n: usize,
+) -> &'a mut [T] {
     if n <= stack.len() {
         &mut stack[..n]
     } else {

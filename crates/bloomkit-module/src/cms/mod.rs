@@ -4,12 +4,8 @@ pub mod commands;
 pub mod counters;
 pub mod data_type;
 
-
-
 use crate::command::docs::Arg;
-use crate::command::{
-    entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE,
-};
+use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
 
 /// Whose Count-Min Sketch `CMS.*` answers as, and the encoding version its
 /// values are written at: Redis 8.12's at that level, else RedisBloom 2.8's.
@@ -21,10 +17,12 @@ pub fn rules() -> bloomkit_core::cms::Rules {
     }
 }
 
-pub const FAMILY: Family =
-    Family::new(COMMANDS, crate::value::register::<bloomkit_core::cms::CountMinSketch>, Some(c"cms"), &counters::COUNTERS);
-
-
+pub const FAMILY: Family = Family::new(
+    COMMANDS,
+    crate::value::register::<bloomkit_core::cms::CountMinSketch>,
+    Some(c"cms"),
+    &counters::COUNTERS,
+);
 
 use crate::command::Declared;
 
@@ -44,7 +42,9 @@ const COMMANDS: &[Command] = &[
         since: c"2.0.0",
         tips: None,
         args: &[Arg::key(c"key"), Arg::integer(c"width"), Arg::integer(c"depth")],
-        redisbloom8: Some(Declared::new(4, c"write deny-oom", c"cms write fast", RW_INSERT).at_8_12(INITBYDIM_8_12)),
+        redisbloom8: Some(
+            Declared::new(4, c"write deny-oom", c"cms write fast", RW_INSERT).at_8_12(INITBYDIM_8_12),
+        ),
     },
     Command {
         name: c"cms.initbyprob",
@@ -57,7 +57,9 @@ const COMMANDS: &[Command] = &[
         since: c"2.0.0",
         tips: None,
         args: &[Arg::key(c"key"), Arg::double(c"error"), Arg::double(c"probability")],
-        redisbloom8: Some(Declared::new(4, c"write deny-oom", c"cms write fast", RW_INSERT).at_8_12(INITBYPROB_8_12)),
+        redisbloom8: Some(
+            Declared::new(4, c"write deny-oom", c"cms write fast", RW_INSERT).at_8_12(INITBYPROB_8_12),
+        ),
     },
     Command {
         name: c"cms.incrby",

@@ -27,13 +27,13 @@
 use std::ffi::CStr;
 use std::ptr::NonNull;
 
+use bloomkit_core::tdigest::args::arity;
 use bloomkit_core::tdigest::args::{
     parse_add_values_into, parse_cdf_values_into, parse_create, parse_merge, parse_quantiles_into,
     parse_rank_values, parse_ranks, parse_trimmed_mean,
 };
 use bloomkit_core::tdigest::{TDigest, TdError};
 use bloomkit_core::Reply;
-use bloomkit_core::tdigest::args::arity;
 use redis_module::raw;
 
 use super::counters::{self, COUNTERS};
@@ -54,7 +54,10 @@ struct Values {
 
 impl Values {
     /// `args` parsed by `parse_into`, which fills a slice as long as them.
-    fn parse(args: &[Arg], parse_into: fn(&[Arg], &mut [f64]) -> Result<(), TdError>) -> Result<Values, TdError> {
+    fn parse(
+        args: &[Arg],
+        parse_into: fn(&[Arg], &mut [f64]) -> Result<(), TdError>,
+    ) -> Result<Values, TdError> {
         let mut v = Values { stack: [0.0; ON_STACK], heap: Vec::new(), n: args.len() };
         if v.n > ON_STACK {
             v.heap.resize(v.n, 0.0);
@@ -91,7 +94,8 @@ pub fn create(ctx: Ctx, argv: &[Arg]) -> Outcome {
         return Err(TdError::KeyExists.into());
     }
     let compression = parse_create(argv)?;
-    let t = TDigest::new(compression as f64, config::limits(ctx)).inspect_err(|_| counters::COUNTERS.add(counters::REFUSED, 1))?;
+    let t = TDigest::new(compression as f64, config::limits(ctx))
+        .inspect_err(|_| counters::COUNTERS.add(counters::REFUSED, 1))?;
     keys::store(&key, t)?;
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
@@ -326,7 +330,8 @@ pub fn cdf(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `TDIGEST.TRIMMED_MEAN key low_cut_percentile high_cut_percentile`
 pub fn trimmed_mean(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::TRIMMED_MEAN.check(argv)?;
-    let v = read(ctx, argv, || parse_trimmed_mean(argv), |r, (lo, hi)| Ok(r.compressed()?.trimmed_mean(lo, hi)))?;
+    let v =
+        read(ctx, argv, || parse_trimmed_mean(argv), |r, (lo, hi)| Ok(r.compressed()?.trimmed_mean(lo, hi)))?;
     ctx.reply_double(v);
     Ok(())
 }

@@ -4,14 +4,10 @@ pub mod commands;
 pub mod counters;
 pub mod data_type;
 
-
-
 use crate::command::docs::{Arg, KEY};
 use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
 
 pub const FAMILY: Family = Family::new(COMMANDS, data_type::register, Some(c"tdigest"), &counters::COUNTERS);
-
-
 
 const KEY_VALUES: &[Arg] = &[Arg::key(c"key"), Arg::double(c"value").multiple()];
 

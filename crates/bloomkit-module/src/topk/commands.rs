@@ -14,8 +14,8 @@ use std::ffi::CStr;
 use std::ptr::NonNull;
 
 use bloomkit_core::topk::args::{
-    check_incrby_arity, check_info_arity, check_items_arity, check_reserve_arity, parse_increment, parse_list,
-    parse_reserve,
+    check_incrby_arity, check_info_arity, check_items_arity, check_reserve_arity, parse_increment,
+    parse_list, parse_reserve,
 };
 use bloomkit_core::topk::{TopK, TopkError};
 use bloomkit_core::{Reply, ReplyError};
@@ -41,7 +41,8 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
         return Err(TopkError::KeyExists.into());
     }
     let params = parse_reserve(argv)?;
-    let sketch = TopK::new(params, config::limits(ctx)).inspect_err(|_| counters::COUNTERS.add(counters::REFUSED, 1))?;
+    let sketch = TopK::new(params, config::limits(ctx))
+        .inspect_err(|_| counters::COUNTERS.add(counters::REFUSED, 1))?;
     keys::store(&key, sketch)?;
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();

@@ -4,14 +4,15 @@ pub mod commands;
 pub mod counters;
 pub mod data_type;
 
-
-
 use crate::command::docs::{Arg, KEY, KEY_ITEMS};
 use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
 
-pub const FAMILY: Family = Family::new(COMMANDS, crate::value::register::<bloomkit_core::topk::TopK>, Some(c"topk"), &counters::COUNTERS);
-
-
+pub const FAMILY: Family = Family::new(
+    COMMANDS,
+    crate::value::register::<bloomkit_core::topk::TopK>,
+    Some(c"topk"),
+    &counters::COUNTERS,
+);
 
 use crate::command::Declared;
 
@@ -30,11 +31,7 @@ const COMMANDS: &[Command] = &[
         complexity: c"O(1)",
         since: c"2.0.0",
         tips: None,
-        args: &[
-            Arg::key(c"key"),
-            Arg::integer(c"topk"),
-            Arg::block(c"params", PARAMS).optional(),
-        ],
+        args: &[Arg::key(c"key"), Arg::integer(c"topk"), Arg::block(c"params", PARAMS).optional()],
         redisbloom8: Some(Declared::new(-3, c"write deny-oom", c"topk write fast", RW_INSERT)),
     },
     Command {
@@ -57,7 +54,8 @@ const COMMANDS: &[Command] = &[
         flags: c"write deny-oom",
         key_flags: RW_UPDATE,
         summary: c"Counts each item by its increment; replies the items pushed out of the top k",
-        complexity: c"O(n * d * i), n the number of items, d the depth, i the increment where buckets collide",
+        complexity:
+            c"O(n * d * i), n the number of items, d the depth, i the increment where buckets collide",
         since: c"2.0.0",
         tips: None,
         args: &[Arg::key(c"key"), Arg::block(c"item_increment", INCREMENT).multiple()],

@@ -20,9 +20,9 @@
 use std::ptr::NonNull;
 
 use bloomkit_core::common::fmt::format_g;
+use bloomkit_core::vbloom::args::arity;
 use bloomkit_core::vbloom::{self, Creation, InfoField, Object, ValkeyError, FIXED_SEED};
 use bloomkit_core::{Limits, Reply, ReplyError};
-use bloomkit_core::vbloom::args::arity;
 use redis_module::raw;
 
 use super::counters::{self, Tally};
@@ -198,7 +198,7 @@ fn write(
             Err(e) => failed = Some(e),
         }
     }
-        counters::grew(before, o);
+    counters::grew(before, o);
     if created {
         replicate_creation(ctx, &argv[1], o, &items[..completed]);
     } else if added > 0 {

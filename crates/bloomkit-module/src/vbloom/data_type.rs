@@ -17,7 +17,6 @@ use super::counters;
 
 static VBLOOM_TYPE: DataType = DataType::new();
 
-
 impl Stored for Object {
     const TYPE: &'static DataType = &VBLOOM_TYPE;
     const COUNTERS: &'static Counters = &super::counters::COUNTERS;

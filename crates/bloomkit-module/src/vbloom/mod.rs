@@ -5,9 +5,9 @@
 //! valkey-bloom registers it ([`dialect`]).
 
 pub mod commands;
+pub mod counters;
 pub mod data_type;
 pub mod settings;
-pub mod counters;
 
 use std::ffi::CStr;
 
@@ -20,7 +20,12 @@ pub const FAMILY: Family = Family {
     info: Some(counters::info),
     dialect,
     settings: &settings::SETTINGS,
-    ..Family::new(COMMANDS, crate::value::register::<bloomkit_core::vbloom::Object>, None, &counters::COUNTERS)
+    ..Family::new(
+        COMMANDS,
+        crate::value::register::<bloomkit_core::vbloom::Object>,
+        None,
+        &counters::COUNTERS,
+    )
 };
 
 /// valkey-bloom 1.0's nine commands as it registers them: upper-case names

@@ -10,8 +10,8 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering::Relaxed};
 
-use bloomkit_core::vbloom::{self, ValkeyError, VbDefaults};
 use bloomkit_core::common::compat::Compat;
+use bloomkit_core::vbloom::{self, ValkeyError, VbDefaults};
 use bloomkit_core::{Limits, ReplyError};
 use redis_module::raw;
 
@@ -38,29 +38,39 @@ fn ratio(text: &[u8], range: ValkeyError) -> Result<f64, String> {
     }
 }
 
-static BLOOM_CAPACITY: Setting = Setting::new("bloom-capacity", Naming::ValkeyBloom, int(&CAPACITY, 1, i64::MAX))
-.only_under(Compat::ValkeyBloom);
+static BLOOM_CAPACITY: Setting =
+    Setting::new("bloom-capacity", Naming::ValkeyBloom, int(&CAPACITY, 1, i64::MAX))
+        .only_under(Compat::ValkeyBloom);
 static BLOOM_EXPANSION: Setting =
     Setting::new("bloom-expansion", Naming::ValkeyBloom, int(&EXPANSION, 0, u32::MAX as i64))
-.only_under(Compat::ValkeyBloom);
+        .only_under(Compat::ValkeyBloom);
 static BLOOM_FP_RATE: Setting = Setting::new(
     "bloom-fp-rate",
     Naming::ValkeyBloom,
-    Value::Rate { cell: &FP_RATE, text: &FP_RATE_TEXT, own_check: Some(|t| ratio(t, ValkeyError::ErrorRateRange)) },
+    Value::Rate {
+        cell: &FP_RATE,
+        text: &FP_RATE_TEXT,
+        own_check: Some(|t| ratio(t, ValkeyError::ErrorRateRange)),
+    },
 )
 .only_under(Compat::ValkeyBloom);
 static BLOOM_TIGHTENING: Setting = Setting::new(
     "bloom-tightening-ratio",
     Naming::ValkeyBloom,
-    Value::Rate { cell: &TIGHTENING, text: &TIGHTENING_TEXT, own_check: Some(|t| ratio(t, ValkeyError::TighteningRange)) },
+    Value::Rate {
+        cell: &TIGHTENING,
+        text: &TIGHTENING_TEXT,
+        own_check: Some(|t| ratio(t, ValkeyError::TighteningRange)),
+    },
 )
 .only_under(Compat::ValkeyBloom);
 static BLOOM_MEMORY_LIMIT: Setting =
     Setting::new("bloom-memory-usage-limit", Naming::ValkeyBloom, int(&MEMORY_LIMIT, 0, i64::MAX));
 static BLOOM_RANDOM_SEED: Setting =
     Setting::new("bloom-use-random-seed", Naming::ValkeyBloom, Value::Bool(&RANDOM_SEED))
-.only_under(Compat::ValkeyBloom);
-static BLOOM_DEFRAG: Setting = Setting::new("bloom-defrag-enabled", Naming::ValkeyBloom, Value::Bool(&DEFRAG));
+        .only_under(Compat::ValkeyBloom);
+static BLOOM_DEFRAG: Setting =
+    Setting::new("bloom-defrag-enabled", Naming::ValkeyBloom, Value::Bool(&DEFRAG));
 
 pub static SETTINGS: [&Setting; 7] = [
     &BLOOM_CAPACITY,

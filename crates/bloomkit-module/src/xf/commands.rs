@@ -14,8 +14,8 @@ use std::ffi::CStr;
 use std::ptr::NonNull;
 
 use bloomkit_core::xf::args::{
-    check_items, check_key_only, check_single_item, parse_insert, parse_loadchunk, parse_merge, parse_reserve,
-    XfDefaults,
+    check_items, check_key_only, check_single_item, parse_insert, parse_loadchunk, parse_merge,
+    parse_reserve, XfDefaults,
 };
 use bloomkit_core::xf::{XfError, XfFilter, XfParams};
 use bloomkit_core::{Limits, Reply, ReplyError};

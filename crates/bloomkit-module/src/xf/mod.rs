@@ -8,14 +8,15 @@ pub mod data_type;
 
 use std::ffi::CStr;
 
-
 use crate::command::docs::{Arg, KEY, KEY_ITEM, KEY_ITEMS, LOADCHUNK, SCANDUMP};
 use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
 
-pub const FAMILY: Family =
-    Family::new(COMMANDS, crate::value::register::<bloomkit_core::xf::XfFilter>, Some(c"xf"), &counters::COUNTERS);
-
-
+pub const FAMILY: Family = Family::new(
+    COMMANDS,
+    crate::value::register::<bloomkit_core::xf::XfFilter>,
+    Some(c"xf"),
+    &counters::COUNTERS,
+);
 
 /// bloomkit's own commands, new in 0.2.0.
 const SINCE: &CStr = c"0.2.0";
