@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use bloomkit_client::{Error as ClientError, Filter, Layout, LocalFilter, RedisFilter};
 use bloomkit_core::bitmap::BitmapLayout;
-use bloomkit_core::local::BlockedFilter;
+use bloomkit_core::local::{BlockedError, BlockedFilter};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use bloomkit_client::transfer::{self, describe, log10_estimated_rate, Server};
@@ -72,9 +72,13 @@ impl Backend {
         match self {
             Backend::Ephemeral(filter) => {
                 let mut new = Vec::with_capacity(hashes.len());
-                filter
-                    .add_each_hashed(hashes, |n| new.push(n))
-                    .map_err(|e| anyhow!("the filter cannot take more items: {e}"))?;
+                filter.add_each_hashed(hashes, |n| new.push(n)).map_err(|e| {
+                    anyhow!(
+                        "the filter cannot grow past {} lines: {e}; give a --capacity nearer the number \
+                         of distinct lines, or leave it out to use an expandable filter",
+                        filter.items()
+                    )
+                })?;
                 Ok(new)
             }
             Backend::Local(filter) => {
@@ -266,8 +270,16 @@ fn open_backend(o: &Options) -> Result<Backend> {
         }
         (None, _) if expandable => Ok(Backend::Local(LocalFilter::expandable(xf_options())?)),
         (None, None) if o.window.is_none() => {
-            Ok(Backend::Ephemeral(BlockedFilter::new(capacity, o.error_rate).ok_or_else(|| {
-                anyhow!("cannot size a filter for {capacity} lines at error rate {}", o.error_rate)
+            Ok(Backend::Ephemeral(BlockedFilter::with_capacity(capacity, o.error_rate).map_err(|e| {
+                let rate = match o.error_rate {
+                    r if r >= 1e-4 => r.to_string(),
+                    r => format!("{r:e}"),
+                };
+                let why = format!("cannot make a filter for {capacity} lines at error rate {rate}: {e}");
+                match e {
+                    BlockedError::OutOfMemory { .. } => anyhow!(why),
+                    _ => crate::usage!("{why}"),
+                }
             })?))
         }
         (None, _) => Ok(Backend::Local(LocalFilter::new(options).map_err(|e| anyhow!("{e}"))?)),

@@ -7,3 +7,4 @@ mod frictions;
 mod interrupt;
 mod memory;
 mod migration;
+mod second_round;
