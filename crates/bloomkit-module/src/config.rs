@@ -6,7 +6,7 @@
 //! | config | load argument | default | range |
 //! |---|---|---|---|
 //! | `bf.compat` | `COMPAT` | `redisbloom-8.12` on Redis 8.12+, `redisbloom-8` on Redis 8, else `redisbloom-2.8` | `redisbloom-2.8`, `redisbloom-8`, `redisbloom-8.12`, `valkey-bloom` |
-//! | `bf.max-filter-bytes` | `MAX_FILTER_BYTES` | 4 GiB | [64, 2^50] |
+//! | `bf.max-filter-bytes` | `MAX_FILTER_BYTES` | 8 GiB | [64, 2^50] |
 //! | `bf.huge-pages` | `HUGE_PAGES` | no | yes, no |
 //! | `bf.maxmemory-guard` | `MAXMEMORY_GUARD` | yes | yes, no |
 //!
@@ -33,7 +33,11 @@ use crate::ffi::{api, cstring, has_api, Arg, Ctx, ServerKind};
 /// The compatibility level, as an index into [`Compat::ALL`]; -1 until the
 /// load sets it from the server (or a load argument does).
 static COMPAT: AtomicI64 = AtomicI64::new(-1);
-static MAX_FILTER_BYTES: AtomicI64 = AtomicI64::new(4 << 30);
+/// 8 GiB: a filter whose array is 2^32 bytes or buckets (4 GiB, the
+/// largest RedisBloom 8's own tests load: a cuckoo filter of 2^32 buckets
+/// from a `CF.LOADCHUNK` header) fits with its bookkeeping and room to
+/// grow once; 4 GiB refused it by the 56 bytes of its header.
+static MAX_FILTER_BYTES: AtomicI64 = AtomicI64::new(8 << 30);
 /// Whether large arrays ask for transparent huge pages (see `alloc.rs`).
 /// Off by default: the first writes to a new filter then commit it 2 MiB at
 /// a time, and one batch touching every 2 MiB of a new sub-filter commits

@@ -53,6 +53,7 @@ pub use resp::{Conn, Reply};
 pub use rng::Rng;
 pub use servers::{
     bloomkit_module, redisbloom_module, server_binary, Module, Server, TestServer, HOSTILE_ADDRESS_SPACE,
+    HOSTILE_FILTER_LIMIT,
 };
 pub use vectors::guava_items;
 

@@ -166,6 +166,9 @@ pub struct TestServer {
 /// growing until the OOM killer ends something.
 pub const HOSTILE_ADDRESS_SPACE: u64 = 2 << 30;
 
+/// The `bf.max-filter-bytes` hostile suites run at (see [`TestServer::hostile`]).
+pub const HOSTILE_FILTER_LIMIT: u64 = 4 << 30;
+
 /// How long a server may take to answer PING after starting.
 fn start_deadline() -> Duration {
     let seconds = std::env::var("BLOOMKIT_START_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
@@ -253,9 +256,13 @@ impl TestServer {
         self.config_file.as_ref().map(|p| std::fs::read_to_string(p).expect("read server.conf"))
     }
 
-    /// bloomkit under [`HOSTILE_ADDRESS_SPACE`], for hostile-input suites.
+    /// bloomkit under [`HOSTILE_ADDRESS_SPACE`], for hostile-input suites,
+    /// with `bf.max-filter-bytes` at 4 GiB (the default is 8 GiB): twice the
+    /// address space, so that the suites reach both refusals, the limit's
+    /// for what lies past 4 GiB and the failed allocation's below it.
     pub fn hostile(server: Server) -> TestServer {
-        TestServer::start_limited(server, &[Module::bloomkit()], &[], HOSTILE_ADDRESS_SPACE)
+        let bloomkit = Module::Bloomkit(vec!["MAX_FILTER_BYTES".into(), HOSTILE_FILTER_LIMIT.to_string()]);
+        TestServer::start_limited(server, &[bloomkit], &[], HOSTILE_ADDRESS_SPACE)
     }
 
     pub fn with_bloomkit(server: Server) -> TestServer {

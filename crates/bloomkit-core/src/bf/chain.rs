@@ -3,7 +3,7 @@
 use super::errors::BfError;
 use super::sub_filter::{SubFilter, PREFETCH_FROM_BYTES};
 use crate::common::hash::{HashPair, HashWidth};
-use crate::common::memory::{relocate_list, Limits, Relocate};
+use crate::common::memory::{relocate_list, Bound, Limits, Relocate};
 use crate::common::sizing::{options, Shape};
 
 /// Each new sub-filter halves the error rate, so the chain's total stays
@@ -253,9 +253,16 @@ impl Chain {
         let shape = Shape::new(capacity, newest.error * TIGHTENING_RATIO, self.options)
             .ok_or(BfError::CannotScale)?;
         let total = self.size_bytes().checked_add(LINK_OVERHEAD + shape.bytes).ok_or(BfError::CannotScale)?;
-        limits.check_growth(self.size_bytes(), total)?;
-        self.filters.try_reserve(1).map_err(|_| BfError::OutOfMemory)?;
-        self.filters.push(SubFilter::new(shape)?);
+        limits.check_growth(self.size_bytes(), total).map_err(|e| match e.bound {
+            Bound::Filter => BfError::GrowthTooLarge { bytes: e.bytes, limit: e.limit },
+            Bound::Memory => BfError::OverMaxmemory,
+        })?;
+        self.filters.try_reserve(1).map_err(|_| BfError::GrowthOutOfMemory)?;
+        let sub = SubFilter::new(shape).map_err(|e| match e {
+            BfError::OutOfMemory => BfError::GrowthOutOfMemory,
+            other => other,
+        })?;
+        self.filters.push(sub);
         Ok(())
     }
 
@@ -456,7 +463,7 @@ mod tests {
                 break;
             }
         }
-        assert!(matches!(refused, Some(BfError::TooLarge { limit: 300, .. })));
+        assert!(matches!(refused, Some(BfError::GrowthTooLarge { limit: 300, .. })));
         assert_eq!(c.filters().len(), 1, "a refused growth leaves the chain as it was");
     }
 }

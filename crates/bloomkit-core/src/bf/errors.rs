@@ -66,6 +66,16 @@ pub enum BfError {
     /// the error rate underflows after many scalings).
     CannotScale,
     OutOfMemory,
+    /// An add that needed a new sub-filter past `bf.max-filter-bytes`.
+    /// Every failed growth starts with RedisBloom's `problem inserting into
+    /// filter`, which RedisBloom 8 answers (and its tests expect) when a
+    /// growth cannot be allocated; bloomkit then says why.
+    GrowthTooLarge {
+        bytes: u64,
+        limit: u64,
+    },
+    /// An add whose new sub-filter could not be allocated.
+    GrowthOutOfMemory,
     /// Creating or growing the filter would take the server past `maxmemory`
     /// (the server's own OOM text, so that clients treat it as it).
     OverMaxmemory,
@@ -105,10 +115,21 @@ impl ReplyError for BfError {
             ExpansionTooLarge => "ERR expansion must be in the range [1, 32768]",
             CannotCreate => "ERR could not create filter",
             CannotScale => {
-                "ERR the filter cannot grow further: its next sub-filter's size is not \
-                 representable; create a filter with a larger capacity or expansion"
+                "ERR problem inserting into filter: it cannot grow further, its next sub-filter's \
+                 size is not representable; create a filter with a larger capacity or expansion"
             }
             OutOfMemory => "ERR out of memory while allocating the filter; nothing was changed",
+            GrowthOutOfMemory => {
+                "ERR problem inserting into filter: out of memory while allocating its next \
+                 sub-filter; the item was not added"
+            }
+            GrowthTooLarge { bytes, limit } => {
+                return Reply::Error(Cow::Owned(format!(
+                    "ERR problem inserting into filter: it would grow to {bytes} bytes, more than \
+                     bf.max-filter-bytes ({limit}); use a larger error rate or capacity step, or raise \
+                     the limit with CONFIG SET bf.max-filter-bytes"
+                )))
+            }
             OverMaxmemory => "OOM command not allowed when used memory > 'maxmemory'.",
             HeaderTooLarge { bytes, limit } => {
                 return Reply::Error(Cow::Owned(format!(

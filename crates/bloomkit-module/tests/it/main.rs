@@ -32,6 +32,7 @@ mod info_counts;
 mod maxmemory;
 mod readme_names;
 mod redisbloom8;
+mod redisbloom_flow;
 mod reliability;
 mod server_states;
 mod servers;
