@@ -54,6 +54,9 @@ static MAXMEMORY_GUARD: AtomicBool = AtomicBool::new(true);
 static MAXMEMORY: AtomicU64 = AtomicU64::new(0);
 /// True while `RedisModule_LoadConfigs` applies the configuration file.
 static LOADING_CONFIGS: AtomicBool = AtomicBool::new(false);
+/// Whether test hooks may be set: the load argument `TEST_HOOKS yes`, and
+/// nothing else (it is no config, so `CONFIG SET` cannot turn it on).
+static TEST_HOOKS: AtomicBool = AtomicBool::new(false);
 /// Where a setting's config name is registered.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Naming {
@@ -117,6 +120,10 @@ pub struct Setting {
     /// The level under which alone the setting does anything
     /// (valkey-bloom's settings for the filters that level creates).
     pub only_under: Option<Compat>,
+    /// A test hook (APBF's clock offset): settable only where the module
+    /// was loaded with `TEST_HOOKS yes`, so that no `CONFIG SET` on a
+    /// production server reaches it.
+    pub test_hook: bool,
     /// The text `CONFIG GET` answers for RedisBloom 8's integer configs on
     /// Redis 8, registered as strings so that their refusals are RedisBloom
     /// 8's (owned by the module).
@@ -133,8 +140,17 @@ impl Setting {
             default: AtomicI64::new(0),
             initial: AtomicI64::new(0),
             only_under: None,
+            test_hook: false,
             int_text: AtomicPtr::new(std::ptr::null_mut()),
         }
+    }
+
+    /// A test hook: refused (by CONFIG SET, load arguments and the
+    /// configuration file alike) unless the module was loaded with
+    /// `TEST_HOOKS yes`. It stays registered, so that a configuration file
+    /// that names it at its default still starts.
+    pub const fn test_hook(self) -> Setting {
+        Setting { test_hook: true, ..self }
     }
 
     pub const fn with_aliases(self, aliases: &'static [&'static str]) -> Setting {
@@ -151,6 +167,14 @@ impl Setting {
 
     /// Why this setting cannot be set now, if it cannot.
     fn refusal(&self) -> Option<String> {
+        if self.test_hook && !TEST_HOOKS.load(Relaxed) {
+            return Some(format!(
+                "bf.{} is a test hook, settable only where the module was loaded with the argument \
+                 TEST_HOOKS yes (--loadmodule libbloomkit.so TEST_HOOKS yes), which no production \
+                 server should have",
+                self.name
+            ));
+        }
         let level = self.only_under?;
         let now = compat();
         (now != level).then(|| {
@@ -567,11 +591,17 @@ fn find(name: &str) -> Option<&'static Setting> {
 pub fn apply_load_args(args: &[Arg]) -> Result<(), String> {
     for pair in args.chunks(2) {
         let given = String::from_utf8_lossy(pair[0].bytes()).into_owned();
+        if normalised(pair[0].bytes()) == "test-hooks" {
+            let value = pair.get(1).map(Arg::bytes).unwrap_or_default();
+            let on = check(&given, Value::Bool(&TEST_HOOKS), value)?;
+            TEST_HOOKS.store(on != 0, Relaxed);
+            continue;
+        }
         let Some(setting) = find(&normalised(pair[0].bytes())) else {
             let known: Vec<_> = settings().iter().map(|s| s.name).collect();
             return Err(format!(
                 "unknown module argument '{given}'; allowed: ERROR_RATE, INITIAL_SIZE, CF_MAX_EXPANSIONS, EXPANSION, \
-                 or any of {} (with or without bf.)",
+                 TEST_HOOKS, or any of {} (with or without bf.)",
                 known.join(", ")
             ));
         };

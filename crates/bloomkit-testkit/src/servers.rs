@@ -94,6 +94,12 @@ impl Module {
     pub fn bloomkit() -> Module {
         Module::Bloomkit(Vec::new())
     }
+
+    /// bloomkit loaded with `TEST_HOOKS yes`, for tests that move APBF's
+    /// clock (`CONFIG SET bf.apbf-clock-offset-ms`, refused without it).
+    pub fn bloomkit_with_test_hooks() -> Module {
+        Module::Bloomkit(vec!["TEST_HOOKS".into(), "yes".into()])
+    }
 }
 
 fn workspace_root() -> PathBuf {
@@ -267,6 +273,11 @@ impl TestServer {
 
     pub fn with_bloomkit(server: Server) -> TestServer {
         TestServer::start(server, &[Module::bloomkit()], &[])
+    }
+
+    /// bloomkit with its test hooks settable ([`Module::bloomkit_with_test_hooks`]).
+    pub fn with_test_hooks(server: Server) -> TestServer {
+        TestServer::start(server, &[Module::bloomkit_with_test_hooks()], &[])
     }
 
     /// The bytes of the base file of the server's AOF directory (what the

@@ -59,7 +59,7 @@ fn local_count_window_and_its_file() {
 
 #[test]
 fn module_time_window_follows_the_servers_clock() {
-    let server = TestServer::with_bloomkit(Server::Valkey);
+    let server = TestServer::with_test_hooks(Server::Valkey);
     let conn = connect(&server);
     let options =
         Options { window: Some(Window::Time(Duration::from_secs(600))), ..Options::new(10_000, 0.001) };

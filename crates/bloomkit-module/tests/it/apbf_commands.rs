@@ -136,7 +136,7 @@ fn answers_match_the_core_filter() {
 
 #[test]
 fn time_window_moves_with_the_primary_clock() {
-    let s = TestServer::with_bloomkit(Server::Valkey);
+    let s = TestServer::with_test_hooks(Server::Valkey);
     let mut c = s.conn();
     c.ok("APBF.RESERVE clicks 0.001 10000 TIME 600");
     let slices = info_field(&mut c, "clicks", "Slices") as u64;
@@ -169,9 +169,10 @@ fn time_window_moves_with_the_primary_clock() {
 /// commands) and a replica in sync with it.
 fn primary_with_replica(server: Server) -> (TestServer, TestServer) {
     let aof = ["--appendonly", "yes", "--appendfsync", "always", "--aof-use-rdb-preamble", "no"];
-    let primary = TestServer::start(server, &[Module::bloomkit()], &aof);
+    let primary = TestServer::start(server, &[Module::bloomkit_with_test_hooks()], &aof);
     let port = primary.port.to_string();
-    let replica = TestServer::start(server, &[Module::bloomkit()], &["--replicaof", "127.0.0.1", &port]);
+    let hooks = [Module::bloomkit_with_test_hooks()];
+    let replica = TestServer::start(server, &hooks, &["--replicaof", "127.0.0.1", &port]);
     replica.conn().wait_for_sync(Duration::from_secs(30));
     (primary, replica)
 }
@@ -294,7 +295,7 @@ per_server!(a_burst_followed_by_silence_in_a_time_window);
 /// item is found until just before its window ends, and only at the
 /// false-positive rate once the stated bound has passed.
 fn a_burst_followed_by_silence_in_a_time_window(server: Server) {
-    let s = TestServer::with_bloomkit(server);
+    let s = TestServer::with_test_hooks(server);
     let mut c = s.conn();
     c.ok("APBF.RESERVE t 0.01 20000 TIME 60");
     let items = || (0..20_000).map(|i| format!("b-{i}"));

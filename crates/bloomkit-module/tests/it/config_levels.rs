@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use bloomkit_testkit::{
-    bloomkit_module, free_port, output_within, server_binary, Module, Server, TestServer,
+    bloomkit_module, free_port, output_within, server_binary, Module, Reply, Server, TestServer,
 };
 
 fn conf(lines: &[&str]) -> String {
@@ -178,4 +178,45 @@ fn each_setting_is_written_once_and_two_names_never_disagree_silently() {
     // `bf.bf-error-rate`): different values in the file stop the start.
     let out = refused(Server::Redis, &["bf.error-rate 0.02", "bf.bf-error-rate 0.05"]);
     assert!(out.contains("two names of one setting") && out.contains("keep one line"), "{out}");
+}
+
+/// A configuration file whose `loadmodule` line carries `args`.
+fn conf_with_args(args: &str, lines: &[&str]) -> String {
+    format!(
+        "port {}\nsave \"\"\nloadmodule {} {args}\n{}\n",
+        free_port(),
+        bloomkit_module().display(),
+        lines.join("\n")
+    )
+}
+
+/// `bf.apbf-clock-offset-ms` moves APBF's clock: a test hook, out of reach
+/// of `CONFIG SET`, load arguments and configuration files on a server
+/// whose module was not loaded with `TEST_HOOKS yes` (issue 43 item 5);
+/// a file naming it at its default still starts, and `TEST_HOOKS` is no
+/// config that `CONFIG SET` could turn on.
+#[test]
+fn the_clock_hook_needs_test_hooks() {
+    for server in [Server::Redis, Server::Redis8, Server::Valkey] {
+        let s = TestServer::with_bloomkit(server);
+        let mut c = s.conn();
+        let set = c.cmd("CONFIG SET bf.apbf-clock-offset-ms 600000");
+        assert!(set.error_text().contains("TEST_HOOKS yes"), "{server:?}: {set:?}");
+        assert_eq!(c.cmd("CONFIG GET bf.apbf-clock-offset-ms").as_array()[1].as_bytes(), b"0");
+        assert!(c.cmd("CONFIG SET bf.test-hooks yes").is_error(), "{server:?}");
+        let out = refused(server, &["bf.apbf-clock-offset-ms 600000"]);
+        assert!(
+            out.contains("bf.apbf-clock-offset-ms is a test hook") && out.contains("TEST_HOOKS yes"),
+            "{out}"
+        );
+        drop(start(server, &["bf.apbf-clock-offset-ms 0"]));
+
+        // Loaded with TEST_HOOKS yes, the hook moves a time window's clock.
+        let s = TestServer::start_with_config(server, &conf_with_args("TEST_HOOKS yes", &[]));
+        let mut c = s.conn();
+        c.ok("APBF.RESERVE t 0.01 1000 TIME 60");
+        assert_eq!(c.cmd("APBF.ADD t a"), Reply::Int(1));
+        c.ok("CONFIG SET bf.apbf-clock-offset-ms 600000");
+        assert_eq!(c.cmd("APBF.ADD t a"), Reply::Int(1), "{server:?}: ten minutes later, past its window");
+    }
 }
