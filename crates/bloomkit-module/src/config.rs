@@ -959,14 +959,16 @@ pub fn register(ctx: Ctx) -> Result<(), String> {
     let redis_8_12 = (major, minor) >= (8, 12);
     REDIS_8.store(redis_8, Relaxed);
     REDIS_8_12.store(redis_8_12, Relaxed);
+    // The level a server gets unless told otherwise.
+    let level = match (redis_8_12, redis_8) {
+        (true, _) => Compat::RedisBloom812,
+        (_, true) => Compat::RedisBloom8,
+        _ => Compat::RedisBloom28,
+    };
+    let level = Compat::ALL.iter().position(|c| *c == level).expect("listed") as i64;
+    SERVER_DEFAULT_COMPAT.store(level, Relaxed);
     if COMPAT.load(Relaxed) < 0 {
-        // The level a server gets unless told otherwise.
-        let level = match (redis_8_12, redis_8) {
-            (true, _) => Compat::RedisBloom812,
-            (_, true) => Compat::RedisBloom8,
-            _ => Compat::RedisBloom28,
-        };
-        COMPAT.store(Compat::ALL.iter().position(|c| *c == level).expect("listed") as i64, Relaxed);
+        COMPAT.store(level, Relaxed);
     }
     refresh_maxmemory(ctx.0);
     if has_api!(RedisModule_SubscribeToServerEvent) {
@@ -1011,6 +1013,56 @@ pub fn register(ctx: Ctx) -> Result<(), String> {
         return Err(conflicts.join("; "));
     }
     check_levels()
+}
+
+/// The level this server gets when none is given (set at load, as an
+/// index into [`Compat::ALL`]), for the load line.
+static SERVER_DEFAULT_COMPAT: AtomicI64 = AtomicI64::new(-1);
+
+/// The server log's line at load: bloomkit's release (which `MODULE LIST`
+/// does not show: its version is RedisBloom's interface, `module_version`),
+/// the compatibility level and whether it is this server's default, every
+/// setting a load argument or the configuration file moved off its
+/// default, and test hooks when they are on. One line, so that an
+/// operator reading the log after a restart sees what the module runs with.
+pub fn load_line(module_version: i32) -> String {
+    let redis_8 = REDIS_8.load(Relaxed);
+    let level = compat();
+    let level_default = COMPAT.load(Relaxed) == SERVER_DEFAULT_COMPAT.load(Relaxed);
+    let mut changed: Vec<String> = Vec::new();
+    let mut cells = Vec::new();
+    for &setting in settings() {
+        let value = current(setting.value);
+        // (Two names of one value are one setting: said once.)
+        if matches!(setting.value, Value::Compat)
+            || value == setting.initial.load(Relaxed)
+            || cells.contains(&cell_of(setting.value))
+        {
+            continue;
+        }
+        cells.push(cell_of(setting.value));
+        let shown = match setting.value {
+            Value::Rate { .. } => f64::from_bits(value as u64).to_string(),
+            Value::Bool(_) => if value != 0 { "yes" } else { "no" }.to_string(),
+            _ => value.to_string(),
+        };
+        changed.push(format!("{} {shown}", config_name(setting, redis_8)));
+    }
+    let settings = match changed.is_empty() {
+        true => "every setting at its default".to_string(),
+        false => format!("settings off their defaults: {}", changed.join(", ")),
+    };
+    let hooks = match TEST_HOOKS.load(Relaxed) {
+        true => "; TEST_HOOKS yes: test hooks can be set (never on a production server)",
+        false => "",
+    };
+    format!(
+        "bloomkit {} loaded (MODULE LIST shows version {module_version}, the RedisBloom interface it \
+         implements; INFO bf shows bf_bloomkit_version): bf.compat {} ({}), {settings}{hooks}",
+        env!("CARGO_PKG_VERSION"),
+        level.name(),
+        if level_default { "this server's default" } else { "chosen" },
+    )
 }
 
 /// A setting given (by a load argument or the configuration file) that

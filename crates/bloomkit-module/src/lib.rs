@@ -135,7 +135,10 @@ pub unsafe extern "C" fn RedisModule_OnLoad(
     }
     let args = ffi::args(argv, argc);
     match catch_unwind(AssertUnwindSafe(|| load(ctx, args))) {
-        Ok(Ok(())) => raw::REDISMODULE_OK as c_int,
+        Ok(Ok(())) => {
+            ffi::log(ctx, c"notice", &config::load_line(MODULE_VERSION));
+            raw::REDISMODULE_OK as c_int
+        }
         Ok(Err(message)) => {
             ffi::log(ctx, c"warning", &format!("bloomkit: not loaded: {message}"));
             raw::REDISMODULE_ERR as c_int

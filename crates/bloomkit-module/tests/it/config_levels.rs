@@ -220,3 +220,41 @@ fn the_clock_hook_needs_test_hooks() {
         assert_eq!(c.cmd("APBF.ADD t a"), Reply::Int(1), "{server:?}: ten minutes later, past its window");
     }
 }
+
+/// One server log line at load: bloomkit's release, the level and whether
+/// it is the server's default, and each setting moved off its default,
+/// named once (issue 43 item 7).
+#[test]
+fn the_load_line_says_what_the_module_runs_with() {
+    let version = env!("CARGO_PKG_VERSION");
+    let line = |s: &TestServer| {
+        let log = s.log();
+        log.lines()
+            .find(|l| l.contains(&format!("bloomkit {version} loaded")))
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("{:?}: no load line in the log:\n{log}", s.server))
+    };
+    let s = TestServer::with_bloomkit(Server::Redis);
+    let l = line(&s);
+    assert!(l.contains("bf.compat redisbloom-2.8 (this server's default)"), "{l}");
+    assert!(l.contains("every setting at its default") && l.contains("20802"), "{l}");
+    assert!(!l.contains("TEST_HOOKS"), "{l}");
+
+    let args = ["MAX_FILTER_BYTES", "1073741824", "ERROR_RATE", "0.001", "COMPAT", "redisbloom-8"];
+    let s = TestServer::start(Server::Redis, &[Module::Bloomkit(args.map(String::from).to_vec())], &[]);
+    let l = line(&s);
+    assert!(l.contains("bf.compat redisbloom-8 (chosen)"), "{l}");
+    assert!(l.contains("bf.max-filter-bytes 1073741824") && l.contains("error-rate 0.001"), "{l}");
+    assert_eq!(l.matches("error-rate").count(), 1, "two names of one setting, said once: {l}");
+    assert!(!l.contains("huge-pages") && !l.contains("cf-bucket-size"), "only what moved: {l}");
+
+    let s = TestServer::with_test_hooks(Server::Redis);
+    assert!(line(&s).contains("TEST_HOOKS yes: test hooks can be set"), "{}", line(&s));
+
+    let s = start(Server::Redis8, &["cf-bucket-size 4"]);
+    let l = line(&s);
+    assert!(
+        l.contains("bf.compat redisbloom-8 (this server's default)") && l.contains("cf-bucket-size 4"),
+        "{l}"
+    );
+}
