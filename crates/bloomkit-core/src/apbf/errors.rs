@@ -20,6 +20,13 @@ pub enum ApbfError {
     ItemExists,
     /// A write or read that needs the key, on a missing one.
     NotFound,
+    /// `APBF.ADD` or `APBF.MADD` on a missing key. Unlike `BF.ADD` and
+    /// `XF.ADD`, they create nothing: a window has no default (count or
+    /// time, how long, for how many items), and one guessed would forget
+    /// items too soon or take far more memory than needed. The reply keeps
+    /// `not found` (clients create the filter on it) and names the command
+    /// that creates one.
+    AddToMissing,
     /// The error rate is not a number strictly between 0 and 1.
     BadErrorRate,
     /// The capacity is not a positive integer.
@@ -55,6 +62,10 @@ impl ReplyError for ApbfError {
             ScanDumpIterNotNumeric => "Second argument must be numeric",
             ItemExists => "ERR item exists",
             NotFound => "ERR not found",
+            AddToMissing => {
+                "ERR not found: APBF.ADD and APBF.MADD add to an existing window filter; create it \
+                 first with APBF.RESERVE key error_rate capacity COUNT | TIME seconds"
+            }
             BadErrorRate => "ERR error rate must be a number strictly between 0 and 1",
             BadCapacity => "ERR capacity must be a positive integer (the most items per window)",
             BadWindow => "ERR the window must be COUNT (the last capacity items) or TIME seconds",

@@ -57,7 +57,7 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `APBF.ADD key item` and `APBF.MADD key item...`: 1 new within the window, 0 seen.
 fn add_items(ctx: Ctx, argv: &[Arg], multi: bool) -> Outcome {
     let key = Key::open(ctx, &argv[1], true);
-    let Some(mut f) = lookup(&key)? else { return Err(ApbfError::NotFound.into()) };
+    let Some(mut f) = lookup(&key)? else { return Err(ApbfError::AddToMissing.into()) };
     // SAFETY: owned by the keyspace; commands run one at a time.
     let f = unsafe { f.as_mut() };
     let now = if f.window() == Window::Count {
@@ -154,7 +154,13 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
         ];
         ctx.reply_map(2 + fields.len());
         ctx.reply_simple(c"Error rate");
-        ctx.reply_bulk(format_g(f.error_rate()).as_bytes());
+        // A double in RESP3, as XF.INFO's and BF.INFO's numbers are typed
+        // there; RESP2 keeps the text it always had.
+        if ctx.is_resp3() {
+            ctx.reply_double(f.error_rate());
+        } else {
+            ctx.reply_bulk(format_g(f.error_rate()).as_bytes());
+        }
         ctx.reply_simple(c"Window");
         ctx.reply_bulk(window.as_bytes());
         for (label, value) in fields {

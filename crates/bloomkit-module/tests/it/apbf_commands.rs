@@ -33,7 +33,13 @@ fn commands_and_errors(server: Server) {
     assert_eq!(c.cmd("APBF.EXISTS w b"), Reply::Int(1));
     assert_eq!(c.cmd("APBF.MEXISTS w a zz"), Reply::Array(vec![Reply::Int(1), Reply::Int(0)]));
     assert_eq!(c.cmd("APBF.EXISTS missing a"), Reply::Int(0));
-    assert_eq!(c.cmd("APBF.ADD missing a").error_text(), "ERR not found");
+    let add = c.cmd("APBF.ADD missing a");
+    assert!(
+        add.error_text().starts_with("ERR not found: ") && add.error_text().contains("APBF.RESERVE"),
+        "{add:?}"
+    );
+    assert!(c.cmd("APBF.MADD missing a b").error_text().contains("APBF.RESERVE"));
+    assert_eq!(c.cmd("EXISTS missing"), Reply::Int(0), "nothing was created");
     assert_eq!(c.cmd("APBF.INFO missing").error_text(), "ERR not found");
     c.ok("SET s x");
     assert!(c.cmd("APBF.ADD s a").error_text().starts_with("WRONGTYPE"));
@@ -337,4 +343,27 @@ fn bursts_replicate_exactly(server: Server) {
     primary.restart(&[]);
     let mut p = primary.conn();
     assert_eq!(p.digest(), before, "{server:?}: AOF replay");
+}
+
+per_server!(resp3_types_match_the_other_families);
+/// In RESP3, `APBF.INFO`'s error rate is a double, as `XF.INFO`'s is
+/// (issue 43: it was a string); RESP2 keeps the text it always had.
+fn resp3_types_match_the_other_families(server: Server) {
+    let s = TestServer::with_bloomkit(server);
+    let mut c = s.conn();
+    c.ok("APBF.RESERVE w 0.001 1000 COUNT");
+    c.ok("XF.RESERVE x 0.001");
+    let resp2 = c.cmd("APBF.INFO w");
+    assert_eq!(resp2.as_array()[1], Reply::Bulk(b"0.001".to_vec()), "{server:?}: {resp2:?}");
+    c.ok("HELLO 3");
+    let rate = |c: &mut Conn, command: &str| match c.cmd(command) {
+        Reply::Map(m) => m.into_iter().find(|(k, _)| k.as_bytes() == b"Error rate").map(|(_, v)| v),
+        other => panic!("{server:?}: {command}: {other:?}"),
+    };
+    for command in ["APBF.INFO w", "XF.INFO x"] {
+        match rate(&mut c, command) {
+            Some(Reply::Double(d)) => assert_eq!(d.parse::<f64>(), Ok(0.001), "{server:?}: {command}"),
+            other => panic!("{server:?}: {command}: the error rate is {other:?}, not a double"),
+        }
+    }
 }
