@@ -234,9 +234,9 @@ fn open_backend(o: &Options) -> Result<Backend> {
             // (a Redisson filter writes its config hash, as tryInit does).
             match filter.reserve() {
                 Ok(()) | Err(ClientError::AlreadyExists(_)) => {}
-                Err(e) => return Err(explain(e, url, Kind::Bitmap)),
+                Err(e) => return Err(explain(e, &bloomkit_client::redact_url(url), Kind::Bitmap)),
             }
-            Ok(Backend::Bitmap(filter, url.clone()))
+            Ok(Backend::Bitmap(filter, bloomkit_client::redact_url(url)))
         }
         (Some(url), None) if expandable => {
             let mut server = Server::connect(url)?;

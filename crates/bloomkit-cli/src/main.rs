@@ -4,15 +4,15 @@
 //! when a signal stopped a command after its cleanup: see `interrupt.rs`).
 //! Every message goes through [`say!`], which never panics: a closed
 //! standard error (`bloomkit dump ... 2>&1 | head`) must not turn a quiet
-//! end into a crash.
+//! end into a crash; and which never prints a password (`redact.rs`).
 
 /// Writes a line to standard error, ignoring failures (a closed pipe):
-/// `eprintln!` would panic there.
+/// `eprintln!` would panic there. Passwords are hidden ([`redact::scrub`]).
 #[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        let _ = writeln!(std::io::stderr(), "{}", $crate::redact::scrub(&format!($($arg)*)));
     }};
 }
 
@@ -39,6 +39,7 @@ mod calc;
 mod dedup;
 mod interrupt;
 mod manual;
+mod redact;
 mod server;
 mod units;
 
@@ -365,6 +366,7 @@ fn progress_bar(what: &str) -> ProgressBar {
     if !io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
+    let what = redact::scrub(what);
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template(&format!(
@@ -901,7 +903,7 @@ fn bloom_info(server: &mut transfer::Server, key: &str) -> Result<serde_json::Va
 /// `info`: the JSON object, or the same as aligned text (byte counts
 /// with a human size beside them; JSON keeps the exact integer).
 fn print_info(info: &serde_json::Value, json: bool) -> io::Result<()> {
-    let mut out = io::stdout().lock();
+    let mut out = Scrubbed(io::stdout().lock());
     if json {
         writeln!(out, "{info}")?;
         return out.flush();
@@ -955,6 +957,21 @@ fn print_info(info: &serde_json::Value, json: bool) -> io::Result<()> {
         }
     }
     out.flush()
+}
+
+/// Standard output for what people read (`info`), line by line with
+/// passwords hidden ([`redact::scrub`]): a key named after a URL prints as
+/// every message does. (Data, such as `dedup`'s lines, is never altered.)
+struct Scrubbed<W: Write>(W);
+
+impl<W: Write> Write for Scrubbed<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write_all(redact::scrub(&String::from_utf8_lossy(buf)).as_bytes())?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// The partial files that dumps to `path` killed outright (SIGKILL, a
@@ -1022,6 +1039,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 fn main() -> ExitCode {
+    redact::init();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -1032,7 +1050,7 @@ fn main() -> ExitCode {
             }
             // One style for every error: clap's usage errors get the
             // prefix the CLI's own have ("bloomkit: error: ...").
-            let text = e.render().to_string();
+            let text = redact::scrub(&e.render().to_string());
             let mut stderr = io::stderr().lock();
             let _ = write!(stderr, "bloomkit: {text}");
             return ExitCode::from(2);

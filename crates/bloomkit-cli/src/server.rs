@@ -24,7 +24,9 @@ pub const SERVER_HELP: &str = "\
 Server: every command that talks to a server takes it from --redis (copy: --to), \
 else from $BLOOMKIT_URL, else from $REDIS_URL. An address is a URL \
 (redis://host:port[/db], rediss://..., unix:///path) or host:port, host (port 6379) \
-or :port (127.0.0.1).";
+or :port (127.0.0.1). A password goes in the URL (redis://user:password@host:port, \
+redis://:password@host:port for the default user) or, as redis-cli takes it, in \
+$REDISCLI_AUTH (used when the URL has none); no message prints it.";
 
 /// The environment variables a server address is taken from, in order,
 /// when no option names one.

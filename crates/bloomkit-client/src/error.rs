@@ -67,6 +67,9 @@ impl fmt::Display for Failure {
 pub enum Error {
     /// The server could not be reached or dropped the connection.
     Connection(Failure),
+    /// The server wants a password (`NOAUTH`) or refused the one given
+    /// (`WRONGPASS`, a failed `AUTH`): the message says where to give it.
+    Auth(Failure),
     /// The server did not answer in time.
     Timeout(Failure),
     /// The server has no `BF.*` commands: no Bloom module is loaded.
@@ -116,6 +119,20 @@ impl fmt::Display for Error {
             Error::Connection(e) => {
                 write!(f, "cannot talk to the server ({e}); check its address and that it is running")
             }
+            Error::Auth(e) => {
+                let lead = match e.code().as_deref() {
+                    Some("NOAUTH") => "the server requires a password",
+                    _ => "the server refused the user name or password",
+                };
+                // (The hint is written with no URL in it: messages hide
+                // every URL's password, an example's too.)
+                write!(
+                    f,
+                    "{lead} ({e}); give it in the URL, as user:password@ before the host (:password@ for \
+                     the default user), or in ${}, as redis-cli takes it",
+                    crate::AUTH_VARIABLE
+                )
+            }
             Error::Timeout(e) => write!(
                 f,
                 "the server did not answer in time ({e}); it may be overloaded, or lower the batch size"
@@ -137,7 +154,7 @@ impl fmt::Display for Error {
             Error::InvalidUrl(url) => write!(
                 f,
                 "'{url}' is not a server address; write it as redis://host:port[/db] (rediss:// \
-                 for TLS, redis://user:password@host:port with a password, unix:///path/to/socket), \
+                 for TLS, with a password as user:password@ before the host, unix:///path/to/socket), \
                  or as host:port, host (port 6379) or :port (on 127.0.0.1)"
             ),
             Error::Unsupported(e) => write!(f, "not supported: {e}"),
@@ -155,9 +172,11 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Connection(f) | Error::Timeout(f) | Error::ModuleMissing(f) | Error::Server(f) => {
-                f.redis.as_ref().map(|e| e as &(dyn std::error::Error + 'static))
-            }
+            Error::Connection(f)
+            | Error::Auth(f)
+            | Error::Timeout(f)
+            | Error::ModuleMissing(f)
+            | Error::Server(f) => f.redis.as_ref().map(|e| e as &(dyn std::error::Error + 'static)),
             // (File, Filter and Expandable errors display the inner error
             // itself, so it is not their source as well.)
             _ => None,
@@ -194,7 +213,11 @@ impl Error {
     /// from the server or the connection.
     pub fn redis_kind(&self) -> Option<redis::ErrorKind> {
         match self {
-            Error::Connection(f) | Error::Timeout(f) | Error::ModuleMissing(f) | Error::Server(f) => f.kind(),
+            Error::Connection(f)
+            | Error::Auth(f)
+            | Error::Timeout(f)
+            | Error::ModuleMissing(f)
+            | Error::Server(f) => f.kind(),
             _ => None,
         }
     }
@@ -210,6 +233,10 @@ impl Error {
         if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_cluster_error() {
             return Error::Connection(Failure::from_redis(e.to_string(), e));
         }
+        // A failed AUTH at connection (the password given was refused).
+        if e.kind() == redis::ErrorKind::AuthenticationFailed {
+            return Error::Auth(Failure::from_redis(e.to_string(), e));
+        }
         let reply = e.clone().into_server_errors().and_then(|all| {
             all.first().map(|(_, s)| (s.code().to_string(), s.details().unwrap_or_default().to_string()))
         });
@@ -217,6 +244,13 @@ impl Error {
             return Error::Server(Failure::from_redis(e.to_string(), e));
         };
         let text = if detail.is_empty() { code.clone() } else { format!("{code} {detail}") };
+        // NOAUTH (a password is needed) or WRONGPASS (the one given was
+        // refused): the message says where a password goes.
+        // (The redis crate's own text, which callers that print an
+        // error's sources find already said.)
+        if matches!(code.as_str(), "NOAUTH" | "WRONGPASS") {
+            return Error::Auth(Failure::from_redis(e.to_string(), e));
+        }
         // (The whole reply: RedisBloom answers "-Not found", whose "code"
         // is "Not".)
         let lower = text.to_ascii_lowercase();

@@ -43,6 +43,7 @@
 //! ```
 
 mod call;
+mod credentials;
 mod error;
 mod layout;
 mod local;
@@ -57,6 +58,7 @@ use std::time::Duration;
 
 /// Whose bitmap layout a [`Layout::bitmap_with`] filter shares bits with.
 pub use bloomkit_core::bitmap::BitmapLayout;
+pub use credentials::{connection_info, redact_text, redact_url, AUTH_VARIABLE};
 pub use error::{Error, Failure, Result};
 pub use layout::{has_hash_tag, Layout, Over};
 pub use local::LocalFilter;
@@ -81,9 +83,10 @@ pub fn default_url() -> String {
 /// (`redis://`, `rediss://`, `unix://`, `redis+unix://`) pass through;
 /// the forms `redis-cli` users type are accepted too: `host:port`, `host`
 /// (port 6379), `:port` (on 127.0.0.1), each with an optional `/db`, and
-/// `[::1]:port` for IPv6. Anything else is [`Error::InvalidUrl`].
+/// `[::1]:port` for IPv6. Anything else is [`Error::InvalidUrl`], which
+/// shows the address with its password hidden ([`redact_url`]).
 pub fn server_url(address: &str) -> Result<String> {
-    let invalid = || Error::InvalidUrl(address.to_string());
+    let invalid = || Error::InvalidUrl(redact_url(address.trim()));
     let address = address.trim();
     if address.contains("://") {
         return Ok(address.to_string());

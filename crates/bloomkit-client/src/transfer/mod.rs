@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use redis::{Cmd, FromRedisValue};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Failure, Result};
 
 /// A transfer that cannot complete safely, said in words.
 macro_rules! transfer {
@@ -48,18 +48,29 @@ pub trait Progress {
 impl Progress for () {}
 
 /// A connection to `url` (a URL or `host:port`, see [`crate::server_url`]),
-/// or an error that says what to check: a malformed address, or a server
-/// that does not answer within five seconds.
+/// with `$REDISCLI_AUTH`'s password when the URL has none
+/// ([`crate::connection_info`]), or an error that says what to check: a
+/// malformed address, a server that does not answer within five seconds,
+/// or a password it wants or refused. Errors show the URL with its
+/// password hidden.
 pub fn connect(url: &str) -> Result<redis::Connection> {
-    let url = &crate::server_url(url)?;
-    let client = redis::Client::open(url.as_str()).map_err(|_| Error::InvalidUrl(url.to_string()))?;
-    client
-        .get_connection_with_timeout(Duration::from_secs(5))
-        .map_err(|e| Error::Connection(crate::error::Failure::from_redis(format!("{url}: {e}"), e)))
+    let shown = crate::redact_url(&crate::server_url(url)?);
+    let info = crate::connection_info(url)?;
+    let client = redis::Client::open(info).map_err(|_| Error::InvalidUrl(shown.clone()))?;
+    client.get_connection_with_timeout(Duration::from_secs(5)).map_err(|e| {
+        let failure = |e: &redis::RedisError| Failure::from_redis(format!("{shown}: {e}"), e.clone());
+        match Error::from_redis(e.clone(), "") {
+            Error::Auth(_) => Error::Auth(failure(&e)),
+            Error::Timeout(_) => Error::Timeout(failure(&e)),
+            _ => Error::Connection(failure(&e)),
+        }
+    })
 }
 
 /// A server connection for transfers, with its URL for messages.
 pub struct Server {
+    /// The server's URL as messages show it: its password hidden
+    /// ([`crate::redact_url`]).
     pub url: String,
     con: redis::Connection,
     /// Once set (by a signal handler, say), every further command fails
@@ -71,12 +82,20 @@ pub struct Server {
     removed_leftovers: Vec<String>,
 }
 
+/// Shows the URL as messages do, its password hidden.
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").field("url", &self.url).finish_non_exhaustive()
+    }
+}
+
 impl Server {
     /// Connects, or says what to check: a malformed URL, or a server that
     /// does not answer within five seconds.
     pub fn connect(url: &str) -> Result<Server> {
         let con = connect(url)?;
-        Ok(Server { url: crate::server_url(url)?, con, interrupt: None, removed_leftovers: Vec::new() })
+        let url = crate::redact_url(&crate::server_url(url)?);
+        Ok(Server { url, con, interrupt: None, removed_leftovers: Vec::new() })
     }
 
     /// Stops transfers when `flag` becomes true: the next command fails

@@ -66,3 +66,39 @@ fn full_non_scaling_filter_is_the_servers_error() {
     let e = f.add_many(&refs).unwrap_err();
     assert!(matches!(&e, Error::Server(t) if t.message().contains("non scaling filter is full")), "{e:?}");
 }
+
+/// Passwords never show (issue 43): not in an error's message or Debug
+/// form, not in a transfer connection's URL or Debug form; a missing or
+/// refused password is `Error::Auth`, saying where to give one.
+#[test]
+fn passwords_never_show_and_auth_errors_say_where_they_go() {
+    use bloomkit_client::transfer;
+    let server = TestServer::start(Server::Redis, &[], &[]);
+    let mut c = server.conn();
+    c.ok("ACL SETUSER admin on >admin-topsecret ~* &* +@all");
+    c.ok("CONFIG SET requirepass default-topsecret");
+    let port = server.port;
+    let shown = |e: &Error| format!("{e} {e:?} {:?}", std::error::Error::source(e));
+    for url in [
+        format!("redis://admin:wrong-topsecret@127.0.0.1:{port}"),
+        "redis://admin:admin-topsecret@127.0.0.1:1".to_string(),
+        format!("redis://admin:admin-topsecret@127.0.0.1:{port}x"),
+        "unix:///nowhere.sock?pass=admin-topsecret".to_string(),
+    ] {
+        let e = transfer::Server::connect(&url).unwrap_err();
+        assert!(!shown(&e).contains("topsecret"), "{url}: {}", shown(&e));
+    }
+    let e =
+        transfer::Server::connect(&format!("redis://admin:wrong-topsecret@127.0.0.1:{port}")).unwrap_err();
+    assert!(matches!(e, Error::Auth(_)) && e.to_string().contains("REDISCLI_AUTH"), "{e}");
+    // No password: the connection opens, and the first command says NOAUTH.
+    let mut s = transfer::Server::connect(&format!("redis://127.0.0.1:{port}")).unwrap();
+    let e = transfer::kind(&mut s, "k").unwrap_err();
+    assert!(matches!(e, Error::Auth(_)) && e.to_string().contains("requires a password"), "{e}");
+    let s = transfer::Server::connect(&format!("redis://admin:admin-topsecret@127.0.0.1:{port}/0")).unwrap();
+    assert_eq!(s.url, format!("redis://admin:***@127.0.0.1:{port}/0"));
+    assert!(!format!("{s:?}").contains("topsecret"), "{s:?}");
+    let info =
+        bloomkit_client::connection_info(&format!("redis://admin:admin-topsecret@127.0.0.1:{port}")).unwrap();
+    assert!(!format!("{info:?}").contains("topsecret"), "the redis crate hides it too: {info:?}");
+}
