@@ -198,6 +198,12 @@ fn explain(e: ClientError, url: &str, kind: Kind) -> anyhow::Error {
     }
 }
 
+/// The error for a key that holds what dedup cannot use there, naming it
+/// ("holds an expandable filter (XF)", "holds a hash") and what to do.
+fn holds(key: &str, server: &Server, kind: &transfer::Kind, what_to_do: &str) -> anyhow::Error {
+    anyhow!("key '{key}' on {} holds {}: {what_to_do}", server.url, transfer::describe_kind(kind))
+}
+
 fn open_backend(o: &Options) -> Result<Backend> {
     let capacity = o.capacity.unwrap_or(DEFAULT_CAPACITY);
     let mut options = bloomkit_client::Options {
@@ -241,19 +247,48 @@ fn open_backend(o: &Options) -> Result<Backend> {
         (Some(url), None) if expandable => {
             let mut server = Server::connect(url)?;
             // A Bloom filter already there goes on as one (BF.INSERT).
-            if let transfer::Kind::Bloom | transfer::Kind::ValkeyBloom = transfer::kind(&mut server, &o.key)?
-            {
-                let layout = Layout::module(o.key.as_str(), options).map_err(|e| anyhow!("{e}"))?;
-                return Ok(Backend::Module(RedisFilter::new(transfer::connect(url)?, layout), server));
+            match transfer::kind(&mut server, &o.key)? {
+                transfer::Kind::Bloom | transfer::Kind::ValkeyBloom => {
+                    let layout = Layout::module(o.key.as_str(), options).map_err(|e| anyhow!("{e}"))?;
+                    Ok(Backend::Module(RedisFilter::new(transfer::connect(url)?, layout), server))
+                }
+                transfer::Kind::Missing | transfer::Kind::Xf => {
+                    // Created on the first batch (XF.RESERVE) with our error rate.
+                    let layout = Layout::expandable(o.key.as_str(), xf_options())?;
+                    Ok(Backend::Expandable(
+                        RedisFilter::new(transfer::connect(url)?, layout),
+                        server.url.clone(),
+                    ))
+                }
+                other => {
+                    Err(holds(&o.key, &server, &other, "dedup keeps a Bloom or expandable filter there"))
+                }
             }
-            // Created on the first batch (XF.RESERVE) with our error rate.
-            let layout = Layout::expandable(o.key.as_str(), xf_options())?;
-            Ok(Backend::Expandable(RedisFilter::new(transfer::connect(url)?, layout), url.clone()))
         }
         (Some(url), None) => {
-            // Created on the first batch (BF.INSERT) with our capacity and error rate.
+            let mut server = Server::connect(url)?;
+            // Checked before any input is read, so that the error names
+            // what the key holds rather than answering a batch WRONGTYPE.
+            let kind = transfer::kind(&mut server, &o.key)?;
+            let (fits, wanted) = match o.window {
+                Some(_) => (matches!(kind, transfer::Kind::Window), "a sliding-window filter"),
+                None => {
+                    (matches!(kind, transfer::Kind::Bloom | transfer::Kind::ValkeyBloom), "a Bloom filter")
+                }
+            };
+            match kind {
+                transfer::Kind::Missing => {}
+                _ if fits => {}
+                transfer::Kind::Xf if o.window.is_none() => {
+                    let to_do = "dedup --capacity keeps a Bloom filter there; leave out --capacity to go on \
+                                 with the expandable filter, or give another --key";
+                    return Err(holds(&o.key, &server, &kind, to_do));
+                }
+                _ => return Err(holds(&o.key, &server, &kind, &format!("dedup keeps {wanted} there"))),
+            }
+            // Created on the first batch (BF.INSERT or APBF.RESERVE) with our capacity and error rate.
             let layout = Layout::module(o.key.as_str(), options).map_err(|e| anyhow!("{e}"))?;
-            Ok(Backend::Module(RedisFilter::new(transfer::connect(url)?, layout), Server::connect(url)?))
+            Ok(Backend::Module(RedisFilter::new(transfer::connect(url)?, layout), server))
         }
         (None, Some(path)) if path.exists() => {
             let filter = LocalFilter::open(path)
@@ -544,6 +579,65 @@ fn check_paths(o: &Options) -> Result<Option<u64>> {
     Ok(total)
 }
 
+/// Standard output that notes when its reader went away (`| head`)
+/// instead of failing the write, so that dedup stops after the block it is
+/// on and says what that means for its state (see [`closed_output`]).
+struct Watched<W: Write> {
+    out: W,
+    closed: bool,
+}
+
+impl<W: Write> Write for Watched<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
+        match self.out.write(buf) {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(buf.len())
+            }
+            other => other,
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self.out.flush() {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(())
+            }
+            other => other,
+        }
+    }
+}
+
+/// Standard output closed before the end: every line read is in the
+/// filter (a block is added before it is written), but the reader did not
+/// take all that was written. Without a state this ends quietly, as every
+/// command does at a closed pipe. A `--state` file is left as it was, since
+/// saving it would remember lines nobody received, which the next run would
+/// then never write; a server's filter already holds them, which is said.
+/// Either way dedup fails (status 1), so that `set -o pipefail` sees it.
+fn closed_output(o: &Options, counts: &Counts) -> Result<()> {
+    let read = plural(counts.read, "line", "lines");
+    match (&o.state, &o.redis) {
+        (Some(path), _) => bail!(
+            "standard output was closed (its reader stopped reading) after {read} were read; the state \
+             file {} was NOT updated, since saving it would also remember lines that were read but never \
+             written, which the next run would then not write: run again with the whole output read",
+            path.display()
+        ),
+        (None, Some(_)) => bail!(
+            "standard output was closed (its reader stopped reading) after {read} were read; the filter \
+             '{}' on the server already holds all of them, some never written, and a run over the same \
+             input will not write those",
+            o.key
+        ),
+        (None, None) => Err(io::Error::from(io::ErrorKind::BrokenPipe).into()),
+    }
+}
+
 /// `-` names standard input.
 fn is_stdin(path: &std::path::Path) -> bool {
     path.as_os_str() == "-"
@@ -582,7 +676,7 @@ pub fn run(o: &Options) -> Result<()> {
     let total = check_paths(o)?;
     let mut backend = open_backend(o)?;
     let stdout = io::stdout();
-    let mut out = BufWriter::with_capacity(1 << 18, stdout.lock());
+    let mut out = BufWriter::with_capacity(1 << 18, Watched { out: stdout.lock(), closed: false });
     let progress = progress_for(total);
     let mut counts = Counts { read: 0, written: 0, duplicates: 0, without_field: 0 };
     let inputs: Vec<Option<&PathBuf>> = if o.inputs.is_empty() {
@@ -685,6 +779,13 @@ pub fn run(o: &Options) -> Result<()> {
             interrupted = true;
             break;
         }
+        if out.get_ref().closed {
+            break;
+        }
+    }
+    if out.get_ref().closed || out.flush().is_ok_and(|()| out.get_ref().closed) {
+        progress.finish_and_clear();
+        return closed_output(o, &counts);
     }
     // The bar goes before anything else is printed, on either stream.
     progress.finish_and_clear();

@@ -913,7 +913,11 @@ fn print_info(info: &serde_json::Value, json: bool) -> io::Result<()> {
         if name == "sub_filters" || name.starts_with("log10_") || name == "leftover_staging_keys" {
             continue;
         }
-        if let (true, Some(bytes)) = (name == "bytes" || name.ends_with("_bytes"), value.as_u64()) {
+        // Byte counts for people, with the exact count beside them: a Bloom
+        // filter's `bytes`, and the `Size` (`Memory usage` for a t-digest)
+        // that XF.INFO, APBF.INFO, CF.INFO and valkey-bloom's BF.INFO give.
+        let is_bytes = matches!(name.as_str(), "bytes" | "size" | "memory_usage") || name.ends_with("_bytes");
+        if let (true, Some(bytes)) = (is_bytes, value.as_u64()) {
             writeln!(out, "{:<32} {}", name.replace('_', " "), units::human_bytes_exact(bytes as f64))?;
             continue;
         }

@@ -204,7 +204,7 @@ fn dedup_against_servers() {
     let card = c.cmd("BF.CARD seen").as_int() as usize - 1;
     assert!(card <= first.len() && card + 2 >= first.len(), "the server filter holds the unique lines");
     c.ok("SET text x");
-    fails(&["dedup", "--redis", &url, "--key", "text"], b"a\n", "holds another type");
+    fails(&["dedup", "--redis", &url, "--key", "text"], b"a\n", "holds a string");
     let plain = TestServer::start(Server::Redis, &[], &[]);
     fails(&["dedup", "--redis", &redis_arg(&plain)], b"a\n", "has no Bloom filter module");
     fails(&["dedup", "--redis", "redis://127.0.0.1:1"], b"a\n", "cannot talk to the server");

@@ -50,3 +50,89 @@ fn a_filter_that_cannot_be_made_says_why() {
     let e = stderr(&o);
     assert!(e.contains("error rate 1e-300") && e.contains("bits per item") && !e.contains("memory"), "{e}");
 }
+
+/// A key of another type is named, with what to do: an expandable filter
+/// under `--capacity` (README: "holds a hash"), a window, a string.
+#[test]
+fn dedup_names_the_type_a_key_holds() {
+    let s = bloomkit_testkit::TestServer::with_bloomkit(bloomkit_testkit::Server::Redis);
+    let url = format!("redis://127.0.0.1:{}", s.port);
+    let mut c = s.conn();
+    c.ok("XF.ADD x a");
+    c.ok("APBF.RESERVE w 0.01 100 COUNT");
+    c.ok("HSET h f v");
+    for (args, holds, to_do) in [
+        (
+            vec!["--key", "x", "--capacity", "100000"],
+            "holds an expandable filter (XF)",
+            "leave out --capacity",
+        ),
+        (vec!["--key", "w"], "holds a sliding-window filter (APBF)", "Bloom or expandable filter"),
+        (vec!["--key", "h", "--capacity", "100"], "holds a hash", "keeps a Bloom filter there"),
+        (
+            vec!["--key", "x", "--window-count", "100"],
+            "holds an expandable filter (XF)",
+            "sliding-window filter",
+        ),
+    ] {
+        let mut all = vec!["dedup", "--redis", &url];
+        all.extend(&args);
+        let o = run(&all, b"a\nb\n");
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let e = stderr(&o);
+        assert!(e.contains(holds) && e.contains(to_do), "{args:?}: {e}");
+        assert!(o.stdout.is_empty(), "{args:?}: nothing read or written");
+    }
+    assert_eq!(c.cmd("XF.CARD x").as_int(), 1, "the key is as it was");
+}
+
+/// `info` prints every family's size for people, with the exact bytes
+/// beside it, as it prints a Bloom filter's (JSON keeps the integer).
+#[test]
+fn info_sizes_are_for_people() {
+    let s = bloomkit_testkit::TestServer::with_bloomkit(bloomkit_testkit::Server::Redis);
+    let url = format!("redis://127.0.0.1:{}", s.port);
+    let mut c = s.conn();
+    c.ok("XF.RESERVE x 0.01 CAPACITY 100000");
+    c.ok("APBF.RESERVE w 0.001 100000 TIME 600");
+    c.ok("CF.RESERVE cf 100000");
+    for key in ["x", "w", "cf"] {
+        let o = run(&["info", "--redis", &url, key], b"");
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        let size = out.lines().find(|l| l.starts_with("size ")).unwrap_or_else(|| panic!("{key}: {out}"));
+        assert!(size.contains("KiB (") && size.ends_with(" bytes)"), "{key}: {size}");
+        let o = run(&["info", "--redis", &url, key, "--json"], b"");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(v["size"].is_u64(), "{key}: {v}");
+    }
+}
+
+/// `dedup --state s file | head -3`: the reader went away, so the state
+/// (which would remember lines nobody received) is not saved, and dedup
+/// says so and fails, instead of ending with status 0 and no state.
+#[test]
+fn a_closed_pipe_never_loses_a_state_file_silently() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.txt");
+    let lines: String = (0..300_000).map(|i| format!("line-{i}\n")).collect();
+    std::fs::write(&input, lines).unwrap();
+    let state = dir.path().join("s.bkf");
+    let bin = env!("CARGO_BIN_EXE_bloomkit");
+    let line = format!(
+        "{bin} dedup --state {} {} | head -n 3; echo status=${{PIPESTATUS[0]}}",
+        state.display(),
+        input.display()
+    );
+    let mut cmd = Command::new("bash");
+    cmd.args(["-c", &line]).env_remove("BLOOMKIT_URL").env_remove("REDIS_URL");
+    let o = bloomkit_testkit::output_within(&mut cmd, b"", Duration::from_secs(120));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.starts_with("line-0\nline-1\nline-2\n") && out.contains("status=1"), "{out}");
+    let e = stderr(&o);
+    assert!(e.contains("standard output was closed") && e.contains("was NOT updated"), "{e}");
+    assert!(!state.exists(), "no state was saved");
+    // Read whole, the same run saves its state, and a rerun writes nothing.
+    let whole = run(&["dedup", "--state", state.to_str().unwrap(), input.to_str().unwrap(), "--count"], b"");
+    assert!(whole.status.success() && state.exists(), "{}", stderr(&whole));
+}

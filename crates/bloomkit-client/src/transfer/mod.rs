@@ -470,6 +470,22 @@ pub fn module_keys(server: &mut Server, pattern: &str) -> Result<(Vec<String>, u
     }
 }
 
+/// What a key holds, in words for messages: "a Bloom filter", "an
+/// expandable filter (XF)", "a hash", "nothing".
+pub fn describe_kind(kind: &Kind) -> String {
+    match kind {
+        Kind::Bloom => "a Bloom filter".into(),
+        Kind::Window => "a sliding-window filter (APBF)".into(),
+        Kind::ValkeyBloom => "a valkey-bloom filter".into(),
+        Kind::Cuckoo => "a cuckoo filter".into(),
+        Kind::Xf => "an expandable filter (XF)".into(),
+        Kind::Sketch(s) => format!("a {}", s.name()),
+        Kind::String => "a string".into(),
+        Kind::Missing => "nothing".into(),
+        Kind::Other(t) => format!("a {t}"),
+    }
+}
+
 /// The error for a key that holds something bloomkit cannot read, naming it.
 pub fn unreadable(server: &Server, key: &str, kind: &Kind) -> Error {
     match kind {
