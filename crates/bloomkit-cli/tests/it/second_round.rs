@@ -136,3 +136,70 @@ fn a_closed_pipe_never_loses_a_state_file_silently() {
     let whole = run(&["dedup", "--state", state.to_str().unwrap(), input.to_str().unwrap(), "--count"], b"");
     assert!(whole.status.success() && state.exists(), "{}", stderr(&whole));
 }
+
+/// Restoring or copying into a server without the module names the module
+/// to load, for every type (issue 43: BF and CF dumps said "Parse error at 1
+/// invalid utf-8 sequence", an XF dump "the expandable filter file is
+/// damaged"), and changes nothing there.
+#[test]
+fn a_server_without_the_module_is_named_for_every_type() {
+    use bloomkit_testkit::{Module, Server, TestServer};
+    let with = TestServer::start(
+        Server::Redis,
+        &[Module::Bloomkit(vec!["COMPAT".into(), "valkey-bloom".into()])],
+        &[],
+    );
+    let plain = TestServer::start(Server::Redis, &[], &[]);
+    let (from, to) =
+        (format!("redis://127.0.0.1:{}", with.port), format!("redis://127.0.0.1:{}", plain.port));
+    let mut c = with.conn();
+    for line in [
+        "BF.ADD vb a", // valkey-bloom's type under this level
+        "CF.ADD cf a",
+        "CF.RESERVE cf-empty 1000",
+        "XF.ADD xf a",
+        "APBF.RESERVE apbf 0.01 100 COUNT",
+        "CMS.INITBYDIM cms 10 2",
+        "TOPK.RESERVE topk 3",
+        "TDIGEST.CREATE td",
+    ] {
+        c.ok(line);
+    }
+    // A RedisBloom Bloom filter: bloomkit's type at a RedisBloom level.
+    let rb = TestServer::with_bloomkit(Server::Redis);
+    rb.conn().ok("BF.ADD bf a");
+    let rb_url = format!("redis://127.0.0.1:{}", rb.port);
+    let dir = tempfile::tempdir().unwrap();
+    let keys = [
+        ("bf", &rb_url, "or RedisBloom"),
+        ("vb", &from, "or valkey-bloom"),
+        ("cf", &from, "or RedisBloom"),
+        ("cf-empty", &from, "or RedisBloom"),
+        ("xf", &from, "no other module has it"),
+        ("apbf", &from, "no other module has it"),
+        ("cms", &from, "or RedisBloom"),
+        ("topk", &from, "or RedisBloom"),
+        ("td", &from, "or RedisBloom"),
+    ];
+    for (key, source, others) in keys {
+        let file = dir.path().join(format!("{key}.bkf"));
+        let file = file.to_str().unwrap();
+        let o = run(&["dump", "--redis", source, key, "-o", file], b"");
+        assert!(o.status.success(), "{key}: {}", stderr(&o));
+        for args in [
+            vec!["restore", "--redis", &to, key, "-i", file],
+            vec!["copy", "--from", source, "--to", &to, key],
+        ] {
+            let o = run(&args, b"");
+            assert_eq!(o.status.code(), Some(1), "{args:?}");
+            let e = stderr(&o);
+            assert!(e.contains("load bloomkit's module") && e.contains(others), "{args:?}: {e}");
+            assert!(!e.contains("utf-8") && !e.contains("damaged"), "{args:?}: {e}");
+        }
+    }
+    assert_eq!(
+        plain.conn().cmd("DBSIZE").as_int(),
+        0,
+        "nothing was written to the server without the module"
+    );
+}

@@ -10,7 +10,7 @@ use bloomkit_core::bf::file::{FileReader, FileWriter};
 use bloomkit_core::bf::scandump as dump;
 use bloomkit_core::common::MAX_CHUNK;
 
-use super::{arm_staging, scan_chunks, stage_and_commit, Progress, Server};
+use super::{arm_staging, require_command, scan_chunks, stage_and_commit, Loader, Progress, Server};
 use crate::error::{Error, Result};
 
 /// The first bytes of a Bloom filter file.
@@ -52,6 +52,7 @@ fn load_staged(
     progress: &dyn Progress,
 ) -> Result<()> {
     let parsed = dump::parse_header(header).map_err(|e| transfer!("invalid filter header: {e}"))?;
+    require_command(server, "BF.LOADCHUNK", "a Bloom filter", Loader::BloomkitOrRedisBloom)?;
     stage_and_commit(server, &[key.to_string()], replace, |server, staging| {
         let staging = &staging[0];
         loadchunk(server, staging, 1, header)?;

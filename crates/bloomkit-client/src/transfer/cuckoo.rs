@@ -17,7 +17,7 @@
 use std::io::{Read, Write};
 
 use super::checked::{CrcReader, CrcWriter};
-use super::{arm_staging, stage_and_commit, Progress, Server};
+use super::{arm_staging, require_command, stage_and_commit, Loader, Progress, Server};
 use crate::error::Result;
 
 /// The first bytes of a cuckoo filter file.
@@ -106,6 +106,7 @@ pub fn restore_cuckoo(
         ));
     }
     let url = server.url.clone();
+    require_command(server, "CF.LOADCHUNK", "a cuckoo filter", Loader::BloomkitOrRedisBloom)?;
     stage_and_commit(server, &[key.to_string()], replace, |server, staging| {
         let staging = &staging[0];
         let mut first = true;
@@ -173,6 +174,7 @@ pub(super) fn copy_chunks(
     let info = cf_info(from, key)?;
     let url = to.url.clone();
     progress.set_length(info_size(&info));
+    require_command(to, "CF.LOADCHUNK", "a cuckoo filter", Loader::BloomkitOrRedisBloom)?;
     stage_and_commit(to, &[key.to_string()], replace, |to, staging| {
         let staging = &staging[0];
         let mut first = true;

@@ -140,6 +140,50 @@ impl Server {
     }
 }
 
+/// Who can load a kind of key, for [`require_command`]'s message.
+pub(crate) enum Loader {
+    /// bloomkit's own types (XF, APBF): only bloomkit has their commands.
+    Bloomkit,
+    /// RedisBloom's types: bloomkit or RedisBloom.
+    BloomkitOrRedisBloom,
+    /// valkey-bloom's filters: bloomkit or valkey-bloom.
+    BloomkitOrValkeyBloom,
+}
+
+/// Refuses, before anything is written, a load into a server that lacks
+/// `command` (its module is not loaded), naming the module to load: the
+/// server's own answer would blame the file (an unknown command echoes the
+/// chunk's bytes, which the redis crate cannot read as text, and RESTORE of
+/// an unknown type says `Bad data format`). A server that will not answer
+/// `COMMAND INFO` (an ACL user without it) is tried as it is.
+pub(crate) fn require_command(server: &mut Server, command: &str, what: &str, loader: Loader) -> Result<()> {
+    let Ok(reply) = server.call::<redis::Value>(redis::cmd("COMMAND").arg("INFO").arg(command), command)
+    else {
+        return Ok(());
+    };
+    let known = match &reply {
+        redis::Value::Array(items) => items.first().is_some_and(|i| !matches!(i, redis::Value::Nil)),
+        _ => true,
+    };
+    if known {
+        return Ok(());
+    }
+    let module = match loader {
+        Loader::Bloomkit => "bloomkit's module (loadmodule /path/to/libbloomkit.so); no other module has it",
+        Loader::BloomkitOrRedisBloom => {
+            "bloomkit's module (loadmodule /path/to/libbloomkit.so) or RedisBloom"
+        }
+        Loader::BloomkitOrValkeyBloom => {
+            "bloomkit's module (loadmodule /path/to/libbloomkit.so) or valkey-bloom"
+        }
+    };
+    Err(transfer!(
+        "the server at {} has no {command} command, so it cannot hold {what}: load {module} there, \
+         then try again (nothing was changed; the file or source is not at fault)",
+        server.url
+    ))
+}
+
 /// The chunks a SCANDUMP-style command (`BF.SCANDUMP`, `APBF.SCANDUMP`,
 /// `CF.SCANDUMP`) answers from `iter` on, until its next iterator is 0;
 /// `each` gets each chunk with the iterator that loads it back (LOADCHUNK's).

@@ -10,7 +10,7 @@ use std::io::{Read, Write};
 use bloomkit_core::common::payload::{self, MODULE_VALUE_RDB_VERSION};
 
 use super::checked::{CrcReader, CrcWriter};
-use super::{stage_and_commit, Progress, Server, STAGING_TTL_MS};
+use super::{require_command, stage_and_commit, Kind, Loader, Progress, Server, STAGING_TTL_MS};
 use crate::error::{Error, Result};
 
 /// The first bytes of a module-value file.
@@ -86,6 +86,16 @@ fn restore_payload(
 ) -> Result<()> {
     let payload = payload::retarget(payload, MODULE_VALUE_RDB_VERSION).map_err(|e| transfer!("{e}"))?;
     let url = server.url.clone();
+    // The command of the module that registers the value's type.
+    let (command, what, loader) = match Kind::from_type_name(type_name) {
+        Kind::ValkeyBloom => ("BF.LOAD", "a valkey-bloom filter".to_string(), Loader::BloomkitOrValkeyBloom),
+        Kind::Cuckoo => ("CF.LOADCHUNK", "a cuckoo filter".to_string(), Loader::BloomkitOrRedisBloom),
+        Kind::Sketch(s) => (s.info_command(), format!("a {}", s.name()), Loader::BloomkitOrRedisBloom),
+        _ => ("", String::new(), Loader::Bloomkit),
+    };
+    if !command.is_empty() {
+        require_command(server, command, &what, loader)?;
+    }
     stage_and_commit(server, &[key.to_string()], replace, |server, staging| {
         let staging = &staging[0];
         let restored: Result<()> =

@@ -9,7 +9,9 @@ use std::io::{Read, Write};
 use bloomkit_core::apbf;
 use bloomkit_core::common::MAX_CHUNK;
 
-use super::{arm_staging, info_fields, scan_chunks, stage_and_commit, Progress, Server};
+use super::{
+    arm_staging, info_fields, require_command, scan_chunks, stage_and_commit, Loader, Progress, Server,
+};
 use crate::error::Result;
 
 fn window_scandump(server: &mut Server, key: &str, iter: u64) -> Result<(u64, Vec<u8>)> {
@@ -58,6 +60,7 @@ pub fn load_window(
 ) -> Result<()> {
     let body = apbf::state_body_len(header).map_err(|e| transfer!("invalid sliding-window filter: {e}"))?;
     progress.set_length(body);
+    require_command(server, "APBF.LOADCHUNK", "a sliding-window filter", Loader::Bloomkit)?;
     stage_and_commit(server, &[key.to_string()], replace, |server, staging| {
         let staging = &staging[0];
         server.call::<()>(redis::cmd("APBF.LOADCHUNK").arg(staging).arg(0).arg(header), staging)?;

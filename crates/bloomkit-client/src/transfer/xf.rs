@@ -23,7 +23,9 @@ use bloomkit_core::xf::{XfFilter, CHUNK_BYTES, HEADER_LEN};
 use bloomkit_core::Limits;
 
 use super::checked::{CrcReader, CrcWriter};
-use super::{arm_staging, info_fields, scan_chunks, stage_and_commit, Progress, Server};
+use super::{
+    arm_staging, info_fields, require_command, scan_chunks, stage_and_commit, Loader, Progress, Server,
+};
 use crate::error::{Error, Result};
 
 /// The first bytes of an expandable filter file.
@@ -161,6 +163,7 @@ pub fn restore_xf(
     progress: &dyn Progress,
 ) -> Result<()> {
     let url = server.url.clone();
+    require_command(server, "XF.LOADCHUNK", "an expandable filter", Loader::Bloomkit)?;
     stage_and_commit(server, &[key.to_string()], replace, |server, staging| {
         let staging = &staging[0];
         let mut header = None;
@@ -202,6 +205,7 @@ pub fn copy_xf(
 ) -> Result<()> {
     progress.set_length(size(from, key)?);
     let url = to.url.clone();
+    require_command(to, "XF.LOADCHUNK", "an expandable filter", Loader::Bloomkit)?;
     watched(
         from,
         key,
