@@ -166,6 +166,11 @@ fn render(cmd: &clap::Command, subcommand: &str, out: &mut dyn Write) -> io::Res
     )]);
     roff.control("TP", []).text([bold("REDIS_URL")]);
     roff.text([roman("The same, when BLOOMKIT_URL is not set. --redis wins over both.")]);
+    roff.control("TP", []).text([bold("REDISCLI_AUTH")]);
+    roff.text([roman(
+        "The password, when the server's URL has none (as redis-cli takes it); a password in the URL \
+         (user:password@ before the host) wins. No output shows either.",
+    )]);
     roff.control("SH", ["EXIT STATUS"]);
     for (status, meaning) in [
         ("0", "Success; also when standard output was closed early (bloomkit dump | head)."),
