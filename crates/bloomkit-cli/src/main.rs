@@ -83,6 +83,9 @@ enum Command {
     /// t-digests (DUMP, up to 512 MB each), and with --bitmap a bitmap filter
     /// in any --layout (Guava, Redisson, PHP BKDR; --format guava writes
     /// Guava's BloomFilter.writeTo form). restore tells the kind from the file.
+    ///
+    /// A key with a TTL is dumped with the moment it expires, and restore
+    /// gives the key that moment back (--no-ttl leaves it out).
     Dump(DumpArgs),
     /// Load a filter file into a server (LOADCHUNK), staged and checked.
     ///
@@ -90,11 +93,16 @@ enum Command {
     /// checksum, and what the server reports against what the file
     /// describes), then renamed over KEY in one transaction: a failed or
     /// interrupted restore leaves KEY as it was.
+    ///
+    /// A file dumped from a key with a TTL restores with the same moment of
+    /// expiry, so the key keeps the TTL it had left (a file whose key has
+    /// expired since is refused; --no-ttl restores it without one).
     Restore(RestoreArgs),
     /// Copy filters and sketches from one server to another.
     ///
     /// Chunk by chunk, through a staging key on the destination, as restore
-    /// loads; every kind dump handles. --all finds them with SCAN.
+    /// loads; every kind dump handles. --all finds them with SCAN. Each key
+    /// keeps the TTL it has left on the source (--no-ttl: none).
     Copy(CopyArgs),
     /// Describe a server's filter or sketch.
     ///
@@ -295,6 +303,11 @@ struct DumpArgs {
     /// reads (a guava-layout bitmap, given with --bitmap).
     #[arg(long, value_enum, default_value_t = Format::Bloomkit)]
     format: Format,
+    /// Leave the key's TTL out of the file. By default a key with a TTL is
+    /// dumped with the moment it expires, which restore gives the key back
+    /// (Guava's format has no place for it).
+    #[arg(long)]
+    no_ttl: bool,
     #[command(flatten)]
     bitmap: BitmapArgs,
 }
@@ -317,6 +330,12 @@ struct RestoreArgs {
     /// Overwrite an existing key.
     #[arg(long)]
     replace: bool,
+    /// Restore the key without a TTL. By default a file dumped from a key
+    /// with a TTL restores with the same moment of expiry (the TTL left
+    /// now), and a file whose key has expired since is refused; files
+    /// without one, older bloomkit's included, restore without a TTL.
+    #[arg(long)]
+    no_ttl: bool,
 }
 
 #[derive(Args)]
@@ -343,6 +362,10 @@ struct CopyArgs {
     /// Overwrite existing keys on the destination.
     #[arg(long)]
     replace: bool,
+    /// Copy keys without their TTLs. By default each key keeps the TTL it
+    /// has left on the source.
+    #[arg(long)]
+    no_ttl: bool,
     #[command(flatten)]
     bitmap: BitmapArgs,
 }
@@ -459,6 +482,9 @@ fn run(cli: Cli) -> Result<()> {
             let flag = interrupt::install();
             let mut server = transfer::Server::connect(&server::resolve(a.redis.as_deref(), "--redis")?)?;
             server.interrupt_on(flag);
+            if a.no_ttl {
+                server.drop_ttls();
+            }
             let key = a.key.clone();
             let format = a.format;
             let dump_to = |server: &mut transfer::Server, out: &mut dyn Write, bar: &ProgressBar| match (
@@ -542,11 +568,12 @@ fn run(cli: Cli) -> Result<()> {
                 _ => "standard output".to_string(),
             };
             say!(
-                "bloomkit dump: '{}' ({}) to {to}: {} in {:.1}s",
+                "bloomkit dump: '{}' ({}) to {to}: {} in {:.1}s{}",
                 a.key,
                 kind,
                 units::human_bytes_exact(written as f64),
-                started.elapsed().as_secs_f64()
+                started.elapsed().as_secs_f64(),
+                ttl_note(&mut server, &a.key, a.format == Format::Guava, a.no_ttl)
             );
         }
         Command::Restore(a) => {
@@ -576,6 +603,9 @@ fn run(cli: Cli) -> Result<()> {
             // (Connected after the input is opened: the hint above comes first.)
             let mut server = transfer::Server::connect(&url)?;
             server.interrupt_on(flag);
+            if a.no_ttl {
+                server.drop_ttls();
+            }
             interrupt::set_unfinished(format!(
                 "a staging key for '{}' may be left on {}: the next restore or copy of that key removes \
                  it, and `bloomkit info` shows it",
@@ -610,8 +640,12 @@ fn run(cli: Cli) -> Result<()> {
                 .into());
             }
             let kind = kind.with_context(|| format!("restoring {from} into '{}'", a.key))?;
+            let ttl = match server.last_ttl() {
+                Some(ttl) => format!(", expires in {}", units::human_ttl(ttl)),
+                None => String::new(),
+            };
             say!(
-                "bloomkit restore: {from} into '{}' ({kind}) in {:.1}s",
+                "bloomkit restore: {from} into '{}' ({kind}) in {:.1}s{ttl}",
                 a.key,
                 started.elapsed().as_secs_f64()
             );
@@ -623,6 +657,9 @@ fn run(cli: Cli) -> Result<()> {
             let mut to = transfer::Server::connect(&to_url)?;
             from.interrupt_on(flag.clone());
             to.interrupt_on(flag);
+            if a.no_ttl {
+                to.drop_ttls();
+            }
             let mut failures = Vec::new();
             let keys = if a.all {
                 let (keys, others) = transfer::module_keys(&mut from, &a.r#match)?;
@@ -653,7 +690,12 @@ fn run(cli: Cli) -> Result<()> {
                 match result {
                     Ok(kind) => {
                         copied += 1;
-                        say!("bloomkit copy: {key} ({kind}): done");
+                        match to.last_ttl() {
+                            Some(ttl) => {
+                                say!("bloomkit copy: {key} ({kind}, TTL {}): done", units::human_ttl(ttl))
+                            }
+                            None => say!("bloomkit copy: {key} ({kind}): done"),
+                        }
                     }
                     Err(_) if interrupt::interrupted() => {
                         return Err(interrupt::Stopped(format!(
@@ -1000,6 +1042,29 @@ fn stale_partial_dumps(path: &std::path::Path) -> Vec<PathBuf> {
             (same && gone && e.file_type().ok()?.is_file()).then_some(candidate)
         })
         .collect()
+}
+
+/// What the dump's summary says of the key's TTL: recorded in the file,
+/// left out (`--no-ttl`), or lost to Guava's format, which has no place for
+/// it (said so that a daily key does not silently become permanent).
+fn ttl_note(server: &mut transfer::Server, key: &str, guava: bool, no_ttl: bool) -> String {
+    if guava {
+        let ttl: i64 = server.call(redis::cmd("PTTL").arg(key), key).unwrap_or(-1);
+        return match ttl {
+            ms if ms > 0 => format!(
+                "; its TTL ({}) is not in the file: Guava's format has no place for it",
+                units::human_ttl(std::time::Duration::from_millis(ms as u64))
+            ),
+            _ => String::new(),
+        };
+    }
+    match server.last_ttl() {
+        Some(ttl) => {
+            format!("; expires in {}, recorded in the file (restore gives it back)", units::human_ttl(ttl))
+        }
+        None if no_ttl => "; no TTL recorded (--no-ttl)".to_string(),
+        None => String::new(),
+    }
 }
 
 /// Says which leftover staging keys (of transfers killed before their

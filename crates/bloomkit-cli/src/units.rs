@@ -101,6 +101,18 @@ pub fn human_bytes_exact(bytes: f64) -> String {
 }
 
 /// `1 duplicate`, `2 duplicates`.
+/// A TTL for people: "86400s (1d 0h 0m)", seconds first so that scripts
+/// and `EXPIRE` read the same number.
+pub fn human_ttl(ttl: std::time::Duration) -> String {
+    let s = ttl.as_secs();
+    let (d, h, m) = (s / 86_400, s % 86_400 / 3600, s % 3600 / 60);
+    match (d, h) {
+        (0, 0) => format!("{s}s ({m}m {}s)", s % 60),
+        (0, _) => format!("{s}s ({h}h {m}m)"),
+        _ => format!("{s}s ({d}d {h}h {m}m)"),
+    }
+}
+
 pub fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }

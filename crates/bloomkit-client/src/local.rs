@@ -115,8 +115,15 @@ impl LocalFilter {
     }
 
     /// The filter saved at `path` (by [`LocalFilter::save`] or `bloomkit dump`).
+    /// A dump's expiry record (its key's TTL) is skipped: a filter in
+    /// process does not expire, and [`LocalFilter::save`] writes none.
     pub fn open(path: impl AsRef<Path>) -> Result<LocalFilter> {
         let mut input = BufReader::new(File::open(path)?);
+        if input.fill_buf()?.starts_with(crate::transfer::EXPIRY_MAGIC) {
+            let mut record = [0u8; crate::transfer::EXPIRY_LEN];
+            input.read_exact(&mut record)?;
+            crate::transfer::read_expiry(record[8..].try_into().expect("12 bytes"))?;
+        }
         if input.fill_buf()?.starts_with(crate::transfer::XF_MAGIC) {
             input.consume(crate::transfer::XF_MAGIC.len());
             let xf = Box::new(crate::transfer::read_xf_file(input)?);

@@ -9,3 +9,4 @@ mod interrupt;
 mod memory;
 mod migration;
 mod second_round;
+mod ttl;

@@ -80,6 +80,15 @@ pub struct Server {
     /// Leftover staging keys of interrupted transfers removed by this
     /// connection's transfers, for the caller to report.
     removed_leftovers: Vec<String>,
+    /// Whether transfers through this connection carry TTLs (see
+    /// [`Server::drop_ttls`]).
+    keep_ttls: bool,
+    /// When the keys the next commit renames into place expire (Unix ms),
+    /// set by the transfer that loads them; `None`: they do not.
+    expire_at: Option<u64>,
+    /// The TTL the last transfer through this connection recorded (dump) or
+    /// set (restore, copy), for the caller to report.
+    last_ttl: Option<Duration>,
 }
 
 /// Shows the URL as messages do, its password hidden.
@@ -95,7 +104,30 @@ impl Server {
     pub fn connect(url: &str) -> Result<Server> {
         let con = connect(url)?;
         let url = crate::redact_url(&crate::server_url(url)?);
-        Ok(Server { url, con, interrupt: None, removed_leftovers: Vec::new() })
+        Ok(Server {
+            url,
+            con,
+            interrupt: None,
+            removed_leftovers: Vec::new(),
+            keep_ttls: true,
+            expire_at: None,
+            last_ttl: None,
+        })
+    }
+
+    /// Transfers through this connection neither record a key's TTL (dump,
+    /// and copy from it) nor set one (restore, and copy to it): the keys
+    /// they write do not expire. By default a key's remaining TTL goes
+    /// with it, in files too.
+    pub fn drop_ttls(&mut self) {
+        self.keep_ttls = false;
+    }
+
+    /// The TTL the last transfer through this connection recorded in a file
+    /// (dump) or gave its key (restore, copy), as it was then; `None` when
+    /// the key had none, or TTLs are dropped.
+    pub fn last_ttl(&self) -> Option<Duration> {
+        self.last_ttl
     }
 
     /// Stops transfers when `flag` becomes true: the next command fails
@@ -338,13 +370,32 @@ pub fn stage_and_commit(
         if server.interrupted() {
             return Err(Error::Interrupted);
         }
+        // The TTL the keys carry, as it is left at this moment.
+        let ttl_ms = match server.expire_at {
+            Some(at) => match at.checked_sub(now_unix_ms()).filter(|ms| *ms > 0) {
+                Some(ms) => Some(ms),
+                None => {
+                    return Err(transfer!(
+                        "'{}' expired while it was being loaded (its TTL ran out); nothing was written \
+                         (without --no-ttl its TTL goes with it)",
+                        keys[0]
+                    ))
+                }
+            },
+            None => None,
+        };
         let mut pipe = redis::pipe();
         pipe.atomic();
         for (from, to) in staging.iter().zip(keys) {
-            // RENAME carries the staging key's safety TTL over: drop it.
             pipe.cmd("RENAME").arg(from).arg(to).ignore();
-            pipe.cmd("PERSIST").arg(to).ignore();
+            // RENAME carries the staging key's safety TTL over: the key
+            // gets its own instead, or none.
+            match ttl_ms {
+                Some(ms) => pipe.cmd("PEXPIRE").arg(to).arg(ms).ignore(),
+                None => pipe.cmd("PERSIST").arg(to).ignore(),
+            };
         }
+        server.last_ttl = ttl_ms.map(Duration::from_millis);
         let committed: Option<()> =
             pipe.query(&mut server.con).map_err(|e| Error::from_redis(e, &keys[0]))?;
         if committed.is_none() {
@@ -552,6 +603,81 @@ pub fn unreadable(server: &Server, key: &str, kind: &Kind) -> Error {
     }
 }
 
+// ---- TTLs ----
+
+/// The first bytes of a file whose key had a TTL: then when it expires,
+/// as Unix milliseconds (u64, little-endian), and a CRC-32 of the 16 bytes
+/// before it; then the filter's own file. A file without it (every file
+/// bloomkit wrote before TTLs, and the dump of a key without one) restores
+/// with no TTL, as before.
+pub const EXPIRY_MAGIC: &[u8; 8] = b"BKEXPIRE";
+
+/// The length of the expiry record: magic, time, checksum.
+pub const EXPIRY_LEN: usize = 20;
+
+fn now_unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The expiry record for a key expiring at `at` (Unix ms).
+pub fn expiry_record(at: u64) -> [u8; EXPIRY_LEN] {
+    let mut record = [0u8; EXPIRY_LEN];
+    record[..8].copy_from_slice(EXPIRY_MAGIC);
+    record[8..16].copy_from_slice(&at.to_le_bytes());
+    let crc = crc32fast::hash(&record[..16]);
+    record[16..].copy_from_slice(&crc.to_le_bytes());
+    record
+}
+
+/// When the key of an expiry record expires (Unix ms); the record's magic
+/// was read, `rest` is its other 12 bytes.
+pub fn read_expiry(rest: &[u8; EXPIRY_LEN - 8]) -> Result<u64> {
+    let mut record = [0u8; EXPIRY_LEN];
+    record[..8].copy_from_slice(EXPIRY_MAGIC);
+    record[8..].copy_from_slice(rest);
+    let crc = u32::from_le_bytes(record[16..].try_into().expect("4 bytes"));
+    if crc32fast::hash(&record[..16]) != crc {
+        return Err(transfer!("the file's expiry record does not match its checksum: it is damaged"));
+    }
+    Ok(u64::from_le_bytes(record[8..16].try_into().expect("8 bytes")))
+}
+
+/// The keys that hold a key's value: the key itself, or for a bitmap filter
+/// the keys of its layout (a split bitmap's parts, a Redisson config).
+fn value_keys(key: &str, bitmap: Option<&BitmapParams>) -> Vec<String> {
+    match bitmap.map(|b| b.layout(key)) {
+        Some(Ok(layout)) => layout.keys(),
+        _ => vec![key.to_string()],
+    }
+}
+
+/// When the value of `key` expires (Unix ms, by this machine's clock),
+/// from the remaining TTL of the first of its keys that exists; `None` when
+/// it has none or TTLs are dropped.
+fn expiry_of(server: &mut Server, key: &str, bitmap: Option<&BitmapParams>) -> Result<Option<u64>> {
+    if !server.keep_ttls {
+        return Ok(None);
+    }
+    for k in value_keys(key, bitmap) {
+        let ttl: i64 = server.call(redis::cmd("PTTL").arg(&k), &k)?;
+        match ttl {
+            -2 => continue,
+            ms if ms >= 0 => return Ok(Some(now_unix_ms() + ms as u64)),
+            _ => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+/// Gives `server`'s next commit the expiry `at` (and clears it after `f`).
+fn expiring<T>(server: &mut Server, at: Option<u64>, f: impl FnOnce(&mut Server) -> Result<T>) -> Result<T> {
+    server.expire_at = at.filter(|_| server.keep_ttls);
+    server.last_ttl = None;
+    let result = f(server);
+    server.expire_at = None;
+    result
+}
+
 // ---- every kind, one call ----
 
 /// Streams a cuckoo filter into a file: its chunks, then its `CF.INFO`.
@@ -601,6 +727,15 @@ pub fn dump_key(
     progress: &dyn Progress,
 ) -> Result<&'static str> {
     let kind = kind(server, key)?;
+    let mut out = out;
+    let at = match kind.is_module_value() || bitmap.is_some() {
+        true => expiry_of(server, key, bitmap.as_ref())?,
+        false => None,
+    };
+    server.last_ttl = at.map(|at| Duration::from_millis(at.saturating_sub(now_unix_ms())));
+    if let Some(at) = at {
+        out.write_all(&expiry_record(at))?;
+    }
     match (&kind, bitmap) {
         (Kind::Bloom, _) => dump(server, key, out, progress)?,
         (Kind::Window, _) => {
@@ -634,6 +769,38 @@ pub fn restore_file(
 ) -> Result<&'static str> {
     let mut magic = [0u8; 8];
     input.read_exact(&mut magic).map_err(|e| transfer!("the file is too short to be a filter: {e}"))?;
+    let mut at = None;
+    if &magic == EXPIRY_MAGIC {
+        let mut rest = [0u8; EXPIRY_LEN - 8];
+        input.read_exact(&mut rest).map_err(|_| transfer!("the file ends inside its expiry record"))?;
+        at = Some(read_expiry(&rest)?);
+        input
+            .read_exact(&mut magic)
+            .map_err(|_| transfer!("the file holds an expiry record and no filter"))?;
+    }
+    if let Some(at) = at.filter(|_| server.keep_ttls) {
+        let now = now_unix_ms();
+        if at <= now {
+            return Err(transfer!(
+                "the file's key expired {}s ago (its dump recorded a TTL): restore it without one with \
+                 --no-ttl, or not at all; nothing was written",
+                (now - at) / 1000
+            ));
+        }
+    }
+    expiring(server, at, |server| restore_kind(server, key, &magic, input, replace, progress))
+}
+
+/// [`restore_file`] once the file's magic (after any expiry record) is read.
+fn restore_kind(
+    server: &mut Server,
+    key: &str,
+    magic: &[u8; 8],
+    input: impl Read,
+    replace: bool,
+    progress: &dyn Progress,
+) -> Result<&'static str> {
+    let magic = *magic;
     if &magic == BLOOM_MAGIC {
         restore(server, key, std::io::Cursor::new(magic).chain(input), replace, progress)?;
         return Ok("Bloom filter");
@@ -681,7 +848,25 @@ pub fn copy_key(
     progress: &dyn Progress,
 ) -> Result<&'static str> {
     let kind = kind(from, key)?;
-    match (&kind, bitmap) {
+    let at = match (to.keep_ttls, kind.is_module_value() || bitmap.is_some()) {
+        (true, true) => expiry_of(from, key, bitmap.as_ref())?,
+        _ => None,
+    };
+    expiring(to, at, |to| copy_kind(from, to, key, &kind, bitmap, replace, progress))?;
+    Ok(kind_name(&kind))
+}
+
+/// [`copy_key`] once the key's kind and TTL are known.
+fn copy_kind(
+    from: &mut Server,
+    to: &mut Server,
+    key: &str,
+    kind: &Kind,
+    bitmap: Option<BitmapParams>,
+    replace: bool,
+    progress: &dyn Progress,
+) -> Result<()> {
+    match (kind, bitmap) {
         (Kind::Bloom, _) => copy(from, to, key, replace, progress)?,
         (Kind::Window, _) => copy_window(from, to, key, replace, progress)?,
         (Kind::ValkeyBloom | Kind::Sketch(_), _) => {
@@ -693,7 +878,7 @@ pub fn copy_key(
         (Kind::String | Kind::Missing, Some(b)) => copy_bitmap(from, to, key, &b, replace, progress)?,
         (other, _) => return Err(unreadable(from, key, other)),
     }
-    Ok(kind_name(&kind))
+    Ok(())
 }
 
 #[cfg(test)]
