@@ -116,6 +116,17 @@ fn copy_and_dump_restore_carry_ttls_of_every_kind() {
         assert_none(&mut b, key, "restore --no-ttl");
         assert_eq!(b.call(&["TYPE", key]), a.call(&["TYPE", key]), "{key}");
     }
+    // A bitmap filter (plain strings, given its parameters) carries its TTL too.
+    let bitmap = ["--bitmap", "--capacity", "1000", "--error-rate", "0.01"];
+    ok(&[&["dedup", "--redis", &f, "--key", "bits"][..], &bitmap[..]].concat(), b"a\nb\n");
+    a.ok("EXPIRE bits 86400");
+    ok(&[&["copy", "--from", &f, "--to", &t, "bits"][..], &bitmap[..]].concat(), b"");
+    assert_day(&mut b, "bits", "copy of a bitmap");
+    let bits_file = dir.path().join("bits.bkf");
+    let bits_file = bits_file.to_str().unwrap();
+    ok(&[&["dump", "--redis", &f, "bits", "-o", bits_file][..], &bitmap[..]].concat(), b"");
+    ok(&["restore", "--redis", &t, "bits2", "-i", bits_file], b"");
+    assert_day(&mut b, "bits2", "dump and restore of a bitmap");
     // dump --no-ttl writes the file as before.
     let file = dir.path().join("no-ttl.bkf");
     let o = ok(&["dump", "--redis", &f, "bf", "-o", file.to_str().unwrap(), "--no-ttl"], b"");
