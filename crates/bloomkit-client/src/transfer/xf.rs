@@ -170,11 +170,18 @@ pub fn restore_xf(
         read_records(input, |iter, data| {
             // The server checks each chunk's slots as it arrives, before
             // the file's checksum at its end.
+            // (Only the server's own reply blames the file: a reply the
+            // redis crate could not read, an unknown command's echo of the
+            // chunk, says nothing of it.)
             xf_loadchunk(server, staging, iter, data).map_err(|e| match e {
-                Error::Server(failure) if failure.message().contains("invalid") => transfer!(
-                    "the expandable filter file is damaged: the server refused it ({})",
-                    failure.message().trim_start_matches("ERR ")
-                ),
+                Error::Server(failure)
+                    if failure.code().is_some() && failure.message().contains("invalid") =>
+                {
+                    transfer!(
+                        "the expandable filter file is damaged: the server refused it ({})",
+                        failure.message().trim_start_matches("ERR ")
+                    )
+                }
                 other => other,
             })?;
             if header.is_none() {
