@@ -54,7 +54,7 @@ pub struct Command {
 /// which ACL read-only and write-only key patterns stop applying), the
 /// scandumps keep `RO` (RedisBloom 8: `RW`), CF.COMPACT stays `write`
 /// (RedisBloom 8: `readonly`, so it would run on replicas and for `+@read`
-/// users), and CMS.MERGE keeps declaring its sources (see [`has_numkeys_sources`]).
+/// users), and CMS.MERGE keeps declaring its sources (see [`Keys`]).
 #[derive(Clone, Copy)]
 pub struct Declared {
     /// The server's arity check: n exactly, or -n for at least n words
@@ -125,8 +125,16 @@ pub const RW_ACCESS_UPDATE: u32 =
 /// family's error converts into a [`Reply`] with `?`.
 pub type Outcome = Result<(), Reply>;
 
-/// Runs a handler behind `catch_unwind` and replies its error, if any.
+/// Runs a handler behind `catch_unwind` and replies its error, if any; a
+/// keys-position request runs no handler and is answered from the
+/// command's table row ([`report_keys`]).
 pub fn run(ctx: Ctx, argv: &[Arg], handler: fn(Ctx, &[Arg]) -> Outcome) -> c_int {
+    if ctx.is_keys_position_request() {
+        // Nothing to reply: the server reads the keys reported, and a
+        // panic here must not cross into the server either.
+        let _ = catch_unwind(AssertUnwindSafe(|| report_keys(ctx, argv)));
+        return raw::REDISMODULE_OK as c_int;
+    }
     match catch_unwind(AssertUnwindSafe(|| handler(ctx, argv))) {
         Ok(Ok(())) => {}
         Ok(Err(Reply::WrongArity)) => ctx.wrong_arity(),
@@ -197,15 +205,88 @@ pub fn add_acl_category(ctx: *mut raw::RedisModuleCtx, name: &CStr) -> Result<()
     Ok(())
 }
 
-/// Whether a command's arguments are `key numkeys key [key ...] ...`
-/// (`TDIGEST.MERGE`, `CMS.MERGE`): its second key spec then declares the
-/// keys `numkeys` counts.
-pub fn has_numkeys_sources(args: &[docs::Arg]) -> bool {
-    matches!(args, [first, count, sources, ..]
-        if first.kind == docs::Kind::Key
-            && count.kind == docs::Kind::Integer
-            && count.name == c"numkeys"
-            && sources.kind == docs::Kind::Key)
+/// Where a command's keys are, read from its argument tree (its `Key`
+/// arguments are the one place a command declares them). The key specs,
+/// the `getkeys-api` flag and the answer to the server's keys-position
+/// request ([`report_keys`]) are all made from this, so that they agree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keys {
+    /// `key ...`: one key, argument 1.
+    One,
+    /// `destination numkeys source [source ...] ...` (`CMS.MERGE`,
+    /// `TDIGEST.MERGE`, `XF.MERGE`): argument 1, and the `numkeys`
+    /// arguments after argument 2; what follows them (`WEIGHTS`,
+    /// `COMPRESSION`, `OVERRIDE`) is not a key.
+    Sources,
+}
+
+impl Keys {
+    pub fn of(args: &[docs::Arg]) -> Keys {
+        match args {
+            [first, count, sources, ..]
+                if first.kind == docs::Kind::Key
+                    && count.kind == docs::Kind::Integer
+                    && count.name == c"numkeys"
+                    && sources.kind == docs::Kind::Key =>
+            {
+                Keys::Sources
+            }
+            _ => Keys::One,
+        }
+    }
+
+    /// The argv positions of one call's keys, as the server reads the key
+    /// specs [`register`] declares (a range at 1, then a key count at 2):
+    /// none at all where they do not fit the call (no argument 1, or a
+    /// `numkeys` that is not an integer from 1 to the arguments left), as
+    /// the server gives none for its own `ZUNIONSTORE` then: the handler
+    /// refuses such a call, and `COMMAND GETKEYS` answers it as before.
+    pub fn positions<A: AsRef<[u8]>>(self, argv: &[A]) -> Vec<usize> {
+        match self {
+            Keys::One if argv.len() > 1 => vec![1],
+            Keys::Sources if argv.len() > 3 => {
+                let left = argv.len() as i64 - 3;
+                match bloomkit_core::common::parse::parse_long_long(argv[2].as_ref()) {
+                    Some(n) if (1..=left).contains(&n) => [1].into_iter().chain(3..3 + n as usize).collect(),
+                    _ => Vec::new(),
+                }
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Answers the server's keys-position request for a command registered
+/// `getkeys-api`: the keys of this call, found by its name in the table,
+/// with the flags of the key spec each falls under (the destination's, and
+/// `RO access` for the sources). Reads only static data and argv, so it is
+/// safe wherever the server asks (Valkey's I/O threads ask too, to find a
+/// command's slot early).
+fn report_keys(ctx: Ctx, argv: &[Arg]) {
+    let Some(name) = argv.first() else { return };
+    let found = crate::FAMILIES
+        .iter()
+        .flat_map(|f| f.commands)
+        .find(|c| c.name.to_bytes().eq_ignore_ascii_case(name.bytes()));
+    let Some(c) = found else { return };
+    let destination = key_flags(c, declared(c, None));
+    for pos in Keys::of(c.args).positions(argv) {
+        ctx.key_at_pos(pos, if pos == 1 { destination } else { RO });
+    }
+}
+
+/// How RedisBloom 8 declares the command where it is registered so: at the
+/// RedisBloom 8 levels, outside a dialect.
+fn declared(c: &Command, dialect: Option<&Dialect>) -> Option<Declared> {
+    match dialect {
+        None if crate::config::redisbloom_level() == Compat::RedisBloom8 => c.redisbloom8,
+        _ => None,
+    }
+}
+
+/// The flags of the command's first key spec.
+fn key_flags(c: &Command, declared: Option<Declared>) -> u32 {
+    declared.map_or(c.key_flags, |r| r.key_flags)
 }
 
 /// How another module registers a command bloomkit answers in its dialect
@@ -232,10 +313,7 @@ pub struct Dialect {
 /// and `RedisModule_WrongArity` both quote the registered (lowercase) name.
 pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dialect>) -> Result<(), String> {
     let redisbloom8 = crate::config::redisbloom_level() == Compat::RedisBloom8;
-    let declared = match dialect {
-        None if redisbloom8 => c.redisbloom8,
-        _ => None,
-    };
+    let declared = declared(c, dialect);
     let registered = dialect.map_or(c.name, |d| d.name);
     let flags = match (dialect, declared) {
         (Some(d), _) => d.flags,
@@ -247,7 +325,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dia
         (None, Some(r)) => r.acl,
         (None, None) => c.acl,
     };
-    let key_flags = declared.map_or(c.key_flags, |r| r.key_flags);
+    let key_flags = key_flags(c, declared);
     let tips = match declared {
         Some(r) => r.tips,
         // bloomkit's own readers spell the tip as the level does.
@@ -262,8 +340,28 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dia
         // 0: not given, the server's -1.
         None => (0, c.args),
     };
+    let keys = Keys::of(args);
+    // A command naming several keys also answers the server's
+    // keys-position request ([`report_keys`]). Every server here (Redis
+    // 7.0 and 8.2, Valkey 8.1 and 9.1) checks a cluster call's slots, and
+    // routes it, by the keys that request gives or else by first/last/step,
+    // which cannot follow a key count: key specs reach `COMMAND GETKEYS`,
+    // `COMMAND INFO` and ACLs, not the slot check, and without the flag a
+    // cross-slot merge ran (Redis 7.0) or looked for its sources in the
+    // destination's slot and answered that they did not exist (Redis 8.2,
+    // Valkey 8.1 and 9.1, which keep keys per slot). The flag shows in no
+    // reply (`COMMAND INFO` already says `movablekeys`).
+    let flags = match keys {
+        Keys::Sources if dialect.is_none() => {
+            let flags = format!("{} getkeys-api", flags.to_string_lossy());
+            std::ffi::CString::new(flags).expect("flags have no NUL")
+        }
+        _ => flags.to_owned(),
+    };
     let name = registered.to_string_lossy();
-    // SAFETY: valid context during OnLoad; first/last/step key = 1 for every BF command.
+    // SAFETY: valid context during OnLoad; the server parses the flags
+    // during the call. first/last/step key = 1 for every command: the
+    // destination, or the key (a key count has no first/last/step).
     let status = unsafe {
         api!(RedisModule_CreateCommand)(ctx, registered.as_ptr(), Some(c.handler), flags.as_ptr(), 1, 1, 1)
     };
@@ -286,7 +384,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dia
     key_specs[0].fk.range.lastkey = 0;
     key_specs[0].fk.range.keystep = 1;
     key_specs[0].fk.range.limit = 0;
-    if has_numkeys_sources(args) {
+    if keys == Keys::Sources {
         // `destination numkeys source [source ...]`: the sources are keys
         // too (read), so that a cluster routes and cross-slot-checks them.
         key_specs[1].flags = u64::from(RO);
@@ -338,4 +436,45 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dia
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn positions(keys: Keys, line: &str) -> Vec<usize> {
+        keys.positions(&line.split(' ').collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn keys_are_read_from_the_argument_tree() {
+        let found = |name: &CStr| {
+            let c = crate::FAMILIES.iter().flat_map(|f| f.commands).find(|c| c.name == name).unwrap();
+            Keys::of(c.args)
+        };
+        for name in [c"cms.merge", c"tdigest.merge", c"xf.merge"] {
+            assert_eq!(found(name), Keys::Sources, "{name:?}");
+        }
+        assert_eq!(found(c"bf.add"), Keys::One);
+        assert_eq!(found(c"cms.incrby"), Keys::One);
+    }
+
+    /// As the server reads a range spec at 1 and a key-count spec at 2: the
+    /// destination and the counted sources, options after them not keys,
+    /// and nothing at all for a call the key specs do not fit.
+    #[test]
+    fn positions_follow_the_key_specs() {
+        assert_eq!(positions(Keys::One, "BF.ADD k a"), [1]);
+        assert_eq!(positions(Keys::One, "BF.ADD"), [0usize; 0]);
+        let merge = |line| positions(Keys::Sources, line);
+        assert_eq!(merge("M d 1 a"), [1, 3]);
+        assert_eq!(merge("M d 2 a b WEIGHTS 1 2"), [1, 3, 4]);
+        assert_eq!(merge("M d 2 a b COMPRESSION 5 OVERRIDE"), [1, 3, 4]);
+        assert_eq!(merge("M d 3 a b c"), [1, 3, 4, 5]);
+        let refused =
+            ["M d 0 a", "M d -1 a", "M d x a", "M d 2 a", "M d 1", "M d", "M", "M d 01x a", "M d +1 a"];
+        for bad in refused {
+            assert_eq!(merge(bad), [0usize; 0], "{bad}");
+        }
+    }
 }

@@ -94,6 +94,30 @@ impl Ctx {
         self.flags() & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) != 0
     }
 
+    /// Whether the server calls the command only to learn where its keys
+    /// are, not to run it: it does so for a command registered
+    /// `getkeys-api` wherever it reads keys by position rather than by key
+    /// spec (a cluster's slot check and routing, on every server).
+    pub fn is_keys_position_request(self) -> bool {
+        // SAFETY: valid context (the function only reads its flags).
+        unsafe { api!(RedisModule_IsKeysPositionRequest)(self.0) != 0 }
+    }
+
+    /// In a keys-position request, names argument `pos` a key with these
+    /// key-spec flags (`REDISMODULE_CMD_KEY_*`); the server ignores it in
+    /// any other call. Servers before 7.0 take the position alone.
+    pub fn key_at_pos(self, pos: usize, flags: u32) {
+        let Ok(pos) = c_int::try_from(pos) else { return };
+        // SAFETY: valid context; the server only appends to the key list
+        // it gave the context.
+        unsafe {
+            match raw::RedisModule_KeyAtPosWithFlags {
+                Some(f) => f(self.0, pos, flags as c_int),
+                None => api!(RedisModule_KeyAtPos)(self.0, pos),
+            }
+        }
+    }
+
     pub fn reply_i64(self, v: i64) {
         // SAFETY: valid context.
         unsafe { api!(RedisModule_ReplyWithLongLong)(self.0, v) };

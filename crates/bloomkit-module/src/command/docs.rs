@@ -141,7 +141,7 @@ pub struct RawArgs {
     arrays: Vec<Vec<raw::RedisModuleCommandArg>>,
     root: *mut raw::RedisModuleCommandArg,
     /// Key arguments seen so far: the n-th names key spec n (a `numkeys`
-    /// command's sources are its second, see `command::has_numkeys_sources`).
+    /// command's sources are its second, see `command::Keys`).
     keys: c_int,
 }
 
@@ -271,13 +271,25 @@ mod tests {
             // Every command takes its key first, and only one key (or a
             // second, its sources, where a second key spec declares them).
             assert_eq!(c.args.first().map(|a| a.kind), Some(Kind::Key), "{name}");
-            let specs = 1 + usize::from(crate::command::has_numkeys_sources(c.args));
+            let keys = crate::command::Keys::of(c.args);
+            let specs = 1 + usize::from(keys == crate::command::Keys::Sources);
             assert_eq!(c.args.iter().filter(|a| a.kind == Kind::Key).count(), specs, "{name}");
+            if keys == crate::command::Keys::Sources {
+                // The sources are a repeated key, counted by `numkeys`.
+                assert!(c.args[2].multiple && !c.args[2].optional, "{name}");
+                // The keys-position answer uses the level in force, the key
+                // specs the level at load: the two agree only if RedisBloom
+                // 8's declaration of the destination is bloomkit's.
+                if let Some(r) = c.redisbloom8 {
+                    assert_eq!(r.key_flags, c.key_flags, "{name}");
+                }
+            }
             check_tree(name, c.args);
             // Redis 8.12's tree extends the command's with optional
             // arguments only: the same fewest words, the arity made "at least".
             if let Some(args) = c.redisbloom8.and_then(|r| r.args_8_12) {
                 check_tree(name, args);
+                assert_eq!(crate::command::Keys::of(args), keys, "{name}: Redis 8.12's keys");
                 assert_eq!(min_words(args), min_words(c.args), "{name}: Redis 8.12's tree");
                 let same = args.iter().zip(c.args).all(|(a, b)| (a.name, a.kind) == (b.name, b.kind));
                 assert!(args.len() > c.args.len() && same, "{name}: Redis 8.12's tree");
