@@ -1,37 +1,41 @@
-//! A Redis Cluster of test servers, made and resharded with `redis-cli`.
+//! A Redis Cluster of test servers, made and resharded with `redis-cli`,
+//! or a one-node cluster of any server.
 
 use std::process::Command;
 use std::time::Duration;
 
 use crate::{free_port, output_within, wait_until, Module, Server, TestServer};
 
-/// A Redis Cluster of `masters` redis-servers on loopback, each with the
-/// modules loaded, made by `redis-cli --cluster create`.
+/// One cluster-enabled server with these modules. The bus port is chosen
+/// too: by default it is the port + 10000, and a server whose port is
+/// above 55535 (a fifth of the free ports the kernel hands out here)
+/// refuses to start without it.
+fn node(server: Server, modules: &[Module]) -> TestServer {
+    let bus = free_port().to_string();
+    let cluster_args = [
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "nodes.conf",
+        "--cluster-node-timeout",
+        "3000",
+        "--cluster-port",
+        &bus,
+    ];
+    TestServer::start(server, modules, &cluster_args)
+}
+
+/// A Redis Cluster of test servers on loopback, each with the modules
+/// loaded: `masters` redis-servers made by `redis-cli --cluster create`
+/// ([`TestCluster::start`]), or one node of any server owning every slot
+/// ([`TestCluster::single`]).
 pub struct TestCluster {
     pub nodes: Vec<TestServer>,
 }
 
 impl TestCluster {
     pub fn start(masters: usize, modules: &[Module]) -> TestCluster {
-        // The bus port is chosen too: by default it is the port + 10000,
-        // and a server whose port is above 55535 (a fifth of the free ports
-        // the kernel hands out here) refuses to start without it.
-        let nodes: Vec<TestServer> = (0..masters)
-            .map(|_| {
-                let bus = free_port().to_string();
-                let cluster_args = [
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--cluster-node-timeout",
-                    "3000",
-                    "--cluster-port",
-                    &bus,
-                ];
-                TestServer::start(Server::Redis, modules, &cluster_args)
-            })
-            .collect();
+        let nodes: Vec<TestServer> = (0..masters).map(|_| node(Server::Redis, modules)).collect();
         let mut create = Command::new("redis-cli");
         create.arg("--cluster").arg("create");
         create.args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)));
@@ -39,6 +43,18 @@ impl TestCluster {
         let out = output_within(&mut create, b"", Duration::from_secs(120));
         assert!(out.status.success(), "redis-cli --cluster create: {}", String::from_utf8_lossy(&out.stdout));
         let cluster = TestCluster { nodes };
+        cluster.wait_settled();
+        cluster
+    }
+
+    /// A cluster of one `server` node that owns all 16384 slots (`CLUSTER
+    /// ADDSLOTSRANGE`): every key lives on it, so what a cluster refuses
+    /// there it refuses for the slots alone, and it costs one server
+    /// (`redis-cli --cluster create` wants three masters).
+    pub fn single(server: Server, modules: &[Module]) -> TestCluster {
+        let cluster = TestCluster { nodes: vec![node(server, modules)] };
+        let reply = cluster.nodes[0].conn().cmd("CLUSTER ADDSLOTSRANGE 0 16383");
+        assert!(!reply.is_error(), "CLUSTER ADDSLOTSRANGE: {reply:?}");
         cluster.wait_settled();
         cluster
     }

@@ -18,6 +18,7 @@ mod cf_hostile;
 mod cf_persistence;
 mod cf_server;
 mod claims;
+mod cluster_keys;
 mod cms_cell_size;
 mod cms_defrag;
 mod cms_differential;
