@@ -70,8 +70,9 @@ fn creation_past_maxmemory_is_refused() {
 
 per_server!(merge_declares_its_sources_as_keys: all);
 /// CMS.MERGE declares its sources (a second key spec, counted by
-/// numKeys): `COMMAND GETKEYS` lists them on every server, so a cluster that
-/// routes by key specs checks their slots too; the weights are not keys.
+/// numKeys): `COMMAND GETKEYS` lists them on every server (clients route by
+/// it; the cluster's own slot check is `cluster_keys.rs`'); the weights are
+/// not keys.
 fn merge_declares_its_sources_as_keys(server: Server) {
     let s = TestServer::with_bloomkit(server);
     let mut c = s.conn();

@@ -169,8 +169,10 @@ const KEY_FLAGS: &str = "ACL %R~/%W~ key patterns are checked by access/insert/u
 /// which a `%W~` user could dump a filter it may not read).
 const SCANDUMP_RO: &str = "a scandump reads its key";
 /// CMS.MERGE declares its sources, as TDIGEST.MERGE does in RedisBloom 8 too,
-/// so that a cluster routes them and refuses a cross-slot merge (and ACL
-/// key patterns apply to them); the server then flags it `movablekeys`.
+/// so that clients routing by `COMMAND GETKEYS` see them and ACL key
+/// patterns apply to them (the cluster's slot check has them from the
+/// keys-position request, `cluster_keys.rs`); the server then flags it
+/// `movablekeys`.
 const MERGE_SOURCES: &str = "cms.merge declares its source keys";
 /// CF.COMPACT changes the filter and replicates: RedisBloom 8's `readonly
 /// fast` and `@read` would let it run on a read-only replica (diverging

@@ -119,7 +119,8 @@ fn info_counters_memory_usage_and_copy() {
     assert_ne!(c.call(&["DEBUG", "DIGEST-VALUE", "a"]), c.call(&["DEBUG", "DIGEST-VALUE", "b"]));
     c.ok("DEL a b");
     c.assert_info("bf", &[("bf_tdigest_digests", "0")], "deleted");
-    // MERGE's sources are declared keys (cluster routing, cross-slot checks).
+    // MERGE's sources are declared keys (ACL key patterns, clients' routing;
+    // the cluster's own slot check is `cluster_keys.rs`').
     let keys = c.cmd("COMMAND GETKEYS TDIGEST.MERGE d 2 a b COMPRESSION 5");
     assert_eq!(format!("{keys:?}"), r#"["d", "a", "b"]"#);
     c.assert_info("bf", &[("bf_tdigest_bytes", "0")], "deleted");
