@@ -181,6 +181,15 @@ fn multi_key_commands_are_slot_checked(server: Server) {
         assert_eq!(c.call(&call), Reply::Simple("OK".into()), "{server:?} {call:?}");
         assert_ne!(state(&mut c, &same[0]), before, "{server:?} {call:?} changed nothing");
         assert_eq!(getkeys(&mut c, &call), same, "{server:?} COMMAND GETKEYS {call:?}");
+        // COMMAND INFO's first/last/step name the destination alone, and
+        // `movablekeys` tells a client routing by them (redis-py's cluster
+        // client) to ask COMMAND GETKEYS instead.
+        let info = c.call(&["COMMAND", "INFO", case.command]);
+        let info = info.as_array()[0].as_array();
+        let range = (info[3].as_int(), info[4].as_int(), info[5].as_int());
+        assert_eq!(range, (1, 1, 1), "{server:?} {}: first/last/step", case.command);
+        let flags: Vec<String> = info[2].as_array().iter().map(text).collect();
+        assert!(flags.iter().any(|f| f == "movablekeys"), "{server:?} {}: {flags:?}", case.command);
 
         // Other slots of the same node, every key present: the sources'
         // slots differ from the destination's, or only the last source's.
