@@ -44,6 +44,18 @@ for case in vectors["cases"]:
 for i, line in enumerate(["k CAPACITY 10 ERROR 0.1 EXPANSION 3 NONSCALING ITEMS a b",
                           "k ERR 0.01 Cx 5 NOCREATE Ifoo a", "k 0.001 100 EXPANSION 4", "k 1e-300 1 NONSCALING"]):
     put("command_args", "line%d" % i, b"\x00".join(w.encode() for w in line.split(" ")))
+# Expandable filters: bloomkit 0.1's values (encoding 0, mode 4; DUMP, mode
+# 1) and this release's (encoding 1, mode 0), as the core tests keep them.
+xf_data = os.path.join(here, "..", "crates", "bloomkit-core", "tests", "data")
+for enc, mode in (("xf-v0", 4), ("xf-v1", 0)):
+    folder = os.path.join(xf_data, enc)
+    for f in sorted(os.listdir(folder)):
+        stem, ext = os.path.splitext(f)
+        data = open(os.path.join(folder, f), "rb").read()
+        if ext == ".rdb" and len(data) < 60000:
+            put("xf_codecs", "%s-%s" % (enc, stem), bytes([mode]) + data)
+        elif ext == ".dump" and len(data) < 60000:
+            put("xf_codecs", "%s-%s-dump" % (enc, stem), bytes([1]) + data)
 print("seed corpora written under", os.path.join(here, "corpus"))
 
 # Sliding-window states: a count window and a time window, empty and with bits.

@@ -842,9 +842,9 @@ pub fn run(o: &Options) -> Result<()> {
         _ => None,
     } {
         summary += &format!(
-            ", expandable filter {} after {}",
+            ", expandable filter {} in {}",
             human_bytes_exact(xf.size_bytes() as f64),
-            plural(xf.expansions() as u64, "doubling", "doublings")
+            plural(xf.block_count(), "block", "blocks")
         );
     }
     if let Some(peak) = peak_memory() {

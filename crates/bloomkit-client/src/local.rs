@@ -296,7 +296,7 @@ impl Filter for LocalFilter {
             let info = xf.info();
             return Ok(Info {
                 backend: "local expandable".into(),
-                capacity: info.grows_at,
+                capacity: info.max_capacity,
                 bytes: info.size_bytes,
                 items: Some(info.items),
                 estimated_error_rate: Some(info.guaranteed_rate),

@@ -963,7 +963,7 @@ fn dedup_without_a_capacity_grows_an_expandable_filter() {
         serde_json::from_slice(&ok(&["info", "--redis", &url_a, "seen", "--json"], b"")).unwrap();
     assert_eq!(info["kind"], "expandable filter", "{info}");
     assert_eq!(info["items"], card, "{info}");
-    assert!(info["expansions"].as_i64().unwrap() >= 1, "{info}");
+    assert!(info["blocks"].as_i64().unwrap() >= 1, "{info}");
     assert!(info["guaranteed_rate"].as_f64().unwrap() <= 1e-6, "{info}");
     let text = String::from_utf8(ok(&["info", "--redis", &url_a, "seen"], b"")).unwrap();
     assert!(text.contains("expandable filter") && text.contains("guaranteed rate"), "{text}");

@@ -6,14 +6,16 @@
 //! ```text
 //! "BKXFFILE"  u32 version (1)
 //! records: u64 iterator, u32 length, the chunk's bytes, as XF.SCANDUMP
-//!          gave them: the first is the 80-byte header ("BKXFLT00...",
-//!          iterator 1), then the slots; a record with iterator 0 ends them
+//!          gave them: the first is the header (96 bytes, "BKXFLT01...",
+//!          iterator 1; bloomkit 0.1's files: 80 bytes, "BKXFLT00..."),
+//!          then the blocks; a record with iterator 0 ends them
 //! u32 CRC-32 of everything before it
 //! ```
 //! A load is checked before its staging key replaces anything: the
 //! server's header for the staged filter must be the one sent (its
-//! parameters, items, expansions and any doubling under way), and the
-//! filter must be complete (a filter still loading answers as empty). A
+//! parameters, seed, items and shape; a bloomkit 0.1 file is converted as
+//! it loads, so only its completeness is checked), and the filter must be
+//! complete (a filter still loading answers as empty). A
 //! dump or copy watches the source key (`WATCH`), so a write meanwhile,
 //! which would tear the chunks, is refused rather than copied.
 
@@ -35,6 +37,9 @@ const VERSION: u32 = 1;
 
 /// The largest record a file may hold: a chunk, or the header.
 const MAX_RECORD: u64 = if CHUNK_BYTES > HEADER_LEN as u64 { CHUNK_BYTES } else { HEADER_LEN as u64 };
+
+/// The header of bloomkit 0.1's files (encoding 0), which restore too.
+const OLD_HEADER_LEN: usize = 80;
 
 fn xf_scandump(server: &mut Server, key: &str, iter: u64) -> Result<(u64, Vec<u8>)> {
     server.call(redis::cmd("XF.SCANDUMP").arg(key).arg(iter), key)
@@ -140,7 +145,9 @@ fn read_records(input: impl Read, mut each: impl FnMut(u64, &[u8]) -> Result<()>
 /// Checks a staged filter against the header it was loaded from: the same
 /// header now, and no chunk missing.
 fn verify(server: &mut Server, staging: &str, header: &[u8], url: &str) -> Result<()> {
-    if xf_scandump(server, staging, 0)?.1 != header {
+    // bloomkit 0.1's header describes the filter before its conversion.
+    let converted = header.len() == OLD_HEADER_LEN;
+    if !converted && xf_scandump(server, staging, 0)?.1 != header {
         return Err(transfer!(
             "verification failed on {url}: the server did not load the filter as sent (its header differs)"
         ));
@@ -185,7 +192,7 @@ pub fn restore_xf(
                 other => other,
             })?;
             if header.is_none() {
-                if iter != 1 || data.len() != HEADER_LEN {
+                if iter != 1 || (data.len() != HEADER_LEN && data.len() != OLD_HEADER_LEN) {
                     return Err(transfer!("the expandable filter file does not start with a header"));
                 }
                 arm_staging(server, staging)?;
@@ -262,7 +269,7 @@ pub(crate) fn read_file(input: impl Read) -> Result<XfFilter> {
         match &mut filter {
             None if iter == 1 => filter = Some(XfFilter::from_header(data, Limits::NONE)?),
             None => return Err(transfer!("the expandable filter file does not start with a header")),
-            Some(f) => f.load_chunk(iter, data)?,
+            Some(f) => f.load_chunk(iter, data, Limits::NONE)?,
         }
         Ok(())
     })?;

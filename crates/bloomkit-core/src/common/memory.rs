@@ -114,6 +114,9 @@ pub trait Relocate {
     fn bytes(&mut self, buffer: &mut Box<[u8]>);
     /// Offers a vector's buffer (a list of sub-filters, an array).
     fn vec<T>(&mut self, buffer: &mut Vec<T>);
+    /// Offers a word array (an expandable filter's block). Left where it
+    /// is unless the implementation moves word arrays.
+    fn words(&mut self, _buffer: &mut Box<[u64]>) {}
     /// True when the caller's time is up: the walk stops before the next buffer.
     fn should_stop(&mut self) -> bool;
 }

@@ -4,7 +4,7 @@
 //! Arguments are the whole argv, command name included, as the server passes them.
 
 use super::errors::XfError;
-use super::filter::XfParams;
+use super::filter::{Seed, XfParams};
 use super::{DEFAULT_CAPACITY, DEFAULT_ERROR_RATE, DEFAULT_MAX_CAPACITY, MAX_CAPACITY_LIMIT};
 use super::{MAX_ERROR_RATE, MIN_ERROR_RATE};
 use crate::common::parse::{eq_ignore_case, parse_double, parse_long_long};
@@ -61,16 +61,29 @@ fn complete(
     Ok(params)
 }
 
-/// `XF.RESERVE key error_rate [CAPACITY initial] [MAXCAPACITY limit]`.
-pub fn parse_reserve<A: AsRef<[u8]>>(argv: &[A], defaults: &XfDefaults) -> Result<XfParams, XfError> {
+/// A parsed `XF.RESERVE`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Reserve {
+    pub params: XfParams,
+    /// `SEED`: the filter's hash key, when given (else the server's).
+    pub seed: Option<Seed>,
+}
+
+/// `XF.RESERVE key error_rate [CAPACITY initial] [MAXCAPACITY limit] [SEED hex]`.
+pub fn parse_reserve<A: AsRef<[u8]>>(argv: &[A], defaults: &XfDefaults) -> Result<Reserve, XfError> {
     if argv.len() < 3 || argv.len().is_multiple_of(2) {
         return Err(XfError::WrongArity);
     }
     let error = error_rate(argv[2].as_ref())?;
-    let (mut capacity, mut max) = (None, None);
+    let (mut capacity, mut max, mut seed) = (None, None, None);
     for pair in argv[3..].chunks(2) {
         let (word, value) = (pair[0].as_ref(), pair.get(1).map(AsRef::as_ref));
-        if eq_ignore_case(word, "CAPACITY") {
+        if eq_ignore_case(word, "SEED") {
+            let s = value.and_then(Seed::from_hex).ok_or(XfError::BadSeed)?;
+            if seed.replace(s).is_some() {
+                return Err(XfError::DuplicateArgument("SEED"));
+            }
+        } else if eq_ignore_case(word, "CAPACITY") {
             if capacity.replace(count(value, XfError::BadCapacity)?).is_some() {
                 return Err(XfError::DuplicateArgument("CAPACITY"));
             }
@@ -82,7 +95,7 @@ pub fn parse_reserve<A: AsRef<[u8]>>(argv: &[A], defaults: &XfDefaults) -> Resul
             return Err(XfError::UnknownArgument(String::from_utf8_lossy(word).into_owned()));
         }
     }
-    complete(Some(error), capacity, max, defaults)
+    Ok(Reserve { params: complete(Some(error), capacity, max, defaults)?, seed })
 }
 
 /// A parsed `XF.INSERT`.
@@ -94,15 +107,17 @@ pub struct Insert {
     pub create: bool,
     /// Index in argv of the first item.
     pub items_from: usize,
+    /// `NX`: add each item only when it is not probably in (`XF.MADDNX`).
+    pub nx: bool,
 }
 
-/// `XF.INSERT key [ERROR e] [CAPACITY c] [MAXCAPACITY m] [NOCREATE] ITEMS item...`,
+/// `XF.INSERT key [ERROR e] [CAPACITY c] [MAXCAPACITY m] [NOCREATE] [NX] ITEMS item...`,
 /// options in any order before `ITEMS`.
 pub fn parse_insert<A: AsRef<[u8]>>(argv: &[A], defaults: &XfDefaults) -> Result<Insert, XfError> {
     if argv.len() < 4 {
         return Err(XfError::WrongArity);
     }
-    let (mut error, mut capacity, mut max, mut create) = (None, None, None, true);
+    let (mut error, mut capacity, mut max, mut create, mut nx) = (None, None, None, true, false);
     let mut pos = 2;
     loop {
         let Some(word) = argv.get(pos).map(AsRef::as_ref) else { return Err(XfError::WrongArity) };
@@ -116,7 +131,7 @@ pub fn parse_insert<A: AsRef<[u8]>>(argv: &[A], defaults: &XfDefaults) -> Result
                 return Err(XfError::WrongArity);
             }
             let params = complete(error, capacity, max, defaults)?;
-            return Ok(Insert { params, create, items_from: pos + 1 });
+            return Ok(Insert { params, create, items_from: pos + 1, nx });
         } else if eq_ignore_case(word, "ERROR") {
             once(&mut error, error_rate(value.ok_or(XfError::BadErrorRate)?)?, "ERROR")?;
             pos += 2;
@@ -135,6 +150,11 @@ pub fn parse_insert<A: AsRef<[u8]>>(argv: &[A], defaults: &XfDefaults) -> Result
         } else if eq_ignore_case(word, "NOCREATE") {
             if !std::mem::replace(&mut create, false) {
                 return Err(XfError::DuplicateArgument("NOCREATE"));
+            }
+            pos += 1;
+        } else if eq_ignore_case(word, "NX") {
+            if std::mem::replace(&mut nx, true) {
+                return Err(XfError::DuplicateArgument("NX"));
             }
             pos += 1;
         } else {
@@ -167,16 +187,35 @@ pub fn check_key_only<A: AsRef<[u8]>>(argv: &[A]) -> Result<(), XfError> {
     Ok(())
 }
 
-/// `XF.MERGE dest numkeys src...`: the argv indices of the sources.
-pub fn parse_merge<A: AsRef<[u8]>>(argv: &[A]) -> Result<std::ops::Range<usize>, XfError> {
+/// A parsed `XF.MERGE`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Merge {
+    /// The argv indices of the sources.
+    pub sources: std::ops::Range<usize>,
+    /// `RAISERATE`: merge even when the result guarantees a rate above the
+    /// destination's, which then becomes its error rate.
+    pub raise_rate: bool,
+}
+
+/// `XF.MERGE dest numkeys src... [RAISERATE]`.
+pub fn parse_merge<A: AsRef<[u8]>>(argv: &[A]) -> Result<Merge, XfError> {
     if argv.len() < 4 {
         return Err(XfError::WrongArity);
     }
     let n = parse_long_long(argv[2].as_ref()).filter(|&n| n >= 1).ok_or(XfError::BadNumKeys)?;
-    if n as u64 != (argv.len() - 3) as u64 {
-        return Err(XfError::BadNumKeys);
+    let n = usize::try_from(n).map_err(|_| XfError::BadNumKeys)?;
+    let given = argv.len() - 3;
+    if n == given {
+        return Ok(Merge { sources: 3..argv.len(), raise_rate: false });
     }
-    Ok(3..argv.len())
+    if n + 1 == given {
+        let last = argv[argv.len() - 1].as_ref();
+        if eq_ignore_case(last, "RAISERATE") {
+            return Ok(Merge { sources: 3..argv.len() - 1, raise_rate: true });
+        }
+        return Err(XfError::UnknownArgument(String::from_utf8_lossy(last).into_owned()));
+    }
+    Err(XfError::BadNumKeys)
 }
 
 /// `XF.SCANDUMP key iter`: a non-negative iterator (0 starts with the header).
@@ -205,12 +244,17 @@ mod tests {
 
     #[test]
     fn reserve() {
-        let ok = |s: &str| parse_reserve(&argv(s), &D).unwrap();
+        let ok = |s: &str| parse_reserve(&argv(s), &D).unwrap().params;
         let err = |s: &str| parse_reserve(&argv(s), &D).unwrap_err();
         assert_eq!(
             ok("XF.RESERVE k 0.01"),
-            XfParams { error_rate: 0.01, capacity: 1000, max_capacity: DEFAULT_MAX_CAPACITY }
+            XfParams { error_rate: 0.01, capacity: DEFAULT_CAPACITY, max_capacity: DEFAULT_MAX_CAPACITY }
         );
+        let seeded =
+            parse_reserve(&argv("XF.RESERVE k 0.01 SEED 000102030405060708090a0b0c0d0e0f"), &D).unwrap();
+        assert_eq!(seeded.seed, Some(Seed([0x0001020304050607, 0x08090a0b0c0d0e0f])));
+        assert_eq!(err("XF.RESERVE k 0.01 SEED 12"), XfError::BadSeed);
+        assert_eq!(err("XF.RESERVE k 0.01 SEED 000102030405060708090a0b0c0d0e0g"), XfError::BadSeed);
         assert_eq!(
             ok("XF.RESERVE k 0.001 capacity 50 MAXCAPACITY 5000"),
             XfParams { error_rate: 0.001, capacity: 50, max_capacity: 5000 }
@@ -238,6 +282,8 @@ mod tests {
         let err = |s: &str| parse_insert(&argv(s), &D).unwrap_err();
         let i = ok("XF.INSERT k ITEMS a b");
         assert_eq!((i.create, i.items_from, i.params), (true, 3, D.params()));
+        assert!(ok("XF.INSERT k NX ITEMS a").nx && !ok("XF.INSERT k ITEMS a").nx);
+        assert_eq!(err("XF.INSERT k NX nx ITEMS a"), XfError::DuplicateArgument("NX"));
         let i = ok("XF.INSERT k error 0.001 NOCREATE capacity 10 maxcapacity 20 items a");
         assert_eq!(i.params, XfParams { error_rate: 0.001, capacity: 10, max_capacity: 20 });
         assert_eq!((i.create, i.items_from), (false, 10));
@@ -256,7 +302,12 @@ mod tests {
 
     #[test]
     fn the_rest() {
-        assert_eq!(parse_merge(&argv("XF.MERGE d 2 a b")), Ok(3..5));
+        assert_eq!(parse_merge(&argv("XF.MERGE d 2 a b")), Ok(Merge { sources: 3..5, raise_rate: false }));
+        assert_eq!(
+            parse_merge(&argv("XF.MERGE d 2 a b raiserate")),
+            Ok(Merge { sources: 3..5, raise_rate: true })
+        );
+        assert_eq!(parse_merge(&argv("XF.MERGE d 2 a b c")), Err(XfError::UnknownArgument("c".into())));
         assert_eq!(parse_merge(&argv("XF.MERGE d 3 a b")), Err(XfError::BadNumKeys));
         assert_eq!(parse_merge(&argv("XF.MERGE d 0 a")), Err(XfError::BadNumKeys));
         assert_eq!(parse_merge(&argv("XF.MERGE d 1")), Err(XfError::WrongArity));

@@ -9,7 +9,7 @@ use crate::common::memory::{Bound, LimitExceeded, OutOfMemory};
 use crate::common::reply::{display_as_reply, Reply, ReplyError};
 
 /// Everything that can go wrong with an expandable filter.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum XfError {
     /// The server's own wrong-arity error.
     WrongArity,
@@ -50,8 +50,21 @@ pub enum XfError {
         items: u128,
         max_capacity: u64,
     },
-    /// A merge of a source far smaller than the destination (see `DESIGN.md`).
-    MergeImprecise,
+    /// A merge of filters that hash differently (other seeds, or bloomkit
+    /// 0.1's filters of other capacities).
+    MergeIncompatible,
+    /// A merge whose result would guarantee `rate`, above the destination's
+    /// configured error rate, without `RAISERATE`.
+    MergeRaisesRate {
+        rate: f64,
+        configured: f64,
+    },
+    /// A merge whose result would guarantee more than the highest error rate allowed.
+    MergeRateTooHigh {
+        rate: f64,
+    },
+    /// `SEED` is not 32 hexadecimal digits.
+    BadSeed,
     /// An RDB value, DUMP payload or SCANDUMP header that is not a filter
     /// this code could have written: why.
     BadData(&'static str),
@@ -79,8 +92,8 @@ impl ReplyError for XfError {
             )),
             CapacityAboveMax => Cow::Borrowed("ERR CAPACITY must not be larger than MAXCAPACITY"),
             UnknownArgument(word) => Cow::Owned(format!(
-                "ERR unknown argument '{word}': XF.INSERT takes ERROR rate, CAPACITY n, MAXCAPACITY n and NOCREATE, \
-                 then ITEMS item...; XF.RESERVE takes CAPACITY n and MAXCAPACITY n after the error rate"
+                "ERR unknown argument '{word}': XF.INSERT takes ERROR rate, CAPACITY n, MAXCAPACITY n, NOCREATE and NX, \
+                 then ITEMS item...; XF.RESERVE takes CAPACITY n, MAXCAPACITY n and SEED hex after the error rate"
             )),
             DuplicateArgument(word) => Cow::Owned(format!("ERR {word} is given more than once")),
             BadNumKeys => Cow::Borrowed(
@@ -106,10 +119,21 @@ impl ReplyError for XfError {
                 "ERR the merged filter would hold {items} items, more than the destination's MAXCAPACITY of \
                  {max_capacity}; nothing was changed"
             )),
-            MergeImprecise => Cow::Borrowed(
-                "ERR a source filter is too small next to the destination to merge precisely (each of its items \
-                 would take thousands of slots); merge it into a smaller destination first",
+            MergeIncompatible => Cow::Borrowed(
+                "ERR these filters hash items differently (they were made on different servers, or by bloomkit \
+                 0.1 with different capacities) and cannot be merged; create filters you will merge on one server, \
+                 or with the same XF.RESERVE ... SEED",
             ),
+            MergeRaisesRate { rate, configured } => Cow::Owned(format!(
+                "ERR the merged filter would guarantee a false-positive rate of {rate:.6}, above the destination's \
+                 error rate of {configured}; nothing was changed. Add RAISERATE to merge anyway and make {rate:.6} \
+                 its error rate"
+            )),
+            MergeRateTooHigh { rate } => Cow::Owned(format!(
+                "ERR the merged filter would guarantee a false-positive rate of {rate:.6}, above the highest \
+                 allowed ({MAX_ERROR_RATE}); nothing was changed"
+            )),
+            BadSeed => Cow::Borrowed("ERR SEED must be 32 hexadecimal digits (a 128-bit key)"),
             BadData(why) => Cow::Owned(format!("ERR invalid expandable filter data: {why}")),
             Loading => Cow::Borrowed(
                 "ERR the filter is still being loaded with XF.LOADCHUNK; send the remaining chunks first",

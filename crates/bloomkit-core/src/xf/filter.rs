@@ -1,31 +1,35 @@
-//! The expandable filter: one quotient-filter table that doubles, the
-//! fingerprint schedule that keeps the false-positive rate bounded at every
-//! size, and the incremental migration into the doubled table. See
+//! The expandable filter: blocks found by a directory, split one at a time
+//! as they fill, the fingerprint schedule that keeps the false-positive
+//! rate bounded at every size, and the exact mass that reports it. See
 //! `DESIGN.md` for why it works.
 
+use std::hash::Hasher;
+
+use siphasher::sip128::{Hasher128, SipHasher13};
+
+use super::block::{alloc_class, list_room, max_entries, reserve_list, Block, Entry, MAX_F, MIN_QBITS};
 use super::errors::XfError;
-use super::table::{decode, encode, locate, Scan, Table, TableFull, MAX_FINGERPRINT_BITS};
 use super::{MAX_CAPACITY_LIMIT, MAX_ERROR_RATE, MIN_ERROR_RATE};
 use crate::common::hash::murmur3_128;
-use crate::common::memory::{Limits, Relocate};
+use crate::common::memory::{Limits, OutOfMemory, Relocate};
 
-/// A table grows once its entries pass this share of its quotients
-/// (`LOAD_NUM / LOAD_DEN` = 0.95).
-pub const LOAD_NUM: u64 = 19;
-pub const LOAD_DEN: u64 = 20;
-/// Slots of the old table each write migrates while a doubling is under
-/// way (empty slots count; a cluster is moved whole).
-pub const PACE_SLOTS: u64 = 8;
-/// The fewest quotients a table has.
-pub const MIN_QUOTIENTS: u64 = 64;
-/// The most slots one entry of a merged source may be copied to.
-pub const MAX_MERGE_COPIES: u64 = 4096;
+/// A single-block filter doubles its quotients in place up to this many
+/// quotient bits; past it, blocks split.
+pub const GROW_QBITS: u32 = 9;
+/// The deepest a block may be (the metadata's 8 bits, and far past any
+/// size: 2^48 blocks).
+pub const MAX_DEPTH: u32 = 48;
+/// The deepest first level: 2^16 blocks of 2^9 quotients (about 33 million
+/// items, a few MB laid out).
+pub const MAX_FIRST_LEVEL: u32 = 25;
+/// Mass is counted in units of `2^-MASS_BITS` (see [`units`]).
+pub const MASS_BITS: u32 = 56;
 
 /// What `XF.RESERVE` (or a creating write) asks for.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct XfParams {
     pub error_rate: f64,
-    /// The first table's size, in items (a hint: the filter grows past it).
+    /// Items the filter is laid out for at the start (a hint: it grows past it).
     pub capacity: u64,
     /// The most items the filter will hold; the rate is guaranteed up to it.
     pub max_capacity: u64,
@@ -48,108 +52,173 @@ impl XfParams {
         Ok(())
     }
 
-    /// Quotients of the first table: the capacity fits at the growth load,
-    /// with 1/64 to spare for the copies of entries whose fingerprints ran
-    /// out, so that `capacity x 2^k` items fit before the `k`-th doubling.
-    pub fn first_quotients(&self) -> u64 {
-        let m = (self.capacity * LOAD_DEN).div_ceil(LOAD_NUM);
-        (m + m.div_ceil(64)).max(MIN_QUOTIENTS)
+    /// The first level: address bits for `capacity` items at one per
+    /// quotient, at most [`MAX_FIRST_LEVEL`] (a larger capacity starts there
+    /// and grows: it is a hint, and laying out billions of empty quotients
+    /// in one command would stall the server).
+    pub fn first_level(&self) -> u32 {
+        ceil_log2_u64(self.capacity).clamp(MIN_QBITS, MAX_FIRST_LEVEL)
     }
 
-    /// Doublings until the filter holds `max_capacity` (the schedule's horizon).
-    pub fn horizon(&self) -> u32 {
-        let mut m = self.first_quotients();
-        let mut k = 0;
-        while load_limit(m) < self.max_capacity {
-            m *= 2;
-            k += 1;
-        }
-        k
+    /// The last level the schedule plans for: where `max_capacity` items
+    /// can be, blocks split between 0.72 and 1.44 entries per quotient and
+    /// halves start at half that (two levels past one per quotient), and
+    /// never below the first.
+    pub fn last_level(&self) -> u32 {
+        (ceil_log2_u64(self.max_capacity) + 2).max(self.first_level())
     }
 }
 
-/// Entries a table of `m` quotients takes before it doubles.
-pub fn load_limit(m: u64) -> u64 {
-    (u128::from(m) * u128::from(LOAD_NUM) / u128::from(LOAD_DEN)) as u64
-}
-
-/// The fingerprint length of entries added to the table of level `level`
-/// (`level` doublings past the first), given the expected false matches
-/// `mass` of the entries already in. The rate left (`error - mass`, but never
-/// less than the share planned from the start) is spread over the levels
-/// still to come with weights `1/(level + 1)`. Each entry of this level
-/// matches with probability `2^-F / m`, and there are at most
-/// [`entries_per_quotient`]`(level)` of them per quotient.
-pub fn fingerprint_bits(error: f64, level: u32, horizon: u32, mass: f64) -> u32 {
-    let last = horizon.max(level);
-    let weight = |j: u32| 1.0 / f64::from(j + 1);
-    let all: f64 = (0..=last).map(weight).sum();
-    let rest: f64 = (level..=last).map(weight).sum();
-    let left = (error - mass).max(error * rest / all);
-    let budget = left * weight(level) / rest;
-    let bits = (entries_per_quotient(level) / budget).log2().ceil();
-    (bits.max(1.0) as u32).min(MAX_FINGERPRINT_BITS)
-}
-
-/// The most entries per quotient a level adds: the first table fills to the
-/// growth load; a later one starts half full of older entries, whose
-/// matches are likelier than its own (so deleting them for new ones never
-/// raises the sum). New entries go to the doubled table as soon as it
-/// exists, so a level's entries are those added while it is the newest.
-pub fn entries_per_quotient(level: u32) -> f64 {
-    let load = LOAD_NUM as f64 / LOAD_DEN as f64;
-    if level == 0 {
-        load
+/// `ceil(log2(n))` for `n >= 1`.
+pub fn ceil_log2_u64(n: u64) -> u32 {
+    if n <= 1 {
+        0
     } else {
-        load / 2.0
+        64 - (n - 1).leading_zeros()
     }
 }
 
-/// An item's 128-bit hash: everything after hashing uses only this.
+/// `ceil(log2(x))` of a positive double, exactly (no libm: the same bits on
+/// every machine); 0 for `x <= 1`.
+pub fn ceil_log2(x: f64) -> u32 {
+    if x.is_nan() || x <= 1.0 {
+        return 0;
+    }
+    if x.is_infinite() {
+        return u32::MAX;
+    }
+    let bits = x.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i64 - 1023;
+    let mantissa = bits & ((1u64 << 52) - 1);
+    (if mantissa == 0 { exp } else { exp + 1 }) as u32
+}
+
+/// `H(n) = 1 + 1/2 + ... + 1/n`, summed in one order so that every machine
+/// gets the same bits.
+fn harmonic(n: u32) -> f64 {
+    static TABLE: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
+    let t = TABLE.get_or_init(|| {
+        let mut v = Vec::with_capacity(130);
+        let mut sum = 0.0;
+        v.push(0.0);
+        for j in 1..130u32 {
+            sum += 1.0 / f64::from(j);
+            v.push(sum);
+        }
+        v
+    });
+    t[n.min(129) as usize]
+}
+
+/// The mass of an entry with `t` total bits (address and fingerprint), in
+/// units of `2^-MASS_BITS`, rounded up so that the sum never under-reports.
+#[inline]
+pub fn units(t: u32) -> u64 {
+    if t <= MASS_BITS {
+        1u64 << (MASS_BITS - t)
+    } else {
+        1
+    }
+}
+
+/// The fingerprint length of an entry added at rank `k` (levels past the
+/// first) of `last` (the rank of the last planned level), with `mass` (a
+/// probability) already in, for a block whose place hashes to `u` (in
+/// `[0, 1)`): what is left of `error` (never less than the share planned
+/// from the start) is spread over the ranks still to come with weights
+/// `1/(k + 1)`; a rank adds at most one entry per quotient (the first,
+/// filling from empty) or about half of one (later ones: a block splits
+/// at `t` entries into two of `t/2` each, `t` spread as [`split_at`] says).
+///
+/// The exact length for that budget, `F* = log2(per_quotient / budget)`,
+/// is rarely a whole number: blocks take `floor(F*)` or one bit more, the
+/// shorter with probability `p = 2^(floor(F*) + 1 - F*) - 1` (by `u`), so
+/// that the expected mass is the budget's: half a bit per entry less, on
+/// average, than rounding every length up.
+pub fn fingerprint_bits(error: f64, k: u32, last: u32, mass: f64, u: f64) -> u32 {
+    let last = last.max(k);
+    let all = harmonic(last + 1);
+    let rest = all - harmonic(k);
+    let left = (error - mass).max(error * rest / all);
+    let budget = left / f64::from(k + 1) / rest;
+    let per_quotient = if k == 0 { 1.0 } else { 0.52 };
+    let x = per_quotient / budget; // 2^F*
+    let up = ceil_log2(x);
+    if up == 0 || up == u32::MAX {
+        return up.clamp(1, MAX_F);
+    }
+    let down = up - 1; // 2^down < x <= 2^up
+    let p = (1u64 << up.min(63)) as f64 / x - 1.0;
+    let f = if u < p { down } else { up };
+    f.clamp(1, MAX_F)
+}
+
+/// A block's place hashed to `[0, 1)` (its fingerprint lengths' share, see
+/// [`fingerprint_bits`]).
+pub fn place_hash(depth: u32, prefix: u64) -> f64 {
+    let mut x = prefix.wrapping_mul(0xd6e8_feb8_6659_fd93) ^ (u64::from(depth) << 48) ^ 0x5851_f42d_4c95_7f2d;
+    x = (x ^ (x >> 32)).wrapping_mul(0xd6e8_feb8_6659_fd93);
+    x ^= x >> 32;
+    (x >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// The 128-bit key an expandable filter hashes its items with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Seed(pub [u64; 2]);
+
+impl Seed {
+    /// A seed from the process's random keys (the standard library's
+    /// `RandomState`, seeded by the operating system): for filters made
+    /// in-process. The module passes its server's secret instead.
+    pub fn random() -> Seed {
+        use std::hash::BuildHasher;
+        let state = std::collections::hash_map::RandomState::new();
+        let mut a = state.build_hasher();
+        a.write_u64(0x7866_7365_6564_0001);
+        let mut b = state.build_hasher();
+        b.write_u64(0x7866_7365_6564_0002);
+        Seed([a.finish(), b.finish()])
+    }
+
+    /// 32 hexadecimal digits (`XF.RESERVE ... SEED`).
+    pub fn to_hex(&self) -> String {
+        format!("{:016x}{:016x}", self.0[0], self.0[1])
+    }
+
+    pub fn from_hex(text: &[u8]) -> Option<Seed> {
+        if text.len() != 32 || !text.iter().all(u8::is_ascii_hexdigit) {
+            return None;
+        }
+        let s = std::str::from_utf8(text).ok()?;
+        Some(Seed([u64::from_str_radix(&s[..16], 16).ok()?, u64::from_str_radix(&s[16..], 16).ok()?]))
+    }
+}
+
+/// How a filter hashes its items.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hashing {
+    /// SipHash-1-3 (128-bit) keyed by the seed (encoding 1).
+    Keyed(Seed),
+    /// bloomkit 0.1's (encoding 0): murmur3_x64_128 with seed 0, scaled by
+    /// the root `m0` (its first table's quotients) into `[0, m0 / 2^c)`,
+    /// `2^c` the power of two at or above `m0`.
+    Murmur { m0: u64 },
+}
+
+impl Hashing {
+    /// `c` for the murmur root (0 for keyed hashing).
+    pub fn root_bits(&self) -> u32 {
+        match self {
+            Hashing::Keyed(_) => 0,
+            Hashing::Murmur { m0 } => ceil_log2_u64(*m0),
+        }
+    }
+}
+
+/// An item's position: a 128-bit binary fraction whose top bits are its
+/// address (`XfFilter::hash`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct XfHash(pub u128);
-
-impl XfHash {
-    /// murmur3_x64_128 (seed 0) of the item's bytes.
-    pub fn of(item: &[u8]) -> XfHash {
-        let (a, b) = murmur3_128(item);
-        XfHash((u128::from(a) << 64) | u128::from(b))
-    }
-
-    /// The hash of any `Hash` value, through SipHash-1-3 (128-bit) with fixed
-    /// keys, for in-process use (the module hashes bytes with [`XfHash::of`]).
-    pub fn of_hashable<T: std::hash::Hash + ?Sized>(value: &T) -> XfHash {
-        let mut h = siphasher::sip128::SipHasher13::new_with_keys(0x786678_66696c74, 0x626c6f6f_6d6b6974);
-        value.hash(&mut h);
-        XfHash(siphasher::sip128::Hasher128::finish128(&h).as_u128())
-    }
-}
-
-/// A doubling under way: the doubled table and how far the old one is moved.
-pub(super) struct Migration {
-    pub table: Table,
-    /// Old quotients below it live in `table`; old slots below it are empty.
-    pub cursor: u64,
-}
-
-/// A load by `XF.LOADCHUNK` under way: the slots arrive in order and are
-/// checked as they come; until the last one the filter answers as empty.
-pub(super) struct Loading {
-    /// Bytes of slot data received.
-    pub loaded: u64,
-    /// One walk per table, the old one first.
-    pub scans: Vec<Scan>,
-}
-
-/// A table, a quotient in it and the fraction that follows.
-type Place<'a> = (&'a Table, u64, u64);
-
-/// Slots and cache lines one lookup reads (the test of constant time).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LookupCost {
-    pub slots: u64,
-    pub cache_lines: u64,
-}
 
 /// What `XF.INFO` reports.
 #[derive(Clone, Debug, PartialEq)]
@@ -162,48 +231,113 @@ pub struct XfInfo {
     /// Entries stored: items plus copies of entries whose fingerprints ran out.
     pub entries: u64,
     pub size_bytes: u64,
-    /// Doublings so far (one more once a doubling under way finishes).
-    pub expansions: u32,
-    /// Quotients of the table new items go to.
+    pub blocks: u64,
+    /// Entries of the fullest block (a block crowded past its quotients by
+    /// one item's many copies, or by items crafted against a known seed).
+    pub largest_block: u64,
+    /// Quotients over all blocks (the address space in use).
     pub quotients: u64,
-    /// Items the filter takes before its next doubling starts.
-    pub grows_at: u64,
-    /// Fingerprint bits of the newest entries.
-    pub newest_fingerprint_bits: u32,
-    /// Fingerprint bits of the oldest entries (their shortest, 0 for copies).
-    pub oldest_fingerprint_bits: u32,
+    /// The deepest level (address bits) of any block, and the shallowest.
+    pub deepest_level: u32,
+    pub shallowest_level: u32,
+    /// Fingerprint bits the next item added would get (at the shallowest level).
+    pub next_fingerprint_bits: u32,
     /// The false-positive rate guaranteed now: the expected number of entries
     /// a never-added item matches, which bounds its chance of a false match.
     pub guaranteed_rate: f64,
-    /// The doubling under way: old slots moved, of how many.
-    pub migration: Option<(u64, u64)>,
+    /// Murmur3 (bloomkit 0.1's, predictable) or keyed.
+    pub keyed: bool,
+    /// A chunked load under way: blocks received, of how many.
+    pub loading: Option<(u64, u64)>,
+}
+
+/// Slots and cache lines one lookup reads (the test of constant time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LookupCost {
+    pub cache_lines: u64,
+}
+
+/// The blocks of a filter of more than one block.
+pub(super) struct Dir {
+    /// `2^depth` block numbers, by the hash's top `depth` bits.
+    pub dir: Vec<u32>,
+    pub blocks: Vec<Block>,
+    pub depth: u32,
+}
+
+/// What a filter holds.
+pub(super) enum Store {
+    One(Block),
+    Many(Box<Dir>),
+    /// `XF.LOADCHUNK` under way (see `formats`).
+    Loading(Box<super::loading::Loading>),
 }
 
 /// The expandable filter (`XF.*`, `bkit-xflt` keys).
 pub struct XfFilter {
     pub(super) params: XfParams,
-    pub(super) horizon: u32,
+    pub(super) hashing: Hashing,
     pub(super) items: u64,
-    /// Level of `table` (doublings past the first table).
-    pub(super) level: u32,
-    pub(super) table: Table,
-    pub(super) next: Option<Box<Migration>>,
-    pub(super) loading: Option<Box<Loading>>,
-    /// The old table of the last finished doubling, not yet freed: freeing
-    /// hundreds of MB takes milliseconds, which the module spends on a
-    /// background thread ([`XfFilter::take_retired`]). Not part of the value.
-    pub(super) retired: Option<Table>,
+    /// Sum over entries of `units(a + f)`.
+    pub(super) mass: u64,
+    /// Quotient bits of every block.
+    pub(super) qbits: u8,
+    /// The schedule's first and last levels.
+    pub(super) first_level: u8,
+    pub(super) last_level: u8,
+    pub(super) store: Store,
 }
 
-/// A table a doubling left behind, to be dropped wherever the caller likes.
-pub struct Retired(#[allow(dead_code)] Table);
+/// Where a hash falls: its block, quotient, the 64 bits after the
+/// quotient, and the block's level.
+#[derive(Clone, Copy, Debug)]
+struct Spot {
+    block: usize,
+    ql: u32,
+    q64: u64,
+    level: u32,
+    /// The block's prefix: the hash's top `depth` bits.
+    prefix: u64,
+}
 
-/// Bytes counted for the filter's own fields.
-pub const OVERHEAD: u64 = 160;
+/// `2^(k/64)` in units of `2^-16`, `k` in `0..64`: a block's split
+/// threshold is spread over a factor of two by its prefix (below).
+const SPREAD: [u32; 64] = [
+    65536, 66250, 66971, 67700, 68438, 69183, 69936, 70698, 71468, 72246, 73032, 73828, 74632, 75444, 76266,
+    77096, 77936, 78785, 79642, 80510, 81386, 82273, 83169, 84074, 84990, 85915, 86851, 87796, 88752, 89719,
+    90696, 91684, 92682, 93691, 94711, 95743, 96785, 97839, 98905, 99982, 101070, 102171, 103283, 104408,
+    105545, 106694, 107856, 109031, 110218, 111418, 112631, 113858, 115098, 116351, 117618, 118899, 120194,
+    121502, 122825, 124163, 125515, 126882, 128263, 129660,
+];
+
+/// The entries at which a block of `depth` and `prefix` splits: between
+/// `SPLIT_LOW` and twice that per quotient, log-uniformly by a hash of its
+/// place. Blocks fill at the same pace (the items are hashed), so with one
+/// threshold they would all split within a few percent of the items, and
+/// the filter's bytes per item would still rise and fall with each round of
+/// splits; spread over a factor of two, the blocks of a filter are at every
+/// phase of their growth at once, and its bytes follow its items.
+pub fn split_at(qbits: u32, depth: u32, prefix: u64) -> u32 {
+    let mut x = prefix ^ (u64::from(depth) << 56) ^ 0x9e37_79b9_7f4a_7c15;
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    let low = (u64::from(SPLIT_LOW_NUM) << qbits) / u64::from(SPLIT_LOW_DEN);
+    ((low * u64::from(SPREAD[(x >> 58) as usize])) >> 16) as u32
+}
+
+/// The lowest split threshold, in entries per quotient (`NUM / DEN`).
+const SPLIT_LOW_NUM: u32 = 18;
+const SPLIT_LOW_DEN: u32 = 25;
+
+/// Bytes counted for the filter's own fields (the allocation the keyspace
+/// points to).
+pub fn own_bytes() -> u64 {
+    alloc_class(std::mem::size_of::<XfFilter>() as u64)
+}
 
 impl XfFilter {
-    /// A new, empty filter: `error_rate` at every size up to `max_capacity`
-    /// items, the first table sized for `capacity`.
+    /// A new, empty filter with a random seed (in-process use).
     pub fn new(
         error_rate: f64,
         capacity: u64,
@@ -214,47 +348,55 @@ impl XfFilter {
     }
 
     pub fn with_params(params: XfParams, limits: Limits) -> Result<XfFilter, XfError> {
+        XfFilter::with_seed(params, Seed::random(), limits)
+    }
+
+    /// A new, empty filter hashing with `seed`, laid out for `capacity` items.
+    pub fn with_seed(params: XfParams, seed: Seed, limits: Limits) -> Result<XfFilter, XfError> {
         params.check()?;
-        let horizon = params.horizon();
-        let fbits = fingerprint_bits(params.error_rate, 0, horizon, 0.0);
-        let m = params.first_quotients();
-        let bytes = Table::bytes_for(m, fbits).ok_or(XfError::BadCapacity)?;
-        limits.check(OVERHEAD + bytes)?;
+        let (first, last) = (params.first_level(), params.last_level());
+        let qbits = first.min(GROW_QBITS);
+        let depth = first - qbits;
+        let empty = Block::build_sorted(qbits, depth, &[], 0)?;
+        let count = 1u64 << depth;
+        let bytes = own_bytes() + count * empty.bytes() + if depth > 0 { dir_bytes(count, count) } else { 0 };
+        limits.check(bytes)?;
+        let store = if depth == 0 {
+            Store::One(empty)
+        } else {
+            let mut blocks = Vec::new();
+            reserve_list(&mut blocks, count as usize)?;
+            blocks.push(empty);
+            for _ in 1..count {
+                blocks.push(Block::build_sorted(qbits, depth, &[], 0)?);
+            }
+            let mut dir = Vec::new();
+            dir.try_reserve_exact(count as usize).map_err(|_| OutOfMemory)?;
+            dir.extend(0..count as u32);
+            Store::Many(Box::new(Dir { dir, blocks, depth }))
+        };
         Ok(XfFilter {
             params,
-            horizon,
+            hashing: Hashing::Keyed(seed),
             items: 0,
-            level: 0,
-            table: Table::new(m, fbits)?,
-            next: None,
-            loading: None,
-            retired: None,
+            mass: 0,
+            qbits: qbits as u8,
+            first_level: first as u8,
+            last_level: last as u8,
+            store,
         })
     }
 
     pub fn try_clone(&self) -> Result<XfFilter, XfError> {
-        let next = match &self.next {
-            Some(mig) => Some(Box::new(Migration { table: mig.table.try_clone()?, cursor: mig.cursor })),
-            None => None,
+        let store = match &self.store {
+            Store::One(b) => Store::One(b.try_clone()?),
+            Store::Many(d) => Store::Many(Box::new(d.try_clone()?)),
+            Store::Loading(l) => Store::Loading(Box::new(l.try_clone()?)),
         };
-        let loading =
-            self.loading.as_ref().map(|l| Box::new(Loading { loaded: l.loaded, scans: l.scans.clone() }));
-        Ok(XfFilter {
-            params: self.params,
-            horizon: self.horizon,
-            items: self.items,
-            level: self.level,
-            table: self.table.try_clone()?,
-            next,
-            loading,
-            retired: None,
-        })
+        Ok(XfFilter { store, ..*self })
     }
 
-    /// The hash every item-taking method starts from.
-    pub fn hash(item: &[u8]) -> XfHash {
-        XfHash::of(item)
-    }
+    // ---- what it is ----
 
     pub fn params(&self) -> XfParams {
         self.params
@@ -268,45 +410,65 @@ impl XfFilter {
     pub fn max_capacity(&self) -> u64 {
         self.params.max_capacity
     }
+    pub fn hashing(&self) -> Hashing {
+        self.hashing
+    }
+    /// The seed of a keyed filter.
+    pub fn seed(&self) -> Option<Seed> {
+        match self.hashing {
+            Hashing::Keyed(s) => Some(s),
+            Hashing::Murmur { .. } => None,
+        }
+    }
     /// Items added and not deleted (`XF.CARD`).
     pub fn items(&self) -> u64 {
         self.items
     }
-    /// Doublings completed.
-    pub fn expansions(&self) -> u32 {
-        self.level
-    }
-    pub fn is_migrating(&self) -> bool {
-        self.next.is_some()
-    }
     /// True while `XF.LOADCHUNK` chunks are still expected.
     pub fn is_loading(&self) -> bool {
-        self.loading.is_some()
+        matches!(self.store, Store::Loading(_))
     }
 
-    /// Entries stored in both tables (copies included).
+    pub(super) fn blocks(&self) -> &[Block] {
+        match &self.store {
+            Store::One(b) => std::slice::from_ref(b),
+            Store::Many(d) => &d.blocks,
+            Store::Loading(_) => &[],
+        }
+    }
+
+    /// Blocks (and splits so far: blocks less the first layout's).
+    pub fn block_count(&self) -> u64 {
+        self.blocks().len() as u64
+    }
+
+    /// Entries stored (copies included).
     pub fn entries(&self) -> u64 {
-        self.table.entries() + self.next.as_ref().map_or(0, |mig| mig.table.entries())
+        self.blocks().iter().map(|b| u64::from(b.len())).sum()
     }
 
-    /// Bytes allocated (`XF.INFO` and `MEMORY USAGE`): both tables while a
-    /// doubling is under way.
+    /// Bytes allocated, as the allocator rounds them (`XF.INFO`, `MEMORY USAGE`).
     pub fn size_bytes(&self) -> u64 {
-        OVERHEAD + self.table.size_bytes() + self.next.as_ref().map_or(0, |mig| mig.table.size_bytes())
+        own_bytes()
+            + match &self.store {
+                Store::One(b) => b.bytes(),
+                Store::Many(d) => d.bytes(),
+                Store::Loading(l) => l.bytes(),
+            }
     }
 
-    /// The false-positive rate guaranteed now (see [`XfInfo::guaranteed_rate`]).
+    /// The mass as a probability: over `[0, 1)` for keyed filters; over the
+    /// murmur root's `[0, m0 / 2^c)` for bloomkit 0.1's, hence the scale.
     pub fn guaranteed_rate(&self) -> f64 {
-        self.table.mass() + self.next.as_ref().map_or(0.0, |mig| mig.table.mass())
+        mass_rate(self.mass, self.hashing)
     }
 
     pub fn info(&self) -> XfInfo {
-        let newest = self.next.as_ref().map_or(&self.table, |mig| &mig.table);
-        let oldest = [Some(&self.table), self.next.as_ref().map(|mig| &mig.table)]
-            .into_iter()
-            .flatten()
-            .filter_map(Table::shortest)
-            .min();
+        let blocks = self.blocks();
+        let q = 1u64 << self.qbits;
+        let levels = blocks.iter().map(|b| b.depth() + u32::from(self.qbits));
+        let deepest = levels.clone().max().unwrap_or(u32::from(self.qbits));
+        let shallowest = levels.min().unwrap_or(u32::from(self.qbits));
         XfInfo {
             error_rate: self.params.error_rate,
             capacity: self.params.capacity,
@@ -314,29 +476,86 @@ impl XfFilter {
             items: self.items,
             entries: self.entries(),
             size_bytes: self.size_bytes(),
-            expansions: self.level,
-            quotients: newest.m(),
-            grows_at: load_limit(newest.m()).min(self.params.max_capacity),
-            newest_fingerprint_bits: newest.fbits(),
-            oldest_fingerprint_bits: oldest.unwrap_or(newest.fbits()),
+            blocks: blocks.len() as u64,
+            largest_block: blocks.iter().map(|b| u64::from(b.len())).max().unwrap_or(0),
+            quotients: blocks.len() as u64 * q,
+            deepest_level: deepest,
+            shallowest_level: shallowest,
+            next_fingerprint_bits: self.fbits_at(shallowest, 0),
             guaranteed_rate: self.guaranteed_rate(),
-            migration: self.next.as_ref().map(|mig| (mig.cursor, self.table.slots())),
+            keyed: matches!(self.hashing, Hashing::Keyed(_)),
+            loading: match &self.store {
+                Store::Loading(l) => Some(l.progress()),
+                _ => None,
+            },
         }
     }
 
-    /// Where a hash's entries are: the newest table (quotient, fraction),
-    /// and during a doubling the old table too while its quotient is not
-    /// moved yet. New entries always go to the first.
-    fn route(&self, h: XfHash) -> (Place<'_>, Option<Place<'_>>) {
-        let (q, frac) = locate(h.0, self.table.m());
-        match &self.next {
-            Some(mig) => {
-                let (q2, frac2) = locate(h.0, mig.table.m());
-                let old = (q >= mig.cursor).then_some((&self.table, q, frac));
-                ((&mig.table, q2, frac2), old)
+    /// Fingerprint bits of an entry added now to the block at `level`
+    /// whose prefix is `prefix`.
+    pub(super) fn fbits_at(&self, level: u32, prefix: u64) -> u32 {
+        self.fbits_at_q(level, prefix, u32::from(self.qbits))
+    }
+
+    fn fbits_at_q(&self, level: u32, prefix: u64, qbits: u32) -> u32 {
+        let first = u32::from(self.first_level);
+        let k = level.saturating_sub(first);
+        let last = u32::from(self.last_level).saturating_sub(first);
+        let depth = level.saturating_sub(qbits);
+        fingerprint_bits(self.params.error_rate, k, last, self.guaranteed_rate(), place_hash(depth, prefix))
+    }
+
+    // ---- hashing ----
+
+    /// An item's position.
+    pub fn hash(&self, item: &[u8]) -> XfHash {
+        match self.hashing {
+            Hashing::Keyed(Seed([k0, k1])) => {
+                let mut h = SipHasher13::new_with_keys(k0, k1);
+                h.write(item);
+                XfHash(h.finish128().as_u128())
             }
-            None => ((&self.table, q, frac), None),
+            Hashing::Murmur { m0 } => {
+                let (a, b) = murmur3_128(item);
+                XfHash(scale((u128::from(a) << 64) | u128::from(b), m0))
+            }
         }
+    }
+
+    /// The position of any `Hash` value (in-process use), keyed like items.
+    pub fn hash_of<T: std::hash::Hash + ?Sized>(&self, value: &T) -> XfHash {
+        let (k0, k1) = match self.hashing {
+            Hashing::Keyed(Seed(k)) => (k[0], k[1]),
+            Hashing::Murmur { m0 } => (m0, 0x6d75_726d_7572),
+        };
+        let mut h = SipHasher13::new_with_keys(k0, k1);
+        value.hash(&mut h);
+        let raw = h.finish128().as_u128();
+        match self.hashing {
+            Hashing::Keyed(_) => XfHash(raw),
+            Hashing::Murmur { m0 } => XfHash(scale(raw, m0)),
+        }
+    }
+
+    fn spot(&self, h: XfHash) -> Option<Spot> {
+        let q = u32::from(self.qbits);
+        let (block, depth) = match &self.store {
+            Store::One(_) => (0, 0),
+            Store::Many(d) => {
+                let b = d.dir[(h.0 >> (128 - d.depth)) as usize] as usize;
+                (b, d.blocks[b].depth())
+            }
+            Store::Loading(_) => return None,
+        };
+        let level = depth + q;
+        let ql = ((h.0 >> (128 - level)) as u64 & ((1u64 << q) - 1)) as u32;
+        let q64 = ((h.0 << level) >> 64) as u64;
+        let prefix = if depth == 0 { 0 } else { (h.0 >> (128 - depth)) as u64 };
+        Some(Spot { block, ql, q64, level, prefix })
+    }
+
+    fn block(&self, i: usize) -> &Block {
+        &self.blocks()[i]
     }
 
     // ---- reads ----
@@ -344,74 +563,77 @@ impl XfFilter {
     /// Whether the item is probably in: never false for an item added and
     /// not deleted; true for others with at most the guaranteed rate.
     pub fn contains(&self, item: &[u8]) -> bool {
-        self.contains_hash(XfFilter::hash(item))
+        self.contains_hash(self.hash(item))
     }
 
     pub fn contains_hash(&self, h: XfHash) -> bool {
-        if self.loading.is_some() {
-            return false;
-        }
-        let ((t, q, frac), old) = self.route(h);
-        t.contains(q, frac) || old.is_some_and(|(t, q, frac)| t.contains(q, frac))
+        self.spot(h).is_some_and(|s| self.block(s.block).contains(s.ql, s.q64))
     }
 
     /// How many times the item is in: never less than the times it was
     /// added minus the times it was deleted.
     pub fn count(&self, item: &[u8]) -> u64 {
-        self.count_hash(XfFilter::hash(item))
+        self.count_hash(self.hash(item))
     }
 
     pub fn count_hash(&self, h: XfHash) -> u64 {
-        if self.loading.is_some() {
-            return 0;
-        }
-        let ((t, q, frac), old) = self.route(h);
-        t.count(q, frac) + old.map_or(0, |(t, q, frac)| t.count(q, frac))
+        self.spot(h).map_or(0, |s| u64::from(self.block(s.block).count(s.ql, s.q64)))
     }
 
-    /// What a lookup of the item reads (for the constant-time test and
-    /// benchmarks).
+    /// Cache lines a lookup of the item reads: the directory word, the
+    /// block's metadata and group index, the header bits it walks and the
+    /// run's fields (for the constant-time test and benchmarks).
     pub fn lookup_cost(&self, item: &[u8]) -> LookupCost {
-        let ((t, q, _), old) = self.route(XfFilter::hash(item));
-        let mut cost = LookupCost { slots: 0, cache_lines: 0 };
-        for (t, q) in [Some((t, q)), old.map(|(t, q, _)| (t, q))].into_iter().flatten() {
-            let (slots, lines) = t.probe_cost(q);
-            cost.slots += slots;
-            cost.cache_lines += lines;
-        }
-        cost
+        let Some(s) = self.spot(self.hash(item)) else { return LookupCost { cache_lines: 0 } };
+        let b = self.block(s.block);
+        let meta = b.meta();
+        let run = b.run(s.ql);
+        let dir = u64::from(matches!(self.store, Store::Many(_)));
+        // Metadata and index share the first line; the header bits from the
+        // group's start to the run; the run's fields.
+        let group_start = 64 + if meta.qbits >= 8 { 16 * ((1u64 << meta.qbits) / 64 - 1) } else { 0 };
+        let h_at = group_start + u64::from(s.ql) + u64::from(run.end);
+        let f_from = group_start
+            + (1u64 << meta.qbits)
+            + u64::from(meta.cap)
+            + u64::from(run.start) * u64::from(meta.w);
+        let f_to = f_from + u64::from(run.len() as u32) * u64::from(meta.w);
+        let lines = |from: u64, to: u64| (to.max(from + 1) - 1) / 512 - from / 512 + 1;
+        let header = lines(h_at.saturating_sub(128), h_at);
+        let fields = if run.is_empty() { 0 } else { lines(f_from, f_to) };
+        LookupCost { cache_lines: dir + 1 + header + fields }
     }
 
     // ---- writes ----
 
     fn ready(&self) -> Result<(), XfError> {
-        match self.loading {
-            Some(_) => Err(XfError::Loading),
-            None => Ok(()),
+        match self.store {
+            Store::Loading(_) => Err(XfError::Loading),
+            _ => Ok(()),
         }
     }
 
     /// Adds one occurrence of the item (even when it is already in, so that
     /// `count` counts adds); true when it was not in before (`XF.ADD`'s 1).
+    /// At `MAXCAPACITY` or a byte limit an item already in answers false
+    /// and nothing is stored; only a new item is refused.
     pub fn insert(&mut self, item: &[u8], limits: Limits) -> Result<bool, XfError> {
-        self.insert_hash(XfFilter::hash(item), limits)
+        self.insert_hash(self.hash(item), limits)
     }
 
     pub fn insert_hash(&mut self, h: XfHash, limits: Limits) -> Result<bool, XfError> {
         self.ready()?;
-        if self.items >= self.params.max_capacity {
-            return Err(XfError::Full { max_capacity: self.params.max_capacity });
-        }
-        self.before_write(limits)?;
         let was_in = self.contains_hash(h);
-        self.place(h, limits)?;
-        self.items += 1;
-        Ok(!was_in)
+        match self.add(h, limits) {
+            Ok(()) => Ok(!was_in),
+            Err(e) if was_in && e.is_limit() => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// Adds the item only when it is not (probably) in: true when added.
     pub fn insert_if_absent(&mut self, item: &[u8], limits: Limits) -> Result<bool, XfError> {
-        self.insert_if_absent_hash(XfFilter::hash(item), limits)
+        self.insert_if_absent_hash(self.hash(item), limits)
     }
 
     pub fn insert_if_absent_hash(&mut self, h: XfHash, limits: Limits) -> Result<bool, XfError> {
@@ -419,7 +641,181 @@ impl XfFilter {
         if self.contains_hash(h) {
             return Ok(false);
         }
-        self.insert_hash(h, limits)
+        self.add(h, limits).map(|()| true)
+    }
+
+    /// Stores one entry for `h`: in place when its block has room, else the
+    /// block is rebuilt, its quotients doubled or it is split, every new
+    /// allocation made (and checked against `limits`) before anything
+    /// changes, so that an error leaves the filter as it was.
+    fn add(&mut self, h: XfHash, limits: Limits) -> Result<(), XfError> {
+        if self.items >= self.params.max_capacity {
+            return Err(XfError::Full { max_capacity: self.params.max_capacity });
+        }
+        let s = self.spot(h).ok_or(XfError::Loading)?;
+        let qbits = u32::from(self.qbits);
+        let len = self.block(s.block).len();
+        let full = match self.store {
+            Store::One(_) if qbits < GROW_QBITS => 1u32 << qbits,
+            _ => split_at(qbits, s.level - qbits, s.prefix),
+        };
+        if len >= full && self.relieves(s.block) {
+            if let Some(t) = self.grow_with(s, h, limits)? {
+                self.mass = self.mass.saturating_add(units(t));
+                self.items += 1;
+                return Ok(());
+            }
+        }
+        if len >= max_entries(qbits) {
+            return Err(XfError::Crowded);
+        }
+        let f = self.fbits_at(s.level, s.prefix);
+        let e = Entry { ql: s.ql, f, fp: s.q64 >> (64 - f) };
+        let before = self.size_bytes();
+        let blocks = self.blocks_mut();
+        if !blocks[s.block].fits(&e) {
+            let mut all = blocks[s.block].entries();
+            all.push(e);
+            let rebuilt = Block::build(qbits, blocks[s.block].depth(), &mut all, 0)?;
+            let after = before - blocks[s.block].bytes() + rebuilt.bytes();
+            limits.check_growth(before, after)?;
+            blocks[s.block] = rebuilt;
+        } else {
+            blocks[s.block].insert(e).expect("it fits");
+        }
+        self.mass = self.mass.saturating_add(units(s.level + f));
+        self.items += 1;
+        Ok(())
+    }
+
+    /// The entry `h` makes in a block of `level` whose prefix is `prefix`.
+    fn entry_for(&self, h: XfHash, level: u32, prefix: u64, qbits: u32) -> Entry {
+        let ql = ((h.0 >> (128 - level)) as u64 & ((1u64 << qbits) - 1)) as u32;
+        let q64 = ((h.0 << level) >> 64) as u64;
+        let f = self.fbits_at_q(level, prefix, qbits);
+        Entry { ql, f, fp: q64 >> (64 - f) }
+    }
+
+    /// Whether splitting (or doubling) a block would relieve it: each half
+    /// of its quotients holds at least an eighth of its entries. A block
+    /// crowded by one item's copies (they share a quotient) or by a few
+    /// quotients stays whole and takes more, up to [`max_entries`]:
+    /// splitting it again and again would only deepen the directory and,
+    /// once the copies' fingerprints run out, double them at every split.
+    /// Voids (entries whose fingerprint ran out) are copied to both halves
+    /// of their quotient at a split: a block where they are a quarter or
+    /// more stays whole too.
+    fn relieves(&self, i: usize) -> bool {
+        let b = self.block(i);
+        let (n, lo) = (b.len(), b.lower_half());
+        let least = n / 8;
+        if lo < least || n - lo < least {
+            return false;
+        }
+        let mut voids = 0u32;
+        b.for_each(|e| voids += u32::from(e.f == 0));
+        voids * 4 < n
+    }
+
+    fn blocks_mut(&mut self) -> &mut [Block] {
+        match &mut self.store {
+            Store::One(b) => std::slice::from_mut(b),
+            Store::Many(d) => &mut d.blocks,
+            Store::Loading(_) => &mut [],
+        }
+    }
+
+    /// Makes room in a full block and places `h` in it in one step: doubles
+    /// a lone block's quotients, or splits the block, with `h`'s entry
+    /// built into the new block(s) at their level. Every allocation (the
+    /// blocks, a doubled directory, room in the block list) is made and
+    /// checked against `limits` before anything changes, so a refusal leaves
+    /// the filter as it was (a replica, which never sees the refused write,
+    /// stays identical). `Some(t)`: placed, its entry of `t` bits; `None`:
+    /// it cannot grow here (the deepest level the filter allows, or a
+    /// directory out of proportion to its blocks: only crafted items on an
+    /// unkeyed filter come there), and the caller places it in the block.
+    fn grow_with(&mut self, s: Spot, h: XfHash, limits: Limits) -> Result<Option<u32>, XfError> {
+        let qbits = u32::from(self.qbits);
+        let before = self.size_bytes();
+        let deepest = (u32::from(self.last_level) + 3).min(MAX_DEPTH + qbits);
+        if s.level + 1 > deepest {
+            return Ok(None);
+        }
+        if let Store::One(b) = &self.store {
+            if qbits < GROW_QBITS {
+                let e = self.entry_for(h, qbits + 1, 0, qbits + 1);
+                let mut all = Vec::with_capacity(b.len() as usize + 8);
+                b.for_each(|x| give_bit(x, &mut |c| all.push(c)));
+                all.push(e);
+                let doubled = Block::build(qbits + 1, 0, &mut all, 0)?;
+                limits.check_growth(before, before - b.bytes() + doubled.bytes())?;
+                self.store = Store::One(doubled);
+                self.qbits += 1;
+                return Ok(Some(qbits + 1 + e.f));
+            }
+        }
+        let depth = self.block(s.block).depth();
+        let (child_level, bit) = (s.level + 1, (h.0 >> (127 - depth)) as u64 & 1);
+        let child_prefix = (s.prefix << 1) | bit;
+        let e = self.entry_for(h, child_level, child_prefix, qbits);
+        let (lo, hi) = split(self.block(s.block), e, bit == 1)?;
+        let mut added = lo.bytes() + hi.bytes();
+        let removed = self.block(s.block).bytes();
+        match &mut self.store {
+            Store::One(_) => {
+                added += dir_bytes(2, 2);
+                limits.check_growth(before, before - removed + added)?;
+                let mut blocks = Vec::new();
+                reserve_list(&mut blocks, 2)?;
+                let mut dir = Vec::new();
+                dir.try_reserve_exact(2).map_err(|_| OutOfMemory)?;
+                blocks.push(lo);
+                blocks.push(hi);
+                dir.extend([0, 1]);
+                self.store = Store::Many(Box::new(Dir { dir, blocks, depth: 1 }));
+            }
+            Store::Many(d) => {
+                let deeper = depth + 1 > d.depth;
+                // A directory may hold at most 16 entries per block (and
+                // 1024 in all below that): honest items keep it at 1 to 2.
+                if deeper && d.dir.len() * 2 > (d.blocks.len() + 1) * 16 + 1024 {
+                    return Ok(None);
+                }
+                let new_dir_len = if deeper { d.dir.len() * 2 } else { d.dir.len() };
+                let new_bytes = dir_bytes(new_dir_len as u64, list_room(d.blocks.len() + 1) as u64);
+                added += new_bytes;
+                let old_dir = dir_bytes(d.dir.len() as u64, list_room(d.blocks.len()) as u64);
+                limits.check_growth(before, before - removed - old_dir + added)?;
+                let mut dir = Vec::new();
+                if deeper {
+                    dir.try_reserve_exact(new_dir_len).map_err(|_| OutOfMemory)?;
+                }
+                let grown = d.blocks.len() + 1;
+                reserve_list(&mut d.blocks, grown)?;
+                // Nothing fails past here.
+                if deeper {
+                    for &b in &d.dir {
+                        dir.push(b);
+                        dir.push(b);
+                    }
+                    d.dir = dir;
+                    d.depth += 1;
+                }
+                // The block's slots in the directory: `2^(D - depth)` from
+                // its prefix on; the lower half keeps its number.
+                let span = 1usize << (d.depth - depth);
+                let first = s.prefix as usize * span;
+                let hi_index = d.blocks.len() as u32;
+                d.blocks[s.block] = lo;
+                d.blocks.push(hi);
+                for slot in &mut d.dir[first + span / 2..first + span] {
+                    *slot = hi_index;
+                }
+            }
+            Store::Loading(_) => return Err(XfError::Loading),
+        }
+        Ok(Some(child_level + e.f))
     }
 
     /// Removes one occurrence: the most specific entry the item matches.
@@ -427,480 +823,167 @@ impl XfFilter {
     /// matches by chance (another item's) is removed, as in every
     /// fingerprint filter: that item may then be missed.
     pub fn delete(&mut self, item: &[u8]) -> Result<bool, XfError> {
-        self.delete_hash(XfFilter::hash(item))
+        self.delete_hash(self.hash(item))
     }
 
     pub fn delete_hash(&mut self, h: XfHash) -> Result<bool, XfError> {
         self.ready()?;
-        if self.next.is_some() {
-            self.migrate_step(PACE_SLOTS)?;
-        }
-        let ((t, q, frac), old) = self.route(h);
-        let new_best = t.best_match(q, frac).map(|(f, at)| (f + u32::from(self.next.is_some()), at));
-        let old_best = old.and_then(|(t, q, frac)| t.best_match(q, frac));
-        // Lengths compared in the old table's terms: the doubled table's
-        // quotient holds one more bit. The longest match is the most specific.
-        let removed = match (new_best, old_best) {
-            (None, None) => false,
-            (Some((nf, at)), ob) if ob.is_none_or(|(of, _)| nf >= of) => {
-                match self.next.as_mut() {
-                    Some(mig) => mig.table.remove_at(at),
-                    None => self.table.remove_at(at),
-                }
-                true
-            }
-            (_, Some((_, at))) => {
-                self.table.remove_at(at);
-                true
-            }
-            (Some(_), None) => unreachable!("the first arm takes it"),
-        };
-        if removed {
-            self.items = self.items.saturating_sub(1);
-        }
-        Ok(removed)
+        let Some(s) = self.spot(h) else { return Ok(false) };
+        let Some((e, i)) = self.block(s.block).best(s.ql, s.q64) else { return Ok(false) };
+        self.blocks_mut()[s.block].remove_canonical(s.ql, i)?;
+        self.mass = self.mass.saturating_sub(units(s.level + e.f));
+        self.items = self.items.saturating_sub(1);
+        Ok(true)
     }
 
-    /// Starts a doubling when the table is due, and moves a step of one under way.
-    fn before_write(&mut self, limits: Limits) -> Result<(), XfError> {
-        if let Some(mig) = &self.next {
-            if mig.table.entries() >= load_limit(mig.table.m()) {
-                self.finish_migration()?;
-            } else {
-                self.migrate_step(PACE_SLOTS)?;
-            }
-        }
-        if self.next.is_none()
-            && self.table.entries() >= load_limit(self.table.m())
-            && self.level < self.horizon
-        {
-            self.start_growth(limits)?;
-            self.migrate_step(PACE_SLOTS)?;
-        }
-        Ok(())
-    }
-
-    /// Stores a new entry for `h` with the full fingerprint of its table.
-    fn place(&mut self, h: XfHash, limits: Limits) -> Result<(), XfError> {
-        for _ in 0..2 {
-            let t = match self.next.as_mut() {
-                Some(mig) => &mut mig.table,
-                None => &mut self.table,
-            };
-            let (q, frac) = locate(h.0, t.m());
-            let fbits = t.fbits();
-            if t.insert(q, encode(frac, fbits, fbits)).is_ok() {
-                return Ok(());
-            }
-            // No room before the table's end: grow, or finish the doubling.
-            if self.next.is_none() {
-                if self.level >= self.horizon {
-                    return Err(XfError::Crowded);
-                }
-                self.start_growth(limits)?;
-            }
-            self.finish_migration()?;
-        }
-        Err(XfError::Crowded)
-    }
-
-    /// Allocates the doubled table; the move happens step by step.
-    fn start_growth(&mut self, limits: Limits) -> Result<(), XfError> {
-        debug_assert!(self.next.is_none());
-        let m = self.table.m().checked_mul(2).ok_or(XfError::BadCapacity)?;
-        let fbits =
-            fingerprint_bits(self.params.error_rate, self.level + 1, self.horizon, self.guaranteed_rate());
-        let bytes = Table::bytes_for(m, fbits).ok_or(XfError::BadCapacity)?;
-        let now = self.size_bytes();
-        limits.check_growth(now, now.saturating_add(bytes))?;
-        self.next = Some(Box::new(Migration { table: Table::new(m, fbits)?, cursor: 0 }));
-        Ok(())
-    }
-
-    /// Moves clusters of the old table into the doubled one until about
-    /// `budget_slots` old slots were walked (a cluster is moved whole).
-    /// True while the doubling is still under way: the module calls it from
-    /// a timer with a budget that keeps each call short, and every write
-    /// also moves [`PACE_SLOTS`]. An error leaves everything as it was.
-    pub fn migrate_step(&mut self, budget_slots: u64) -> Result<bool, XfError> {
-        if self.loading.is_some() {
-            return Ok(false);
-        }
-        let mut spent = 0u64;
-        while let Some(mig) = self.next.as_mut() {
-            if spent >= budget_slots.max(1) {
-                return Ok(true);
-            }
-            let Some((cs, entries, end)) = self.table.take_cluster(mig.cursor, budget_slots.max(1) - spent)
-            else {
-                let mig = self.next.take().expect("a migration under way");
-                let old = std::mem::replace(&mut self.table, mig.table);
-                // Kept for the caller to free (a previous one, if still here, goes now).
-                self.retired = Some(old);
-                self.level += 1;
-                return Ok(false);
-            };
-            if let Err(TableFull) = move_cluster(&self.table, &mut mig.table, &entries) {
-                self.table.restore_cluster(cs, &entries);
-                return Err(XfError::Crowded);
-            }
-            spent += end - mig.cursor;
-            mig.cursor = end;
-        }
-        Ok(false)
-    }
-
-    /// Finishes a doubling under way at once (merges, and the rare insert
-    /// that finds no room at the table's end).
-    pub fn finish_migration(&mut self) -> Result<(), XfError> {
-        while self.migrate_step(u64::MAX)? {}
-        Ok(())
-    }
-
-    /// The old table of the last finished doubling, for the caller to drop
-    /// (the module drops it on a background thread, as the server's lazy
-    /// free does); if nobody takes it, it goes with the next doubling or
-    /// the filter.
-    pub fn take_retired(&mut self) -> Option<Retired> {
-        self.retired.take().map(Retired)
-    }
-
-    // ---- merge ----
-
-    /// Adds every entry of `other` (its items, with the precision its
-    /// entries have): afterwards every item of either answers true, and
-    /// the guaranteed rate is at most the sum of both. All or nothing.
-    pub fn merge_from(&mut self, other: &XfFilter, limits: Limits) -> Result<(), XfError> {
-        self.ready()?;
-        other.ready()?;
-        let items = u128::from(self.items) + u128::from(other.items);
-        if items > u128::from(self.params.max_capacity) {
-            return Err(XfError::MergeTooLarge { items, max_capacity: self.params.max_capacity });
-        }
-        let now = self.size_bytes();
-        limits.check_growth(now, now.saturating_mul(2))?;
-        let mut out = self.try_clone()?;
-        out.finish_migration()?;
-        let sources = [Some(&other.table), other.next.as_ref().map(|mig| &mig.table)];
-        // Grow until what comes in (copies included) fits at the growth load.
-        loop {
-            let (m, fbits) = (out.table.m(), out.table.fbits());
-            let mut incoming = 0u64;
-            for src in sources.into_iter().flatten() {
-                let mut result = Ok(());
-                src.for_each(|q, r| {
-                    if result.is_ok() {
-                        result = convert(src, q, r, m, fbits, |_, _| {
-                            incoming += 1;
-                            Ok(())
-                        });
-                    }
-                });
-                result?;
-            }
-            if out.table.entries().saturating_add(incoming) <= load_limit(m) || out.level >= out.horizon {
-                break;
-            }
-            out.start_growth(limits)?;
-            out.finish_migration()?;
-        }
-        // Should the table's end overflow (entries of a source of another
-        // size come in pairs), try again one size larger.
-        let mut attempts = 0;
-        let mut out = loop {
-            let mut attempt = out.try_clone()?;
-            match attempt.add_entries_of(&sources) {
-                Ok(()) => break attempt,
-                Err(XfError::Crowded) if attempts < 2 && out.level < out.horizon => {
-                    attempts += 1;
-                    out.start_growth(limits)?;
-                    out.finish_migration()?;
-                }
-                Err(e) => return Err(e),
-            }
-        };
-        out.items = items as u64;
-        *self = out;
-        Ok(())
-    }
-
-    /// Inserts the entries of `sources` into the table (no doubling under way).
-    fn add_entries_of(&mut self, sources: &[Option<&Table>; 2]) -> Result<(), XfError> {
-        for src in sources.iter().flatten() {
-            let mut failed = None;
-            src.for_each(|q, r| {
-                if failed.is_some() {
-                    return;
-                }
-                let dst = &mut self.table;
-                let result = convert(src, q, r, dst.m(), dst.fbits(), |dq, dr| {
-                    dst.insert(dq, dr).map_err(|TableFull| XfError::Crowded)
-                });
-                if let Err(e) = result {
-                    failed = Some(e);
-                }
-            });
-            if let Some(e) = failed {
-                return Err(e);
-            }
-        }
-        Ok(())
-    }
-
-    /// Offers the tables' buffers to a server's defragmentation, from
-    /// buffer `from` on (0: the table, 1: the doubled one); `Some(next)`
-    /// when cut short.
+    /// Offers the buffers to a server's defragmentation from buffer `from`
+    /// on (0: the directory, then each block); `Some(next)` when cut short.
     pub fn relocate(&mut self, from: usize, to: &mut impl Relocate) -> Option<usize> {
-        for i in from..2 {
-            if i > from && to.should_stop() {
-                return Some(i);
+        match &mut self.store {
+            Store::One(b) => {
+                if from == 0 {
+                    b.relocate(to);
+                }
+                None
             }
-            match i {
-                0 => self.table.relocate(to),
-                _ => {
-                    if let Some(mig) = self.next.as_mut() {
-                        mig.table.relocate(to);
+            Store::Many(d) => {
+                let total = d.blocks.len() + 2;
+                for i in from..total {
+                    if i > from && to.should_stop() {
+                        return Some(i);
+                    }
+                    match i {
+                        0 => to.vec(&mut d.dir),
+                        1 => to.vec(&mut d.blocks),
+                        i => d.blocks[i - 2].relocate(to),
                     }
                 }
+                None
             }
+            Store::Loading(_) => None,
         }
-        None
     }
 }
 
-/// Moves a cluster's entries into the doubled table, each to quotient
-/// `2q + bit` with its fingerprint one bit shorter (an entry with none left
-/// goes to both); all or nothing.
-fn move_cluster(old: &Table, new: &mut Table, entries: &[(u64, u64)]) -> Result<(), TableFull> {
-    let mut placed: Vec<(u64, u64)> = Vec::with_capacity(entries.len() + 1);
-    let (fo, fnew) = (old.fbits(), new.fbits());
-    for &(q, r) in entries {
-        let (f, fp) = decode(r, fo);
-        let mut put = |q2: u64, r2: u64| -> Result<(), TableFull> {
-            new.insert(q2, r2)?;
-            placed.push((q2, r2));
-            Ok(())
-        };
-        let result = if f == 0 {
-            put(2 * q, 1 << fnew).and_then(|()| put(2 * q + 1, 1 << fnew))
-        } else {
-            let bit = fp >> (f - 1);
-            let rest_bits = f - 1;
-            let rest = fp & ((1u64 << rest_bits) - 1);
-            let keep = rest_bits.min(fnew);
-            put(2 * q + bit, ((rest >> (rest_bits - keep)) << 1 | 1) << (fnew - keep))
-        };
-        if let Err(full) = result {
-            for &(q2, r2) in placed.iter().rev() {
-                new.remove_exact(q2, r2);
-            }
-            return Err(full);
-        }
+impl XfError {
+    /// A refusal by a limit (not a property of the item).
+    pub fn is_limit(&self) -> bool {
+        matches!(
+            self,
+            XfError::Full { .. } | XfError::TooLarge { .. } | XfError::OverMaxmemory | XfError::OutOfMemory
+        )
     }
-    Ok(())
 }
 
-/// The remainder field of an `f`-bit fingerprint `fp` in a table of `F` bits,
-/// the fingerprint cut to `F` bits when longer.
-fn field(fp: u64, f: u32, fbits: u32) -> u64 {
-    let keep = f.min(fbits);
-    ((fp >> (f - keep)) << 1 | 1) << (fbits - keep)
+/// The mass in units as a probability (see [`XfFilter::guaranteed_rate`]).
+pub(super) fn mass_rate(mass: u64, hashing: Hashing) -> f64 {
+    let p = mass as f64 / (1u64 << MASS_BITS) as f64;
+    match hashing {
+        Hashing::Keyed(_) => p,
+        Hashing::Murmur { m0 } => p * (1u64 << ceil_log2_u64(m0)) as f64 / m0 as f64,
+    }
 }
 
-/// Re-expresses a source entry (quotient `q`, remainder `r` of table `src`)
-/// in a table of `m` quotients and `F`-bit fingerprints, calling `put` for
-/// each entry it becomes: one, or copies when the entry is less precise than
-/// a quotient of the destination. Every hash the source entry matches is
-/// matched by one of them.
-fn convert(
-    src: &Table,
-    q: u64,
-    r: u64,
-    m: u64,
-    fbits: u32,
-    mut put: impl FnMut(u64, u64) -> Result<(), XfError>,
-) -> Result<(), XfError> {
-    let (f, fp) = decode(r, src.fbits());
-    let ms = src.m();
-    let (big, small) = (m.max(ms), m.min(ms));
-    if big % small == 0 && (big / small).is_power_of_two() {
-        let j = (big / small).trailing_zeros();
-        if m >= ms {
-            // The destination is 2^j times larger: j fingerprint bits move to the quotient.
-            if f >= j {
-                let top = if j == 0 { 0 } else { fp >> (f - j) };
-                let rest = fp & ((1u64 << (f - j)) - 1);
-                return put((q << j) | top, field(rest, f - j, fbits));
-            }
-            let copies = 1u64 << (j - f);
-            if copies > MAX_MERGE_COPIES {
-                return Err(XfError::MergeImprecise);
-            }
-            let base = ((q << f) | fp) << (j - f);
-            for c in 0..copies {
-                put(base + c, 1 << fbits)?;
-            }
-            return Ok(());
-        }
-        // The destination is 2^j times smaller: the quotient's low bits join the fingerprint.
-        let low = q & ((1u64 << j) - 1);
-        let total = j + f;
-        let keep = total.min(fbits);
-        // The top `keep` bits of `low ++ fp`, built without overflowing.
-        let combined =
-            if keep <= j { low >> (j - keep) } else { (low << (keep - j)) | (fp >> (f - (keep - j))) };
-        return put(q >> j, ((combined << 1) | 1) << (fbits - keep));
+/// `h x m0 / 2^c` (`2^c >= m0`): a murmur hash scaled into bloomkit 0.1's
+/// root, so that its top `c + L` bits are the quotient of a table of
+/// `m0 x 2^L` quotients and the bits after its fingerprint.
+pub fn scale(h: u128, m0: u64) -> u128 {
+    let c = ceil_log2_u64(m0);
+    let m = u128::from(m0);
+    let hi = (h >> 64) * m; // < 2^128
+    let lo = (h & u128::from(u64::MAX)) * m;
+    // The 192-bit product is hi << 64 + lo; shift it right by c.
+    let top = hi + (lo >> 64); // may not overflow: hi < 2^(64+c), plus < 2^64
+    let low = lo as u64;
+    if c == 0 {
+        (top << 64) | u128::from(low)
+    } else {
+        (top << (64 - c)) | (u128::from(low) >> c)
     }
-    // Sizes of different families: cover the entry's interval of hashes
-    // with at most two cells of the destination (fingerprints cut to 20 bits).
-    let f2 = f.min(20);
-    let n = u128::from((q << f2) | (fp >> (f - f2)));
-    let d = u128::from(ms) << f2;
-    let width = 128 - u128::from(m).leading_zeros();
-    let mut g = fbits.min(63u32.saturating_sub(width));
-    // Cells of 2^-g of a destination quotient no smaller than the interval.
-    while g > 0 && (u128::from(m) << g) > d {
-        g -= 1;
-    }
-    let scale = u128::from(m) << g;
-    let lo = n * scale / d;
-    let hi = ((n + 1) * scale).div_ceil(d) - 1;
-    if hi - lo + 1 > u128::from(MAX_MERGE_COPIES) {
-        return Err(XfError::MergeImprecise);
-    }
-    for cell in lo..=hi {
-        let (dq, dfp) = ((cell >> g) as u64, (cell & ((1u128 << g) - 1)) as u64);
-        put(dq, field(dfp, g, fbits))?;
-    }
-    Ok(())
 }
 
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
+/// The directory's and the block list's bytes.
+fn dir_bytes(dir: u64, blocks: u64) -> u64 {
+    alloc_class(dir * 4) + alloc_class(blocks * std::mem::size_of::<Block>() as u64) + alloc_class(48)
+}
 
-    pub fn filter(error: f64, capacity: u64) -> XfFilter {
-        XfFilter::new(error, capacity, 1 << 30, Limits::NONE).unwrap()
+impl Dir {
+    fn bytes(&self) -> u64 {
+        self.blocks.iter().map(Block::bytes).sum::<u64>()
+            + alloc_class(self.dir.len() as u64 * 4)
+            + alloc_class(list_room(self.blocks.len()) as u64 * std::mem::size_of::<Block>() as u64)
+            + alloc_class(std::mem::size_of::<Dir>() as u64)
     }
 
-    fn key(i: u64) -> [u8; 8] {
-        i.to_le_bytes()
-    }
-
-    #[test]
-    fn the_schedule_lengthens_fingerprints_and_stays_in_budget() {
-        let p = XfParams { error_rate: 0.01, capacity: 1000, max_capacity: 1 << 30 };
-        let h = p.horizon();
-        assert_eq!(h, 21);
-        // Each level's entries at their most, the mass they add, in turn.
-        let mut mass = 0.0;
-        let mut bits = vec![];
-        for k in 0..=h {
-            let f = fingerprint_bits(0.01, k, h, mass);
-            bits.push(f);
-            mass += entries_per_quotient(k) * (-(f64::from(f))).exp2();
+    fn try_clone(&self) -> Result<Dir, OutOfMemory> {
+        let mut blocks = Vec::new();
+        reserve_list(&mut blocks, self.blocks.len())?;
+        for b in &self.blocks {
+            blocks.push(b.try_clone()?);
         }
-        assert!(mass <= 0.01, "{mass}");
-        assert!(bits.windows(2).all(|w| w[0] <= w[1] + 1), "{bits:?}");
-        assert!(bits[0] >= 8 && bits[h as usize] <= 15, "{bits:?}");
-        // More mass already in means longer fingerprints, never past the plan's.
-        assert!(fingerprint_bits(0.01, 3, h, 0.009) >= fingerprint_bits(0.01, 3, h, 0.0));
-        assert!(fingerprint_bits(0.01, 3, h, 1.0) <= fingerprint_bits(0.01, 3, h, 0.0) + 4);
+        let mut dir = Vec::new();
+        dir.try_reserve_exact(self.dir.len()).map_err(|_| OutOfMemory)?;
+        dir.extend_from_slice(&self.dir);
+        Ok(Dir { dir, blocks, depth: self.depth })
     }
+}
 
-    #[test]
-    fn members_stay_members_through_growth_and_deletes() {
-        let mut f = filter(0.01, 100);
-        for i in 0..20_000u64 {
-            f.insert(&key(i), Limits::NONE).unwrap();
-            if i % 97 == 0 {
-                for j in 0..=i {
-                    if j % 13 == 0 {
-                        assert!(f.contains(&key(j)), "lost {j} after {i}");
-                    }
-                }
+/// Splits a block in two of one more depth: the lower half of its
+/// quotients goes to the first, the upper to the second, each entry giving
+/// its first fingerprint bit to its quotient; `extra` (already at the new
+/// level) joins the second when `to_high`, else the first.
+fn split(b: &Block, extra: Entry, to_high: bool) -> Result<(Block, Block), OutOfMemory> {
+    let meta = b.meta();
+    let q = 1u32 << meta.qbits;
+    let (mut lo, mut hi) = (Vec::with_capacity(q as usize / 2 + 8), Vec::with_capacity(q as usize / 2 + 8));
+    b.for_each(|e| {
+        give_bit(e, &mut |c| {
+            if c.ql < q {
+                lo.push(c);
+            } else {
+                hi.push(Entry { ql: c.ql - q, ..c });
             }
-        }
-        assert!(f.expansions() >= 7);
-        for i in (0..20_000u64).step_by(2) {
-            assert_eq!(f.delete(&key(i)), Ok(true));
-        }
-        for i in (1..20_000u64).step_by(2) {
-            assert!(f.contains(&key(i)));
-        }
-        assert_eq!(f.items(), 10_000);
+        })
+    });
+    if to_high {
+        hi.push(extra);
+    } else {
+        lo.push(extra);
     }
+    Ok((
+        Block::build(meta.qbits, meta.depth + 1, &mut lo, 0)?,
+        Block::build(meta.qbits, meta.depth + 1, &mut hi, 0)?,
+    ))
+}
 
-    #[test]
-    fn counts_count_adds() {
-        let mut f = filter(0.01, 100);
-        for n in 1..=50u64 {
-            f.insert(b"x", Limits::NONE).unwrap();
-            assert!(f.count(b"x") >= n);
-        }
-        assert_eq!(f.insert(b"x", Limits::NONE), Ok(false));
-        assert_eq!(f.insert_if_absent(b"x", Limits::NONE), Ok(false));
-        for _ in 0..51 {
-            assert_eq!(f.delete(b"x"), Ok(true));
-        }
-        assert_eq!(f.count(b"x"), 0);
-        assert_eq!(f.delete(b"x"), Ok(false));
+/// `e` with its first fingerprint bit moved into its quotient (`2x + bit`);
+/// a void (no bits left) becomes two, one per new quotient.
+#[inline]
+fn give_bit(e: Entry, out: &mut impl FnMut(Entry)) {
+    if e.f == 0 {
+        out(Entry { ql: 2 * e.ql, f: 0, fp: 0 });
+        out(Entry { ql: 2 * e.ql + 1, f: 0, fp: 0 });
+    } else {
+        let bit = (e.fp >> (e.f - 1)) as u32;
+        let rest = e.fp & ((1u64 << (e.f - 1)) - 1);
+        out(Entry { ql: 2 * e.ql + bit, f: e.f - 1, fp: rest });
     }
+}
 
-    #[test]
-    fn merges_of_other_sizes_keep_members() {
-        for (a, b) in [(1000u64, 1000u64), (1000, 64), (64, 5000), (1000, 777), (777, 100_000)] {
-            let mut x = filter(0.01, a);
-            let mut y = filter(0.01, b);
-            for i in 0..3000u64 {
-                x.insert(&key(i), Limits::NONE).unwrap();
-                y.insert(&key(i + 1_000_000), Limits::NONE).unwrap();
-            }
-            x.merge_from(&y, Limits::NONE).unwrap_or_else(|e| panic!("{a} {b}: {e:?}"));
-            for i in 0..3000u64 {
-                assert!(x.contains(&key(i)) && x.contains(&key(i + 1_000_000)), "{a} {b} {i}");
-            }
-            assert_eq!(x.items(), 6000);
+impl XfFilter {
+    /// Where the bytes go (benchmarks): the blocks' bits in use (metadata,
+    /// index, header and fields of their entries), their allocations, and
+    /// the directory and lists.
+    pub fn breakdown(&self) -> (u64, u64, u64) {
+        let mut used = 0u64;
+        let mut alloc = 0u64;
+        for b in self.blocks() {
+            let m = b.meta();
+            let q = 1u64 << m.qbits;
+            let index = if q >= 256 { 16 * (q / 64 - 1) } else { 0 };
+            used += 64 + index + q + u64::from(m.n) * (u64::from(m.w) + 1);
+            alloc += b.bytes() * 8;
         }
-    }
-
-    #[test]
-    fn the_maximum_capacity_is_enforced() {
-        let mut f = XfFilter::new(0.01, 10, 100, Limits::NONE).unwrap();
-        for i in 0..100u64 {
-            f.insert(&key(i), Limits::NONE).unwrap();
-        }
-        assert_eq!(f.insert(b"more", Limits::NONE), Err(XfError::Full { max_capacity: 100 }));
-        assert!(matches!(
-            XfFilter::new(0.01, 1000, 1 << 30, Limits::at_most(100)),
-            Err(XfError::TooLarge { .. })
-        ));
-    }
-
-    #[test]
-    fn growth_under_a_limit_is_refused_and_changes_nothing() {
-        let mut f = XfFilter::new(0.01, 1000, 1 << 30, Limits::NONE).unwrap();
-        let limit = Limits::at_most(f.size_bytes() + 10);
-        let mut added = 0u64;
-        let err = loop {
-            match f.insert(&key(added), limit) {
-                Ok(_) => added += 1,
-                Err(e) => break e,
-            }
-        };
-        assert!(matches!(err, XfError::TooLarge { .. }));
-        assert_eq!(f.items(), added);
-        for i in 0..added {
-            assert!(f.contains(&key(i)));
-        }
-    }
-
-    #[test]
-    fn hashable_values_hash_the_same_each_time() {
-        assert_eq!(XfHash::of_hashable(&("a", 1u32)), XfHash::of_hashable(&("a", 1u32)));
-        assert_ne!(XfHash::of_hashable(&1u64), XfHash::of_hashable(&2u64));
-        let mut f = filter(0.01, 100);
-        f.insert_hash(XfHash::of_hashable("k"), Limits::NONE).unwrap();
-        assert!(f.contains_hash(XfHash::of_hashable("k")));
+        (used / 8, alloc / 8, self.size_bytes() - alloc / 8)
     }
 }

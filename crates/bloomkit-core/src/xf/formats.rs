@@ -1,236 +1,376 @@
-//! The expandable filter's formats: the RDB value (over [`FieldWriter`] and
-//! [`FieldReader`]), `DUMP` payloads of it, and `XF.SCANDUMP` /
-//! `XF.LOADCHUNK` (a header, then the slot bytes in chunks).
+//! The expandable filter's formats (encoding 1): the RDB value (over
+//! [`FieldWriter`] and [`FieldReader`]), `DUMP` payloads of it, and
+//! `XF.SCANDUMP` / `XF.LOADCHUNK` (a header, then the blocks, whole, in
+//! chunks of at most [`CHUNK_BYTES`]). Encoding 0 (bloomkit 0.1) is read by
+//! [`super::legacy`].
 //!
-//! RDB fields, in order: error rate (double); capacity, max capacity,
-//! items, level, fingerprint bits of the table, then `cursor + 1` and the
-//! doubled table's fingerprint bits while a doubling is under way (0 and 0
-//! otherwise) (unsigned); the table's slot words (little-endian bytes) and,
-//! during a doubling, the doubled table's. The SCANDUMP header holds the
-//! same numbers after an 8-byte magic, as little-endian `u64`s.
+//! The header's numbers, as little-endian `u64`s after the 8-byte magic
+//! `BKXFLT01`: the error rate's bits, capacity, max capacity, items, the
+//! hashing (0 keyed, 1 murmur3), the seed's two halves (murmur3: the root
+//! and 0), the shape (quotient bits, first and last level, a byte each),
+//! the directory's depth `D`, the number of blocks, and the bytes of blocks
+//! the chunks carry. A block is stored in its one canonical form (see
+//! [`Block::canonical_words`]), as little-endian words; its metadata word
+//! says its length. Blocks come in address order; a block of depth `d`
+//! covers `2^(D - d)` of the directory's `2^D` slots, so the blocks received
+//! say which slots are filled. A chunk's iterator is the next slot plus one.
 //!
-//! Nothing decoded is trusted: every number is checked against the others
-//! (the parameters' ranges, the level against the growth the capacities
-//! allow, each table's fingerprint bits against what the schedule could
-//! have chosen), the sizes are compared with the limit before anything is
-//! allocated, and every slot is walked ([`Scan`]) so that only states the
-//! operations keep load: runs where the occupied bits say, shifted bits
-//! right, remainders with their stop bit, nothing in slots a doubling has
-//! emptied, and no more items than entries. Nothing is derived that is not
-//! stored, so what loads saves to the same bytes.
+//! The RDB value is the header's numbers as fields, then the state (0
+//! complete, 1 a chunked load under way, 2 a chunked load of an encoding-0
+//! dump under way), then, for 0 and 1, the slots filled and the blocks in
+//! buffers of at most a chunk's size; for 2, the encoding-0 header and the
+//! bytes received. **A filter in the middle of a chunked load is a value
+//! like any other**: saved, copied, rewritten into the AOF (as the chunks it
+//! has) and replicated with what it has, so the next chunk continues it
+//! wherever the key went.
+//!
+//! Nothing decoded is trusted: the numbers against their ranges and each
+//! other, sizes against the limit before they are allocated, every block
+//! walked ([`Block::from_canonical`]) and placed (its depth against the
+//! directory, its slots aligned), so that only states the operations make
+//! load, and what loads saves to the same bytes.
 
+use super::block::Block;
 use super::errors::XfError;
-use super::filter::{fingerprint_bits, Loading, Migration, XfFilter, XfParams, OVERHEAD};
-use super::table::{Scan, Table};
-use super::{CHUNK_BYTES, ENCODING_VERSION, TYPE_NAME};
+use super::filter::{ceil_log2_u64, own_bytes, Hashing, Seed, Store, XfFilter, XfParams, MAX_DEPTH};
+use super::legacy;
+use super::loading::{Blocks, Loading};
+use super::merge::assemble;
+use super::{ENCODING_VERSION, TYPE_NAME};
 use crate::common::dump::{own_type_id, PayloadReader, PayloadWriter};
 use crate::common::fields::{FieldReader, FieldWriter};
-use crate::common::memory::Limits;
+use crate::common::memory::{Limits, OutOfMemory};
 
-/// The module id of `bkit-xflt` at [`ENCODING_VERSION`].
+/// The module id of `bkit-xflt` at [`ENCODING_VERSION`], and of encoding 0.
 pub const MODULE_ID: u64 = own_type_id(TYPE_NAME, ENCODING_VERSION);
+pub const MODULE_ID_V0: u64 = own_type_id(TYPE_NAME, 0);
 
-/// The SCANDUMP header's magic, then nine `u64`s.
-pub const MAGIC: &[u8; 8] = b"BKXFLT00";
-pub const HEADER_LEN: usize = 8 + 9 * 8;
+/// The SCANDUMP header's magic, then eleven `u64`s.
+pub const MAGIC: &[u8; 8] = b"BKXFLT01";
+pub const HEADER_LEN: usize = 8 + 11 * 8;
 
-/// Everything but the slots.
+/// Everything but the blocks.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Header {
     params: XfParams,
     items: u64,
-    level: u32,
-    fbits: u32,
-    /// `cursor + 1` and the doubled table's fingerprint bits, or zeros.
-    migration: (u64, u64),
+    hashing: Hashing,
+    qbits: u32,
+    first_level: u32,
+    last_level: u32,
+    depth: u32,
+    blocks: u64,
+    data_bytes: u64,
 }
 
 impl Header {
-    fn of(f: &XfFilter) -> Header {
-        Header {
-            params: f.params,
-            items: f.items,
-            level: f.level,
-            fbits: f.table.fbits(),
-            migration: f.next.as_ref().map_or((0, 0), |mig| (mig.cursor + 1, u64::from(mig.table.fbits()))),
-        }
-    }
-
-    fn numbers(&self) -> [u64; 8] {
+    fn numbers(&self) -> [u64; 11] {
         let p = &self.params;
+        let (kind, s0, s1) = match self.hashing {
+            Hashing::Keyed(Seed([a, b])) => (0, a, b),
+            Hashing::Murmur { m0 } => (1, m0, 0),
+        };
         [
+            p.error_rate.to_bits(),
             p.capacity,
             p.max_capacity,
             self.items,
-            u64::from(self.level),
-            u64::from(self.fbits),
-            self.migration.0,
-            self.migration.1,
-            0,
+            kind,
+            s0,
+            s1,
+            u64::from(self.qbits) | u64::from(self.first_level) << 8 | u64::from(self.last_level) << 16,
+            u64::from(self.depth),
+            self.blocks,
+            self.data_bytes,
         ]
     }
 
-    fn from_numbers(error_rate: f64, n: [u64; 7]) -> Result<Header, XfError> {
-        let narrow = |v: u64| u32::try_from(v).map_err(|_| XfError::BadData("a count is out of range"));
+    /// The numbers checked against their ranges and each other.
+    fn from_numbers(n: [u64; 11]) -> Result<Header, XfError> {
+        let bad = XfError::BadData;
+        let params = XfParams { error_rate: f64::from_bits(n[0]), capacity: n[1], max_capacity: n[2] };
+        params.check().map_err(|_| bad("the error rate or a capacity is out of range"))?;
+        if n[3] > params.max_capacity {
+            return Err(bad("it holds more items than its maximum capacity"));
+        }
+        let hashing = match (n[4], n[5], n[6]) {
+            (0, a, b) => Hashing::Keyed(Seed([a, b])),
+            (1, m0, 0) if (64..1 << 42).contains(&m0) => Hashing::Murmur { m0 },
+            _ => return Err(bad("the hashing is not one bloomkit writes")),
+        };
+        if n[7] >> 24 != 0 {
+            return Err(bad("the shape has unknown bits set"));
+        }
+        let (qbits, first, last) =
+            ((n[7] & 0xff) as u32, (n[7] >> 8 & 0xff) as u32, (n[7] >> 16 & 0xff) as u32);
+        if !(super::block::MIN_QBITS..=super::filter::GROW_QBITS).contains(&qbits)
+            || first > last
+            || last > 100
+        {
+            return Err(bad("the shape is out of range"));
+        }
+        let depth =
+            u32::try_from(n[8]).ok().filter(|&d| d <= MAX_DEPTH).ok_or(bad("the directory is too deep"))?;
+        let blocks = n[9];
+        if blocks == 0 || blocks > 1u64 << depth || (1u64 << depth) > (blocks + 1) * 16 + 1024 {
+            return Err(bad("the number of blocks does not fit the directory"));
+        }
+        if depth > 0 && qbits != super::filter::GROW_QBITS {
+            return Err(bad("a filter of several blocks has blocks of another size"));
+        }
+        let root = hashing_root_bits(hashing);
+        if first < root {
+            return Err(bad("the shape is out of range"));
+        }
         Ok(Header {
-            params: XfParams { error_rate, capacity: n[0], max_capacity: n[1] },
-            items: n[2],
-            level: narrow(n[3])?,
-            fbits: narrow(n[4])?,
-            migration: (n[5], n[6]),
+            params,
+            items: n[3],
+            hashing,
+            qbits,
+            first_level: first,
+            last_level: last,
+            depth,
+            blocks,
+            data_bytes: n[10],
         })
     }
 
-    /// The filter this header describes, its tables zeroed and its slots
-    /// still to be checked: every number checked first, and the size
-    /// compared with the limit before anything is allocated.
-    fn shell(&self, limits: Limits) -> Result<XfFilter, XfError> {
-        let bad = XfError::BadData;
-        let p = self.params;
-        p.check().map_err(|_| bad("the error rate or a capacity is out of range"))?;
-        if self.items > p.max_capacity {
-            return Err(bad("it holds more items than its maximum capacity"));
+    fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut out = [0u8; HEADER_LEN];
+        out[..8].copy_from_slice(MAGIC);
+        for (i, v) in self.numbers().iter().enumerate() {
+            out[8 + 8 * i..16 + 8 * i].copy_from_slice(&v.to_le_bytes());
         }
-        let horizon = p.horizon();
-        let migrating = self.migration != (0, 0);
-        if self.level > horizon || (migrating && self.level >= horizon) {
-            return Err(bad("it has grown past its maximum capacity"));
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Header, XfError> {
+        let h: &[u8; HEADER_LEN] = bytes.try_into().map_err(|_| XfError::BadData("the header's length"))?;
+        if &h[..8] != MAGIC {
+            return Err(XfError::BadData("not an expandable filter's header"));
         }
-        let bits_ok = |level: u32, fbits: u64| {
-            let least = fingerprint_bits(p.error_rate, level, horizon, 0.0);
-            let most = if level == 0 {
-                least
-            } else {
-                fingerprint_bits(p.error_rate, level, horizon, f64::INFINITY)
-            };
-            (u64::from(least)..=u64::from(most)).contains(&fbits)
-        };
-        if !bits_ok(self.level, u64::from(self.fbits)) {
-            return Err(bad("a table's fingerprint length is not one the filter could have chosen"));
+        let mut n = [0u64; 11];
+        for (i, v) in n.iter_mut().enumerate() {
+            *v = u64::from_le_bytes(h[8 + 8 * i..16 + 8 * i].try_into().expect("8 bytes"));
         }
-        let m = p.first_quotients() << self.level;
-        // What is saved is compared with the limit, so that whatever a
-        // bloomkit before the run index (derived, 1 to 2% more) saved under
-        // the limit loads under it.
-        let mut bytes = Table::slot_bytes_for(m, self.fbits).ok_or(bad("the size is not representable"))?;
-        let next = if migrating {
-            let (cursor_plus_one, fbits) = self.migration;
-            if !bits_ok(self.level + 1, fbits) {
-                return Err(bad("a table's fingerprint length is not one the filter could have chosen"));
-            }
-            let new_bytes =
-                Table::slot_bytes_for(2 * m, fbits as u32).ok_or(bad("the size is not representable"))?;
-            bytes = bytes.checked_add(new_bytes).ok_or(bad("the size is not representable"))?;
-            // `cursor + 1`: 0 is "no doubling", which the fingerprint bits contradict.
-            let cursor = cursor_plus_one.checked_sub(1).ok_or(bad("a doubling under way has no position"))?;
-            Some((cursor, fbits as u32))
-        } else {
-            None
-        };
-        limits.check(OVERHEAD.saturating_add(bytes))?;
-        let table = Table::new(m, self.fbits)?;
-        if let Some((cursor, _)) = next {
-            if cursor > table.slots() {
-                return Err(bad("the doubling's position is past the table's end"));
-            }
-        }
-        let next = match next {
-            Some((cursor, fbits)) => Some(Box::new(Migration { table: Table::new(2 * m, fbits)?, cursor })),
-            None => None,
-        };
-        Ok(XfFilter {
-            params: p,
-            horizon,
+        Header::from_numbers(n)
+    }
+
+    /// An empty shell of this header, loading.
+    fn loading(&self) -> XfFilter {
+        XfFilter {
+            params: self.params,
+            hashing: self.hashing,
             items: self.items,
-            level: self.level,
-            table,
-            next,
-            loading: None,
-            retired: None,
-        })
+            mass: 0,
+            qbits: self.qbits as u8,
+            first_level: self.first_level as u8,
+            last_level: self.last_level as u8,
+            store: Store::Loading(Box::new(Loading::V1(Blocks {
+                depth: self.depth,
+                total: self.blocks,
+                data_bytes: self.data_bytes,
+                blocks: Vec::new(),
+                slots: 0,
+                received: 0,
+            }))),
+        }
     }
 }
 
-impl XfFilter {
-    /// Walks for each table: its quotients in use, the slots that must be empty.
-    fn scans(&self) -> Vec<Scan> {
-        match &self.next {
-            None => vec![Scan::new(0..self.table.m(), 0)],
-            Some(mig) => vec![
-                Scan::new(mig.cursor.min(self.table.m())..self.table.m(), mig.cursor),
-                Scan::new(0..mig.table.m(), 0),
-            ],
-        }
+fn hashing_root_bits(h: Hashing) -> u32 {
+    match h {
+        Hashing::Keyed(_) => 0,
+        Hashing::Murmur { m0 } => ceil_log2_u64(m0),
     }
+}
 
-    /// Checks every slot of a filled shell and counts its entries.
-    fn checked(mut self) -> Result<XfFilter, XfError> {
-        let mut scans = self.scans();
-        self.finish_scans(&mut scans)?;
-        Ok(self)
-    }
+/// Filling a load's blocks (the state is `loading`'s).
+trait Take {
+    fn take(&mut self, data: &[u8], qbits: u32, base_bytes: u64, limits: Limits) -> Result<(), XfError>;
+}
 
-    fn finish_scans(&mut self, scans: &mut [Scan]) -> Result<(), XfError> {
-        let bad = XfError::BadData;
-        let tables = [Some(&self.table), self.next.as_ref().map(|mig| &mig.table)];
-        for (t, scan) in tables.into_iter().flatten().zip(scans.iter_mut()) {
-            scan.feed(t, t.slots()).map_err(bad)?;
-            if !t.padding_is_clear() {
-                return Err(bad("bits past the last slot are set"));
+impl Take for Blocks {
+    /// Places the blocks of `data` after those received: every block
+    /// checked and aligned, the limit checked; all or nothing.
+    fn take(&mut self, data: &[u8], qbits: u32, base_bytes: u64, limits: Limits) -> Result<(), XfError> {
+        let mut words = bytes_to_words(data)?;
+        let mut placed: Vec<Block> = Vec::new();
+        let mut slots = self.slots;
+        let all = 1u64 << self.depth;
+        let mut added = 0u64;
+        let mut at = 0usize;
+        while at < words.len() {
+            if self.blocks.len() as u64 + placed.len() as u64 >= self.total {
+                return Err(XfError::BadChunk("more blocks than the header says"));
             }
+            let len = Block::canonical_len(words[at])
+                .ok_or(XfError::BadData("a block's metadata is out of range"))?;
+            if at + len > words.len() {
+                return Err(XfError::BadChunk("a block runs past the chunk's end"));
+            }
+            let mut own: Vec<u64> = Vec::new();
+            own.try_reserve_exact(len).map_err(|_| OutOfMemory)?;
+            own.extend_from_slice(&words[at..at + len]);
+            let depth = super::block::Meta::depth_of(words[at]);
+            if depth > self.depth || (self.depth == 0) != (depth == 0) {
+                return Err(XfError::BadData("a block is deeper than the directory"));
+            }
+            let b = Block::from_canonical(own.into_boxed_slice(), qbits, depth).map_err(XfError::BadData)?;
+            let span = 1u64 << (self.depth - depth);
+            if !slots.is_multiple_of(span) || slots + span > all {
+                return Err(XfError::BadData("a block is not where its depth places it"));
+            }
+            slots += span;
+            added += b.bytes();
+            limits.check(base_bytes + self.received_bytes() + added)?;
+            placed.try_reserve(1).map_err(|_| OutOfMemory)?;
+            placed.push(b);
+            at += len;
         }
-        let table = std::mem::replace(&mut self.table, Table::new(1, 1)?);
-        self.table = table.counted(&scans[0]);
-        if let Some(mig) = self.next.as_mut() {
-            let t = std::mem::replace(&mut mig.table, Table::new(1, 1)?);
-            mig.table = t.counted(&scans[1]);
-        }
-        if self.items > self.entries() {
-            return Err(bad("it counts more items than it has entries"));
-        }
+        words.clear();
+        let grown = self.blocks.len() + placed.len();
+        super::block::reserve_list(&mut self.blocks, grown)?;
+        self.received += data.len() as u64;
+        self.blocks.extend(placed);
+        self.slots = slots;
         Ok(())
+    }
+}
+
+/// Little-endian bytes as words (a whole number of them).
+fn bytes_to_words(data: &[u8]) -> Result<Vec<u64>, XfError> {
+    if !data.len().is_multiple_of(8) {
+        return Err(XfError::BadChunk("a chunk is not a whole number of 8-byte words"));
+    }
+    let mut v = Vec::new();
+    v.try_reserve_exact(data.len() / 8).map_err(|_| OutOfMemory)?;
+    v.extend(data.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))));
+    Ok(v)
+}
+
+impl XfFilter {
+    fn header(&self) -> Header {
+        let (depth, blocks, data_bytes) = match &self.store {
+            Store::One(b) => (0, 1, canonical_bytes(b)),
+            Store::Many(d) => (d.depth, d.blocks.len() as u64, d.blocks.iter().map(canonical_bytes).sum()),
+            Store::Loading(l) => match &**l {
+                Loading::V1(b) => (b.depth, b.total, b.data_bytes),
+                Loading::V0 { .. } => (0, 1, 0),
+            },
+        };
+        Header {
+            params: self.params,
+            items: self.items,
+            hashing: self.hashing,
+            qbits: u32::from(self.qbits),
+            first_level: u32::from(self.first_level),
+            last_level: u32::from(self.last_level),
+            depth,
+            blocks,
+            data_bytes,
+        }
     }
 
     // ---- RDB ----
 
-    /// Writes the value at [`ENCODING_VERSION`]. A filter still being
-    /// loaded by chunks is written as what it answers: empty.
+    /// Writes the value at [`ENCODING_VERSION`].
     pub fn save(&self, w: &mut dyn FieldWriter) {
-        if self.loading.is_some() {
-            if let Ok(empty) = XfFilter::with_params(self.params, Limits::NONE) {
-                return empty.save(w);
-            }
-        }
-        let h = Header::of(self);
-        w.double(h.params.error_rate);
-        for v in &h.numbers()[..7] {
+        let h = self.header();
+        let n = h.numbers();
+        w.double(self.params.error_rate);
+        for v in &n[1..] {
             w.unsigned(*v);
         }
-        w.buffer(&self.table.bytes());
-        if let Some(mig) = &self.next {
-            w.buffer(&mig.table.bytes());
+        match &self.store {
+            Store::Loading(l) => match &**l {
+                Loading::V1(b) => {
+                    w.unsigned(1);
+                    w.unsigned(b.slots);
+                    self.save_blocks(w);
+                }
+                Loading::V0 { header, v0, loaded } => {
+                    w.unsigned(2);
+                    w.buffer(&header[..]);
+                    w.unsigned(*loaded);
+                    w.buffer(&v0.bytes(0, *loaded));
+                }
+            },
+            _ => {
+                w.unsigned(0);
+                w.unsigned(1u64 << h.depth);
+                self.save_blocks(w);
+            }
         }
     }
 
-    /// Reads a value of encoding version 0, checked as the module docs say.
-    pub fn load(r: &mut dyn FieldReader, encver: i32, limits: Limits) -> Result<XfFilter, XfError> {
-        if encver != ENCODING_VERSION {
-            return Err(XfError::BadData("unknown encoding version"));
+    /// The blocks as buffers of at most a chunk's size, their count first.
+    fn save_blocks(&self, w: &mut dyn FieldWriter) {
+        let chunks: Vec<Vec<u8>> = self.block_chunks().map(|(_, c)| c).collect();
+        w.unsigned(chunks.len() as u64);
+        for c in &chunks {
+            w.buffer(c);
         }
-        let error = r.double()?;
-        let mut n = [0u64; 7];
-        for v in &mut n {
+    }
+
+    /// Reads a value of encoding 1 (or 0, bloomkit 0.1's, converted).
+    pub fn load(r: &mut dyn FieldReader, encver: i32, limits: Limits) -> Result<XfFilter, XfError> {
+        match encver {
+            0 => return legacy::load(r, limits),
+            ENCODING_VERSION => {}
+            _ => return Err(XfError::BadData("unknown encoding version")),
+        }
+        let mut n = [0u64; 11];
+        n[0] = r.double()?.to_bits();
+        for v in &mut n[1..] {
             *v = r.unsigned()?;
         }
-        let mut f = Header::from_numbers(error, n)?.shell(limits)?;
-        let data = r.buffer()?;
-        fill(&mut f.table, &data)?;
-        drop(data);
-        if let Some(mig) = f.next.as_mut() {
-            let data = r.buffer()?;
-            fill(&mut mig.table, &data)?;
+        let h = Header::from_numbers(n)?;
+        let mut f = h.loading();
+        match r.unsigned()? {
+            state @ (0 | 1) => {
+                let slots = r.unsigned()?;
+                let chunks = r.unsigned()?;
+                if chunks > h.blocks {
+                    return Err(XfError::BadData("more chunks than blocks"));
+                }
+                for _ in 0..chunks {
+                    let data = r.buffer()?;
+                    f.take_chunk_data(&data, limits)?;
+                }
+                let Store::Loading(l) = &f.store else { unreachable!("a shell loads") };
+                let Loading::V1(b) = &**l else { unreachable!("a shell of encoding 1") };
+                if b.slots != slots {
+                    return Err(XfError::BadData("the blocks do not fill the slots it says"));
+                }
+                if state == 0 {
+                    if !b.complete() {
+                        return Err(XfError::BadData("the blocks do not cover every hash"));
+                    }
+                    f.finish_load(limits)?;
+                } else if b.complete() {
+                    return Err(XfError::BadData("a load under way has every block"));
+                }
+                Ok(f)
+            }
+            2 => {
+                let header = r.buffer()?;
+                let loaded = r.unsigned()?;
+                let data = r.buffer()?;
+                if data.len() as u64 != loaded {
+                    return Err(XfError::BadData("the bytes received do not match their count"));
+                }
+                let mut g = XfFilter::start_legacy_load(&header, limits)?;
+                if loaded > 0 {
+                    g.load_chunk(1 + loaded, &data, limits)?;
+                }
+                if !g.is_loading() {
+                    return Err(XfError::BadData("a load under way has every block"));
+                }
+                Ok(g)
+            }
+            _ => Err(XfError::BadData("unknown state")),
         }
-        f.checked()
     }
 
     /// The value as a `DUMP` payload (what an AOF rewrite sends as `RESTORE`).
@@ -240,13 +380,15 @@ impl XfFilter {
         w.finish()
     }
 
-    /// Reads a `DUMP` payload of a `bkit-xflt` value, its CRC checked.
+    /// Reads a `DUMP` payload of a `bkit-xflt` value (either encoding), its CRC checked.
     pub fn from_payload(payload: &[u8], limits: Limits) -> Result<XfFilter, XfError> {
         let mut r = PayloadReader::new(payload)?;
-        if r.type_id != MODULE_ID {
-            return Err(XfError::BadData("the payload holds another type"));
-        }
-        let f = XfFilter::load(&mut r, ENCODING_VERSION, limits)?;
+        let encver = match r.type_id {
+            MODULE_ID => ENCODING_VERSION,
+            MODULE_ID_V0 => 0,
+            _ => return Err(XfError::BadData("the payload holds another type")),
+        };
+        let f = XfFilter::load(&mut r, encver, limits)?;
         if !r.at_end() {
             return Err(XfError::BadData("the payload has fields past the value"));
         }
@@ -256,286 +398,251 @@ impl XfFilter {
     // ---- XF.SCANDUMP / XF.LOADCHUNK ----
 
     /// The header `XF.SCANDUMP key 0` returns (with iterator 1).
-    pub fn encode_header(&self) -> [u8; HEADER_LEN] {
-        let source;
-        let f = if self.loading.is_some() {
-            source = XfFilter::with_params(self.params, Limits::NONE).ok();
-            source.as_ref().unwrap_or(self)
-        } else {
-            self
-        };
-        let h = Header::of(f);
-        let mut out = [0u8; HEADER_LEN];
-        out[..8].copy_from_slice(MAGIC);
-        out[8..16].copy_from_slice(&h.params.error_rate.to_bits().to_le_bytes());
-        for (i, v) in h.numbers()[..8].iter().enumerate() {
-            out[16 + 8 * i..24 + 8 * i].copy_from_slice(&v.to_le_bytes());
+    pub fn encode_header(&self) -> Vec<u8> {
+        match &self.store {
+            Store::Loading(l) => match &**l {
+                Loading::V0 { header, .. } => header.to_vec(),
+                Loading::V1(_) => self.header().encode().to_vec(),
+            },
+            _ => self.header().encode().to_vec(),
         }
-        out
     }
 
-    /// The slot bytes the chunks after this header carry (what a transfer
-    /// moves, for its progress), read without allocating anything; `None`
-    /// for a header that is not one.
+    /// The block bytes the chunks after this header carry (a transfer's
+    /// progress), read without allocating anything; `None` for a header
+    /// that is not one (an encoding-0 header's slot bytes too).
     pub fn header_data_len(header: &[u8]) -> Option<u64> {
-        let h: &[u8; HEADER_LEN] = header.try_into().ok()?;
-        if &h[..8] != MAGIC {
-            return None;
+        if header.len() == HEADER_LEN {
+            return Header::decode(header).ok().map(|h| h.data_bytes);
         }
-        let at = |i: usize| u64::from_le_bytes(h[8 + 8 * i..16 + 8 * i].try_into().expect("8 bytes"));
-        let params = XfParams { error_rate: f64::from_bits(at(0)), capacity: at(1), max_capacity: at(2) };
-        params.check().ok()?;
-        let (level, fbits) = (u32::try_from(at(4)).ok()?, u32::try_from(at(5)).ok()?);
-        let m = params.first_quotients().checked_shl(level).filter(|m| m.leading_zeros() >= level)?;
-        let sent = |m: u64, fbits: u32| Table::slot_bytes_for(m, fbits)?.checked_sub(8);
-        let mut len = sent(m, fbits)?;
-        if at(6) != 0 {
-            len = len.checked_add(sent(m.checked_mul(2)?, u32::try_from(at(7)).ok()?)?)?;
-        }
-        Some(len)
+        legacy::header_data_len(header)
     }
 
     /// A filter as the header describes, to be filled by the chunks that
     /// follow; until the last, it answers as empty and refuses writes.
+    /// Takes encoding 0's header too (a dump made by bloomkit 0.1).
     pub fn from_header(header: &[u8], limits: Limits) -> Result<XfFilter, XfError> {
-        let h: &[u8; HEADER_LEN] = header.try_into().map_err(|_| XfError::BadData("the header's length"))?;
-        if &h[..8] != MAGIC {
-            return Err(XfError::BadData("not an expandable filter's header"));
+        if header.starts_with(legacy::MAGIC) {
+            return XfFilter::start_legacy_load(header, limits);
         }
-        let at = |i: usize| u64::from_le_bytes(h[8 + 8 * i..16 + 8 * i].try_into().expect("8 bytes"));
-        let mut n = [0u64; 7];
-        for (i, v) in n.iter_mut().enumerate() {
-            *v = at(i + 1);
-        }
-        if at(8) != 0 {
-            return Err(XfError::BadData("a reserved header field is set"));
-        }
-        let mut f = Header::from_numbers(f64::from_bits(at(0)), n)?.shell(limits)?;
-        let scans = f.scans();
-        f.loading = Some(Box::new(Loading { loaded: 0, scans }));
-        if f.data_len() == 0 {
-            f.finish_load()?;
+        let h = Header::decode(header)?;
+        limits.check(own_bytes())?;
+        Ok(h.loading())
+    }
+
+    fn start_legacy_load(header: &[u8], limits: Limits) -> Result<XfFilter, XfError> {
+        let v0 = legacy::from_header(header, limits)?;
+        let hdr: Box<[u8; 80]> =
+            Box::new(header.try_into().map_err(|_| XfError::BadData("the header's length"))?);
+        let params = v0.params();
+        let m0 = legacy::first_quotients(params.capacity);
+        let root = ceil_log2_u64(m0);
+        let mut f = XfFilter {
+            params,
+            hashing: Hashing::Murmur { m0 },
+            items: 0,
+            mass: 0,
+            qbits: root.min(super::filter::GROW_QBITS) as u8,
+            first_level: root as u8,
+            last_level: (root + legacy::horizon(&params)).min(255) as u8,
+            store: Store::Loading(Box::new(Loading::V0 { header: hdr, v0: Box::new(v0), loaded: 0 })),
+        };
+        if let Store::Loading(l) = &f.store {
+            if let Loading::V0 { v0, .. } = &**l {
+                if v0.data_len() == 0 {
+                    f.finish_load(limits)?;
+                }
+            }
         }
         Ok(f)
     }
 
-    fn data_len(&self) -> u64 {
-        self.table.data_len() + self.next.as_ref().map_or(0, |mig| mig.table.data_len())
+    /// Chunks of whole blocks from directory slot `slot` on, in address
+    /// order: `(next slot, bytes)`, `None` at the end or off a block's start.
+    fn blocks_from(&self, slot: u64) -> Option<(u64, Vec<u8>)> {
+        let (depth, dir, blocks): (u32, &[u32], &[Block]) = match &self.store {
+            Store::One(b) => (0, &[0], std::slice::from_ref(b)),
+            Store::Many(d) => (d.depth, &d.dir, &d.blocks),
+            Store::Loading(_) => return None,
+        };
+        let all = 1u64 << depth;
+        let mut at = slot;
+        let mut out: Vec<u8> = Vec::new();
+        while at < all {
+            let b = &blocks[dir[at as usize] as usize];
+            let span = 1u64 << (depth - b.depth());
+            if !at.is_multiple_of(span) {
+                return None;
+            }
+            let words = b.canonical_words().ok()?;
+            if !out.is_empty() && (out.len() + words.len() * 8) as u64 > super::CHUNK_BYTES {
+                break;
+            }
+            out.extend(words.iter().flat_map(|w| w.to_le_bytes()));
+            at += span;
+        }
+        if out.is_empty() {
+            return None;
+        }
+        Some((at, out))
     }
 
     /// The reply to `XF.SCANDUMP key iter`: the next iterator and a chunk,
     /// `None` past the end (the reply is then `0` and an empty string).
-    /// Chunks are at most [`CHUNK_BYTES`] and never span two tables.
     pub fn chunk_at(&self, iter: u64) -> Option<(u64, Vec<u8>)> {
         if iter == 0 {
-            return Some((1, self.encode_header().to_vec()));
+            return Some((1, self.encode_header()));
         }
-        if self.loading.is_some() {
-            return None;
-        }
-        let mut offset = iter - 1;
-        let tables = [Some(&self.table), self.next.as_ref().map(|mig| &mig.table)];
-        for t in tables.into_iter().flatten() {
-            let len = t.data_len();
-            if offset < len {
-                let take = (len - offset).min(CHUNK_BYTES);
-                let bytes = t.bytes_at(offset, take);
-                return Some((iter + take, bytes));
-            }
-            offset -= len;
-        }
-        None
+        let (next, data) = self.blocks_from(iter - 1)?;
+        Some((next + 1, data))
     }
 
-    /// Every `(iterator, chunk)` pair a full SCANDUMP returns, header first:
-    /// what `XF.LOADCHUNK key iterator chunk` takes in turn.
+    /// The block chunks of the value, received ones for a load under way:
+    /// `(iterator, chunk)` as LOADCHUNK takes them.
+    fn block_chunks(&self) -> Box<dyn Iterator<Item = (u64, Vec<u8>)> + '_> {
+        match &self.store {
+            Store::Loading(l) => match &**l {
+                Loading::V1(b) => {
+                    // Received blocks, regrouped: their slots follow from their depths.
+                    let mut out = Vec::new();
+                    let mut cur: Vec<u8> = Vec::new();
+                    let mut slots = 0u64;
+                    for blk in &b.blocks {
+                        let words = blk.canonical_words().unwrap_or_default();
+                        if !cur.is_empty() && (cur.len() + words.len() * 8) as u64 > super::CHUNK_BYTES {
+                            out.push((slots + 1, std::mem::take(&mut cur)));
+                        }
+                        cur.extend(words.iter().flat_map(|w| w.to_le_bytes()));
+                        slots += 1u64 << (b.depth - blk.depth());
+                    }
+                    if !cur.is_empty() {
+                        out.push((slots + 1, cur));
+                    }
+                    Box::new(out.into_iter())
+                }
+                Loading::V0 { v0, loaded, .. } => {
+                    let (v0, loaded) = (&**v0, *loaded);
+                    let mut offset = 0u64;
+                    Box::new(std::iter::from_fn(move || {
+                        if offset >= loaded {
+                            return None;
+                        }
+                        let take = (loaded - offset).min(super::CHUNK_BYTES);
+                        let data = v0.bytes(offset, take);
+                        offset += take;
+                        Some((1 + offset, data))
+                    }))
+                }
+            },
+            _ => {
+                let mut iter = 1u64;
+                Box::new(std::iter::from_fn(move || {
+                    let (next, data) = self.blocks_from(iter - 1)?;
+                    iter = next + 1;
+                    Some((iter, data))
+                }))
+            }
+        }
+    }
+
+    /// Every `(iterator, chunk)` pair a SCANDUMP returns, header first:
+    /// what `XF.LOADCHUNK key iterator chunk` takes in turn. A filter in the
+    /// middle of a load gives what it received (its AOF rewrite and digest).
     pub fn chunks(&self) -> impl Iterator<Item = (u64, Vec<u8>)> + '_ {
-        let mut iter = 0u64;
-        std::iter::from_fn(move || {
-            let (next, data) = self.chunk_at(iter)?;
-            iter = next;
-            Some((next, data))
-        })
+        std::iter::once((1, self.encode_header())).chain(self.block_chunks())
     }
 
     /// `XF.LOADCHUNK key iter data` after the header: `data` must continue
     /// the load where the previous chunk ended (`iter` is what SCANDUMP
-    /// returned with it); its slots are checked as they arrive, and the
-    /// filter answers once the last chunk is in.
-    pub fn load_chunk(&mut self, iter: u64, data: &[u8]) -> Result<(), XfError> {
-        let Some(loading) = self.loading.as_ref() else {
+    /// returned with it); its blocks are checked as they arrive, and the
+    /// filter answers once the last is in. An error changes nothing.
+    pub fn load_chunk(&mut self, iter: u64, data: &[u8], limits: Limits) -> Result<(), XfError> {
+        let Store::Loading(l) = &mut self.store else {
             return Err(XfError::BadChunk(
                 "the filter is not being loaded; send the header (iterator 1) first",
             ));
         };
-        let offset = iter
-            .checked_sub(1)
-            .and_then(|i| i.checked_sub(data.len() as u64))
-            .ok_or(XfError::BadChunk("the iterator does not match the chunk's length"))?;
-        if offset != loading.loaded || data.is_empty() {
-            return Err(XfError::BadChunk(
-                "chunks must be loaded whole and in the order XF.SCANDUMP gave them",
-            ));
+        if data.is_empty() {
+            return Err(XfError::BadChunk("a chunk is empty"));
         }
-        let old_len = self.table.data_len();
-        let end = offset + data.len() as u64;
-        if end > self.data_len() {
-            return Err(XfError::BadChunk("the chunk runs past the filter's end"));
-        }
-        let split = old_len.saturating_sub(offset).min(data.len() as u64) as usize;
-        let (first, second) = data.split_at(split);
-        if !first.is_empty() {
-            self.table.write_bytes(offset, first);
-        }
-        if !second.is_empty() {
-            let mig = self.next.as_mut().expect("data past the first table means a second");
-            mig.table.write_bytes(offset + split as u64 - old_len, second);
-        }
-        let mut loading = self.loading.take().expect("checked above");
-        loading.loaded = end;
-        // Check the slots wholly received.
-        let tables = [Some(&self.table), self.next.as_ref().map(|mig| &mig.table)];
-        let mut start = 0u64;
-        let mut result = Ok(());
-        for (t, scan) in tables.into_iter().flatten().zip(loading.scans.iter_mut()) {
-            let have = end.saturating_sub(start).min(t.data_len());
-            let slots = have * 8 / u64::from(t.fbits() + 4);
-            if let Err(why) = scan.feed(t, slots) {
-                result = Err(XfError::BadData(why));
-                break;
+        let done = match &mut **l {
+            Loading::V1(b) => {
+                let before = (b.slots, b.blocks.len());
+                b.take(data, u32::from(self.qbits), own_bytes(), limits)?;
+                if iter != b.slots + 1 {
+                    // Undo: the chunk did not end where its iterator says.
+                    b.blocks.truncate(before.1);
+                    b.slots = before.0;
+                    b.received -= data.len() as u64;
+                    return Err(XfError::BadChunk(
+                        "chunks must be loaded whole and in the order XF.SCANDUMP gave them",
+                    ));
+                }
+                b.complete()
             }
-            start += t.data_len();
-        }
-        self.loading = Some(loading);
-        result?;
-        if end == self.data_len() {
-            self.finish_load()?;
+            Loading::V0 { v0, loaded, .. } => {
+                let offset = iter
+                    .checked_sub(1)
+                    .and_then(|i| i.checked_sub(data.len() as u64))
+                    .ok_or(XfError::BadChunk("the iterator does not match the chunk's length"))?;
+                if offset != *loaded {
+                    return Err(XfError::BadChunk(
+                        "chunks must be loaded whole and in the order XF.SCANDUMP gave them",
+                    ));
+                }
+                v0.write(offset, data)?;
+                *loaded += data.len() as u64;
+                *loaded == v0.data_len()
+            }
+        };
+        if done {
+            self.finish_load(limits)?;
         }
         Ok(())
     }
 
-    fn finish_load(&mut self) -> Result<(), XfError> {
-        let mut loading = self.loading.take().expect("a load under way");
-        let result = self.finish_scans(&mut loading.scans);
-        if result.is_err() {
-            self.loading = Some(loading);
-        }
-        result
-    }
-}
-
-/// Copies an RDB string of slot bytes into a zeroed table: exactly its size.
-fn fill(t: &mut Table, data: &[u8]) -> Result<(), XfError> {
-    if data.len() as u64 != t.data_len() || !t.write_bytes(0, data) {
-        return Err(XfError::BadData("a table's slot data has the wrong length"));
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    /// Found by `accepted_input_round_trips`: a header that says a doubling
-    /// is under way (its fingerprint bits) with a position of 0 ("none")
-    /// was refused by a subtraction that overflowed (a panic) instead of an error.
-    #[test]
-    fn a_doubling_without_a_position_is_refused() {
-        let mut f = XfFilter::new(0.01, 40, 1 << 20, Limits::NONE).unwrap();
-        let mut i = 0u32;
-        while f.next.is_none() {
-            f.insert(&i.to_le_bytes(), Limits::NONE).unwrap();
-            i += 1;
-        }
-        let mut header = f.encode_header();
-        assert_ne!(header[16 + 8 * 6..24 + 8 * 6], [0u8; 8], "the doubled table's fingerprint bits");
-        header[16 + 8 * 5..24 + 8 * 5].copy_from_slice(&0u64.to_le_bytes());
-        assert!(matches!(XfFilter::from_header(&header, Limits::NONE), Err(XfError::BadData(_))));
+    /// For the RDB reader: a buffer of blocks (no iterator to check).
+    fn take_chunk_data(&mut self, data: &[u8], limits: Limits) -> Result<(), XfError> {
+        let qbits = u32::from(self.qbits);
+        let Store::Loading(l) = &mut self.store else { unreachable!("a shell") };
+        let Loading::V1(b) = &mut **l else { unreachable!("encoding 1") };
+        b.take(data, qbits, own_bytes(), limits)
     }
 
-    use super::*;
-    use crate::common::fields::FieldStream;
-
-    fn saved(f: &XfFilter) -> Vec<u8> {
-        let mut w = FieldStream::default();
-        f.save(&mut w);
-        w.bytes
-    }
-
-    fn grown(n: u64) -> XfFilter {
-        let mut f = XfFilter::new(0.01, 100, 1 << 20, Limits::NONE).unwrap();
-        for i in 0..n {
-            f.insert(&i.to_le_bytes(), Limits::NONE).unwrap();
-        }
-        f
-    }
-
-    #[test]
-    fn every_format_round_trips_mid_migration_too() {
-        for n in [0u64, 50, 110, 210, 1000] {
-            let f = grown(n);
-            let bytes = saved(&f);
-            let back =
-                XfFilter::load(&mut FieldStream { bytes: bytes.clone(), pos: 0 }, 0, Limits::NONE).unwrap();
-            assert_eq!(saved(&back), bytes);
-            assert_eq!(back.info(), f.info());
-            let again = XfFilter::from_payload(&f.dump_payload(), Limits::NONE).unwrap();
-            assert_eq!(saved(&again), bytes);
-            let mut chunks = f.chunks();
-            let (iter, header) = chunks.next().unwrap();
-            assert_eq!(iter, 1);
-            let mut copy = XfFilter::from_header(&header, Limits::NONE).unwrap();
-            for (iter, data) in chunks {
-                assert!(copy.is_loading());
-                copy.load_chunk(iter, &data).unwrap();
-            }
-            assert!(!copy.is_loading());
-            assert_eq!(saved(&copy), bytes);
-            for i in 0..n {
-                assert!(copy.contains(&i.to_le_bytes()));
-            }
-        }
-        assert!(grown(110).is_migrating() && grown(210).is_migrating());
-    }
-
-    #[test]
-    fn truncations_and_flips_are_refused_or_round_trip() {
-        let f = grown(300);
-        let bytes = saved(&f);
-        for len in 0..bytes.len() {
-            let r =
-                XfFilter::load(&mut FieldStream { bytes: bytes[..len].to_vec(), pos: 0 }, 0, Limits::NONE);
-            assert!(r.is_err(), "length {len}");
-        }
-        let mut accepted = 0;
-        for at in 0..bytes.len() {
-            for bit in [0u8, 3, 7] {
-                let mut b = bytes.clone();
-                b[at] ^= 1 << bit;
-                if let Ok(g) = XfFilter::load(&mut FieldStream { bytes: b.clone(), pos: 0 }, 0, Limits::NONE)
-                {
-                    accepted += 1;
-                    let again = saved(&g);
-                    assert_eq!(again, b, "flip at {at} bit {bit} loads but does not round-trip");
+    /// Every block in: the filter as the blocks make it (checked whole).
+    /// An error leaves the load as it was.
+    fn finish_load(&mut self, limits: Limits) -> Result<(), XfError> {
+        let Store::Loading(l) = &mut self.store else { return Ok(()) };
+        let built = match &mut **l {
+            Loading::V1(b) => {
+                if b.blocks.len() as u64 != b.total {
+                    return Err(XfError::BadData("fewer blocks than the header says"));
                 }
+                if b.received != b.data_bytes {
+                    return Err(XfError::BadData("the blocks' bytes do not match the header"));
+                }
+                assemble(
+                    self.params,
+                    self.hashing,
+                    self.items,
+                    u32::from(self.qbits),
+                    u32::from(self.first_level),
+                    u32::from(self.last_level),
+                    &mut b.blocks,
+                    limits,
+                )?
             }
-        }
-        assert!(accepted < bytes.len() * 3);
+            Loading::V0 { v0, .. } => match v0.as_any_mut().downcast_mut::<legacy::V0>() {
+                Some(v0) => v0.convert(limits)?,
+                None => return Err(XfError::BadData("an encoding-0 load of another kind")),
+            },
+        };
+        *self = built;
+        Ok(())
     }
+}
 
-    #[test]
-    fn chunks_out_of_order_are_refused() {
-        let f = grown(1000);
-        let chunks: Vec<(u64, Vec<u8>)> = f.chunks().collect();
-        let mut copy = XfFilter::from_header(&chunks[0].1, Limits::NONE).unwrap();
-        assert!(matches!(copy.insert(b"x", Limits::NONE), Err(XfError::Loading)));
-        assert!(!copy.contains(&1u64.to_le_bytes()));
-        let (iter, data) = &chunks[1];
-        assert!(copy.load_chunk(*iter + 1, data).is_err());
-        assert!(copy.load_chunk(*iter, &data[..data.len() - 1]).is_err());
-        let empty = XfFilter::with_params(f.params(), Limits::NONE).unwrap();
-        assert_eq!(saved(&copy), saved(&empty), "a filter being loaded saves as empty");
-        assert!(XfFilter::from_header(&chunks[0].1, Limits::at_most(100)).is_err());
-        let mut h = chunks[0].1.clone();
-        h[0] ^= 1;
-        assert!(XfFilter::from_header(&h, Limits::NONE).is_err());
-    }
+/// Bytes of a block's canonical form.
+fn canonical_bytes(b: &Block) -> u64 {
+    b.canonical_words().map_or(0, |w| w.len() as u64 * 8)
 }

@@ -2,33 +2,29 @@
 //! replicate, notify, count.
 //!
 //! Replicas stay byte-identical: every operation of the filter is a pure
-//! function of its state and the items (no clock, no randomness), and a
-//! doubling moves a fixed number of slots per write, so a write replicated
-//! verbatim does the same work there. A filter a write creates reaches
-//! replicas as `XF.RESERVE` with its exact parameters (the defaults may
-//! differ there); a batch cut short by an error (the size limit,
-//! `MAXCAPACITY`) is sent as the part that ran, because replicas skip the
-//! limits.
+//! function of its state and the items (no clock, no randomness: a new
+//! filter's seed is chosen here, once, and sent along), growth happens only
+//! inside the write that needs it, and a write that is refused changes
+//! nothing (core makes every allocation before it moves anything). A filter
+//! a write creates reaches replicas as `XF.RESERVE` with its exact
+//! parameters and seed (the defaults and the secret may differ there); a
+//! batch cut short by an error (the size limit, `MAXCAPACITY`) is sent as
+//! the part that ran, because replicas skip the limits.
 
 use std::ffi::CStr;
 use std::ptr::NonNull;
 
 use bloomkit_core::xf::args::{
-    check_items, check_key_only, check_single_item, parse_insert, parse_loadchunk, parse_merge,
-    parse_reserve, XfDefaults,
+    check_items, check_key_only, check_single_item, parse_insert, parse_loadchunk, parse_merge, parse_reserve,
 };
-use bloomkit_core::xf::{XfError, XfFilter, XfParams};
+use bloomkit_core::xf::{Seed, XfError, XfFilter, XfParams};
 use bloomkit_core::{Limits, Reply, ReplyError};
 
 use super::counters::*;
+use super::settings::defaults;
 use crate::command::Outcome;
 use crate::ffi::{Arg, Ctx, Key};
 use crate::{config, keys};
-
-/// What a write creates a missing key with.
-fn defaults() -> XfDefaults {
-    XfDefaults::BLOOMKIT
-}
 
 fn lookup(key: &Key) -> Result<Option<NonNull<XfFilter>>, Reply> {
     keys::lookup(key)
@@ -40,25 +36,38 @@ fn rate_word(rate: f64) -> Vec<u8> {
 }
 
 /// A new filter stored in an empty key opened for writing, sent to
-/// replicas as `XF.RESERVE key rate CAPACITY c MAXCAPACITY m`.
-fn create(ctx: Ctx, key: &Key, name: &Arg, params: XfParams) -> Result<NonNull<XfFilter>, Reply> {
-    let f = XfFilter::with_params(params, config::limits(ctx)).inspect_err(|_| refused())?;
+/// replicas as `XF.RESERVE key rate CAPACITY c MAXCAPACITY m SEED s`.
+fn create(
+    ctx: Ctx,
+    key: &Key,
+    name: &Arg,
+    params: XfParams,
+    seed: Option<Seed>,
+) -> Result<NonNull<XfFilter>, Reply> {
+    let seed = match seed {
+        // A filter made by the primary (or the AOF) is this server's
+        // filter: its seed is the secret where there is none yet. A seed a
+        // user gives is that filter's alone.
+        Some(s) => {
+            if ctx.is_replaying() {
+                super::secret::adopt(Some(s));
+            }
+            s
+        }
+        None => super::secret::seed(),
+    };
+    let f = XfFilter::with_seed(params, seed, config::limits(ctx)).inspect_err(|_| refused())?;
     let stored = keys::store(key, f)?;
-    let (rate, capacity, max) =
-        (rate_word(params.error_rate), params.capacity.to_string(), params.max_capacity.to_string());
-    let words: [&[u8]; 5] = [&rate, b"CAPACITY", capacity.as_bytes(), b"MAXCAPACITY", max.as_bytes()];
+    let (rate, capacity, max, hex) = (
+        rate_word(params.error_rate),
+        params.capacity.to_string(),
+        params.max_capacity.to_string(),
+        seed.to_hex(),
+    );
+    let words: [&[u8]; 7] =
+        [&rate, b"CAPACITY", capacity.as_bytes(), b"MAXCAPACITY", max.as_bytes(), b"SEED", hex.as_bytes()];
     ctx.replicate_words(c"XF.RESERVE", name, &words, &[]);
     Ok(stored)
-}
-
-/// Frees the table a finished doubling left behind on a background thread,
-/// as the server's lazy free does with large values: unmapping hundreds of
-/// MB on the main thread would hold every client for milliseconds. (Should
-/// no thread start, the table is freed here.)
-fn free_retired(f: &mut XfFilter) {
-    if let Some(old) = f.take_retired() {
-        let _ = std::thread::Builder::new().name("bloomkit-free".into()).spawn(move || drop(old));
-    }
 }
 
 fn refused() {
@@ -73,14 +82,14 @@ fn count_refusal(e: &XfError) {
     }
 }
 
-/// `XF.RESERVE key error_rate [CAPACITY initial] [MAXCAPACITY limit]`
+/// `XF.RESERVE key error_rate [CAPACITY initial] [MAXCAPACITY limit] [SEED hex]`
 pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    let params = parse_reserve(argv, &defaults())?;
+    let r = parse_reserve(argv, &defaults())?;
     let key = Key::open(ctx, &argv[1], true);
     if lookup(&key)?.is_some() {
         return Err(XfError::ItemExists.into());
     }
-    create(ctx, &key, &argv[1], params)?;
+    create(ctx, &key, &argv[1], r.params, r.seed)?;
     ctx.reply_simple(c"OK");
     ctx.notify(c"xf.reserve", &argv[1]);
     Ok(())
@@ -96,24 +105,49 @@ enum Shape {
     Array,
 }
 
+/// What an add does with an item already (probably) in.
+#[derive(Clone, Copy, PartialEq)]
+enum Repeat {
+    /// `XF.ADD`, `XF.MADD`, `XF.INSERT`: one more occurrence (counted).
+    Count,
+    /// `XF.ADDNX`, `XF.MADDNX`: nothing (0), so that `Items` counts distinct items.
+    Skip,
+}
+
 /// `XF.ADD key item`: 1 if new, 0 if probably present; either way one more
 /// occurrence is counted. Creates the key with the defaults.
 pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_single_item(argv)?;
-    add_items(ctx, argv, 2, Some(defaults().params()), Shape::Single, c"xf.add")
+    add_items(ctx, argv, 2, Some(defaults().params()), Shape::Single, Repeat::Count, c"xf.add")
 }
 
 /// `XF.MADD key item [item ...]`
 pub fn madd(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_items(argv)?;
-    add_items(ctx, argv, 2, Some(defaults().params()), Shape::Array, c"xf.madd")
+    add_items(ctx, argv, 2, Some(defaults().params()), Shape::Array, Repeat::Count, c"xf.madd")
 }
 
-/// `XF.INSERT key [ERROR e] [CAPACITY c] [MAXCAPACITY m] [NOCREATE] ITEMS item...`
+/// `XF.ADDNX key item`: adds the item only when it is not probably in: 1
+/// if added, 0 if it was (nothing stored). Creates the key with the defaults.
+pub fn addnx(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    check_single_item(argv)?;
+    add_items(ctx, argv, 2, Some(defaults().params()), Shape::Single, Repeat::Skip, c"xf.addnx")
+}
+
+/// `XF.MADDNX key item [item ...]`: per item as `XF.ADDNX`, in order (an
+/// item repeated in the batch is added once).
+pub fn maddnx(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    check_items(argv)?;
+    add_items(ctx, argv, 2, Some(defaults().params()), Shape::Array, Repeat::Skip, c"xf.maddnx")
+}
+
+/// `XF.INSERT key [ERROR e] [CAPACITY c] [MAXCAPACITY m] [NOCREATE] [NX] ITEMS item...`:
+/// with `NX`, each item is added only when not probably in (as `XF.MADDNX`).
 pub fn insert(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let parsed = parse_insert(argv, &defaults())?;
     let create_with = parsed.create.then_some(parsed.params);
-    add_items(ctx, argv, parsed.items_from, create_with, Shape::Array, c"xf.insert")
+    let repeat = if parsed.nx { Repeat::Skip } else { Repeat::Count };
+    add_items(ctx, argv, parsed.items_from, create_with, Shape::Array, repeat, c"xf.insert")
 }
 
 fn add_items(
@@ -122,23 +156,28 @@ fn add_items(
     items_from: usize,
     create_with: Option<XfParams>,
     shape: Shape,
+    repeat: Repeat,
     event: &'static CStr,
 ) -> Outcome {
     let key = Key::open(ctx, &argv[1], true);
     let mut f = match (lookup(&key)?, create_with) {
         (Some(f), _) => f,
-        (None, Some(params)) => create(ctx, &key, &argv[1], params)?,
+        (None, Some(params)) => create(ctx, &key, &argv[1], params, None)?,
         (None, None) => return Err(XfError::NotFound.into()),
     };
     // SAFETY: the keyspace owns the filter; commands run one at a time.
     let f = unsafe { f.as_mut() };
     let limits: Limits = config::limits(ctx);
-    let (size_before, level_before) = (f.size_bytes(), f.expansions());
+    let (size_before, blocks_before) = (f.size_bytes(), f.block_count());
     let items = &argv[items_from..];
     let mut answers = Vec::with_capacity(items.len());
     let mut failed = None;
     for item in items {
-        match f.insert(item.bytes(), limits) {
+        let result = match repeat {
+            Repeat::Count => f.insert(item.bytes(), limits),
+            Repeat::Skip => f.insert_if_absent(item.bytes(), limits),
+        };
+        match result {
             Ok(new) => answers.push(new),
             Err(e) => {
                 failed = Some(e);
@@ -147,10 +186,9 @@ fn add_items(
         }
     }
     let ran = answers.len();
-    free_retired(f);
     COUNTERS.resized(size_before, f.size_bytes());
-    COUNTERS.add(EXPANSIONS, u64::from(f.expansions() - level_before));
-    COUNTERS.add(ITEMS_ADDED, ran as u64);
+    COUNTERS.add(EXPANSIONS, f.block_count().saturating_sub(blocks_before));
+    COUNTERS.add(ITEMS_ADDED, answers.iter().filter(|&&a| a || repeat == Repeat::Count).count() as u64);
     if let Some(e) = &failed {
         count_refusal(e);
     }
@@ -165,7 +203,8 @@ fn add_items(
             if let Some(e) = failed {
                 ctx.reply_error(&e.message());
                 if ran > 0 {
-                    ctx.replicate_items(c"XF.MADD", &argv[1], None, &items[..ran]);
+                    let command = if repeat == Repeat::Skip { c"XF.MADDNX" } else { c"XF.MADD" };
+                    ctx.replicate_items(command, &argv[1], None, &items[..ran]);
                     ctx.notify(event, &argv[1]);
                 }
                 return Ok(());
@@ -235,35 +274,31 @@ pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
     };
     // SAFETY: the keyspace owns the filter; commands run one at a time.
     let f = unsafe { f.as_mut() };
-    let (size_before, level_before) = (f.size_bytes(), f.expansions());
+    let size_before = f.size_bytes();
     let removed = f.delete(argv[2].bytes())?;
-    free_retired(f);
     COUNTERS.resized(size_before, f.size_bytes());
-    COUNTERS.add(EXPANSIONS, u64::from(f.expansions() - level_before));
     ctx.reply_bool(removed);
-    // A delete also moves a step of a doubling under way: replicas must
-    // take it too, even when nothing was removed.
-    if removed || f.expansions() != level_before || f.is_migrating() {
-        ctx.replicate_verbatim();
-    }
     if removed {
         COUNTERS.add(ITEMS_DELETED, 1);
+        ctx.replicate_verbatim();
         ctx.notify(c"xf.del", &argv[1]);
     }
     Ok(())
 }
 
-/// `XF.MERGE destination numkeys source [source ...]`: afterwards every
-/// item of every source (and of the destination) is in the destination.
-/// A missing destination starts as a copy of the first source. All or
-/// nothing: an error leaves the destination as it was.
+/// `XF.MERGE destination numkeys source [source ...] [RAISERATE]`:
+/// afterwards every item of every source (and of the destination) is in
+/// the destination. A missing destination starts as a copy of the first
+/// source. A result that would guarantee a rate above the destination's
+/// error rate is refused unless `RAISERATE`, which then makes that rate its
+/// error rate. All or nothing: an error leaves the destination as it was.
 pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
-    let sources = parse_merge(argv)?;
+    let parsed = parse_merge(argv)?;
     let dest_key = Key::open(ctx, &argv[1], true);
     let dest = lookup(&dest_key)?;
-    let mut source_keys = Vec::with_capacity(sources.len());
-    let mut filters: Vec<NonNull<XfFilter>> = Vec::with_capacity(sources.len());
-    for name in &argv[sources] {
+    let mut source_keys = Vec::with_capacity(parsed.sources.len());
+    let mut filters: Vec<NonNull<XfFilter>> = Vec::with_capacity(parsed.sources.len());
+    for name in &argv[parsed.sources] {
         if name.bytes() == argv[1].bytes() {
             filters.push(dest.ok_or(XfError::NotFound)?);
             continue;
@@ -276,17 +311,13 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
     // SAFETY (every dereference below): the filters belong to the keyspace,
     // whose keys stay open until the end; commands run one at a time; they
     // are only read until the result replaces the destination.
-    let (mut merged, rest) = match dest {
-        Some(d) => (unsafe { d.as_ref() }.try_clone()?, &filters[..]),
-        None => (unsafe { filters[0].as_ref() }.try_clone()?, &filters[1..]),
-    };
-    for f in rest {
-        merged.merge_from(unsafe { f.as_ref() }, limits).inspect_err(count_refusal)?;
-    }
+    let sources: Vec<&XfFilter> = filters.iter().map(|f| unsafe { f.as_ref() }).collect();
+    let dest_ref = dest.map(|d| unsafe { &*d.as_ptr() });
+    let merged =
+        XfFilter::merged(dest_ref, &sources, parsed.raise_rate, limits).inspect_err(count_refusal)?;
     drop(source_keys);
-    free_retired(&mut merged);
-    let level_before = dest.map_or(merged.expansions(), |d| unsafe { d.as_ref() }.expansions());
-    COUNTERS.add(EXPANSIONS, u64::from(merged.expansions().saturating_sub(level_before)));
+    let blocks_before = dest_ref.map_or(merged.block_count(), XfFilter::block_count);
+    COUNTERS.add(EXPANSIONS, merged.block_count().saturating_sub(blocks_before));
     // The merged filter replaces the destination (its TTL goes, as with SUNIONSTORE).
     keys::store(&dest_key, merged)?;
     COUNTERS.add(MERGES, 1);
@@ -300,23 +331,24 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
 pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_key_only(argv)?;
     let info = with_filter(ctx, &argv[1], |f| f.map(XfFilter::info))?.ok_or(XfError::NotFound)?;
-    let migration = info.migration.map_or(0, |(moved, of)| (moved * 100).checked_div(of).unwrap_or(100));
-    ctx.reply_map(13);
+    ctx.reply_map(14);
     let int = |label: &'static CStr, v: u64| {
         ctx.reply_simple(label);
         ctx.reply_i64(v.min(i64::MAX as u64) as i64);
     };
-    int(c"Capacity", info.capacity);
+    int(c"Initial capacity", info.capacity);
     int(c"Max capacity", info.max_capacity);
     int(c"Items", info.items);
     int(c"Entries", info.entries);
     int(c"Size", info.size_bytes);
-    int(c"Expansions", u64::from(info.expansions));
-    int(c"Grows at", info.grows_at);
-    int(c"Newest fingerprint bits", u64::from(info.newest_fingerprint_bits));
-    int(c"Oldest fingerprint bits", u64::from(info.oldest_fingerprint_bits));
-    int(c"Expansion progress", migration);
+    int(c"Blocks", info.blocks);
+    int(c"Largest block", info.largest_block);
     int(c"Quotients", info.quotients);
+    int(c"Deepest level", u64::from(info.deepest_level));
+    int(c"Fingerprint bits", u64::from(info.next_fingerprint_bits));
+    int(c"Loaded", info.loading.map_or(100, |(got, of)| (got * 100).checked_div(of).unwrap_or(100)));
+    ctx.reply_simple(c"Hash");
+    ctx.reply_simple(if info.keyed { c"keyed" } else { c"murmur3" });
     ctx.reply_simple(c"Error rate");
     ctx.reply_double(info.error_rate);
     ctx.reply_simple(c"Guaranteed rate");
@@ -325,10 +357,13 @@ pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
 }
 
 /// `XF.SCANDUMP key iterator`: `[next, data]`; iterator 0 gives the header,
-/// then the slots by the MiB, then `[0, ""]`.
+/// then the blocks by the MiB, then `[0, ""]`.
 pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let iter = bloomkit_core::xf::args::parse_scandump(argv)?;
-    let chunk = with_filter(ctx, &argv[1], |f| f.map(|f| f.chunk_at(iter)))?.ok_or(XfError::NotFound)?;
+    let chunk = with_filter(ctx, &argv[1], |f| {
+        f.map(|f| if f.is_loading() { Err(XfError::Loading) } else { Ok(f.chunk_at(iter)) })
+    })?
+    .ok_or(XfError::NotFound)??;
     let (next, data) = chunk.unwrap_or((0, Vec::new()));
     ctx.reply_array(2);
     ctx.reply_i64(next.min(i64::MAX as u64) as i64);
@@ -342,9 +377,11 @@ pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let iter = parse_loadchunk(argv)?;
     let data = argv[3].bytes();
     let key = Key::open(ctx, &argv[1], true);
+    let limits = config::limits(ctx);
     match lookup(&key)? {
         None if iter == 1 => {
-            let f = XfFilter::from_header(data, config::limits(ctx)).inspect_err(|_| refused())?;
+            let f = XfFilter::from_header(data, limits).inspect_err(|_| refused())?;
+            super::secret::adopt(f.seed());
             keys::store(&key, f)?;
         }
         None => return Err(XfError::NotFound.into()),
@@ -352,7 +389,7 @@ pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
             // SAFETY: the keyspace owns the filter; commands run one at a time.
             let f = unsafe { f.as_mut() };
             let before = f.size_bytes();
-            f.load_chunk(iter, data)?;
+            f.load_chunk(iter, data, limits).inspect_err(count_refusal)?;
             COUNTERS.resized(before, f.size_bytes());
         }
     }

@@ -5,5 +5,5 @@ use crate::stats::{counters, Counters};
 counters! {
     Counters::family("xf", FIELDS);
     filters, bytes, items_added => ITEMS_ADDED, items_deleted => ITEMS_DELETED, lookups => LOOKUPS,
-    expansions => EXPANSIONS, merges => MERGES, refused_creations => REFUSED
+    splits => EXPANSIONS, merges => MERGES, refused_creations => REFUSED
 }

@@ -1,22 +1,28 @@
 //! `XF.*`: bloomkit's expandable filter, type `bkit-xflt`: a filter that
-//! grows from any start to any size at a stable false-positive rate, with
-//! deletes, counts and merges (`bloomkit_core::xf`, and its `DESIGN.md`).
+//! needs no size guess, growing with its items from a few bytes to any size
+//! at a stable false-positive rate, with deletes, counts, merges and
+//! add-if-absent (`bloomkit_core::xf`, and its `DESIGN.md`).
 
 pub mod commands;
 pub mod counters;
 pub mod data_type;
+pub mod secret;
+pub mod settings;
 
 use std::ffi::CStr;
 
 use crate::command::docs::{Arg, KEY, KEY_ITEM, KEY_ITEMS, LOADCHUNK, SCANDUMP};
 use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
 
-pub const FAMILY: Family = Family::new(
-    COMMANDS,
-    crate::value::register::<bloomkit_core::xf::XfFilter>,
-    Some(c"xf"),
-    &counters::COUNTERS,
-);
+pub const FAMILY: Family = Family {
+    settings: &settings::SETTINGS,
+    ..Family::new(
+        COMMANDS,
+        crate::value::register::<bloomkit_core::xf::XfFilter>,
+        Some(c"xf"),
+        &counters::COUNTERS,
+    )
+};
 
 /// bloomkit's own commands, new in 0.2.0.
 const SINCE: &CStr = c"0.2.0";
@@ -24,9 +30,10 @@ const SINCE: &CStr = c"0.2.0";
 /// The options `XF.RESERVE` and `XF.INSERT` create a filter with.
 const CAPACITY: Arg = Arg::integer(c"capacity").token(c"CAPACITY").optional();
 const MAXCAPACITY: Arg = Arg::integer(c"maxcapacity").token(c"MAXCAPACITY").optional();
+const SEED: Arg = Arg::string(c"seed").token(c"SEED").optional();
 
-// Single-item commands are `fast`: a write moves a bounded step of a
-// doubling under way (PACE_SLOTS slots), never the whole table.
+// Single-item commands are `fast`: a write touches one block (and splits
+// it at most, a microsecond's work), never the whole filter.
 const COMMANDS: &[Command] = &[
     Command {
         name: c"xf.reserve",
@@ -34,11 +41,11 @@ const COMMANDS: &[Command] = &[
         handler: entry!(commands::reserve),
         flags: c"write deny-oom",
         key_flags: RW_INSERT,
-        summary: c"Creates an expandable filter: an error rate it keeps at every size, a first size (a hint) and an optional item limit",
-        complexity: c"O(1)",
+        summary: c"Creates an expandable filter: an error rate it keeps at every size, a first size (a hint), an optional item limit and an optional 128-bit hash seed (32 hex digits)",
+        complexity: c"O(n), n the capacity's blocks",
         since: SINCE,
         tips: None,
-        args: &[Arg::key(c"key"), Arg::double(c"error_rate"), CAPACITY, MAXCAPACITY],
+        args: &[Arg::key(c"key"), Arg::double(c"error_rate"), CAPACITY, MAXCAPACITY, SEED],
         redisbloom8: None,
     },
     Command {
@@ -68,12 +75,38 @@ const COMMANDS: &[Command] = &[
         redisbloom8: None,
     },
     Command {
+        name: c"xf.addnx",
+        acl: c"xf write fast",
+        handler: entry!(commands::addnx),
+        flags: c"write deny-oom fast",
+        key_flags: RW_UPDATE,
+        summary: c"Adds an item only when it is not probably in the filter; 1 if added, 0 if it was (nothing stored)",
+        complexity: c"O(1)",
+        since: SINCE,
+        tips: None,
+        args: KEY_ITEM,
+        redisbloom8: None,
+    },
+    Command {
+        name: c"xf.maddnx",
+        acl: c"xf write",
+        handler: entry!(commands::maddnx),
+        flags: c"write deny-oom",
+        key_flags: RW_UPDATE,
+        summary: c"Adds each item only when it is not probably in the filter; per item 1 if added, 0 if it was",
+        complexity: c"O(n), n the number of items",
+        since: SINCE,
+        tips: None,
+        args: KEY_ITEMS,
+        redisbloom8: None,
+    },
+    Command {
         name: c"xf.insert",
         acl: c"xf write",
         handler: entry!(commands::insert),
         flags: c"write deny-oom",
         key_flags: RW_UPDATE,
-        summary: c"Adds items, creating the filter with the options given unless NOCREATE",
+        summary: c"Adds items, creating the filter with the options given unless NOCREATE; with NX only the items not probably in",
         complexity: c"O(n), n the number of items",
         since: SINCE,
         tips: None,
@@ -83,6 +116,7 @@ const COMMANDS: &[Command] = &[
             CAPACITY,
             MAXCAPACITY,
             Arg::word(c"nocreate", c"NOCREATE").optional(),
+            Arg::word(c"nx", c"NX").optional(),
             Arg::word(c"items", c"ITEMS"),
             Arg::string(c"item").multiple(),
         ],
@@ -159,11 +193,16 @@ const COMMANDS: &[Command] = &[
         handler: entry!(commands::merge),
         flags: c"write deny-oom",
         key_flags: RW_UPDATE,
-        summary: c"Adds every item of the sources to the destination (a missing destination starts as a copy of the first)",
-        complexity: c"O(n), n the slots of the filters",
+        summary: c"Adds every item of the sources to the destination (a missing destination starts as a copy of the first); refused if the result would guarantee a rate above the destination's, unless RAISERATE",
+        complexity: c"O(n), n the entries of the filters",
         since: SINCE,
         tips: None,
-        args: &[Arg::key(c"destination"), Arg::integer(c"numkeys"), Arg::key(c"source").multiple()],
+        args: &[
+            Arg::key(c"destination"),
+            Arg::integer(c"numkeys"),
+            Arg::key(c"source").multiple(),
+            Arg::word(c"raiserate", c"RAISERATE").optional(),
+        ],
         redisbloom8: None,
     },
     Command {
@@ -172,7 +211,7 @@ const COMMANDS: &[Command] = &[
         handler: entry!(commands::info),
         flags: c"readonly fast",
         key_flags: RO,
-        summary: c"The filter's parameters, items, size, expansions, fingerprint lengths and the rate it guarantees now",
+        summary: c"The filter's parameters, items, size, blocks, fingerprint length, hashing and the rate it guarantees now",
         complexity: c"O(1)",
         since: SINCE,
         tips: DONT_CACHE,
@@ -185,7 +224,7 @@ const COMMANDS: &[Command] = &[
         handler: entry!(commands::scandump),
         flags: c"readonly",
         key_flags: RO,
-        summary: c"Returns a chunk of the filter: iterator 0 gives the header, then the slots, then [0, \"\"]",
+        summary: c"Returns a chunk of the filter: iterator 0 gives the header, then its blocks, then [0, \"\"]",
         complexity: c"O(n), n the size of the chunk",
         since: SINCE,
         tips: DONT_CACHE,

@@ -1,13 +1,23 @@
 //! XF filters lose nothing across save and restart, DEBUG RELOAD, AOF
 //! replay and rewrite (with and without the preamble), DUMP/RESTORE, COPY,
-//! and replicas stay byte-identical through doublings: the shared suite
-//! (`bloomkit_testkit::persistence`) with XF's fixture (`xf_support`).
+//! and replicas stay byte-identical through growth: the shared suite
+//! (`bloomkit_testkit::persistence`) with XF's fixture (`xf_support`), a
+//! chunked load under way among its keys. Then issue 40's reproductions: a
+//! chunked load across BGREWRITEAOF, a full sync and DEBUG RELOAD; refused
+//! writes that must change nothing on the primary nor its replica; and a
+//! stream of merges of filters of every capacity and rate with a replica
+//! and an AOF, checked at every step.
+
+use std::time::{Duration, Instant};
 
 use crate::xf_support;
 
+use bloomkit_testkit::aof::aof_args;
 use bloomkit_testkit::persistence::{Family, Written};
-use bloomkit_testkit::{Conn, Module, Reply, Server};
-use xf_support::{info, scandump};
+use bloomkit_testkit::{per_server, Conn, Module, Reply, Server, TestServer};
+use xf_support::{block_chunks, info, items, load, scandump};
+
+const DEADLINE: Duration = Duration::from_secs(30);
 
 /// XF's fixture with its own hooks.
 struct XfPersistence;
@@ -44,9 +54,11 @@ impl Family for XfPersistence {
     fn stream(p: &mut Conn, _r: &mut Conn, _context: &str) -> Written {
         p.ok("XF.RESERVE cut 0.01 CAPACITY 10 MAXCAPACITY 20");
         p.cmd("XF.MADD cut a b c d e f g h i j k l m n o p q r s t u v w x y z");
-        for (iter, data) in scandump(p, "early:midway") {
-            p.call(&[b"XF.LOADCHUNK".to_vec(), b"loaded".to_vec(), iter.to_string().into_bytes(), data]);
-        }
+        p.cmd("XF.MADDNX cut a b zz");
+        let chunks = scandump(p, "early:grown");
+        load(p, "loaded", &chunks);
+        // The load under way since the fixture went to the replica by full
+        // sync: the rest of its blocks continue it on both.
         Written::keys(&["cut", "loaded"])
     }
 
@@ -56,3 +68,187 @@ impl Family for XfPersistence {
 }
 
 bloomkit_testkit::persistence_suite!(XfPersistence);
+
+/// An 800-item source's header and blocks, one chunk per block.
+fn source_chunks(c: &mut Conn, key: &str) -> Vec<(i64, Vec<u8>)> {
+    c.ok(&format!("XF.RESERVE {key} 0.01 CAPACITY 64"));
+    items(c, key, "i", 0..800);
+    let pieces = block_chunks(&scandump(c, key));
+    assert!(pieces.len() >= 3, "a header and at least two blocks");
+    pieces
+}
+
+fn card(c: &mut Conn, key: &str) -> i64 {
+    c.call(&["XF.CARD", key]).as_int()
+}
+
+per_server!(a_chunked_load_survives_an_aof_rewrite);
+/// Issue 40, item 3: the header before BGREWRITEAOF, the rest after; every
+/// acknowledged chunk survives the restart.
+fn a_chunked_load_survives_an_aof_rewrite(server: Server) {
+    for preamble in [false, true] {
+        let mut s = TestServer::start(server, &[Module::bloomkit()], &aof_args(preamble));
+        let mut c = s.conn();
+        c.wait_for_aof_rewrite(DEADLINE);
+        let pieces = source_chunks(&mut c, "src");
+        load(&mut c, "dst", &pieces[..2]);
+        c.ok("BGREWRITEAOF");
+        c.wait_for_aof_rewrite(DEADLINE);
+        load(&mut c, "dst", &pieces[2..]);
+        assert_eq!(card(&mut c, "dst"), 800);
+        let digest = c.cmd("DEBUG DIGEST-VALUE dst");
+        s.restart(&[]);
+        let mut c = s.conn();
+        assert_eq!(card(&mut c, "dst"), 800, "preamble {preamble}: acknowledged chunks lost");
+        assert_eq!(c.cmd("DEBUG DIGEST-VALUE dst"), digest, "preamble {preamble}");
+        // A load left under way restarts under way, and continues.
+        load(&mut c, "half", &pieces[..2]);
+        c.ok("BGREWRITEAOF");
+        c.wait_for_aof_rewrite(DEADLINE);
+        s.restart(&[]);
+        let mut c = s.conn();
+        load(&mut c, "half", &pieces[2..]);
+        assert_eq!(c.cmd("DEBUG DIGEST-VALUE half"), c.cmd("DEBUG DIGEST-VALUE src"), "preamble {preamble}");
+    }
+}
+
+per_server!(a_chunked_load_spans_a_full_sync_and_a_reload);
+/// Issue 40, item 4: a replica attaching mid-load gets the load under way
+/// and takes the next chunks; DEBUG RELOAD mid-load keeps it going.
+fn a_chunked_load_spans_a_full_sync_and_a_reload(server: Server) {
+    let primary = TestServer::with_bloomkit(server);
+    let mut p = primary.conn();
+    let pieces = source_chunks(&mut p, "src");
+    load(&mut p, "dst", &pieces[..2]);
+    let port = primary.port.to_string();
+    let replica = TestServer::start(server, &[Module::bloomkit()], &["--replicaof", "127.0.0.1", &port]);
+    let mut r = replica.conn();
+    r.wait_for_sync(DEADLINE);
+    load(&mut p, "dst", &pieces[2..3]);
+    p.ok("DEBUG RELOAD");
+    load(&mut p, "dst", &pieces[3..]);
+    assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1));
+    assert_eq!(card(&mut p, "dst"), 800);
+    assert_eq!(card(&mut r, "dst"), 800, "the replica lost the load");
+    assert_eq!(r.cmd("DEBUG DIGEST-VALUE dst"), p.cmd("DEBUG DIGEST-VALUE dst"));
+    assert_eq!(p.cmd("DEBUG DIGEST-VALUE dst"), p.cmd("DEBUG DIGEST-VALUE src"));
+    assert!(!replica.log().contains("sending an error to its master"), "{}", replica.log());
+}
+
+per_server!(refused_writes_change_nothing_anywhere);
+/// Issue 40, item 2: adds refused at MAXCAPACITY and at the size limit
+/// leave the primary's bytes as they were, and its replica identical.
+fn refused_writes_change_nothing_anywhere(server: Server) {
+    let primary = TestServer::with_bloomkit(server);
+    let mut p = primary.conn();
+    let port = primary.port.to_string();
+    let replica = TestServer::start(server, &[Module::bloomkit()], &["--replicaof", "127.0.0.1", &port]);
+    let mut r = replica.conn();
+    r.wait_for_sync(DEADLINE);
+    p.ok("XF.RESERVE k 0.01 CAPACITY 1000 MAXCAPACITY 2000");
+    items(&mut p, "k", "a", 0..2000);
+    let before = p.cmd("DEBUG DIGEST-VALUE k");
+    for i in 0..300 {
+        let reply = p.call(&["XF.ADD", "k", &format!("new{i}")]);
+        assert!(reply.is_error() || reply == Reply::Int(0), "{reply:?}");
+        p.call(&["XF.MADD", "k", &format!("more{i}"), "a5"]);
+    }
+    assert_eq!(p.cmd("DEBUG DIGEST-VALUE k"), before, "a refused add changed the filter");
+    // The size limit, on the primary only (replicas skip limits).
+    p.ok("XF.RESERVE s 0.01");
+    p.ok("CONFIG SET bf.max-filter-bytes 20000");
+    let mut i = 0;
+    while !p.call(&["XF.ADD", "s", &format!("s{i}")]).is_error() {
+        i += 1;
+        assert!(i < 100_000);
+    }
+    // At the limit, items that fit where the filter has room are stored;
+    // a refused one (its block would have to grow) changes nothing.
+    let mut refusals = 0;
+    for j in 0..200 {
+        for cmd in [
+            vec!["XF.ADD".to_string(), "s".into(), format!("t{j}")],
+            vec!["XF.ADDNX".into(), "s".into(), format!("v{j}")],
+        ] {
+            let before = p.cmd("DEBUG DIGEST-VALUE s");
+            if p.call(&cmd).is_error() {
+                refusals += 1;
+                assert_eq!(p.cmd("DEBUG DIGEST-VALUE s"), before, "{cmd:?}");
+            }
+        }
+    }
+    assert!(refusals > 0);
+    assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1));
+    for k in ["k", "s"] {
+        assert_eq!(r.call(&["DEBUG", "DIGEST-VALUE", k]), p.call(&["DEBUG", "DIGEST-VALUE", k]), "{k}");
+    }
+}
+
+per_server!(merges_of_every_shape_stay_fast_and_identical);
+/// Issue 40, item 1: filters of different capacities and rates merged
+/// again and again (the reported sequence, then a random stream), with a
+/// replica and an AOF: no merge stalls, none fails with a crafted-items
+/// error, the replica and a restart from the AOF match at every check.
+fn merges_of_every_shape_stay_fast_and_identical(server: Server) {
+    let mut primary = TestServer::start(server, &[Module::bloomkit()], &aof_args(true));
+    let mut p = primary.conn();
+    p.wait_for_aof_rewrite(DEADLINE);
+    let port = primary.port.to_string();
+    let replica = TestServer::start(server, &[Module::bloomkit()], &["--replicaof", "127.0.0.1", &port]);
+    let mut r = replica.conn();
+    r.wait_for_sync(DEADLINE);
+    p.ok("XF.RESERVE h 0.5 CAPACITY 64");
+    items(&mut p, "h", "h", 0..200);
+    p.ok("XF.RESERVE g 0.05 CAPACITY 10");
+    items(&mut p, "g", "g", 0..3_000);
+    p.ok("XF.RESERVE o 0.001 CAPACITY 777");
+    items(&mut p, "o", "o", 0..900);
+    let mut slowest = Duration::ZERO;
+    let mut merge = |p: &mut Conn, line: &str| {
+        let t = Instant::now();
+        let reply = p.cmd(line);
+        slowest = slowest.max(t.elapsed());
+        let text = if reply.is_error() { reply.error_text().to_string() } else { String::new() };
+        assert!(!text.contains("crafted"), "{line}: {text}");
+        assert!(text.is_empty() || text.contains("highest allowed"), "{line}: {text}");
+    };
+    merge(&mut p, "XF.MERGE gm 2 g o RAISERATE");
+    for src in ["h", "h", "gm", "g", "h", "gm", "gm", "h"] {
+        merge(&mut p, &format!("XF.MERGE d 1 {src} RAISERATE"));
+    }
+    // A random stream over keys of other capacities and rates.
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let keys: Vec<String> = (0..8).map(|i| format!("x{i}")).collect();
+    for (i, k) in keys.iter().enumerate() {
+        let rate = [0.5, 0.05, 0.01, 0.001][i % 4];
+        let cap = [10, 64, 777, 5000][(i / 2) % 4];
+        p.ok(&format!("XF.RESERVE {k} {rate} CAPACITY {cap}"));
+        items(&mut p, k, k, 0..(200 + 700 * i));
+    }
+    for step in 0..150 {
+        let dest = &keys[(next() % 8) as usize];
+        let n = 1 + next() % 3;
+        let srcs: Vec<&String> = (0..n).map(|_| &keys[(next() % 8) as usize]).collect();
+        let line = format!(
+            "XF.MERGE {dest} {n} {} RAISERATE",
+            srcs.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ")
+        );
+        merge(&mut p, &line);
+        if step % 5 == 0 {
+            items(&mut p, dest, &format!("s{step}"), 0..50);
+        }
+    }
+    assert!(slowest < Duration::from_secs(1), "a merge took {slowest:?}");
+    assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1));
+    assert_eq!(r.digest(), p.digest(), "the replica after the merges");
+    let digest = p.digest();
+    primary.restart(&[]);
+    let mut p = primary.conn();
+    assert_eq!(p.digest(), digest, "the AOF after the merges");
+}

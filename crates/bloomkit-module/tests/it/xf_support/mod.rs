@@ -1,5 +1,7 @@
 //! What the XF suites share: batched adds and lookups, INFO fields, a
-//! whole `XF.SCANDUMP`, and the persistence fixture (filters of every state).
+//! whole `XF.SCANDUMP` (and its chunks cut block by block, as a client may
+//! send them), and the persistence fixture (filters of every state, a
+//! chunked load under way among them).
 
 #![allow(dead_code)]
 
@@ -67,8 +69,44 @@ pub fn scandump(c: &mut Conn, key: &str) -> Vec<(i64, Vec<u8>)> {
     }
 }
 
-/// Filters of every state: fresh, grown, mid-doubling, with deletes,
-/// merged, copied.
+/// A SCANDUMP's data chunks cut into one chunk per block, with the
+/// iterators LOADCHUNK expects (the directory slot after each block, plus
+/// one): the smallest pieces a load can take, so that a fixture can stop a
+/// load after any block.
+pub fn block_chunks(chunks: &[(i64, Vec<u8>)]) -> Vec<(i64, Vec<u8>)> {
+    use bloomkit_core::xf::block::{Block, Meta};
+    let header = &chunks[0].1;
+    let depth = u64::from_le_bytes(header[8 + 8 * 8..8 + 9 * 8].try_into().unwrap()) as u32;
+    let mut out = vec![chunks[0].clone()];
+    let mut slot = 0u64;
+    for (_, data) in &chunks[1..] {
+        let mut at = 0;
+        while at < data.len() {
+            let meta = u64::from_le_bytes(data[at..at + 8].try_into().unwrap());
+            let len = Block::canonical_len(meta).unwrap() * 8;
+            slot += 1u64 << (depth - Meta::depth_of(meta));
+            out.push(((slot + 1) as i64, data[at..at + len].to_vec()));
+            at += len;
+        }
+    }
+    out
+}
+
+/// Sends `chunks` (as [`scandump`] or [`block_chunks`] give them) to `key`.
+pub fn load(c: &mut Conn, key: &str, chunks: &[(i64, Vec<u8>)]) {
+    for (iter, data) in chunks {
+        let reply = c.call(&[
+            b"XF.LOADCHUNK".to_vec(),
+            key.as_bytes().to_vec(),
+            iter.to_string().into_bytes(),
+            data.clone(),
+        ]);
+        assert_eq!(reply, ok(), "{key} at {iter}");
+    }
+}
+
+/// Filters of every state: fresh, grown with deletes, a chunked load under
+/// way (three blocks of eight in), merged, and a copy of the load under way.
 pub struct Xf;
 
 impl Family for Xf {
@@ -76,25 +114,24 @@ impl Family for Xf {
 
     fn write(c: &mut Conn, tag: &str) -> Written {
         let keys: Vec<String> =
-            ["grown", "fresh", "midway", "merged", "copied"].iter().map(|k| format!("{tag}:{k}")).collect();
+            ["grown", "fresh", "loading", "merged", "copied"].iter().map(|k| format!("{tag}:{k}")).collect();
         c.ok(&format!("XF.RESERVE {} 0.001 CAPACITY 100", keys[0]));
         items(c, &keys[0], "g", 0..5_000);
         for i in 0..300 {
             c.call(&["XF.DEL", &keys[0], &format!("g{}", i * 7)]);
         }
         c.ok(&format!("XF.RESERVE {} 0.05", keys[1]));
-        c.ok(&format!("XF.RESERVE {} 0.01 CAPACITY 64", keys[2]));
-        // Add until a doubling is under way past the first thousand items,
-        // and stop there: the first thousand in batches, then one at a time.
-        items(c, &keys[2], "w", 0..1_001);
-        for i in 1_001..100_000 {
-            c.call(&["XF.ADD", &keys[2], &format!("w{i}")]);
-            if info(c, &keys[2], "Expansion progress").as_int() > 0 {
-                break;
-            }
-        }
-        assert!(info(c, &keys[2], "Expansion progress").as_int() > 0, "a doubling is under way");
-        c.ok(&format!("XF.MERGE {} 2 {} {}", keys[3], keys[0], keys[2]));
+        // A load under way: the source's header and its first three blocks.
+        let source = format!("{tag}:source");
+        c.ok(&format!("XF.RESERVE {source} 0.01 CAPACITY 64"));
+        items(c, &source, "w", 0..3_000);
+        let pieces = block_chunks(&scandump(c, &source));
+        assert!(pieces.len() >= 5, "a header and blocks: {}", pieces.len());
+        load(c, &keys[2], &pieces[..4]);
+        assert!(c.call(&["XF.ADD", &keys[2], "x"]).error_text().contains("XF.LOADCHUNK"));
+        c.call(&["DEL", &source]);
+        c.ok(&format!("XF.MERGE {} 1 {}", keys[3], keys[0]));
+        c.ok(&format!("XF.ADDNX {} w1", keys[3]));
         c.ok(&format!("COPY {} {}", keys[2], keys[4]));
         c.call(&[b"XF.ADD".to_vec(), keys[1].clone().into_bytes(), vec![0u8, 255, 13, 10]]);
         Written::keys(&keys)

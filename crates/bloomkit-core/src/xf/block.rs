@@ -1,0 +1,972 @@
+//! One block of an expandable filter: the entries of a dyadic range of
+//! hashes, `Q = 2^q` quotients, stored Elias-Fano style in one allocation
+//! of `u64` words (see `DESIGN.md`).
+//!
+//! Bit layout, from bit 0 of word 0 on (LSB first):
+//!
+//! - 64 bits of metadata ([`Meta`]): entries `n`, room `cap`, field width
+//!   `w`, `uniform`, quotient bits `q`, depth;
+//! - for `Q >= 256`, 16 bits per group of 64 quotients after the first:
+//!   the entries before the group, so a lookup starts at its group;
+//! - the header, `Q + cap` bits: per quotient a 1 per entry, then a 0;
+//!   bits past `Q + n` are 0;
+//! - the fields, `cap` fields of `w` bits, one per entry in header order:
+//!   an `f`-bit fingerprint `fp` as `fp`, a stop bit, then zeros
+//!   (`((fp << 1) | 1) << (w - 1 - f)`), or, in a *uniform* block where
+//!   every entry has `f = w`, the bare fingerprint (small blocks that never
+//!   split hold entries of one length; the stop bit would be a tenth of
+//!   their size); fields past `n` are 0;
+//! - zeros to the end of the allocation.
+//!
+//! Entries of one quotient are sorted by `(fingerprint zero-padded, f)`, so
+//! a block's bytes are a function of its entries, and an entry never
+//! precedes a longer one it contains (merges rely on that order).
+//!
+//! Every write that needs more room or a wider field builds a new block
+//! ([`Block::build`]) before it changes anything: the caller swaps it in.
+
+use crate::common::memory::{OutOfMemory, Relocate};
+
+/// The longest fingerprint (bits) an entry keeps.
+pub const MAX_F: u32 = 52;
+/// Quotient bits of the smallest and largest block.
+pub const MIN_QBITS: u32 = 3;
+pub const MAX_QBITS: u32 = 12;
+/// Quotients per group of the in-block index.
+const GROUP: u32 = 64;
+/// Blocks of at least this many quotients carry the group index.
+const INDEXED_FROM: u32 = 256;
+/// The most entries one block holds, whatever its quotients: a block past
+/// its split threshold that a split would not relieve (one item added
+/// thousands of times: its copies share a quotient and go to one half)
+/// keeps them, up to what 16 bits count.
+pub const fn max_entries(_qbits: u32) -> u32 {
+    60_000
+}
+
+/// An entry as the block stores it: its quotient in the block, and an
+/// `f`-bit fingerprint `fp` (the hash bits after the quotient's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Entry {
+    pub ql: u32,
+    pub f: u32,
+    pub fp: u64,
+}
+
+impl Entry {
+    /// The order of a quotient's entries: the fingerprint zero-padded, then
+    /// its length (an entry before the longer ones it contains).
+    #[inline]
+    pub fn key(&self) -> (u32, u64, u32) {
+        (self.ql, padded(self.f, self.fp), self.f)
+    }
+
+    /// Whether a hash whose 64 bits after the quotient are `q64` matches.
+    #[inline]
+    pub fn matches(&self, q64: u64) -> bool {
+        self.f == 0 || q64 >> (64 - self.f) == self.fp
+    }
+}
+
+/// `fp` left-aligned in 64 bits.
+#[inline]
+fn padded(f: u32, fp: u64) -> u64 {
+    if f == 0 {
+        0
+    } else {
+        fp << (64 - f)
+    }
+}
+
+/// The metadata word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Meta {
+    pub n: u32,
+    pub cap: u32,
+    pub w: u32,
+    pub uniform: bool,
+    pub qbits: u32,
+    pub depth: u32,
+}
+
+impl Meta {
+    fn pack(&self) -> u64 {
+        u64::from(self.n)
+            | u64::from(self.cap) << 16
+            | u64::from(self.w) << 32
+            | u64::from(self.uniform) << 38
+            | u64::from(self.qbits) << 40
+            | u64::from(self.depth) << 48
+    }
+
+    fn unpack(word: u64) -> Meta {
+        Meta {
+            n: (word & 0xffff) as u32,
+            cap: (word >> 16 & 0xffff) as u32,
+            w: (word >> 32 & 0x3f) as u32,
+            uniform: word >> 38 & 1 == 1,
+            qbits: (word >> 40 & 0xff) as u32,
+            depth: (word >> 48 & 0xff) as u32,
+        }
+    }
+
+    fn q(&self) -> u32 {
+        1 << self.qbits
+    }
+
+    /// The depth a metadata word says.
+    pub fn depth_of(word: u64) -> u32 {
+        Meta::unpack(word).depth
+    }
+
+    fn index_bits(&self) -> u64 {
+        if self.q() >= INDEXED_FROM {
+            16 * u64::from(self.q() / GROUP - 1)
+        } else {
+            0
+        }
+    }
+
+    /// Bit offset of the header.
+    fn h0(&self) -> u64 {
+        64 + self.index_bits()
+    }
+
+    /// Bit offset of the fields.
+    fn f0(&self) -> u64 {
+        self.h0() + u64::from(self.q()) + u64::from(self.cap)
+    }
+
+    /// Bits in use up to the end of the fields' room.
+    fn bits(&self) -> u64 {
+        self.f0() + u64::from(self.cap) * u64::from(self.w)
+    }
+
+    /// The stored field of entry `(f, fp)`.
+    #[inline]
+    fn field(&self, f: u32, fp: u64) -> u64 {
+        if self.uniform {
+            fp
+        } else {
+            ((fp << 1) | 1) << (self.w - 1 - f)
+        }
+    }
+
+    /// `(f, fp)` of a stored field.
+    #[inline]
+    fn unfield(&self, v: u64) -> (u32, u64) {
+        if self.uniform {
+            (self.w, v)
+        } else if v == 0 {
+            // No stop bit: not a field any write makes (loads refuse it).
+            (self.w, 0)
+        } else {
+            let tz = v.trailing_zeros();
+            (self.w - 1 - tz, v >> (tz + 1))
+        }
+    }
+}
+
+/// The room of a list of `len` blocks: a fixed ladder (an eighth more per
+/// step), so that the room is a function of the length (replicas and
+/// reloads hold the same bytes) and follows it (doubling would leave up to
+/// half unused).
+pub fn list_room(len: usize) -> usize {
+    let mut room = 4usize;
+    while room < len {
+        room += (room / 8).max(4);
+    }
+    room
+}
+
+/// A list of blocks with the room [`list_room`] gives its length.
+pub fn reserve_list(list: &mut Vec<Block>, len: usize) -> Result<(), OutOfMemory> {
+    let room = list_room(len);
+    if list.capacity() < room {
+        list.try_reserve_exact(room - list.len()).map_err(|_| OutOfMemory)?;
+    }
+    Ok(())
+}
+
+/// Words of `bits` bits.
+fn words_for(bits: u64) -> u64 {
+    bits.div_ceil(64)
+}
+
+/// The bytes the allocator hands out for a request of `bytes` (jemalloc's
+/// size classes: 8, 16, then multiples of 16 to 128, then four classes per
+/// doubling). Blocks are sized to whole classes, so their room is what the
+/// allocator would round to anyway, and the bytes counted are the bytes held.
+pub fn alloc_class(bytes: u64) -> u64 {
+    if bytes <= 8 {
+        return 8;
+    }
+    if bytes <= 128 {
+        return bytes.div_ceil(16) * 16;
+    }
+    let lg = 63 - (bytes - 1).leading_zeros(); // 2^lg < bytes <= 2^(lg+1)
+    let step = 1u64 << (lg - 2);
+    bytes.div_ceil(step) * step
+}
+
+// ---- bit access over words (bits past the end read as 0) ----
+
+#[inline]
+fn get(words: &[u64], pos: u64, len: u32) -> u64 {
+    debug_assert!(len <= 64);
+    if len == 0 {
+        return 0;
+    }
+    let (i, off) = ((pos / 64) as usize, (pos % 64) as u32);
+    let lo = words.get(i).copied().unwrap_or(0) >> off;
+    let v = if off == 0 { lo } else { lo | words.get(i + 1).copied().unwrap_or(0) << (64 - off) };
+    if len == 64 {
+        v
+    } else {
+        v & ((1u64 << len) - 1)
+    }
+}
+
+#[inline]
+fn set(words: &mut [u64], pos: u64, len: u32, v: u64) {
+    debug_assert!(len <= 64 && (len == 64 || v >> len == 0));
+    if len == 0 {
+        return;
+    }
+    let (i, off) = ((pos / 64) as usize, (pos % 64) as u32);
+    let mask = if len == 64 { u64::MAX } else { (1u64 << len) - 1 };
+    words[i] = (words[i] & !(mask << off)) | v << off;
+    if off + len > 64 {
+        let (m2, v2) = (mask >> (64 - off), v >> (64 - off));
+        words[i + 1] = (words[i + 1] & !m2) | v2;
+    }
+}
+
+/// Moves bits `[from, end)` up by `by` (toward higher positions), leaving
+/// `[from, from + by)` as they were; `end + by` must fit in `words`.
+fn shift_up(words: &mut [u64], from: u64, end: u64, by: u64) {
+    let mut hi = end;
+    while hi > from {
+        let len = (hi - from).min(64);
+        let v = get(words, hi - len, len as u32);
+        set(words, hi - len + by, len as u32, v);
+        hi -= len;
+    }
+}
+
+/// Moves bits `[from, end)` down by `by`, then zeroes `[end - by, end)`.
+fn shift_down(words: &mut [u64], from: u64, end: u64, by: u64) {
+    let mut lo = from;
+    while lo < end {
+        let len = (end - lo).min(64);
+        let v = get(words, lo, len as u32);
+        set(words, lo - by, len as u32, v);
+        lo += len;
+    }
+    clear(words, end - by, end);
+}
+
+fn clear(words: &mut [u64], from: u64, end: u64) {
+    let mut at = from;
+    while at < end {
+        let len = (end - at).min(64);
+        set(words, at, len as u32, 0);
+        at += len;
+    }
+}
+
+/// The position of the `k`-th set bit (from 0) of `x`, which has more than `k`.
+#[inline]
+fn select1(mut x: u64, mut k: u32) -> u32 {
+    let mut base = 0;
+    loop {
+        let c = (x & 0xff).count_ones();
+        if k < c {
+            break;
+        }
+        k -= c;
+        x >>= 8;
+        base += 8;
+    }
+    for _ in 0..k {
+        x &= x - 1;
+    }
+    base + x.trailing_zeros()
+}
+
+/// Why an in-place write could not be made: the block must be rebuilt
+/// (more room, a wider field, or a length a uniform block cannot hold).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rebuild;
+
+/// One block (see the module docs).
+pub struct Block {
+    words: Box<[u64]>,
+}
+
+impl Block {
+    /// A block of `entries` (in any order: they are sorted here), with room
+    /// for at least `spare` more, sized to whole allocator classes.
+    pub fn build(qbits: u32, depth: u32, entries: &mut [Entry], spare: u32) -> Result<Block, OutOfMemory> {
+        entries.sort_unstable_by_key(Entry::key);
+        Block::build_sorted(qbits, depth, entries, spare)
+    }
+
+    /// As [`Block::build`], `entries` already in order.
+    pub fn build_sorted(qbits: u32, depth: u32, entries: &[Entry], spare: u32) -> Result<Block, OutOfMemory> {
+        Block::build_with_cap(qbits, depth, entries, Some(spare))
+    }
+
+    /// The narrowest width and whether uniform, for entries of these lengths.
+    fn shape_of(lengths: impl Iterator<Item = u32> + Clone) -> (u32, bool) {
+        let mut it = lengths.clone();
+        let first = it.next();
+        let uniform = first.is_some_and(|f| f >= 1 && it.all(|g| g == f));
+        let w = if uniform { first.unwrap_or(1) } else { lengths.max().unwrap_or(0) + 1 };
+        (w, uniform)
+    }
+
+    /// Removes entry `i` of quotient `ql`, keeping the block in the one
+    /// form its entries have in memory (narrowest width, the allocator
+    /// class's room), so that a block's bytes never depend on its history:
+    /// in place when that form does not change, else rebuilt (allocated
+    /// first: on failure nothing changed).
+    pub fn remove_canonical(&mut self, ql: u32, i: u32) -> Result<(), OutOfMemory> {
+        let meta = self.meta();
+        let mut lengths = Vec::with_capacity(meta.n as usize);
+        self.for_each(|e| lengths.push(e.f));
+        lengths.remove(i as usize);
+        let (w, uniform) = Block::shape_of(lengths.iter().copied());
+        let shape = Meta { n: meta.n - 1, cap: meta.n - 1, w, uniform, ..meta };
+        let cap = room_for(shape, meta.n - 1);
+        if (w, uniform, cap) == (meta.w, meta.uniform, meta.cap) {
+            self.remove(ql, i);
+            return Ok(());
+        }
+        let mut all = self.entries();
+        all.remove(i as usize);
+        *self = Block::build_sorted(meta.qbits, meta.depth, &all, 0)?;
+        Ok(())
+    }
+
+    /// `entries` (in order) at the narrowest width: with room for `spare`
+    /// more and whatever the allocator class adds, or (`None`) exactly.
+    fn build_with_cap(
+        qbits: u32,
+        depth: u32,
+        entries: &[Entry],
+        spare: Option<u32>,
+    ) -> Result<Block, OutOfMemory> {
+        debug_assert!((MIN_QBITS..=MAX_QBITS).contains(&qbits));
+        debug_assert!(entries.windows(2).all(|p| p[0].key() <= p[1].key()));
+        let n = u32::try_from(entries.len()).map_err(|_| OutOfMemory)?;
+        let (w, uniform) = Block::shape_of(entries.iter().map(|e| e.f));
+        let mut meta = Meta { n, cap: n, w, uniform, qbits, depth };
+        if let Some(spare) = spare {
+            meta.cap = room_for(meta, n.saturating_add(spare));
+        }
+        let len = usize::try_from(words_for(meta.bits())).map_err(|_| OutOfMemory)?;
+        let mut words = zeroed(len)?;
+        words[0] = meta.pack();
+        write_entries(&mut words, &meta, entries);
+        Ok(Block { words })
+    }
+
+    pub fn meta(&self) -> Meta {
+        Meta::unpack(self.words[0])
+    }
+
+    pub fn len(&self) -> u32 {
+        (self.words[0] & 0xffff) as u32
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn depth(&self) -> u32 {
+        self.meta().depth
+    }
+
+    pub fn qbits(&self) -> u32 {
+        self.meta().qbits
+    }
+
+    /// Bytes the allocator holds for it.
+    pub fn bytes(&self) -> u64 {
+        alloc_class(self.words.len() as u64 * 8)
+    }
+
+    /// The words (for the formats).
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    /// The range of entries of quotient `ql` (indexes into the fields).
+    #[inline]
+    pub fn run(&self, ql: u32) -> std::ops::Range<u32> {
+        let meta = self.meta();
+        run_of(&self.words, &meta, ql)
+    }
+
+    /// Entry `i` (of quotient `ql`).
+    #[inline]
+    pub fn entry(&self, ql: u32, i: u32) -> Entry {
+        let meta = self.meta();
+        let v = get(&self.words, meta.f0() + u64::from(i) * u64::from(meta.w), meta.w);
+        let (f, fp) = meta.unfield(v);
+        Entry { ql, f, fp }
+    }
+
+    /// Entries of quotient `ql` that match a hash whose next 64 bits are `q64`.
+    #[inline]
+    pub fn count(&self, ql: u32, q64: u64) -> u32 {
+        let meta = self.meta();
+        let run = run_of(&self.words, &meta, ql);
+        run.filter(|&i| self.entry_with(&meta, ql, i).matches(q64)).count() as u32
+    }
+
+    #[inline]
+    pub fn contains(&self, ql: u32, q64: u64) -> bool {
+        let meta = self.meta();
+        let run = run_of(&self.words, &meta, ql);
+        run.into_iter().any(|i| self.entry_with(&meta, ql, i).matches(q64))
+    }
+
+    /// The most specific (longest) matching entry and its index.
+    pub fn best(&self, ql: u32, q64: u64) -> Option<(Entry, u32)> {
+        let meta = self.meta();
+        let mut best: Option<(Entry, u32)> = None;
+        for i in run_of(&self.words, &meta, ql) {
+            let e = self.entry_with(&meta, ql, i);
+            if e.matches(q64) && best.is_none_or(|(b, _)| e.f > b.f) {
+                best = Some((e, i));
+            }
+        }
+        best
+    }
+
+    #[inline]
+    fn entry_with(&self, meta: &Meta, ql: u32, i: u32) -> Entry {
+        let v = get(&self.words, meta.f0() + u64::from(i) * u64::from(meta.w), meta.w);
+        let (f, fp) = meta.unfield(v);
+        Entry { ql, f, fp }
+    }
+
+    /// Whether `e` can be inserted in place (room, width, uniformity).
+    pub fn fits(&self, e: &Entry) -> bool {
+        let meta = self.meta();
+        meta.n < meta.cap && if meta.uniform { e.f == meta.w } else { e.f < meta.w }
+    }
+
+    /// Inserts `e` in its place, or says the block must be rebuilt
+    /// (nothing changed then).
+    pub fn insert(&mut self, e: Entry) -> Result<(), Rebuild> {
+        if !self.fits(&e) {
+            return Err(Rebuild);
+        }
+        let mut meta = self.meta();
+        let run = run_of(&self.words, &meta, e.ql);
+        let key = e.key();
+        let mut at = run.end;
+        for i in run {
+            if self.entry_with(&meta, e.ql, i).key() > key {
+                at = i;
+                break;
+            }
+        }
+        let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
+        let hpos = h0 + u64::from(e.ql) + u64::from(at);
+        let hend = h0 + u64::from(meta.q()) + u64::from(meta.n);
+        shift_up(&mut self.words, hpos, hend, 1);
+        set(&mut self.words, hpos, 1, 1);
+        let fpos = f0 + u64::from(at) * w;
+        shift_up(&mut self.words, fpos, f0 + u64::from(meta.n) * w, w);
+        set(&mut self.words, fpos, meta.w, meta.field(e.f, e.fp));
+        bump_index(&mut self.words, &meta, e.ql, true);
+        meta.n += 1;
+        self.words[0] = meta.pack();
+        Ok(())
+    }
+
+    /// Removes entry `i` of quotient `ql`.
+    pub fn remove(&mut self, ql: u32, i: u32) {
+        let mut meta = self.meta();
+        debug_assert!(i < meta.n && self.run(ql).contains(&i));
+        let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
+        let hpos = h0 + u64::from(ql) + u64::from(i);
+        let hend = h0 + u64::from(meta.q()) + u64::from(meta.n);
+        shift_down(&mut self.words, hpos + 1, hend, 1);
+        let fpos = f0 + u64::from(i) * w;
+        shift_down(&mut self.words, fpos + w, f0 + u64::from(meta.n) * w, w);
+        bump_index(&mut self.words, &meta, ql, false);
+        meta.n -= 1;
+        self.words[0] = meta.pack();
+    }
+
+    /// Every entry, in order.
+    pub fn entries(&self) -> Vec<Entry> {
+        let meta = self.meta();
+        let mut out = Vec::with_capacity(meta.n as usize);
+        self.for_each(|e| out.push(e));
+        out
+    }
+
+    /// Calls `each` on every entry, in order.
+    pub fn for_each(&self, mut each: impl FnMut(Entry)) {
+        let meta = self.meta();
+        let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
+        let mut ql = 0u32;
+        let mut i = 0u32;
+        let mut pos = h0;
+        let end = h0 + u64::from(meta.q()) + u64::from(meta.n);
+        while pos < end {
+            let len = (end - pos).min(64) as u32;
+            let mut chunk = get(&self.words, pos, len);
+            let mut left = len;
+            while left > 0 {
+                // Ones: entries of `ql`; a zero ends the quotient.
+                let ones = chunk.trailing_ones().min(left);
+                for _ in 0..ones {
+                    let v = get(&self.words, f0 + u64::from(i) * w, meta.w);
+                    let (f, fp) = meta.unfield(v);
+                    each(Entry { ql, f, fp });
+                    i += 1;
+                }
+                left -= ones;
+                chunk = if ones == 64 { 0 } else { chunk >> ones };
+                if left > 0 {
+                    let zeros = chunk.trailing_zeros().min(left);
+                    ql += zeros;
+                    left -= zeros;
+                    chunk = if zeros == 64 { 0 } else { chunk >> zeros };
+                }
+            }
+            pos += u64::from(len);
+        }
+    }
+
+    /// The words a format stores: the entries alone, at the narrowest field
+    /// width and with no room past them (`cap = n`), so that what is saved
+    /// is a function of the entries (a block's room and width depend on its
+    /// history; replicas and reloads must save the same bytes).
+    pub fn canonical_words(&self) -> Result<Box<[u64]>, OutOfMemory> {
+        let meta = self.meta();
+        Ok(Block::build_with_cap(meta.qbits, meta.depth, &self.entries(), None)?.words)
+    }
+
+    /// A block read back from a format: its words checked ([`Block::from_words`])
+    /// and canonical (what [`Block::canonical_words`] writes for its
+    /// entries), then given the room the allocator's class offers.
+    pub fn from_canonical(words: Box<[u64]>, qbits: u32, depth: u32) -> Result<Block, &'static str> {
+        let b = Block::from_words(words, qbits, depth)?;
+        let canonical = b.canonical_words().map_err(|_| "out of memory")?;
+        if canonical[..] != b.words[..] {
+            return Err("a block is not stored in its one form (width, room)");
+        }
+        b.with_room().map_err(|_| "out of memory")
+    }
+
+    /// Words a canonical block (`cap = n`) of this metadata word takes.
+    pub fn canonical_len(meta_word: u64) -> Option<usize> {
+        let meta = Meta::unpack(meta_word);
+        if meta.qbits < MIN_QBITS || meta.qbits > MAX_QBITS || meta.w == 0 || meta.w > MAX_F + 1 {
+            return None;
+        }
+        usize::try_from(words_for(Meta { cap: meta.n, ..meta }.bits())).ok()
+    }
+
+    /// The same entries with the room the allocator's class gives.
+    pub fn with_room(self) -> Result<Block, OutOfMemory> {
+        let meta = self.meta();
+        Block::build_sorted(meta.qbits, meta.depth, &self.entries(), 0)
+    }
+
+    /// Entries of the lower half of the quotients (those a split keeps in
+    /// its first block), from the index when the block has one.
+    pub fn lower_half(&self) -> u32 {
+        let meta = self.meta();
+        let half = meta.q() / 2;
+        if meta.index_bits() > 0 && half >= GROUP {
+            return get(&self.words, 64 + 16 * u64::from(half / GROUP - 1), 16) as u32;
+        }
+        self.run(half).start
+    }
+
+    /// Offers the words to a server's defragmentation.
+    pub fn relocate(&mut self, to: &mut impl Relocate) {
+        to.words(&mut self.words);
+    }
+
+    /// A copy (fails softly).
+    pub fn try_clone(&self) -> Result<Block, OutOfMemory> {
+        let mut words = zeroed(self.words.len())?;
+        words.copy_from_slice(&self.words);
+        Ok(Block { words })
+    }
+
+    /// A block read back from its words, checked entirely: the metadata
+    /// against `qbits` and `depth`, the header's zeros, every field, the
+    /// order of every run, the index, and zeros everywhere unused. `Err`
+    /// says what is wrong.
+    pub fn from_words(words: Box<[u64]>, qbits: u32, depth: u32) -> Result<Block, &'static str> {
+        let first = *words.first().ok_or("a block has no words")?;
+        let meta = Meta::unpack(first);
+        if meta.pack() != first {
+            return Err("a block's metadata has unknown bits set");
+        }
+        if meta.qbits != qbits || meta.depth != depth {
+            return Err("a block's quotients or depth are not the filter's");
+        }
+        if meta.n > meta.cap || meta.cap > max_entries(qbits) + 64 {
+            return Err("a block holds more entries than its room");
+        }
+        let w_ok =
+            if meta.uniform { (1..=MAX_F).contains(&meta.w) } else { (1..=MAX_F + 1).contains(&meta.w) };
+        if !w_ok {
+            return Err("a block's field width is out of range");
+        }
+        if words_for(meta.bits()) != words.len() as u64 {
+            return Err("a block's length does not match its room");
+        }
+        let block = Block { words };
+        let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
+        // The header: exactly Q zeros among its first Q + n bits, zeros after.
+        let hlen = u64::from(meta.q()) + u64::from(meta.n);
+        let mut zeros = 0u64;
+        let mut at = 0;
+        while at < hlen {
+            let len = (hlen - at).min(64) as u32;
+            zeros += u64::from(len - get(&block.words, h0 + at, len).count_ones());
+            at += u64::from(len);
+        }
+        if zeros != u64::from(meta.q()) {
+            return Err("a block's header does not end each quotient once");
+        }
+        if get(&block.words, h0 + hlen - 1, 1) != 0 {
+            return Err("a block's header does not end with its last quotient");
+        }
+        let zero_from = |from: u64, to: u64| {
+            let mut at = from;
+            while at < to {
+                let len = (to - at).min(64) as u32;
+                if get(&block.words, at, len) != 0 {
+                    return false;
+                }
+                at += u64::from(len);
+            }
+            true
+        };
+        if !zero_from(h0 + hlen, f0) || !zero_from(f0 + u64::from(meta.n) * w, block.words.len() as u64 * 64)
+        {
+            return Err("a block has bits set past its entries");
+        }
+        // Fields: a stop bit each (unless uniform), and runs in order.
+        let mut prev: Option<Entry> = None;
+        let mut bad = None;
+        block.for_each(|e| {
+            if bad.is_some() {
+                return;
+            }
+            if !meta.uniform && e.f >= meta.w {
+                bad = Some("a block's field has no stop bit");
+            }
+            if prev.is_some_and(|p| p.key() > e.key()) {
+                bad = Some("a block's entries are out of order");
+            }
+            prev = Some(e);
+        });
+        if let Some(why) = bad {
+            return Err(why);
+        }
+        if meta.uniform && meta.n == 0 {
+            return Err("an empty block says it is uniform");
+        }
+        // The index, against a recount.
+        if meta.index_bits() > 0 {
+            let mut counts = vec![0u32; (meta.q() / GROUP) as usize];
+            block.for_each(|e| counts[(e.ql / GROUP) as usize] += 1);
+            let mut before = 0;
+            for g in 1..counts.len() {
+                before += counts[g - 1];
+                if get(&block.words, 64 + 16 * (g as u64 - 1), 16) != u64::from(before) {
+                    return Err("a block's index does not match its header");
+                }
+            }
+        }
+        Ok(block)
+    }
+}
+
+/// The room (entries) a block of `meta`'s shape gets for at least `need`
+/// entries: as many as fill the allocator class it rounds to.
+fn room_for(meta: Meta, need: u32) -> u32 {
+    let per = u64::from(meta.w) + 1;
+    let fixed = 64 + meta.index_bits() + u64::from(meta.q());
+    let bits = fixed + u64::from(need) * per;
+    let class_bits = alloc_class(words_for(bits) * 8) * 8;
+    let room = (class_bits - fixed) / per;
+    room.min(u64::from(max_entries(meta.qbits)) + 64).max(u64::from(need)) as u32
+}
+
+fn zeroed(len: usize) -> Result<Box<[u64]>, OutOfMemory> {
+    let mut v: Vec<u64> = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| OutOfMemory)?;
+    v.resize(len, 0);
+    Ok(v.into_boxed_slice())
+}
+
+/// Writes `entries` (sorted) into a zeroed block of `meta`'s shape.
+fn write_entries(words: &mut [u64], meta: &Meta, entries: &[Entry]) {
+    let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
+    let mut pos = h0;
+    let mut ql = 0u32;
+    let mut group_counts = vec![0u32; (meta.q() / GROUP).max(1) as usize];
+    for (i, e) in entries.iter().enumerate() {
+        while ql < e.ql {
+            pos += 1; // a zero: quotient `ql` ends
+            ql += 1;
+        }
+        set(words, pos, 1, 1);
+        pos += 1;
+        set(words, f0 + i as u64 * w, meta.w, meta.field(e.f, e.fp));
+        group_counts[(e.ql / GROUP) as usize] += 1;
+    }
+    if meta.index_bits() > 0 {
+        let mut before = 0;
+        for g in 1..group_counts.len() {
+            before += group_counts[g - 1];
+            set(words, 64 + 16 * (g as u64 - 1), 16, u64::from(before));
+        }
+    }
+}
+
+/// Adds (or takes) one to the index of every group after `ql`'s.
+fn bump_index(words: &mut [u64], meta: &Meta, ql: u32, up: bool) {
+    if meta.index_bits() == 0 {
+        return;
+    }
+    for g in (ql / GROUP + 1)..(meta.q() / GROUP) {
+        let at = 64 + 16 * u64::from(g - 1);
+        let v = get(words, at, 16);
+        set(words, at, 16, if up { v + 1 } else { v - 1 });
+    }
+}
+
+/// The entries of quotient `ql`: start from its group (the index), skip
+/// the zeros of the quotients before it in the group, count its ones.
+#[inline]
+fn run_of(words: &[u64], meta: &Meta, ql: u32) -> std::ops::Range<u32> {
+    let h0 = meta.h0();
+    let (g, before) = if meta.index_bits() > 0 && ql >= GROUP {
+        let g = ql / GROUP;
+        (g, get(words, 64 + 16 * u64::from(g - 1), 16) as u32)
+    } else {
+        (0, 0)
+    };
+    // Bit position of the group's first quotient.
+    let mut pos = h0 + u64::from(g * GROUP) + u64::from(before);
+    let mut skip = ql - g * GROUP;
+    while skip > 0 {
+        let chunk = !get(words, pos, 64);
+        let c = chunk.count_ones();
+        if skip <= c {
+            pos += u64::from(select1(chunk, skip - 1)) + 1;
+            break;
+        }
+        skip -= c;
+        pos += 64;
+    }
+    // `pos` is where quotient `ql`'s ones begin: entries before it are the
+    // ones before `pos`.
+    let start = (pos - h0 - u64::from(ql)) as u32;
+    let mut len = 0u32;
+    loop {
+        let ones = get(words, pos + u64::from(len), 64).trailing_ones();
+        len += ones;
+        if ones < 64 {
+            break;
+        }
+    }
+    start..start + len
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let x = self.0;
+            (x ^ (x >> 33)).wrapping_mul(0xff51afd7ed558ccd) ^ (x >> 29)
+        }
+    }
+
+    fn random_entry(r: &mut Rng, qbits: u32, fmax: u32) -> Entry {
+        let f = (r.next() % u64::from(fmax + 1)) as u32;
+        let fp = if f == 0 { 0 } else { r.next() >> (64 - f) };
+        Entry { ql: (r.next() % (1 << qbits)) as u32, f, fp }
+    }
+
+    fn model_sorted(mut v: Vec<Entry>) -> Vec<Entry> {
+        v.sort_by_key(Entry::key);
+        v
+    }
+
+    #[test]
+    fn classes_round_like_jemalloc() {
+        let want = [(1, 8), (8, 8), (9, 16), (17, 32), (100, 112), (128, 128), (129, 160), (161, 192)];
+        for (bytes, class) in want {
+            assert_eq!(alloc_class(bytes), class, "{bytes}");
+        }
+        assert_eq!(alloc_class(1000), 1024);
+        assert_eq!(alloc_class(1025), 1280);
+        assert_eq!(alloc_class(5000), 5120);
+    }
+
+    #[test]
+    fn select_finds_each_bit() {
+        let mut r = Rng(7);
+        for _ in 0..2000 {
+            let x = r.next() | 1;
+            let mut k = 0;
+            for bit in 0..64 {
+                if x >> bit & 1 == 1 {
+                    assert_eq!(select1(x, k), bit);
+                    k += 1;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn built_blocks_read_back_and_check() {
+        let mut r = Rng(1);
+        for qbits in [3, 5, 7, 8, 9, 10] {
+            for n in [0usize, 1, 5, 60, 300, 900] {
+                if n as u32 > max_entries(qbits) {
+                    continue;
+                }
+                let mut v: Vec<Entry> = (0..n).map(|_| random_entry(&mut r, qbits, 20)).collect();
+                let b = Block::build(qbits, 3, &mut v, 0).unwrap();
+                assert_eq!(b.entries(), model_sorted(v.clone()), "q{qbits} n{n}");
+                let words = b.words().to_vec().into_boxed_slice();
+                let back = Block::from_words(words, qbits, 3).unwrap();
+                assert_eq!(back.entries(), b.entries());
+                for ql in 0..(1u32 << qbits) {
+                    let run: Vec<Entry> = back.run(ql).map(|i| back.entry(ql, i)).collect();
+                    let want: Vec<Entry> = model_sorted(v.iter().copied().filter(|e| e.ql == ql).collect());
+                    assert_eq!(run, want, "q{qbits} n{n} ql{ql}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn inserts_and_removes_follow_a_model() {
+        let mut r = Rng(2);
+        for qbits in [3, 6, 8, 9] {
+            let mut model: Vec<Entry> = Vec::new();
+            let mut b = Block::build(qbits, 0, &mut [], 0).unwrap();
+            for step in 0..3000 {
+                if !r.next().is_multiple_of(3) || model.is_empty() {
+                    let e = random_entry(&mut r, qbits, 12);
+                    if model.len() as u32 >= max_entries(qbits) {
+                        continue;
+                    }
+                    if b.insert(e).is_err() {
+                        let mut all = model.clone();
+                        all.push(e);
+                        b = Block::build(qbits, 0, &mut all, 4).unwrap();
+                    }
+                    model.push(e);
+                } else {
+                    let pick = model[(r.next() % model.len() as u64) as usize];
+                    let run = b.run(pick.ql);
+                    let i = run.clone().find(|&i| b.entry(pick.ql, i) == pick).expect("in the run");
+                    b.remove(pick.ql, i);
+                    let at = model.iter().position(|e| *e == pick).unwrap();
+                    model.remove(at);
+                }
+                if step % 97 == 0 {
+                    assert_eq!(b.entries(), model_sorted(model.clone()), "q{qbits} step {step}");
+                    let words = b.words().to_vec().into_boxed_slice();
+                    Block::from_words(words, qbits, 0).unwrap();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lookups_match_prefixes_and_prefer_the_longest() {
+        let mut v = vec![
+            Entry { ql: 5, f: 0, fp: 0 },
+            Entry { ql: 5, f: 1, fp: 1 },
+            Entry { ql: 5, f: 3, fp: 0b101 },
+            Entry { ql: 6, f: 2, fp: 0b11 },
+        ];
+        let b = Block::build(4, 0, &mut v, 0).unwrap();
+        let q = |bits: u64, len: u32| bits << (64 - len);
+        assert_eq!(b.count(5, q(0b101, 3)), 3);
+        assert_eq!(b.count(5, q(0b100, 3)), 2);
+        assert_eq!(b.count(5, q(0b0, 1)), 1);
+        assert_eq!(b.best(5, q(0b1011, 4)).unwrap().0.f, 3);
+        assert!(b.contains(6, q(0b110, 3)));
+        assert!(!b.contains(6, q(0b10, 2)));
+        assert!(!b.contains(7, 0));
+    }
+
+    #[test]
+    fn uniform_blocks_drop_the_stop_bit_until_a_length_differs() {
+        let mut r = Rng(3);
+        let mut v: Vec<Entry> = (0..100)
+            .map(|_| {
+                let mut e = random_entry(&mut r, 7, 9);
+                e.f = 9;
+                e.fp = r.next() >> 55;
+                e
+            })
+            .collect();
+        let b = Block::build(7, 0, &mut v, 0).unwrap();
+        assert!(b.meta().uniform && b.meta().w == 9);
+        assert!(b.bytes() <= 160, "{}", b.bytes());
+        let mut b2 = b.try_clone().unwrap();
+        assert_eq!(b2.insert(Entry { ql: 3, f: 8, fp: 1 }), Err(Rebuild));
+        assert_eq!(b2.entries(), b.entries());
+    }
+
+    #[test]
+    fn damaged_words_are_refused() {
+        let mut r = Rng(4);
+        let mut v: Vec<Entry> = (0..200).map(|_| random_entry(&mut r, 8, 14)).collect();
+        let b = Block::build(8, 2, &mut v, 0).unwrap();
+        let words = b.canonical_words().unwrap().to_vec();
+        let (mut refused, mut header_refused) = (0, 0);
+        for i in 0..words.len() {
+            for bit in [0, 17, 40, 63] {
+                let mut w = words.clone();
+                w[i] ^= 1 << bit;
+                match Block::from_canonical(w.clone().into_boxed_slice(), 8, 2) {
+                    Ok(back) => {
+                        assert_eq!(&back.canonical_words().unwrap()[..], &w[..], "accepted must round-trip")
+                    }
+                    Err(_) => {
+                        refused += 1;
+                        header_refused += usize::from(i < 10);
+                    }
+                }
+            }
+        }
+        // Every flip of the metadata word is refused; most of the header's.
+        assert!(header_refused >= 4 + 9 * 2, "{header_refused}");
+        assert!(refused > 0);
+        assert!(Block::from_canonical(words.clone().into_boxed_slice(), 8, 3).is_err());
+        assert!(Block::from_canonical(words[..words.len() - 1].to_vec().into_boxed_slice(), 8, 2).is_err());
+        assert!(
+            Block::from_canonical(b.words().to_vec().into_boxed_slice(), 8, 2).is_err()
+                || b.meta().cap == b.meta().n
+        );
+    }
+}

@@ -1,0 +1,388 @@
+//! Building blocks from entries in hash order: `XF.MERGE`, and the
+//! conversion of bloomkit 0.1's values. Filters of one seed share
+//! addresses, so a merge walks the hash space once, in address order,
+//! slot by slot at the depth of the finest input: for each slot it takes
+//! every input's entries there (decoded once per block), merges the
+//! sorted lists, and builds the result's block for the slot, splitting it
+//! while it holds more than one entry per quotient. Time and memory go
+//! with the entries involved; nothing is inserted entry by entry.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::block::{max_entries, Block, Entry};
+use super::errors::XfError;
+use super::filter::{mass_rate, units, Dir, Hashing, Store, XfFilter, XfParams, GROW_QBITS, MAX_DEPTH};
+use super::MAX_ERROR_RATE;
+use crate::common::memory::{Limits, OutOfMemory};
+
+/// An entry by its place in the hash space: its prefix (address then
+/// fingerprint, `t` bits) left-aligned in 128 bits. Ordered by `(start, t)`:
+/// the order of a block's entries, so that every filter lists its entries
+/// in this order, block after block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Abs {
+    pub start: u128,
+    pub t: u32,
+}
+
+impl Abs {
+    /// The entry at address `addr` (of `level` bits) with fingerprint `fp` of `f` bits.
+    #[inline]
+    pub fn of(addr: u128, level: u32, f: u32, fp: u64) -> Abs {
+        let t = level + f;
+        let bits = if f == 0 { addr } else { (addr << f) | u128::from(fp) };
+        Abs { start: if t == 0 { 0 } else { bits << (128 - t) }, t }
+    }
+}
+
+/// Builds the blocks of a region of depth `d` into `out`, in address order: `entries` lie in it (sorted, `t >= d`), `cover` contain
+/// it (`t < d`). The region splits while it is shallower than `min_depth`,
+/// or holds more entries than quotients and may go deeper.
+#[allow(clippy::too_many_arguments)]
+pub fn build_region(
+    d: u32,
+    min_depth: u32,
+    qbits: u32,
+    entries: &[Abs],
+    cover: &[Abs],
+    out: &mut Vec<Block>,
+    limits: Limits,
+) -> Result<(), XfError> {
+    let q = 1u64 << qbits;
+    let a = d + qbits;
+    // Entries at least as precise as the level count once, and a split
+    // divides them between its halves; coarser ones are copied to every
+    // quotient they cover, as many in each half after a split as before
+    // (those that contain the region, `cover`) or twice as many (those
+    // inside it): a split helps only where precise entries make the count.
+    let fine = entries.iter().filter(|e| e.t >= a).count() as u64;
+    let copies: u64 = entries.iter().filter(|e| e.t < a).map(|e| 1u64 << (a - e.t).min(63)).sum::<u64>()
+        + cover.len() as u64 * q;
+    let count = || fine + copies;
+    let may_split = d < MAX_DEPTH && a < 120;
+    // Entries that are exactly this region contain both halves.
+    let exact = entries.partition_point(|e| e.t == d);
+    let (whole, rest) = entries.split_at(exact);
+    let bit = 1u128 << (127 - d);
+    let mid = rest.partition_point(|e| e.start & bit == 0);
+    // ... and only if each half gets an eighth of it (copies of one item
+    // share a place: splitting them never spreads them).
+    let relieves = || {
+        let least = entries.len() / 8;
+        fine * 4 >= count() * 3 && mid >= least && rest.len() - mid >= least
+    };
+    if d < min_depth || (may_split && qbits >= GROW_QBITS && count() > q && relieves()) {
+        let mut cover2;
+        let cover = if whole.is_empty() {
+            cover
+        } else {
+            cover2 = Vec::with_capacity(cover.len() + whole.len());
+            cover2.extend_from_slice(cover);
+            cover2.extend_from_slice(whole);
+            &cover2[..]
+        };
+        build_region(d + 1, min_depth, qbits, &rest[..mid], cover, out, limits)?;
+        return build_region(d + 1, min_depth, qbits, &rest[mid..], cover, out, limits);
+    }
+    let n = count();
+    if n > u64::from(max_entries(qbits)) {
+        return Err(XfError::Crowded);
+    }
+    let mut list: Vec<Entry> = Vec::new();
+    list.try_reserve_exact(n as usize).map_err(|_| OutOfMemory)?;
+    let mut copies = false;
+    for _ in cover {
+        copies = true;
+        list.extend((0..q as u32).map(|ql| Entry { ql, f: 0, fp: 0 }));
+    }
+    for e in entries {
+        let inner = e.start << d; // the bits after the region's prefix, left-aligned
+        let ql = (inner >> (128 - qbits)) as u32;
+        if e.t >= a {
+            let f = e.t - a;
+            let fp = if f == 0 { 0 } else { ((inner << qbits) >> (128 - f)) as u64 };
+            list.push(Entry { ql, f, fp });
+        } else {
+            copies = true;
+            list.extend((0..1u32 << (a - e.t)).map(|k| Entry { ql: ql + k, f: 0, fp: 0 }));
+        }
+    }
+    let block =
+        if copies { Block::build(qbits, d, &mut list, 0)? } else { Block::build_sorted(qbits, d, &list, 0)? };
+    if let Some(limit) = limits.max_bytes {
+        let bytes: u64 = out.iter().map(Block::bytes).sum::<u64>() + block.bytes();
+        if bytes > limit {
+            return Err(XfError::TooLarge { bytes, limit });
+        }
+    }
+    out.try_reserve(1).map_err(|_| OutOfMemory)?;
+    out.push(block);
+    Ok(())
+}
+
+/// A filter of `blocks` (in address order, covering the hash space): its
+/// directory, mass and counts derived and checked.
+#[allow(clippy::too_many_arguments)]
+pub fn assemble(
+    params: XfParams,
+    hashing: Hashing,
+    items: u64,
+    qbits: u32,
+    first_level: u32,
+    last_level: u32,
+    blocks: &mut Vec<Block>,
+    limits: Limits,
+) -> Result<XfFilter, XfError> {
+    let entries: u64 = blocks.iter().map(|b| u64::from(b.len())).sum();
+    if items > entries {
+        return Err(XfError::BadData("it counts more items than it has entries"));
+    }
+    let bytes = super::filter::own_bytes() + blocks.iter().map(Block::bytes).sum::<u64>();
+    limits.check(bytes)?;
+    let store = store_of(blocks)?;
+    let mut f = XfFilter {
+        params,
+        hashing,
+        items,
+        mass: 0,
+        qbits: qbits as u8,
+        first_level: first_level.min(255) as u8,
+        last_level: last_level.min(255) as u8,
+        store,
+    };
+    f.mass = f.recount();
+    if f.items > f.entries() {
+        return Err(XfError::BadData("it counts more items than it has entries"));
+    }
+    limits.check(f.size_bytes())?;
+    Ok(f)
+}
+
+/// The store of blocks in address order: one block, or a directory. The
+/// blocks are taken only when it succeeds.
+pub(super) fn store_of(blocks: &mut Vec<Block>) -> Result<Store, XfError> {
+    if blocks.len() == 1 && blocks[0].depth() == 0 {
+        return Ok(Store::One(blocks.pop().expect("one block")));
+    }
+    let depth = blocks.iter().map(Block::depth).max().ok_or(XfError::BadData("a filter has no blocks"))?;
+    if depth == 0 || depth > MAX_DEPTH || (1u64 << depth) > (blocks.len() as u64 + 1) * 16 + 1024 {
+        return Err(XfError::Crowded);
+    }
+    let slots = 1usize << depth;
+    let mut dir = Vec::new();
+    dir.try_reserve_exact(slots).map_err(|_| OutOfMemory)?;
+    for (i, b) in blocks.iter().enumerate() {
+        let span = 1usize << (depth - b.depth());
+        if dir.len() % span != 0 || dir.len() + span > slots {
+            return Err(XfError::BadData("a block is not where its depth places it"));
+        }
+        dir.extend(std::iter::repeat_n(i as u32, span));
+    }
+    if dir.len() != slots {
+        return Err(XfError::BadData("the blocks do not cover every hash"));
+    }
+    let mut taken = Vec::new();
+    super::block::reserve_list(&mut taken, blocks.len())?;
+    taken.append(blocks);
+    Ok(Store::Many(Box::new(Dir { dir, blocks: taken, depth })))
+}
+
+impl XfFilter {
+    /// The mass of every entry, counted again.
+    pub(super) fn recount(&self) -> u64 {
+        let q = u32::from(self.qbits);
+        let mut mass = 0u64;
+        for b in self.blocks() {
+            let level = b.depth() + q;
+            b.for_each(|e| mass = mass.saturating_add(units(level + e.f)));
+        }
+        mass
+    }
+
+    /// `XF.MERGE`: `dest` (`None`: a copy of the first source) with every
+    /// entry of every source, built anew (the inputs are only read): every
+    /// member of every input is a member, and the guaranteed rate is the
+    /// sum of theirs. A result that would guarantee a rate above the
+    /// destination's error rate is refused unless `raise_rate`, which then
+    /// makes that rate the configured one.
+    pub fn merged(
+        dest: Option<&XfFilter>,
+        sources: &[&XfFilter],
+        raise_rate: bool,
+        limits: Limits,
+    ) -> Result<XfFilter, XfError> {
+        let inputs: Vec<&XfFilter> = dest.into_iter().chain(sources.iter().copied()).collect();
+        let first = *inputs.first().ok_or(XfError::BadNumKeys)?;
+        for f in &inputs {
+            if f.is_loading() {
+                return Err(XfError::Loading);
+            }
+            if f.hashing != first.hashing {
+                return Err(XfError::MergeIncompatible);
+            }
+        }
+        let mut params = first.params;
+        let items: u128 = inputs.iter().map(|f| u128::from(f.items)).sum();
+        if items > u128::from(params.max_capacity) {
+            return Err(XfError::MergeTooLarge { items, max_capacity: params.max_capacity });
+        }
+        // What the result may allocate at most: every input's blocks again.
+        let inputs_bytes: u64 = inputs.iter().map(|f| f.size_bytes()).sum();
+        limits.check_growth(first.size_bytes(), first.size_bytes().saturating_add(inputs_bytes))?;
+        let multi = inputs.iter().any(|f| matches!(f.store, Store::Many(_)));
+        let mut qbits =
+            if multi { GROW_QBITS } else { inputs.iter().map(|f| u32::from(f.qbits)).max().unwrap_or(3) };
+        let depth = inputs.iter().map(|f| f.dir_depth()).max().unwrap_or(0);
+        let mut blocks = loop {
+            let blocks = merge_blocks(&inputs, depth, qbits, limits)?;
+            // A lone block holds at most one entry per quotient: double its
+            // quotients until it does (up to where blocks split instead).
+            if blocks.len() == 1 && qbits < GROW_QBITS && blocks[0].len() > 1 << qbits {
+                qbits += 1;
+                continue;
+            }
+            break blocks;
+        };
+        let mut out = assemble(
+            params,
+            first.hashing,
+            items as u64,
+            qbits,
+            u32::from(first.first_level),
+            u32::from(first.last_level),
+            &mut blocks,
+            limits,
+        )?;
+        let rate = mass_rate(out.mass, out.hashing);
+        if rate > params.error_rate {
+            if !raise_rate {
+                return Err(XfError::MergeRaisesRate { rate, configured: params.error_rate });
+            }
+            if rate > MAX_ERROR_RATE {
+                return Err(XfError::MergeRateTooHigh { rate });
+            }
+            params.error_rate = rate;
+            out.params = params;
+        }
+        Ok(out)
+    }
+
+    /// The directory's depth (0 for one block).
+    pub(super) fn dir_depth(&self) -> u32 {
+        match &self.store {
+            Store::Many(d) => d.depth,
+            _ => 0,
+        }
+    }
+}
+
+/// One input of a merge: the block it decoded last (slots come in
+/// address order, so each block is decoded once).
+struct Cursor<'a> {
+    f: &'a XfFilter,
+    block: usize,
+    entries: Vec<Entry>,
+}
+
+impl Cursor<'_> {
+    /// The input's entries in slot `s` of depth `dd` (`>=` the input's own
+    /// directory depth): those inside it to `within`, in order; those that
+    /// contain it to `cover`.
+    fn gather(&mut self, dd: u32, s: u64, within: &mut Vec<Abs>, cover: &mut Vec<Abs>) {
+        let q = u32::from(self.f.qbits);
+        let (bi, depth) = match &self.f.store {
+            Store::Many(d) => {
+                let b = d.dir[(s >> (dd - d.depth)) as usize] as usize;
+                (b, d.blocks[b].depth())
+            }
+            _ => (0, 0),
+        };
+        if self.block != bi {
+            self.block = bi;
+            self.entries = self.f.blocks()[bi].entries();
+        }
+        let level = depth + q;
+        let l = dd - depth;
+        let prefix = u128::from(s >> l);
+        let r = s & ((1u64 << l) - 1);
+        let addr = |ql: u32| (prefix << q) | u128::from(ql);
+        if l <= q {
+            let lo = (r << (q - l)) as u32;
+            let hi = ((r + 1) << (q - l)) as u32;
+            let a = self.entries.partition_point(|e| e.ql < lo);
+            let b = self.entries.partition_point(|e| e.ql < hi);
+            within.extend(self.entries[a..b].iter().map(|e| Abs::of(addr(e.ql), level, e.f, e.fp)));
+        } else {
+            let extra = l - q;
+            let ql0 = (r >> extra) as u32;
+            let x = r & ((1u64 << extra) - 1);
+            let a = self.entries.partition_point(|e| e.ql < ql0);
+            let b = self.entries.partition_point(|e| e.ql <= ql0);
+            for e in &self.entries[a..b] {
+                if e.f >= extra {
+                    if e.fp >> (e.f - extra) == x {
+                        within.push(Abs::of(addr(e.ql), level, e.f, e.fp));
+                    }
+                } else if e.f == 0 || e.fp == x >> (extra - e.f) {
+                    cover.push(Abs::of(addr(e.ql), level, e.f, e.fp));
+                }
+            }
+        }
+    }
+}
+
+/// The result's blocks, slot by slot at depth `depth`.
+fn merge_blocks(inputs: &[&XfFilter], depth: u32, qbits: u32, limits: Limits) -> Result<Vec<Block>, XfError> {
+    let mut cursors: Vec<Cursor> =
+        inputs.iter().map(|f| Cursor { f, block: usize::MAX, entries: Vec::new() }).collect();
+    let mut out = Vec::new();
+    let (mut lists, mut cover, mut merged): (Vec<Vec<Abs>>, Vec<Abs>, Vec<Abs>) =
+        (vec![Vec::new(); inputs.len()], Vec::new(), Vec::new());
+    for s in 0..1u64 << depth {
+        cover.clear();
+        for (c, list) in cursors.iter_mut().zip(lists.iter_mut()) {
+            list.clear();
+            c.gather(depth, s, list, &mut cover);
+        }
+        merged.clear();
+        merge_sorted(&lists, &mut merged);
+        build_region(depth, depth, qbits, &merged, &cover, &mut out, limits)?;
+    }
+    Ok(out)
+}
+
+/// `lists` (each sorted) merged into `out`.
+fn merge_sorted(lists: &[Vec<Abs>], out: &mut Vec<Abs>) {
+    let nonempty: Vec<&Vec<Abs>> = lists.iter().filter(|l| !l.is_empty()).collect();
+    match nonempty.len() {
+        0 => {}
+        1 => out.extend_from_slice(nonempty[0]),
+        2 => {
+            let (a, b) = (nonempty[0], nonempty[1]);
+            let (mut i, mut j) = (0, 0);
+            out.reserve(a.len() + b.len());
+            while i < a.len() && j < b.len() {
+                if b[j] < a[i] {
+                    out.push(b[j]);
+                    j += 1;
+                } else {
+                    out.push(a[i]);
+                    i += 1;
+                }
+            }
+            out.extend_from_slice(&a[i..]);
+            out.extend_from_slice(&b[j..]);
+        }
+        _ => {
+            let mut heap: BinaryHeap<Reverse<(Abs, usize, usize)>> =
+                nonempty.iter().enumerate().map(|(k, l)| Reverse((l[0], k, 0))).collect();
+            while let Some(Reverse((e, k, i))) = heap.pop() {
+                out.push(e);
+                if let Some(&next) = nonempty[k].get(i + 1) {
+                    heap.push(Reverse((next, k, i + 1)));
+                }
+            }
+        }
+    }
+}
