@@ -90,6 +90,10 @@ pub struct Meta {
 }
 
 impl Meta {
+    /// The metadata of a two-word stand-in (while a block's words are away
+    /// with a defragmenter): one quotient, no room, no fields.
+    const EMPTY: u64 = 0;
+
     fn pack(&self) -> u64 {
         u64::from(self.n)
             | u64::from(self.cap) << 16
@@ -299,9 +303,69 @@ fn select1(mut x: u64, mut k: u32) -> u32 {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rebuild;
 
+/// A block's words behind one thin pointer: 8 bytes where a boxed slice
+/// takes 16, in every block list and in the filter itself (a small key's
+/// whole value is the filter and one block). The length is the metadata's
+/// (`words_for(meta.bits())`), which in-place writes never change: they
+/// change `n` only, and the room, width and quotients make the length.
+struct Words(std::ptr::NonNull<u64>);
+
+// SAFETY: `Words` owns its allocation exclusively, like the `Box<[u64]>` it
+// is made from; sharing `&Words` only reads it.
+unsafe impl Send for Words {}
+// SAFETY: as above.
+unsafe impl Sync for Words {}
+
+impl Words {
+    /// Takes a block's words; their first is its metadata, which says their length.
+    fn new(words: Box<[u64]>) -> Words {
+        debug_assert_eq!(words_for(Meta::unpack(words[0]).bits()) as usize, words.len());
+        let ptr = Box::into_raw(words).cast::<u64>();
+        // SAFETY: a boxed slice's pointer is never null (it is non-empty here).
+        Words(unsafe { std::ptr::NonNull::new_unchecked(ptr) })
+    }
+
+    fn len(&self) -> usize {
+        // SAFETY: the allocation holds at least its metadata word.
+        words_for(Meta::unpack(unsafe { *self.0.as_ptr() }).bits()) as usize
+    }
+
+    fn into_box(self) -> Box<[u64]> {
+        let len = self.len();
+        let ptr = self.0.as_ptr();
+        std::mem::forget(self);
+        // SAFETY: `ptr` and `len` are the boxed slice `new` took apart.
+        unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) }
+    }
+}
+
+impl std::ops::Deref for Words {
+    type Target = [u64];
+    fn deref(&self) -> &[u64] {
+        // SAFETY: `len` words from the pointer are the allocation `new` took.
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr(), self.len()) }
+    }
+}
+
+impl std::ops::DerefMut for Words {
+    fn deref_mut(&mut self) -> &mut [u64] {
+        let len = self.len();
+        // SAFETY: as in `deref`, and `&mut self` is the only access.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr(), len) }
+    }
+}
+
+impl Drop for Words {
+    fn drop(&mut self) {
+        let len = self.len();
+        // SAFETY: the boxed slice `new` took apart, given back once.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.0.as_ptr(), len)) });
+    }
+}
+
 /// One block (see the module docs).
 pub struct Block {
-    words: Box<[u64]>,
+    words: Words,
 }
 
 impl Block {
@@ -369,7 +433,7 @@ impl Block {
         let mut words = zeroed(len)?;
         words[0] = meta.pack();
         write_entries(&mut words, &meta, entries);
-        Ok(Block { words })
+        Ok(Block { words: Words::new(words) })
     }
 
     pub fn meta(&self) -> Meta {
@@ -421,16 +485,18 @@ impl Block {
     /// Entries of quotient `ql` that match a hash whose next 64 bits are `q64`.
     #[inline]
     pub fn count(&self, ql: u32, q64: u64) -> u32 {
-        let meta = self.meta();
-        let run = run_of(&self.words, &meta, ql);
-        run.filter(|&i| self.entry_with(&meta, ql, i).matches(q64)).count() as u32
+        let words: &[u64] = &self.words;
+        let meta = Meta::unpack(words[0]);
+        let run = run_of(words, &meta, ql);
+        run.filter(|&i| entry_in(words, &meta, ql, i).matches(q64)).count() as u32
     }
 
     #[inline]
     pub fn contains(&self, ql: u32, q64: u64) -> bool {
-        let meta = self.meta();
-        let run = run_of(&self.words, &meta, ql);
-        run.into_iter().any(|i| self.entry_with(&meta, ql, i).matches(q64))
+        let words: &[u64] = &self.words;
+        let meta = Meta::unpack(words[0]);
+        let run = run_of(words, &meta, ql);
+        run.into_iter().any(|i| entry_in(words, &meta, ql, i).matches(q64))
     }
 
     /// The most specific (longest) matching entry and its index.
@@ -448,9 +514,7 @@ impl Block {
 
     #[inline]
     fn entry_with(&self, meta: &Meta, ql: u32, i: u32) -> Entry {
-        let v = get(&self.words, meta.f0() + u64::from(i) * u64::from(meta.w), meta.w);
-        let (f, fp) = meta.unfield(v);
-        Entry { ql, f, fp }
+        entry_in(&self.words, meta, ql, i)
     }
 
     /// Whether `e` can be inserted in place (room, width, uniformity).
@@ -552,7 +616,7 @@ impl Block {
     /// history; replicas and reloads must save the same bytes).
     pub fn canonical_words(&self) -> Result<Box<[u64]>, OutOfMemory> {
         let meta = self.meta();
-        Ok(Block::build_with_cap(meta.qbits, meta.depth, &self.entries(), None)?.words)
+        Ok(Block::build_with_cap(meta.qbits, meta.depth, &self.entries(), None)?.words.into_box())
     }
 
     /// A block read back from a format: its words checked ([`Block::from_words`])
@@ -595,14 +659,17 @@ impl Block {
 
     /// Offers the words to a server's defragmentation.
     pub fn relocate(&mut self, to: &mut impl Relocate) {
-        to.words(&mut self.words);
+        let placeholder = Box::new([Meta::EMPTY, 0]);
+        let mut boxed = std::mem::replace(&mut self.words, Words::new(placeholder)).into_box();
+        to.words(&mut boxed);
+        self.words = Words::new(boxed);
     }
 
     /// A copy (fails softly).
     pub fn try_clone(&self) -> Result<Block, OutOfMemory> {
         let mut words = zeroed(self.words.len())?;
         words.copy_from_slice(&self.words);
-        Ok(Block { words })
+        Ok(Block { words: Words::new(words) })
     }
 
     /// A block read back from its words, checked entirely: the metadata
@@ -629,7 +696,7 @@ impl Block {
         if words_for(meta.bits()) != words.len() as u64 {
             return Err("a block's length does not match its room");
         }
-        let block = Block { words };
+        let block = Block { words: Words::new(words) };
         let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
         // The header: exactly Q zeros among its first Q + n bits, zeros after.
         let hlen = u64::from(meta.q()) + u64::from(meta.n);
@@ -696,6 +763,14 @@ impl Block {
         }
         Ok(block)
     }
+}
+
+/// Entry `i` (of quotient `ql`) of a block's words.
+#[inline]
+fn entry_in(words: &[u64], meta: &Meta, ql: u32, i: u32) -> Entry {
+    let v = get(words, meta.f0() + u64::from(i) * u64::from(meta.w), meta.w);
+    let (f, fp) = meta.unfield(v);
+    Entry { ql, f, fp }
 }
 
 /// The room (entries) a block of `meta`'s shape gets for at least `need`

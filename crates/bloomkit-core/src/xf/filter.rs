@@ -206,6 +206,26 @@ pub enum Hashing {
 }
 
 impl Hashing {
+    /// The two words a filter keeps of it (the seed, or the root and 0).
+    pub fn words(&self) -> [u64; 2] {
+        match *self {
+            Hashing::Keyed(Seed(k)) => k,
+            Hashing::Murmur { m0 } => [m0, 0],
+        }
+    }
+
+    pub fn is_murmur(&self) -> bool {
+        matches!(self, Hashing::Murmur { .. })
+    }
+
+    fn from_words(words: [u64; 2], murmur: bool) -> Hashing {
+        if murmur {
+            Hashing::Murmur { m0: words[0] }
+        } else {
+            Hashing::Keyed(Seed(words))
+        }
+    }
+
     /// `c` for the murmur root (0 for keyed hashing).
     pub fn root_bits(&self) -> u32 {
         match self {
@@ -213,6 +233,13 @@ impl Hashing {
             Hashing::Murmur { m0 } => ceil_log2_u64(*m0),
         }
     }
+}
+
+/// What an add did: whether the item was new, and whether an occurrence was stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Added {
+    pub new: bool,
+    pub stored: bool,
 }
 
 /// An item's position: a 128-bit binary fraction whose top bits are its
@@ -276,10 +303,14 @@ pub(super) enum Store {
 /// The expandable filter (`XF.*`, `bkit-xflt` keys).
 pub struct XfFilter {
     pub(super) params: XfParams,
-    pub(super) hashing: Hashing,
+    /// The hashing's words ([`Hashing::words`]), kept apart from its kind
+    /// so that the filter's own allocation is 80 bytes, not 96.
+    pub(super) seed: [u64; 2],
     pub(super) items: u64,
     /// Sum over entries of `units(a + f)`.
     pub(super) mass: u64,
+    /// bloomkit 0.1's murmur3 hashing (else keyed).
+    pub(super) murmur: bool,
     /// Quotient bits of every block.
     pub(super) qbits: u8,
     /// The schedule's first and last levels.
@@ -377,7 +408,8 @@ impl XfFilter {
         };
         Ok(XfFilter {
             params,
-            hashing: Hashing::Keyed(seed),
+            seed: seed.0,
+            murmur: false,
             items: 0,
             mass: 0,
             qbits: qbits as u8,
@@ -411,11 +443,12 @@ impl XfFilter {
         self.params.max_capacity
     }
     pub fn hashing(&self) -> Hashing {
-        self.hashing
+        Hashing::from_words(self.seed, self.murmur)
     }
+
     /// The seed of a keyed filter.
     pub fn seed(&self) -> Option<Seed> {
-        match self.hashing {
+        match self.hashing() {
             Hashing::Keyed(s) => Some(s),
             Hashing::Murmur { .. } => None,
         }
@@ -460,7 +493,7 @@ impl XfFilter {
     /// The mass as a probability: over `[0, 1)` for keyed filters; over the
     /// murmur root's `[0, m0 / 2^c)` for bloomkit 0.1's, hence the scale.
     pub fn guaranteed_rate(&self) -> f64 {
-        mass_rate(self.mass, self.hashing)
+        mass_rate(self.mass, self.hashing())
     }
 
     pub fn info(&self) -> XfInfo {
@@ -483,7 +516,7 @@ impl XfFilter {
             shallowest_level: shallowest,
             next_fingerprint_bits: self.fbits_at(shallowest, 0),
             guaranteed_rate: self.guaranteed_rate(),
-            keyed: matches!(self.hashing, Hashing::Keyed(_)),
+            keyed: matches!(self.hashing(), Hashing::Keyed(_)),
             loading: match &self.store {
                 Store::Loading(l) => Some(l.progress()),
                 _ => None,
@@ -509,7 +542,7 @@ impl XfFilter {
 
     /// An item's position.
     pub fn hash(&self, item: &[u8]) -> XfHash {
-        match self.hashing {
+        match self.hashing() {
             Hashing::Keyed(Seed([k0, k1])) => {
                 let mut h = SipHasher13::new_with_keys(k0, k1);
                 h.write(item);
@@ -524,14 +557,14 @@ impl XfFilter {
 
     /// The position of any `Hash` value (in-process use), keyed like items.
     pub fn hash_of<T: std::hash::Hash + ?Sized>(&self, value: &T) -> XfHash {
-        let (k0, k1) = match self.hashing {
+        let (k0, k1) = match self.hashing() {
             Hashing::Keyed(Seed(k)) => (k[0], k[1]),
             Hashing::Murmur { m0 } => (m0, 0x6d75_726d_7572),
         };
         let mut h = SipHasher13::new_with_keys(k0, k1);
         value.hash(&mut h);
         let raw = h.finish128().as_u128();
-        match self.hashing {
+        match self.hashing() {
             Hashing::Keyed(_) => XfHash(raw),
             Hashing::Murmur { m0 } => XfHash(scale(raw, m0)),
         }
@@ -622,11 +655,18 @@ impl XfFilter {
     }
 
     pub fn insert_hash(&mut self, h: XfHash, limits: Limits) -> Result<bool, XfError> {
+        self.add_occurrence(h, limits).map(|a| a.new)
+    }
+
+    /// As [`XfFilter::insert_hash`], saying also whether an occurrence was
+    /// stored: at a limit an item already in answers false and is not
+    /// stored, which a replica (that skips the limits) must be told.
+    pub fn add_occurrence(&mut self, h: XfHash, limits: Limits) -> Result<Added, XfError> {
         self.ready()?;
         let was_in = self.contains_hash(h);
         match self.add(h, limits) {
-            Ok(()) => Ok(!was_in),
-            Err(e) if was_in && e.is_limit() => Ok(false),
+            Ok(()) => Ok(Added { new: !was_in, stored: true }),
+            Err(e) if was_in && e.is_limit() => Ok(Added { new: false, stored: false }),
             Err(e) => Err(e),
         }
     }

@@ -160,7 +160,8 @@ impl Header {
     fn loading(&self) -> XfFilter {
         XfFilter {
             params: self.params,
-            hashing: self.hashing,
+            seed: self.hashing.words(),
+            murmur: self.hashing.is_murmur(),
             items: self.items,
             mass: 0,
             qbits: self.qbits as u8,
@@ -262,7 +263,7 @@ impl XfFilter {
         Header {
             params: self.params,
             items: self.items,
-            hashing: self.hashing,
+            hashing: self.hashing(),
             qbits: u32::from(self.qbits),
             first_level: u32::from(self.first_level),
             last_level: u32::from(self.last_level),
@@ -439,7 +440,8 @@ impl XfFilter {
         let root = ceil_log2_u64(m0);
         let mut f = XfFilter {
             params,
-            hashing: Hashing::Murmur { m0 },
+            seed: [m0, 0],
+            murmur: true,
             items: 0,
             mass: 0,
             qbits: root.min(super::filter::GROW_QBITS) as u8,
@@ -612,6 +614,7 @@ impl XfFilter {
     /// Every block in: the filter as the blocks make it (checked whole).
     /// An error leaves the load as it was.
     fn finish_load(&mut self, limits: Limits) -> Result<(), XfError> {
+        let hashing = self.hashing();
         let Store::Loading(l) = &mut self.store else { return Ok(()) };
         let built = match &mut **l {
             Loading::V1(b) => {
@@ -623,7 +626,7 @@ impl XfFilter {
                 }
                 assemble(
                     self.params,
-                    self.hashing,
+                    hashing,
                     self.items,
                     u32::from(self.qbits),
                     u32::from(self.first_level),

@@ -143,7 +143,8 @@ pub fn assemble(
     let store = store_of(blocks)?;
     let mut f = XfFilter {
         params,
-        hashing,
+        seed: hashing.words(),
+        murmur: hashing.is_murmur(),
         items,
         mass: 0,
         qbits: qbits as u8,
@@ -218,7 +219,7 @@ impl XfFilter {
             if f.is_loading() {
                 return Err(XfError::Loading);
             }
-            if f.hashing != first.hashing {
+            if f.hashing() != first.hashing() {
                 return Err(XfError::MergeIncompatible);
             }
         }
@@ -246,7 +247,7 @@ impl XfFilter {
         };
         let mut out = assemble(
             params,
-            first.hashing,
+            first.hashing(),
             items as u64,
             qbits,
             u32::from(first.first_level),
@@ -254,7 +255,7 @@ impl XfFilter {
             &mut blocks,
             limits,
         )?;
-        let rate = mass_rate(out.mass, out.hashing);
+        let rate = mass_rate(out.mass, out.hashing());
         if rate > params.error_rate {
             if !raise_rate {
                 return Err(XfError::MergeRaisesRate { rate, configured: params.error_rate });

@@ -679,3 +679,10 @@ fn encoding_1_stays_as_written() {
         }
     }
 }
+
+/// A small key's whole value is the filter and one block: the filter's
+/// own allocation is one 80-byte class (its fields laid out for it).
+#[test]
+fn the_filter_itself_takes_80_bytes() {
+    assert!(std::mem::size_of::<XfFilter>() <= 80, "{}", std::mem::size_of::<XfFilter>());
+}

@@ -171,10 +171,19 @@ fn add_items(
     let (size_before, blocks_before) = (f.size_bytes(), f.block_count());
     let items = &argv[items_from..];
     let mut answers = Vec::with_capacity(items.len());
+    // Items answered without storing anything where a replica would store
+    // (an item already in, at the size limit the replica does not have):
+    // the replica is then sent only what was stored.
+    let mut skipped = Vec::new();
     let mut failed = None;
-    for item in items {
+    for (i, item) in items.iter().enumerate() {
         let result = match repeat {
-            Repeat::Count => f.insert(item.bytes(), limits),
+            Repeat::Count => f.add_occurrence(f.hash(item.bytes()), limits).map(|a| {
+                if !a.stored {
+                    skipped.push(i);
+                }
+                a.new
+            }),
             Repeat::Skip => f.insert_if_absent(item.bytes(), limits),
         };
         match result {
@@ -186,14 +195,20 @@ fn add_items(
         }
     }
     let ran = answers.len();
+    let stored: Vec<&[u8]> = items[..ran]
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !skipped.contains(i))
+        .map(|(_, a)| a.bytes())
+        .collect();
     COUNTERS.resized(size_before, f.size_bytes());
     COUNTERS.add(EXPANSIONS, f.block_count().saturating_sub(blocks_before));
     COUNTERS.add(ITEMS_ADDED, answers.iter().filter(|&&a| a || repeat == Repeat::Count).count() as u64);
     if let Some(e) = &failed {
         count_refusal(e);
     }
-    match (shape, failed) {
-        (Shape::Single, Some(e)) => return Err(e.into()),
+    match (shape, &failed) {
+        (Shape::Single, Some(e)) => return Err(e.clone().into()),
         (Shape::Single, None) => ctx.reply_bool(answers[0]),
         (Shape::Array, failed) => {
             ctx.reply_array(ran + usize::from(failed.is_some()));
@@ -202,17 +217,19 @@ fn add_items(
             }
             if let Some(e) = failed {
                 ctx.reply_error(&e.message());
-                if ran > 0 {
-                    let command = if repeat == Repeat::Skip { c"XF.MADDNX" } else { c"XF.MADD" };
-                    ctx.replicate_items(command, &argv[1], None, &items[..ran]);
-                    ctx.notify(event, &argv[1]);
-                }
-                return Ok(());
             }
         }
     }
-    ctx.replicate_verbatim();
-    ctx.notify(event, &argv[1]);
+    if failed.is_none() && skipped.is_empty() {
+        ctx.replicate_verbatim();
+    } else if !stored.is_empty() {
+        // The part that ran, less what was answered without being stored.
+        let command = if repeat == Repeat::Skip { c"XF.MADDNX" } else { c"XF.MADD" };
+        ctx.replicate_words(command, &argv[1], &stored, &[]);
+    }
+    if ran > 0 {
+        ctx.notify(event, &argv[1]);
+    }
     Ok(())
 }
 
