@@ -246,28 +246,59 @@ fn set(words: &mut [u64], pos: u64, len: u32, v: u64) {
     }
 }
 
+/// Bits `lo..hi` of a word set (`hi <= 64`).
+#[inline]
+fn mask(lo: u64, hi: u64) -> u64 {
+    let upper = if hi >= 64 { u64::MAX } else { (1u64 << hi) - 1 };
+    upper & !((1u64 << lo) - 1)
+}
+
 /// Moves bits `[from, end)` up by `by` (toward higher positions), leaving
-/// `[from, from + by)` as they were; `end + by` must fit in `words`.
+/// `[from, from + by)` as they were; `end + by` must fit in `words`. Word
+/// by word from the top, each destination word made of the two source
+/// words under it (an insert moves half a block: this is its cost).
 fn shift_up(words: &mut [u64], from: u64, end: u64, by: u64) {
-    let mut hi = end;
-    while hi > from {
-        let len = (hi - from).min(64);
-        let v = get(words, hi - len, len as u32);
-        set(words, hi - len + by, len as u32, v);
-        hi -= len;
+    if from >= end || by == 0 {
+        return;
+    }
+    let (d0, d1) = (from + by, end + by);
+    let (k, r) = ((by / 64) as isize, (by % 64) as u32);
+    let (first, last) = ((d0 / 64) as usize, ((d1 - 1) / 64) as usize);
+    for j in (first..=last).rev() {
+        let at = j as isize - k;
+        let word = |i: isize| if i < 0 { 0 } else { words[i as usize] };
+        let v = if r == 0 { word(at) } else { (word(at) << r) | (word(at - 1) >> (64 - r)) };
+        let lo = if j == first { d0 % 64 } else { 0 };
+        let hi = if j == last { (d1 - 1) % 64 + 1 } else { 64 };
+        let m = mask(lo, hi);
+        words[j] = (words[j] & !m) | (v & m);
     }
 }
 
-/// Moves bits `[from, end)` down by `by`, then zeroes `[end - by, end)`.
+/// Moves bits `[from, end)` down by `by`, then zeroes `[end - by, end)`;
+/// word by word from the bottom.
 fn shift_down(words: &mut [u64], from: u64, end: u64, by: u64) {
-    let mut lo = from;
-    while lo < end {
-        let len = (end - lo).min(64);
-        let v = get(words, lo, len as u32);
-        set(words, lo - by, len as u32, v);
-        lo += len;
+    if by == 0 {
+        return;
     }
-    clear(words, end - by, end);
+    if from >= end {
+        clear(words, end - by, end);
+        return;
+    }
+    let (d0, d1) = (from - by, end - by);
+    let (k, r) = ((by / 64) as usize, (by % 64) as u32);
+    let (first, last) = ((d0 / 64) as usize, ((d1 - 1) / 64) as usize);
+    let len = words.len();
+    for j in first..=last {
+        let at = j + k;
+        let word = |i: usize| if i < len { words[i] } else { 0 };
+        let v = if r == 0 { word(at) } else { (word(at) >> r) | (word(at + 1) << (64 - r)) };
+        let lo = if j == first { d0 % 64 } else { 0 };
+        let hi = if j == last { (d1 - 1) % 64 + 1 } else { 64 };
+        let m = mask(lo, hi);
+        words[j] = (words[j] & !m) | (v & m);
+    }
+    clear(words, d1, end);
 }
 
 fn clear(words: &mut [u64], from: u64, end: u64) {
@@ -276,6 +307,16 @@ fn clear(words: &mut [u64], from: u64, end: u64) {
         let len = (end - at).min(64);
         set(words, at, len as u32, 0);
         at += len;
+    }
+}
+
+/// Copies `len` bits from `src` at `from` to `dst` at `to`, word by word.
+fn copy_bits(dst: &mut [u64], to: u64, src: &[u64], from: u64, len: u64) {
+    let mut done = 0u64;
+    while done < len {
+        let n = (len - done).min(64) as u32;
+        set(dst, to + done, n, get(src, from + done, n));
+        done += u64::from(n);
     }
 }
 
@@ -372,7 +413,9 @@ impl Block {
     /// A block of `entries` (in any order: they are sorted here), with room
     /// for at least `spare` more, sized to whole allocator classes.
     pub fn build(qbits: u32, depth: u32, entries: &mut [Entry], spare: u32) -> Result<Block, OutOfMemory> {
-        entries.sort_unstable_by_key(Entry::key);
+        if !entries.is_sorted_by_key(Entry::key) {
+            entries.sort_unstable_by_key(Entry::key);
+        }
         Block::build_sorted(qbits, depth, entries, spare)
     }
 
@@ -388,6 +431,22 @@ impl Block {
         let uniform = first.is_some_and(|f| f >= 1 && it.all(|g| g == f));
         let w = if uniform { first.unwrap_or(1) } else { lengths.max().unwrap_or(0) + 1 };
         (w, uniform)
+    }
+
+    /// The same block with the room of the next allocator class (it is
+    /// full), its bits copied rather than decoded and encoded again: what
+    /// an insert into a full block costs, every few dozen inserts.
+    pub fn with_more_room(&self) -> Result<Block, OutOfMemory> {
+        let meta = self.meta();
+        let mut grown = meta;
+        grown.cap = room_for(meta, meta.n + 1);
+        let len = usize::try_from(words_for(grown.bits())).map_err(|_| OutOfMemory)?;
+        let mut words = zeroed(len)?;
+        words[0] = grown.pack();
+        let head = u64::from(meta.q()) + u64::from(meta.n);
+        copy_bits(&mut words, 64, &self.words, 64, meta.h0() - 64 + head);
+        copy_bits(&mut words, grown.f0(), &self.words, meta.f0(), u64::from(meta.n) * u64::from(meta.w));
+        Ok(Block { words: Words::new(words) })
     }
 
     /// Removes entry `i` of quotient `ql`, keeping the block in the one
@@ -515,6 +574,16 @@ impl Block {
     #[inline]
     fn entry_with(&self, meta: &Meta, ql: u32, i: u32) -> Entry {
         entry_in(&self.words, meta, ql, i)
+    }
+
+    /// Whether `e` has a field in this block's width (room aside).
+    pub fn fits_wider(&self, e: &Entry) -> bool {
+        let meta = self.meta();
+        if meta.uniform {
+            e.f == meta.w
+        } else {
+            e.f < meta.w
+        }
     }
 
     /// Whether `e` can be inserted in place (room, width, uniformity).
@@ -901,6 +970,44 @@ mod tests {
         assert_eq!(alloc_class(5000), 5120);
     }
 
+    fn slow_up(words: &mut [u64], from: u64, end: u64, by: u64) {
+        let bits: Vec<u64> = (from..end).map(|i| get(words, i, 1)).collect();
+        for (n, b) in bits.iter().enumerate() {
+            set(words, from + by + n as u64, 1, *b);
+        }
+    }
+
+    fn slow_down(words: &mut [u64], from: u64, end: u64, by: u64) {
+        let bits: Vec<u64> = (from..end).map(|i| get(words, i, 1)).collect();
+        for (n, b) in bits.iter().enumerate() {
+            set(words, from - by + n as u64, 1, *b);
+        }
+        clear(words, end - by, end);
+    }
+
+    #[test]
+    fn shifts_move_exactly_their_bits() {
+        let mut r = Rng(9);
+        for _ in 0..3000 {
+            let len = 1 + (r.next() % 12) as usize;
+            let words: Vec<u64> = (0..len).map(|_| r.next()).collect();
+            let total = len as u64 * 64;
+            let by = 1 + r.next() % 70.min(total - 1);
+            let from = r.next() % (total - by);
+            let end = from + r.next() % (total - by - from + 1);
+            let (mut a, mut b) = (words.clone(), words.clone());
+            shift_up(&mut a, from, end, by);
+            slow_up(&mut b, from, end, by);
+            assert_eq!(a, b, "up {from}..{end} by {by}");
+            if from >= by {
+                let (mut a, mut b) = (words.clone(), words.clone());
+                shift_down(&mut a, from, end, by);
+                slow_down(&mut b, from, end, by);
+                assert_eq!(a, b, "down {from}..{end} by {by}");
+            }
+        }
+    }
+
     #[test]
     fn select_finds_each_bit() {
         let mut r = Rng(7);
@@ -965,7 +1072,7 @@ mod tests {
                     let at = model.iter().position(|e| *e == pick).unwrap();
                     model.remove(at);
                 }
-                if step % 97 == 0 {
+                if step % 7 == 0 {
                     assert_eq!(b.entries(), model_sorted(model.clone()), "q{qbits} step {step}");
                     let words = b.words().to_vec().into_boxed_slice();
                     Block::from_words(words, qbits, 0).unwrap();

@@ -286,6 +286,9 @@ pub struct LookupCost {
 
 /// The blocks of a filter of more than one block.
 pub(super) struct Dir {
+    /// The blocks' bytes, kept as they change: a write asks the filter's
+    /// size (limits, counters) and must not walk every block for it.
+    pub block_bytes: u64,
     /// `2^depth` block numbers, by the hash's top `depth` bits.
     pub dir: Vec<u32>,
     pub blocks: Vec<Block>,
@@ -404,7 +407,8 @@ impl XfFilter {
             let mut dir = Vec::new();
             dir.try_reserve_exact(count as usize).map_err(|_| OutOfMemory)?;
             dir.extend(0..count as u32);
-            Store::Many(Box::new(Dir { dir, blocks, depth }))
+            let block_bytes = blocks.iter().map(Block::bytes).sum();
+            Store::Many(Box::new(Dir { block_bytes, dir, blocks, depth }))
         };
         Ok(XfFilter {
             params,
@@ -711,17 +715,25 @@ impl XfFilter {
         }
         let f = self.fbits_at(s.level, s.prefix);
         let e = Entry { ql: s.ql, f, fp: s.q64 >> (64 - f) };
-        let before = self.size_bytes();
-        let blocks = self.blocks_mut();
-        if !blocks[s.block].fits(&e) {
-            let mut all = blocks[s.block].entries();
-            all.push(e);
-            let rebuilt = Block::build(qbits, blocks[s.block].depth(), &mut all, 0)?;
-            let after = before - blocks[s.block].bytes() + rebuilt.bytes();
+        if !self.block(s.block).fits(&e) {
+            let before = self.size_bytes();
+            let old = self.block(s.block);
+            let rebuilt = if old.fits_wider(&e) {
+                // Only room is short: the same bits in a larger allocation.
+                let mut grown = old.with_more_room()?;
+                grown.insert(e).expect("room for one more");
+                grown
+            } else {
+                let mut all = old.entries();
+                let at = all.partition_point(|x| x.key() <= e.key());
+                all.insert(at, e);
+                Block::build_sorted(qbits, old.depth(), &all, 0)?
+            };
+            let after = before - old.bytes() + rebuilt.bytes();
             limits.check_growth(before, after)?;
-            blocks[s.block] = rebuilt;
+            self.replace_block(s.block, rebuilt);
         } else {
-            blocks[s.block].insert(e).expect("it fits");
+            self.blocks_mut()[s.block].insert(e).expect("it fits");
         }
         self.mass = self.mass.saturating_add(units(s.level + f));
         self.items += 1;
@@ -757,6 +769,18 @@ impl XfFilter {
         voids * 4 < n
     }
 
+    /// Puts `b` in place of block `i`, keeping the byte count.
+    fn replace_block(&mut self, i: usize, b: Block) {
+        match &mut self.store {
+            Store::One(one) => *one = b,
+            Store::Many(d) => {
+                d.block_bytes = d.block_bytes - d.blocks[i].bytes() + b.bytes();
+                d.blocks[i] = b;
+            }
+            Store::Loading(_) => {}
+        }
+    }
+
     fn blocks_mut(&mut self) -> &mut [Block] {
         match &mut self.store {
             Store::One(b) => std::slice::from_mut(b),
@@ -787,7 +811,7 @@ impl XfFilter {
                 let e = self.entry_for(h, qbits + 1, 0, qbits + 1);
                 let mut all = Vec::with_capacity(b.len() as usize + 8);
                 b.for_each(|x| give_bit(x, &mut |c| all.push(c)));
-                all.push(e);
+                place_sorted(&mut all, e);
                 let doubled = Block::build(qbits + 1, 0, &mut all, 0)?;
                 limits.check_growth(before, before - b.bytes() + doubled.bytes())?;
                 self.store = Store::One(doubled);
@@ -813,7 +837,8 @@ impl XfFilter {
                 blocks.push(lo);
                 blocks.push(hi);
                 dir.extend([0, 1]);
-                self.store = Store::Many(Box::new(Dir { dir, blocks, depth: 1 }));
+                let block_bytes = blocks.iter().map(Block::bytes).sum();
+                self.store = Store::Many(Box::new(Dir { block_bytes, dir, blocks, depth: 1 }));
             }
             Store::Many(d) => {
                 let deeper = depth + 1 > d.depth;
@@ -847,6 +872,7 @@ impl XfFilter {
                 let span = 1usize << (d.depth - depth);
                 let first = s.prefix as usize * span;
                 let hi_index = d.blocks.len() as u32;
+                d.block_bytes = d.block_bytes - d.blocks[s.block].bytes() + lo.bytes() + hi.bytes();
                 d.blocks[s.block] = lo;
                 d.blocks.push(hi);
                 for slot in &mut d.dir[first + span / 2..first + span] {
@@ -870,7 +896,11 @@ impl XfFilter {
         self.ready()?;
         let Some(s) = self.spot(h) else { return Ok(false) };
         let Some((e, i)) = self.block(s.block).best(s.ql, s.q64) else { return Ok(false) };
+        let was = self.block(s.block).bytes();
         self.blocks_mut()[s.block].remove_canonical(s.ql, i)?;
+        if let Store::Many(d) = &mut self.store {
+            d.block_bytes = d.block_bytes - was + d.blocks[s.block].bytes();
+        }
         self.mass = self.mass.saturating_sub(units(s.level + e.f));
         self.items = self.items.saturating_sub(1);
         Ok(true)
@@ -949,7 +979,8 @@ fn dir_bytes(dir: u64, blocks: u64) -> u64 {
 
 impl Dir {
     fn bytes(&self) -> u64 {
-        self.blocks.iter().map(Block::bytes).sum::<u64>()
+        debug_assert_eq!(self.block_bytes, self.blocks.iter().map(Block::bytes).sum::<u64>());
+        self.block_bytes
             + alloc_class(self.dir.len() as u64 * 4)
             + alloc_class(list_room(self.blocks.len()) as u64 * std::mem::size_of::<Block>() as u64)
             + alloc_class(std::mem::size_of::<Dir>() as u64)
@@ -964,7 +995,7 @@ impl Dir {
         let mut dir = Vec::new();
         dir.try_reserve_exact(self.dir.len()).map_err(|_| OutOfMemory)?;
         dir.extend_from_slice(&self.dir);
-        Ok(Dir { dir, blocks, depth: self.depth })
+        Ok(Dir { block_bytes: self.block_bytes, dir, blocks, depth: self.depth })
     }
 }
 
@@ -994,6 +1025,13 @@ fn split(b: &Block, extra: Entry, to_high: bool) -> Result<(Block, Block), OutOf
         Block::build(meta.qbits, meta.depth + 1, &mut lo, 0)?,
         Block::build(meta.qbits, meta.depth + 1, &mut hi, 0)?,
     ))
+}
+
+/// Inserts `e` where it belongs in `list`, which is in order (or nearly:
+/// [`Block::build`] sorts what voids' copies may have left out of it).
+fn place_sorted(list: &mut Vec<Entry>, e: Entry) {
+    let at = list.partition_point(|x| x.key() <= e.key());
+    list.insert(at, e);
 }
 
 /// `e` with its first fingerprint bit moved into its quotient (`2x + bit`);

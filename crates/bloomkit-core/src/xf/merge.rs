@@ -186,7 +186,8 @@ pub(super) fn store_of(blocks: &mut Vec<Block>) -> Result<Store, XfError> {
     let mut taken = Vec::new();
     super::block::reserve_list(&mut taken, blocks.len())?;
     taken.append(blocks);
-    Ok(Store::Many(Box::new(Dir { dir, blocks: taken, depth })))
+    let block_bytes = taken.iter().map(Block::bytes).sum();
+    Ok(Store::Many(Box::new(Dir { block_bytes, dir, blocks: taken, depth })))
 }
 
 impl XfFilter {
