@@ -78,6 +78,58 @@ class Conn:
         self.send(*args)
         return self.read()
 
+    def close(self):
+        self.sock.close()
+
+
+def used_memory(conn):
+    """The server's used_memory, as INFO gives it."""
+    fields = dict(l.split(":", 1) for l in conn.call("INFO", "memory").decode().split("\r\n") if ":" in l)
+    return int(fields["used_memory"])
+
+
+class Quiet:
+    """Memory readings that no client's buffers disturb.
+
+    A client's buffers grow with what it sends and receives (pipelined
+    batches of a thousand items make a query buffer of hundreds of KB) and
+    the server's timer shrinks them later, also those of a client that sits
+    idle: tens of KB that come and go, as large as a small filter. So the
+    server's own connection is closed while memory is measured, every fill
+    and probe goes over a connection of its own (`bulk`) that is closed
+    when done, and each reading is taken over a new connection once it is
+    the only one left: every reading carries the same one fresh client."""
+
+    def __init__(self, server):
+        self.server = server
+
+    def __enter__(self):
+        self.server.conn.close()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.conn = Conn(self.server.port)
+        return False
+
+    def bulk(self):
+        return Conn(self.server.port)
+
+    def reading(self, *commands):
+        """used_memory, then each command's reply, over a new connection
+        once every other has gone."""
+        conn = Conn(self.server.port)
+        deadline = time.time() + 10
+        while True:
+            info = conn.call("INFO", "clients").decode()
+            if int(info.split("connected_clients:")[1].split("\r\n")[0]) == 1:
+                break
+            if time.time() > deadline:
+                raise RuntimeError("the server kept a closed connection for 10 s")
+            time.sleep(0.001)
+        replies = [used_memory(conn)] + [conn.call(*c) for c in commands]
+        conn.close()
+        return replies
+
 
 def free_port():
     with socket.socket() as s:
@@ -95,7 +147,11 @@ class Server:
         self.proc = subprocess.Popen(
             ["taskset", "-c", "0", "redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", self.dir, "--logfile", "server.log",
-             "--enable-debug-command", "yes", "--loadmodule", module]
+             "--enable-debug-command", "yes",
+             # Each command's latency histogram (about 25 KB, made at its
+             # first call) would count as the memory of the first filter
+             # the memory benchmarks make.
+             "--latency-tracking", "no", "--loadmodule", module]
             + [arg for m in extra_modules for arg in ("--loadmodule", m)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 20

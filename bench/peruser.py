@@ -29,14 +29,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import LOADGEN, ROOT, Conn, Server, machine  # noqa: E402
-
-
-def used_memory(conn):
-    """The server's used_memory less its clients' buffers (a query buffer
-    grows with the largest command and shrinks later, on the server's timer)."""
-    fields = dict(l.split(":", 1) for l in conn.call("INFO", "memory").decode().split("\r\n") if ":" in l)
-    return int(fields["used_memory"]) - int(fields.get("mem_clients_normal", 0))
+from bench import LOADGEN, ROOT, Quiet, Server, machine  # noqa: E402
 
 
 def counts(keys, seed=41):
@@ -44,9 +37,10 @@ def counts(keys, seed=41):
     return [max(1, min(65536, int(round(math.exp(rng.uniform(0, math.log(65536))))))) for _ in range(keys)]
 
 
-def add_items(server, command, key, prefix, n):
+def add_items(server, conn, command, key, prefix, n):
     """`n` items prefix000000000000.. to `key`, 1000 to a command (the load
-    generator for the whole thousands, this process for the rest)."""
+    generator for the whole thousands, this process over `conn` for the
+    rest)."""
     whole, rest = divmod(n, 1000)
     if whole:
         subprocess.run(
@@ -54,7 +48,7 @@ def add_items(server, command, key, prefix, n):
              "--pipeline", "8", "--requests", str(whole), "--sequence", "0", "--prefix", prefix, "--"]
             + [command, key] + ["{item}"] * 1000, check=True, capture_output=True)
     if rest:
-        server.conn.call(command, key, *["%s%012d" % (prefix, i) for i in range(whole * 1000, n)])
+        conn.call(command, key, *["%s%012d" % (prefix, i) for i in range(whole * 1000, n)])
 
 
 VARIANTS = [
@@ -65,16 +59,16 @@ VARIANTS = [
 ]
 
 
-def settle(server, keys, command):
+def settle(quiet, keys, command):
     """Grows the keyspace's table to its final size, runs the load generator
     once and makes (and drops) a key of the type measured, before the
     baseline, so that neither a table resize nor a first connection's
     buffers nor a module's first-use allocations land inside what is
     measured (the first filter key of either module costs about 50 KB more
     than the next)."""
-    c = server.conn
+    c = quiet.bulk()
     for n in (2, 100, 2000):
-        add_items(server, command, "warm-type", "w%d:" % n, n)
+        add_items(quiet.server, c, command, "warm-type", "w%d:" % n, n)
         c.call("DEL", "warm-type")
     for i in range(2 * keys):
         c.send("SET", "pad:%d" % i, "x")
@@ -84,18 +78,21 @@ def settle(server, keys, command):
         c.send("DEL", "pad:%d" % i)
     for _ in range(keys):
         c.read()
-    add_items(server, "SADD", "warm", "w:", 1000)
+    add_items(quiet.server, c, "SADD", "warm", "w:", 1000)
     c.call("DEL", "warm")
+    c.close()
     # The first INFO allocates about 25 KB that the next ones find in place.
-    used_memory(c)
+    quiet.reading()
 
 
-def fill(server, make, command, sizes, which):
+def fill(quiet, make, command, sizes, which):
+    c = quiet.bulk()
     for i in which:
         key, n = "u:%d" % i, sizes[i]
         if make:
-            make(server.conn, key, n)
-        add_items(server, command, key, "u%d:" % i, n)
+            make(c, key, n)
+        add_items(quiet.server, c, command, key, "u%d:" % i, n)
+    c.close()
 
 
 def false_positive_rates(conn, command, sizes, probes):
@@ -133,12 +130,13 @@ def main():
     for name, kind, make, command in VARIANTS:
         server = Server(name, opts.module if kind == "bk" else opts.redisbloom)
         try:
-            settle(server, keys, command)
-            base = used_memory(server.conn)
-            fill(server, make, command, sizes, small)
-            small_bytes = used_memory(server.conn) - base
-            fill(server, make, command, sizes, large)
-            real = used_memory(server.conn) - base
+            with Quiet(server) as quiet:
+                settle(quiet, keys, command)
+                base = quiet.reading()[0]
+                fill(quiet, make, command, sizes, small)
+                small_bytes = quiet.reading()[0] - base
+                fill(quiet, make, command, sizes, large)
+                real = quiet.reading()[0] - base
             usage = sum(server.conn.call("MEMORY", "USAGE", "u:%d" % i, "SAMPLES", "0") for i in range(keys))
             rates = None
             if command == "XF.MADD" or name.startswith("RedisBloom grown"):

@@ -30,7 +30,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import LOADGEN, ROOT, Conn, Server, alternating_medians, benchmark, machine  # noqa: E402
+from bench import LOADGEN, ROOT, Conn, Quiet, Server, alternating_medians, benchmark, machine  # noqa: E402
 
 START = 1000
 PROBES = 100_000
@@ -50,6 +50,20 @@ def fill(server, command, key, first, count, clients=4, pipeline=8):
         server.conn.call(command, key, *["fill:%012d" % i for i in range(first + whole * 1000, first + count)])
 
 
+def fill_steady(conn, command, key, first, count, pipeline=1, batch=1000):
+    """As `fill`, over one connection (`pipeline` commands of `batch` items
+    in flight)."""
+    sent = 0
+    for start in range(first, first + count, batch):
+        conn.send(command, key, *[b"fill:%012d" % i for i in range(start, min(start + batch, first + count))])
+        sent += 1
+        if sent >= pipeline:
+            conn.read()
+            sent -= 1
+    for _ in range(sent):
+        conn.read()
+
+
 def positives(conn, command, key, prefix, first, count, batch=1000):
     """How many of prefix<first> .. answer 1, pipelined a batch per command."""
     hits = 0
@@ -61,13 +75,6 @@ def positives(conn, command, key, prefix, first, count, batch=1000):
         for _ in range(n):
             hits += sum(1 for r in conn.read() if r == 1)
     return hits
-
-
-def used_memory(conn):
-    """The server's used_memory less its clients' buffers (a query buffer
-    grows with the largest command and shrinks later, on the server's timer)."""
-    fields = dict(l.split(":", 1) for l in conn.call("INFO", "memory").decode().split("\r\n") if ":" in l)
-    return int(fields["used_memory"]) - int(fields.get("mem_clients_normal", 0))
 
 
 def points(start, items, per_doubling=16):
@@ -99,62 +106,68 @@ def growth(servers, rate, items, probes, stall_ms):
     bk.conn.call("CONFIG", "SET", "slowlog-log-slower-than", "1000")
     bk.conn.call("CONFIG", "SET", "slowlog-max-len", "100000")
     bk.conn.call("SLOWLOG", "RESET")
-    stop, filling = threading.Event(), threading.Event()
-    slowest = [0.0]
-    ping_conn = Conn(bk.port)  # made before the baseline: its buffers are not the filter's
+    slowest, longest = [0.0], [0]
 
-    # Records only while the XF is filled (the probes in between queue
-    # batches of their own ahead of a PING, and share this process's GIL).
-    def pinger():
-        c = ping_conn
-        while not stop.is_set():
+    # Pings over a connection of its own while the XF is filled (the probes
+    # in between queue batches of their own ahead of a PING, and share this
+    # process's GIL).
+    def pinger(done):
+        c = Conn(bk.port)
+        while not done.is_set():
             t = time.perf_counter()
             c.call("PING")
-            if filling.is_set():
-                slowest[0] = max(slowest[0], time.perf_counter() - t)
+            slowest[0] = max(slowest[0], time.perf_counter() - t)
+        c.close()
 
     rows, have = [], 0
-    thread = threading.Thread(target=pinger)
-    thread.start()
-    # A first key of each type, made and dropped, and a first INFO: their
-    # one-time allocations (tens of KB) are not the filters'.
-    bk.conn.call("XF.MADD", "warm-type", "a")
-    rb.conn.call("BF.MADD", "warm-type", "a")
-    for s in (bk, rb):
-        s.conn.call("DEL", "warm-type")
-        used_memory(s.conn)
-    base = {s.name: used_memory(s.conn) for s in (bk, rb)}
-    bk.conn.call("XF.RESERVE", xf_key, rate, "CAPACITY", START)
-    rb.conn.call("BF.RESERVE", bf_key, rate, START)
-    try:
+    with Quiet(bk) as qk, Quiet(rb) as qb:
+        # A first key of each type, made and dropped, and a first INFO:
+        # their one-time allocations (tens of KB) are not the filters'.
+        for q, command in ((qk, "XF.MADD"), (qb, "BF.MADD")):
+            c = q.bulk()
+            fill_steady(c, command, "warm-type", 0, 3000)
+            c.call("DEL", "warm-type")
+            c.close()
+            q.reading()
+        base = {"bloomkit": qk.reading(["XF.RESERVE", xf_key, rate, "CAPACITY", START])[0],
+                "RedisBloom": qb.reading(["BF.RESERVE", bf_key, rate, START])[0]}
         for k, n in enumerate(points(START, items)):
-            filling.set()
-            fill(bk, "XF.MADD", xf_key, have, n - have, clients=1, pipeline=1)
-            filling.clear()
-            fill(rb, "BF.MADD", bf_key, have, n - have)
+            done = threading.Event()
+            thread = threading.Thread(target=pinger, args=(done,))
+            c = qk.bulk()
+            thread.start()
+            fill_steady(c, "XF.MADD", xf_key, have, n - have)
+            done.set()
+            thread.join()
+            # The longest XF command the server ran (microseconds), and the
+            # slow log emptied: its entries are memory too.
+            longest[0] = max([longest[0]] + [e[2] for e in c.call("SLOWLOG", "GET", "-1")
+                                             if e[3] and e[3][0].upper().startswith(b"XF.")])
+            c.call("SLOWLOG", "RESET")
+            c.close()
+            c = qb.bulk()
+            fill_steady(c, "BF.MADD", bf_key, have, n - have, pipeline=8)
+            c.close()
             have = n
-            xf_real = (used_memory(bk.conn) - base["bloomkit"]) * 8 / have
-            bf_real = (used_memory(rb.conn) - base["RedisBloom"]) * 8 / have
-            xf_usage = bk.conn.call("MEMORY", "USAGE", xf_key, "SAMPLES", "0") * 8 / have
-            bf_usage = rb.conn.call("MEMORY", "USAGE", bf_key, "SAMPLES", "0") * 8 / have
+            xf_used, xf_usage, info = qk.reading(["MEMORY", "USAGE", xf_key, "SAMPLES", "0"], ["XF.INFO", xf_key])
+            bf_used, bf_usage, filters = qb.reading(["MEMORY", "USAGE", bf_key, "SAMPLES", "0"],
+                                                    ["BF.INFO", bf_key, "FILTERS"])
+            xf_real = (xf_used - base["bloomkit"]) * 8 / have
+            bf_real = (bf_used - base["RedisBloom"]) * 8 / have
             xf_fp = bf_fp = None
             if k % 4 == 3 or have == items:
-                xf_fp = positives(bk.conn, "XF.MEXISTS", xf_key, "absent:", have, probes) / probes
-                bf_fp = positives(rb.conn, "BF.MEXISTS", bf_key, "absent:", have, probes) / probes
-            info = bk.conn.call("XF.INFO", xf_key)
+                for q, command, key in ((qk, "XF.MEXISTS", xf_key), (qb, "BF.MEXISTS", bf_key)):
+                    c = q.bulk()
+                    fp = positives(c, command, key, "absent:", have, probes) / probes
+                    c.close()
+                    xf_fp, bf_fp = (fp, bf_fp) if q is qk else (xf_fp, fp)
             blocks = info[info.index("Blocks") + 1]
-            filters = rb.conn.call("BF.INFO", bf_key, "FILTERS")[0]
-            rows.append((have, xf_fp, bf_fp, xf_real, bf_real, xf_usage, bf_usage, blocks, filters))
+            rows.append((have, xf_fp, bf_fp, xf_real, bf_real, xf_usage * 8 / have, bf_usage * 8 / have, blocks,
+                         filters[0]))
             if xf_fp is not None:
                 print("rate %s, %10d items: XF %5.1f bits (%d blocks) fp %.5f | BF %5.1f bits (%d filters) fp %.5f"
-                      % (rate, have, xf_real, blocks, xf_fp, bf_real, filters, bf_fp), flush=True)
-    finally:
-        stop.set()
-        thread.join()
-    # The longest XF command the server ran while growing (microseconds).
-    longest = max([e[2] for e in bk.conn.call("SLOWLOG", "GET", "-1")
-                   if e[3] and e[3][0].upper().startswith(b"XF.")] or [0])
-    stall_ms.append((slowest[0] * 1000, longest / 1000))
+                      % (rate, have, xf_real, blocks, xf_fp, bf_real, filters[0], bf_fp), flush=True)
+    stall_ms.append((slowest[0] * 1000, longest[0] / 1000))
     return rows
 
 
