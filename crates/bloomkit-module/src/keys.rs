@@ -12,7 +12,7 @@ use bloomkit_core::Reply;
 use redis_module::raw;
 
 use crate::ffi::{api, cstring, Key, Slot};
-use crate::stats::Counters;
+use crate::stats::{Counters, Held, BYTES, OBJECTS};
 
 /// A module data type: registered once at load, its handle kept for key
 /// type checks.
@@ -75,11 +75,7 @@ pub unsafe fn defrag<T>(
             Some(c) if c > 0 => usize::try_from(c - 1).unwrap_or(usize::MAX),
             // SAFETY: the caller's guarantees; no reference to the value is alive.
             _ => unsafe {
-                let before = *value;
                 d.value::<T>(value);
-                if *value != before {
-                    crate::stats::held::moved(before, *value);
-                }
                 0
             },
         };
@@ -98,17 +94,19 @@ pub unsafe fn defrag<T>(
 
 /// A Rust value stored under a module data type: which registered type it
 /// is, which counters follow it in and out of the keyspace, and how active
-/// defrag walks it. Entering and leaving are written once, here.
-pub trait Stored: Sized {
+/// defrag walks it. Entering and leaving are written once, here: a value
+/// enters its counters when it is made and leaves them when the server
+/// frees it (why that is exact: `crate::stats`).
+pub trait Stored: Sized + Send + 'static {
     /// The registered type (set once at load).
     const TYPE: &'static DataType;
     /// The type's `INFO bf` counters (objects, bytes, defrag moves).
     const COUNTERS: &'static Counters;
     /// The bytes the counters hold for this value.
     fn counted_bytes(&self) -> u64;
-    /// Tallies beyond objects and bytes that follow the value in
-    /// (`entering`) and out of the keyspace (valkey-bloom's totals).
-    fn tally(&self, _entering: bool) {}
+    /// Totals beyond objects and bytes that follow the value in and out of
+    /// the keyspace (valkey-bloom's), written into its fields of `held`.
+    fn held_extra(&self, _held: &mut Held) {}
     /// Offers the value's buffers to active defrag from buffer `from` on
     /// (the core type's `relocate`); `Some(next)` when time ran out first.
     fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize>;
@@ -122,29 +120,86 @@ pub trait Stored: Sized {
         Self::TYPE.get()
     }
 
+    /// What the value adds to its counters' held fields.
+    fn held(&self) -> Held {
+        let mut held = [0; crate::stats::MAX_FIELDS];
+        held[OBJECTS] = 1;
+        held[BYTES] = self.counted_bytes();
+        self.held_extra(&mut held);
+        held
+    }
+
     /// Hands the value over as the pointer the keyspace keeps, counting it.
     fn into_value(self) -> *mut c_void {
-        let value = Box::into_raw(Box::new(self)).cast();
-        // SAFETY: the value just made, alive until the keyspace frees it.
-        unsafe { count::<Self>(value, true) };
-        crate::stats::held::insert(value, count::<Self>);
-        value
+        Self::COUNTERS.enter(&self.held());
+        Box::into_raw(Box::new(self)).cast()
     }
 
     /// Takes back a value made by `into_value` (freed by the keyspace, or
-    /// refused by it), uncounting it unless it was uncounted when it left
-    /// the keyspace.
+    /// refused by it): it leaves its counters, and is freed.
     ///
     /// # Safety
     /// `value` must come from `into_value` and not be used afterwards.
     unsafe fn free_value(value: *mut c_void) {
-        if crate::stats::held::remove(value) {
-            // SAFETY: the caller's guarantee: a live value of this type.
-            unsafe { count::<Self>(value, false) };
-        }
         // SAFETY: the caller's guarantee.
-        drop(unsafe { Box::from_raw(value.cast::<Self>()) });
+        let value = unsafe { Box::from_raw(value.cast::<Self>()) };
+        let held = value.held();
+        Self::COUNTERS.leave(&held);
+        free_later(value, held[BYTES]);
     }
+}
+
+/// Values of at least this many bytes are freed on a thread of ours when the
+/// server frees them on its main thread (see [`free_later`]).
+const FREE_LATER_FROM: u64 = 1 << 20;
+
+/// Frees a value that left its counters. The server frees our values on its
+/// main thread (their `free_effort` keeps them off its lazy-free thread, so
+/// that they leave `INFO bf` exactly when their keys leave: `crate::stats`),
+/// so a large one (at least [`FREE_LATER_FROM`]) goes to a thread of ours,
+/// as the server's lazy free would take it: returning hundreds of MB to the
+/// kernel would hold every client for milliseconds. Not under memory
+/// pressure (`used_memory` at or past `maxmemory`): eviction measures what a
+/// deletion freed by `used_memory` right after it, and memory freed later
+/// would make it evict more keys than it needs to. Nor off the main thread
+/// (a flush the server frees in the background already). Should no thread
+/// start, the value is freed here.
+fn free_later<T: Send + 'static>(value: Box<T>, bytes: u64) {
+    if bytes < FREE_LATER_FROM || !crate::stats::flush::on_main_thread() || memory_pressure() {
+        return drop(value);
+    }
+    let mut freer = FREER.lock().unwrap_or_else(|e| e.into_inner());
+    if freer.is_none() {
+        let (tx, rx) = std::sync::mpsc::channel::<Box<dyn Send>>();
+        let started = std::thread::Builder::new().name("bloomkit-free".into()).spawn(move || {
+            for value in rx {
+                drop(value);
+            }
+        });
+        if started.is_ok() {
+            *freer = Some(tx);
+        }
+    }
+    match freer.as_ref() {
+        Some(tx) => {
+            // The thread never ends, so the channel stays open; should it
+            // have, the value comes back and is freed here.
+            if let Err(returned) = tx.send(value) {
+                drop(returned.0);
+            }
+        }
+        None => drop(value),
+    }
+}
+
+/// The thread [`free_later`] hands large values to, started at the first.
+static FREER: std::sync::Mutex<Option<std::sync::mpsc::Sender<Box<dyn Send>>>> = std::sync::Mutex::new(None);
+
+/// Whether the server is at or past `maxmemory` (and so may be evicting).
+fn memory_pressure() -> bool {
+    crate::ffi::has_api!(RedisModule_GetUsedMemoryRatio)
+        // SAFETY: no arguments; reads the server's memory state.
+        && unsafe { api!(RedisModule_GetUsedMemoryRatio)() } >= 1.0
 }
 
 /// Declares a core type's data type (the `static` the server's handle is
@@ -174,36 +229,8 @@ macro_rules! stored {
 }
 pub(crate) use stored;
 
-/// Puts a value in its counters (`true`: it is back in the keyspace) or
-/// takes it out (it left the keyspace, or is freed).
-///
-/// # Safety
-/// `value` must be a live value made by `T::into_value`.
-unsafe fn count<T: Stored>(value: *const c_void, entering: bool) {
-    // SAFETY: the caller's guarantee.
-    let v = unsafe { &*value.cast::<T>() };
-    if entering {
-        T::COUNTERS.created(v.counted_bytes());
-    } else {
-        T::COUNTERS.freed(v.counted_bytes());
-    }
-    v.tally(entering);
-}
-
-/// Every data type's `unlink` callback: the key left the keyspace (DEL,
-/// UNLINK, expiry, eviction, an overwrite; MOVE and RENAME too, which the
-/// new name's event undoes), so its counters drop now, even when a
-/// background thread frees the value later (see `stats::unlink_counts`).
-pub extern "C" fn unlink_callback(_key: *mut raw::RedisModuleString, value: *const c_void) {
-    crate::ffi::guard((), || {
-        if crate::stats::unlink_counts() {
-            crate::stats::held::leave(value);
-        }
-    })
-}
-
 /// Every data type's `free` callback: the value goes back through its
-/// type's [`Stored::free_value`], which keeps the counters right.
+/// type's [`Stored::free_value`], which takes it out of its counters.
 pub extern "C" fn free_callback<T: Stored>(value: *mut c_void) {
     // SAFETY: the server passes ownership of a value of the type this
     // callback was registered for.

@@ -195,7 +195,6 @@ pub fn register<T: Value>(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
         m.mem_usage = Some(mem_usage::<T>);
         m.digest = Some(digest::<T>);
         m.free = Some(crate::keys::free_callback::<T>);
-        m.unlink = Some(crate::keys::unlink_callback);
         m.free_effort = Some(free_effort::<T>);
         m.copy = Some(copy::<T>);
         if crate::ffi::defrag_supported() {
@@ -258,13 +257,17 @@ extern "C" fn digest<T: Value>(md: *mut raw::RedisModuleDigest, value: *mut c_vo
     guard((), || unsafe { value_mut::<T>(value) }.digest(&mut DigestOut(md)))
 }
 
-/// Large values are freed on a background thread (UNLINK, lazyfree): the
-/// server does that above an effort of 64, here 64 MiB. Never 0, which
-/// the server reads as "always free in the background": small values are
-/// freed at once, as the server frees its own.
+/// A value's size in MiB, from 1 to 64. Never above 64 (the servers' lazy
+/// free threshold): every value is then freed on the server's main thread
+/// when its key leaves, so that it leaves `INFO bf` right then, with no
+/// keyspace event to follow (see `crate::stats`); a large value's memory is
+/// returned on a thread of ours instead (`keys::free_later`). Never 0,
+/// which the servers read as "always in the background". Active defrag
+/// reads it too: a value above `active-defrag-max-scan-fields` is walked
+/// later, resumably.
 extern "C" fn free_effort<T: Value>(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
     // SAFETY: the server passes a value of this type.
-    guard(1, || (unsafe { &*value.cast::<T>() }.memory() >> 20).max(1))
+    guard(1, || (unsafe { &*value.cast::<T>() }.memory() >> 20).clamp(1, 64))
 }
 
 /// COPY (RedisBloom has none): a failed allocation makes COPY fail, not the server.

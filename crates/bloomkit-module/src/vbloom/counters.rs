@@ -12,7 +12,7 @@ use std::ffi::CStr;
 use bloomkit_core::vbloom::Object;
 use redis_module::raw;
 
-use crate::stats::{add_field, add_section, Counters, BYTES, OBJECTS};
+use crate::stats::{add_field, add_section, Counters, Held, BYTES, OBJECTS};
 
 /// `bloom_num_objects` and `bloom_total_memory_bytes`, then the totals.
 pub static COUNTERS: Counters = Counters::new(
@@ -29,7 +29,8 @@ pub static COUNTERS: Counters = Counters::new(
         "scale_outs",
         "refused_creations",
     ],
-);
+)
+.holding(5);
 
 const FILTERS: usize = 2;
 const ITEMS: usize = 3;
@@ -55,17 +56,13 @@ impl Tally {
     }
 }
 
-/// An object entering (or leaving) the keyspace: the totals beyond objects
-/// and bytes.
-pub fn tally(o: &Object, entering: bool) {
+/// What an object adds to the totals beyond objects and bytes while it is
+/// in the keyspace.
+pub fn held_extra(o: &Object, held: &mut Held) {
     let t = Tally::of(o);
-    for (field, v) in [(FILTERS, t.filters), (ITEMS, t.items), (CAPACITY, t.capacity)] {
-        if entering {
-            COUNTERS.add(field, v);
-        } else {
-            COUNTERS.sub(field, v);
-        }
-    }
+    held[FILTERS] = t.filters;
+    held[ITEMS] = t.items;
+    held[CAPACITY] = t.capacity;
 }
 
 /// An object that grew from `before` (adds only ever grow one).

@@ -26,8 +26,8 @@ impl Stored for Object {
     }
 
     /// valkey-bloom's totals.
-    fn tally(&self, entering: bool) {
-        counters::tally(self, entering);
+    fn held_extra(&self, held: &mut crate::stats::Held) {
+        counters::held_extra(self, held);
     }
 
     fn defrag_enabled() -> bool {
