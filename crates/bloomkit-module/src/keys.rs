@@ -6,7 +6,7 @@ use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
-use bloomkit_core::common::memory::OutOfMemory;
+use bloomkit_core::common::memory::{HeapBlocks, OutOfMemory};
 use bloomkit_core::common::reply::WrongType;
 use bloomkit_core::Reply;
 use redis_module::raw;
@@ -97,13 +97,17 @@ pub unsafe fn defrag<T>(
 /// defrag walks it. Entering and leaving are written once, here: a value
 /// enters its counters when it is made and leaves them when the server
 /// frees it (why that is exact: `crate::stats`).
-pub trait Stored: Sized + Send + 'static {
+pub trait Stored: Sized + Send + 'static + Blocks {
     /// The registered type (set once at load).
     const TYPE: &'static DataType;
     /// The type's `INFO bf` counters (objects, bytes, defrag moves).
     const COUNTERS: &'static Counters;
-    /// The bytes the counters hold for this value.
-    fn counted_bytes(&self) -> u64;
+    /// The bytes the counters hold for this value: its real size
+    /// ([`real_bytes`]), which writes keep current ([`Stored::write`]).
+    /// Only for a value in its box (the keyspace's, or one about to be).
+    fn counted_bytes(&self) -> u64 {
+        real_bytes(self)
+    }
     /// Totals beyond objects and bytes that follow the value in and out of
     /// the keyspace (valkey-bloom's), written into its fields of `held`.
     fn held_extra(&self, _held: &mut Held) {}
@@ -129,10 +133,32 @@ pub trait Stored: Sized + Send + 'static {
         held
     }
 
+    /// Runs a write that may change the value's blocks (grow it, shrink it,
+    /// make or drop a cached copy), and keeps its bytes in the counters
+    /// current: what the main thread's allocations changed, at their real
+    /// sizes ([`crate::alloc::track`]). `write` must touch no other value,
+    /// and return nothing it allocated (a reply's text, a result vector):
+    /// that would count as the value's until freed, after the count.
+    fn write<R>(&mut self, write: impl FnOnce(&mut Self) -> R) -> R {
+        Self::track(|| write(self))
+    }
+
+    /// [`Stored::write`] for code that reaches values of this type another
+    /// way (several at once: a merge's sources). `f` must make or drop no
+    /// whole value (those count themselves in and out) and touch no value
+    /// of another type.
+    fn track<R>(f: impl FnOnce() -> R) -> R {
+        let (result, delta) = crate::alloc::track(f);
+        Self::COUNTERS.resized_by(delta);
+        result
+    }
+
     /// Hands the value over as the pointer the keyspace keeps, counting it.
     fn into_value(self) -> *mut c_void {
-        Self::COUNTERS.enter(&self.held());
-        Box::into_raw(Box::new(self)).cast()
+        // Counted in its box: its own block is part of what it takes.
+        let value = Box::new(self);
+        Self::COUNTERS.enter(&value.held());
+        Box::into_raw(value).cast()
     }
 
     /// Takes back a value made by `into_value` (freed by the keyspace, or
@@ -147,6 +173,54 @@ pub trait Stored: Sized + Send + 'static {
         Self::COUNTERS.leave(&held);
         free_later(value, held[BYTES]);
     }
+}
+
+/// The heap blocks a stored value owns beyond its own (the box the keyspace
+/// points to), each with the size it was allocated with: core's
+/// [`HeapBlocks`], listed for each type in [`blocks`] below.
+pub trait Blocks {
+    fn blocks(&self, each: &mut dyn FnMut(*const u8, usize));
+}
+
+/// Every type's blocks: core's own walk of them.
+macro_rules! blocks {
+    ($($ty:ty),+ $(,)?) => {$(
+        impl Blocks for $ty {
+            fn blocks(&self, each: &mut dyn FnMut(*const u8, usize)) {
+                HeapBlocks::heap_blocks(self, each)
+            }
+        }
+    )+};
+}
+blocks!(
+    bloomkit_core::bf::Chain,
+    bloomkit_core::cf::CuckooFilter,
+    bloomkit_core::cms::CountMinSketch,
+    bloomkit_core::topk::TopK,
+    bloomkit_core::tdigest::TDigest,
+    bloomkit_core::apbf::Apbf,
+    bloomkit_core::vbloom::Object,
+);
+
+/// XF's representation is its own (and being rewritten): until it lists its
+/// blocks, they count as XF counts them (`XF.INFO`'s `Size`, which XF's
+/// writes keep current with `Counters::resized`), less the struct that figure
+/// includes, which the value's own block then counts at its real size.
+impl Blocks for bloomkit_core::xf::XfFilter {
+    fn blocks(&self, each: &mut dyn FnMut(*const u8, usize)) {
+        let own = std::mem::size_of::<bloomkit_core::xf::XfFilter>() as u64;
+        each(std::ptr::null(), self.size_bytes().saturating_sub(own) as usize);
+    }
+}
+
+/// What a value really takes: its own block and every block it owns, each
+/// at its usable size as the server's allocator reports it (what
+/// `used_memory` grew by when they were allocated). The bytes `INFO bf`
+/// counts, and `MEMORY USAGE`'s part for the value.
+pub fn real_bytes<T: Blocks>(value: &T) -> u64 {
+    let mut total = crate::alloc::usable_size((value as *const T).cast(), std::mem::size_of::<T>()) as u64;
+    value.blocks(&mut |ptr, len| total += crate::alloc::usable_size(ptr, len) as u64);
+    total
 }
 
 /// Values of at least this many bytes are freed on a thread of ours when the
@@ -203,23 +277,15 @@ fn memory_pressure() -> bool {
 }
 
 /// Declares a core type's data type (the `static` the server's handle is
-/// kept in) and its [`Stored`] impl: counted in `$counters` at its
-/// `size_bytes()` (or at `$bytes(value)`), its buffers offered to defrag by
-/// its `relocate`.
+/// kept in) and its [`Stored`] impl: counted in `$counters` at its real
+/// size ([`real_bytes`]), its buffers offered to defrag by its `relocate`.
 macro_rules! stored {
     ($ty:ident, $counters:path) => {
-        $crate::keys::stored!($ty, $counters, |v: &$ty| v.size_bytes());
-    };
-    ($ty:ident, $counters:path, $bytes:expr) => {
         static TYPE: $crate::keys::DataType = $crate::keys::DataType::new();
 
         impl $crate::keys::Stored for $ty {
             const TYPE: &'static $crate::keys::DataType = &TYPE;
             const COUNTERS: &'static $crate::stats::Counters = &$counters;
-
-            fn counted_bytes(&self) -> u64 {
-                ($bytes)(self)
-            }
 
             fn relocate_buffers(&mut self, from: usize, to: &mut $crate::ffi::Defrag) -> Option<usize> {
                 $ty::relocate(self, from, to)

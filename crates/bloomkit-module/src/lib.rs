@@ -93,6 +93,7 @@ fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
     config::init(FAMILIES.iter().flat_map(|f| f.settings.iter().copied()));
     config::apply_load_args(args)?;
     stats::flush::subscribe(ctx, FAMILIES.iter().map(|f| f.counters));
+    value::measure_key_wrapper(ctx);
     // The settings first: `bf.compat` (from a load argument or the
     // configuration file) decides how BF.* is registered and the encoding
     // version CMSk-TYPE registers with.

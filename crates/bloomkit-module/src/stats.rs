@@ -45,7 +45,7 @@ use redis_module::raw;
 use crate::ffi::api;
 
 /// The most fields one type's section has.
-pub const MAX_FIELDS: usize = 8;
+pub const MAX_FIELDS: usize = 9;
 
 /// Where every type's counters keep the values the keyspace holds and their
 /// bytes (as `MEMORY USAGE` counts them); the type's own tallies follow.
@@ -82,7 +82,7 @@ pub struct Counters {
 impl Counters {
     /// A family's counters: section `name`, fields `name_<field>`, defrag
     /// rows `defrag_name_*`. `fields[OBJECTS]` and `fields[BYTES]` come
-    /// first; at most eight.
+    /// first; at most nine.
     pub const fn family(name: &'static str, fields: &'static [&'static str]) -> Counters {
         Counters::new(name, name, name, fields)
     }
@@ -95,7 +95,7 @@ impl Counters {
         defrag_name: &'static str,
         fields: &'static [&'static str],
     ) -> Counters {
-        assert!(fields.len() >= 2 && fields.len() <= MAX_FIELDS, "a section has 2 to 8 fields");
+        assert!(fields.len() >= 2 && fields.len() <= MAX_FIELDS, "a section has 2 to 9 fields");
         Counters {
             section,
             prefix,
@@ -160,6 +160,16 @@ impl Counters {
             self.add(BYTES, after - before);
         } else {
             self.sub(BYTES, before - after);
+        }
+    }
+
+    /// A stored value's bytes changed by `delta` (what a write allocated
+    /// minus what it freed: `keys::Stored::write`).
+    pub fn resized_by(&self, delta: i64) {
+        if delta >= 0 {
+            self.add(BYTES, delta as u64);
+        } else {
+            self.sub(BYTES, delta.unsigned_abs());
         }
     }
 

@@ -7,7 +7,7 @@ use std::f64::consts::PI;
 
 use super::errors::TdError;
 use super::*;
-use crate::common::memory::{Limits, Relocate};
+use crate::common::memory::{vec_block, HeapBlocks, Limits, Relocate};
 
 /// One digest: centroids (merged, sorted, at the front of the arrays) and
 /// the buffer of points added since the last compression after them.
@@ -290,6 +290,18 @@ struct Cursor {
     pos: usize,
 }
 
+/// The node arrays, and the compressed copy reads keep (with its own).
+impl HeapBlocks for TDigest {
+    fn heap_blocks(&self, each: &mut dyn FnMut(*const u8, usize)) {
+        vec_block(&self.means, each);
+        vec_block(&self.weights, each);
+        if let Some(view) = &self.view {
+            each((&**view as *const TDigest).cast(), std::mem::size_of::<TDigest>());
+            view.heap_blocks(each);
+        }
+    }
+}
+
 impl TDigest {
     /// An empty digest of this compression, checked against the limit
     /// before anything is allocated.
@@ -352,6 +364,15 @@ impl TDigest {
         if self.view.is_none() {
             let mut copy = self.try_clone()?;
             copy.compress()?;
+            // Only read from now on: it keeps its nodes and no room for more
+            // (a compressed digest of the default compression holds about a
+            // tenth of its capacity), so that a digest read after a write
+            // costs little beyond itself.
+            let n = copy.merged_nodes + copy.unmerged_nodes;
+            copy.means.truncate(n);
+            copy.means.shrink_to_fit();
+            copy.weights.truncate(n);
+            copy.weights.shrink_to_fit();
             self.view = Some(Box::new(copy));
         }
         Ok(self.view.as_deref().unwrap_or(self))
@@ -421,7 +442,8 @@ impl TDigest {
     }
 
     /// Takes the value of `v`, a compressed copy of this digest made by
-    /// [`TDigest::estimates`] since the last write.
+    /// [`TDigest::estimates`] since the last write: its nodes are copied
+    /// into this digest's arrays, which keep their room for the buffer.
     fn adopt(&mut self, v: TDigest) {
         debug_assert!(v.unmerged_nodes == 0 || v.compress_changes_nothing());
         let TDigest {
@@ -443,8 +465,9 @@ impl TDigest {
         self.total_compressions = total_compressions;
         self.merged_weight = merged_weight;
         self.unmerged_weight = unmerged_weight;
-        self.means = means;
-        self.weights = weights;
+        let n = merged_nodes + unmerged_nodes;
+        self.means[..n].copy_from_slice(&means[..n]);
+        self.weights[..n].copy_from_slice(&weights[..n]);
     }
 
     pub fn compression(&self) -> f64 {

@@ -107,6 +107,15 @@ fn counts(c: &mut Conn, valkey_bloom: bool) -> Vec<u64> {
     fields.iter().map(|f| c.info_field("bf", f).parse().unwrap()).collect()
 }
 
+/// The same values' bytes on another server or after a reload: the same,
+/// but for what libc's malloc adds to a block now and then (it hands out a
+/// block up to 31 bytes larger than asked rather than split off a sliver;
+/// the counts follow what each block really is) and what a loaded value
+/// holds differently (a state read whole keeps its header's room).
+fn about_the_same(a: &[u64], b: &[u64]) -> bool {
+    a.iter().zip(b).all(|(&x, &y)| x.abs_diff(y) <= 128 + y / 20)
+}
+
 /// Large values of four families (1 to 4 MB): the server frees them on its
 /// main thread and bloomkit returns their memory on a thread of its own.
 const LARGE: &[&str] = &[
@@ -259,7 +268,11 @@ fn lazy_frees_restores_and_evictions(server: Server, valkey_bloom: bool) {
     let bytes = f.bytes();
     f.c.ok("DEBUG RELOAD");
     assert_eq!(f.counts(), f.each_is(2), "{server:?}: after DEBUG RELOAD");
-    assert_eq!(f.bytes(), bytes, "{server:?}: bytes after DEBUG RELOAD");
+    assert!(
+        about_the_same(&f.bytes(), &bytes),
+        "{server:?}: bytes after DEBUG RELOAD: {:?}, {bytes:?}",
+        f.bytes()
+    );
     f.each("PEXPIRE {}:r 1", "c");
     let keys = f.names("c");
     let c = &mut f.c;
@@ -320,7 +333,8 @@ fn replica_full_sync_empties_the_counts(server: Server, valkey_bloom: bool) {
         let want = replica.each_is(1);
         let context = format!("{server:?}: replica-lazy-flush {lazy}, repl-diskless-load {load}");
         wait_until(&context, Duration::from_secs(10), || replica.counts() == want);
-        assert_eq!(replica.bytes(), primary.bytes(), "{context}: bytes");
+        let (theirs, ours) = (primary.bytes(), replica.bytes());
+        assert!(about_the_same(&ours, &theirs), "{context}: bytes {ours:?}, the primary's {theirs:?}");
         replica.c.ok("REPLICAOF NO ONE");
         replica.c.ok("FLUSHALL");
         replica.assert_nothing_counted(&context);

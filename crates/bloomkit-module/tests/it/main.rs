@@ -30,6 +30,7 @@ mod config_levels;
 mod defrag;
 mod info_counts;
 mod maxmemory;
+mod memory;
 mod readme_names;
 mod redisbloom8;
 mod reliability;
