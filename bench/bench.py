@@ -89,16 +89,16 @@ def free_port():
 
 
 class Server:
-    def __init__(self, name, module, extra_modules=()):
+    def __init__(self, name, module, extra_modules=(), binary="redis-server", module_args=()):
         self.name = name
         self.dir = tempfile.mkdtemp(prefix="bloomkit-bench-")
         self.port = free_port()
         # Servers on core 0, the load generator on core 1 (bench/run.sh needs
         # two cores): neither steals the other's CPU mid-measurement.
         self.proc = subprocess.Popen(
-            ["taskset", "-c", "0", "redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+            ["taskset", "-c", "0", binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", self.dir, "--logfile", "server.log",
-             "--enable-debug-command", "yes", "--loadmodule", module]
+             "--enable-debug-command", "yes", "--loadmodule", module, *module_args]
             + [arg for m in extra_modules for arg in ("--loadmodule", m)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 20
