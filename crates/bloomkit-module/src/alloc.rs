@@ -191,7 +191,10 @@ pub fn track<R>(f: impl FnOnce() -> R) -> (R, i64) {
             TRACKING.store(self.0, Relaxed);
         }
     }
-    let open = Open(TRACKING.swap(true, Relaxed));
+    // A load and a store, not a swap: only the main thread opens counts,
+    // and a locked instruction per write would be the count's whole cost.
+    let open = Open(TRACKING.load(Relaxed));
+    TRACKING.store(true, Relaxed);
     let start = NET.load(Relaxed);
     let result = f();
     let delta = NET.load(Relaxed) - start;
