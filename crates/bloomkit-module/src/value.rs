@@ -270,15 +270,16 @@ fn key_wrapper() -> usize {
 
 /// Works out, at load, what a module key costs the server beyond what its
 /// `MEMORY USAGE` counts for the key itself: the 16-byte module-value block
-/// every module key has; on Redis also the key's 16-byte object (Valkey 8+
-/// counts it, with the name it embeds) and, before Redis 8, the allocator's
-/// rounding of the 24-byte table entry (counted as 24); on Valkey the 8
-/// bytes a key adds on average to its hash table's chained buckets. Each
-/// block at the server's allocator's size for it (asked of a block of that
-/// size). Measured against `used_memory` per key (`bench/memory.py`): with
-/// it, `MEMORY USAGE` of every bloomkit type is within 3% of the key's real
-/// cost on Redis 7.0 and 8.2 and Valkey 8.1 and 9.1, down to values of 100
-/// bytes; without it, 20% under for those.
+/// every module key has; before Redis 8, also the key's 16-byte object and
+/// the allocator's rounding of the 24-byte table entry (counted as 24);
+/// from Redis 8 and on Valkey, whose key objects embed the name and are
+/// counted with it, the 8 bytes a key adds to its hash table beyond what is
+/// counted. Each block at the server's allocator's size for it (asked of a
+/// block of that size). Measured against `used_memory` per key
+/// (`bench/memory.py`, bench/MEMORY-RESULTS.md): with it, `MEMORY USAGE`
+/// of every bloomkit type is within 3% of the key's real cost on Redis 7.0
+/// and 8.2 and Valkey 8.1 and 9.1, down to values of 100 bytes; without
+/// it, 20% under for those.
 pub fn measure_key_wrapper(ctx: *mut raw::RedisModuleCtx) {
     let usable = |size: usize| {
         // SAFETY: a block allocated and freed here; the API table is filled.
@@ -296,7 +297,7 @@ pub fn measure_key_wrapper(ctx: *mut raw::RedisModuleCtx) {
     };
     let wrapper = match crate::ffi::server_version(ctx) {
         Some((crate::ffi::ServerKind::Valkey, ..)) => usable(16) + 8,
-        Some((crate::ffi::ServerKind::Redis, major, _)) if major >= 8 => 2 * usable(16),
+        Some((crate::ffi::ServerKind::Redis, major, _)) if major >= 8 => usable(16) + 8,
         _ => 2 * usable(16) + usable(24) - 24,
     };
     KEY_WRAPPER.store(wrapper, std::sync::atomic::Ordering::Relaxed);
