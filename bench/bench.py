@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """bloomkit against RedisBloom 2.8.2, side by side on one redis-server binary.
 
-Two servers are started from the same binary, one with each module. Every
-throughput row runs redis-benchmark against A then B, for several rounds,
-and reports medians and the ratio bloomkit / RedisBloom. The ceiling row is
-the same server's built-in EXISTS under the same load: the most any module
-command can reach there, and a check that the load generator is not the
-bottleneck. Usage: bench/run.sh [--quick] [--output FILE].
+Two servers are started from the same binary, one with each module (three
+with --reference: an older bloomkit build as well, see bench/run.sh
+--reference-build). Every throughput row runs the load generator against
+each in turn, for several rounds, the order turning every round, and
+reports medians and the ratio bloomkit / RedisBloom (and bloomkit /
+reference). The ceiling row is the same server's built-in EXISTS under the
+same load: the most any module command can reach there, and a check that
+the load generator is not the bottleneck. Usage: bench/run.sh [--quick]
+[--only SECTION] [--reference-build REV] [--output FILE].
 """
 import argparse
 import os
@@ -138,20 +141,20 @@ def free_port():
 
 
 class Server:
-    def __init__(self, name, module, extra_modules=()):
+    def __init__(self, name, module, extra_modules=(), binary="redis-server", module_args=()):
         self.name = name
         self.dir = tempfile.mkdtemp(prefix="bloomkit-bench-")
         self.port = free_port()
         # Servers on core 0, the load generator on core 1 (bench/run.sh needs
         # two cores): neither steals the other's CPU mid-measurement.
         self.proc = subprocess.Popen(
-            ["taskset", "-c", "0", "redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+            ["taskset", "-c", "0", binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", self.dir, "--logfile", "server.log",
              "--enable-debug-command", "yes",
              # Each command's latency histogram (about 25 KB, made at its
              # first call) would count as the memory of the first filter
              # the memory benchmarks make.
-             "--latency-tracking", "no", "--loadmodule", module]
+             "--latency-tracking", "no", "--loadmodule", module, *module_args]
             + [arg for m in extra_modules for arg in ("--loadmodule", m)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 20
@@ -199,13 +202,26 @@ def benchmark(server, command, requests, pipeline, clients=50, rand_range=None, 
 
 def alternating_medians(servers, rounds, measure):
     """Median per server of measure(server, round), run on each server in each
-    round, the order reversed every other round so that neither side always
-    goes first into a machine that drifts."""
+    round, the order turning every round (reversed every other round, and
+    rotated, for three servers) so that no side always goes first into a
+    machine that drifts."""
     results = {who: [] for who in servers}
+    names = list(servers)
     for r in range(rounds):
-        for who in (list(servers) if r % 2 == 0 else list(reversed(servers))):
+        order = names[r // 2 % len(names):] + names[:r // 2 % len(names)]
+        for who in (order if r % 2 == 0 else list(reversed(order))):
             results[who].append(measure(servers[who], r))
     return {who: statistics.median(v) for who, v in results.items()}
+
+
+# The single-item writes of every family (the rows --only writes runs, and
+# the rows a reference build is compared on): their names start with these.
+WRITE_ROWS = ("BF.ADD new items", "CF.ADD new items", "CF.DEL", "CMS.INCRBY 1 item", "TOPK.ADD 1 item",
+              "TDIGEST.ADD 1 value")
+
+
+def is_single_write(name):
+    return name.startswith(WRITE_ROWS)
 
 
 def madd_command(key, n):
@@ -269,8 +285,13 @@ def main():
     parser.add_argument("--quick", action="store_true", help="a short smoke run (checks that it works, not timings)")
     parser.add_argument("--output", default=os.path.join(ROOT, "bench", "RESULTS.md"))
     parser.add_argument("--only", action="append", metavar="SECTION",
-                        help="run only these throughput sections (ceiling, small, large, cuckoo, sketches), "
-                             "skipping the ceiling, floor, memory and dump comparisons: for iterating")
+                        help="run only these throughput sections (ceiling, small, large, cuckoo, sketches, or "
+                             "writes: every family's single-item writes, alone and pipelined), skipping the "
+                             "ceiling, floor, memory and dump comparisons: for iterating")
+    parser.add_argument("--reference", metavar="MODULE",
+                        help="an older bloomkit build, measured beside the two on the throughput rows "
+                             "(bench/run.sh --reference-build REV builds one)")
+    parser.add_argument("--reference-name", default="reference", help="how the results name the reference build")
     parser.add_argument("--module", default=os.path.join(ROOT, "target", "release", "libbloomkit.so"))
     parser.add_argument("--redisbloom", default=os.path.join(ROOT, ".test-servers", "redisbloom.so"))
     parser.add_argument("--floor", default=os.path.join(ROOT, "target", "release", "bench-floor.so"))
@@ -295,15 +316,22 @@ def main():
     # A TERM (a timeout, a kill) unwinds like an error, so the finally below
     # still stops the servers (each holds gigabytes).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
-    servers = {"bloomkit": Server("bloomkit", opts.module, [opts.floor]),
-               "RedisBloom": Server("RedisBloom", opts.redisbloom, [opts.floor])}
+    servers = {"bloomkit": Server("bloomkit", opts.module, [opts.floor])}
+    if opts.reference:
+        servers["reference"] = Server(opts.reference_name, opts.reference, [opts.floor])
+    servers["RedisBloom"] = Server("RedisBloom", opts.redisbloom, [opts.floor])
     bk, rb = servers["bloomkit"], servers["RedisBloom"]
-    rows = []  # (section, name, bloomkit, redisbloom, unit, target)
+    # The ceiling, floor, memory and dump comparisons are bloomkit's against RedisBloom's only.
+    pair = {"bloomkit": bk, "RedisBloom": rb}
+    rows = []  # (section, name, bloomkit, redisbloom, unit, reference or None)
 
-    def add(section, name, a, b, unit, target=""):
-        rows.append((section, name, a, b, unit, target))
+    def add(section, name, a, b, unit, ref=None):
+        rows.append((section, name, a, b, unit, ref))
         ratio = a / b if b else float("nan")
-        print("%-58s bloomkit %14.1f  RedisBloom %14.1f  %s  ratio %.2f" % (name, a, b, unit, ratio), flush=True)
+        line = "%-58s bloomkit %14.1f  RedisBloom %14.1f  %s  ratio %.2f" % (name, a, b, unit, ratio)
+        if ref is not None:
+            line += "  %s %14.1f  ratio %.2f" % (opts.reference_name, ref, a / ref if ref else float("nan"))
+        print(line, flush=True)
 
     try:
         # Filters: the small one fits in cache, the large one does not.
@@ -324,7 +352,9 @@ def main():
         chunks = scandump_all(bk.conn, "large")
         dump_seconds = time.time() - t
         total_mb = sum(len(d) for _, d in chunks) / 1e6
-        loadchunks(rb.conn, "large", chunks)
+        for who, s in servers.items():
+            if who != "bloomkit":
+                loadchunks(s.conn, "large", chunks)
         t = time.time()
         chunks_rb = scandump_all(rb.conn, "large")
         dump_seconds_rb = time.time() - t
@@ -439,7 +469,7 @@ def main():
              n1 // 2, 1, sketch_range, 1, "", False, reset_td),
         ]
         if opts.only:
-            scenarios = [s for s in scenarios if s[0] in opts.only]
+            scenarios = [s for s in scenarios if s[0] in opts.only or ("writes" in opts.only and is_single_write(s[1]))]
         for section, name, command, n, depth, rand_range, per_request, prefix, fresh, setup in scenarios:
             def measure(server, r):
                 for cmd in setup:
@@ -452,7 +482,7 @@ def main():
                 return rps * per_request
             medians = alternating_medians(servers, rounds, measure)
             unit = "items/s" if per_request > 1 else "ops/s"
-            add(section, name, medians["bloomkit"], medians["RedisBloom"], unit)
+            add(section, name, medians["bloomkit"], medians["RedisBloom"], unit, medians.get("reference"))
 
         # Each module command against the built-in EXISTS, measured back to
         # back on the same server in each round, so that drift in the
@@ -462,7 +492,7 @@ def main():
                 ("BF.EXISTS hits, small filter", "BF.EXISTS small {item}", small_capacity, ""),
                 ("BF.EXISTS misses, small filter", "BF.EXISTS small {item}", RANDOM_RANGE, "miss:")):
             per_server = {}
-            for who, srv in servers.items():
+            for who, srv in pair.items():
                 ratios = []
                 for r in range(rounds):
                     top = benchmark(srv, "EXISTS plain", n32, 32, seed=300 + r)
@@ -525,7 +555,7 @@ def main():
         for name, command, floor_command, n, depth, rand_range, prefix, pool, fresh, setup in \
                 tuple(() if opts.only else floor_rows) + tuple(sketch_floor_rows):
             per_server = {}
-            for who, srv in servers.items():
+            for who, srv in pair.items():
                 ratios = []
                 # Three rounds for the sketch rows: the section is long already.
                 for r in range(min(rounds, 3) if name in sketch_floor_names else rounds):
@@ -544,7 +574,7 @@ def main():
             s.conn.call("BF.RESERVE", "mem", "0.01", 100_000)
         for fill, label in () if opts.only else ((100_000, "100%"), (400_000, "400% (scaled)")):
             per_server = {}
-            for who, s in servers.items():
+            for who, s in pair.items():
                 have = s.conn.call("BF.CARD", "mem")
                 for start in range(have, fill, 1000):
                     s.conn.send("BF.MADD", "mem", *[b"m%d" % i for i in range(start, min(start + 1000, fill))])
@@ -570,7 +600,7 @@ def main():
                 for key in ("small", "small-add", "large-add", "mem"):
                     s.conn.call("DEL", key)
             save, reload_ = {}, {}
-            for who, s in servers.items():
+            for who, s in pair.items():
                 t = time.time()
                 s.conn.call("SAVE")
                 save[who] = time.time() - t
@@ -586,23 +616,35 @@ def main():
     elapsed = time.time() - started
     with open(opts.output, "w") as out:
         out.write("# bloomkit vs RedisBloom 2.8.2\n\n")
-        out.write("Generated by `bench/run.sh%s` on %s in %.0f s.\n\n" % (" --quick" if quick else "", time.strftime("%Y-%m-%d"), elapsed))
+        invocation = os.environ.get("BENCH_INVOCATION", "bench/run.sh" + (" --quick" if quick else ""))
+        out.write("Generated by `%s` on %s in %.0f s.\n\n" % (invocation, time.strftime("%Y-%m-%d"), elapsed))
         out.write("Machine: %s.\n\n" % machine())
-        out.write("Both modules in two servers of the same binary, measured alternately (%d rounds, medians), "
+        out.write("Both modules in two servers of the same binary (three with a reference), measured alternately "
+                  "(%d rounds, medians), "
                   "50 clients on loopback, bloomkit-loadgen (crates/bloomkit-bench) as the load generator. Ratio = bloomkit / RedisBloom "
                   "(for seconds, RedisBloom / bloomkit, so that above 1 is always better). The two ceiling rows run the "
                   "same built-in command on both servers: their ratio shows this machine's noise. "
                   "\"small\" is a cache-resident filter; \"large\" a filter of %.0f MB (at least three times the "
                   "last-level cache) with lookups all over it, at the default `bf.huge-pages no`. Where the time "
                   "goes, and what huge pages change: bench/PROFILE.md.\n\n" % (rounds, total_mb))
+        if opts.reference:
+            out.write("The reference, `%s`, is an older bloomkit build (bench/run.sh --reference-build) in a third "
+                      "server of the same binary, measured in the same rounds; its last column is bloomkit / %s.\n\n"
+                      % (opts.reference_name, opts.reference_name))
         section = None
-        for sec, name, a, b, unit, _ in rows:
+        for sec, name, a, b, unit, ref in rows:
+            fmt = "%.4f" if unit in ("%", "s") else "%.2f" if unit == "bytes" else "%.0f"
             if sec != section:
                 section = sec
-                out.write("\n## %s\n\n| measurement | bloomkit | RedisBloom | ratio |\n|---|---:|---:|---:|\n" % sec)
+                extra = (" %s | ratio to %s |" % (opts.reference_name, opts.reference_name), "---:|---:|") \
+                    if opts.reference else ("", "")
+                out.write("\n## %s\n\n| measurement | bloomkit | RedisBloom | ratio |%s\n|---|---:|---:|---:|%s\n"
+                          % (sec, extra[0], extra[1]))
             ratio = (b / a if unit == "s" else a / b) if a and b else float("nan")
-            fmt = "%.4f" if unit in ("%", "s") else "%.2f" if unit == "bytes" else "%.0f"
-            out.write(("| %s | " + fmt + " %s | " + fmt + " %s | %.2f |\n") % (name, a, unit, b, unit, ratio))
+            line = ("| %s | " + fmt + " %s | " + fmt + " %s | %.2f |") % (name, a, unit, b, unit, ratio)
+            if opts.reference:
+                line += (" " + fmt + " %s | %.2f |") % (ref, unit, a / ref) if ref else " | |"
+            out.write(line + "\n")
         out.write("\n## Against the ceiling (same server, built-in EXISTS, pipeline 32, measured back to back)\n\n")
         out.write("| command | bloomkit / ceiling | RedisBloom / ceiling |\n|---|---:|---:|\n")
         for name, (a, b) in ceiling_ratios.items():

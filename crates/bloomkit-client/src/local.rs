@@ -216,7 +216,7 @@ impl LocalFilter {
 /// A chain's own parameters, so that `clear` makes the same filter again.
 impl From<Chain> for LocalFilter {
     fn from(chain: Chain) -> LocalFilter {
-        let first = chain.filters().first().map(|f| (f.shape.capacity, f.shape.error));
+        let first = chain.filters().first().map(|f| (f.shape().capacity, f.shape().error));
         let (capacity, error) = first.unwrap_or((100, 0.01));
         let params = ChainParams {
             capacity,

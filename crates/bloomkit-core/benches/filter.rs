@@ -25,7 +25,7 @@ fn filled_chain(params: ChainParams, fill: u64) -> Chain {
 
 /// A fastbloom filter of the chain's bits and hashes, holding the same items.
 fn filled_fastbloom(chain: &Chain, fill: u64) -> fastbloom::BloomFilter {
-    let shape = chain.filters()[0].shape;
+    let shape = chain.filters()[0].shape();
     let mut fast = fastbloom::BloomFilter::with_num_bits(shape.bits as usize).hashes(shape.hashes);
     for i in 0..fill {
         fast.insert(&i.to_le_bytes()[..]);
@@ -39,7 +39,7 @@ fn bench_capacity(c: &mut Criterion, capacity: u64, label: &str) {
     let fill = capacity / 2;
     let mut chain = filled_chain(params, fill);
     let mut fast = filled_fastbloom(&chain, fill);
-    let shape = chain.filters()[0].shape;
+    let shape = chain.filters()[0].shape();
     let present: Vec<Vec<u8>> =
         (0..PROBES as u64).map(|i| (i * 7919 % fill).to_le_bytes().to_vec()).collect();
     let absent = items("absent", PROBES);

@@ -1,9 +1,11 @@
 //! The global allocator: the server's, so that filters count in `used_memory`,
 //! `maxmemory` and `MEMORY USAGE`, and the fallible variants where the server
 //! has them, so that a huge filter that cannot be allocated is an error reply
-//! rather than an aborted server.
+//! rather than an aborted server. It also measures what a write changes in
+//! a value's memory ([`track`]), at the allocator's real sizes.
 
 use std::alloc::{GlobalAlloc, Layout};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
 
 use redis_module::raw;
 
@@ -144,6 +146,62 @@ pub fn defrag_may_move(len: usize) -> bool {
     len < LAZY_ZERO_FROM
 }
 
+/// What a block really takes: its usable size, as the server's allocator
+/// reports it (a size class rounds every request up; `used_memory` grows
+/// by this). `requested` where the server cannot say, or for a null block
+/// (a size given without one).
+pub fn usable_size(ptr: *const u8, requested: usize) -> usize {
+    // SAFETY: the API table is filled once by RedisModule_Init, on the main
+    // thread, before any allocation (see `missing_api`), and never changed.
+    match unsafe { raw::RedisModule_MallocUsableSize } {
+        // SAFETY: a live block from the server's allocator (every block
+        // bloomkit allocates is one).
+        Some(usable) if !ptr.is_null() => unsafe { usable(ptr.cast_mut().cast()) },
+        _ => requested,
+    }
+}
+
+/// Set while a count is open ([`track`]).
+static TRACKING: AtomicBool = AtomicBool::new(false);
+/// While a count is open: the real bytes the main thread allocated minus
+/// those it freed. Only the main thread writes it.
+static NET: AtomicI64 = AtomicI64::new(0);
+
+/// A block allocated (`sign` 1) or about to be freed (-1), while a count is
+/// open: the main thread's only (a background free is none of a write's).
+#[inline]
+fn note(ptr: *const u8, len: usize, sign: i64) {
+    if TRACKING.load(Relaxed) && crate::stats::flush::on_main_thread() {
+        let n = usable_size(ptr, len) as i64;
+        NET.store(NET.load(Relaxed) + sign * n, Relaxed);
+    }
+}
+
+/// Runs `f` (a write to one value) and returns what it did to the memory
+/// the main thread holds, in real bytes: what the value gained or lost
+/// (temporaries cancel out). How `INFO bf` keeps its bytes exact as values
+/// grow, shrink or drop a cached copy, without walking a value before and
+/// after every write: the count costs a write nothing unless it allocates.
+/// `f` must touch no other value's blocks. On the main thread only.
+pub fn track<R>(f: impl FnOnce() -> R) -> (R, i64) {
+    /// Closes the count even if `f` panics.
+    struct Open(bool);
+    impl Drop for Open {
+        fn drop(&mut self) {
+            TRACKING.store(self.0, Relaxed);
+        }
+    }
+    // A load and a store, not a swap: only the main thread opens counts,
+    // and a locked instruction per write would be the count's whole cost.
+    let open = Open(TRACKING.load(Relaxed));
+    TRACKING.store(true, Relaxed);
+    let start = NET.load(Relaxed);
+    let result = f();
+    let delta = NET.load(Relaxed) - start;
+    drop(open);
+    (result, delta)
+}
+
 /// Sizes padded to the alignment, as the redis-module crate does. The
 /// server's allocators return 16-byte aligned blocks, which covers every type
 /// bloomkit allocates.
@@ -151,6 +209,10 @@ fn padded(layout: Layout) -> usize {
     (layout.size() + layout.align() - 1) & !(layout.align() - 1)
 }
 
+// SAFETY: every block comes from the server's allocator (`RedisModule_*Alloc`),
+// sized to the padded layout and aligned to 16 bytes, which covers every
+// layout bloomkit asks for (see `padded`); each is freed or resized only
+// through the same allocator, as `GlobalAlloc` requires.
 unsafe impl GlobalAlloc for ServerAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let size = padded(layout);
@@ -160,6 +222,7 @@ unsafe impl GlobalAlloc for ServerAllocator {
             _ => missing_api(),
         };
         if !ptr.is_null() {
+            note(ptr, size, 1);
             // SAFETY: the block just allocated, of `size` bytes.
             advise_huge_pages(ptr, size);
         }
@@ -184,6 +247,7 @@ unsafe impl GlobalAlloc for ServerAllocator {
                 _ => missing_api(),
             };
         if !ptr.is_null() {
+            note(ptr, size, 1);
             // SAFETY: the block just allocated, of `size` bytes.
             advise_huge_pages(ptr, size);
         }
@@ -192,6 +256,7 @@ unsafe impl GlobalAlloc for ServerAllocator {
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let size = padded(Layout::from_size_align_unchecked(new_size, layout.align()));
+        note(ptr, padded(layout), -1);
         // SAFETY: the caller's block, of the padded size it was allocated with.
         unadvise_huge_pages(ptr, padded(layout));
         let new: *mut u8 =
@@ -213,14 +278,17 @@ unsafe impl GlobalAlloc for ServerAllocator {
             };
         // SAFETY: whichever block the caller owns now, with its size.
         if new.is_null() {
-            advise_huge_pages(ptr, padded(layout)); // the old block stays
+            note(ptr, padded(layout), 1); // the old block stays
+            advise_huge_pages(ptr, padded(layout));
         } else {
+            note(new, size, 1);
             advise_huge_pages(new, size);
         }
         new
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        note(ptr, padded(layout), -1);
         // SAFETY: the caller's block, of the padded size it was allocated with.
         unadvise_huge_pages(ptr, padded(layout));
         match raw::RedisModule_Free {

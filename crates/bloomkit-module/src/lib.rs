@@ -92,7 +92,8 @@ fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
     unsafe { api!(RedisModule_SetModuleOptions)(ctx, raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int) };
     config::init(FAMILIES.iter().flat_map(|f| f.settings.iter().copied()));
     config::apply_load_args(args)?;
-    stats::subscribe(ctx);
+    stats::flush::subscribe(ctx, FAMILIES.iter().map(|f| f.counters));
+    value::measure_key_wrapper(ctx);
     // The settings first: `bf.compat` (from a load argument or the
     // configuration file) decides how BF.* is registered and the encoding
     // version CMSk-TYPE registers with.

@@ -2,8 +2,40 @@
 //! in its family's `counters.rs` with the field names its section prints,
 //! plus the few tallies that belong to the module as a whole.
 //!
-//! Relaxed atomics: they are plain tallies read by INFO, and lazy-free may
-//! drop a value on a background thread.
+//! Relaxed atomics: they are plain tallies read by INFO, and a flush may
+//! free values on the server's background thread.
+//!
+//! # Values in and out, with no cost to writes
+//!
+//! A value enters its counters when it is made ([`Counters::enter`]: a
+//! command, a load, `COPY`) and leaves them when the server frees it
+//! ([`Counters::leave`]), nothing in between. That is exact because the
+//! server frees every value of ours at once, on its main thread, when its
+//! key leaves the keyspace (DEL, UNLINK, expiry, eviction, an overwrite,
+//! `FLUSHDB SYNC`): the types answer a `free_effort` of at most 64, under
+//! which no server hands a value to its lazy-free thread (see
+//! `value::free_effort`; the big buffers of large values are freed on a
+//! thread of ours, after they left their counters: `keys::free_later`).
+//! MOVE and RENAME unlink a key without freeing its value, and SWAPDB moves
+//! no value, so none of them needs looking at: earlier releases uncounted a
+//! value at its key's `unlink` and subscribed to every generic keyspace
+//! event to count MOVE's and RENAME's values back in, which made the server
+//! build a module context for every write bloomkit itself announces (9% of
+//! its time at `CMS.INCRBY` pipelined).
+//!
+//! The one case left is a flush the server frees on its background thread
+//! (`FLUSHALL ASYNC`, `FLUSHDB ASYNC`, a replica emptying itself with
+//! `replica-lazy-flush`, Redis 8's `FLUSHALL SYNC`, which runs as a blocked
+//! asynchronous one). A flush of every database ([`on_flush`]) takes the
+//! values out at once: each type's held fields move to its `flushed`
+//! bucket, and frees on another thread than the main one draw from that
+//! bucket first. The server's lazy-free thread frees in the order the work
+//! was queued, so the values of that flush (and of any asynchronous flush
+//! queued before it) are the next ones freed there; values of a later
+//! one-database flush find the bucket empty and leave the live counters.
+//! A one-database `FLUSHDB ASYNC` leaves the counters as its values are
+//! freed, as `used_memory` does: finding its values at once would mean
+//! walking the database on the main thread, which is what it exists to avoid.
 
 use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -13,12 +45,16 @@ use redis_module::raw;
 use crate::ffi::api;
 
 /// The most fields one type's section has.
-const MAX_FIELDS: usize = 8;
+pub const MAX_FIELDS: usize = 9;
 
 /// Where every type's counters keep the values the keyspace holds and their
 /// bytes (as `MEMORY USAGE` counts them); the type's own tallies follow.
 pub const OBJECTS: usize = 0;
 pub const BYTES: usize = 1;
+
+/// What one value adds to its type's held fields (objects, bytes, and any
+/// totals of the type's own that follow its values: valkey-bloom's).
+pub type Held = [u64; MAX_FIELDS];
 
 /// One data type's counters: its `INFO bf` section (name and field names,
 /// in the order printed) and what active defrag did to its values.
@@ -30,7 +66,15 @@ pub struct Counters {
     /// The type's name in the `defrag` section (`bf_defrag_<name>_hits`).
     pub defrag_name: &'static str,
     fields: &'static [&'static str],
+    /// How many fields, from the first, follow the values in the keyspace
+    /// (objects and bytes, and valkey-bloom's totals): what a flush of every
+    /// database takes out at once. The others count events.
+    held: usize,
     values: [AtomicU64; MAX_FIELDS],
+    /// The held fields of values a flush of every database handed to the
+    /// server's background thread and that it has not freed yet (see the
+    /// file's doc): out of `INFO bf`, and what their frees draw from.
+    flushed: [AtomicU64; MAX_FIELDS],
     defrag_hits: AtomicU64,
     defrag_misses: AtomicU64,
 }
@@ -38,7 +82,7 @@ pub struct Counters {
 impl Counters {
     /// A family's counters: section `name`, fields `name_<field>`, defrag
     /// rows `defrag_name_*`. `fields[OBJECTS]` and `fields[BYTES]` come
-    /// first; at most eight.
+    /// first; at most nine.
     pub const fn family(name: &'static str, fields: &'static [&'static str]) -> Counters {
         Counters::new(name, name, name, fields)
     }
@@ -51,28 +95,63 @@ impl Counters {
         defrag_name: &'static str,
         fields: &'static [&'static str],
     ) -> Counters {
-        assert!(fields.len() >= 2 && fields.len() <= MAX_FIELDS, "a section has 2 to 8 fields");
+        assert!(fields.len() >= 2 && fields.len() <= MAX_FIELDS, "a section has 2 to 9 fields");
         Counters {
             section,
             prefix,
             defrag_name,
             fields,
+            held: 2,
             values: [const { AtomicU64::new(0) }; MAX_FIELDS],
+            flushed: [const { AtomicU64::new(0) }; MAX_FIELDS],
             defrag_hits: AtomicU64::new(0),
             defrag_misses: AtomicU64::new(0),
         }
     }
 
-    /// A value of `bytes` now owned by the keyspace.
-    pub fn created(&self, bytes: u64) {
-        self.add(OBJECTS, 1);
-        self.add(BYTES, bytes);
+    /// The same counters with the first `n` fields following the values
+    /// (objects and bytes are always two of them).
+    pub const fn holding(self, n: usize) -> Counters {
+        assert!(n >= 2 && n <= self.fields.len(), "objects and bytes are held, and at most every field");
+        Counters { held: n, ..self }
     }
 
-    /// A value of `bytes` that left the keyspace.
-    pub fn freed(&self, bytes: u64) {
-        self.sub(OBJECTS, 1);
-        self.sub(BYTES, bytes);
+    /// A value entered the keyspace (made by a command, loaded, copied),
+    /// adding `held` (see [`Held`]). On the main thread, where values are made.
+    pub fn enter(&self, held: &Held) {
+        for (field, &n) in held.iter().enumerate().take(self.held) {
+            self.add(field, n);
+        }
+    }
+
+    /// A value is freed: its `held` leaves the counters. On the main thread
+    /// this is a key that left the keyspace; on any other, a value a flush
+    /// handed to the server's background thread, which leaves the `flushed`
+    /// bucket while that holds any (see the file's doc).
+    pub fn leave(&self, held: &Held) {
+        if flush::on_main_thread() {
+            return self.sub_held(held, &self.values);
+        }
+        let _serial = flush::lock();
+        let from = if self.flushed[OBJECTS].load(Relaxed) > 0 { &self.flushed } else { &self.values };
+        self.sub_held(held, from);
+    }
+
+    fn sub_held(&self, held: &Held, from: &[AtomicU64; MAX_FIELDS]) {
+        for (field, &n) in held.iter().enumerate().take(self.held) {
+            let before = from[field].fetch_update(Relaxed, Relaxed, |v| Some(v.saturating_sub(n)));
+            debug_assert!(before.is_ok_and(|v| v >= n), "counter {} went below 0", self.fields[field]);
+        }
+    }
+
+    /// A flush of every database handed every value to the server's
+    /// background thread: they leave `INFO bf` now, into `flushed`, which
+    /// their frees draw from. Called with [`flush::lock`] held.
+    fn hand_to_flush(&self) {
+        for field in 0..self.held {
+            let n = self.values[field].swap(0, Relaxed);
+            self.flushed[field].fetch_add(n, Relaxed);
+        }
     }
 
     /// A stored value changed size (grew, compacted, finished a doubling).
@@ -81,6 +160,16 @@ impl Counters {
             self.add(BYTES, after - before);
         } else {
             self.sub(BYTES, before - after);
+        }
+    }
+
+    /// A stored value's bytes changed by `delta` (what a write allocated
+    /// minus what it freed: `keys::Stored::write`).
+    pub fn resized_by(&self, delta: i64) {
+        if delta >= 0 {
+            self.add(BYTES, delta as u64);
+        } else {
+            self.sub(BYTES, delta.unsigned_abs());
         }
     }
 
@@ -208,222 +297,81 @@ pub fn write_module_fields(ctx: *mut raw::RedisModuleInfoCtx) {
     }
 }
 
-/// The values bloomkit has made, by address, each with how to count and
-/// uncount it, so that a value is in its counters exactly while it is in
-/// the keyspace: it leaves them when it leaves the keyspace (the `unlink`
-/// callback, a flush), even when a background thread frees it later, and
-/// comes back when a MOVE or RENAME (which unlink it from its old name on
-/// some servers) puts it back. Values are freed on a background thread
-/// under lazy-free, so the map is behind a lock; it is touched only when
-/// values are made, leave, move or are freed, never by reads or writes.
-pub mod held {
-    use std::collections::BTreeMap;
-    use std::ffi::c_void;
-    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-    use std::sync::Mutex;
+/// Flushes of every database, and telling the main thread from the others
+/// (see the file's doc).
+pub mod flush {
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    use std::sync::{Mutex, MutexGuard};
 
-    /// Counts (`true`) or uncounts a live value of the type that registered it.
-    pub type Count = unsafe fn(*const c_void, bool);
+    use redis_module::raw;
 
-    struct Entry {
-        count: Count,
-        /// Out of its counters: it left the keyspace.
-        left: bool,
+    use super::Counters;
+    use crate::ffi::api;
+
+    /// The server's main thread (`pthread_self`), recorded at load, where
+    /// the server runs commands, loads, keyspace changes and synchronous frees.
+    static MAIN_THREAD: AtomicU64 = AtomicU64::new(0);
+
+    /// Records the calling thread as the main one (at load, which the
+    /// server runs on its main thread).
+    pub fn record_main_thread() {
+        // SAFETY: pthread_self has no preconditions.
+        MAIN_THREAD.store(unsafe { libc::pthread_self() } as u64, Relaxed);
     }
 
-    /// Only the main thread adds or moves entries (values are made, loaded
-    /// and defragged there); the lazy-free thread only removes them. The
-    /// counting functions run under the lock: that is what keeps a value a
-    /// background thread is freeing alive until it is counted out.
-    static HELD: Mutex<BTreeMap<usize, Entry>> = Mutex::new(BTreeMap::new());
-
-    fn held() -> std::sync::MutexGuard<'static, BTreeMap<usize, Entry>> {
-        // A panic while holding the lock cannot leave the map half-changed.
-        HELD.lock().unwrap_or_else(|e| e.into_inner())
+    pub fn on_main_thread() -> bool {
+        // SAFETY: pthread_self has no preconditions.
+        MAIN_THREAD.load(Relaxed) == unsafe { libc::pthread_self() } as u64
     }
 
-    /// A value made and counted.
-    pub fn insert(value: *const c_void, count: Count) {
-        held().insert(value as usize, Entry { count, left: false });
+    /// Serialises a background free's choice of bucket with a flush moving
+    /// the live counts into it. Taken only off the main thread and by
+    /// flushes of every database, never by commands.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    pub(super) fn lock() -> MutexGuard<'static, ()> {
+        // The guarded data is `()`: a panic elsewhere cannot leave it broken.
+        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A value being freed: whether it was still counted (and is no more).
-    pub fn remove(value: *const c_void) -> bool {
-        match held().remove(&(value as usize)) {
-            Some(e) if e.left => {
-                LEFT.fetch_sub(1, Relaxed);
-                false
+    /// Every type's counters, given at load.
+    static ALL: Mutex<Vec<&'static Counters>> = Mutex::new(Vec::new());
+
+    /// `FLUSHALL`, a replica emptying itself, `DEBUG RELOAD`: when the
+    /// server frees the values on its background thread (the event's `sync`
+    /// is 0), they leave `INFO bf` now (see the file's doc); when it frees
+    /// them here, each leaves as it is freed, before the command returns.
+    /// A one-database flush is left to its frees.
+    extern "C" fn on_flush(
+        _ctx: *mut raw::RedisModuleCtx,
+        _event: raw::RedisModuleEvent,
+        subevent: u64,
+        data: *mut std::ffi::c_void,
+    ) {
+        crate::ffi::guard((), || {
+            if subevent != raw::REDISMODULE_SUBEVENT_FLUSHDB_START || data.is_null() {
+                return;
             }
-            Some(_) => true,
-            None => false,
-        }
-    }
-
-    /// Values out of their counters but not freed yet (counted by the map's
-    /// lock holders): while there are none, a MOVE or RENAME cannot concern
-    /// a value of ours, and its event is not looked at.
-    static LEFT: AtomicUsize = AtomicUsize::new(0);
-
-    pub fn any_left() -> bool {
-        LEFT.load(Relaxed) > 0
-    }
-
-    /// A value left the keyspace: uncount it now.
-    pub fn leave(value: *const c_void) {
-        set(value, false);
-    }
-
-    /// A value is back in the keyspace under another name or database
-    /// (MOVE, RENAME): count it again if its old name's unlink uncounted it.
-    pub fn arrive(value: *const c_void) {
-        set(value, true);
-    }
-
-    fn set(value: *const c_void, counted: bool) {
-        let mut map = held();
-        if let Some(e) = map.get_mut(&(value as usize)) {
-            if e.left == counted {
-                e.left = !counted;
-                if counted {
-                    LEFT.fetch_sub(1, Relaxed);
-                } else {
-                    LEFT.fetch_add(1, Relaxed);
-                }
-                // SAFETY: the map holds only live values (an entry goes
-                // when its value is freed), each with its own type's function.
-                unsafe { (e.count)(value, counted) };
-            }
-        }
-    }
-
-    /// Active defrag moved a value: its entry follows it (the old address
-    /// is free, and may soon hold something else).
-    pub fn moved(from: *const c_void, to: *const c_void) {
-        let mut map = held();
-        if let Some(e) = map.remove(&(from as usize)) {
-            map.insert(to as usize, e);
-        }
-    }
-
-    /// Every value left the keyspace at once (FLUSHALL, or a replica
-    /// emptying itself for a full sync): uncount them all now.
-    pub fn leave_all() {
-        for (value, e) in held().iter_mut().filter(|(_, e)| !e.left) {
-            e.left = true;
-            LEFT.fetch_add(1, Relaxed);
-            // SAFETY: as in `set`: the flush has not freed them yet.
-            unsafe { (e.count)(*value as *const c_void, false) };
-        }
-    }
-}
-
-/// A read that leaves no trace: no LRU/LFU touch, no keyspace hit or
-/// miss, no expiry, no other effect (what the server supports of them).
-fn quiet_read() -> std::ffi::c_int {
-    let wanted = raw::REDISMODULE_OPEN_KEY_NOTOUCH
-        | raw::REDISMODULE_OPEN_KEY_NOSTATS
-        | raw::REDISMODULE_OPEN_KEY_NOEXPIRE
-        | raw::REDISMODULE_OPEN_KEY_NOEFFECTS;
-    let supported = if crate::ffi::has_api!(RedisModule_GetOpenKeyModesAll) {
-        // SAFETY: no arguments; a constant of the server.
-        unsafe { api!(RedisModule_GetOpenKeyModesAll)() as u32 }
-    } else {
-        raw::REDISMODULE_OPEN_KEY_NOTOUCH
-    };
-    (raw::REDISMODULE_READ | (wanted & supported)) as std::ffi::c_int
-}
-
-/// MOVE and RENAME: on some servers the old name's unlink uncounted the
-/// value; its new name counts it again.
-extern "C" fn on_generic_event(
-    ctx: *mut raw::RedisModuleCtx,
-    _type: std::ffi::c_int,
-    event: *const std::ffi::c_char,
-    key: *mut raw::RedisModuleString,
-) -> std::ffi::c_int {
-    crate::ffi::guard(0, || {
-        if event.is_null() || key.is_null() {
-            return 0;
-        }
-        // SAFETY: the server passes a NUL-terminated event name.
-        let name = unsafe { CStr::from_ptr(event) }.to_bytes();
-        if (name == b"move_to" || name == b"rename_to") && held::any_left() {
-            // SAFETY: the callback's context has the new name's database
-            // selected; the key is opened for reading and closed here.
-            unsafe {
-                let k = api!(RedisModule_OpenKey)(ctx, key, quiet_read()).cast::<raw::RedisModuleKey>();
-                if !k.is_null() {
-                    let value = api!(RedisModule_ModuleTypeGetValue)(k);
-                    if !value.is_null() {
-                        held::arrive(value);
-                    }
-                    api!(RedisModule_CloseKey)(k);
+            // SAFETY: for this event the server passes a RedisModuleFlushInfo.
+            let info = unsafe { &*data.cast::<raw::RedisModuleFlushInfo>() };
+            if info.dbnum == -1 && info.sync == 0 {
+                let _serial = lock();
+                for counters in ALL.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                    counters.hand_to_flush();
                 }
             }
-        }
-        0
-    })
-}
-
-/// `FLUSHALL` and a replica's emptying, sync or async: the values leave
-/// their counters when the flush starts, not when a background thread
-/// frees them, so `INFO bf` reads 0 right after. A one-database `FLUSHDB`
-/// is left to the frees (at once when synchronous): knowing which values
-/// are in one database would mean walking all its keys on the main thread,
-/// which is what `FLUSHDB ASYNC` exists to avoid.
-extern "C" fn on_flush(
-    _ctx: *mut raw::RedisModuleCtx,
-    _event: raw::RedisModuleEvent,
-    subevent: u64,
-    data: *mut std::ffi::c_void,
-) {
-    crate::ffi::guard((), || {
-        if subevent != raw::REDISMODULE_SUBEVENT_FLUSHDB_START || data.is_null() {
-            return;
-        }
-        // SAFETY: for this event the server passes a RedisModuleFlushInfo.
-        if unsafe { (*data.cast::<raw::RedisModuleFlushInfo>()).dbnum } == -1 {
-            held::leave_all();
-        }
-    })
-}
-
-/// Whether a value leaves its counters at its key's `unlink` (and comes
-/// back at MOVE's and RENAME's new name). Off where the server cannot tell
-/// a module of those events safely: Valkey 8.1 to 9.0 run a module's
-/// keyspace callback on the client that sent the command and leave it on
-/// the event's database (valkey-io/valkey#4024: after a MOVE the client is
-/// on the destination database). There, values leave their counters when
-/// freed, as before, and flushes still uncount them at once.
-static UNLINK_COUNTS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-pub fn unlink_counts() -> bool {
-    UNLINK_COUNTS.load(Relaxed)
-}
-
-/// Subscribes to the flush event and, where it is safe, to MOVE's and
-/// RENAME's (at load).
-pub fn subscribe(ctx: *mut raw::RedisModuleCtx) {
-    // Unknown servers are taken to be unsafe.
-    let safe = match crate::ffi::server_version(ctx) {
-        Some((crate::ffi::ServerKind::Redis, ..)) => true,
-        Some((crate::ffi::ServerKind::Valkey, major, minor)) => (major, minor) >= (9, 1),
-        None => false,
-    };
-    if safe && crate::ffi::has_api!(RedisModule_SubscribeToKeyspaceEvents) {
-        UNLINK_COUNTS.store(true, Relaxed);
-        // SAFETY: valid context during OnLoad; a callback of the declared signature.
-        unsafe {
-            api!(RedisModule_SubscribeToKeyspaceEvents)(
-                ctx,
-                raw::REDISMODULE_NOTIFY_GENERIC,
-                Some(on_generic_event),
-            )
-        };
+        })
     }
-    if crate::ffi::has_api!(RedisModule_SubscribeToServerEvent) {
-        let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_FLUSHDB, dataver: 1 };
-        // SAFETY: valid context during OnLoad; a callback of the declared signature.
-        unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx, event, Some(on_flush)) };
+
+    /// Subscribes to the flush event (at load), for `all` types' counters.
+    /// Nothing else: no keyspace event is needed (see the file's doc).
+    pub fn subscribe(ctx: *mut raw::RedisModuleCtx, all: impl IntoIterator<Item = &'static Counters>) {
+        record_main_thread();
+        ALL.lock().unwrap_or_else(|e| e.into_inner()).extend(all);
+        if crate::ffi::has_api!(RedisModule_SubscribeToServerEvent) {
+            let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_FLUSHDB, dataver: 1 };
+            // SAFETY: valid context during OnLoad; a callback of the declared signature.
+            unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx, event, Some(on_flush)) };
+        }
     }
 }

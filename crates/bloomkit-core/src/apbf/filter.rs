@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::common::hash::HashWidth;
-use crate::common::memory::{zeroed_bytes, Limits, Modulus, Relocate};
+use crate::common::memory::{vec_block, zeroed_bytes, HeapBlocks, Limits, Modulus, Relocate};
 use crate::common::sizing::is_rate;
 
 /// An age-partitioned Bloom filter.
@@ -38,6 +38,13 @@ pub struct Apbf {
     pub(super) undated_v1: bool,
     /// `slice_bits` as a fast divisor: a lookup reduces up to `k + l` hashes.
     pub(super) modulus: Modulus,
+}
+
+/// The state's body: every slice and its counts.
+impl HeapBlocks for Apbf {
+    fn heap_blocks(&self, each: &mut dyn FnMut(*const u8, usize)) {
+        vec_block(&self.bits, each);
+    }
 }
 
 impl Apbf {

@@ -65,6 +65,8 @@ impl Apbf {
     pub fn decode_owned(mut data: Vec<u8>, max_bytes: Option<u64>) -> Result<Apbf, ApbfError> {
         let (f, header_len) = Apbf::check_state(&data, max_bytes)?;
         data.drain(..header_len);
+        // The header's room is given back (a loaded filter would keep it).
+        data.shrink_to_fit();
         f.with_body(data)
     }
 

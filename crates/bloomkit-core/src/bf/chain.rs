@@ -3,7 +3,7 @@
 use super::errors::BfError;
 use super::sub_filter::{SubFilter, PREFETCH_FROM_BYTES};
 use crate::common::hash::{HashPair, HashWidth};
-use crate::common::memory::{relocate_list, Bound, Limits, Relocate};
+use crate::common::memory::{relocate_list, slice_block, Bound, HeapBlocks, Limits, Relocate};
 use crate::common::sizing::{options, Shape};
 
 /// Each new sub-filter halves the error rate, so the chain's total stays
@@ -71,13 +71,29 @@ pub struct ChainParams {
     pub scaling: bool,
 }
 
+/// RedisBloom's `SBChain` in its 32 bytes: the sub-filters as a boxed
+/// slice (exactly as many as there are, as RedisBloom reallocates its links
+/// one more at a time), the hash width read off the options.
 #[derive(Debug)]
 pub struct Chain {
     items: u64,
     options: u32,
     growth: u32,
-    width: HashWidth,
-    filters: Vec<SubFilter>,
+    filters: Box<[SubFilter]>,
+}
+
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Chain>() == 32 && std::mem::size_of::<SubFilter>() == 64);
+
+/// The list of sub-filters and each one's bit array.
+impl HeapBlocks for Chain {
+    fn heap_blocks(&self, each: &mut dyn FnMut(*const u8, usize)) {
+        slice_block(&self.filters, each);
+        for f in self.filters.iter() {
+            let (ptr, len) = f.heap_block();
+            each(ptr, len);
+        }
+    }
 }
 
 impl Chain {
@@ -118,15 +134,14 @@ impl Chain {
             return Err(BfError::BadData);
         }
         if counts == Counts::Checked {
-            check_counts(items, options, growth, filters.iter().map(|f| (f.shape.capacity, f.items)))?;
+            check_counts(items, options, growth, filters.iter().map(|f| (f.capacity(), f.items)))?;
         }
-        let width = if options & options::FORCE64 != 0 { HashWidth::Bits64 } else { HashWidth::Bits32 };
-        Ok(Chain { items, options, growth, width, filters })
+        Ok(Chain { items, options, growth, filters: filters.into_boxed_slice() })
     }
 
     #[inline]
     pub fn hash(&self, item: &[u8]) -> HashPair {
-        self.width.hash(item)
+        self.width().hash(item)
     }
 
     /// One item: its probes are prefetched before any is tested, so that on
@@ -227,7 +242,7 @@ impl Chain {
         if older.iter().rev().any(|f| f.contains(h)) {
             return Ok(false);
         }
-        if newest.items >= newest.shape.capacity {
+        if newest.items >= newest.capacity() {
             if newest.contains(h) {
                 return Ok(false);
             }
@@ -248,7 +263,7 @@ impl Chain {
         if self.options & options::NO_SCALING != 0 {
             return Err(BfError::NonScalingFull);
         }
-        let newest = &self.filters.last().expect("a chain has at least one sub-filter").shape;
+        let newest = &self.filters.last().expect("a chain has at least one sub-filter").shape();
         let capacity = newest.capacity.checked_mul(u64::from(self.growth)).ok_or(BfError::CannotScale)?;
         let shape = Shape::new(capacity, newest.error * TIGHTENING_RATIO, self.options)
             .ok_or(BfError::CannotScale)?;
@@ -257,12 +272,18 @@ impl Chain {
             Bound::Filter => BfError::GrowthTooLarge { bytes: e.bytes, limit: e.limit },
             Bound::Memory => BfError::OverMaxmemory,
         })?;
-        self.filters.try_reserve(1).map_err(|_| BfError::GrowthOutOfMemory)?;
-        let sub = SubFilter::new(shape).map_err(|e| match e {
+        let added = SubFilter::new(shape).map_err(|e| match e {
             BfError::OutOfMemory => BfError::GrowthOutOfMemory,
             other => other,
         })?;
-        self.filters.push(sub);
+        // One more link, exactly: the list's block holds no spare room.
+        let mut filters = std::mem::take(&mut self.filters).into_vec();
+        if filters.try_reserve_exact(1).is_err() {
+            self.filters = filters.into_boxed_slice();
+            return Err(BfError::GrowthOutOfMemory);
+        }
+        filters.push(added);
+        self.filters = filters.into_boxed_slice();
         Ok(())
     }
 
@@ -273,12 +294,12 @@ impl Chain {
 
     /// Sum of the sub-filters' capacities (`BF.INFO Capacity`).
     pub fn capacity(&self) -> u64 {
-        self.filters.iter().map(|f| f.shape.capacity).fold(0, u64::saturating_add)
+        self.filters.iter().map(|f| f.capacity()).fold(0, u64::saturating_add)
     }
 
     /// `BF.INFO Size`, also the `MEMORY USAGE` figure: RedisBloom's accounting.
     pub fn size_bytes(&self) -> u64 {
-        let data = self.filters.iter().map(|f| f.shape.bytes).fold(0, u64::saturating_add);
+        let data = self.filters.iter().map(|f| f.bytes().len() as u64).fold(0, u64::saturating_add);
         Chain::accounted_size(self.filters.len() as u64, data).unwrap_or(u64::MAX)
     }
 
@@ -301,8 +322,14 @@ impl Chain {
         self.growth
     }
 
+    /// The hash, chosen by the options.
+    #[inline]
     pub fn width(&self) -> HashWidth {
-        self.width
+        if self.options & options::FORCE64 != 0 {
+            HashWidth::Bits64
+        } else {
+            HashWidth::Bits32
+        }
     }
 
     pub fn filters(&self) -> &[SubFilter] {
@@ -330,8 +357,8 @@ impl Chain {
             .filters
             .iter()
             .map(|f| {
-                let fill = f.bits_set() as f64 / (f.shape.bytes * 8) as f64;
-                (-fill.powf(f64::from(f.shape.hashes))).ln_1p()
+                let fill = f.bits_set() as f64 / (f.shape().bytes * 8) as f64;
+                (-fill.powf(f64::from(f.shape().hashes))).ln_1p()
             })
             .sum();
         -log_miss.exp_m1()
@@ -344,8 +371,8 @@ impl Chain {
             .filters
             .iter()
             .map(|f| {
-                let fill = f.bits_set() as f64 / (f.shape.bytes * 8) as f64;
-                f64::from(f.shape.hashes) * fill.log10()
+                let fill = f.bits_set() as f64 / (f.shape().bytes * 8) as f64;
+                f64::from(f.shape().hashes) * fill.log10()
             })
             .collect();
         crate::common::sizing::log10_combined_rate(&rates)
@@ -355,10 +382,15 @@ impl Chain {
     pub fn try_clone(&self) -> Result<Chain, BfError> {
         let mut filters = Vec::new();
         filters.try_reserve_exact(self.filters.len()).map_err(|_| BfError::OutOfMemory)?;
-        for f in &self.filters {
+        for f in self.filters.iter() {
             filters.push(f.try_clone()?);
         }
-        Ok(Chain { filters, ..*self })
+        Ok(Chain {
+            items: self.items,
+            options: self.options,
+            growth: self.growth,
+            filters: filters.into_boxed_slice(),
+        })
     }
 }
 
@@ -404,7 +436,7 @@ mod tests {
             [&b"a"[..], b"a", b"b", b"c", b"d"].iter().map(|i| c.add(i, Limits::NONE).unwrap()).collect();
         assert_eq!(got, [true, false, true, true, true]);
         let shapes: Vec<(u64, u32, u64)> =
-            c.filters().iter().map(|f| (f.shape.capacity, f.shape.hashes, f.items)).collect();
+            c.filters().iter().map(|f| (f.shape().capacity, f.shape().hashes, f.items)).collect();
         assert_eq!(shapes, [(1, 8, 1), (2, 9, 2), (4, 10, 1)]);
         assert_eq!((c.capacity(), c.size_bytes(), c.items()), (7, 248, 4));
     }

@@ -70,7 +70,7 @@ pub fn save(chain: &Chain, w: &mut dyn FieldWriter) {
     w.unsigned(u64::from(chain.options()));
     w.unsigned(u64::from(chain.growth()));
     for f in chain.filters() {
-        let s = &f.shape;
+        let s = &f.shape();
         w.unsigned(s.capacity);
         w.double(s.error);
         w.unsigned(u64::from(s.hashes));

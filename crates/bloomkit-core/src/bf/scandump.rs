@@ -29,7 +29,7 @@ pub fn encode_header(chain: &Chain) -> Vec<u8> {
     out.extend_from_slice(&chain.options().to_le_bytes());
     out.extend_from_slice(&chain.growth().to_le_bytes());
     for f in filters {
-        let s = &f.shape;
+        let s = &f.shape();
         out.extend_from_slice(&s.bytes.to_le_bytes());
         out.extend_from_slice(&s.bits.to_le_bytes());
         out.extend_from_slice(&f.items.to_le_bytes());
@@ -163,7 +163,7 @@ fn validate_shape(s: &Shape) -> Result<(), BfError> {
 fn locate(chain: &Chain, pos: u64) -> Option<(usize, u64)> {
     let mut start: u64 = 0;
     for (i, f) in chain.filters().iter().enumerate() {
-        let end = start.saturating_add(f.shape.bytes);
+        let end = start.saturating_add(f.shape().bytes);
         if pos < end {
             return Some((i, pos - start));
         }

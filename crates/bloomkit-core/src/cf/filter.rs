@@ -5,7 +5,10 @@
 use super::errors::CfError;
 use super::*;
 use crate::common::hash::murmur64a;
-use crate::common::memory::{relocate_list, zeroed_bytes, Limits, Relocate};
+use std::mem::ManuallyDrop;
+use std::ptr::NonNull;
+
+use crate::common::memory::{relocate_list, slice_block, zeroed_bytes, HeapBlocks, Limits, Relocate};
 
 /// Parameters of a new filter, as given to `CF.RESERVE` (already range-checked).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,20 +57,91 @@ pub enum Insert {
     Full,
 }
 
-/// One sub-filter: `buckets x bucket_size` one-byte slots.
-#[derive(Debug)]
+/// One sub-filter: `buckets x bucket_size` one-byte slots, in 16 bytes as
+/// RedisBloom's `SubCF` (its bucket count and bucket size packed in one
+/// word, the slots behind a bare pointer), so that a filter takes no more
+/// memory than RedisBloom's.
 pub struct SubFilter {
-    pub(super) buckets: u64,
-    pub(super) data: Box<[u8]>,
+    /// `buckets x bucket_size` bytes, owned (allocated as a `Box<[u8]>`).
+    data: NonNull<u8>,
+    /// The bucket count (below 2^56) shifted left 8, then the bucket size.
+    packed: u64,
+}
+
+// SAFETY: `data` is owned, as a `Box<[u8]>` is: never shared, reached only
+// through `&self`/`&mut self`.
+unsafe impl Send for SubFilter {}
+// SAFETY: as above; `&SubFilter` only reads the slots.
+unsafe impl Sync for SubFilter {}
+
+impl std::fmt::Debug for SubFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubFilter")
+            .field("buckets", &self.buckets())
+            .field("bucket_size", &self.bucket_size())
+            .finish()
+    }
+}
+
+impl Drop for SubFilter {
+    fn drop(&mut self) {
+        // SAFETY: `data` came from a box of `len()` bytes, freed nowhere else.
+        drop(unsafe { self.take_data() });
+    }
 }
 
 impl SubFilter {
+    /// A sub-filter of `buckets` buckets over `data` (`buckets x
+    /// bucket_size` bytes), `None` when they do not match.
+    pub fn new(buckets: u64, bucket_size: u16, data: Box<[u8]>) -> Option<SubFilter> {
+        let bucket_size = u8::try_from(bucket_size).ok()?;
+        let fits =
+            buckets < 1 << 56 && buckets.checked_mul(u64::from(bucket_size)) == Some(data.len() as u64);
+        if !fits {
+            return None;
+        }
+        let data = NonNull::new(Box::into_raw(data).cast::<u8>()).expect("a box is never null");
+        Some(SubFilter { data, packed: buckets << 8 | u64::from(bucket_size) })
+    }
+
     pub fn buckets(&self) -> u64 {
-        self.buckets
+        self.packed >> 8
+    }
+
+    fn bucket_size(&self) -> usize {
+        (self.packed & 0xff) as usize
+    }
+
+    fn len(&self) -> usize {
+        self.buckets() as usize * self.bucket_size()
     }
 
     pub fn bytes(&self) -> &[u8] {
-        &self.data
+        // SAFETY: `data` holds `len()` initialised bytes, owned by `self`.
+        unsafe { std::slice::from_raw_parts(self.data.as_ptr(), self.len()) }
+    }
+
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `bytes`; `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.data.as_ptr(), self.len()) }
+    }
+
+    /// The slots as the box they were made from, which the caller now owns.
+    ///
+    /// # Safety
+    /// `data` must not be used again unless replaced.
+    unsafe fn take_data(&mut self) -> Box<[u8]> {
+        // SAFETY: the caller's guarantee; `data` came from a box of `len()` bytes.
+        unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.data.as_ptr(), self.len())) }
+    }
+
+    /// Offers the slots to `to` (active defragmentation).
+    fn relocate(&mut self, to: &mut impl Relocate) {
+        // SAFETY: the box goes back into `data` below (ManuallyDrop: should
+        // `to` panic, the slots are neither freed here nor lost).
+        let mut data = ManuallyDrop::new(unsafe { self.take_data() });
+        to.bytes(&mut data);
+        self.data = NonNull::new(data.as_mut_ptr()).expect("a box is never null");
     }
 
     /// Slot offset of the bucket of hash `h`: 64-bit (2.8.2 truncates it to
@@ -75,14 +149,14 @@ impl SubFilter {
     /// checks), so `h % buckets` is a mask, not a division.
     #[inline]
     fn bucket_start(&self, h: u64, bucket_size: usize) -> usize {
-        debug_assert!(self.buckets.is_power_of_two());
-        (h & (self.buckets - 1)) as usize * bucket_size
+        debug_assert!(self.buckets().is_power_of_two());
+        (h & (self.buckets() - 1)) as usize * bucket_size
     }
 
     #[inline]
     fn bucket(&self, h: u64, bucket_size: usize) -> &[u8] {
         let start = self.bucket_start(h, bucket_size);
-        &self.data[start..start + bucket_size]
+        &self.bytes()[start..start + bucket_size]
     }
 
     /// The first empty slot of bucket h1, else of bucket h2.
@@ -90,7 +164,7 @@ impl SubFilter {
     fn find_empty(&self, h1: u64, h2: u64, bucket_size: usize) -> Option<usize> {
         [h1, h2].into_iter().find_map(|h| {
             let start = self.bucket_start(h, bucket_size);
-            self.data[start..start + bucket_size].iter().position(|&s| s == 0).map(|i| start + i)
+            self.bytes()[start..start + bucket_size].iter().position(|&s| s == 0).map(|i| start + i)
         })
     }
 
@@ -112,8 +186,8 @@ impl SubFilter {
     fn delete(&mut self, l: &Lookup, bucket_size: usize) -> bool {
         for h in [l.h1, l.h2] {
             let start = self.bucket_start(h, bucket_size);
-            if let Some(slot) = self.data[start..start + bucket_size].iter().position(|&s| s == l.fp) {
-                self.data[start + slot] = 0;
+            if let Some(slot) = self.bytes()[start..start + bucket_size].iter().position(|&s| s == l.fp) {
+                self.bytes_mut()[start + slot] = 0;
                 return true;
             }
         }
@@ -178,13 +252,74 @@ impl Shape {
     }
 }
 
-/// A cuckoo filter: sub-filters, counters and parameters.
-#[derive(Debug)]
+/// A cuckoo filter: sub-filters, counters and parameters, in 40 bytes as
+/// RedisBloom's `CuckooFilter`: the shape with its filter count as 16 bits
+/// (as RedisBloom's `numFilters`; at most [`MAX_FILTERS`]), the sub-filters
+/// behind a bare pointer to exactly that many (a boxed slice's block).
 pub struct CuckooFilter {
     pub(super) items: u64,
     pub(super) deletes: u64,
-    pub(super) shape: Shape,
-    pub(super) filters: Vec<SubFilter>,
+    pub(super) params: Params,
+    /// `params.filters` sub-filters, owned (a `Box<[SubFilter]>`'s block).
+    list: NonNull<SubFilter>,
+}
+
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<CuckooFilter>() == 40 && std::mem::size_of::<SubFilter>() == 16);
+
+// SAFETY: the list is owned, as a `Box<[SubFilter]>` is, and sub-filters are
+// Send and Sync; it is reached only through `&self`/`&mut self`.
+unsafe impl Send for CuckooFilter {}
+// SAFETY: as above.
+unsafe impl Sync for CuckooFilter {}
+
+impl Drop for CuckooFilter {
+    fn drop(&mut self) {
+        drop(self.take_filters());
+    }
+}
+
+impl std::fmt::Debug for CuckooFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CuckooFilter")
+            .field("items", &self.items)
+            .field("deletes", &self.deletes)
+            .field("shape", &self.shape())
+            .finish()
+    }
+}
+
+/// A [`Shape`] with its filter count as 16 bits: what a filter keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Params {
+    pub buckets: u64,
+    pub bucket_size: u16,
+    pub max_iterations: u16,
+    pub expansion: u16,
+    pub filters: u16,
+}
+
+impl Params {
+    /// A checked shape's (its filter count at most [`MAX_FILTERS`]).
+    pub(super) fn of(s: &Shape) -> Params {
+        Params {
+            buckets: s.buckets,
+            bucket_size: s.bucket_size,
+            max_iterations: s.max_iterations,
+            expansion: s.expansion,
+            filters: s.filters as u16,
+        }
+    }
+}
+
+/// The list of sub-filters and each one's slots.
+impl HeapBlocks for CuckooFilter {
+    fn heap_blocks(&self, each: &mut dyn FnMut(*const u8, usize)) {
+        slice_block(self.filters(), each);
+        for f in self.filters() {
+            each(f.data.as_ptr(), f.len());
+        }
+    }
 }
 
 /// Next power of two as RedisBloom's `getNextN2` (0 stays 0), `None` past 2^63.
@@ -197,6 +332,51 @@ fn next_power_of_two(n: u64) -> Option<u64> {
 }
 
 impl CuckooFilter {
+    /// A filter of these parts; `filters` holds `params.filters` of them.
+    pub(super) fn assemble(
+        items: u64,
+        deletes: u64,
+        params: Params,
+        filters: Vec<SubFilter>,
+    ) -> CuckooFilter {
+        debug_assert_eq!(filters.len(), usize::from(params.filters));
+        // Holding no list until `set_filters` gives it one.
+        let mut f = CuckooFilter {
+            items,
+            deletes,
+            params: Params { filters: 0, ..params },
+            list: NonNull::dangling(),
+        };
+        f.set_filters(filters);
+        f
+    }
+
+    /// The sub-filters, taken out (the filter then holds none until
+    /// [`CuckooFilter::set_filters`]).
+    fn take_filters(&mut self) -> Vec<SubFilter> {
+        let n = usize::from(self.params.filters);
+        // SAFETY: `list` is the block of a boxed slice of `n` sub-filters
+        // (`set_filters`), given up here: the filter keeps an empty list.
+        let list = unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.list.as_ptr(), n)) };
+        self.list = NonNull::dangling();
+        self.params.filters = 0;
+        list.into_vec()
+    }
+
+    /// Keeps `filters` (at most [`MAX_FILTERS`]) in a block of exactly that many.
+    fn set_filters(&mut self, filters: Vec<SubFilter>) {
+        debug_assert!(self.params.filters == 0 && filters.len() <= MAX_FILTERS);
+        self.params.filters = filters.len() as u16;
+        let list = Box::into_raw(filters.into_boxed_slice()).cast::<SubFilter>();
+        self.list = NonNull::new(list).expect("a box is never null");
+    }
+
+    pub(super) fn filters_mut(&mut self) -> &mut [SubFilter] {
+        // SAFETY: `list` holds `params.filters` sub-filters (`set_filters`);
+        // `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.list.as_ptr(), usize::from(self.params.filters)) }
+    }
+
     /// A new filter as `CF.RESERVE` creates it: `next_pow2(capacity / bucket_size)`
     /// buckets (at least 1), the expansion rounded up to a power of two.
     pub fn new(params: CuckooParams, limits: Limits) -> Result<CuckooFilter, CfError> {
@@ -231,34 +411,34 @@ impl CuckooFilter {
         for i in 0..shape.filters {
             let buckets = shape.sub_buckets(i)?;
             let data = zeroed_bytes(buckets * u64::from(shape.bucket_size))?;
-            filters.push(SubFilter { buckets, data });
+            filters.push(SubFilter::new(buckets, shape.bucket_size, data).ok_or(CfError::CannotSize)?);
         }
-        Ok(CuckooFilter { items, deletes, shape, filters })
+        Ok(CuckooFilter::assemble(items, deletes, Params::of(&shape), filters))
     }
 
     #[inline]
     fn bucket_size(&self) -> usize {
-        usize::from(self.shape.bucket_size)
+        usize::from(self.params.bucket_size)
     }
 
     /// `CF.EXISTS`: in any sub-filter.
     #[inline]
     pub fn contains(&self, l: &Lookup) -> bool {
         let bs = self.bucket_size();
-        self.filters.iter().any(|f| f.contains(l, bs))
+        self.filters().iter().any(|f| f.contains(l, bs))
     }
 
     /// `CF.COUNT`: copies of the fingerprint in the item's buckets of every sub-filter.
     pub fn count(&self, l: &Lookup) -> u64 {
         let bs = self.bucket_size();
-        self.filters.iter().map(|f| f.count(l, bs)).sum()
+        self.filters().iter().map(|f| f.count(l, bs)).sum()
     }
 
     /// Refuses a write up front on a filter with `max_expansions`
     /// sub-filters or more ([`MAX_EXPANSIONS`] by default, RedisBloom 8's
     /// `cf-max-expansions`), as RedisBloom does once per command.
     pub fn check_writable(&self, max_expansions: usize) -> Result<(), CfError> {
-        if self.filters.len() >= max_expansions {
+        if self.filters().len() >= max_expansions {
             return Err(CfError::MaxExpansions);
         }
         Ok(())
@@ -277,9 +457,9 @@ impl CuckooFilter {
     pub fn insert(&mut self, l: &Lookup, limits: Limits) -> Result<Insert, CfError> {
         loop {
             let bs = self.bucket_size();
-            for f in self.filters.iter_mut().rev() {
+            for f in self.filters_mut().iter_mut().rev() {
                 if let Some(slot) = f.find_empty(l.h1, l.h2, bs) {
-                    f.data[slot] = l.fp;
+                    f.bytes_mut()[slot] = l.fp;
                     self.items = self.items.wrapping_add(1);
                     return Ok(Insert::Inserted);
                 }
@@ -288,7 +468,7 @@ impl CuckooFilter {
                 self.items = self.items.wrapping_add(1);
                 return Ok(Insert::Inserted);
             }
-            if self.shape.expansion == 0 {
+            if self.params.expansion == 0 {
                 return Ok(Insert::Full);
             }
             self.grow(limits)?;
@@ -302,18 +482,19 @@ impl CuckooFilter {
     /// reverse order, leaving the sub-filter exactly as it was.
     fn kick_out(&mut self, l: &Lookup) -> bool {
         let bs = self.bucket_size();
-        let rounds = self.shape.max_iterations;
-        let f = self.filters.last_mut().expect("a filter has at least one sub-filter");
-        let n = f.buckets;
+        let rounds = self.params.max_iterations;
+        let f = self.filters_mut().last_mut().expect("a filter has at least one sub-filter");
+        let n = f.buckets();
+        let f = f.bytes_mut();
         let mut fp = l.fp;
         let mut victim = 0usize;
         let mut bucket = l.h1 % n;
         for _ in 0..rounds {
-            std::mem::swap(&mut f.data[bucket as usize * bs + victim], &mut fp);
+            std::mem::swap(&mut f[bucket as usize * bs + victim], &mut fp);
             bucket = alt_index(fp, bucket) % n;
             let start = bucket as usize * bs;
-            if let Some(i) = f.data[start..start + bs].iter().position(|&s| s == 0) {
-                f.data[start + i] = fp;
+            if let Some(i) = f[start..start + bs].iter().position(|&s| s == 0) {
+                f[start + i] = fp;
                 return true;
             }
             victim = (victim + 1) % bs;
@@ -321,7 +502,7 @@ impl CuckooFilter {
         for _ in 0..rounds {
             victim = (victim + bs - 1) % bs;
             bucket = alt_index(fp, bucket) % n;
-            std::mem::swap(&mut f.data[bucket as usize * bs + victim], &mut fp);
+            std::mem::swap(&mut f[bucket as usize * bs + victim], &mut fp);
         }
         false
     }
@@ -329,22 +510,28 @@ impl CuckooFilter {
     /// Appends sub-filter `i` of `buckets x expansion^i` buckets, after
     /// checking its size and the limit.
     fn grow(&mut self, limits: Limits) -> Result<(), CfError> {
-        if self.filters.len() >= MAX_GROWN_FILTERS {
+        if self.filters().len() >= MAX_GROWN_FILTERS {
             return Err(CfError::TooManyFilters);
         }
-        let grown = Shape { filters: self.filters.len() + 1, ..self.shape };
-        let buckets = grown.sub_buckets(self.filters.len())?;
-        let bytes = buckets * u64::from(self.shape.bucket_size);
+        let grown = Shape { filters: self.filters().len() + 1, ..self.shape() };
+        let buckets = grown.sub_buckets(self.filters().len())?;
+        let bytes = buckets * u64::from(self.params.bucket_size);
         let total = self
             .size_bytes()
             .checked_add(SUB_FILTER_OVERHEAD)
             .and_then(|s| s.checked_add(bytes))
             .ok_or(CfError::CannotSize)?;
         limits.check_growth(self.size_bytes(), total)?;
-        self.filters.try_reserve(1).map_err(|_| CfError::OutOfMemory)?;
         let data = zeroed_bytes(bytes)?;
-        self.filters.push(SubFilter { buckets, data });
-        self.shape.filters = self.filters.len();
+        let added = SubFilter::new(buckets, self.params.bucket_size, data).ok_or(CfError::CannotSize)?;
+        // One more sub-filter, exactly: the list's block holds no spare room.
+        let mut filters = self.take_filters();
+        if filters.try_reserve_exact(1).is_err() {
+            self.set_filters(filters);
+            return Err(CfError::OutOfMemory);
+        }
+        filters.push(added);
+        self.set_filters(filters);
         Ok(())
     }
 
@@ -353,14 +540,14 @@ impl CuckooFilter {
     /// sub-filters compacts (stopping at the first that cannot be emptied).
     pub fn delete(&mut self, l: &Lookup) -> bool {
         let bs = self.bucket_size();
-        let Some(f) = self.filters.iter_mut().rev().find(|f| f.contains(l, bs)) else {
+        let Some(f) = self.filters_mut().iter_mut().rev().find(|f| f.contains(l, bs)) else {
             return false;
         };
         f.delete(l, bs);
         // Counts can come from a dump: they wrap as RedisBloom's unsigned ones do.
         self.items = self.items.wrapping_sub(1);
         self.deletes = self.deletes.wrapping_add(1);
-        if self.filters.len() > 1 && self.deletes as f64 > self.items as f64 * 0.10 {
+        if self.filters().len() > 1 && self.deletes as f64 > self.items as f64 * 0.10 {
             self.compact(false);
         }
         true
@@ -372,14 +559,14 @@ impl CuckooFilter {
     /// `keep_going`, stops at the first sub-filter that cannot be emptied.
     pub fn compact(&mut self, keep_going: bool) {
         let bs = self.bucket_size();
-        for ix in (1..self.filters.len()).rev() {
-            let (older, rest) = self.filters.split_at_mut(ix);
+        for ix in (1..self.filters().len()).rev() {
+            let (older, rest) = self.filters_mut().split_at_mut(ix);
             let current = &mut rest[0];
             let mut all_moved = true;
-            for bucket in 0..current.buckets {
+            for bucket in 0..current.buckets() {
                 for slot in 0..bs {
                     let at = bucket as usize * bs + slot;
-                    let fp = current.data[at];
+                    let fp = current.bytes()[at];
                     if fp == 0 {
                         continue;
                     }
@@ -389,16 +576,17 @@ impl CuckooFilter {
                     let home = older.iter_mut().find_map(|f| f.find_empty(h1, h2, bs).map(|s| (f, s)));
                     match home {
                         Some((f, s)) => {
-                            f.data[s] = fp;
-                            current.data[at] = 0;
+                            f.bytes_mut()[s] = fp;
+                            current.bytes_mut()[at] = 0;
                         }
                         None => all_moved = false,
                     }
                 }
             }
-            if all_moved && ix == self.filters.len() - 1 {
-                self.filters.pop();
-                self.shape.filters = self.filters.len();
+            if all_moved && ix == self.filters().len() - 1 {
+                let mut filters = self.take_filters();
+                filters.pop();
+                self.set_filters(filters);
             } else if !all_moved && !keep_going {
                 break;
             }
@@ -414,8 +602,16 @@ impl CuckooFilter {
         self.deletes
     }
 
-    pub fn shape(&self) -> &Shape {
-        &self.shape
+    /// The shape, its filter count the sub-filters there are.
+    pub fn shape(&self) -> Shape {
+        let p = self.params;
+        Shape {
+            buckets: p.buckets,
+            filters: usize::from(p.filters),
+            bucket_size: p.bucket_size,
+            max_iterations: p.max_iterations,
+            expansion: p.expansion,
+        }
     }
 
     /// Offers the filter's buffers to `to` from buffer `from` on, for a
@@ -423,29 +619,33 @@ impl CuckooFilter {
     /// then each sub-filter's slots. `Some(next)` when `to` asked to stop;
     /// see [`relocate_list`]. The filter itself is the caller's to move.
     pub fn relocate(&mut self, from: usize, to: &mut impl Relocate) -> Option<usize> {
-        relocate_list(&mut self.filters, from, to, |f, to| to.bytes(&mut f.data))
+        let mut list = self.take_filters();
+        let next = relocate_list(&mut list, from, to, |f, to| f.relocate(to));
+        self.set_filters(list);
+        next
     }
 
     pub fn filters(&self) -> &[SubFilter] {
-        &self.filters
+        // SAFETY: `list` holds `params.filters` sub-filters (`set_filters`).
+        unsafe { std::slice::from_raw_parts(self.list.as_ptr(), usize::from(self.params.filters)) }
     }
 
     /// `CF.INFO Size`, also the `MEMORY USAGE` figure: RedisBloom's accounting.
     pub fn size_bytes(&self) -> u64 {
-        let data = self.filters.iter().map(|f| f.data.len() as u64).sum::<u64>();
-        FILTER_OVERHEAD + SUB_FILTER_OVERHEAD * self.filters.len() as u64 + data
+        let data = self.filters().iter().map(|f| f.len() as u64).sum::<u64>();
+        FILTER_OVERHEAD + SUB_FILTER_OVERHEAD * self.filters().len() as u64 + data
     }
 
     /// `CF.DEBUG`'s line.
     pub fn debug_line(&self) -> String {
-        let s = &self.shape;
+        let s = self.shape();
         format!(
             "bktsize:{} buckets:{} items:{} deletes:{} filters:{} max_iterations:{} expansion:{}",
             s.bucket_size,
             s.buckets,
             self.items,
             self.deletes,
-            self.filters.len(),
+            self.filters().len(),
             s.max_iterations,
             s.expansion
         )
@@ -454,13 +654,14 @@ impl CuckooFilter {
     /// A deep copy that reports allocation failure (for `COPY`).
     pub fn try_clone(&self) -> Result<CuckooFilter, CfError> {
         let mut filters = Vec::new();
-        filters.try_reserve_exact(self.filters.len()).map_err(|_| CfError::OutOfMemory)?;
-        for f in &self.filters {
-            let mut data = zeroed_bytes(f.data.len() as u64)?;
-            data.copy_from_slice(&f.data);
-            filters.push(SubFilter { buckets: f.buckets, data });
+        filters.try_reserve_exact(self.filters().len()).map_err(|_| CfError::OutOfMemory)?;
+        for f in self.filters() {
+            let mut data = zeroed_bytes(f.len() as u64)?;
+            data.copy_from_slice(f.bytes());
+            filters
+                .push(SubFilter::new(f.buckets(), self.params.bucket_size, data).ok_or(CfError::CannotSize)?);
         }
-        Ok(CuckooFilter { filters, ..*self })
+        Ok(CuckooFilter::assemble(self.items, self.deletes, self.params, filters))
     }
 }
 

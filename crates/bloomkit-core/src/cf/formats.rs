@@ -4,7 +4,7 @@
 //! fuzzers. Nothing decoded is trusted: sizes are checked before allocating.
 
 use super::errors::CfError;
-use super::filter::{CuckooFilter, Shape, SubFilter};
+use super::filter::{CuckooFilter, Params, Shape, SubFilter};
 use super::*;
 use crate::common::fields::{FieldReader, FieldWriter};
 use crate::common::memory::Limits;
@@ -16,12 +16,12 @@ impl CuckooFilter {
     /// The header that `CF.SCANDUMP key 0` returns and `CF.LOADCHUNK key 1` accepts:
     /// items, buckets, deletes, filters (u64), bucket size, max iterations, expansion (u16).
     pub fn encode_header(&self) -> [u8; HEADER_LEN] {
-        let s = &self.shape;
+        let s = self.shape();
         let mut out = [0u8; HEADER_LEN];
         out[0..8].copy_from_slice(&self.items.to_le_bytes());
         out[8..16].copy_from_slice(&s.buckets.to_le_bytes());
         out[16..24].copy_from_slice(&self.deletes.to_le_bytes());
-        out[24..32].copy_from_slice(&(self.filters.len() as u64).to_le_bytes());
+        out[24..32].copy_from_slice(&(self.filters().len() as u64).to_le_bytes());
         out[32..34].copy_from_slice(&s.bucket_size.to_le_bytes());
         out[34..36].copy_from_slice(&s.max_iterations.to_le_bytes());
         out[36..38].copy_from_slice(&s.expansion.to_le_bytes());
@@ -60,15 +60,15 @@ impl CuckooFilter {
     /// falls inside it; a larger one in chunks from `pos`.
     pub fn chunk_at(&self, pos: i64) -> Option<(i64, &[u8])> {
         let mut offset = u64::try_from(pos.checked_sub(1)?).ok()?;
-        for f in &self.filters {
-            let size = f.data.len() as u64;
+        for f in self.filters() {
+            let size = f.bytes().len() as u64;
             if offset >= size {
                 offset -= size;
                 continue;
             }
             let (start, len) =
                 if size <= MAX_CHUNK { (0, size) } else { (offset, (size - offset).min(MAX_CHUNK)) };
-            let chunk = &f.data[start as usize..(start + len) as usize];
+            let chunk = &f.bytes()[start as usize..(start + len) as usize];
             return Some((pos.saturating_add(len as i64), chunk));
         }
         None
@@ -83,21 +83,21 @@ impl CuckooFilter {
             return Err(CfError::BadChunk);
         }
         let mut offset = i128::from(pos) - data.len() as i128 - 1;
-        let last = self.filters.len() - 1;
+        let last = self.filters().len() - 1;
         let mut target = last;
-        for (i, f) in self.filters.iter().enumerate() {
-            let size = f.data.len() as i128;
+        for (i, f) in self.filters().iter().enumerate() {
+            let size = f.bytes().len() as i128;
             if offset < size {
                 target = i;
                 break;
             }
             offset -= size;
         }
-        let f = &mut self.filters[target];
+        let f = &mut self.filters_mut()[target];
         let end = offset.checked_add(data.len() as i128).filter(|_| offset >= 0);
         match end {
-            Some(end) if end <= f.data.len() as i128 => {
-                f.data[offset as usize..end as usize].copy_from_slice(data);
+            Some(end) if end <= f.bytes().len() as i128 => {
+                f.bytes_mut()[offset as usize..end as usize].copy_from_slice(data);
                 Ok(())
             }
             _ => Err(CfError::BadChunk),
@@ -120,17 +120,17 @@ impl CuckooFilter {
     /// deletes, bucket size, max iterations, expansion, then per sub-filter
     /// its bucket count and its slots as one string.
     pub fn save(&self, w: &mut dyn FieldWriter) {
-        let s = &self.shape;
-        w.unsigned(self.filters.len() as u64);
+        let s = self.shape();
+        w.unsigned(self.filters().len() as u64);
         w.unsigned(s.buckets);
         w.unsigned(self.items);
         w.unsigned(self.deletes);
         w.unsigned(u64::from(s.bucket_size));
         w.unsigned(u64::from(s.max_iterations));
         w.unsigned(u64::from(s.expansion));
-        for f in &self.filters {
-            w.unsigned(f.buckets);
-            w.buffer(&f.data);
+        for f in self.filters().iter() {
+            w.unsigned(f.buckets());
+            w.buffer(f.bytes());
         }
     }
 
@@ -167,12 +167,9 @@ impl CuckooFilter {
                 return Err(CfError::BadData);
             }
             let data = r.buffer()?;
-            if data.len() as u64 != sub_buckets * u64::from(bucket_size) {
-                return Err(CfError::BadData);
-            }
-            subs.push(SubFilter { buckets: sub_buckets, data });
+            subs.push(SubFilter::new(sub_buckets, bucket_size, data).ok_or(CfError::BadData)?);
         }
-        Ok(CuckooFilter { items, deletes, shape, filters: subs })
+        Ok(CuckooFilter::assemble(items, deletes, Params::of(&shape), subs))
     }
 }
 

@@ -5,6 +5,8 @@
 //! RESP integer (RedisBloom 8.12's bounds).
 
 use super::errors::CmsError;
+use std::ptr::NonNull;
+
 use crate::common::memory::Relocate;
 
 /// Bytes per counter.
@@ -93,19 +95,134 @@ pub(super) enum Cells {
     Eight(Vec<u64>),
 }
 
-/// Runs `$body` with `$v` bound to the vector, whatever its element type
-/// (the body is compiled once per type).
+/// The cells a sketch holds, read: a slice of the size's integers.
+#[derive(Clone, Copy)]
+pub(super) enum CellsRef<'a> {
+    One(&'a [u8]),
+    Two(&'a [u16]),
+    Four(&'a [u32]),
+    Eight(&'a [u64]),
+}
+
+/// The cells a sketch holds, written.
+pub(super) enum CellsMut<'a> {
+    One(&'a mut [u8]),
+    Two(&'a mut [u16]),
+    Four(&'a mut [u32]),
+    Eight(&'a mut [u64]),
+}
+
+/// Runs `$body` with `$v` bound to the vector or slice of `$kind`
+/// (`Cells`, `CellsRef`, `CellsMut`), whatever its element type (the body
+/// is compiled once per type).
 macro_rules! each {
-    ($cells:expr, $v:ident => $body:expr) => {
+    ($kind:ident, $cells:expr, $v:ident => $body:expr) => {
         match $cells {
-            Cells::One($v) => $body,
-            Cells::Two($v) => $body,
-            Cells::Four($v) => $body,
-            Cells::Eight($v) => $body,
+            $kind::One($v) => $body,
+            $kind::Two($v) => $body,
+            $kind::Four($v) => $body,
+            $kind::Eight($v) => $body,
         }
     };
 }
 pub(super) use each;
+
+/// A sketch's cells as it keeps them: the block of a boxed slice of the
+/// size's integers, its length and size kept by the sketch (so that the
+/// sketch is as small as RedisBloom's: see `CountMinSketch`).
+pub(super) struct RawCells(NonNull<u8>);
+
+// SAFETY: the block is owned, as a `Box<[T]>` is: never shared, reached
+// only through the sketch's `&self`/`&mut self`.
+unsafe impl Send for RawCells {}
+// SAFETY: as above; shared access only reads.
+unsafe impl Sync for RawCells {}
+
+impl RawCells {
+    /// Takes the cells' block (kept exactly as long as the cells).
+    pub(super) fn new(cells: Cells) -> (RawCells, CellSize, usize) {
+        fn raw<T>(v: Vec<T>) -> NonNull<u8> {
+            NonNull::new(Box::into_raw(v.into_boxed_slice()).cast::<u8>()).expect("a box is never null")
+        }
+        let (size, n) = (cells.size(), cells.len());
+        let ptr = each!(Cells, cells, v => raw(v));
+        (RawCells(ptr), size, n)
+    }
+
+    pub(super) fn ptr(&self) -> *const u8 {
+        self.0.as_ptr()
+    }
+
+    /// # Safety
+    /// `size` and `n` must be what [`RawCells::new`] returned.
+    pub(super) unsafe fn view(&self, size: CellSize, n: usize) -> CellsRef<'_> {
+        let p = self.0.as_ptr();
+        // SAFETY: the caller's guarantee: a live block of `n` cells of
+        // `size`, aligned for them (a boxed slice of them).
+        unsafe {
+            match size {
+                CellSize::One => CellsRef::One(std::slice::from_raw_parts(p, n)),
+                CellSize::Two => CellsRef::Two(std::slice::from_raw_parts(p.cast(), n)),
+                CellSize::Four => CellsRef::Four(std::slice::from_raw_parts(p.cast(), n)),
+                CellSize::Eight => CellsRef::Eight(std::slice::from_raw_parts(p.cast(), n)),
+            }
+        }
+    }
+
+    /// # Safety
+    /// As for [`RawCells::view`].
+    pub(super) unsafe fn view_mut(&mut self, size: CellSize, n: usize) -> CellsMut<'_> {
+        let p = self.0.as_ptr();
+        // SAFETY: as in `view`; `&mut self` makes the access exclusive.
+        unsafe {
+            match size {
+                CellSize::One => CellsMut::One(std::slice::from_raw_parts_mut(p, n)),
+                CellSize::Two => CellsMut::Two(std::slice::from_raw_parts_mut(p.cast(), n)),
+                CellSize::Four => CellsMut::Four(std::slice::from_raw_parts_mut(p.cast(), n)),
+                CellSize::Eight => CellsMut::Eight(std::slice::from_raw_parts_mut(p.cast(), n)),
+            }
+        }
+    }
+
+    /// The cells back as a vector, which the caller now owns.
+    ///
+    /// # Safety
+    /// As for [`RawCells::view`], and the block must not be used again.
+    pub(super) unsafe fn take(&mut self, size: CellSize, n: usize) -> Cells {
+        /// # Safety
+        /// `p` must be the block of a boxed slice of `n` `T`.
+        unsafe fn vec<T>(p: *mut u8, n: usize) -> Vec<T> {
+            // SAFETY: the caller's guarantee.
+            unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p.cast::<T>(), n)) }.into_vec()
+        }
+        let p = self.0.as_ptr();
+        // SAFETY: the caller's guarantees.
+        unsafe {
+            match size {
+                CellSize::One => Cells::One(vec(p, n)),
+                CellSize::Two => Cells::Two(vec(p, n)),
+                CellSize::Four => Cells::Four(vec(p, n)),
+                CellSize::Eight => Cells::Eight(vec(p, n)),
+            }
+        }
+    }
+
+    /// Offers the block to active defrag.
+    ///
+    /// # Safety
+    /// As for [`RawCells::view`].
+    pub(super) unsafe fn relocate(&mut self, size: CellSize, n: usize, to: &mut impl Relocate) {
+        // SAFETY: the caller's guarantees; the cells go back into the block
+        // below (ManuallyDrop: should `to` panic, they are neither freed here
+        // nor lost).
+        let mut cells = std::mem::ManuallyDrop::new(unsafe { self.take(size, n) });
+        let ptr = each!(Cells, &mut *cells, v => {
+            to.vec(v);
+            v.as_mut_ptr().cast::<u8>()
+        });
+        self.0 = NonNull::new(ptr).expect("a vector's block is never null");
+    }
+}
 
 /// `n` zeroed `T`, allocated only if the memory is there (zeroed by the
 /// allocator, so that untouched pages stay untouched where it can).
@@ -180,7 +297,7 @@ impl Cells {
     }
 
     pub(super) fn len(&self) -> usize {
-        each!(self, v => v.len())
+        each!(Cells, self, v => v.len())
     }
 
     #[inline]
@@ -194,7 +311,7 @@ impl Cells {
     }
 
     /// Stores `value`, which the caller has kept within the size's maximum.
-    #[inline]
+    #[cfg(test)]
     pub(super) fn set(&mut self, at: usize, value: u64) {
         match self {
             Cells::One(v) => v[at] = value as u8,
@@ -205,31 +322,73 @@ impl Cells {
     }
 
     /// The array as RedisBloom saves it: each cell little-endian, row-major.
+    #[cfg(test)]
     pub(super) fn le_bytes(&self) -> Vec<u8> {
-        each!(self, v => v.iter().flat_map(|c| c.to_le_bytes()).collect())
+        each!(Cells, self, v => v.iter().flat_map(|c| c.to_le_bytes()).collect())
+    }
+
+    #[cfg(test)]
+    pub(super) fn to_four(&self) -> Result<Cells, CmsError> {
+        let view = match self {
+            Cells::One(v) => CellsRef::One(v),
+            Cells::Two(v) => CellsRef::Two(v),
+            Cells::Four(v) => CellsRef::Four(v),
+            Cells::Eight(v) => CellsRef::Eight(v),
+        };
+        view.to_four()
+    }
+}
+
+impl CellsRef<'_> {
+    pub(super) fn len(self) -> usize {
+        each!(CellsRef, self, v => v.len())
+    }
+
+    #[inline]
+    pub(super) fn get(self, at: usize) -> u64 {
+        match self {
+            CellsRef::One(v) => u64::from(v[at]),
+            CellsRef::Two(v) => u64::from(v[at]),
+            CellsRef::Four(v) => u64::from(v[at]),
+            CellsRef::Eight(v) => v[at],
+        }
+    }
+
+    /// The array as RedisBloom saves it: each cell little-endian, row-major.
+    pub(super) fn le_bytes(self) -> Vec<u8> {
+        each!(CellsRef, self, v => v.iter().flat_map(|c| c.to_le_bytes()).collect())
     }
 
     /// The same values in 4-byte cells, an 8-byte cell above 4294967295
     /// read as 4294967295 (RedisBloom 2.8's saturated "at least this much").
-    pub(super) fn to_four(&self) -> Result<Cells, CmsError> {
+    pub(super) fn to_four(self) -> Result<Cells, CmsError> {
         Ok(match self {
-            Cells::Four(v) => Cells::Four(filled(v.len(), |i| v[i])?),
+            CellsRef::Four(v) => Cells::Four(filled(v.len(), |i| v[i])?),
             other => Cells::Four(filled(other.len(), |i| other.get(i).min(u64::from(u32::MAX)) as u32)?),
         })
     }
 
-    pub(super) fn try_clone(&self) -> Result<Cells, CmsError> {
+    /// A copy, its memory reserved fallibly.
+    pub(super) fn to_cells(self) -> Result<Cells, CmsError> {
         Ok(match self {
-            Cells::One(v) => Cells::One(filled(v.len(), |i| v[i])?),
-            Cells::Two(v) => Cells::Two(filled(v.len(), |i| v[i])?),
-            Cells::Four(v) => Cells::Four(filled(v.len(), |i| v[i])?),
-            Cells::Eight(v) => Cells::Eight(filled(v.len(), |i| v[i])?),
+            CellsRef::One(v) => Cells::One(filled(v.len(), |i| v[i])?),
+            CellsRef::Two(v) => Cells::Two(filled(v.len(), |i| v[i])?),
+            CellsRef::Four(v) => Cells::Four(filled(v.len(), |i| v[i])?),
+            CellsRef::Eight(v) => Cells::Eight(filled(v.len(), |i| v[i])?),
         })
     }
+}
 
-    /// Offers the one buffer to active defrag.
-    pub(super) fn relocate(&mut self, to: &mut impl Relocate) {
-        each!(self, v => to.vec(v))
+impl CellsMut<'_> {
+    /// Stores `value`, which the caller has kept within the size's maximum.
+    #[inline]
+    pub(super) fn set(&mut self, at: usize, value: u64) {
+        match self {
+            CellsMut::One(v) => v[at] = value as u8,
+            CellsMut::Two(v) => v[at] = value as u16,
+            CellsMut::Four(v) => v[at] = value as u32,
+            CellsMut::Eight(v) => v[at] = value,
+        }
     }
 }
 

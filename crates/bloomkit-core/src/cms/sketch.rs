@@ -4,27 +4,93 @@
 //! item's cell in that row is the hash modulo the width.
 
 use super::args::Dimensions;
-use super::cells::{each, Cell, CellSize, Cells};
+use super::cells::{each, Cell, CellSize, Cells, CellsMut, CellsRef, RawCells};
 use super::errors::CmsError;
 #[cfg(test)]
 use crate::common::hash::murmur2_32;
 use crate::common::hash::{murmur2_32_seeds, Mod32};
-use crate::common::memory::{Limits, Relocate};
+use crate::common::memory::{HeapBlocks, Limits, Relocate};
 
 /// Bytes bloomkit counts for a sketch besides its counters (`MEMORY USAGE`):
 /// RedisBloom 8.6's figure, its struct's size.
 pub const OVERHEAD: u64 = 32;
 
-#[derive(Debug, PartialEq, Eq)]
+/// A sketch in 32 bytes, RedisBloom's `CMSketch` (width, depth, the
+/// array's pointer, the total), so that with its array it takes no more
+/// memory than RedisBloom's: the array behind a bare pointer (its length is
+/// `width x depth`), and the width, depth, cell size and the width's
+/// reciprocal packed in two words. A sketch whose width passes 32 bits or
+/// whose depth passes 24 (at least 16 MB of cells) keeps its shape in a
+/// block of its own instead.
 pub struct CountMinSketch {
-    width: u64,
-    depth: u64,
+    cells: RawCells,
     /// Sum of every increment: wrapping at 2^64 as RedisBloom 2.8's
     /// `size_t`, or kept within [0, 2^63 - 1] under Redis 8.12's rules.
     counter: u64,
-    cells: Cells,
-    /// How a row's hash becomes its column (derived from `width`).
+    /// The width's [`Mod32`] reciprocal; for a wide sketch, its [`Wide`] block.
+    column: u64,
+    /// The width (32 bits, 0 for a wide sketch), the depth (24 bits) and the
+    /// cell size (its index in [`CellSize::ALL`]).
+    dims: u64,
+}
+
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<CountMinSketch>() == 32);
+
+/// A wide sketch's shape (see [`CountMinSketch`]), in a block of its own.
+struct Wide {
+    width: u64,
+    depth: u64,
     column: Column,
+}
+
+impl Drop for CountMinSketch {
+    fn drop(&mut self) {
+        let (size, n) = (self.cell_size(), self.cells());
+        // SAFETY: the block holds `n` cells of `size` and is not used again.
+        drop(unsafe { self.cells.take(size, n) });
+        if let Some(wide) = self.wide_ptr() {
+            // SAFETY: the block `Box::into_raw` made in `from_cells`, freed only here.
+            drop(unsafe { Box::from_raw(wide) });
+        }
+    }
+}
+
+impl PartialEq for CountMinSketch {
+    fn eq(&self, other: &CountMinSketch) -> bool {
+        let (a, b) = (self.view(), other.view());
+        self.width() == other.width()
+            && self.depth() == other.depth()
+            && self.counter == other.counter
+            && self.cell_size() == other.cell_size()
+            && (0..a.len()).all(|i| a.get(i) == b.get(i))
+    }
+}
+
+impl Eq for CountMinSketch {}
+
+impl std::fmt::Debug for CountMinSketch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CountMinSketch")
+            .field("width", &self.width())
+            .field("depth", &self.depth())
+            .field("counter", &self.counter)
+            .field("cell_size", &self.cell_size())
+            .finish()
+    }
+}
+
+/// The array's block, and a wide sketch's shape.
+impl HeapBlocks for CountMinSketch {
+    fn heap_blocks(&self, each: &mut dyn FnMut(*const u8, usize)) {
+        let bytes = self.cells() * self.cell_size().bytes() as usize;
+        if bytes > 0 {
+            each(self.cells.ptr(), bytes);
+        }
+        if let Some(wide) = self.wide_ptr() {
+            each(wide.cast_const().cast(), std::mem::size_of::<Wide>());
+        }
+    }
 }
 
 /// How a row's 32-bit hash becomes its column, `hash % width`: a direct
@@ -209,13 +275,22 @@ impl CountMinSketch {
         }
         let bytes = array_bytes_of(width, depth, cell).ok_or(CmsError::InsufficientMemory)?;
         limits.check(bytes.saturating_add(OVERHEAD))?;
-        Ok(CountMinSketch {
-            width,
-            depth,
-            counter: 0,
-            cells: Cells::zeroed(cell, width * depth)?,
-            column: Column::of(width),
-        })
+        CountMinSketch::from_cells(width, depth, 0, Cells::zeroed(cell, width * depth)?)
+    }
+
+    /// The sketch over `cells` (`width x depth` of them, which the caller checked).
+    fn from_cells(width: u64, depth: u64, counter: u64, cells: Cells) -> Result<CountMinSketch, CmsError> {
+        let size = cells.size();
+        let index = CellSize::ALL.iter().position(|s| *s == size).expect("every size is listed") as u64;
+        let (column, dims) = match (u32::try_from(width), depth < 1 << 24) {
+            (Ok(w), true) if w > 0 => (Mod32::new(w).reciprocal(), u64::from(w) | depth << 32 | index << 56),
+            _ => {
+                let wide = Box::new(Wide { width, depth, column: Column::of(width) });
+                (Box::into_raw(wide) as u64, index << 56)
+            }
+        };
+        let (cells, _, _) = RawCells::new(cells);
+        Ok(CountMinSketch { cells, counter, column, dims })
     }
 
     /// A sketch from its parts, checked: what RDB loading builds.
@@ -227,23 +302,45 @@ impl CountMinSketch {
     ) -> Result<CountMinSketch, CmsError> {
         match width.checked_mul(depth) {
             Some(n) if width > 0 && n as u128 == cells.len() as u128 => {
-                Ok(CountMinSketch { width, depth, counter, cells, column: Column::of(width) })
+                CountMinSketch::from_cells(width, depth, counter, cells)
             }
             _ => Err(CmsError::BadData),
         }
     }
 
+    /// A wide sketch's shape block (see [`CountMinSketch`]).
+    fn wide_ptr(&self) -> Option<*mut Wide> {
+        (self.dims & 0xffff_ffff == 0).then_some(self.column as *mut Wide)
+    }
+
+    fn wide(&self) -> Option<&Wide> {
+        // SAFETY: a wide sketch's `column` is the block `from_cells` made,
+        // owned by the sketch and freed only when it is dropped.
+        self.wide_ptr().map(|p| unsafe { &*p })
+    }
+
     pub fn width(&self) -> u64 {
-        self.width
+        self.wide().map_or(self.dims & 0xffff_ffff, |w| w.width)
     }
 
     pub fn depth(&self) -> u64 {
-        self.depth
+        self.wide().map_or(self.dims >> 32 & 0xff_ffff, |w| w.depth)
     }
 
     /// Bytes per counter.
     pub fn cell_size(&self) -> CellSize {
-        self.cells.size()
+        CellSize::ALL[(self.dims >> 56) as usize]
+    }
+
+    fn view(&self) -> CellsRef<'_> {
+        // SAFETY: the block holds `cells()` cells of `cell_size()` (`from_cells`).
+        unsafe { self.cells.view(self.cell_size(), self.cells()) }
+    }
+
+    fn view_mut(&mut self) -> CellsMut<'_> {
+        let (size, n) = (self.cell_size(), self.cells());
+        // SAFETY: as in `view`.
+        unsafe { self.cells.view_mut(size, n) }
     }
 
     /// The total of every increment.
@@ -253,24 +350,32 @@ impl CountMinSketch {
 
     /// Counter `at` (row-major), for inspection; `None` past the end.
     pub fn cell(&self, at: usize) -> Option<u64> {
-        (at < self.cells.len()).then(|| self.cells.get(at))
+        (at < self.cells()).then(|| self.view().get(at))
     }
 
     /// How many counters (`width * depth`).
     pub fn cells(&self) -> usize {
-        self.cells.len()
+        (self.width() * self.depth()) as usize
     }
 
+    #[inline]
     fn rows(&self) -> Rows {
-        Rows { width: self.width, depth: self.depth, column: self.column }
+        match self.wide() {
+            None => {
+                let width = (self.dims & 0xffff_ffff) as u32;
+                let column = Column::Mod(Mod32::from_parts(width, self.column));
+                Rows { width: u64::from(width), depth: self.dims >> 32 & 0xff_ffff, column }
+            }
+            Some(w) => Rows { width: w.width, depth: w.depth, column: w.column },
+        }
     }
 
     /// The item's cell in `row`, one hash at a time: the reference the row
     /// loops are tested against.
     #[cfg(test)]
     fn locate(&self, item: &[u8], row: u64) -> usize {
-        let column = u64::from(murmur2_32(item, row as u32)) % self.width;
-        (row * self.width + column) as usize
+        let column = u64::from(murmur2_32(item, row as u32)) % self.width();
+        (row * self.width() + column) as usize
     }
 
     /// `CMS.INCRBY`'s step for one item under RedisBloom 2.8's rules (the
@@ -281,7 +386,7 @@ impl CountMinSketch {
     /// "overflow" in the reply.
     pub fn increment(&mut self, item: &[u8], by: u64) -> u64 {
         let rows = self.rows();
-        let min = each!(&mut self.cells, v => increment_in(v, rows, item, by));
+        let min = each!(CellsMut, self.view_mut(), v => increment_in(v, rows, item, by));
         self.counter = self.counter.wrapping_add(by);
         min
     }
@@ -304,7 +409,8 @@ impl CountMinSketch {
         let rows = self.rows();
         let down = by < 0;
         let refused = if down { CmsError::IncrbyUnderflow } else { CmsError::IncrbyOverflow };
-        let min = each!(&mut self.cells, v => add_in(v, rows, item, magnitude, down)).ok_or(refused)?;
+        let min =
+            each!(CellsMut, self.view_mut(), v => add_in(v, rows, item, magnitude, down)).ok_or(refused)?;
         self.counter = if down { self.counter - magnitude } else { self.counter + magnitude };
         Ok(min)
     }
@@ -312,12 +418,12 @@ impl CountMinSketch {
     /// The item's estimate: the smallest of its cells.
     pub fn query(&self, item: &[u8]) -> u64 {
         let rows = self.rows();
-        each!(&self.cells, v => query_in(v, rows, item))
+        each!(CellsRef, self.view(), v => query_in(v, rows, item))
     }
 
     /// True when `other` has this sketch's width and depth.
     pub fn same_dimensions(&self, other: &CountMinSketch) -> bool {
-        self.width == other.width && self.depth == other.depth
+        self.width() == other.width() && self.depth() == other.depth()
     }
 
     /// `CMS.MERGE`: every cell becomes the weighted sum of the sources'
@@ -338,9 +444,9 @@ impl CountMinSketch {
                 }
             }
         }
-        let max = self.cells.size().max();
-        for at in 0..self.cells.len() {
-            weighted_cell(&self.cells, sources, at, max).ok_or(CmsError::MergeOverflow)?;
+        let max = self.cell_size().max();
+        for at in 0..self.cells() {
+            weighted_cell(self.view(), sources, at, max).ok_or(CmsError::MergeOverflow)?;
         }
         let mut total = 0i64;
         for (s, w) in sources {
@@ -356,9 +462,9 @@ impl CountMinSketch {
         }
         // Each cell depends only on the same cell of the sources, so the
         // destination can be rewritten in place, cell by cell.
-        for at in 0..self.cells.len() {
-            let sum = weighted_cell(&self.cells, sources, at, max).expect("checked by the pre-pass");
-            self.cells.set(at, sum);
+        for at in 0..self.cells() {
+            let sum = weighted_cell(self.view(), sources, at, max).expect("checked by the pre-pass");
+            self.view_mut().set(at, sum);
         }
         self.counter = total as u64;
         Ok(())
@@ -367,17 +473,17 @@ impl CountMinSketch {
     /// Bytes `MEMORY USAGE` reports: the counters and the struct, as
     /// RedisBloom 8.6 counts them (2.8.2 reported twice the array).
     pub fn size_bytes(&self) -> u64 {
-        OVERHEAD + self.cell_size().bytes() * self.cells.len() as u64
+        OVERHEAD + self.cell_size().bytes() * self.cells() as u64
     }
 
     /// The counters as RedisBloom stores them: little-endian, row-major.
     pub fn counter_bytes(&self) -> Vec<u8> {
-        self.cells.le_bytes()
+        self.view().le_bytes()
     }
 
     /// A deep copy that reports allocation failure (for `COPY`).
     pub fn try_clone(&self) -> Result<CountMinSketch, CmsError> {
-        Ok(CountMinSketch { cells: self.cells.try_clone()?, ..*self })
+        CountMinSketch::from_cells(self.width(), self.depth(), self.counter, self.view().to_cells()?)
     }
 
     /// The same sketch in 4-byte cells, as the levels before Redis 8.12
@@ -387,14 +493,16 @@ impl CountMinSketch {
         if self.cell_size() == CellSize::Four {
             return Ok(self);
         }
-        Ok(CountMinSketch { cells: self.cells.to_four()?, ..self })
+        CountMinSketch::from_cells(self.width(), self.depth(), self.counter, self.view().to_four()?)
     }
 
     /// Offers the counter array to active defrag (its one buffer, number 0).
     /// The sketch itself is the caller's to move.
     pub fn relocate(&mut self, from: usize, to: &mut impl Relocate) -> Option<usize> {
         if from == 0 {
-            self.cells.relocate(to);
+            let (size, n) = (self.cell_size(), self.cells());
+            // SAFETY: the block holds `n` cells of `size` (`from_cells`).
+            unsafe { self.cells.relocate(size, n, to) };
         }
         None
     }
@@ -403,12 +511,12 @@ impl CountMinSketch {
 /// One cell of a merge: the weighted sum of the sources' cell `at` (`own`
 /// for the destination), `None` when a step overflows 64 signed bits or the
 /// sum leaves [0, max].
-fn weighted_cell(own: &Cells, sources: &[(Source<'_>, i64)], at: usize, max: u64) -> Option<u64> {
+fn weighted_cell(own: CellsRef<'_>, sources: &[(Source<'_>, i64)], at: usize, max: u64) -> Option<u64> {
     let mut sum = 0i64;
     for (s, w) in sources {
         let cell = match s {
             Source::Destination => own.get(at),
-            Source::Other(o) => o.cells.get(at),
+            Source::Other(o) => o.view().get(at),
         };
         sum = sum.checked_add(i64::try_from(cell).ok()?.checked_mul(*w)?)?;
     }
@@ -554,7 +662,7 @@ mod tests {
         let item = (0..1000)
             .map(|i| format!("a{i}"))
             .find(|i| {
-                let cell = |row| t.cells.get(t.locate(i.as_bytes(), row));
+                let cell = |row| t.cell(t.locate(i.as_bytes(), row)).unwrap();
                 cell(0) > 0 && (1..4).any(|row| cell(row) == 0)
             })
             .expect("such an item among 1000");

@@ -162,6 +162,17 @@ impl Mod32 {
         Mod32 { divisor, reciprocal: (u64::MAX / u64::from(divisor)).wrapping_add(1) }
     }
 
+    /// The reciprocal, for a value that keeps it beside its divisor.
+    pub fn reciprocal(self) -> u64 {
+        self.reciprocal
+    }
+
+    /// The remainder by `divisor` given the `reciprocal` [`Mod32::new`] made for it.
+    #[inline(always)]
+    pub fn from_parts(divisor: u32, reciprocal: u64) -> Mod32 {
+        Mod32 { divisor, reciprocal }
+    }
+
     #[inline(always)]
     pub fn reduce(self, x: u32) -> u32 {
         let low = self.reciprocal.wrapping_mul(u64::from(x));

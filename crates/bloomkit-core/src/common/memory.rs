@@ -101,6 +101,40 @@ pub fn zeroed_bytes(len: u64) -> Result<Box<[u8]>, OutOfMemory> {
     }
 }
 
+/// The heap blocks a value owns (not the value itself, which its owner
+/// allocated), so that the memory it takes can be counted exactly: the
+/// module asks the server's allocator what each block really takes (size
+/// classes round every request up), which is what `used_memory` grows by.
+/// Every block the value frees when dropped is given, once, as its address
+/// and the size it was allocated with; a count that misses one lets the
+/// server's figures drift from the truth.
+pub trait HeapBlocks {
+    fn heap_blocks(&self, each: &mut dyn FnMut(*const u8, usize));
+
+    /// The bytes the blocks were asked for (a count without the allocator).
+    fn heap_requested(&self) -> u64 {
+        let mut n = 0u64;
+        self.heap_blocks(&mut |_, size| n += size as u64);
+        n
+    }
+}
+
+/// A vector's block, if it has one (its capacity, not its length).
+pub fn vec_block<T>(v: &Vec<T>, each: &mut dyn FnMut(*const u8, usize)) {
+    let size = v.capacity() * std::mem::size_of::<T>();
+    if size > 0 {
+        each(v.as_ptr().cast(), size);
+    }
+}
+
+/// A boxed slice's block, if it has one.
+pub fn slice_block<T>(v: &[T], each: &mut dyn FnMut(*const u8, usize)) {
+    let size = std::mem::size_of_val(v);
+    if size > 0 {
+        each(v.as_ptr().cast(), size);
+    }
+}
+
 /// Moves heap buffers to new addresses with their contents unchanged, as a
 /// server's active defragmentation does. Each family's value offers it the
 /// buffers it owns, one at a time (`relocate` on `Chain`, `CuckooFilter`,
@@ -117,8 +151,40 @@ pub trait Relocate {
     /// Offers a word array (an expandable filter's block). Left where it
     /// is unless the implementation moves word arrays.
     fn words(&mut self, _buffer: &mut Box<[u64]>) {}
+    /// Offers a boxed slice's buffer (a list of sub-filters), as a vector
+    /// whose capacity is its length.
+    fn slice<T>(&mut self, buffer: &mut Box<[T]>) {
+        let mut v = std::mem::take(buffer).into_vec();
+        self.vec(&mut v);
+        *buffer = v.into_boxed_slice();
+    }
     /// True when the caller's time is up: the walk stops before the next buffer.
     fn should_stop(&mut self) -> bool;
+}
+
+/// A list of sub-filters as a value keeps it: a vector, or a boxed slice
+/// (no spare capacity, one word less).
+pub trait List<T> {
+    fn offer(&mut self, to: &mut impl Relocate);
+    fn items(&mut self) -> &mut [T];
+}
+
+impl<T> List<T> for Vec<T> {
+    fn offer(&mut self, to: &mut impl Relocate) {
+        to.vec(self);
+    }
+    fn items(&mut self) -> &mut [T] {
+        self
+    }
+}
+
+impl<T> List<T> for Box<[T]> {
+    fn offer(&mut self, to: &mut impl Relocate) {
+        to.slice(self);
+    }
+    fn items(&mut self) -> &mut [T] {
+        self
+    }
 }
 
 /// The walk every value with a list of sub-filters makes: the list's own
@@ -130,18 +196,19 @@ pub trait Relocate {
 /// sub-filter added, the key replaced) may offer a buffer twice or miss one
 /// until the next pass, which is harmless; a `from` past the end offers nothing.
 pub fn relocate_list<T, R: Relocate>(
-    list: &mut Vec<T>,
+    list: &mut impl List<T>,
     from: usize,
     to: &mut R,
     mut each: impl FnMut(&mut T, &mut R),
 ) -> Option<usize> {
-    for next in from..=list.len() {
+    let len = list.items().len();
+    for next in from..=len {
         if next > from && to.should_stop() {
             return Some(next);
         }
         match next {
-            0 => to.vec(list),
-            i => each(&mut list[i - 1], to),
+            0 => list.offer(to),
+            i => each(&mut list.items()[i - 1], to),
         }
     }
     None

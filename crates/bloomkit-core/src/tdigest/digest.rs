@@ -7,7 +7,7 @@ use std::f64::consts::PI;
 
 use super::errors::TdError;
 use super::*;
-use crate::common::memory::{Limits, Relocate};
+use crate::common::memory::{slice_block, HeapBlocks, Limits, Relocate};
 
 /// One digest: centroids (merged, sorted, at the front of the arrays) and
 /// the buffer of points added since the last compression after them.
@@ -35,8 +35,10 @@ pub struct TDigest {
     pub(super) total_compressions: i64,
     pub(super) merged_weight: i64,
     pub(super) unmerged_weight: i64,
-    pub(super) means: Vec<f64>,
-    pub(super) weights: Vec<i64>,
+    /// `cap` nodes each, boxed slices (a vector's spare word would take the
+    /// struct from 128 bytes to 144, a size class up).
+    pub(super) means: Box<[f64]>,
+    pub(super) weights: Box<[i64]>,
     /// Not part of the value (not saved, compared or digested): the
     /// compressed copy the estimates read while the buffer holds values.
     pub(super) view: Option<Box<TDigest>>,
@@ -49,6 +51,9 @@ pub struct TDigest {
     /// Not part of the value: the snapshot epoch of the last write.
     pub(super) epoch: u64,
 }
+
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<TDigest>() == 128);
 
 /// Equal values: the fields that are saved and answered from.
 impl PartialEq for TDigest {
@@ -120,11 +125,18 @@ pub fn size_for(cap: usize) -> u64 {
 }
 
 /// A zeroed array, or `AllocationFailed` instead of an abort.
-pub(super) fn zeroed<T: Clone + Default>(n: usize) -> Result<Vec<T>, TdError> {
+pub(super) fn zeroed<T: Clone + Default>(n: usize) -> Result<Box<[T]>, TdError> {
     let mut v = Vec::new();
     v.try_reserve_exact(n).map_err(|_| TdError::AllocationFailed)?;
     v.resize(n, T::default());
-    Ok(v)
+    Ok(v.into_boxed_slice())
+}
+
+/// The first `n` of `nodes`, in a block of their size (shrunk in place).
+fn keep_first<T>(nodes: Box<[T]>, n: usize) -> Box<[T]> {
+    let mut v = nodes.into_vec();
+    v.truncate(n);
+    v.into_boxed_slice()
 }
 
 /// Exactly t-digest-c's quicksort of `means[start..=end]` (weights move
@@ -290,6 +302,18 @@ struct Cursor {
     pos: usize,
 }
 
+/// The node arrays, and the compressed copy reads keep (with its own).
+impl HeapBlocks for TDigest {
+    fn heap_blocks(&self, each: &mut dyn FnMut(*const u8, usize)) {
+        slice_block(&self.means, each);
+        slice_block(&self.weights, each);
+        if let Some(view) = &self.view {
+            each((&**view as *const TDigest).cast(), std::mem::size_of::<TDigest>());
+            view.heap_blocks(each);
+        }
+    }
+}
+
 impl TDigest {
     /// An empty digest of this compression, checked against the limit
     /// before anything is allocated.
@@ -320,9 +344,11 @@ impl TDigest {
         let mut means = Vec::new();
         means.try_reserve_exact(self.cap).map_err(|_| TdError::AllocationFailed)?;
         means.extend_from_slice(&self.means);
+        let means = means.into_boxed_slice();
         let mut weights = Vec::new();
         weights.try_reserve_exact(self.cap).map_err(|_| TdError::AllocationFailed)?;
         weights.extend_from_slice(&self.weights);
+        let weights = weights.into_boxed_slice();
         Ok(TDigest {
             compression: self.compression,
             cap: self.cap,
@@ -352,6 +378,13 @@ impl TDigest {
         if self.view.is_none() {
             let mut copy = self.try_clone()?;
             copy.compress()?;
+            // Only read from now on: it keeps its nodes and no room for more
+            // (a compressed digest of the default compression holds about a
+            // tenth of its capacity), so that a digest read after a write
+            // costs little beyond itself.
+            let n = copy.merged_nodes + copy.unmerged_nodes;
+            copy.means = keep_first(std::mem::take(&mut copy.means), n);
+            copy.weights = keep_first(std::mem::take(&mut copy.weights), n);
             self.view = Some(Box::new(copy));
         }
         Ok(self.view.as_deref().unwrap_or(self))
@@ -421,7 +454,8 @@ impl TDigest {
     }
 
     /// Takes the value of `v`, a compressed copy of this digest made by
-    /// [`TDigest::estimates`] since the last write.
+    /// [`TDigest::estimates`] since the last write: its nodes are copied
+    /// into this digest's arrays, which keep their room for the buffer.
     fn adopt(&mut self, v: TDigest) {
         debug_assert!(v.unmerged_nodes == 0 || v.compress_changes_nothing());
         let TDigest {
@@ -443,8 +477,9 @@ impl TDigest {
         self.total_compressions = total_compressions;
         self.merged_weight = merged_weight;
         self.unmerged_weight = unmerged_weight;
-        self.means = means;
-        self.weights = weights;
+        let n = merged_nodes + unmerged_nodes;
+        self.means[..n].copy_from_slice(&means[..n]);
+        self.weights[..n].copy_from_slice(&weights[..n]);
     }
 
     pub fn compression(&self) -> f64 {
@@ -495,8 +530,8 @@ impl TDigest {
                 return Some(next);
             }
             match next {
-                0 => to.vec(&mut self.means),
-                _ => to.vec(&mut self.weights),
+                0 => to.slice(&mut self.means),
+                _ => to.slice(&mut self.weights),
             }
         }
         None

@@ -22,7 +22,7 @@
 use super::errors::TopkError;
 use super::*;
 use crate::common::hash::{murmur2_32, murmur2_32_seeds, Mod32};
-use crate::common::memory::{Limits, Relocate};
+use crate::common::memory::{slice_block, vec_block, HeapBlocks, Limits, Relocate};
 
 /// Parameters of a new sketch, as given to `TOPK.RESERVE` (already checked).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -227,6 +227,20 @@ pub(super) fn allocate(k: u32, width: u32, depth: u32) -> Result<(Vec<Bucket>, V
     heap.try_reserve_exact(k as usize).map_err(|_| TopkError::OutOfMemory)?;
     heap.resize_with(k as usize, Slot::default);
     Ok((buckets, heap))
+}
+
+/// The buckets, the heap, the decay table and each item the heap holds.
+impl HeapBlocks for TopK {
+    fn heap_blocks(&self, each: &mut dyn FnMut(*const u8, usize)) {
+        vec_block(&self.buckets, each);
+        vec_block(&self.heap, each);
+        each(self.table.as_ptr().cast(), std::mem::size_of::<[f64; DECAY_TABLE_LEN]>());
+        for slot in &self.heap {
+            if let Some(item) = &slot.item {
+                slice_block(item, each);
+            }
+        }
+    }
 }
 
 impl TopK {

@@ -34,7 +34,12 @@ impl Object {
             return Err(ValkeyError::MaxFilters);
         }
         let limit = object_limit(limits);
+        // Room for the sub-filters the value claims, up to a few (a claim is
+        // not trusted), then exactly as many as it held: a vector grown one
+        // push at a time keeps room for four, 288 bytes more than one filter
+        // takes.
         let mut filters: Vec<Filter> = Vec::new();
+        filters.try_reserve_exact(nfilters.min(8) as usize).map_err(|_| ValkeyError::OutOfMemory)?;
         let mut data_bytes: u64 = 0;
         for i in 0..nfilters {
             let data = r.buffer()?;
@@ -53,6 +58,7 @@ impl Object {
             filters.try_reserve(1).map_err(|_| ValkeyError::OutOfMemory)?;
             filters.push(filter);
         }
+        filters.shrink_to_fit();
         Ok(Object { expansion, fp_rate, tightening, seed_random, slots: grown_slots(nfilters), filters })
     }
 

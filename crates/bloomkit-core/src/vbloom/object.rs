@@ -7,7 +7,9 @@ use std::hash::Hasher;
 use siphasher::sip::SipHasher13;
 
 use super::*;
-use crate::common::memory::{relocate_list, zeroed_bytes, Limits, Modulus, Relocate};
+use crate::common::memory::{
+    relocate_list, slice_block, vec_block, zeroed_bytes, HeapBlocks, Limits, Modulus, Relocate,
+};
 use crate::common::sizing::is_rate;
 
 /// One SipHash-1-3 of an item as `Hash for [u8]` feeds it.
@@ -192,6 +194,16 @@ pub struct Object {
     /// `Size` figure (1 after creation or RDB load, grown as Rust grows a
     /// `Vec`; exact after `BF.LOAD`).
     pub(super) slots: u64,
+}
+
+/// The list of filters and each one's serialized bytes.
+impl HeapBlocks for Object {
+    fn heap_blocks(&self, each: &mut dyn FnMut(*const u8, usize)) {
+        vec_block(&self.filters, each);
+        for f in &self.filters {
+            slice_block(&f.data, each);
+        }
+    }
 }
 
 impl Object {

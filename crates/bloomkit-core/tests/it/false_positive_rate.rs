@@ -35,8 +35,8 @@ fn predicted_rate(chain: &Chain) -> f64 {
         .filters()
         .iter()
         .map(|f| {
-            let m = if f.shape.bits != 0 { f.shape.bits } else { 1u64 << f.shape.n2 };
-            1.0 - false_positive_rate(m as f64, f64::from(f.shape.hashes), f.items as f64)
+            let m = if f.shape().bits != 0 { f.shape().bits } else { 1u64 << f.shape().n2 };
+            1.0 - false_positive_rate(m as f64, f64::from(f.shape().hashes), f.items as f64)
         })
         .product();
     1.0 - miss

@@ -36,7 +36,7 @@ fn build(case: &Value) -> Chain {
 fn debug_lines(c: &Chain) -> Vec<String> {
     let mut lines = vec![format!("size:{}", c.items())];
     for f in c.filters() {
-        let s = &f.shape;
+        let s = &f.shape();
         lines.push(format!(
             "bytes:{} bits:{} hashes:{} hashwidth:{} capacity:{} size:{} ratio:{}",
             s.bytes,

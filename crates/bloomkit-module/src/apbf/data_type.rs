@@ -19,7 +19,7 @@ const ENCODING_VERSION: c_int = 2;
 /// Bytes of the body per AOF-rewrite command.
 const CHUNK: usize = 1 << 20;
 
-stored!(Apbf, super::counters::COUNTERS, |v: &Apbf| (std::mem::size_of::<Apbf>() + v.bytes()) as u64);
+stored!(Apbf, super::counters::COUNTERS);
 
 impl Value for Apbf {
     const TYPE_NAME: &'static str = TYPE_NAME;
@@ -39,8 +39,10 @@ impl Value for Apbf {
         to.buffer(&self.encode())
     }
 
+    /// The struct and its state: what the size limit and the lazy-free
+    /// effort are reckoned on.
     fn memory(&self) -> usize {
-        crate::keys::Stored::counted_bytes(self) as usize
+        std::mem::size_of::<Apbf>() + self.bytes()
     }
 
     /// Header and body.

@@ -27,6 +27,7 @@ use super::counters;
 use super::lookup::{lookup_bloom as lookup, BloomFilter as Filter, Found};
 use crate::command::Outcome;
 use crate::ffi::{api, Arg, Ctx, Key};
+use crate::keys::Stored;
 use crate::vbloom;
 use crate::{config, keys};
 
@@ -163,7 +164,7 @@ fn insert_items(
         replicate_creation(ctx, &argv[1], chain);
     }
     let limits = config::limits(ctx);
-    let (size_before, filters_before) = (chain.size_bytes(), chain.filters().len());
+    let filters_before = chain.filters().len();
     let items = &argv[items_from..];
     if multi {
         // SAFETY: valid context; the length is set below.
@@ -172,29 +173,32 @@ fn insert_items(
     let mut added = 0u64;
     let mut replied = 0usize;
     let mut stopped = false;
-    chain.add_each(items, limits, |outcome| {
-        replied += 1;
-        match outcome {
-            Ok(new) => {
-                added += u64::from(new);
-                ctx.reply_bool(new);
-                true
-            }
-            Err(e) => {
-                if !matches!(e, BfError::NonScalingFull) {
-                    counters::COUNTERS.add(counters::REFUSED, 1);
+    // A scale-out allocates: `write` keeps INFO's bytes current.
+    chain.write(|chain| {
+        chain.add_each(items, limits, |outcome| {
+            replied += 1;
+            match outcome {
+                Ok(new) => {
+                    added += u64::from(new);
+                    ctx.reply_bool(new);
+                    true
                 }
-                ctx.reply_error(&e.message());
-                stopped = true;
-                false
+                Err(e) => {
+                    if !matches!(e, BfError::NonScalingFull) {
+                        counters::COUNTERS.add(counters::REFUSED, 1);
+                    }
+                    ctx.reply_error(&e.message());
+                    stopped = true;
+                    false
+                }
             }
-        }
+        })
     });
     if multi {
         // SAFETY: closes the postponed array opened above.
         unsafe { api!(RedisModule_ReplySetArrayLength)(ctx.0, replied as _) };
     }
-    counters::wrote(added, size_before, chain, filters_before);
+    counters::wrote(added, chain, filters_before);
     // An add that changed nothing is not replicated: replicas already agree.
     // One that an error cut short replicates the items it did: a replica or
     // an AOF replay applies no limits (the size limit, maxmemory), so the
@@ -381,7 +385,7 @@ pub fn debug(ctx: Ctx, argv: &[Arg]) -> Outcome {
         ctx.reply_array(1 + chain.filters().len());
         ctx.reply_bulk(format!("size:{}", chain.items()).as_bytes());
         for f in chain.filters() {
-            let s = &f.shape;
+            let s = &f.shape();
             let bits = if s.bits != 0 { s.bits } else { 1u64 << s.n2 };
             let line = format!(
                 "bytes:{} bits:{} hashes:{} hashwidth:{} capacity:{} size:{} ratio:{}",

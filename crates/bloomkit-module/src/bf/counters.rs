@@ -2,7 +2,7 @@
 //! and valkey-bloom's (whose own totals are in [`crate::vbloom::counters`]).
 //! The module-wide `maxmemory_refusals` and `bloomkit_version` close it.
 
-use crate::stats::{counters, Counters, BYTES};
+use crate::stats::{counters, Counters};
 
 counters! {
     Counters::new("stats", "", "bf", FIELDS);
@@ -10,12 +10,9 @@ counters! {
     refused_creations => REFUSED
 }
 
-/// A write ran on a filter: items newly added, and what growth added.
-pub fn wrote(new_items: u64, size_before: u64, chain: &bloomkit_core::bf::Chain, filters_before: usize) {
+/// A write ran on a filter: items newly added, and the scale-outs it made
+/// (its bytes are kept by `keys::Stored::write`).
+pub fn wrote(new_items: u64, chain: &bloomkit_core::bf::Chain, filters_before: usize) {
     COUNTERS.add(ITEMS_ADDED, new_items);
-    let grown = chain.size_bytes() - size_before;
-    if grown > 0 {
-        COUNTERS.add(BYTES, grown);
-        COUNTERS.add(SCALE_OUTS, (chain.filters().len() - filters_before) as u64);
-    }
+    COUNTERS.add(SCALE_OUTS, (chain.filters().len() - filters_before) as u64);
 }

@@ -28,7 +28,7 @@ impl Value for Chain {
         let chain =
             rdb::load(&mut from.reader(), from.encver, from.limits(), counts).map_err(|e| e.to_string())?;
         if from.loading {
-            let links = chain.filters().iter().map(|f| (f.shape.capacity, f.items));
+            let links = chain.filters().iter().map(|f| (f.shape().capacity, f.items));
             if check_counts(chain.items(), chain.options(), chain.growth(), links).is_err() {
                 log(
                     std::ptr::null_mut(),

@@ -24,6 +24,7 @@ use redis_module::raw;
 use super::counters::{self, COUNTERS};
 use crate::command::Outcome;
 use crate::ffi::{api, Arg, Ctx, Key, Slot};
+use crate::keys::Stored;
 use crate::{config, keys};
 
 fn lookup(key: &Key) -> Result<Option<NonNull<CuckooFilter>>, Reply> {
@@ -117,7 +118,6 @@ fn insert_items(
     let f = unsafe { f.as_mut() };
     f.check_writable(super::settings::defaults().max_expansions)?;
     let limits: Limits = config::limits(ctx);
-    let size_before = f.size_bytes();
     let items = &argv[items_from..];
     if shape != Shape::Single {
         // SAFETY: valid context; the length is set below.
@@ -128,7 +128,8 @@ fn insert_items(
     let mut failed: Option<CfError> = None;
     for item in items {
         let l = Lookup::new(item.bytes());
-        let outcome = if nx { f.insert_unique(&l, limits) } else { f.insert(&l, limits) };
+        // Growth allocates: `write` keeps INFO's bytes current.
+        let outcome = f.write(|f| if nx { f.insert_unique(&l, limits) } else { f.insert(&l, limits) });
         let inserted = matches!(outcome, Ok(Insert::Inserted));
         match (outcome, shape) {
             (Ok(Insert::Inserted), Shape::Integers) => ctx.reply_i64(1),
@@ -157,7 +158,7 @@ fn insert_items(
         let replied = ran + usize::from(failed.is_some());
         unsafe { api!(RedisModule_ReplySetArrayLength)(ctx.0, replied as _) };
     }
-    counters::wrote(added, 0, size_before, f.size_bytes());
+    counters::wrote(added, 0);
     // An insert that changed nothing is not replicated: replicas already agree.
     if added > 0 {
         if failed.is_none() {
@@ -233,9 +234,9 @@ pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let mut f = writable(&key, CfError::DelNotFound)?;
     // SAFETY: owned by the keyspace; commands run one at a time.
     let f = unsafe { f.as_mut() };
-    let size_before = f.size_bytes();
-    let deleted = f.delete(&Lookup::new(argv[2].bytes()));
-    counters::wrote(0, u64::from(deleted), size_before, f.size_bytes());
+    // A delete may compact, freeing sub-filters.
+    let deleted = f.write(|f| f.delete(&Lookup::new(argv[2].bytes())));
+    counters::wrote(0, u64::from(deleted));
     ctx.reply_bool(deleted);
     if deleted {
         ctx.replicate_verbatim();
@@ -251,9 +252,7 @@ pub fn compact(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let mut f = writable(&key, CfError::CompactNotFound)?;
     // SAFETY: owned by the keyspace; commands run one at a time.
     let f = unsafe { f.as_mut() };
-    let size_before = f.size_bytes();
-    f.compact(true);
-    COUNTERS.resized(size_before, f.size_bytes());
+    f.write(|f| f.compact(true));
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
     ctx.notify(c"cf.compact", &argv[1]);

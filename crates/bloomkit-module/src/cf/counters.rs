@@ -8,10 +8,8 @@ counters! {
     refused_creations => REFUSED
 }
 
-/// A write ran: items added and deleted, and the size before and after
-/// (growth and compaction change it).
-pub fn wrote(added: u64, deleted: u64, size_before: u64, size_after: u64) {
+/// A write ran: items added and deleted (bytes are kept by `keys::Stored::write`).
+pub fn wrote(added: u64, deleted: u64) {
     COUNTERS.add(ITEMS_ADDED, added);
     COUNTERS.add(ITEMS_DELETED, deleted);
-    COUNTERS.resized(size_before, size_after);
 }

@@ -39,6 +39,7 @@ use redis_module::raw;
 use super::counters::{self, COUNTERS};
 use crate::command::Outcome;
 use crate::ffi::{Arg, Ctx, Key};
+use crate::keys::Stored;
 use crate::{config, keys};
 
 /// Values of up to this many arguments are parsed onto the stack: no
@@ -109,7 +110,7 @@ pub fn reset(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let key = Key::open(ctx, &argv[1], true);
     let mut t = existing(&key)?;
     // SAFETY: owned by the keyspace; commands run one at a time.
-    unsafe { t.as_mut() }.reset();
+    unsafe { t.as_mut() }.write(TDigest::reset);
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
     ctx.notify(c"tdigest.reset", &argv[1]);
@@ -125,16 +126,21 @@ pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let values = values.get();
     // SAFETY: owned by the keyspace; commands run one at a time.
     let t = unsafe { t.as_mut() };
-    settle(ctx, t, &argv[1])?;
+    // Settling takes or drops the compressed copy a read made, and so does
+    // the first add: `write` keeps INFO's bytes current.
     let mut ran = 0usize;
     let mut failed = None;
-    for &v in values {
-        if let Err(e) = t.add(v, 1) {
-            failed = Some(e);
-            break;
+    t.write(|t| {
+        settle(ctx, t, &argv[1])?;
+        for &v in values {
+            if let Err(e) = t.add(v, 1) {
+                failed = Some(e);
+                break;
+            }
+            ran += 1;
         }
-        ran += 1;
-    }
+        Ok::<(), TdError>(())
+    })?;
     COUNTERS.add(counters::OBSERVATIONS_ADDED, ran as u64);
     if ran > 0 {
         ctx.notify(c"tdigest.add", &argv[1]);
@@ -197,13 +203,17 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let old_dest = dest.filter(|_| !parsed.overwrite);
     let read: Vec<NonNull<TDigest>> = old_dest.into_iter().chain(sources.iter().copied()).collect();
     let primary = from_client_on_primary(ctx);
-    for p in &read {
-        let t = unsafe { &mut *p.as_ptr() };
-        if primary {
-            t.owe_compression();
+    // Each read digest makes its compressed copy: `track` keeps INFO's bytes current.
+    TDigest::track(|| {
+        for p in &read {
+            let t = unsafe { &mut *p.as_ptr() };
+            if primary {
+                t.owe_compression();
+            }
+            t.estimates().map_err(|_| TdError::MergeAllocationFailed)?;
         }
-        t.estimates().map_err(|_| TdError::MergeAllocationFailed)?;
-    }
+        Ok::<(), TdError>(())
+    })?;
     for (i, p) in read.iter().enumerate() {
         let poured = merged.merge_compressed(unsafe { p.as_ref() }.estimated());
         // RedisBloom ignores a failure to pour the old destination and goes on.
@@ -255,9 +265,13 @@ impl Reading<'_> {
         self.digest
     }
 
+    /// The compressed form; its copy, made here on first use, counts in
+    /// `INFO bf` (only the making is measured: what a read returns is
+    /// freed after the count).
     fn compressed(&mut self) -> Result<&TDigest, TdError> {
         self.compressed = true;
-        self.digest.estimates()
+        self.digest.write(|t| t.estimates().map(|_| ()))?;
+        Ok(self.digest.estimated())
     }
 }
 
@@ -278,8 +292,9 @@ fn read<P, T>(
     let t = unsafe { p.as_mut() };
     if ctx.is_replaying() {
         // From the primary's stream or the AOF: the compression the primary
-        // announced (`TDIGEST.CDF key 0`), at the same point.
-        t.compress()?;
+        // announced (`TDIGEST.CDF key 0`), at the same point. It drops the
+        // compressed copy a read made: `write` keeps INFO's bytes current.
+        t.write(TDigest::compress)?;
         t.follow_stream();
     }
     let mut reading = Reading { digest: t, compressed: false };
@@ -409,7 +424,9 @@ fn with_digest<T>(ctx: Ctx, argv: &[Arg], f: impl FnOnce(&TDigest) -> T) -> Resu
     // SAFETY: owned by the keyspace, used only while the key is open.
     let t = unsafe { p.as_mut() };
     if from_client_on_primary(ctx) && t.owes_compression(super::data_type::snapshot_epoch()) {
-        return Ok(f(t.estimates()?));
+        // The compressed copy may be made here: `write` keeps INFO's bytes current.
+        t.write(|t| t.estimates().map(|_| ()))?;
+        return Ok(f(t.estimated()));
     }
     Ok(f(t))
 }

@@ -24,6 +24,7 @@ use redis_module::raw;
 use super::counters::{self, COUNTERS};
 use crate::command::Outcome;
 use crate::ffi::{api, Arg, Ctx, Key};
+use crate::keys::Stored;
 use crate::{config, keys};
 
 /// The sketch in a key: `TopK: key does not exist` when it is empty,
@@ -67,11 +68,15 @@ pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let items = &argv[2..];
     ctx.reply_array(items.len());
     let mut expelled = 0;
-    for item in items {
-        let out = sketch.add(item.bytes(), 1);
-        expelled += u64::from(out.is_some());
-        reply_expelled(ctx, out);
-    }
+    // An item entering the heap is allocated and the one it expels freed
+    // (here, once replied): `write` keeps INFO's bytes current.
+    sketch.write(|sketch| {
+        for item in items {
+            let out = sketch.add(item.bytes(), 1);
+            expelled += u64::from(out.is_some());
+            reply_expelled(ctx, out);
+        }
+    });
     counters::added(items.len() as u64, expelled);
     ctx.replicate_verbatim();
     Ok(())
@@ -91,22 +96,25 @@ pub fn incrby(ctx: Ctx, argv: &[Arg]) -> Outcome {
     // SAFETY: valid context; the length is set below.
     unsafe { api!(RedisModule_ReplyWithArray)(ctx.0, raw::REDISMODULE_POSTPONED_LEN as _) };
     let (mut sent, mut ran, mut units, mut expelled) = (0usize, 0usize, 0u64, 0u64);
-    for pair in argv[2..].chunks_exact(2) {
-        sent += 1;
-        match parse_increment(pair[1].bytes()) {
-            Ok(incr) => {
-                let out = sketch.add(pair[0].bytes(), incr);
-                expelled += u64::from(out.is_some());
-                units += u64::from(incr);
-                ran += 1;
-                reply_expelled(ctx, out);
-            }
-            Err(e) => {
-                ctx.reply_error(&e.message());
-                break;
+    // As in `add`: heap items come and go.
+    sketch.write(|sketch| {
+        for pair in argv[2..].chunks_exact(2) {
+            sent += 1;
+            match parse_increment(pair[1].bytes()) {
+                Ok(incr) => {
+                    let out = sketch.add(pair[0].bytes(), incr);
+                    expelled += u64::from(out.is_some());
+                    units += u64::from(incr);
+                    ran += 1;
+                    reply_expelled(ctx, out);
+                }
+                Err(e) => {
+                    ctx.reply_error(&e.message());
+                    break;
+                }
             }
         }
-    }
+    });
     // SAFETY: closes the postponed array opened above.
     unsafe { api!(RedisModule_ReplySetArrayLength)(ctx.0, sent as _) };
     counters::added(units, expelled);

@@ -28,6 +28,7 @@ use redis_module::raw;
 use super::counters::{self, Tally};
 use crate::command::Outcome;
 use crate::ffi::{api, random_bytes, Arg, Ctx, Key};
+use crate::keys::Stored;
 use crate::{config, keys};
 
 /// What a `bloomfltr` operation may allocate.
@@ -172,25 +173,28 @@ fn write(
         // SAFETY: valid context; the length is set below.
         unsafe { api!(RedisModule_ReplyWithArray)(ctx.0, raw::REDISMODULE_POSTPONED_LEN as _) };
         let mut replied = 0usize;
-        o.add_each(items, limits, |outcome| {
-            replied += 1;
-            match outcome {
-                Ok(new) => {
-                    added += u64::from(new);
-                    completed += 1;
-                    ctx.reply_i64(i64::from(new));
-                    true
+        // A scale-out allocates: `write` keeps INFO's bytes current.
+        o.write(|o| {
+            o.add_each(items, limits, |outcome| {
+                replied += 1;
+                match outcome {
+                    Ok(new) => {
+                        added += u64::from(new);
+                        completed += 1;
+                        ctx.reply_i64(i64::from(new));
+                        true
+                    }
+                    Err(e) => {
+                        ctx.reply_error(&e.message());
+                        false
+                    }
                 }
-                Err(e) => {
-                    ctx.reply_error(&e.message());
-                    false
-                }
-            }
+            });
         });
         // SAFETY: closes the postponed array opened above.
         unsafe { api!(RedisModule_ReplySetArrayLength)(ctx.0, replied as _) };
     } else {
-        match o.add(items[0].bytes(), limits) {
+        match o.write(|o| o.add(items[0].bytes(), limits)) {
             Ok(new) => {
                 added = u64::from(new);
                 completed = 1;

@@ -1,8 +1,11 @@
 //! valkey-bloom's `INFO bf` sections, which its users' monitoring reads
 //! (`bf_bloom_core_metrics`, `bf_bloom_defrag_metrics`): totals over the
 //! `bloomfltr` objects in the keyspace, kept as valkey-bloom keeps them
-//! (bytes are `BF.INFO`'s `Size`). Reported under every `bf.compat`: they
-//! count only valkey-bloom's type, so they are right under each.
+//! (`bloom_total_memory_bytes` is the sum of `BF.INFO`'s `Size`, as
+//! valkey-bloom's is). Reported under every `bf.compat`: they count only
+//! valkey-bloom's type, so they are right under each. The objects' real
+//! bytes, counted as every type's are (`keys::Stored`), go to BF's `stats`
+//! section (`bf_bytes`), which counts every `BF.*` filter.
 //!
 //! Relaxed atomics, as in [`crate::stats`]: lazy-free may drop an object on
 //! a background thread.
@@ -12,15 +15,16 @@ use std::ffi::CStr;
 use bloomkit_core::vbloom::Object;
 use redis_module::raw;
 
-use crate::stats::{add_field, add_section, Counters, BYTES, OBJECTS};
+use crate::stats::{add_field, add_section, Counters, Held, OBJECTS};
 
-/// `bloom_num_objects` and `bloom_total_memory_bytes`, then the totals.
+/// `bloom_num_objects`, the objects' real bytes, then valkey-bloom's totals.
 pub static COUNTERS: Counters = Counters::new(
     "bloom_core_metrics",
     "bloom_",
     "vbloom",
     &[
         "num_objects",
+        "bytes",
         "total_memory_bytes",
         "num_filters_across_objects",
         "num_items_across_objects",
@@ -29,21 +33,25 @@ pub static COUNTERS: Counters = Counters::new(
         "scale_outs",
         "refused_creations",
     ],
-);
+)
+.holding(6);
 
-const FILTERS: usize = 2;
-const ITEMS: usize = 3;
-const CAPACITY: usize = 4;
+/// valkey-bloom's `bloom_total_memory_bytes`: the sum of `BF.INFO`'s `Size`.
+const SIZE: usize = 2;
+const FILTERS: usize = 3;
+const ITEMS: usize = 4;
+const CAPACITY: usize = 5;
 /// Not in valkey-bloom's sections: what BF's `stats` section adds to its
 /// own (it counts every `BF.*` filter, of either type).
-pub const ITEMS_ADDED: usize = 5;
-pub const SCALE_OUTS: usize = 6;
-pub const REFUSED: usize = 7;
+pub const ITEMS_ADDED: usize = 6;
+pub const SCALE_OUTS: usize = 7;
+pub const REFUSED: usize = 8;
 
-/// What one object adds to the totals.
+/// What one object adds to the totals (its real bytes are counted as every
+/// type's are: `keys::Stored`).
 #[derive(Clone, Copy)]
 pub struct Tally {
-    pub bytes: u64,
+    pub size: u64,
     pub filters: u64,
     pub items: u64,
     pub capacity: u64,
@@ -51,27 +59,24 @@ pub struct Tally {
 
 impl Tally {
     pub fn of(o: &Object) -> Tally {
-        Tally { bytes: o.size(), filters: o.filters().len() as u64, items: o.items(), capacity: o.capacity() }
+        Tally { size: o.size(), filters: o.filters().len() as u64, items: o.items(), capacity: o.capacity() }
     }
 }
 
-/// An object entering (or leaving) the keyspace: the totals beyond objects
-/// and bytes.
-pub fn tally(o: &Object, entering: bool) {
+/// What an object adds to the totals beyond objects and bytes while it is
+/// in the keyspace.
+pub fn held_extra(o: &Object, held: &mut Held) {
     let t = Tally::of(o);
-    for (field, v) in [(FILTERS, t.filters), (ITEMS, t.items), (CAPACITY, t.capacity)] {
-        if entering {
-            COUNTERS.add(field, v);
-        } else {
-            COUNTERS.sub(field, v);
-        }
-    }
+    held[SIZE] = t.size;
+    held[FILTERS] = t.filters;
+    held[ITEMS] = t.items;
+    held[CAPACITY] = t.capacity;
 }
 
 /// An object that grew from `before` (adds only ever grow one).
 pub fn grew(before: Tally, o: &Object) {
     let after = Tally::of(o);
-    COUNTERS.add(BYTES, after.bytes - before.bytes);
+    COUNTERS.add(SIZE, after.size - before.size);
     COUNTERS.add(FILTERS, after.filters - before.filters);
     COUNTERS.add(ITEMS, after.items - before.items);
     COUNTERS.add(CAPACITY, after.capacity - before.capacity);
@@ -83,7 +88,7 @@ pub fn grew(before: Tally, o: &Object) {
 /// `bf_` before each).
 pub fn info(ctx: *mut raw::RedisModuleInfoCtx) {
     let fields: [(&CStr, u64); 5] = [
-        (c"bloom_total_memory_bytes", COUNTERS.get(BYTES)),
+        (c"bloom_total_memory_bytes", COUNTERS.get(SIZE)),
         (c"bloom_num_objects", COUNTERS.get(OBJECTS)),
         (c"bloom_num_filters_across_objects", COUNTERS.get(FILTERS)),
         (c"bloom_num_items_across_objects", COUNTERS.get(ITEMS)),

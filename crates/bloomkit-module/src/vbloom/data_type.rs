@@ -21,13 +21,9 @@ impl Stored for Object {
     const TYPE: &'static DataType = &VBLOOM_TYPE;
     const COUNTERS: &'static Counters = &super::counters::COUNTERS;
 
-    fn counted_bytes(&self) -> u64 {
-        self.size()
-    }
-
     /// valkey-bloom's totals.
-    fn tally(&self, entering: bool) {
-        counters::tally(self, entering);
+    fn held_extra(&self, held: &mut crate::stats::Held) {
+        counters::held_extra(self, held);
     }
 
     fn defrag_enabled() -> bool {

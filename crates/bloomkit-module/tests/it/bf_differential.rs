@@ -248,10 +248,13 @@ fn captured_dump_payloads_restore() {
             .map(|l| Reply::Bulk(l.as_str().unwrap().as_bytes().to_vec()))
             .collect();
         assert_eq!(c.call(&["BF.DEBUG", key]), Reply::Array(expected_debug), "{name}");
-        assert_eq!(
-            c.call(&["MEMORY", "USAGE", key]).as_int(),
-            case["memory_usage"].as_i64().unwrap(),
-            "{name}"
+        // RedisBloom's MEMORY USAGE is its `Size` formula; bloomkit's, what
+        // the filter and key really take (tests/it/memory.rs), never less.
+        let (ours, theirs) =
+            (c.call(&["MEMORY", "USAGE", key]).as_int(), case["memory_usage"].as_i64().unwrap());
+        assert!(
+            ours >= theirs && ours <= theirs + theirs / 4 + 128,
+            "{name}: MEMORY USAGE {ours}, RedisBloom {theirs}"
         );
         let chunks = c.scandump(key).unwrap();
         let expected: Vec<(i64, Vec<u8>)> = case["scandump"]

@@ -248,8 +248,16 @@ fn redisbloom_rdb_file_loads() {
         assert!(!b.call(&["DEBUG", "DIGEST-VALUE", key]).is_error(), "{key}");
     }
     for key in ["cf", "cf-fixed", "cf-default"] {
+        // `Size` is RedisBloom's figure, to the byte; MEMORY USAGE is what the
+        // filter really takes (tests/it/memory.rs): RedisBloom's formula and
+        // the allocator's rounding, never less.
         assert_eq!(b.call(&["CF.INFO", key]), r.call(&["CF.INFO", key]), "{key}");
-        assert_eq!(b.call(&["MEMORY", "USAGE", key]), r.call(&["MEMORY", "USAGE", key]), "{key}");
+        let (ours, theirs) =
+            (b.call(&["MEMORY", "USAGE", key]).as_int(), r.call(&["MEMORY", "USAGE", key]).as_int());
+        assert!(
+            ours >= theirs && ours <= theirs + theirs / 4 + 128,
+            "{key}: MEMORY USAGE {ours}, RedisBloom {theirs}"
+        );
     }
     assert_eq!(b.cmd("BF.MEXISTS bf a b c zz"), r.cmd("BF.MEXISTS bf a b c zz"));
 }

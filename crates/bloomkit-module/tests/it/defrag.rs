@@ -34,6 +34,27 @@ const ROUNDS: usize = 2500;
 const STRINGS_PER_ROUND: usize = 8;
 const DEADLINE: Duration = Duration::from_secs(120);
 
+/// Every type's objects and bytes fields in `INFO bf`.
+fn counted(c: &mut Conn) -> Vec<u64> {
+    let fields = [
+        "bf_filters",
+        "bf_bytes",
+        "bf_cf_filters",
+        "bf_cf_bytes",
+        "bf_apbf_filters",
+        "bf_apbf_bytes",
+        "bf_cms_sketches",
+        "bf_cms_bytes",
+        "bf_topk_sketches",
+        "bf_topk_bytes",
+        "bf_tdigest_digests",
+        "bf_tdigest_bytes",
+        "bf_xf_filters",
+        "bf_xf_bytes",
+    ];
+    fields.iter().map(|f| c.info_field("bf", f).parse().unwrap()).collect()
+}
+
 /// Sends `commands` pipelined, in batches, and returns their replies.
 fn pipeline(c: &mut Conn, commands: &[Vec<Vec<u8>>]) -> Vec<Reply> {
     let mut replies = Vec::with_capacity(commands.len());
@@ -236,6 +257,7 @@ fn active_defrag_moves_every_type_and_changes_nothing(server: Server) {
         c.ok("CONFIG SET activedefrag no");
         let mut rng = Rng(0x5eed_defa);
         let filters = fragment(&mut c, &mut rng);
+        let counted_before = counted(&mut c);
         let before = observe(&mut c, &filters);
         for t in TYPES {
             assert_eq!(defrag_field(&mut c, &format!("{t}_hits")), 0, "{server:?}: defrag is off");
@@ -301,6 +323,8 @@ fn active_defrag_moves_every_type_and_changes_nothing(server: Server) {
             assert_eq!(Some(digest), after.1.get(key), "{server:?}: DEBUG DIGEST-VALUE {key}");
         }
         assert_eq!(before.2, after.2, "{server:?}: DEBUG DIGEST");
+        // Moved blocks are the same sizes: INFO's objects and bytes stand.
+        assert_eq!(counted(&mut c), counted_before, "{server:?}: INFO bf's objects and bytes after defrag");
 
         // Moved blocks grow (a new sub-filter reallocates the moved list)
         // and are freed by the allocator like any other.
@@ -321,5 +345,6 @@ fn active_defrag_moves_every_type_and_changes_nothing(server: Server) {
             Reply::Simple("PONG".into()),
             "{server:?}: alive after freeing moved blocks"
         );
+        assert!(counted(&mut c).iter().all(|&n| n == 0), "{server:?}: nothing counted after FLUSHALL");
     }
 }

@@ -31,6 +31,7 @@ mod config_levels;
 mod defrag;
 mod info_counts;
 mod maxmemory;
+mod memory;
 mod readme_names;
 mod redisbloom8;
 mod redisbloom_flow;

@@ -325,11 +325,12 @@ fn tdigest_memory_figures() {
             assert_eq!(shown(&c.call(&["TDIGEST.CREATE", &key, "COMPRESSION", compression])), "+OK");
             assert_eq!(tdigest_memory(&mut c, &key), bytes, "RESP{protocol} compression {compression}");
         }
-        // 72 bytes more than at the 2.8 level, in MEMORY USAGE as well.
+        // 72 bytes more than at the 2.8 level; MEMORY USAGE is what the
+        // digest really takes, at every level.
         let v8 = c.cmd("MEMORY USAGE t100").as_int();
         assert_eq!(shown(&c.cmd("CONFIG SET bf.compat redisbloom-2.8")), "+OK");
         assert_eq!(tdigest_memory(&mut c, "t100"), 9840 - 72);
-        assert_eq!(v8 - c.cmd("MEMORY USAGE t100").as_int(), 72);
+        assert_eq!(c.cmd("MEMORY USAGE t100").as_int(), v8);
         assert_eq!(shown(&c.cmd("CONFIG SET bf.compat redisbloom-8")), "+OK");
     }
 }

@@ -828,10 +828,16 @@ fn replies_and_errors_are_valkey_bloom_s(server: Server) {
     }
     if server == Server::Valkey {
         for key in ["f1", "f3"] {
-            assert_eq!(
-                c.call(&["MEMORY", "USAGE", key]),
-                recorded(&results[format!("memory_usage_{key}")]["ok"]),
-                "MEMORY USAGE {key}"
+            // valkey-bloom's figure counts its estimate of the object and
+            // what the server counts for the key; bloomkit's, the object's
+            // real size and what the server keeps for a module key beside
+            // (tests/it/memory.rs holds it to the key's real cost): a few
+            // bytes more, never less.
+            let theirs = recorded(&results[format!("memory_usage_{key}")]["ok"]).as_int();
+            let ours = c.call(&["MEMORY", "USAGE", key]).as_int();
+            assert!(
+                ours >= theirs && ours <= theirs + theirs / 10,
+                "MEMORY USAGE {key}: {ours}, valkey-bloom {theirs}"
             );
         }
         let digest = results["digest_values"]["f3"]["ok"][0].as_str().unwrap();
@@ -1226,7 +1232,17 @@ fn dumps_are_valkey_bloom_s_byte_for_byte_and_decode_field_by_field(server: Serv
     assert_eq!(hex::encode(dump(&mut c, "fixed1")), hex::encode(&want), "{server:?}: fixed1");
     if server == Server::Valkey {
         c.ok("BF.ADD f1 f1-item-0");
-        assert_eq!(c.cmd("MEMORY USAGE f1"), Reply::Int(408), "Valkey 9: MEMORY USAGE of a default object");
+        // The key's 24 bytes as the server counts them, the object's real
+        // 360 bytes in libc's sizes (valkey-bloom estimates 384 and answers
+        // 408), and what the server keeps for a module key beside (the
+        // 16-byte module value in libc's 24, and the key's share of the
+        // table's chained buckets, 8): what the key really takes
+        // (tests/it/memory.rs).
+        assert_eq!(
+            c.cmd("MEMORY USAGE f1"),
+            Reply::Int(24 + 360 + 24 + 8),
+            "Valkey 9: MEMORY USAGE of a default object"
+        );
     }
     for (key, random) in [("multi", false), ("multi-random", true)] {
         c.call(&["CONFIG", "SET", "bf.bloom-use-random-seed", if random { "yes" } else { "no" }]);
