@@ -35,10 +35,10 @@ fn stranger(i: u64) -> [u8; 9] {
 /// What RedisBloom's chain holds in the server's allocator: each
 /// sub-filter's bit array and the links array rounded to jemalloc's size
 /// classes, and the chain itself (what `used_memory` grows by; its own
-/// `MEMORY USAGE` leaves the rounding out).
+/// `MEMORY USAGE` leaves the rounding out): a 32-byte chain and 64-byte links.
 fn rb_real_bytes(rb: &Chain) -> u64 {
     let links = rb.filters().len() as u64;
-    rb.filters().iter().map(|f| alloc_class(f.shape.bytes)).sum::<u64>() + alloc_class(48 * links) + 48
+    rb.filters().iter().map(|f| alloc_class(f.shape().bytes)).sum::<u64>() + alloc_class(64 * links) + 32
 }
 
 /// The counts sampled: 16 per doubling from `start`.

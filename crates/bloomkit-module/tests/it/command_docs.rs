@@ -58,6 +58,8 @@ const SINCE: &[(&str, &str)] = &[
     ("xf.reserve", "0.2.0"),
     ("xf.add", "0.2.0"),
     ("xf.madd", "0.2.0"),
+    ("xf.addnx", "0.2.0"),
+    ("xf.maddnx", "0.2.0"),
     ("xf.insert", "0.2.0"),
     ("xf.exists", "0.2.0"),
     ("xf.mexists", "0.2.0"),
