@@ -28,7 +28,7 @@ const SERVER_BATCH: usize = 1000;
 /// grow by stacking sub-filters (an existing Bloom filter), when none is given.
 pub const DEFAULT_CAPACITY: u64 = 10_000_000;
 /// Without a capacity, the expandable filter's first size: small enough
-/// for a short stream, and it doubles as the stream goes on.
+/// for a short stream, and it grows a block at a time as the stream goes on.
 const EXPANDABLE_START: u64 = 100_000;
 
 pub struct Options {

@@ -82,7 +82,7 @@ impl LocalFilter {
     }
 
     /// An empty expandable filter (bloomkit's `XF.*` filter, in process):
-    /// it grows by doubling as items arrive, at the options' error rate at
+    /// it grows a block at a time as items arrive, at the options' error rate at
     /// every size up to [`Options::max_capacity`], so the capacity is only
     /// its first size. Items can be removed ([`Filter::remove`]) and
     /// counted ([`LocalFilter::count_of`]); an add stores an item only when
