@@ -1,5 +1,5 @@
 //! `bf`: RedisBloom's BF.*, CF.*, CMS.*, TOPK.* and TDIGEST.* commands,
-//! valkey-bloom's filters and bloomkit's APBF.*, for Redis 7 and 8 and
+//! valkey-bloom's filters and bloomkit's APBF.* and XF.*, for Redis 7 and 8 and
 //! Valkey 8 and 9.
 //!
 //! This file lists the families and starts the module. Each family has its

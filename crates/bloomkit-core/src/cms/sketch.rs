@@ -237,11 +237,6 @@ fn query_in<T: Cell>(cells: &[T], rows: Rows, item: &[u8]) -> u64 {
     min
 }
 
-/// The bytes of a `width x depth` array of 4-byte counters, or `None` past 2^64.
-pub fn array_bytes(width: u64, depth: u64) -> Option<u64> {
-    array_bytes_of(width, depth, CellSize::Four)
-}
-
 /// The bytes of a `width x depth` array of `cell` counters, or `None` past 2^64.
 pub fn array_bytes_of(width: u64, depth: u64, cell: CellSize) -> Option<u64> {
     width.checked_mul(depth)?.checked_mul(cell.bytes())

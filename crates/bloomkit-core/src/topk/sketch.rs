@@ -295,11 +295,6 @@ impl TopK {
         self.draws
     }
 
-    /// Bytes of the items the heap holds (for the module's accounting).
-    pub fn item_bytes(&self) -> u64 {
-        self.heap.iter().map(|s| s.bytes().len() as u64).sum()
-    }
-
     /// A copy, or `OutOfMemory`.
     pub fn try_clone(&self) -> Result<TopK, TopkError> {
         let (mut buckets, mut heap) = allocate(self.k, self.width, self.depth)?;
