@@ -53,7 +53,7 @@ def measure(cmd, stdin_path, out_path):
         wall = time.time() - t
     err = p.stderr.decode().strip().splitlines()
     rss_kib = int(err[-1])
-    filter_bytes = next((int(m.group(1)) for m in (re.search(r"filter (\d+) bytes", l) for l in err) if m), None)
+    filter_bytes = next((int(m.group(1)) for m in (re.search(r"filter (?:[0-9.]+ [KMG]i?B \()?(\d+) bytes", l) for l in err) if m), None)
     with open(out_path, "rb") as f:
         lines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
     os.unlink(out_path)
