@@ -24,8 +24,10 @@ pub const FAMILY: Family = Family {
     )
 };
 
-/// bloomkit's own commands, new in 0.2.0.
-const SINCE: &CStr = c"0.2.0";
+/// bloomkit's own commands: XF.* came with 0.1.0 (encoding 0), add-if-absent
+/// with 0.2.0 (encoding 1).
+const SINCE: &CStr = c"0.1.0";
+const SINCE_ADDNX: &CStr = c"0.2.0";
 
 /// The options `XF.RESERVE` and `XF.INSERT` create a filter with.
 const CAPACITY: Arg = Arg::integer(c"capacity").token(c"CAPACITY").optional();
@@ -82,7 +84,7 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Adds an item only when it is not probably in the filter; 1 if added, 0 if it was (nothing stored)",
         complexity: c"O(1)",
-        since: SINCE,
+        since: SINCE_ADDNX,
         tips: None,
         args: KEY_ITEM,
         redisbloom8: None,
@@ -95,7 +97,7 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Adds each item only when it is not probably in the filter; per item 1 if added, 0 if it was",
         complexity: c"O(n), n the number of items",
-        since: SINCE,
+        since: SINCE_ADDNX,
         tips: None,
         args: KEY_ITEMS,
         redisbloom8: None,
