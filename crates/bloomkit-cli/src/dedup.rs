@@ -50,6 +50,9 @@ pub struct Options {
     pub error_rate: f64,
     pub field: Option<usize>,
     pub delimiter: u8,
+    /// Shard the filter over this many keys (`{key:0}`, ...); on a cluster
+    /// it is always sharded ([`crate::cluster::DEFAULT_SHARDS`] without it).
+    pub shards: Option<u32>,
 }
 
 /// Where "seen before" is remembered: the client's filters, local or on a server.
@@ -61,8 +64,10 @@ enum Backend {
     /// The module, with a second connection for BF.DEBUG at the end.
     Module(RedisFilter<redis::Connection>, Server),
     Bitmap(RedisFilter<redis::Connection>, String),
-    /// bloomkit's expandable filter on the server (`XF.*`).
-    Expandable(RedisFilter<redis::Connection>, String),
+    /// bloomkit's expandable filter on the server (`XF.*`): one key, or
+    /// sharded over keys (`--shards`, and always on a cluster, over the
+    /// cluster connection).
+    Expandable(Box<dyn Filter>, String),
 }
 
 impl Backend {
@@ -89,7 +94,7 @@ impl Backend {
             }
             Backend::Bitmap(filter, url) => filter.add_many(keys).map_err(|e| explain(e, url, Kind::Bitmap)),
             Backend::Expandable(filter, url) => {
-                filter.add_many(keys).map_err(|e| explain(e, url, Kind::Expandable))
+                filter.add_slice(keys).map_err(|e| explain(e, url, Kind::Expandable))
             }
         }
     }
@@ -224,6 +229,15 @@ fn open_backend(o: &Options) -> Result<Backend> {
         }
         options.window = Some(window);
     }
+    if o.shards.is_some() && o.redis.is_none() {
+        return Err(crate::usage!("--shards spreads the filter over keys on a server: give it with --redis"));
+    }
+    if let Some(url) = &o.redis {
+        let cluster = crate::cluster::is_cluster(url)?;
+        if cluster || o.shards.is_some() {
+            return open_sharded(o, url, cluster, xf_options());
+        }
+    }
     match (&o.redis, &o.state) {
         (Some(_), Some(_)) => Err(crate::usage!(
             "--state keeps an in-process filter; with --redis the filter lives on the server"
@@ -256,7 +270,7 @@ fn open_backend(o: &Options) -> Result<Backend> {
                     // Created on the first batch (XF.RESERVE) with our error rate.
                     let layout = Layout::expandable(o.key.as_str(), xf_options())?;
                     Ok(Backend::Expandable(
-                        RedisFilter::new(transfer::connect(url)?, layout),
+                        Box::new(RedisFilter::new(transfer::connect(url)?, layout)),
                         server.url.clone(),
                     ))
                 }
@@ -319,6 +333,36 @@ fn open_backend(o: &Options) -> Result<Backend> {
         }
         (None, _) => Ok(Backend::Local(LocalFilter::new(options).map_err(|e| anyhow!("{e}"))?)),
     }
+}
+
+/// An expandable filter sharded over keys in distinct hash slots
+/// (`Layout::sharded(.., Over::Expandable, ..)`): over the cluster
+/// connection on a cluster, so that each batch reaches every master at
+/// once, or over one connection with `--shards` on a single server.
+fn open_sharded(o: &Options, url: &str, cluster: bool, options: bloomkit_client::Options) -> Result<Backend> {
+    let place = if cluster { "on a cluster" } else { "with --shards" };
+    if o.state.is_some() {
+        return Err(crate::usage!(
+            "--state keeps an in-process filter; with --redis the filter lives on the server"
+        ));
+    }
+    if o.bitmap || o.window.is_some() || o.capacity.is_some() {
+        return Err(crate::usage!(
+            "{place}, dedup keeps a sharded expandable filter (XF, over keys {{KEY:0}}, {{KEY:1}}, ...), which \
+             needs no --capacity; --capacity, --bitmap and the windows are for a filter in one key (the \
+             client library shards Bloom filters and bitmaps too: Layout::sharded)"
+        ));
+    }
+    let shards = o.shards.unwrap_or(crate::cluster::DEFAULT_SHARDS);
+    let layout = Layout::sharded(o.key.as_str(), shards, bloomkit_client::Over::Expandable, options)
+        .map_err(|e| crate::usage!("{e}"))?;
+    let shown = bloomkit_client::redact_url(&bloomkit_client::server_url(url)?);
+    let filter: Box<dyn Filter> = if cluster {
+        Box::new(RedisFilter::new(crate::cluster::connect(url)?, layout))
+    } else {
+        Box::new(RedisFilter::new(transfer::connect(url)?, layout))
+    };
+    Ok(Backend::Expandable(filter, shown))
 }
 
 /// A block of whole lines and what the reader thread found in it.

@@ -36,6 +36,7 @@ macro_rules! usage {
 }
 
 mod calc;
+mod cluster;
 mod dedup;
 mod interrupt;
 mod manual;
@@ -219,6 +220,12 @@ struct DedupArgs {
     /// Field separator for --field (one byte).
     #[arg(long, default_value = ",")]
     delimiter: String,
+    /// With --redis: shard the filter (an expandable filter, XF) over N
+    /// keys {KEY:0} .. {KEY:N-1}, each in its own hash slot. On a Redis
+    /// Cluster (found out from the server) dedup always shards, over 12
+    /// keys unless given, and sends each batch to every master at once.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    shards: Option<u32>,
 }
 
 /// Whose bitmap layout: given with --bitmap, or alone (they imply it).
@@ -359,6 +366,14 @@ struct CopyArgs {
     /// With --all: only keys matching this SCAN MATCH pattern.
     #[arg(long, value_name = "PATTERN", requires = "all", default_value = "*")]
     r#match: String,
+    /// Each KEY names a filter sharded over N keys {KEY:0} .. {KEY:N-1}
+    /// (as `dedup --shards` and the client's Layout::sharded make): copy
+    /// those. Either server may be a Redis Cluster, found out from it: a
+    /// key is read from and written to the master that serves its slot,
+    /// so a sharded filter moves between clusters, or to one server, where
+    /// `info --shards` and `dedup --shards` read it.
+    #[arg(long, value_name = "N", conflicts_with = "all", value_parser = clap::value_parser!(u32).range(1..))]
+    shards: Option<u32>,
     /// Overwrite existing keys on the destination.
     #[arg(long)]
     replace: bool,
@@ -381,6 +396,12 @@ struct InfoArgs {
     /// JSON output (one object).
     #[arg(long)]
     json: bool,
+    /// The key names a filter sharded over N keys {KEY:0} .. {KEY:N-1}
+    /// (as `dedup --shards` and the client's Layout::sharded make): each
+    /// shard's figures, read on the node that serves it on a cluster, and
+    /// the whole filter's.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    shards: Option<u32>,
     #[command(flatten)]
     bitmap: BitmapArgs,
 }
@@ -466,6 +487,7 @@ fn run(cli: Cli) -> Result<()> {
                 error_rate: a.error_rate,
                 field: a.field.map(|f| f as usize),
                 delimiter,
+                shards: a.shards,
             })?;
         }
         Command::Dump(a) => {
@@ -653,8 +675,10 @@ fn run(cli: Cli) -> Result<()> {
         Command::Copy(a) => {
             let flag = interrupt::install();
             let to_url = server::resolve(a.to.as_deref(), "--to")?;
-            let mut from = transfer::Server::connect(&a.from)?;
-            let mut to = transfer::Server::connect(&to_url)?;
+            // Either side may be a cluster: each key is then read from, or
+            // written to, the master that serves its slot.
+            let mut from = cluster::Place::open(&a.from)?;
+            let mut to = cluster::Place::open(&to_url)?;
             from.interrupt_on(flag.clone());
             to.interrupt_on(flag);
             if a.no_ttl {
@@ -662,14 +686,21 @@ fn run(cli: Cli) -> Result<()> {
             }
             let mut failures = Vec::new();
             let keys = if a.all {
-                let (keys, others) = transfer::module_keys(&mut from, &a.r#match)?;
+                let (mut keys, mut others) = (Vec::new(), 0);
+                for server in from.masters()? {
+                    let (mine, theirs) = transfer::module_keys(server, &a.r#match)?;
+                    keys.extend(mine);
+                    others += theirs;
+                }
                 say!(
                     "bloomkit copy: {} on {} ({} left alone)",
                     units::plural(keys.len() as u64, "filter or sketch", "filters and sketches"),
-                    from.url,
+                    from.url(),
                     units::plural(others as u64, "other key", "other keys"),
                 );
                 keys
+            } else if let Some(shards) = a.shards {
+                a.keys.iter().flat_map(|k| cluster::shard_keys(k, shards)).collect()
             } else {
                 a.keys.clone()
             };
@@ -677,16 +708,23 @@ fn run(cli: Cli) -> Result<()> {
             let mut copied = 0;
             for key in &keys {
                 let bar = progress_bar(key);
+                let (source, to) = match (from.server_for(key), to.server_for(key)) {
+                    (Ok(source), Ok(to)) => (source, to),
+                    (Err(e), _) | (_, Err(e)) => {
+                        say!("bloomkit copy: {key}: {}", describe(&e));
+                        failures.push(key.clone());
+                        continue;
+                    }
+                };
                 interrupt::set_unfinished(format!(
                     "a staging key for '{key}' may be left on {}: the next restore or copy of that key \
                      removes it, and `bloomkit info` shows it",
                     to.url
                 ));
-                let result =
-                    transfer::copy_key(&mut from, &mut to, key, bitmap, a.replace, &server::Bar(&bar));
+                let result = transfer::copy_key(source, to, key, bitmap, a.replace, &server::Bar(&bar));
                 interrupt::set_unfinished("");
                 bar.finish_and_clear();
-                report_leftovers("copy", &mut to);
+                report_leftovers("copy", to);
                 match result {
                     Ok(kind) => {
                         copied += 1;
@@ -718,57 +756,13 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Info(a) => {
-            let mut server = transfer::Server::connect(&server::resolve(a.redis.as_deref(), "--redis")?)?;
-            let mut info = match transfer::kind(&mut server, &a.key)? {
-                transfer::Kind::Bloom => bloom_info(&mut server, &a.key)?,
-                kind @ (transfer::Kind::Window
-                | transfer::Kind::ValkeyBloom
-                | transfer::Kind::Cuckoo
-                | transfer::Kind::Xf
-                | transfer::Kind::Sketch(_)) => {
-                    let (command, name) = match kind {
-                        transfer::Kind::Window => ("APBF.INFO", "sliding-window filter"),
-                        transfer::Kind::Xf => ("XF.INFO", "expandable filter"),
-                        transfer::Kind::ValkeyBloom => ("BF.INFO", "valkey-bloom filter"),
-                        transfer::Kind::Sketch(s) => (s.info_command(), s.name()),
-                        _ => ("CF.INFO", "cuckoo filter"),
-                    };
-                    let fields = transfer::info_fields(&mut server, &a.key, command)?;
-                    let mut v = serde_json::json!({"key": a.key, "kind": name});
-                    for (label, value) in fields {
-                        let name = label.to_lowercase().replace(' ', "_");
-                        v[name] = value
-                            .parse::<i64>()
-                            .map(|n| serde_json::json!(n))
-                            .or_else(|_| value.parse::<f64>().map(|x| serde_json::json!(x)))
-                            .unwrap_or_else(|_| serde_json::json!(value));
-                    }
-                    v
-                }
-                transfer::Kind::String | transfer::Kind::Missing if bitmap_params(&a.bitmap)?.is_some() => {
-                    let params = bitmap_params(&a.bitmap)?.expect("checked");
-                    let info = transfer::bitmap_info(&mut server, &a.key, &params)?;
-                    let rate = info.estimated_error_rate.unwrap_or(0.0);
-                    serde_json::json!({
-                        "key": a.key, "kind": "bitmap filter", "layout": info.layout, "keys": info.keys,
-                        "capacity": info.capacity, "bits": info.bits, "hashes": info.hashes,
-                        "bytes": info.bytes, "fill": info.fill, "estimated_items": info.estimated_items,
-                        "estimated_false_positive_rate": rate,
-                        "log10_estimated_false_positive_rate": if rate > 0.0 { serde_json::json!(rate.log10()) } else { serde_json::Value::Null },
-                    })
-                }
-                transfer::Kind::Missing => {
-                    // Nothing there, but perhaps what an interrupted
-                    // transfer into it left.
-                    let leftovers = transfer::leftover_staging(&mut server, &a.key)?;
-                    if leftovers.is_empty() {
-                        return Err(transfer::unreadable(&server, &a.key, &transfer::Kind::Missing).into());
-                    }
-                    serde_json::json!({"key": a.key, "kind": "missing"})
-                }
-                other => return Err(transfer::unreadable(&server, &a.key, &other).into()),
-            };
-            let leftovers = transfer::leftover_staging(&mut server, &a.key)?;
+            let mut place = cluster::Place::open(&server::resolve(a.redis.as_deref(), "--redis")?)?;
+            if let Some(shards) = a.shards {
+                return sharded_info(&mut place, &a.key, shards, &a.bitmap, a.json);
+            }
+            let server = place.server_for(&a.key)?;
+            let mut info = key_info(server, &a.key, &a.bitmap)?;
+            let leftovers = transfer::leftover_staging(server, &a.key)?;
             info["leftover_staging_keys"] = serde_json::json!(leftovers
                 .iter()
                 .map(|l| serde_json::json!({
@@ -893,6 +887,159 @@ impl<W: Write> Write for CountingWriter<W> {
     fn flush(&mut self) -> io::Result<()> {
         self.0.flush()
     }
+}
+
+/// What `bloomkit info` says of one key: its kind and its INFO fields.
+fn key_info(server: &mut transfer::Server, key: &str, bitmap: &BitmapArgs) -> Result<serde_json::Value> {
+    let info = match transfer::kind(server, key)? {
+        transfer::Kind::Bloom => bloom_info(server, key)?,
+        kind @ (transfer::Kind::Window
+        | transfer::Kind::ValkeyBloom
+        | transfer::Kind::Cuckoo
+        | transfer::Kind::Xf
+        | transfer::Kind::Sketch(_)) => {
+            let (command, name) = match kind {
+                transfer::Kind::Window => ("APBF.INFO", "sliding-window filter"),
+                transfer::Kind::Xf => ("XF.INFO", "expandable filter"),
+                transfer::Kind::ValkeyBloom => ("BF.INFO", "valkey-bloom filter"),
+                transfer::Kind::Sketch(s) => (s.info_command(), s.name()),
+                _ => ("CF.INFO", "cuckoo filter"),
+            };
+            let fields = transfer::info_fields(server, key, command)?;
+            let mut v = serde_json::json!({"key": key, "kind": name});
+            for (label, value) in fields {
+                let name = label.to_lowercase().replace(' ', "_");
+                v[name] = value
+                    .parse::<i64>()
+                    .map(|n| serde_json::json!(n))
+                    .or_else(|_| value.parse::<f64>().map(|x| serde_json::json!(x)))
+                    .unwrap_or_else(|_| serde_json::json!(value));
+            }
+            v
+        }
+        transfer::Kind::String | transfer::Kind::Missing if bitmap_params(bitmap)?.is_some() => {
+            let params = bitmap_params(bitmap)?.expect("checked");
+            let info = transfer::bitmap_info(server, key, &params)?;
+            let rate = info.estimated_error_rate.unwrap_or(0.0);
+            serde_json::json!({
+                "key": key, "kind": "bitmap filter", "layout": info.layout, "keys": info.keys,
+                "capacity": info.capacity, "bits": info.bits, "hashes": info.hashes,
+                "bytes": info.bytes, "fill": info.fill, "estimated_items": info.estimated_items,
+                "estimated_false_positive_rate": rate,
+                "log10_estimated_false_positive_rate": if rate > 0.0 { serde_json::json!(rate.log10()) } else { serde_json::Value::Null },
+            })
+        }
+        transfer::Kind::Missing => {
+            // Nothing there, but perhaps what an interrupted
+            // transfer into it left.
+            let leftovers = transfer::leftover_staging(server, key)?;
+            if leftovers.is_empty() {
+                return Err(transfer::unreadable(server, key, &transfer::Kind::Missing).into());
+            }
+            serde_json::json!({"key": key, "kind": "missing"})
+        }
+        other => return Err(transfer::unreadable(server, key, &other).into()),
+    };
+    Ok(info)
+}
+
+/// `bloomkit info --shards N`: each of a sharded filter's keys ({KEY:0},
+/// ...) read on the node that serves it, and the whole filter's figures:
+/// items, bytes and capacity summed over the shards, and each rate the
+/// largest shard's (an item is looked up in its own shard alone, so the
+/// largest bound holds for any item).
+fn sharded_info(
+    place: &mut cluster::Place,
+    key: &str,
+    shards: u32,
+    bitmap: &BitmapArgs,
+    json: bool,
+) -> Result<()> {
+    const SUMMED: [&str; 7] =
+        ["items", "number_of_items_inserted", "size", "bytes", "capacity", "max_capacity", "entries"];
+    let mut total = serde_json::Map::new();
+    let mut kinds = Vec::new();
+    let mut rows = Vec::new();
+    let mut missing = 0;
+    for shard in cluster::shard_keys(key, shards) {
+        let node = match place {
+            cluster::Place::Cluster(nodes) => bloomkit_client::redact_url(&nodes.node_for(&shard)?),
+            cluster::Place::Single(server) => server.url.clone(),
+        };
+        let server = place.server_for(&shard)?;
+        if !server.exists(&shard)? {
+            missing += 1;
+            rows.push(serde_json::json!({"key": shard, "node": node, "kind": "missing"}));
+            continue;
+        }
+        let mut info = key_info(server, &shard, bitmap)?;
+        for (name, value) in info.as_object().expect("an object") {
+            match value {
+                serde_json::Value::Number(n) if SUMMED.contains(&name.as_str()) => {
+                    let sum = total.get(name).and_then(|v| v.as_u64()).unwrap_or(0) + n.as_u64().unwrap_or(0);
+                    total.insert(name.clone(), serde_json::json!(sum));
+                }
+                serde_json::Value::Number(n) if name.ends_with("rate") && !name.starts_with("log10_") => {
+                    let max = total
+                        .get(name)
+                        .and_then(|v| v.as_f64())
+                        .unwrap_or(0.0)
+                        .max(n.as_f64().unwrap_or(0.0));
+                    total.insert(name.clone(), serde_json::json!(max));
+                }
+                _ => {}
+            }
+        }
+        if let Some(kind) = info["kind"].as_str() {
+            if !kinds.contains(&kind.to_string()) {
+                kinds.push(kind.to_string());
+            }
+        }
+        info["node"] = serde_json::json!(node);
+        rows.push(info);
+    }
+    if missing == shards as usize {
+        bail!(
+            "none of {} on {} exists: '{key}' is not a sharded filter of {shards} shards there (`bloomkit info \
+             {key}` without --shards reads one key)",
+            cluster::shard_keys(key, shards.min(2)).join(", ") + if shards > 2 { ", ..." } else { "" },
+            place.url()
+        );
+    }
+    let mut info = serde_json::Map::new();
+    info.insert("key".into(), serde_json::json!(key));
+    info.insert("kind".into(), serde_json::json!(format!("sharded {}", kinds.join(" and "))));
+    info.insert("shards".into(), serde_json::json!(shards));
+    info.insert("missing_shards".into(), serde_json::json!(missing));
+    info.insert("cluster".into(), serde_json::json!(place.is_cluster()));
+    info.extend(total);
+    if json {
+        info.insert("per_shard".into(), serde_json::Value::Array(rows));
+        return Ok(print_info(&serde_json::Value::Object(info), true)?);
+    }
+    print_info(&serde_json::Value::Object(info), false)?;
+    let mut out = Scrubbed(io::stdout().lock());
+    writeln!(out)?;
+    writeln!(out, "{:<20} {:<28} {:>14} {:>12} {:>12}", "shard", "node", "items", "bytes", "rate")?;
+    for row in rows {
+        let field = |names: &[&str]| names.iter().find_map(|n| row.get(*n)).cloned();
+        let items = field(&["items", "number_of_items_inserted"]).map_or("-".into(), |v| v.to_string());
+        let bytes = field(&["size", "bytes"])
+            .and_then(|v| v.as_u64())
+            .map_or("-".into(), |b| units::human_bytes_exact(b as f64));
+        let rate = field(&["guaranteed_rate", "estimated_false_positive_rate"])
+            .and_then(|v| v.as_f64())
+            .map_or("-".into(), |r| format!("{r:.6}"));
+        let node = row["node"].as_str().unwrap_or("");
+        writeln!(
+            out,
+            "{:<20} {:<28} {items:>14} {bytes:>12} {rate:>12}",
+            row["key"].as_str().unwrap_or(""),
+            node
+        )?;
+    }
+    out.flush()?;
+    Ok(())
 }
 
 /// The bitmap parameters given on the command line, if `--bitmap` (or a

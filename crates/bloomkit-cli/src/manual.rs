@@ -54,6 +54,10 @@ fn examples(subcommand: &str) -> &'static [(&'static str, &'static str)] {
                 "bloomkit dedup --redis redis://host:6379 --bitmap --key seen",
                 "a plain Redis bitmap, for servers without modules",
             ),
+            (
+                "bloomkit dedup --redis redis://node:7000 --key seen",
+                "on a Redis Cluster: an expandable filter sharded over 12 keys {seen:0} ... on the masters",
+            ),
             ("bloomkit dedup --window 10m", "a line is written again once it was last seen ten minutes ago"),
             ("bloomkit dedup --field 2 --delimiter ,", "dedup on the second column"),
         ],
@@ -77,11 +81,19 @@ fn examples(subcommand: &str) -> &'static [(&'static str, &'static str)] {
             ),
             ("bloomkit copy --from redis://old:6379 --all --match 'clicks:*'", "to $BLOOMKIT_URL's server"),
             ("bloomkit copy --from redis://old:6379 --to redis://new:6379 seen --replace", "one key, over"),
+            (
+                "bloomkit copy --from redis://node:7000 --to redis://other:7000 seen --shards 12",
+                "a sharded filter's 12 keys, each from and to the master of its slot",
+            ),
         ],
         "info" => &[
             ("bloomkit info --redis redis://host:6379 seen", "describe a filter or sketch"),
             ("bloomkit info seen --json", "as one JSON object"),
             ("bloomkit info seen --bitmap --capacity 1M --error-rate 0.001", "a bitmap filter"),
+            (
+                "bloomkit info --redis redis://node:7000 seen --shards 12",
+                "each shard of a sharded filter on its node, and the whole filter",
+            ),
         ],
         "completions" => &[(
             "bloomkit completions bash > ~/.local/share/bash-completion/completions/bloomkit",

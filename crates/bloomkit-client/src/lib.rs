@@ -17,10 +17,11 @@
 //!   [`LocalFilter::expandable`]): bloomkit's `XF.*` filter, which grows
 //!   from any start at its error rate (no capacity to guess), and removes
 //!   and counts items.
-//! - **Sharded** ([`Layout::sharded`]): one logical filter over N module or
-//!   bitmap filters, each in its own hash slot, so a Redis Cluster spreads
-//!   them over its masters; a batch's commands are grouped per node and the
-//!   nodes work in parallel.
+//! - **Sharded** ([`Layout::sharded`]): one logical filter over N module,
+//!   bitmap or expandable filters ([`Over`]), each in its own hash slot, so
+//!   a Redis Cluster spreads them over its masters; a batch's commands are
+//!   grouped per shard (one command per shard key and batch) and the nodes
+//!   work in parallel.
 //! - **Local** ([`LocalFilter`]): the same filter in process, saved to a
 //!   file holding the bytes of its SCANDUMP.
 //!
@@ -67,7 +68,7 @@ pub use remote::{AsyncRedisFilter, RedisFilter};
 
 #[cfg(feature = "blocking-cluster")]
 pub use transport::BlockingCluster;
-pub use transport::{AsyncTransport, Transport, CLUSTER_IN_FLIGHT};
+pub use transport::{AsyncTransport, Transport, CLUSTER_IN_FLIGHT, CLUSTER_RETRY_WINDOW};
 
 /// The environment variable that names the server for the examples, the
 /// README's snippets and `scripts/run-server.sh`'s hint.

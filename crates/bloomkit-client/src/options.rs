@@ -56,7 +56,9 @@ pub struct Options {
     /// Expandable filters ([`crate::Layout::expandable`],
     /// [`crate::LocalFilter::expandable`]): the most items it will hold,
     /// its error rate guaranteed up to there (default: 2^36, so that only
-    /// memory stops it). `capacity` is then only its first size.
+    /// memory stops it). `capacity` is then only its first size. For a
+    /// sharded one ([`crate::Over::Expandable`]), the whole filter's: each
+    /// shard takes its share (see [`crate::Layout::sharded`]).
     pub max_capacity: Option<u64>,
 }
 
@@ -130,11 +132,12 @@ impl Options {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Info {
     /// "module", "bitmap", "cuckoo", "expandable", "local", "local
-    /// expandable", or "sharded module"/"sharded bitmap".
+    /// expandable", or "sharded module"/"sharded bitmap"/"sharded expandable".
     pub backend: String,
     /// The keys that hold it (none for a local filter).
     pub keys: Vec<String>,
-    /// Items it holds at its error rate (all sub-filters or shards).
+    /// Items it holds at its error rate (all sub-filters or shards; an
+    /// expandable filter's max capacity, summed over shards).
     pub capacity: u64,
     /// Memory of its bit arrays (the module's own accounting where it has one).
     pub bytes: u64,
@@ -152,7 +155,12 @@ pub struct Info {
     /// Fraction of a bitmap's bits that are set.
     pub fill: Option<f64>,
     /// The false-positive rate it answers with now: a bitmap's
-    /// `fill ^ hashes`; the bound an expandable filter guarantees.
+    /// `fill ^ hashes`; the bound an expandable filter guarantees. For a
+    /// sharded expandable filter, the largest of its shards' bounds: an
+    /// absent item is looked up in its own shard only, so that bound holds
+    /// for every item whichever shard it goes to (the shard hash is no
+    /// secret, so items can be chosen to go to the worst one); the mean of
+    /// the shards' bounds, the rate over random items, is at most it.
     pub estimated_error_rate: Option<f64>,
     /// Shards of a sharded filter.
     pub shards: Option<u32>,

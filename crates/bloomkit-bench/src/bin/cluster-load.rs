@@ -2,11 +2,15 @@
 //! Cluster through bloomkit-client, as an application would: a
 //! `Layout::sharded(.., Over::Module, ..)` run by `RedisFilter` over
 //! `BlockingCluster`, so each call is split per shard into `BF.INSERT`s
-//! (or `BF.MEXISTS`es) that go to the shards' masters in parallel.
+//! (or `BF.MEXISTS`es) that go to the shards' masters in parallel; with
+//! `--over expandable`, `Over::Expandable`: `XF.INSERT ... NX`es (adds
+//! answer new only for items not in yet) and `XF.MEXISTS`es, `--capacity`
+//! then the whole filter's first size and `--max-capacity` its limit.
 //!
 //! ```text
 //! bloomkit-cluster-load --nodes 127.0.0.1:7000,127.0.0.1:7001 --name big --shards 3 \
-//!     --capacity 1000000000 --rate 0.01 MODE [--first N --count N --prefix P --threads T]
+//!     --capacity 1000000000 --rate 0.01 [--over module|expandable] MODE \
+//!     [--first N --count N --prefix P --threads T]
 //! ```
 //! Modes:
 //! - `reserve`: creates every shard at its per-shard capacity (the client's
@@ -35,6 +39,8 @@ struct Args {
     name: String,
     shards: u32,
     capacity: u64,
+    max_capacity: Option<u64>,
+    over: Over,
     rate: f64,
     batch_size: usize,
     timeout: Duration,
@@ -49,7 +55,8 @@ struct Args {
 fn usage() -> ! {
     eprintln!(
         "usage: bloomkit-cluster-load --nodes HOST:PORT[,..] [--name big] [--shards 3] --capacity N \
-         [--rate 0.01] [--batch-size 1000] [--timeout-secs 120] reserve|add|contains|info \
+         [--max-capacity N] [--over module|expandable] [--rate 0.01] [--batch-size 1000] \
+         [--timeout-secs 120] reserve|add|contains|info \
          [--first 0] [--count N] [--prefix item:|probe:] [--threads 4] [--call-items 30000]"
     );
     std::process::exit(2)
@@ -71,6 +78,8 @@ fn parse_args() -> Args {
         name: "big".into(),
         shards: 3,
         capacity: 0,
+        max_capacity: None,
+        over: Over::Module,
         rate: 0.01,
         batch_size: 1000,
         timeout: Duration::from_secs(120),
@@ -89,6 +98,14 @@ fn parse_args() -> Args {
             "--name" => a.name = value(),
             "--shards" => a.shards = num("--shards", value()),
             "--capacity" => a.capacity = num("--capacity", value()),
+            "--max-capacity" => a.max_capacity = Some(num("--max-capacity", value())),
+            "--over" => {
+                a.over = match value().as_str() {
+                    "module" => Over::Module,
+                    "expandable" => Over::Expandable,
+                    _ => usage(),
+                }
+            }
             "--rate" => a.rate = num("--rate", value()),
             "--batch-size" => a.batch_size = num("--batch-size", value()),
             "--timeout-secs" => a.timeout = Duration::from_secs(num("--timeout-secs", value())),
@@ -122,8 +139,12 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let layout = Layout::sharded(
         a.name.clone(),
         a.shards,
-        Over::Module,
-        Options { batch_size: a.batch_size, ..Options::new(a.capacity, a.rate) },
+        a.over,
+        Options {
+            batch_size: a.batch_size,
+            max_capacity: a.max_capacity,
+            ..Options::new(a.capacity, a.rate)
+        },
     )?;
     let connect = || BlockingCluster::connect(&client).map(|conn| RedisFilter::new(conn, layout.clone()));
     match a.mode.as_str() {
@@ -136,12 +157,13 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
             let count = filter.count()?.unwrap_or(0);
             let info = filter.info()?;
             println!(
-                "count={count} items={} capacity={} bytes={} filters={} shards={}",
+                "count={count} items={} capacity={} bytes={} filters={} shards={} rate={}",
                 info.items.unwrap_or(0),
                 info.capacity,
                 info.bytes,
                 info.filters.unwrap_or(0),
-                info.shards.unwrap_or(0)
+                info.shards.unwrap_or(0),
+                info.estimated_error_rate.unwrap_or(0.0)
             );
         }
         mode => {

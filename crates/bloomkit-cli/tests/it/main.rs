@@ -3,6 +3,7 @@
 //! Support modules shared by several files are declared once, here.
 
 mod cli;
+mod cluster;
 mod credentials;
 mod frictions;
 mod interrupt;

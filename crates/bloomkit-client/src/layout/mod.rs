@@ -29,6 +29,11 @@ pub enum Over {
     Module,
     /// Each shard is a Guava-compatible bitmap over plain strings.
     Bitmap,
+    /// Each shard is an expandable filter (`XF.*`, bloomkit only): the
+    /// whole filter grows without a size to guess, adds are add-if-absent,
+    /// and items can be removed and counted, as with
+    /// [`Layout::expandable`].
+    Expandable,
 }
 
 /// A filter's name, options and backend, from which every command is built.
@@ -102,8 +107,9 @@ impl Layout {
     /// capacity is only a first size, and a stream of unknown length needs
     /// no guess. Items can be removed ([`Filter::remove`]) and their copies
     /// counted ([`crate::RedisFilter::count_of`]). Created on first write
-    /// with the options (`XF.RESERVE`); an add stores an item only when it
-    /// is not in yet, as [`Layout::cuckoo`]'s do, in one script per batch.
+    /// with the options; an add stores an item only when it is not in yet,
+    /// as [`Layout::cuckoo`]'s do, with one `XF.INSERT ... NX` per batch.
+    /// Over a cluster: [`Layout::sharded`] with [`Over::Expandable`].
     ///
     /// [`Filter::remove`]: crate::Filter::remove
     pub fn expandable(name: impl Into<String>, options: Options) -> Result<Layout> {
@@ -117,14 +123,16 @@ impl Layout {
         Ok(Layout { name: name.into(), options, kind: Kind::Xf })
     }
 
-    /// Whether items can be removed (a cuckoo or an expandable filter).
+    /// Whether items can be removed (a cuckoo or an expandable filter,
+    /// sharded or not).
     pub fn removes(&self) -> bool {
-        matches!(self.kind, Kind::Cuckoo | Kind::Xf)
+        matches!(self.kind, Kind::Cuckoo | Kind::Xf | Kind::Sharded { over: Over::Expandable, .. })
     }
 
-    /// Whether this is an expandable filter (`XF.*`).
+    /// Whether this is an expandable filter (`XF.*`): in one key, or
+    /// sharded over several ([`Over::Expandable`]).
     pub fn is_expandable(&self) -> bool {
-        matches!(self.kind, Kind::Xf)
+        matches!(self.kind, Kind::Xf | Kind::Sharded { over: Over::Expandable, .. })
     }
 
     /// A Guava-sized bitmap over plain strings: the key `name` itself when
@@ -185,9 +193,23 @@ impl Layout {
 
     /// One logical filter over `shards` filters in keys `{name:0}`,
     /// `{name:1}`, ...: each in its own hash slot, so that a Redis Cluster
-    /// spreads them over its masters. Each shard holds `capacity / shards`
-    /// items plus four standard deviations of the binomial spread, so the
-    /// fullest shard stays within its capacity when the whole filter is full.
+    /// spreads them over its masters. An item goes to one shard, chosen by
+    /// a hash of its own ([`Layout::shard_of`]), so it is added, found,
+    /// removed and counted there alone, and an absent item risks only its
+    /// shard's false-positive rate: every shard keeps the options' rate.
+    ///
+    /// `Over::Module` and `Over::Bitmap`: each shard holds `capacity /
+    /// shards` items plus four standard deviations of the binomial spread,
+    /// so the fullest shard stays within its capacity when the whole filter
+    /// is full.
+    ///
+    /// `Over::Expandable`: `capacity` is the whole filter's first size, so
+    /// each shard starts at `capacity / shards` (a hint: shards grow past
+    /// it); [`Options::max_capacity`] is a limit, so each shard's is
+    /// `max_capacity / shards` plus four standard deviations, and the
+    /// fullest shard reaches its own only as the whole filter reaches the
+    /// one asked for. Without one, each shard takes the server's default
+    /// (2^36 items), and the whole filter holds `shards` times it.
     pub fn sharded(name: impl Into<String>, shards: u32, over: Over, options: Options) -> Result<Layout> {
         options.validate()?;
         if options.window.is_some() {
@@ -204,18 +226,47 @@ impl Layout {
                 "sharded filter name {name:?} may not contain braces: each shard's key is its own hash tag"
             )));
         }
-        let mean = options.capacity as f64 / f64::from(shards);
-        let per_shard = Options { capacity: (mean + 4.0 * mean.sqrt()).ceil() as u64, ..options.clone() };
+        let per_shard = match over {
+            Over::Module | Over::Bitmap => {
+                Options { capacity: with_spread(options.capacity, shards), ..options.clone() }
+            }
+            Over::Expandable => Options {
+                capacity: options.capacity.div_ceil(u64::from(shards)),
+                max_capacity: options.max_capacity.map(|max| with_spread(max, shards)),
+                ..options.clone()
+            },
+        };
         let shards = (0..shards)
             .map(|s| {
                 let key = format!("{{{name}:{s}}}");
                 match over {
                     Over::Module => Layout::module(key, per_shard.clone()),
                     Over::Bitmap => Layout::bitmap(key, per_shard.clone()),
+                    Over::Expandable => Layout::expandable(key, per_shard.clone()),
                 }
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Layout { name, options, kind: Kind::Sharded { over, shards } })
+    }
+
+    /// The filters a sharded filter spreads over, in shard order (`{name:0}`
+    /// first); none for a filter that is not sharded. Each is a filter of
+    /// its own: a [`crate::RedisFilter`] over one reads that shard alone
+    /// (its info, its node).
+    pub fn shards(&self) -> &[Layout] {
+        match &self.kind {
+            Kind::Sharded { shards, .. } => shards,
+            _ => &[],
+        }
+    }
+
+    /// What a sharded filter's shards are (`None` for a filter that is not
+    /// sharded).
+    pub fn over(&self) -> Option<Over> {
+        match &self.kind {
+            Kind::Sharded { over, .. } => Some(*over),
+            _ => None,
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -286,25 +337,36 @@ impl Layout {
         plan
     }
 
-    /// `CF.DEL` or `XF.DEL` of each item: its answer is whether a copy was
-    /// removed.
+    /// `CF.DEL` or `XF.DEL` of each item (in its shard's key): its answer
+    /// is whether a copy was removed.
     pub(crate) fn remove_plan(&self, items: &[&[u8]]) -> Plan {
         let mut plan = Plan::new(items.len(), false);
         for (i, item) in items.iter().enumerate() {
-            let c = match self.kind {
-                Kind::Xf => xf::remove(&self.name, item),
-                _ => cuckoo::remove(&self.name, item),
+            let target = self.holder_of(item);
+            let c = match target.kind {
+                Kind::Xf => xf::remove(&target.name, item),
+                _ => cuckoo::remove(&target.name, item),
             };
             plan.steps.push(Step { cmd: c, decode: Decode::One(i as u32) });
         }
         plan
     }
 
-    /// `CF.COUNT` or `XF.COUNT`: how many copies of the item the filter may hold.
+    /// `CF.COUNT` or `XF.COUNT` (in the item's shard): how many copies of
+    /// the item the filter may hold.
     pub(crate) fn count_of(&self, item: &[u8]) -> Cmd {
-        match self.kind {
-            Kind::Xf => xf::count_of(&self.name, item),
-            _ => cuckoo::count_of(&self.name, item),
+        let target = self.holder_of(item);
+        match target.kind {
+            Kind::Xf => xf::count_of(&target.name, item),
+            _ => cuckoo::count_of(&target.name, item),
+        }
+    }
+
+    /// The filter that holds `item`: its shard, or the filter itself.
+    fn holder_of(&self, item: &[u8]) -> &Layout {
+        match &self.kind {
+            Kind::Sharded { shards, .. } => &shards[self.shard_of(item)],
+            _ => self,
         }
     }
 
@@ -345,7 +407,7 @@ impl Layout {
                     bitmap.push_batch(o, chunk, owners, write, plan);
                     continue;
                 }
-                Kind::Sharded { .. } => unreachable!("shards are module or bitmap filters"),
+                Kind::Sharded { .. } => unreachable!("shards are not sharded"),
             };
             plan.steps.push(Step { cmd: batch, decode: Decode::PerItem(owners.to_vec()) });
         }
@@ -407,15 +469,24 @@ impl Layout {
         let Kind::Sharded { over, shards } = &self.kind else {
             return parts.into_iter().next().unwrap_or_else(|| Err(Error::Protocol("no info".into())));
         };
-        let module = *over == Over::Module;
+        let (module, bitmap, expandable) =
+            (*over == Over::Module, *over == Over::Bitmap, *over == Over::Expandable);
         let mut total = Info {
-            backend: format!("sharded {}", if module { "module" } else { "bitmap" }),
+            backend: format!(
+                "sharded {}",
+                match over {
+                    Over::Module => "module",
+                    Over::Bitmap => "bitmap",
+                    Over::Expandable => "expandable",
+                }
+            ),
             keys: self.keys(),
             shards: Some(shards.len() as u32),
-            items: module.then_some(0),
+            items: (!bitmap).then_some(0),
             filters: module.then_some(0),
-            estimated_items: (!module).then_some(0.0),
-            bits: (!module).then_some(0),
+            estimated_items: bitmap.then_some(0.0),
+            bits: bitmap.then_some(0),
+            estimated_error_rate: expandable.then_some(0.0),
             ..Info::default()
         };
         let mut missing = 0;
@@ -424,7 +495,7 @@ impl Layout {
                 // A shard nobody wrote to yet has no key: it counts as empty.
                 Err(Error::NotFound(_)) => {
                     missing += 1;
-                    total.capacity += shard.options.capacity;
+                    total.capacity += shard.nominal_capacity();
                     continue;
                 }
                 other => other?,
@@ -436,11 +507,26 @@ impl Layout {
             total.estimated_items = total.estimated_items.map(|t| t + info.estimated_items.unwrap_or(0.0));
             total.bits = total.bits.map(|t| t + info.bits.unwrap_or(0));
             total.hashes = info.hashes.or(total.hashes);
+            // An absent item is looked up in its own shard only, so the
+            // rate for any one is its shard's: the largest bound holds for
+            // every item, whichever shard it goes to.
+            total.estimated_error_rate =
+                total.estimated_error_rate.map(|t| t.max(info.estimated_error_rate.unwrap_or(0.0)));
         }
         if missing == shards.len() {
             return Err(Error::NotFound(self.name.clone()));
         }
         Ok(total)
+    }
+
+    /// The items a filter not yet created would report as its capacity:
+    /// an expandable filter's max capacity (the server's default when the
+    /// options give none), any other's capacity.
+    fn nominal_capacity(&self) -> u64 {
+        match self.kind {
+            Kind::Xf => self.options.max_capacity.unwrap_or(bloomkit_core::xf::DEFAULT_MAX_CAPACITY),
+            _ => self.options.capacity,
+        }
     }
 
     /// Exact item count where the backend keeps one.
@@ -468,6 +554,14 @@ impl Layout {
         let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
         self.keys().into_iter().map(|k| cmd("PEXPIRE").arg(k).arg(ms).clone()).collect()
     }
+}
+
+/// A shard's share of `total` items when the hash spreads them evenly:
+/// the mean plus four standard deviations (of the binomial count), so the
+/// fullest of the shards stays within it when the whole holds `total`.
+fn with_spread(total: u64, shards: u32) -> u64 {
+    let mean = total as f64 / f64::from(shards);
+    (mean + 4.0 * mean.sqrt()).ceil() as u64
 }
 
 /// Redis Cluster's hash-tag rule: a `{` followed later by `}` with
@@ -527,6 +621,38 @@ mod tests {
         };
         assert!(counts.iter().all(|&c| u64::from(c) <= per_shard), "{counts:?} over {per_shard}");
         assert!(Layout::sharded("a{b}", 2, Over::Bitmap, Options::new(10, 0.1)).is_err());
+    }
+
+    #[test]
+    fn expandable_shards_split_the_first_size_and_the_limit() {
+        let options = Options { max_capacity: Some(1 << 30), ..Options::new(1_000_000, 0.01) };
+        let layout = Layout::sharded("x", 16, Over::Expandable, options).unwrap();
+        assert!(layout.is_expandable() && layout.removes());
+        assert_eq!(layout.over(), Some(Over::Expandable));
+        let shards = layout.shards();
+        assert_eq!(shards.len(), 16);
+        assert_eq!(shards[15].name(), "{x:15}");
+        assert!(shards.iter().all(|s| s.is_expandable() && s.shards().is_empty()));
+        let per = shards[0].options();
+        // The first size is a hint: an even share. The limit is a limit:
+        // an even share and four standard deviations.
+        assert_eq!(per.capacity, 62_500);
+        let mean = (1u64 << 30) as f64 / 16.0;
+        assert_eq!(per.max_capacity, Some((mean + 4.0 * mean.sqrt()).ceil() as u64));
+        assert_eq!(per.error_rate, 0.01, "each shard keeps the rate: an absent item meets one shard");
+        // Without a limit each shard takes the server's default.
+        let open = Layout::sharded("y", 3, Over::Expandable, Options::new(10, 0.01)).unwrap();
+        assert_eq!(open.shards()[2].options().max_capacity, None);
+        assert_eq!(open.shards()[2].options().capacity, 4);
+        // An item's remove and count go to its shard's key.
+        let item = b"item-17";
+        let shard = &open.shards()[open.shard_of(item)];
+        let packed = String::from_utf8_lossy(&open.count_of(item).get_packed_command()).into_owned();
+        assert!(packed.contains(shard.name()) && packed.contains("XF.COUNT"), "{packed}");
+        // A shard whose options an expandable filter refuses is refused whole.
+        let bad = Options { max_capacity: Some(100), ..Options::new(1000, 0.01) };
+        assert!(Layout::sharded("z", 4, Over::Expandable, bad).is_err());
+        assert!(Layout::sharded("z", 4, Over::Expandable, Options::new(10, 0.7)).is_err());
     }
 
     #[test]

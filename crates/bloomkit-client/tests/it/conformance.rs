@@ -1,6 +1,6 @@
 //! One suite, every backend: the module (bloomkit on Redis and Valkey,
 //! also in valkey-bloom's dialect, RedisBloom 2.8.2), the bitmap on a server with no module (one key and
-//! split over keys), sharded filters over both, the expandable filter
+//! split over keys), sharded filters over both and over expandable filters, the expandable filter
 //! (`XF.*`, sync and async, and in process), the async transport, and the
 //! local filter. Real servers on loopback ports.
 
@@ -268,6 +268,15 @@ fn sharded_bitmap() {
     run_sync(&server, false, |n, o| Layout::sharded(n, 4, Over::Bitmap, o).unwrap());
 }
 
+/// An expandable filter sharded over keys (as over a cluster's masters):
+/// items go to their shard for adds, lookups, removes and counts; the
+/// rate it reports, the largest shard's bound, holds for what it measures.
+#[test]
+fn sharded_expandable() {
+    let server = TestServer::with_bloomkit(Server::Valkey);
+    run_sync_at(&server, true, Rate::Bound, |n, o| Layout::sharded(n, 4, Over::Expandable, o).unwrap());
+}
+
 #[test]
 fn local() {
     let mut make = |_: &str, o: Options| -> Box<dyn Filter> { Box::new(LocalFilter::new(o).unwrap()) };
@@ -355,6 +364,12 @@ fn async_module() {
 fn async_sharded_bitmap() {
     let server = TestServer::start(Server::Redis, &[], &[]);
     run_async(&server, false, |n, o| Layout::sharded(n, 3, Over::Bitmap, o).unwrap());
+}
+
+#[test]
+fn async_sharded_expandable() {
+    let server = TestServer::with_bloomkit(Server::Redis);
+    run_async_at(&server, true, Rate::Bound, |n, o| Layout::sharded(n, 3, Over::Expandable, o).unwrap());
 }
 
 #[test]
