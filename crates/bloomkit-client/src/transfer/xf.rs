@@ -230,14 +230,18 @@ pub fn copy_xf(
                 let (first, header) = xf_scandump(from, key, 0)?;
                 xf_loadchunk(to, staging, first, &header)?;
                 arm_staging(to, staging)?;
-                scan_chunks(from, "XF.SCANDUMP", key, first as i64, |next, data| {
+                let loaded = scan_chunks(from, "XF.SCANDUMP", key, first as i64, |next, data| {
                     xf_loadchunk(to, staging, next as u64, &data)?;
                     progress.inc(data.len() as u64);
                     Ok(())
-                })?;
+                });
+                // A write to the source meanwhile tears its chunks, which the
+                // destination may refuse before the copy ends: that is said
+                // first, as what happened, rather than the refusal it caused.
                 if xf_scandump(from, key, 0)?.1 != header {
                     return Err(transfer!("the source filter '{key}' changed during the copy; try again"));
                 }
+                loaded?;
                 verify(to, staging, &header, &url)
             })
         },
