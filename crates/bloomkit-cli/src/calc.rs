@@ -1,4 +1,9 @@
-//! `bloomkit calc`: sizing from any two of n, p, m, k.
+//! `bloomkit calc`: sizing from any two of n, p, m, k; [`xf`] sizes
+//! expandable filters and [`window`] sliding-window ones.
+
+pub mod window;
+pub mod xf;
+mod xf_model;
 
 use anyhow::Result;
 use bloomkit_core::common::sizing::{

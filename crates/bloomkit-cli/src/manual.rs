@@ -41,6 +41,8 @@ fn examples(subcommand: &str) -> &'static [(&'static str, &'static str)] {
                 "a grid of false-positive rate, expected false positives and memory",
             ),
             ("bloomkit calc -m 512MiB -n 1e8 --json", "what 512 MiB holds for 1e8 items, as one JSON object"),
+            ("bloomkit calc --xf -n 10M -p 0.01", "an expandable filter's memory at 10M items, and what fits in 8 GiB"),
+            ("bloomkit calc --window 10m -n 1M -p 0.001", "a sliding window of 10 minutes, at most 1M adds in any one"),
         ],
         "dedup" => &[
             ("bloomkit dedup access.log > unique.log", "each line the first time it is seen"),

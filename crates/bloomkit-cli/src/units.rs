@@ -1,9 +1,16 @@
 //! Quantities as people write them: `1e9`, `10M`, `2.5k`, `512MiB`.
 
-/// A count: a plain or scientific number, or one with an SI suffix
-/// (k, M, G, T = 1e3 .. 1e12).
+/// A count: a plain or scientific number, one with an SI suffix
+/// (k, M, G, T = 1e3 .. 1e12), or a power (`2^36`).
 pub fn parse_count(text: &str) -> Result<f64, String> {
     let t = text.trim();
+    // A power, as limits are written: 2^36.
+    if let Some((base, exponent)) = t.split_once('^') {
+        return match (base.trim().parse::<f64>(), exponent.trim().parse::<f64>()) {
+            (Ok(b), Ok(e)) if b.powf(e).is_finite() && b.powf(e) >= 1.0 => Ok(b.powf(e).round()),
+            _ => Err(format!("'{text}' is not a count of at least 1 (e.g. 2^36, 1e9, 10M)")),
+        };
+    }
     let (number, scale) = match t.char_indices().last() {
         Some((i, c)) if c.is_ascii_alphabetic() && !t.ends_with("e") => {
             let scale = match c {
@@ -52,6 +59,19 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 /// A size in bits: a count of bits, or bytes with a unit (B, KB, MB, GB,
 /// KiB, MiB, GiB, TiB).
 pub fn parse_bits(text: &str) -> Result<f64, String> {
+    match with_unit(text) {
+        Some(bytes) => bytes.map(|b| b * 8.0),
+        None => parse_count(text),
+    }
+}
+
+/// A size in bytes: a count of bytes, or one with a unit (`8GiB`, `512MB`).
+pub fn parse_bytes(text: &str) -> Result<f64, String> {
+    with_unit(text).unwrap_or_else(|| parse_count(text))
+}
+
+/// Bytes written with a unit; `None` without one.
+fn with_unit(text: &str) -> Option<Result<f64, String>> {
     let t = text.trim();
     let units: [(&str, f64); 9] = [
         ("KiB", 1024.0),
@@ -64,15 +84,11 @@ pub fn parse_bits(text: &str) -> Result<f64, String> {
         ("TB", 1e12),
         ("B", 1.0),
     ];
-    for (unit, bytes) in units {
-        if let Some(number) = t.strip_suffix(unit) {
-            return match number.trim().parse::<f64>() {
-                Ok(v) if v.is_finite() && v > 0.0 => Ok(v * bytes * 8.0),
-                _ => Err(format!("'{text}' is not a positive size (e.g. 512MiB, 2GB)")),
-            };
-        }
-    }
-    parse_count(t)
+    let (number, bytes) = units.iter().find_map(|(unit, bytes)| Some((t.strip_suffix(unit)?, *bytes)))?;
+    Some(match number.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v * bytes),
+        _ => Err(format!("'{text}' is not a positive size (e.g. 512MiB, 2GB)")),
+    })
 }
 
 /// A byte count for people: `1.5 GiB`.
@@ -143,6 +159,11 @@ mod tests {
         assert_eq!(parse_bits("512MiB").unwrap(), 512.0 * 1024.0 * 1024.0 * 8.0);
         assert_eq!(parse_bits("1KB").unwrap(), 8000.0);
         assert_eq!(parse_bits("1e6").unwrap(), 1e6);
+        assert_eq!(parse_bytes("8GiB").unwrap(), 8.0 * 1024f64.powi(3));
+        assert_eq!(parse_bytes("4096").unwrap(), 4096.0);
+        assert!(parse_bytes("-1MB").is_err() && parse_bytes("lots").is_err());
+        assert_eq!(parse_count("2^36").unwrap(), 68_719_476_736.0);
+        assert!(parse_count("2^-1").is_err() && parse_count("2^x").is_err());
         assert_eq!(human_bytes(1536.0), "1.5 KiB");
         assert_eq!(human_bytes_exact(57_747_392.0), "55.1 MiB (57747392 bytes)");
         assert_eq!(human_bytes_exact(100.0), "100 B");

@@ -10,4 +10,5 @@ mod interrupt;
 mod memory;
 mod migration;
 mod second_round;
+mod sizing;
 mod ttl;

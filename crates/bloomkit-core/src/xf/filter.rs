@@ -370,6 +370,85 @@ pub fn own_bytes() -> u64 {
     alloc_class(std::mem::size_of::<XfFilter>() as u64)
 }
 
+/// Bytes counted for a filter of more than one block besides its blocks:
+/// the directory of `dir_len` slots, the list of `blocks` blocks (with
+/// the room [`list_room`] gives it) and their holder.
+pub fn directory_bytes(dir_len: u64, blocks: usize) -> u64 {
+    alloc_class(dir_len * 4)
+        + alloc_class(list_room(blocks) as u64 * std::mem::size_of::<Block>() as u64)
+        + alloc_class(std::mem::size_of::<Dir>() as u64)
+}
+
+/// Where a hash `h` falls in a block of `level` (address bits, the last
+/// `qbits` of them its quotient): the quotient and the 64 bits after the
+/// address, from which an entry's fingerprint is taken.
+pub fn position(h: u128, level: u32, qbits: u32) -> (u32, u64) {
+    let ql = ((h >> (128 - level)) as u64 & ((1u64 << qbits) - 1)) as u32;
+    let q64 = ((h << level) >> 64) as u64;
+    (ql, q64)
+}
+
+/// The entry of `f` fingerprint bits (at least 1) that hash `h` makes in a
+/// block of `level`.
+pub fn entry_at(h: u128, level: u32, qbits: u32, f: u32) -> Entry {
+    let (ql, q64) = position(h, level, qbits);
+    Entry { ql, f, fp: q64 >> (64 - f) }
+}
+
+/// The fingerprint length of an entry added now to the block at `level`
+/// whose prefix is `prefix`, in a filter of the schedule's `(first, last)`
+/// levels whose mass is `mass` (a probability): [`fingerprint_bits`] at
+/// that rank, for that block's place.
+pub fn fbits_at_level(
+    error: f64,
+    (first, last): (u32, u32),
+    mass: f64,
+    level: u32,
+    prefix: u64,
+    qbits: u32,
+) -> u32 {
+    let k = level.saturating_sub(first);
+    let depth = level.saturating_sub(qbits);
+    fingerprint_bits(error, k, last.saturating_sub(first), mass, place_hash(depth, prefix))
+}
+
+/// Whether a full block grows by doubling its quotients in place (a
+/// filter of one block, up to [`GROW_QBITS`]) rather than by splitting.
+pub fn doubles(one_block: bool, qbits: u32) -> bool {
+    one_block && qbits < GROW_QBITS
+}
+
+/// The entries at which a block grows (doubles or splits, see [`doubles`]
+/// and [`split_at`]) when the next one comes.
+pub fn grow_threshold(one_block: bool, qbits: u32, depth: u32, prefix: u64) -> u32 {
+    if doubles(one_block, qbits) {
+        1 << qbits
+    } else {
+        split_at(qbits, depth, prefix)
+    }
+}
+
+/// The deepest level a block may grow to in a filter whose schedule ends
+/// at `last_level`: three past it, within [`MAX_DEPTH`].
+pub fn deepest_level(last_level: u32, qbits: u32) -> u32 {
+    (last_level + 3).min(MAX_DEPTH + qbits)
+}
+
+/// Whether splitting (or doubling) a block of `n` entries, `lower` of them
+/// in the lower half of its quotients and `voids` whose fingerprint ran
+/// out, would relieve it: each half holds at least an eighth of the
+/// entries, and voids are fewer than a quarter. A block crowded by one
+/// item's copies (they share a quotient) or by a few quotients stays whole
+/// and takes more, up to [`max_entries`]: splitting it again and again
+/// would only deepen the directory and, once the copies' fingerprints run
+/// out, double them at every split. Voids are copied to both halves of
+/// their quotient at a split, so a block where they are a quarter or more
+/// stays whole too.
+pub fn relieves(n: u32, lower: u32, voids: u32) -> bool {
+    let least = n / 8;
+    lower >= least && n - lower >= least && voids * 4 < n
+}
+
 impl XfFilter {
     /// A new, empty filter with a random seed (in-process use).
     pub fn new(
@@ -535,11 +614,8 @@ impl XfFilter {
     }
 
     fn fbits_at_q(&self, level: u32, prefix: u64, qbits: u32) -> u32 {
-        let first = u32::from(self.first_level);
-        let k = level.saturating_sub(first);
-        let last = u32::from(self.last_level).saturating_sub(first);
-        let depth = level.saturating_sub(qbits);
-        fingerprint_bits(self.params.error_rate, k, last, self.guaranteed_rate(), place_hash(depth, prefix))
+        let (first, last) = (u32::from(self.first_level), u32::from(self.last_level));
+        fbits_at_level(self.params.error_rate, (first, last), self.guaranteed_rate(), level, prefix, qbits)
     }
 
     // ---- hashing ----
@@ -585,8 +661,7 @@ impl XfFilter {
             Store::Loading(_) => return None,
         };
         let level = depth + q;
-        let ql = ((h.0 >> (128 - level)) as u64 & ((1u64 << q) - 1)) as u32;
-        let q64 = ((h.0 << level) >> 64) as u64;
+        let (ql, q64) = position(h.0, level, q);
         let prefix = if depth == 0 { 0 } else { (h.0 >> (128 - depth)) as u64 };
         Some(Spot { block, ql, q64, level, prefix })
     }
@@ -699,10 +774,7 @@ impl XfFilter {
         let s = self.spot(h).ok_or(XfError::Loading)?;
         let qbits = u32::from(self.qbits);
         let len = self.block(s.block).len();
-        let full = match self.store {
-            Store::One(_) if qbits < GROW_QBITS => 1u32 << qbits,
-            _ => split_at(qbits, s.level - qbits, s.prefix),
-        };
+        let full = grow_threshold(matches!(self.store, Store::One(_)), qbits, s.level - qbits, s.prefix);
         if len >= full && self.relieves(s.block) {
             if let Some(t) = self.grow_with(s, h, limits)? {
                 self.mass = self.mass.saturating_add(units(t));
@@ -742,31 +814,19 @@ impl XfFilter {
 
     /// The entry `h` makes in a block of `level` whose prefix is `prefix`.
     fn entry_for(&self, h: XfHash, level: u32, prefix: u64, qbits: u32) -> Entry {
-        let ql = ((h.0 >> (128 - level)) as u64 & ((1u64 << qbits) - 1)) as u32;
-        let q64 = ((h.0 << level) >> 64) as u64;
-        let f = self.fbits_at_q(level, prefix, qbits);
-        Entry { ql, f, fp: q64 >> (64 - f) }
+        entry_at(h.0, level, qbits, self.fbits_at_q(level, prefix, qbits))
     }
 
-    /// Whether splitting (or doubling) a block would relieve it: each half
-    /// of its quotients holds at least an eighth of its entries. A block
-    /// crowded by one item's copies (they share a quotient) or by a few
-    /// quotients stays whole and takes more, up to [`max_entries`]:
-    /// splitting it again and again would only deepen the directory and,
-    /// once the copies' fingerprints run out, double them at every split.
-    /// Voids (entries whose fingerprint ran out) are copied to both halves
-    /// of their quotient at a split: a block where they are a quarter or
-    /// more stays whole too.
+    /// Whether splitting (or doubling) block `i` would relieve it ([`relieves`]).
     fn relieves(&self, i: usize) -> bool {
         let b = self.block(i);
         let (n, lo) = (b.len(), b.lower_half());
-        let least = n / 8;
-        if lo < least || n - lo < least {
-            return false;
+        // The voids are counted only when the halves pass.
+        relieves(n, lo, 0) && {
+            let mut voids = 0u32;
+            b.for_each(|e| voids += u32::from(e.f == 0));
+            relieves(n, lo, voids)
         }
-        let mut voids = 0u32;
-        b.for_each(|e| voids += u32::from(e.f == 0));
-        voids * 4 < n
     }
 
     /// Puts `b` in place of block `i`, keeping the byte count.
@@ -802,12 +862,11 @@ impl XfFilter {
     fn grow_with(&mut self, s: Spot, h: XfHash, limits: Limits) -> Result<Option<u32>, XfError> {
         let qbits = u32::from(self.qbits);
         let before = self.size_bytes();
-        let deepest = (u32::from(self.last_level) + 3).min(MAX_DEPTH + qbits);
-        if s.level + 1 > deepest {
+        if s.level + 1 > deepest_level(u32::from(self.last_level), qbits) {
             return Ok(None);
         }
         if let Store::One(b) = &self.store {
-            if qbits < GROW_QBITS {
+            if doubles(true, qbits) {
                 let e = self.entry_for(h, qbits + 1, 0, qbits + 1);
                 let mut all = Vec::with_capacity(b.len() as usize + 8);
                 b.for_each(|x| give_bit(x, &mut |c| all.push(c)));
@@ -980,10 +1039,7 @@ fn dir_bytes(dir: u64, blocks: u64) -> u64 {
 impl Dir {
     fn bytes(&self) -> u64 {
         debug_assert_eq!(self.block_bytes, self.blocks.iter().map(Block::bytes).sum::<u64>());
-        self.block_bytes
-            + alloc_class(self.dir.len() as u64 * 4)
-            + alloc_class(list_room(self.blocks.len()) as u64 * std::mem::size_of::<Block>() as u64)
-            + alloc_class(std::mem::size_of::<Dir>() as u64)
+        self.block_bytes + directory_bytes(self.dir.len() as u64, self.blocks.len())
     }
 
     fn try_clone(&self) -> Result<Dir, OutOfMemory> {
@@ -1035,9 +1091,10 @@ fn place_sorted(list: &mut Vec<Entry>, e: Entry) {
 }
 
 /// `e` with its first fingerprint bit moved into its quotient (`2x + bit`);
-/// a void (no bits left) becomes two, one per new quotient.
+/// a void (no bits left) becomes two, one per new quotient: what every
+/// entry of a block goes through when the block splits or doubles.
 #[inline]
-fn give_bit(e: Entry, out: &mut impl FnMut(Entry)) {
+pub fn give_bit(e: Entry, out: &mut impl FnMut(Entry)) {
     if e.f == 0 {
         out(Entry { ql: 2 * e.ql, f: 0, fp: 0 });
         out(Entry { ql: 2 * e.ql + 1, f: 0, fp: 0 });
