@@ -472,7 +472,9 @@ impl XfFilter {
         let depth = first - qbits;
         let empty = Block::build_sorted(qbits, depth, &[], 0)?;
         let count = 1u64 << depth;
-        let bytes = own_bytes() + count * empty.bytes() + if depth > 0 { dir_bytes(count, count) } else { 0 };
+        let bytes = own_bytes()
+            + count * empty.bytes()
+            + if depth > 0 { directory_bytes(count, count as usize) } else { 0 };
         limits.check(bytes)?;
         let store = if depth == 0 {
             Store::One(empty)
@@ -887,7 +889,7 @@ impl XfFilter {
         let removed = self.block(s.block).bytes();
         match &mut self.store {
             Store::One(_) => {
-                added += dir_bytes(2, 2);
+                added += directory_bytes(2, 2);
                 limits.check_growth(before, before - removed + added)?;
                 let mut blocks = Vec::new();
                 reserve_list(&mut blocks, 2)?;
@@ -907,9 +909,9 @@ impl XfFilter {
                     return Ok(None);
                 }
                 let new_dir_len = if deeper { d.dir.len() * 2 } else { d.dir.len() };
-                let new_bytes = dir_bytes(new_dir_len as u64, list_room(d.blocks.len() + 1) as u64);
+                let new_bytes = directory_bytes(new_dir_len as u64, d.blocks.len() + 1);
                 added += new_bytes;
-                let old_dir = dir_bytes(d.dir.len() as u64, list_room(d.blocks.len()) as u64);
+                let old_dir = directory_bytes(d.dir.len() as u64, d.blocks.len());
                 limits.check_growth(before, before - removed - old_dir + added)?;
                 let mut dir = Vec::new();
                 if deeper {
@@ -1029,11 +1031,6 @@ pub fn scale(h: u128, m0: u64) -> u128 {
     } else {
         (top << (64 - c)) | (u128::from(low) >> c)
     }
-}
-
-/// The directory's and the block list's bytes.
-fn dir_bytes(dir: u64, blocks: u64) -> u64 {
-    alloc_class(dir * 4) + alloc_class(blocks * std::mem::size_of::<Block>() as u64) + alloc_class(48)
 }
 
 impl Dir {
