@@ -56,7 +56,9 @@ CASES = [
     ("TDIGEST", "1000 values, then read", ["TDIGEST.CREATE {k}", "TDIGEST.ADD {k}" + VALUES.replace("v", ""),
                                           "TDIGEST.QUANTILE {k} 0.5"], True),
     ("APBF", "capacity 100, count window", ["APBF.RESERVE {k} 0.01 100 COUNT"], False),
+    ("XF", "XF.RESERVE, empty", ["XF.RESERVE {k} 0.01"], False),
     ("XF", "XF.ADD (defaults)", ["XF.ADD {k} x"], False),
+    ("XF", "XF.MADD (defaults), 100 items", ["XF.MADD {k}" + "".join(" i%d" % i for i in range(100))], False),
     ("valkey-bloom", "BF.ADD (defaults)", ["BF.ADD {k} x"], False),
 ]
 
@@ -171,6 +173,8 @@ def main():
     parser.add_argument("--module", default=os.path.join(ROOT, "target", "release", "libbloomkit.so"))
     parser.add_argument("--redisbloom", default=os.path.join(ROOT, ".test-servers", "redisbloom.so"))
     parser.add_argument("--output", default=os.path.join(ROOT, "bench", "MEMORY-RESULTS.md"))
+    parser.add_argument("--only", action="append", metavar="TYPE",
+                        help="measure only these types (BF, CF, CMS, TOPK, TDIGEST, APBF, XF, valkey-bloom)")
     opts = parser.parse_args()
     binaries = opts.server or ["redis-server"]
     started = time.time()
@@ -185,6 +189,8 @@ def main():
         rows = []
         try:
             for family, case, commands, redisbloom in CASES:
+                if opts.only and family not in opts.only:
+                    continue
                 ours = servers["valkey-bloom" if family == "valkey-bloom" else "bloomkit"]
                 real, usage, counted, _ = measure(ours, commands, opts.keys)  # _: our RSS growth
                 theirs = measure(servers["RedisBloom"], commands, opts.keys) if redisbloom else None
