@@ -229,6 +229,18 @@ impl XfFilter {
         if items > u128::from(params.max_capacity) {
             return Err(XfError::MergeTooLarge { items, max_capacity: params.max_capacity });
         }
+        // The result's mass is at least the sum of the inputs' (entries keep
+        // their bits; a void re-expressed deeper can only round up): a merge
+        // refused for its rate is refused here, before any work, rather than
+        // after building a result of every input's size.
+        let least: u64 = inputs.iter().fold(0u64, |sum, f| sum.saturating_add(f.mass));
+        let least_rate = mass_rate(least, first.hashing());
+        if least_rate > params.error_rate && !raise_rate {
+            return Err(XfError::MergeRaisesRate { rate: least_rate, configured: params.error_rate });
+        }
+        if least_rate > MAX_ERROR_RATE {
+            return Err(XfError::MergeRateTooHigh { rate: least_rate });
+        }
         // What the result may allocate at most: every input's blocks again.
         let inputs_bytes: u64 = inputs.iter().map(|f| f.size_bytes()).sum();
         limits.check_growth(first.size_bytes(), first.size_bytes().saturating_add(inputs_bytes))?;
