@@ -118,11 +118,12 @@ def wait_cluster_ok(nodes, deadline=120):
     return wait_for("the cluster to settle", deadline, settled)[0]
 
 
-def loader(nodes, opts, mode, *extra):
+def run_loader(nodes, name, shards, capacity, rate, mode, *extra, over="module", timeout_secs=120):
     """Runs bloomkit-cluster-load (progress passes through on stderr): its key=value line as a
     dict, with its own CPU seconds and peak RSS (from wait4, this child alone)."""
-    args = [LOADER, "--nodes", ",".join("127.0.0.1:%d" % n.port for n in nodes), "--name", opts.name,
-            "--shards", str(MASTERS), "--capacity", str(int(opts.items)), "--rate", str(opts.rate), mode]
+    args = [LOADER, "--nodes", ",".join("127.0.0.1:%d" % n.port for n in nodes), "--name", name,
+            "--shards", str(shards), "--over", over, "--capacity", str(int(capacity)), "--rate", str(rate),
+            "--timeout-secs", str(timeout_secs), mode]
     proc = subprocess.Popen(args + [str(a) for a in extra], stdout=subprocess.PIPE, text=True)
     try:
         out = proc.stdout.read()
@@ -131,14 +132,35 @@ def loader(nodes, opts, mode, *extra):
         proc.kill()
         proc.wait()
         raise
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit("bloomkit-cluster-load %s failed (exit %d)" % (mode, proc.returncode))
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise SystemExit("bloomkit-cluster-load %s failed (exit %d)" % (mode, code))
     fields = dict(word.split("=", 1) for word in out.split())
     result = {k: (v if k == "keys" else float(v)) for k, v in fields.items()}
     result["cpu"] = usage.ru_utime + usage.ru_stime
     result["rss"] = usage.ru_maxrss * 1024
     return result
+
+
+def loader(nodes, opts, mode, *extra):
+    """The loader over this benchmark's Bloom filter sharded over the masters."""
+    return run_loader(nodes, opts.name, MASTERS, opts.items, opts.rate, mode, *extra)
+
+
+def start_nodes(module, directory, count):
+    """`count` cluster-enabled servers with the module, up and answering."""
+    nodes = [Node(module, os.path.join(directory, "node%d" % i)) for i in range(count)]
+    try:
+        for n in nodes:
+            n.start()
+        for n in nodes:
+            n.wait_up(30)
+    except BaseException:
+        # Those started are stopped: the caller never gets the list.
+        for n in nodes:
+            n.stop()
+        raise
+    return nodes
 
 
 def cpu_seconds(conn):
@@ -147,12 +169,9 @@ def cpu_seconds(conn):
 
 def run(opts, directory):
     items, probes = int(opts.items), int(opts.probes)
-    nodes = [Node(opts.module, os.path.join(directory, "node%d" % i)) for i in range(MASTERS)]
+    nodes = []
     try:
-        for n in nodes:
-            n.start()
-        for n in nodes:
-            n.wait_up(30)
+        nodes = start_nodes(opts.module, directory, MASTERS)
         create = subprocess.run(
             ["redis-cli", "--cluster", "create"] + ["127.0.0.1:%d" % n.port for n in nodes]
             + ["--cluster-replicas", "0", "--cluster-yes"], capture_output=True, text=True, timeout=120)

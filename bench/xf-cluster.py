@@ -35,33 +35,15 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench import ROOT, machine  # noqa: E402
-from cluster import Node, crc16, info_field, slot_owners, wait_cluster_ok, wait_for, cpu_seconds  # noqa: E402
+from cluster import (Node, crc16, cpu_seconds, info_field, run_loader, slot_owners, start_nodes,  # noqa: E402
+                     wait_cluster_ok, wait_for)
 
-LOADER = os.path.join(ROOT, "target", "release", "bloomkit-cluster-load")
 MASTERS = 3
 
 
 def loader(nodes, name, shards, over, capacity, rate, mode, *extra):
-    """Runs bloomkit-cluster-load (progress passes through on stderr): its key=value line as a
-    dict, with its own CPU seconds and peak RSS (from wait4, this child alone)."""
-    args = [LOADER, "--nodes", ",".join("127.0.0.1:%d" % n.port for n in nodes), "--name", name,
-            "--shards", str(shards), "--over", over, "--capacity", str(int(capacity)), "--rate", str(rate),
-            "--timeout-secs", "600", mode]
-    proc = subprocess.Popen(args + [str(a) for a in extra], stdout=subprocess.PIPE, text=True)
-    try:
-        out = proc.stdout.read()
-        _, status, usage = os.wait4(proc.pid, 0)
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit("bloomkit-cluster-load %s failed (exit %d)" % (mode, os.waitstatus_to_exitcode(status)))
-    fields = dict(word.split("=", 1) for word in out.split())
-    result = {k: (v if k == "keys" else float(v)) for k, v in fields.items()}
-    result["cpu"] = usage.ru_utime + usage.ru_stime
-    result["rss"] = usage.ru_maxrss * 1024
-    return result
+    """The loader over `name` sharded `shards` ways as `over` (long runs: 600 s per command)."""
+    return run_loader(nodes, name, shards, capacity, rate, mode, *extra, over=over, timeout_secs=600)
 
 
 def used_memory(node):
@@ -79,15 +61,6 @@ def fields(reply):
     """An *.INFO reply (label, value, ...) as a dict."""
     return {(reply[i].decode() if isinstance(reply[i], bytes) else reply[i]): reply[i + 1]
             for i in range(0, len(reply), 2)}
-
-
-def start_nodes(module, directory, count):
-    nodes = [Node(module, os.path.join(directory, "node%d" % i)) for i in range(count)]
-    for n in nodes:
-        n.start()
-    for n in nodes:
-        n.wait_up(30)
-    return nodes
 
 
 def load_and_probe(nodes, opts, name, shards, over, capacity, owner, keys, probes, before):
