@@ -30,6 +30,10 @@
 //! server under another program; `BLOOMKIT_START_SECONDS` then gives slow
 //! starts more time (default 20). `BLOOMKIT_LONG_TESTS=1` runs the long forms
 //! of the tests that have one ([`long_tests`]).
+//!
+//! `BLOOMKIT_HASH_SEED` fixes the hashing secret of every filter made in the
+//! test process and in every server it starts (they inherit the
+//! environment): `scripts/test.sh` sets it, `scripts/seed-sweep.sh` varies it.
 
 pub mod aof;
 pub mod cluster;

@@ -162,6 +162,10 @@ pub fn place_hash(depth: u32, prefix: u64) -> f64 {
     (x >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// The environment variable that fixes every seed a process draws
+/// ([`Seed::from_environment`]).
+pub const HASH_SEED_VAR: &str = "BLOOMKIT_HASH_SEED";
+
 /// The 128-bit key an expandable filter hashes its items with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Seed(pub [u64; 2]);
@@ -170,7 +174,39 @@ impl Seed {
     /// A seed from the process's random keys (the standard library's
     /// `RandomState`, seeded by the operating system): for filters made
     /// in-process. The module passes its server's secret instead.
+    ///
+    /// With [`HASH_SEED_VAR`] set, the seed that variable names instead
+    /// (see [`Seed::from_environment`]).
     pub fn random() -> Seed {
+        Seed::from_environment().unwrap_or_else(Seed::drawn)
+    }
+
+    /// The seed `BLOOMKIT_HASH_SEED` names, if it is set and not empty: the
+    /// same seed for every filter this process makes, as `PYTHONHASHSEED`
+    /// fixes Python's string hashing. It exists so that a test run, a
+    /// benchmark or a bug report can be replayed exactly (the test suites
+    /// run under several values, so that a test which holds for some
+    /// secrets only fails every time); items from people who may know the
+    /// value can then be crafted to collide, so it is never for production.
+    pub fn from_environment() -> Option<Seed> {
+        let text = std::env::var_os(HASH_SEED_VAR)?;
+        let text = text.as_encoded_bytes();
+        (!text.is_empty()).then(|| Seed::from_text(text))
+    }
+
+    /// 32 hexadecimal digits as they are, any other text hashed to 128 bits
+    /// (so that `1`, `2`, `ci-3` are seeds too).
+    pub fn from_text(text: &[u8]) -> Seed {
+        Seed::from_hex(text).unwrap_or_else(|| {
+            let mut h = SipHasher13::new_with_keys(0x626c_6f6f_6d6b_6974, 0x6861_7368_7365_6564);
+            h.write(text);
+            let words = h.finish128();
+            Seed([words.h1, words.h2])
+        })
+    }
+
+    /// A seed drawn from the standard library's random keys.
+    fn drawn() -> Seed {
         use std::hash::BuildHasher;
         let state = std::collections::hash_map::RandomState::new();
         let mut a = state.build_hasher();

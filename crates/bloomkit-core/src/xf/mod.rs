@@ -32,7 +32,7 @@ mod merge;
 
 pub use args::XfDefaults;
 pub use errors::XfError;
-pub use filter::{Added, Hashing, LookupCost, Seed, XfFilter, XfHash, XfInfo, XfParams};
+pub use filter::{Added, Hashing, LookupCost, Seed, XfFilter, XfHash, XfInfo, XfParams, HASH_SEED_VAR};
 pub use formats::{HEADER_LEN, MODULE_ID};
 
 /// The data type's name and encoding version.

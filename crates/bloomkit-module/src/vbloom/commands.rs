@@ -81,16 +81,36 @@ pub fn reserve_new(ctx: Ctx, argv: &[Arg], key: &Key) -> Outcome {
 }
 
 /// A new object as a command asked for it, with a fresh random seed where
-/// it named none and the configs ask for random seeds.
+/// it named none and the configs ask for random seeds (under
+/// `BLOOMKIT_HASH_SEED`, the seed that names: see `xf::secret`).
 fn create(ctx: Ctx, creation: &Creation) -> Result<Object, Reply> {
     let mut seed = FIXED_SEED;
     if creation.seed.is_none() {
-        random_bytes(&mut seed);
+        match bloomkit_core::xf::Seed::from_environment() {
+            Some(fixed) => seed = replayable_seed(fixed),
+            None => random_bytes(&mut seed),
+        }
     }
     Object::create(creation, &seed, limits(ctx)).map_err(|e| {
         super::counters::COUNTERS.add(super::counters::REFUSED, 1);
         e.into()
     })
+}
+
+/// Under `BLOOMKIT_HASH_SEED`: the n-th object's seed, from that
+/// variable's seed and n, so that a run replays while objects still differ
+/// as valkey-bloom's random seeds do.
+fn replayable_seed(fixed: bloomkit_core::xf::Seed) -> [u8; 32] {
+    static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut seed = [0u8; 32];
+    for (half, part) in seed.chunks_exact_mut(16).zip([b"a", b"b"]) {
+        let text = format!("{}-{n}-{}", fixed.to_hex(), part[0] as char);
+        let words = bloomkit_core::xf::Seed::from_text(text.as_bytes()).0;
+        half[..8].copy_from_slice(&words[0].to_le_bytes());
+        half[8..].copy_from_slice(&words[1].to_le_bytes());
+    }
+    seed
 }
 
 /// `BF.INSERT` on a `bloomfltr` key (`object`), or on an empty key under

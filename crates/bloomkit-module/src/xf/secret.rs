@@ -11,6 +11,10 @@
 //! with. A seed a user gives `XF.RESERVE` is that filter's alone (it may be
 //! known to others). A filter keeps its own seed wherever it goes (every
 //! format carries it).
+//!
+//! `BLOOMKIT_HASH_SEED` in the server's environment fixes the secret
+//! instead (core's [`Seed::from_environment`]): then nothing is drawn and
+//! nothing adopted, so a test run replays exactly; never for production.
 
 use std::sync::Mutex;
 
@@ -24,13 +28,13 @@ fn secret() -> std::sync::MutexGuard<'static, Option<Seed>> {
 
 /// The seed a new filter takes.
 pub fn seed() -> Seed {
-    *secret().get_or_insert_with(random)
+    *secret().get_or_insert_with(|| Seed::from_environment().unwrap_or_else(random))
 }
 
 /// A filter came in with `seed`: it becomes the secret if there is none yet.
 pub fn adopt(seed: Option<Seed>) {
     if let Some(seed) = seed {
-        secret().get_or_insert(seed);
+        secret().get_or_insert_with(|| Seed::from_environment().unwrap_or(seed));
     }
 }
 
