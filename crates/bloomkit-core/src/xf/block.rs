@@ -517,6 +517,8 @@ impl Block {
 
     /// Bytes the allocator holds for it.
     pub fn bytes(&self) -> u64 {
+        #[cfg(test)]
+        BYTES_ASKED.with(|asked| asked.set(asked.get() + 1));
         alloc_class(self.words.len() as u64 * 8)
     }
 
@@ -933,6 +935,14 @@ fn run_of(words: &[u64], meta: &Meta, ql: u32) -> std::ops::Range<u32> {
         }
     }
     start..start + len
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How often this thread asked a block its bytes (tests only): limit
+    /// checks that sum every block again, once per block, show as
+    /// quadratic counts.
+    pub(crate) static BYTES_ASKED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 #[cfg(test)]

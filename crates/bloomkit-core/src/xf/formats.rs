@@ -174,6 +174,7 @@ impl Header {
                 blocks: Vec::new(),
                 slots: 0,
                 received: 0,
+                block_bytes: 0,
             }))),
         }
     }
@@ -224,7 +225,7 @@ impl Take for Blocks {
             }
             slots += span;
             added += b.bytes();
-            limits.check(base_bytes + self.received_bytes() + added)?;
+            limits.check(base_bytes + self.block_bytes + added)?;
             placed.try_reserve(1).map_err(|_| OutOfMemory)?;
             placed.push(b);
             at += len;
@@ -234,6 +235,7 @@ impl Take for Blocks {
         super::block::reserve_list(&mut self.blocks, grown)?;
         self.received += data.len() as u64;
         self.blocks.extend(placed);
+        self.block_bytes += added;
         self.slots = slots;
         Ok(())
     }

@@ -11,11 +11,11 @@
 //! is the address `q` at level `c + L` of the murmur root `m0` (`2^c >= m0`),
 //! the same hashes, so it matches exactly what it matched before.
 
-use super::block::{Block, MAX_F};
+use super::block::MAX_F;
 use super::errors::XfError;
 use super::filter::{ceil_log2_u64, Hashing, XfFilter, XfParams, GROW_QBITS};
 use super::legacy_table::{decode, Scan, Table};
-use super::merge::{assemble, build_region, Abs};
+use super::merge::{assemble, build_region, Abs, Built};
 use crate::common::fields::FieldReader;
 use crate::common::memory::Limits;
 
@@ -243,8 +243,9 @@ impl V0 {
         let deepest = if self.next.is_some() { level + 1 } else { level };
         let qbits = deepest.clamp(super::block::MIN_QBITS, GROW_QBITS);
         let depth = deepest - qbits;
-        let mut blocks: Vec<Block> = Vec::new();
-        build_region(0, depth, qbits, &abs, &[], &mut blocks, limits)?;
+        let mut built = Built::default();
+        build_region(0, depth, qbits, &abs, &[], &mut built, limits)?;
+        let mut blocks = built.blocks;
         let last = c + horizon(&self.params);
         let hashing = Hashing::Murmur { m0 };
         assemble(self.params, hashing, self.items, qbits, c, last, &mut blocks, limits)
