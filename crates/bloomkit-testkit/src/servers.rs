@@ -360,7 +360,7 @@ impl TestServer {
                 // LOADING replies mean the server is up but still reading data.
                 if let Ok(Reply::Simple(s)) = conn.try_call(&["PING"]) {
                     if s == "PONG" {
-                        return Ok(());
+                        return self.answered_by_ours(&mut conn);
                     }
                 }
             }
@@ -368,6 +368,34 @@ impl TestServer {
                 return Err(format!("no PONG within {:?}", start_deadline()));
             }
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Whether the server that answered on our port is the one we started.
+    /// A free port is free only when [`free_port`] looks: another test may
+    /// start its server there first, ours then fails to bind, and a PONG
+    /// from the other would hand this test a stranger (a replica that is a
+    /// primary, data that is not ours). Each server has its own folder, so
+    /// `CONFIG GET dir` tells them apart whatever wraps the process.
+    fn answered_by_ours(&self, conn: &mut Conn) -> Result<(), String> {
+        let ours = std::fs::canonicalize(self.dir.path()).unwrap_or_else(|_| self.dir.path().to_path_buf());
+        let theirs = match conn.try_call(&["CONFIG", "GET", "dir"]) {
+            Ok(Reply::Array(pair)) if pair.len() == 2 => {
+                String::from_utf8_lossy(pair[1].as_bytes()).into_owned()
+            }
+            other => return Err(format!("CONFIG GET dir answered {other:?}")),
+        };
+        let theirs = std::fs::canonicalize(&theirs).unwrap_or_else(|_| theirs.into());
+        if theirs == ours {
+            Ok(())
+        } else {
+            // Worded as the bind failure it is, so that `launch` retries.
+            Err(format!(
+                "Address already in use: port {} answered by a server in {} (ours is {})",
+                self.port,
+                theirs.display(),
+                ours.display()
+            ))
         }
     }
 
@@ -426,3 +454,34 @@ impl Drop for TestServer {
 
 /// How long a server may take to stop after SHUTDOWN (saving included).
 const STOP_DEADLINE: Duration = Duration::from_secs(60);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A port another server took first is never mistaken for ours: the
+    /// start fails (here, with the port kept as on a restart, every attempt
+    /// meets the other server) instead of handing back the stranger.
+    #[test]
+    fn a_port_answered_by_another_server_is_not_ours() {
+        let other = TestServer::start(Server::Redis, &[], &[]);
+        let dir = tempfile::Builder::new().prefix("bloomkit-test-").tempdir().expect("temp dir");
+        let mut ours = TestServer {
+            server: Server::Redis,
+            port: other.port,
+            modules: Vec::new(),
+            extra: Vec::new(),
+            dir,
+            child: None,
+            address_space: None,
+            config_file: None,
+        };
+        let failure = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ours.launch()))
+            .expect_err("a start on a port another server holds must fail");
+        let text = failure.downcast_ref::<String>().cloned().unwrap_or_default();
+        // Ours either meets the other server's PONG first or exits on the
+        // failed bind first: both are the bind failure, and both retry.
+        assert!(text.contains("Address already in use"), "{text}");
+        assert_eq!(other.conn().cmd("PING"), Reply::Simple("PONG".into()), "the other server is untouched");
+    }
+}
