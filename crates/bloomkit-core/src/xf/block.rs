@@ -594,9 +594,9 @@ impl Block {
         meta.n < meta.cap && if meta.uniform { e.f == meta.w } else { e.f < meta.w }
     }
 
-    /// Inserts `e` in its place, or says the block must be rebuilt
-    /// (nothing changed then).
-    pub fn insert(&mut self, e: Entry) -> Result<(), Rebuild> {
+    /// Inserts `e` in its place (its index among the block's entries), or
+    /// says the block must be rebuilt (nothing changed then).
+    pub fn insert(&mut self, e: Entry) -> Result<u32, Rebuild> {
         if !self.fits(&e) {
             return Err(Rebuild);
         }
@@ -621,7 +621,7 @@ impl Block {
         bump_index(&mut self.words, &meta, e.ql, true);
         meta.n += 1;
         self.words[0] = meta.pack();
-        Ok(())
+        Ok(at)
     }
 
     /// Removes entry `i` of quotient `ql`.

@@ -50,6 +50,11 @@ pub enum XfError {
         items: u128,
         max_capacity: u64,
     },
+    /// A merge that would read more entries than `bf.xf-max-merge-entries`.
+    MergeTooLong {
+        entries: u128,
+        limit: u64,
+    },
     /// A merge of filters that hash differently (other seeds, or bloomkit
     /// 0.1's filters of other capacities).
     MergeIncompatible,
@@ -74,6 +79,15 @@ pub enum XfError {
     BadIterator,
     /// A LOADCHUNK chunk that does not continue the load: why.
     BadChunk(&'static str),
+    /// A batch of adds (`XF.MADD`, `XF.MADDNX`, `XF.INSERT`) refused at
+    /// item `item` (from 1) of `items` for `cause`: nothing of it was
+    /// stored, and the filter holds `held` items as before.
+    BatchRefused {
+        item: u64,
+        items: u64,
+        held: u64,
+        cause: Box<XfError>,
+    },
 }
 
 impl ReplyError for XfError {
@@ -119,6 +133,11 @@ impl ReplyError for XfError {
                 "ERR the merged filter would hold {items} items, more than the destination's MAXCAPACITY of \
                  {max_capacity}; nothing was changed"
             )),
+            MergeTooLong { entries, limit } => Cow::Owned(format!(
+                "ERR this merge would read {entries} entries, more than bf.xf-max-merge-entries ({limit}): a merge \
+                 holds the server for its whole run; nothing was changed. Merge smaller filters, or raise the \
+                 limit with CONFIG SET bf.xf-max-merge-entries"
+            )),
             MergeIncompatible => Cow::Borrowed(
                 "ERR these filters hash items differently (they were made on different servers, or by bloomkit \
                  0.1 with different capacities) and cannot be merged; create filters you will merge on one server, \
@@ -140,12 +159,32 @@ impl ReplyError for XfError {
             ),
             BadIterator => Cow::Borrowed("ERR the iterator must be a non-negative integer (0 to start)"),
             BadChunk(why) => Cow::Owned(format!("ERR invalid chunk: {why}")),
+            BatchRefused { item, items, held, cause } => Cow::Owned(batch_refused(*item, *items, *held, cause)),
         };
         Reply::Error(text)
     }
 }
 
 display_as_reply!(XfError);
+
+/// The text of [`XfError::BatchRefused`]: the cause's, said of the batch,
+/// with its error code (`ERR`, or `OOM` for `maxmemory`) kept in front.
+fn batch_refused(item: u64, items: u64, held: u64, cause: &XfError) -> String {
+    if let XfError::Full { max_capacity } = cause {
+        return format!(
+            "ERR this batch would take the filter past its MAXCAPACITY of {max_capacity} items: it holds {held}, \
+             and item {item} of {items} was the first that did not fit; nothing was stored. Send fewer new items, \
+             delete items, or copy the filter into a key with a larger MAXCAPACITY (XF.RESERVE new rate \
+             MAXCAPACITY m, then XF.MERGE new 1 key)"
+        );
+    }
+    let text = cause.message();
+    let (code, rest) = text.split_once(' ').unwrap_or(("ERR", &text));
+    let rest = rest.trim_end_matches("; nothing was changed");
+    format!(
+        "{code} item {item} of {items} of this batch was refused: {rest}; nothing of the batch was stored"
+    )
+}
 
 impl From<LimitExceeded> for XfError {
     fn from(e: LimitExceeded) -> XfError {
@@ -184,5 +223,15 @@ mod tests {
         let e: XfError = LimitExceeded { bytes: 5, limit: 4, bound: Bound::Memory }.into();
         assert!(e.message().starts_with("OOM"));
         assert!(XfError::UnknownArgument("FOO".into()).message().contains("'FOO'"));
+        let m = XfError::MergeTooLong { entries: 20, limit: 10 }.message();
+        assert!(m.contains("read 20 entries, more than bf.xf-max-merge-entries (10)"), "{m}");
+        let batch = |cause| XfError::BatchRefused { item: 4, items: 5, held: 0, cause: Box::new(cause) };
+        let m = batch(XfError::Full { max_capacity: 3 }).message();
+        assert!(m.starts_with("ERR this batch would take the filter past its MAXCAPACITY of 3 items"), "{m}");
+        assert!(m.contains("item 4 of 5") && m.contains("nothing was stored"), "{m}");
+        let m = batch(XfError::OverMaxmemory).message();
+        assert!(m.starts_with("OOM item 4 of 5 of this batch was refused: command not allowed"), "{m}");
+        let m = batch(XfError::OutOfMemory).message();
+        assert!(m.ends_with("allocating the filter; nothing of the batch was stored"), "{m}");
     }
 }

@@ -9,6 +9,7 @@ use siphasher::sip128::{Hasher128, SipHasher13};
 
 use super::block::{alloc_class, list_room, max_entries, reserve_list, Block, Entry, MAX_F, MIN_QBITS};
 use super::errors::XfError;
+use super::undo::{Forget, Journal, Undo};
 use super::{MAX_CAPACITY_LIMIT, MAX_ERROR_RATE, MIN_ERROR_RATE};
 use crate::common::hash::murmur3_128;
 use crate::common::memory::{Limits, OutOfMemory, Relocate};
@@ -779,9 +780,18 @@ impl XfFilter {
     /// stored: at a limit an item already in answers false and is not
     /// stored, which a replica (that skips the limits) must be told.
     pub fn add_occurrence(&mut self, h: XfHash, limits: Limits) -> Result<Added, XfError> {
+        self.add_occurrence_with(h, limits, &mut Forget)
+    }
+
+    pub(super) fn add_occurrence_with(
+        &mut self,
+        h: XfHash,
+        limits: Limits,
+        journal: &mut impl Journal,
+    ) -> Result<Added, XfError> {
         self.ready()?;
         let was_in = self.contains_hash(h);
-        match self.add(h, limits) {
+        match self.add(h, limits, journal) {
             Ok(()) => Ok(Added { new: !was_in, stored: true }),
             Err(e) if was_in && e.is_limit() => Ok(Added { new: false, stored: false }),
             Err(e) => Err(e),
@@ -794,27 +804,38 @@ impl XfFilter {
     }
 
     pub fn insert_if_absent_hash(&mut self, h: XfHash, limits: Limits) -> Result<bool, XfError> {
+        self.insert_if_absent_with(h, limits, &mut Forget)
+    }
+
+    pub(super) fn insert_if_absent_with(
+        &mut self,
+        h: XfHash,
+        limits: Limits,
+        journal: &mut impl Journal,
+    ) -> Result<bool, XfError> {
         self.ready()?;
         if self.contains_hash(h) {
             return Ok(false);
         }
-        self.add(h, limits).map(|()| true)
+        self.add(h, limits, journal).map(|()| true)
     }
 
     /// Stores one entry for `h`: in place when its block has room, else the
     /// block is rebuilt, its quotients doubled or it is split, every new
     /// allocation made (and checked against `limits`) before anything
-    /// changes, so that an error leaves the filter as it was.
-    fn add(&mut self, h: XfHash, limits: Limits) -> Result<(), XfError> {
+    /// changes, so that an error leaves the filter as it was. What it
+    /// changed goes to `journal` (a batch undoes it: `batch.rs`).
+    fn add(&mut self, h: XfHash, limits: Limits, journal: &mut impl Journal) -> Result<(), XfError> {
         if self.items >= self.params.max_capacity {
             return Err(XfError::Full { max_capacity: self.params.max_capacity });
         }
+        journal.make_room()?;
         let s = self.spot(h).ok_or(XfError::Loading)?;
         let qbits = u32::from(self.qbits);
         let len = self.block(s.block).len();
         let full = grow_threshold(matches!(self.store, Store::One(_)), qbits, s.level - qbits, s.prefix);
         if len >= full && self.relieves(s.block) {
-            if let Some(t) = self.grow_with(s, h, limits)? {
+            if let Some(t) = self.grow_with(s, h, limits, journal)? {
                 self.mass = self.mass.saturating_add(units(t));
                 self.items += 1;
                 return Ok(());
@@ -841,9 +862,11 @@ impl XfFilter {
             };
             let after = before - old.bytes() + rebuilt.bytes();
             limits.check_growth(before, after)?;
-            self.replace_block(s.block, rebuilt);
+            let old = self.replace_block(s.block, rebuilt);
+            journal.record(Undo::Replaced { block: s.block, old });
         } else {
-            self.blocks_mut()[s.block].insert(e).expect("it fits");
+            let at = self.blocks_mut()[s.block].insert(e).expect("it fits");
+            journal.record(Undo::Inserted { block: s.block, ql: e.ql, at });
         }
         self.mass = self.mass.saturating_add(units(s.level + f));
         self.items += 1;
@@ -867,19 +890,20 @@ impl XfFilter {
         }
     }
 
-    /// Puts `b` in place of block `i`, keeping the byte count.
-    fn replace_block(&mut self, i: usize, b: Block) {
+    /// Puts `b` in place of block `i`, keeping the byte count; gives back
+    /// the block it replaced.
+    pub(super) fn replace_block(&mut self, i: usize, b: Block) -> Block {
         match &mut self.store {
-            Store::One(one) => *one = b,
+            Store::One(one) => std::mem::replace(one, b),
             Store::Many(d) => {
                 d.block_bytes = d.block_bytes - d.blocks[i].bytes() + b.bytes();
-                d.blocks[i] = b;
+                std::mem::replace(&mut d.blocks[i], b)
             }
-            Store::Loading(_) => {}
+            Store::Loading(_) => b,
         }
     }
 
-    fn blocks_mut(&mut self) -> &mut [Block] {
+    pub(super) fn blocks_mut(&mut self) -> &mut [Block] {
         match &mut self.store {
             Store::One(b) => std::slice::from_mut(b),
             Store::Many(d) => &mut d.blocks,
@@ -897,88 +921,122 @@ impl XfFilter {
     /// it cannot grow here (the deepest level the filter allows, or a
     /// directory out of proportion to its blocks: only crafted items on an
     /// unkeyed filter come there), and the caller places it in the block.
-    fn grow_with(&mut self, s: Spot, h: XfHash, limits: Limits) -> Result<Option<u32>, XfError> {
+    fn grow_with(
+        &mut self,
+        s: Spot,
+        h: XfHash,
+        limits: Limits,
+        journal: &mut impl Journal,
+    ) -> Result<Option<u32>, XfError> {
         let qbits = u32::from(self.qbits);
-        let before = self.size_bytes();
         if s.level + 1 > deepest_level(u32::from(self.last_level), qbits) {
             return Ok(None);
         }
-        if let Store::One(b) = &self.store {
-            if doubles(true, qbits) {
-                let e = self.entry_for(h, qbits + 1, 0, qbits + 1);
-                let mut all = Vec::with_capacity(b.len() as usize + 8);
-                b.for_each(|x| give_bit(x, &mut |c| all.push(c)));
-                place_sorted(&mut all, e);
-                let doubled = Block::build(qbits + 1, 0, &mut all, 0)?;
-                limits.check_growth(before, before - b.bytes() + doubled.bytes())?;
-                self.store = Store::One(doubled);
-                self.qbits += 1;
-                return Ok(Some(qbits + 1 + e.f));
-            }
+        if matches!(self.store, Store::One(_)) && doubles(true, qbits) {
+            return self.double_lone(h, limits, journal).map(Some);
         }
         let depth = self.block(s.block).depth();
         let (child_level, bit) = (s.level + 1, (h.0 >> (127 - depth)) as u64 & 1);
         let child_prefix = (s.prefix << 1) | bit;
         let e = self.entry_for(h, child_level, child_prefix, qbits);
         let (lo, hi) = split(self.block(s.block), e, bit == 1)?;
-        let mut added = lo.bytes() + hi.bytes();
-        let removed = self.block(s.block).bytes();
-        match &mut self.store {
-            Store::One(_) => {
-                added += directory_bytes(2, 2);
-                limits.check_growth(before, before - removed + added)?;
-                let mut blocks = Vec::new();
-                reserve_list(&mut blocks, 2)?;
-                let mut dir = Vec::new();
-                dir.try_reserve_exact(2).map_err(|_| OutOfMemory)?;
-                blocks.push(lo);
-                blocks.push(hi);
-                dir.extend([0, 1]);
-                let block_bytes = blocks.iter().map(Block::bytes).sum();
-                self.store = Store::Many(Box::new(Dir { block_bytes, dir, blocks, depth: 1 }));
-            }
-            Store::Many(d) => {
-                let deeper = depth + 1 > d.depth;
-                // A directory may hold at most 16 entries per block (and
-                // 1024 in all below that): honest items keep it at 1 to 2.
-                if deeper && d.dir.len() * 2 > (d.blocks.len() + 1) * 16 + 1024 {
-                    return Ok(None);
-                }
-                let new_dir_len = if deeper { d.dir.len() * 2 } else { d.dir.len() };
-                let new_bytes = directory_bytes(new_dir_len as u64, d.blocks.len() + 1);
-                added += new_bytes;
-                let old_dir = directory_bytes(d.dir.len() as u64, d.blocks.len());
-                limits.check_growth(before, before - removed - old_dir + added)?;
-                let mut dir = Vec::new();
-                if deeper {
-                    dir.try_reserve_exact(new_dir_len).map_err(|_| OutOfMemory)?;
-                }
-                let grown = d.blocks.len() + 1;
-                reserve_list(&mut d.blocks, grown)?;
-                // Nothing fails past here.
-                if deeper {
-                    for &b in &d.dir {
-                        dir.push(b);
-                        dir.push(b);
-                    }
-                    d.dir = dir;
-                    d.depth += 1;
-                }
-                // The block's slots in the directory: `2^(D - depth)` from
-                // its prefix on; the lower half keeps its number.
-                let span = 1usize << (d.depth - depth);
-                let first = s.prefix as usize * span;
-                let hi_index = d.blocks.len() as u32;
-                d.block_bytes = d.block_bytes - d.blocks[s.block].bytes() + lo.bytes() + hi.bytes();
-                d.blocks[s.block] = lo;
-                d.blocks.push(hi);
-                for slot in &mut d.dir[first + span / 2..first + span] {
-                    *slot = hi_index;
-                }
-            }
-            Store::Loading(_) => return Err(XfError::Loading),
+        let placed = match self.store {
+            Store::One(_) => self.split_lone(lo, hi, limits, journal),
+            Store::Many(_) => self.split_in_directory(s, depth, lo, hi, limits, journal),
+            Store::Loading(_) => Err(XfError::Loading),
+        }?;
+        Ok(placed.then_some(child_level + e.f))
+    }
+
+    /// Doubles the lone block's quotients with `h`'s entry in it: the bits
+    /// of that entry.
+    fn double_lone(&mut self, h: XfHash, limits: Limits, journal: &mut impl Journal) -> Result<u32, XfError> {
+        let (qbits, before) = (u32::from(self.qbits), self.size_bytes());
+        let b = self.block(0);
+        let e = self.entry_for(h, qbits + 1, 0, qbits + 1);
+        let mut all = Vec::with_capacity(b.len() as usize + 8);
+        b.for_each(|x| give_bit(x, &mut |c| all.push(c)));
+        place_sorted(&mut all, e);
+        let doubled = Block::build(qbits + 1, 0, &mut all, 0)?;
+        limits.check_growth(before, before - b.bytes() + doubled.bytes())?;
+        let Store::One(old) = std::mem::replace(&mut self.store, Store::One(doubled)) else { unreachable!() };
+        journal.record(Undo::Lone { old, qbits: self.qbits });
+        self.qbits += 1;
+        Ok(qbits + 1 + e.f)
+    }
+
+    /// The lone block split into `lo` and `hi`, under a directory of two.
+    fn split_lone(
+        &mut self,
+        lo: Block,
+        hi: Block,
+        limits: Limits,
+        journal: &mut impl Journal,
+    ) -> Result<bool, XfError> {
+        let before = self.size_bytes();
+        let added = lo.bytes() + hi.bytes() + directory_bytes(2, 2);
+        limits.check_growth(before, before - self.block(0).bytes() + added)?;
+        let mut blocks = Vec::new();
+        reserve_list(&mut blocks, 2)?;
+        let mut dir = Vec::new();
+        dir.try_reserve_exact(2).map_err(|_| OutOfMemory)?;
+        blocks.push(lo);
+        blocks.push(hi);
+        dir.extend([0, 1]);
+        let block_bytes = blocks.iter().map(Block::bytes).sum();
+        let dir = Store::Many(Box::new(Dir { block_bytes, dir, blocks, depth: 1 }));
+        let Store::One(old) = std::mem::replace(&mut self.store, dir) else { unreachable!() };
+        journal.record(Undo::Lone { old, qbits: self.qbits });
+        Ok(true)
+    }
+
+    /// Block `s.block` (of `depth`) of the directory split into `lo` (in its
+    /// place) and `hi` (a new block), the directory doubled if the block was
+    /// at its depth. False: the directory may not double (a cap of 16 slots
+    /// per block, and 1024 in all below that: honest items keep it at 1 to 2).
+    fn split_in_directory(
+        &mut self,
+        s: Spot,
+        depth: u32,
+        lo: Block,
+        hi: Block,
+        limits: Limits,
+        journal: &mut impl Journal,
+    ) -> Result<bool, XfError> {
+        let before = self.size_bytes();
+        let Store::Many(d) = &mut self.store else { return Err(XfError::Loading) };
+        let deeper = depth + 1 > d.depth;
+        if deeper && d.dir.len() * 2 > (d.blocks.len() + 1) * 16 + 1024 {
+            return Ok(false);
         }
-        Ok(Some(child_level + e.f))
+        let new_dir_len = if deeper { d.dir.len() * 2 } else { d.dir.len() };
+        let added = lo.bytes() + hi.bytes() + directory_bytes(new_dir_len as u64, d.blocks.len() + 1);
+        let removed = d.blocks[s.block].bytes() + directory_bytes(d.dir.len() as u64, d.blocks.len());
+        limits.check_growth(before, before - removed + added)?;
+        let mut dir = Vec::new();
+        if deeper {
+            dir.try_reserve_exact(new_dir_len).map_err(|_| OutOfMemory)?;
+        }
+        let grown = d.blocks.len() + 1;
+        reserve_list(&mut d.blocks, grown)?;
+        // Nothing fails past here.
+        let old_dir = deeper.then(|| {
+            dir.extend(d.dir.iter().flat_map(|&b| [b, b]));
+            d.depth += 1;
+            std::mem::replace(&mut d.dir, dir)
+        });
+        // The block's slots in the directory: `2^(D - depth)` from its
+        // prefix on; the lower half keeps its number.
+        let span = 1usize << (d.depth - depth);
+        let first = s.prefix as usize * span;
+        let slots = first + span / 2..first + span;
+        let hi_index = d.blocks.len() as u32;
+        d.block_bytes = d.block_bytes - d.blocks[s.block].bytes() + lo.bytes() + hi.bytes();
+        let old = std::mem::replace(&mut d.blocks[s.block], lo);
+        d.blocks.push(hi);
+        d.dir[slots.clone()].iter_mut().for_each(|slot| *slot = hi_index);
+        journal.record(Undo::Split { block: s.block, old, old_dir, slots });
+        Ok(true)
     }
 
     /// Removes one occurrence: the most specific entry the item matches.

@@ -213,6 +213,13 @@ impl XfFilter {
         mass
     }
 
+    /// The entries `XF.MERGE` would read from `dest` and `sources` (what
+    /// its work is proportional to): checked against
+    /// `bf.xf-max-merge-entries` before any work.
+    pub fn merge_entries(dest: Option<&XfFilter>, sources: &[&XfFilter]) -> u128 {
+        dest.into_iter().chain(sources.iter().copied()).map(|f| u128::from(f.entries())).sum()
+    }
+
     /// `XF.MERGE`: `dest` (`None`: a copy of the first source) with every
     /// entry of every source, built anew (the inputs are only read): every
     /// member of every input is a member, and the guaranteed rate is the

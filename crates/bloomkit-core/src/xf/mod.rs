@@ -15,12 +15,14 @@
 //!
 //! Here: [`block`] (one block: its layout, lookups, in-place writes, the
 //! checks of a loaded one), [`filter`] (the filter: hashing, the schedule,
-//! growth, reads and writes), `merge` (building blocks in hash order:
+//! growth, reads and writes), `batch` and `undo` (all-or-nothing batches
+//! of adds and the records that undo them), `merge` (building blocks in hash order:
 //! merges and the conversion of old values), [`args`] (`XF.*` arguments),
 //! [`errors`] (every error and its reply text), [`formats`] (RDB, DUMP and
 //! `XF.SCANDUMP`/`XF.LOADCHUNK`), `legacy` (bloomkit 0.1's encoding, read).
 
 pub mod args;
+mod batch;
 pub mod block;
 pub mod errors;
 pub mod filter;
@@ -29,8 +31,10 @@ mod legacy;
 mod legacy_table;
 mod loading;
 mod merge;
+mod undo;
 
 pub use args::XfDefaults;
+pub use batch::Batch;
 pub use errors::XfError;
 pub use filter::{Added, Hashing, LookupCost, Seed, XfFilter, XfHash, XfInfo, XfParams, HASH_SEED_VAR};
 pub use formats::{HEADER_LEN, MODULE_ID};
@@ -45,6 +49,13 @@ pub const DEFAULT_CAPACITY: u64 = 100;
 /// The default `MAXCAPACITY`: 2^36 (about 69 billion) items, far past what
 /// any memory holds, so that in practice only the size limits stop growth.
 pub const DEFAULT_MAX_CAPACITY: u64 = 1 << 36;
+/// The most entries one `XF.MERGE` reads by default (`bf.xf-max-merge-entries`):
+/// a merge runs in one command, holding the server for its whole run
+/// (tens of nanoseconds per entry), so its size is bounded like a filter's
+/// bytes; 2^24 is about 8 million items in each of two sources.
+pub const DEFAULT_MAX_MERGE_ENTRIES: u64 = 1 << 24;
+/// The highest `bf.xf-max-merge-entries` accepted.
+pub const MAX_MERGE_ENTRIES_LIMIT: u64 = 1 << 48;
 /// The largest `CAPACITY` and `MAXCAPACITY` accepted: 2^40 items.
 pub const MAX_CAPACITY_LIMIT: u64 = 1 << 40;
 /// The error rates accepted: fingerprints stay within 52 bits.

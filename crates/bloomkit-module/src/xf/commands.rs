@@ -7,9 +7,12 @@
 //! inside the write that needs it, and a write that is refused changes
 //! nothing (core makes every allocation before it moves anything). A filter
 //! a write creates reaches replicas as `XF.RESERVE` with its exact
-//! parameters and seed (the defaults and the secret may differ there); a
-//! batch cut short by an error (the size limit, `MAXCAPACITY`) is sent as
-//! the part that ran, because replicas skip the limits.
+//! parameters and seed (the defaults and the secret may differ there). A
+//! batch is all or nothing (core's `Batch`): refused by a limit
+//! (`MAXCAPACITY`, the size limit, `maxmemory`) at any item, it changes
+//! nothing, creates no key and sends nothing; kept, it is sent whole, less
+//! the items answered without being stored (an item already in, at a limit
+//! that replicas do not have).
 
 use std::ffi::CStr;
 use std::ptr::NonNull;
@@ -18,10 +21,10 @@ use bloomkit_core::xf::args::{
     check_items, check_key_only, check_single_item, parse_insert, parse_loadchunk, parse_merge, parse_reserve,
 };
 use bloomkit_core::xf::{Seed, XfError, XfFilter, XfParams};
-use bloomkit_core::{Limits, Reply, ReplyError};
+use bloomkit_core::{Limits, Reply};
 
 use super::counters::*;
-use super::settings::defaults;
+use super::settings::{defaults, max_merge_entries};
 use crate::command::Outcome;
 use crate::ffi::{Arg, Ctx, Key};
 use crate::{config, keys};
@@ -44,6 +47,13 @@ fn create(
     params: XfParams,
     seed: Option<Seed>,
 ) -> Result<NonNull<XfFilter>, Reply> {
+    let f = new_filter(ctx, params, seed)?;
+    store_new(ctx, key, name, f)
+}
+
+/// A new filter, not stored yet (a batch that creates its key fills it
+/// first, and stores it only if the batch is kept).
+fn new_filter(ctx: Ctx, params: XfParams, seed: Option<Seed>) -> Result<XfFilter, Reply> {
     let seed = match seed {
         // A filter made by the primary (or the AOF) is this server's
         // filter: its seed is the secret where there is none yet. A seed a
@@ -56,7 +66,13 @@ fn create(
         }
         None => super::secret::seed(),
     };
-    let f = XfFilter::with_seed(params, seed, config::limits(ctx)).inspect_err(|_| refused())?;
+    Ok(XfFilter::with_seed(params, seed, config::limits(ctx)).inspect_err(|_| refused())?)
+}
+
+/// Stores `f` in an empty key opened for writing and sends it to replicas
+/// as `XF.RESERVE` with its exact parameters and seed.
+fn store_new(ctx: Ctx, key: &Key, name: &Arg, f: XfFilter) -> Result<NonNull<XfFilter>, Reply> {
+    let (params, seed) = (f.params(), f.seed().expect("a new filter is keyed"));
     let stored = keys::store(key, f)?;
     let (rate, capacity, max, hex) = (
         rate_word(params.error_rate),
@@ -100,8 +116,8 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
 enum Shape {
     /// `XF.ADD`: one boolean; an error is the reply.
     Single,
-    /// `XF.MADD`, `XF.INSERT`: an array of booleans; an error takes the
-    /// place of the item that failed, and the command stops there.
+    /// `XF.MADD`, `XF.INSERT`: an array of booleans; or, when any item is
+    /// refused, one error that names it, and nothing of the batch stored.
     Array,
 }
 
@@ -160,77 +176,92 @@ fn add_items(
     event: &'static CStr,
 ) -> Outcome {
     let key = Key::open(ctx, &argv[1], true);
-    let mut f = match (lookup(&key)?, create_with) {
-        (Some(f), _) => f,
-        (None, Some(params)) => create(ctx, &key, &argv[1], params, None)?,
+    let items = &argv[items_from..];
+    // A filter this command creates is filled before it is stored: a
+    // refused batch then leaves no key behind, and sends nothing.
+    let mut fresh = None;
+    let f = match (lookup(&key)?, create_with) {
+        // SAFETY: the keyspace owns the filter; commands run one at a time.
+        (Some(mut f), _) => unsafe { f.as_mut() },
+        (None, Some(params)) => fresh.insert(new_filter(ctx, params, None)?),
         (None, None) => return Err(XfError::NotFound.into()),
     };
-    // SAFETY: the keyspace owns the filter; commands run one at a time.
-    let f = unsafe { f.as_mut() };
-    let limits: Limits = config::limits(ctx);
     let (size_before, blocks_before) = (f.size_bytes(), f.block_count());
-    let items = &argv[items_from..];
-    let mut answers = Vec::with_capacity(items.len());
-    // Items answered without storing anything where a replica would store
-    // (an item already in, at the size limit the replica does not have):
-    // the replica is then sent only what was stored.
-    let mut skipped = Vec::new();
-    let mut failed = None;
-    for (i, item) in items.iter().enumerate() {
-        let result = match repeat {
-            Repeat::Count => f.add_occurrence(f.hash(item.bytes()), limits).map(|a| {
-                if !a.stored {
-                    skipped.push(i);
-                }
-                a.new
-            }),
-            Repeat::Skip => f.insert_if_absent(item.bytes(), limits),
-        };
-        match result {
-            Ok(new) => answers.push(new),
-            Err(e) => {
-                failed = Some(e);
-                break;
+    let ran = run_batch(f, items, repeat, config::limits(ctx));
+    let (answers, stored) = match ran {
+        Ok(done) => done,
+        Err((item, cause)) => {
+            count_refusal(&cause);
+            return Err(match shape {
+                Shape::Single => cause,
+                Shape::Array => XfError::BatchRefused {
+                    item: item as u64 + 1,
+                    items: items.len() as u64,
+                    held: f.items(),
+                    cause: Box::new(cause),
+                },
             }
+            .into());
         }
+    };
+    let (size_after, blocks_after) = (f.size_bytes(), f.block_count());
+    COUNTERS.add(EXPANSIONS, blocks_after.saturating_sub(blocks_before));
+    match fresh {
+        // Counted whole as it is stored.
+        Some(f) => drop(store_new(ctx, &key, &argv[1], f)?),
+        None => COUNTERS.resized(size_before, size_after),
     }
-    let ran = answers.len();
-    let stored: Vec<&[u8]> = items[..ran]
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !skipped.contains(i))
-        .map(|(_, a)| a.bytes())
-        .collect();
-    COUNTERS.resized(size_before, f.size_bytes());
-    COUNTERS.add(EXPANSIONS, f.block_count().saturating_sub(blocks_before));
     COUNTERS.add(ITEMS_ADDED, answers.iter().filter(|&&a| a || repeat == Repeat::Count).count() as u64);
-    if let Some(e) = &failed {
-        count_refusal(e);
-    }
-    match (shape, &failed) {
-        (Shape::Single, Some(e)) => return Err(e.clone().into()),
-        (Shape::Single, None) => ctx.reply_bool(answers[0]),
-        (Shape::Array, failed) => {
-            ctx.reply_array(ran + usize::from(failed.is_some()));
-            for &new in &answers {
-                ctx.reply_bool(new);
-            }
-            if let Some(e) = failed {
-                ctx.reply_error(&e.message());
-            }
+    match shape {
+        Shape::Single => ctx.reply_bool(answers[0]),
+        Shape::Array => {
+            ctx.reply_array(answers.len());
+            answers.iter().for_each(|&new| ctx.reply_bool(new));
         }
     }
-    if failed.is_none() && skipped.is_empty() {
+    if stored.len() == items.len() {
         ctx.replicate_verbatim();
     } else if !stored.is_empty() {
-        // The part that ran, less what was answered without being stored.
+        // Less what was answered without being stored (an item already in,
+        // at a limit the replica does not have).
         let command = if repeat == Repeat::Skip { c"XF.MADDNX" } else { c"XF.MADD" };
         ctx.replicate_words(command, &argv[1], &stored, &[]);
     }
-    if ran > 0 {
-        ctx.notify(event, &argv[1]);
-    }
+    ctx.notify(event, &argv[1]);
     Ok(())
+}
+
+/// The items added in one batch, all or none (core's `Batch`): the answers
+/// and the items stored; or the index of the item refused and why, with
+/// the filter as it was.
+#[allow(clippy::type_complexity)]
+fn run_batch<'a>(
+    f: &mut XfFilter,
+    items: &'a [Arg],
+    repeat: Repeat,
+    limits: Limits,
+) -> Result<(Vec<bool>, Vec<&'a [u8]>), (usize, XfError)> {
+    let mut answers = Vec::with_capacity(items.len());
+    let mut stored = Vec::with_capacity(items.len());
+    let mut batch = f.batch();
+    for (i, item) in items.iter().enumerate() {
+        let h = batch.filter().hash(item.bytes());
+        let new = match repeat {
+            Repeat::Count => batch.add_occurrence(h, limits).map(|a| (a.new, a.stored)),
+            Repeat::Skip => batch.insert_if_absent(h, limits).map(|new| (new, true)),
+        };
+        match new {
+            Ok((new, was_stored)) => {
+                answers.push(new);
+                if was_stored {
+                    stored.push(item.bytes());
+                }
+            }
+            Err(e) => return Err((i, e)),
+        }
+    }
+    batch.commit();
+    Ok((answers, stored))
 }
 
 /// The filter in a key for a read (`None`: a missing key).
@@ -330,6 +361,12 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
     // are only read until the result replaces the destination.
     let sources: Vec<&XfFilter> = filters.iter().map(|f| unsafe { f.as_ref() }).collect();
     let dest_ref = dest.map(|d| unsafe { &*d.as_ptr() });
+    if !ctx.is_replaying() {
+        let (entries, limit) = (XfFilter::merge_entries(dest_ref, &sources), max_merge_entries());
+        if entries > u128::from(limit) {
+            return Err(XfError::MergeTooLong { entries, limit }.into());
+        }
+    }
     let merged =
         XfFilter::merged(dest_ref, &sources, parsed.raise_rate, limits).inspect_err(count_refusal)?;
     drop(source_keys);

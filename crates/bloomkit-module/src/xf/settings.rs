@@ -7,15 +7,19 @@
 //! | `bf.xf-error-rate` | `XF_ERROR_RATE` | 0.01 | [1e-9, 0.5] |
 //! | `bf.xf-capacity` | `XF_CAPACITY` | 100 | [1, 2^40] |
 //! | `bf.xf-max-capacity` | `XF_MAX_CAPACITY` | 2^36 | [1, 2^40] |
+//! | `bf.xf-max-merge-entries` | `XF_MAX_MERGE_ENTRIES` | 2^24 | [1, 2^48] |
 //!
 //! The capacity is where a filter starts (it grows past it); the maximum
 //! capacity is where the rate guarantee ends and new items are refused. A
 //! default capacity above a `MAXCAPACITY` a command gives shrinks to it.
+//! The most entries one `XF.MERGE` reads bounds how long it holds the
+//! server (replicas and AOF replays never refuse what the primary did).
 
 use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, Ordering::Relaxed};
 
 use bloomkit_core::common::parse::parse_double;
 use bloomkit_core::xf::{XfDefaults, XfError, DEFAULT_CAPACITY, DEFAULT_MAX_CAPACITY, MAX_CAPACITY_LIMIT};
+use bloomkit_core::xf::{DEFAULT_MAX_MERGE_ENTRIES, MAX_MERGE_ENTRIES_LIMIT};
 use bloomkit_core::xf::{MAX_ERROR_RATE, MIN_ERROR_RATE};
 use bloomkit_core::ReplyError;
 use redis_module::raw;
@@ -26,6 +30,7 @@ static ERROR_RATE: AtomicU64 = AtomicU64::new(0x3F84_7AE1_47AE_147B); // 0.01
 static ERROR_RATE_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
 static CAPACITY: AtomicI64 = AtomicI64::new(DEFAULT_CAPACITY as i64);
 static MAX_CAPACITY: AtomicI64 = AtomicI64::new(DEFAULT_MAX_CAPACITY as i64);
+static MAX_MERGE_ENTRIES: AtomicI64 = AtomicI64::new(DEFAULT_MAX_MERGE_ENTRIES as i64);
 
 /// XF's own range (not the open interval other rates take), and its message.
 fn xf_rate(text: &[u8]) -> Result<f64, String> {
@@ -44,7 +49,18 @@ static XF_CAPACITY: Setting =
 static XF_MAX_CAPACITY: Setting =
     Setting::new("xf-max-capacity", Naming::Prefixed, int(&MAX_CAPACITY, 1, MAX_CAPACITY_LIMIT as i64));
 
-pub static SETTINGS: [&Setting; 3] = [&XF_ERROR_RATE, &XF_CAPACITY, &XF_MAX_CAPACITY];
+static XF_MAX_MERGE_ENTRIES: Setting = Setting::new(
+    "xf-max-merge-entries",
+    Naming::Prefixed,
+    int(&MAX_MERGE_ENTRIES, 1, MAX_MERGE_ENTRIES_LIMIT as i64),
+);
+
+pub static SETTINGS: [&Setting; 4] = [&XF_ERROR_RATE, &XF_CAPACITY, &XF_MAX_CAPACITY, &XF_MAX_MERGE_ENTRIES];
+
+/// `bf.xf-max-merge-entries`.
+pub fn max_merge_entries() -> u64 {
+    MAX_MERGE_ENTRIES.load(Relaxed) as u64
+}
 
 /// What a write creates a missing key with, and what `XF.RESERVE` leaves
 /// out. A capacity above the maximum capacity is taken as the maximum.

@@ -74,18 +74,28 @@ fn commands_answer_and_refuse(server: Server) {
     c.ok("SET s x");
     assert!(text(c.cmd("XF.ADD s a")).starts_with("WRONGTYPE"));
     assert!(text(c.cmd("XF.EXISTS s a")).starts_with("WRONGTYPE"));
-    // MAXCAPACITY stops adds of new items, with the part that ran
-    // answered; items already in answer as usual (0, nothing stored).
+    // MAXCAPACITY refuses a batch that would pass it whole, with one error
+    // that names the item: nothing of it is stored (issue 47). Items already
+    // in answer as usual (0, nothing stored).
     assert_eq!(reserve(&mut c, "small 0.01 CAPACITY 2 MAXCAPACITY 3"), ok());
-    let reply = c.cmd("XF.MADD small a b c d e");
-    let answers = reply.as_array();
-    assert_eq!(answers.len(), 4, "{reply:?}");
-    assert!(answers[3].error_text().contains("MAXCAPACITY of 3"), "{reply:?}");
+    let refused = text(c.cmd("XF.MADD small a b c d e"));
+    assert!(refused.contains("MAXCAPACITY of 3 items: it holds 0, and item 4 of 5"), "{refused}");
+    assert!(refused.contains("nothing was stored"), "{refused}");
+    assert_eq!(c.cmd("XF.CARD small"), Reply::Int(0));
+    assert_eq!(c.cmd("XF.EXISTS small a"), Reply::Int(0));
+    assert_eq!(format!("{:?}", c.cmd("XF.MADD small a b c")), "[1, 1, 1]");
     assert_eq!(c.cmd("XF.CARD small"), Reply::Int(3));
     assert_eq!(c.cmd("XF.ADD small a"), Reply::Int(0));
     assert_eq!(c.cmd("XF.ADDNX small b"), Reply::Int(0));
     assert_eq!(format!("{:?}", c.cmd("XF.MADD small c a")), "[0, 0]");
+    let refused = text(c.cmd("XF.MADDNX small a d"));
+    assert!(refused.contains("item 2 of 2"), "{refused}");
     assert_eq!(c.cmd("XF.CARD small"), Reply::Int(3));
+    // A refused batch that would have created its key leaves none (one of
+    // three items past MAXCAPACITY that is not a false positive suffices).
+    let refused = text(c.cmd("XF.INSERT tiny MAXCAPACITY 2 ITEMS x y z w v"));
+    assert!(refused.contains("MAXCAPACITY of 2 items: it holds 0"), "{refused}");
+    assert_eq!(c.cmd("EXISTS tiny"), Reply::Int(0));
     // The size limit refuses what it cannot hold, before allocating it.
     c.ok("CONFIG SET bf.max-filter-bytes 100000");
     let huge = c.cmd("XF.RESERVE huge 0.000000001 CAPACITY 1099511627776");
@@ -196,6 +206,14 @@ fn merges_keep_the_destinations_promise(server: Server) {
     items(&mut c, "strict", "s", 0..20_000);
     items(&mut c, "loose", "l", 0..20_000);
     let digest = c.cmd("DEBUG DIGEST-VALUE strict");
+    // A merge longer than bf.xf-max-merge-entries is refused before any work.
+    c.ok("CONFIG SET bf.xf-max-merge-entries 30000");
+    let text = c.cmd("XF.MERGE strict 1 loose RAISERATE").error_text().to_string();
+    assert!(text.contains("entries, more than bf.xf-max-merge-entries (30000)"), "{text}");
+    assert_eq!(c.cmd("DEBUG DIGEST-VALUE strict"), digest, "a refused merge changed the destination");
+    assert!(c.cmd("XF.MERGE fresh 2 loose strict RAISERATE").is_error(), "into a missing destination too");
+    assert_eq!(c.cmd("EXISTS fresh"), Reply::Int(0));
+    c.ok("CONFIG SET bf.xf-max-merge-entries 16777216");
     let refused = c.cmd("XF.MERGE strict 1 loose");
     let text = refused.error_text().to_string();
     assert!(
@@ -233,6 +251,7 @@ fn settings_set_what_writes_create(server: Server) {
     assert_eq!(get(&mut c, "bf.xf-error-rate"), Reply::Bulk(b"0.01".to_vec()));
     assert_eq!(get(&mut c, "bf.xf-capacity"), Reply::Bulk(b"100".to_vec()));
     assert_eq!(get(&mut c, "bf.xf-max-capacity"), Reply::Bulk((1u64 << 36).to_string().into_bytes()));
+    assert_eq!(get(&mut c, "bf.xf-max-merge-entries"), Reply::Bulk((1u64 << 24).to_string().into_bytes()));
     c.ok("CONFIG SET bf.xf-error-rate 0.001");
     c.ok("CONFIG SET bf.xf-capacity 5000");
     c.ok("CONFIG SET bf.xf-max-capacity 1000000");
@@ -245,9 +264,12 @@ fn settings_set_what_writes_create(server: Server) {
     c.ok("XF.RESERVE r 0.05");
     assert_eq!(info(&mut c, "r", "Initial capacity"), Reply::Int(5000));
     // Out of range: refused with the range, nothing changed.
-    for (name, bad) in
-        [("bf.xf-error-rate", "0.6"), ("bf.xf-capacity", "0"), ("bf.xf-max-capacity", "2199023255553")]
-    {
+    for (name, bad) in [
+        ("bf.xf-error-rate", "0.6"),
+        ("bf.xf-capacity", "0"),
+        ("bf.xf-max-capacity", "2199023255553"),
+        ("bf.xf-max-merge-entries", "0"),
+    ] {
         let r = c.call(&["CONFIG", "SET", name, bad]);
         assert!(r.is_error(), "{name} {bad}");
     }

@@ -49,12 +49,17 @@ impl Family for XfPersistence {
         assert!(counted >= bytes, "{context}: INFO counts every filter: {counted} < {bytes}");
     }
 
-    /// The stream: batches cut short by MAXCAPACITY, and loads (the
-    /// growth through doublings, deletes and merges are the `late` writes).
-    fn stream(p: &mut Conn, _r: &mut Conn, _context: &str) -> Written {
+    /// The stream: batches refused whole by MAXCAPACITY (nothing sent),
+    /// a batch answered without storing at it, and loads (the growth
+    /// through doublings, deletes and merges are the `late` writes).
+    fn stream(p: &mut Conn, _r: &mut Conn, context: &str) -> Written {
         p.ok("XF.RESERVE cut 0.01 CAPACITY 10 MAXCAPACITY 20");
-        p.cmd("XF.MADD cut a b c d e f g h i j k l m n o p q r s t u v w x y z");
+        let all = "a b c d e f g h i j k l m n o p q r s t u v w x y z";
+        assert!(p.cmd(&format!("XF.MADD cut {all}")).is_error(), "{context}: 26 items past MAXCAPACITY 20");
+        assert!(p.cmd("XF.INSERT gone MAXCAPACITY 2 ITEMS a b c d e").is_error(), "{context}");
+        p.cmd(&format!("XF.MADD cut {}", &all[..39]));
         p.cmd("XF.MADDNX cut a b zz");
+        p.cmd("XF.MADD cut a b");
         let chunks = scandump(p, "early:grown");
         load(p, "loaded", &chunks);
         // The load under way since the fixture went to the replica by full
@@ -64,6 +69,7 @@ impl Family for XfPersistence {
 
     fn after_stream(_p: &mut Conn, r: &mut Conn, context: &str) {
         assert_eq!(r.cmd("XF.CARD cut"), Reply::Int(20), "{context}");
+        assert_eq!(r.cmd("EXISTS gone"), Reply::Int(0), "{context}");
     }
 }
 
@@ -178,10 +184,52 @@ fn refused_writes_change_nothing_anywhere(server: Server) {
         }
     }
     assert!(refusals > 0);
+    // Batches are all or nothing (issue 47): one refused add, even after
+    // items that fitted in place, leaves the count and the bytes as they were.
+    let batch_refusals = refused_batches(&mut p, "s", "w");
+    assert!(batch_refusals > 0, "no batch met the size limit");
+    // The same at maxmemory (noeviction), on a filter that grows by batches.
+    p.ok("CONFIG SET bf.max-filter-bytes 8589934592");
+    p.ok("XF.RESERVE m 0.01");
+    let used: u64 = p.info_field("memory", "used_memory").parse().unwrap();
+    p.ok(&format!("CONFIG SET maxmemory {}", used + (256 << 10)));
+    let batch_refusals = refused_batches(&mut p, "m", "x");
+    p.ok("CONFIG SET maxmemory 0");
+    assert!(batch_refusals > 0, "no batch met maxmemory");
+    // A replica never refuses a merge its primary did, whatever its own limit.
+    r.ok("CONFIG SET bf.xf-max-merge-entries 1");
+    p.ok("XF.MERGE km 1 k");
     assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1));
-    for k in ["k", "s"] {
+    for k in ["k", "s", "m", "km"] {
         assert_eq!(r.call(&["DEBUG", "DIGEST-VALUE", k]), p.call(&["DEBUG", "DIGEST-VALUE", k]), "{k}");
     }
+}
+
+/// Sends batches of 500 new items to `key` until a few have been refused
+/// (at most 400 batches): each refusal must leave `XF.CARD` and the value's
+/// digest as they were. How many were refused.
+fn refused_batches(p: &mut Conn, key: &str, prefix: &str) -> usize {
+    let mut refusals = 0;
+    for j in 0..400 {
+        let (card, digest) = (p.call(&["XF.CARD", key]), p.call(&["DEBUG", "DIGEST-VALUE", key]));
+        let mut cmd = vec!["XF.MADD".to_string(), key.into()];
+        cmd.extend((0..500).map(|n| format!("{prefix}{j}-{n}")));
+        let reply = p.call(&cmd);
+        if reply.is_error() {
+            assert!(reply.error_text().contains("nothing of the batch was stored"), "{reply:?}");
+            assert_eq!(p.call(&["XF.CARD", key]), card, "{key}: a refused batch changed the count");
+            assert_eq!(
+                p.call(&["DEBUG", "DIGEST-VALUE", key]),
+                digest,
+                "{key}: a refused batch changed the filter"
+            );
+            refusals += 1;
+            if refusals == 5 {
+                break;
+            }
+        }
+    }
+    refusals
 }
 
 per_server!(merges_of_every_shape_stay_identical);

@@ -1,0 +1,234 @@
+//! All-or-nothing batches of adds: what `XF.MADD`, `XF.MADDNX` and
+//! `XF.INSERT` run, so that a batch refused part way (`MAXCAPACITY`, a byte
+//! limit, a failed allocation) leaves the filter exactly as it was.
+//!
+//! Why an undo log and not a copy: a copy costs the whole filter per
+//! batch, the log one small record per item. Every add changes the filter
+//! in exactly one of four ways, each with an exact inverse that needs no
+//! allocation:
+//! - an entry inserted in place: `Block::remove` of the same entry puts
+//!   back the same bits (the vacated tail is cleared);
+//! - a block rebuilt (more room, a wider field): the old block is kept;
+//! - a lone block doubled, or split into the first two: the old block is kept;
+//! - a block split in a directory: the old block is kept, the new upper
+//!   half is the last of the list, and a doubled directory's old slots are
+//!   kept (else the slots the split took are pointed back).
+//!
+//! Records are undone last first, so each finds the filter as it left it.
+//! Old blocks are freed at commit, as a single add frees them at once.
+//! The counters (items, mass) are put back from the batch's start. The
+//! records themselves are in `undo.rs`.
+
+use super::block::list_room;
+use super::errors::XfError;
+use super::filter::{Added, Store, XfFilter, XfHash};
+use super::undo::Undo;
+use crate::common::memory::Limits;
+
+/// Adds that take effect together or not at all: [`Batch::commit`] keeps
+/// them; a batch dropped without it (an error, a panic unwinding) puts the
+/// filter back as it was, bytes and all.
+pub struct Batch<'a> {
+    filter: &'a mut XfFilter,
+    undo: Vec<Undo>,
+    items: u64,
+    mass: u64,
+    committed: bool,
+}
+
+impl XfFilter {
+    /// A batch of adds on this filter ([`Batch`]).
+    pub fn batch(&mut self) -> Batch<'_> {
+        let (items, mass) = (self.items, self.mass);
+        Batch { filter: self, undo: Vec::new(), items, mass, committed: false }
+    }
+
+    /// Undoes one change (records are undone last first).
+    fn undo(&mut self, undo: Undo) {
+        match (undo, &mut self.store) {
+            (Undo::Inserted { block, ql, at }, _) => self.blocks_mut()[block].remove(ql, at),
+            (Undo::Replaced { block, old }, _) => drop(self.replace_block(block, old)),
+            (Undo::Lone { old, qbits }, _) => {
+                self.store = Store::One(old);
+                self.qbits = qbits;
+            }
+            (Undo::Split { block, old, old_dir, slots }, Store::Many(d)) => {
+                let hi = d.blocks.pop().expect("the split's upper half is the last block");
+                let lo = std::mem::replace(&mut d.blocks[block], old);
+                d.block_bytes = d.block_bytes - lo.bytes() - hi.bytes() + d.blocks[block].bytes();
+                match old_dir {
+                    Some(dir) => {
+                        d.dir = dir;
+                        d.depth -= 1;
+                    }
+                    None => d.dir[slots].iter_mut().for_each(|s| *s = block as u32),
+                }
+                // The list's room is a function of its length ([`list_room`]).
+                let room = list_room(d.blocks.len());
+                if d.blocks.capacity() > room {
+                    d.blocks.shrink_to(room);
+                }
+            }
+            (Undo::Split { .. }, _) => debug_assert!(false, "a split is undone in a directory"),
+        }
+    }
+}
+
+impl Batch<'_> {
+    /// The filter as the batch has left it so far (to hash items with).
+    pub fn filter(&self) -> &XfFilter {
+        self.filter
+    }
+
+    /// [`XfFilter::add_occurrence`], undone if the batch is not committed.
+    pub fn add_occurrence(&mut self, h: XfHash, limits: Limits) -> Result<Added, XfError> {
+        self.filter.add_occurrence_with(h, limits, &mut self.undo)
+    }
+
+    /// [`XfFilter::insert_if_absent_hash`], undone if the batch is not committed.
+    pub fn insert_if_absent(&mut self, h: XfHash, limits: Limits) -> Result<bool, XfError> {
+        self.filter.insert_if_absent_with(h, limits, &mut self.undo)
+    }
+
+    /// Keeps every add of the batch (and frees what they replaced).
+    pub fn commit(mut self) {
+        self.committed = true;
+        self.undo.clear();
+    }
+
+    fn rollback(&mut self) {
+        while let Some(undo) = self.undo.pop() {
+            self.filter.undo(undo);
+        }
+        self.filter.items = self.items;
+        self.filter.mass = self.mass;
+    }
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        if !self.committed {
+            self.rollback();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::filter::{Seed, XfParams};
+    use super::*;
+
+    /// Everything a filter holds in memory, bit for bit: each block's
+    /// words (room and width included), the directory, the list's room,
+    /// the counters. Equal states answer, save and count bytes alike.
+    fn state(f: &XfFilter) -> (Vec<u64>, Vec<u32>, usize, [u64; 4]) {
+        let words = f.blocks().iter().flat_map(|b| b.words().iter().copied()).collect();
+        let (dir, room) = match &f.store {
+            Store::Many(d) => (d.dir.clone(), d.blocks.capacity()),
+            _ => (Vec::new(), 0),
+        };
+        (words, dir, room, [f.items, f.mass, u64::from(f.qbits), f.size_bytes()])
+    }
+
+    fn filter(capacity: u64, max_capacity: u64) -> XfFilter {
+        let params = XfParams { error_rate: 0.01, capacity, max_capacity };
+        XfFilter::with_seed(params, Seed([7, 11]), Limits::NONE).unwrap()
+    }
+
+    fn item(i: u64, salt: u64) -> [u8; 8] {
+        (i ^ (salt << 40)).to_le_bytes()
+    }
+
+    /// Batches of every size over filters of every shape (a lone block
+    /// doubling, the first split, splits that double the directory or
+    /// not, rebuilt blocks, in-place inserts), each run twice: dropped, it
+    /// leaves the filter bit for bit as it was; committed, the filter is
+    /// bit for bit what the same adds one at a time make.
+    #[test]
+    fn a_dropped_batch_undoes_everything_and_a_committed_one_is_the_adds() {
+        let mut kinds = [0usize; 4];
+        for (capacity, held, batch) in
+            [(1, 0, 1), (1, 3, 40), (8, 0, 700), (100, 50, 2_000), (100, 3_000, 5_000)]
+        {
+            for salt in 0..4u64 {
+                let mut f = filter(capacity, 1 << 36);
+                for i in 0..held {
+                    f.insert(&item(i, salt), Limits::NONE).unwrap();
+                }
+                let before = state(&f);
+                let mut one_by_one = f.try_clone().unwrap();
+                let mut b = f.batch();
+                for i in held..held + batch {
+                    let h = b.filter().hash(&item(i, salt));
+                    if i % 3 == 0 {
+                        b.insert_if_absent(h, Limits::NONE).unwrap();
+                        one_by_one.insert_if_absent_hash(h, Limits::NONE).unwrap();
+                    } else {
+                        b.add_occurrence(h, Limits::NONE).unwrap();
+                        one_by_one.add_occurrence(h, Limits::NONE).unwrap();
+                    }
+                }
+                for u in &b.undo {
+                    kinds[match u {
+                        Undo::Inserted { .. } => 0,
+                        Undo::Replaced { .. } => 1,
+                        Undo::Lone { .. } => 2,
+                        Undo::Split { .. } => 3,
+                    }] += 1;
+                }
+                let after = state(b.filter());
+                drop(b);
+                assert_eq!(state(&f), before, "capacity {capacity}, {held} held, a batch of {batch} dropped");
+                let mut b = f.batch();
+                for i in held..held + batch {
+                    let h = b.filter().hash(&item(i, salt));
+                    if i % 3 == 0 {
+                        b.insert_if_absent(h, Limits::NONE).unwrap();
+                    } else {
+                        b.add_occurrence(h, Limits::NONE).unwrap();
+                    }
+                }
+                b.commit();
+                assert_eq!(state(&f), after, "capacity {capacity}: the same batch, committed");
+                assert_eq!(state(&f), state(&one_by_one), "capacity {capacity}: committed = one by one");
+            }
+        }
+        assert!(kinds.iter().all(|&k| k > 0), "every kind of change was undone: {kinds:?}");
+    }
+
+    /// A batch refused part way by MAXCAPACITY or by the byte limit leaves
+    /// nothing of its first items.
+    #[test]
+    fn a_batch_refused_part_way_leaves_nothing() {
+        let mut f = filter(100, 1_000);
+        for i in 0..900 {
+            f.insert(&item(i, 1), Limits::NONE).unwrap();
+        }
+        let before = state(&f);
+        let mut b = f.batch();
+        let refused = (900..1_100).find_map(|i| {
+            let h = b.filter().hash(&item(i, 1));
+            b.add_occurrence(h, Limits::NONE).err().map(|e| (i, e))
+        });
+        assert_eq!(refused, Some((1_000, XfError::Full { max_capacity: 1_000 })));
+        drop(b);
+        assert_eq!(state(&f), before, "MAXCAPACITY");
+
+        let mut f = filter(100, 1 << 36);
+        for i in 0..2_000 {
+            f.insert(&item(i, 2), Limits::NONE).unwrap();
+        }
+        let limit = Limits::at_most(f.size_bytes() + 3_000);
+        let before = state(&f);
+        let mut b = f.batch();
+        let refused = (2_000..20_000).find_map(|i| {
+            let h = b.filter().hash(&item(i, 2));
+            b.insert_if_absent(h, limit).err().map(|e| (i, e))
+        });
+        let (at, e) = refused.expect("the byte limit refuses an add");
+        assert!(matches!(e, XfError::TooLarge { .. }), "{e:?}");
+        assert!(at > 2_001, "some adds of the batch ran first ({at})");
+        drop(b);
+        assert_eq!(state(&f), before, "bf.max-filter-bytes");
+    }
+}
