@@ -141,21 +141,21 @@ def free_port():
 
 
 class Server:
-    def __init__(self, name, module, extra_modules=(), binary="redis-server", module_args=()):
+    def __init__(self, name, module, extra_modules=(), binary="redis-server", module_args=(), extra_args=(), cpu=0):
         self.name = name
         self.dir = tempfile.mkdtemp(prefix="bloomkit-bench-")
         self.port = free_port()
         # Servers on core 0, the load generator on core 1 (bench/run.sh needs
         # two cores): neither steals the other's CPU mid-measurement.
         self.proc = subprocess.Popen(
-            ["taskset", "-c", "0", binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+            ["taskset", "-c", str(cpu), binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", self.dir, "--logfile", "server.log",
              "--enable-debug-command", "yes",
              # Each command's latency histogram (about 25 KB, made at its
              # first call) would count as the memory of the first filter
              # the memory benchmarks make.
              "--latency-tracking", "no", "--loadmodule", module, *module_args]
-            + [arg for m in extra_modules for arg in ("--loadmodule", m)],
+            + [arg for m in extra_modules for arg in ("--loadmodule", m)] + list(extra_args),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 20
         while True:

@@ -231,6 +231,17 @@ fn get(words: &[u64], pos: u64, len: u32) -> u64 {
     }
 }
 
+/// `v` (of `len` bits, `1..=64`) into zero bits at `pos`.
+#[inline]
+fn or_bits(words: &mut [u64], pos: u64, len: u32, v: u64) {
+    debug_assert!((1..=64).contains(&len) && (len == 64 || v >> len == 0));
+    let (i, off) = ((pos / 64) as usize, (pos % 64) as u32);
+    words[i] |= v << off;
+    if off + len > 64 {
+        words[i + 1] |= v >> (64 - off);
+    }
+}
+
 #[inline]
 fn set(words: &mut [u64], pos: u64, len: u32, v: u64) {
     debug_assert!(len <= 64 && (len == 64 || v >> len == 0));
@@ -864,23 +875,22 @@ fn zeroed(len: usize) -> Result<Box<[u64]>, OutOfMemory> {
 
 /// Writes `entries` (sorted) into a zeroed block of `meta`'s shape.
 fn write_entries(words: &mut [u64], meta: &Meta, entries: &[Entry]) {
+    debug_assert!(words[1..].iter().all(|&w| w == 0), "written into zeroed words only");
     let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
-    let mut pos = h0;
-    let mut ql = 0u32;
-    let mut group_counts = vec![0u32; (meta.q() / GROUP).max(1) as usize];
+    let mut group_counts = [0u32; (1 << MAX_QBITS) / GROUP as usize];
+    let mut fpos = f0;
     for (i, e) in entries.iter().enumerate() {
-        while ql < e.ql {
-            pos += 1; // a zero: quotient `ql` ends
-            ql += 1;
-        }
-        set(words, pos, 1, 1);
-        pos += 1;
-        set(words, f0 + i as u64 * w, meta.w, meta.field(e.f, e.fp));
+        // The header is unary: entry `i` of quotient `ql` has a one for each
+        // entry before it and a zero for each quotient before its own.
+        let pos = h0 + u64::from(e.ql) + i as u64;
+        words[(pos / 64) as usize] |= 1 << (pos % 64);
+        or_bits(words, fpos, meta.w, meta.field(e.f, e.fp));
+        fpos += w;
         group_counts[(e.ql / GROUP) as usize] += 1;
     }
     if meta.index_bits() > 0 {
         let mut before = 0;
-        for g in 1..group_counts.len() {
+        for g in 1..(meta.q() / GROUP) as usize {
             before += group_counts[g - 1];
             set(words, 64 + 16 * (g as u64 - 1), 16, u64::from(before));
         }

@@ -634,6 +634,7 @@ impl XfFilter {
                     u32::from(self.first_level),
                     u32::from(self.last_level),
                     &mut b.blocks,
+                    None,
                     limits,
                 )?
             }

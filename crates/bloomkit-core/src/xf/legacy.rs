@@ -245,10 +245,10 @@ impl V0 {
         let depth = deepest - qbits;
         let mut built = Built::default();
         build_region(0, depth, qbits, &abs, &[], &mut built, limits)?;
-        let mut blocks = built.blocks;
+        let (mut blocks, mass) = (built.blocks, built.mass);
         let last = c + horizon(&self.params);
         let hashing = Hashing::Murmur { m0 };
-        assemble(self.params, hashing, self.items, qbits, c, last, &mut blocks, limits)
+        assemble(self.params, hashing, self.items, qbits, c, last, &mut blocks, Some(mass), limits)
     }
 }
 

@@ -89,8 +89,10 @@ pub fn build_region(
     if n > u64::from(max_entries(qbits)) {
         return Err(XfError::Crowded);
     }
-    let mut list: Vec<Entry> = Vec::new();
-    list.try_reserve_exact(n as usize).map_err(|_| OutOfMemory)?;
+    // The entries' list is the one buffer every block of the build reuses.
+    let mut list = std::mem::take(&mut out.list);
+    list.clear();
+    list.try_reserve(n as usize).map_err(|_| OutOfMemory)?;
     let mut copies = false;
     for _ in cover {
         copies = true;
@@ -109,7 +111,11 @@ pub fn build_region(
         }
     }
     let block =
-        if copies { Block::build(qbits, d, &mut list, 0)? } else { Block::build_sorted(qbits, d, &list, 0)? };
+        if copies { Block::build(qbits, d, &mut list, 0) } else { Block::build_sorted(qbits, d, &list, 0) };
+    // The mass of what was built, counted here rather than walked again.
+    let mass = list.iter().fold(0u64, |m, e| m.saturating_add(units(a + e.f)));
+    out.list = list;
+    let block = block?;
     let bytes = out.bytes + block.bytes();
     if let Some(limit) = limits.max_bytes {
         if bytes > limit {
@@ -119,6 +125,7 @@ pub fn build_region(
     out.blocks.try_reserve(1).map_err(|_| OutOfMemory)?;
     out.blocks.push(block);
     out.bytes = bytes;
+    out.mass = out.mass.saturating_add(mass);
     Ok(())
 }
 
@@ -126,14 +133,19 @@ pub fn build_region(
 /// are pushed: the byte limit is checked once per block in constant time
 /// (summing every block built before each new one made merges and old-format
 /// loads quadratic wherever a limit is set, that is on every primary).
+/// The mass of their entries is summed as they are built, so that the
+/// result needs no second pass over its entries.
 #[derive(Default)]
 pub struct Built {
     pub blocks: Vec<Block>,
     bytes: u64,
+    pub mass: u64,
+    list: Vec<Entry>,
 }
 
 /// A filter of `blocks` (in address order, covering the hash space): its
-/// directory, mass and counts derived and checked.
+/// directory, mass and counts derived and checked. `mass`: the entries'
+/// mass when the caller summed it while building them (else counted here).
 #[allow(clippy::too_many_arguments)]
 pub fn assemble(
     params: XfParams,
@@ -143,6 +155,7 @@ pub fn assemble(
     first_level: u32,
     last_level: u32,
     blocks: &mut Vec<Block>,
+    mass: Option<u64>,
     limits: Limits,
 ) -> Result<XfFilter, XfError> {
     let entries: u64 = blocks.iter().map(|b| u64::from(b.len())).sum();
@@ -163,7 +176,8 @@ pub fn assemble(
         last_level: last_level.min(255) as u8,
         store,
     };
-    f.mass = f.recount();
+    f.mass = mass.unwrap_or_else(|| f.recount());
+    debug_assert_eq!(f.mass, f.recount(), "the mass summed while building is the mass");
     if f.items > f.entries() {
         return Err(XfError::BadData("it counts more items than it has entries"));
     }
@@ -266,15 +280,15 @@ impl XfFilter {
         let mut qbits =
             if multi { GROW_QBITS } else { inputs.iter().map(|f| u32::from(f.qbits)).max().unwrap_or(3) };
         let depth = inputs.iter().map(|f| f.dir_depth()).max().unwrap_or(0);
-        let mut blocks = loop {
-            let blocks = merge_blocks(&inputs, depth, qbits, limits)?;
+        let mut built = loop {
+            let built = merge_blocks(&inputs, depth, qbits, limits)?;
             // A lone block holds at most one entry per quotient: double its
             // quotients until it does (up to where blocks split instead).
-            if blocks.len() == 1 && qbits < GROW_QBITS && blocks[0].len() > 1 << qbits {
+            if built.blocks.len() == 1 && qbits < GROW_QBITS && built.blocks[0].len() > 1 << qbits {
                 qbits += 1;
                 continue;
             }
-            break blocks;
+            break built;
         };
         let mut out = assemble(
             params,
@@ -283,7 +297,8 @@ impl XfFilter {
             qbits,
             u32::from(first.first_level),
             u32::from(first.last_level),
-            &mut blocks,
+            &mut built.blocks,
+            Some(built.mass),
             limits,
         )?;
         let rate = mass_rate(out.mass, out.hashing());
@@ -332,7 +347,8 @@ impl Cursor<'_> {
         };
         if self.block != bi {
             self.block = bi;
-            self.entries = self.f.blocks()[bi].entries();
+            self.entries.clear();
+            self.f.blocks()[bi].for_each(|e| self.entries.push(e));
         }
         let level = depth + q;
         let l = dd - depth;
@@ -365,7 +381,7 @@ impl Cursor<'_> {
 }
 
 /// The result's blocks, slot by slot at depth `depth`.
-fn merge_blocks(inputs: &[&XfFilter], depth: u32, qbits: u32, limits: Limits) -> Result<Vec<Block>, XfError> {
+fn merge_blocks(inputs: &[&XfFilter], depth: u32, qbits: u32, limits: Limits) -> Result<Built, XfError> {
     let mut cursors: Vec<Cursor> =
         inputs.iter().map(|f| Cursor { f, block: usize::MAX, entries: Vec::new() }).collect();
     let mut out = Built::default();
@@ -381,17 +397,16 @@ fn merge_blocks(inputs: &[&XfFilter], depth: u32, qbits: u32, limits: Limits) ->
         merge_sorted(&lists, &mut merged);
         build_region(depth, depth, qbits, &merged, &cover, &mut out, limits)?;
     }
-    Ok(out.blocks)
+    Ok(out)
 }
 
 /// `lists` (each sorted) merged into `out`.
 fn merge_sorted(lists: &[Vec<Abs>], out: &mut Vec<Abs>) {
-    let nonempty: Vec<&Vec<Abs>> = lists.iter().filter(|l| !l.is_empty()).collect();
-    match nonempty.len() {
-        0 => {}
-        1 => out.extend_from_slice(nonempty[0]),
-        2 => {
-            let (a, b) = (nonempty[0], nonempty[1]);
+    let mut filled = lists.iter().filter(|l| !l.is_empty());
+    match (filled.next(), filled.next(), filled.next()) {
+        (None, _, _) => {}
+        (Some(a), None, _) => out.extend_from_slice(a),
+        (Some(a), Some(b), None) => {
             let (mut i, mut j) = (0, 0);
             out.reserve(a.len() + b.len());
             while i < a.len() && j < b.len() {
@@ -407,6 +422,7 @@ fn merge_sorted(lists: &[Vec<Abs>], out: &mut Vec<Abs>) {
             out.extend_from_slice(&b[j..]);
         }
         _ => {
+            let nonempty: Vec<&Vec<Abs>> = lists.iter().filter(|l| !l.is_empty()).collect();
             let mut heap: BinaryHeap<Reverse<(Abs, usize, usize)>> =
                 nonempty.iter().enumerate().map(|(k, l)| Reverse((l[0], k, 0))).collect();
             while let Some(Reverse((e, k, i))) = heap.pop() {
