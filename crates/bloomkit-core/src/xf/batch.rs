@@ -11,18 +11,21 @@
 //! - a block rebuilt (more room, a wider field): the old block is kept;
 //! - a lone block doubled, or split into the first two: the old block is kept;
 //! - a block split in a directory: the old block is kept, the new upper
-//!   half is the last of the list, and a doubled directory's old slots are
-//!   kept (else the slots the split took are pointed back).
+//!   half is the last of the list, a doubled directory's old slots are
+//!   kept (else the slots the split took are pointed back), and a list
+//!   moved into a larger one keeps its old allocation to move back into.
 //!
 //! Records are undone last first, so each finds the filter as it left it.
-//! Old blocks are freed at commit, as a single add frees them at once.
+//! What the batch replaced is freed at commit (a single add frees it at
+//! once): until then a batch holds the blocks it rebuilt or split besides
+//! the filter's, outside `bf.max-filter-bytes` (bounded by the batch: one
+//! block per add at most).
 //! The counters (items, mass) are put back from the batch's start. The
 //! records themselves are in `undo.rs`.
 
-use super::block::list_room;
 use super::errors::XfError;
 use super::filter::{Added, Store, XfFilter, XfHash};
-use super::undo::Undo;
+use super::undo::{Log, Split, Undo};
 use crate::common::memory::Limits;
 
 /// Adds that take effect together or not at all: [`Batch::commit`] keeps
@@ -30,7 +33,7 @@ use crate::common::memory::Limits;
 /// filter back as it was, bytes and all.
 pub struct Batch<'a> {
     filter: &'a mut XfFilter,
-    undo: Vec<Undo>,
+    log: Log,
     items: u64,
     mass: u64,
     committed: bool,
@@ -40,19 +43,21 @@ impl XfFilter {
     /// A batch of adds on this filter ([`Batch`]).
     pub fn batch(&mut self) -> Batch<'_> {
         let (items, mass) = (self.items, self.mass);
-        Batch { filter: self, undo: Vec::new(), items, mass, committed: false }
+        Batch { filter: self, log: Log::default(), items, mass, committed: false }
     }
 
-    /// Undoes one change (records are undone last first).
-    fn undo(&mut self, undo: Undo) {
-        match (undo, &mut self.store) {
-            (Undo::Inserted { block, ql, at }, _) => self.blocks_mut()[block].remove(ql, at),
-            (Undo::Replaced { block, old }, _) => drop(self.replace_block(block, old)),
-            (Undo::Lone { old, qbits }, _) => {
+    /// Undoes one change (records are undone last first); `split` is the
+    /// last split recorded, for [`Undo::Split`].
+    fn undo(&mut self, undo: Undo, split: Option<Split>) {
+        match (undo, split, &mut self.store) {
+            (Undo::Inserted { block, ql, at }, ..) => self.blocks_mut()[block].remove(ql, at),
+            (Undo::Replaced { block, old }, ..) => drop(self.replace_block(block, old)),
+            (Undo::Lone { old, qbits }, ..) => {
                 self.store = Store::One(old);
                 self.qbits = qbits;
             }
-            (Undo::Split { block, old, old_dir, slots }, Store::Many(d)) => {
+            (Undo::Split, Some(split), Store::Many(d)) => {
+                let Split { block, old, old_dir, slots, old_list } = split;
                 let hi = d.blocks.pop().expect("the split's upper half is the last block");
                 let lo = std::mem::replace(&mut d.blocks[block], old);
                 d.block_bytes = d.block_bytes - lo.bytes() - hi.bytes() + d.blocks[block].bytes();
@@ -63,13 +68,14 @@ impl XfFilter {
                     }
                     None => d.dir[slots].iter_mut().for_each(|s| *s = block as u32),
                 }
-                // The list's room is a function of its length ([`list_room`]).
-                let room = list_room(d.blocks.len());
-                if d.blocks.capacity() > room {
-                    d.blocks.shrink_to(room);
+                // Back into the list they came from, whose room holds them.
+                if let Some(mut list) = old_list {
+                    debug_assert!(list.capacity() >= d.blocks.len());
+                    list.append(&mut d.blocks);
+                    d.blocks = list;
                 }
             }
-            (Undo::Split { .. }, _) => debug_assert!(false, "a split is undone in a directory"),
+            (Undo::Split, ..) => debug_assert!(false, "a split is undone in a directory, from its record"),
         }
     }
 }
@@ -82,23 +88,24 @@ impl Batch<'_> {
 
     /// [`XfFilter::add_occurrence`], undone if the batch is not committed.
     pub fn add_occurrence(&mut self, h: XfHash, limits: Limits) -> Result<Added, XfError> {
-        self.filter.add_occurrence_with(h, limits, &mut self.undo)
+        self.filter.add_occurrence_with(h, limits, &mut self.log)
     }
 
     /// [`XfFilter::insert_if_absent_hash`], undone if the batch is not committed.
     pub fn insert_if_absent(&mut self, h: XfHash, limits: Limits) -> Result<bool, XfError> {
-        self.filter.insert_if_absent_with(h, limits, &mut self.undo)
+        self.filter.insert_if_absent_with(h, limits, &mut self.log)
     }
 
     /// Keeps every add of the batch (and frees what they replaced).
     pub fn commit(mut self) {
         self.committed = true;
-        self.undo.clear();
+        self.log = Log::default();
     }
 
     fn rollback(&mut self) {
-        while let Some(undo) = self.undo.pop() {
-            self.filter.undo(undo);
+        while let Some(undo) = self.log.undo.pop() {
+            let split = if matches!(undo, Undo::Split) { self.log.splits.pop() } else { None };
+            self.filter.undo(undo, split);
         }
         self.filter.items = self.items;
         self.filter.mass = self.mass;
@@ -147,6 +154,7 @@ mod tests {
     #[test]
     fn a_dropped_batch_undoes_everything_and_a_committed_one_is_the_adds() {
         let mut kinds = [0usize; 4];
+        let mut moved_lists = 0;
         for (capacity, held, batch) in
             [(1, 0, 1), (1, 3, 40), (8, 0, 700), (100, 50, 2_000), (100, 3_000, 5_000)]
         {
@@ -168,14 +176,15 @@ mod tests {
                         one_by_one.add_occurrence(h, Limits::NONE).unwrap();
                     }
                 }
-                for u in &b.undo {
+                for u in &b.log.undo {
                     kinds[match u {
                         Undo::Inserted { .. } => 0,
                         Undo::Replaced { .. } => 1,
                         Undo::Lone { .. } => 2,
-                        Undo::Split { .. } => 3,
+                        Undo::Split => 3,
                     }] += 1;
                 }
+                moved_lists += b.log.splits.iter().filter(|s| s.old_list.is_some()).count();
                 let after = state(b.filter());
                 drop(b);
                 assert_eq!(state(&f), before, "capacity {capacity}, {held} held, a batch of {batch} dropped");
@@ -194,6 +203,8 @@ mod tests {
             }
         }
         assert!(kinds.iter().all(|&k| k > 0), "every kind of change was undone: {kinds:?}");
+        assert!(moved_lists > 0, "splits that moved the list to a larger one were undone");
+        assert!(std::mem::size_of::<Undo>() <= 32, "a record per item stays small");
     }
 
     /// A batch refused part way by MAXCAPACITY or by the byte limit leaves

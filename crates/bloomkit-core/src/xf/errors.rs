@@ -81,11 +81,13 @@ pub enum XfError {
     BadChunk(&'static str),
     /// A batch of adds (`XF.MADD`, `XF.MADDNX`, `XF.INSERT`) refused at
     /// item `item` (from 1) of `items` for `cause`: nothing of it was
-    /// stored, and the filter holds `held` items as before.
+    /// stored, and the filter holds `held` items as before (`new_key`: the
+    /// batch would have created it, and no key was stored).
     BatchRefused {
         item: u64,
         items: u64,
         held: u64,
+        new_key: bool,
         cause: Box<XfError>,
     },
 }
@@ -159,7 +161,9 @@ impl ReplyError for XfError {
             ),
             BadIterator => Cow::Borrowed("ERR the iterator must be a non-negative integer (0 to start)"),
             BadChunk(why) => Cow::Owned(format!("ERR invalid chunk: {why}")),
-            BatchRefused { item, items, held, cause } => Cow::Owned(batch_refused(*item, *items, *held, cause)),
+            BatchRefused { item, items, held, new_key, cause } => {
+                Cow::Owned(batch_refused(*item, *items, *held, *new_key, cause))
+            }
         };
         Reply::Error(text)
     }
@@ -169,21 +173,26 @@ display_as_reply!(XfError);
 
 /// The text of [`XfError::BatchRefused`]: the cause's, said of the batch,
 /// with its error code (`ERR`, or `OOM` for `maxmemory`) kept in front.
-fn batch_refused(item: u64, items: u64, held: u64, cause: &XfError) -> String {
-    if let XfError::Full { max_capacity } = cause {
-        return format!(
+fn batch_refused(item: u64, items: u64, held: u64, new_key: bool, cause: &XfError) -> String {
+    match cause {
+        XfError::Full { max_capacity } if new_key => format!(
+            "ERR this batch would fill a new filter past its MAXCAPACITY of {max_capacity} items: item {item} of \
+             {items} was the first that did not fit; nothing was stored and no key was created. Create it with a \
+             larger MAXCAPACITY (XF.INSERT key MAXCAPACITY m ITEMS ..., or XF.RESERVE first), or send fewer items"
+        ),
+        XfError::Full { max_capacity } => format!(
             "ERR this batch would take the filter past its MAXCAPACITY of {max_capacity} items: it holds {held}, \
-             and item {item} of {items} was the first that did not fit; nothing was stored. Send fewer new items, \
-             delete items, or copy the filter into a key with a larger MAXCAPACITY (XF.RESERVE new rate \
-             MAXCAPACITY m, then XF.MERGE new 1 key)"
-        );
+             and item {item} of {items} was the first that did not fit (every add counts, repeats too, except \
+             with XF.MADDNX); nothing was stored. Send a smaller batch, delete items, or copy the filter into a \
+             key with a larger MAXCAPACITY (XF.RESERVE new rate MAXCAPACITY m, then XF.MERGE new 1 key)"
+        ),
+        _ => {
+            let text = cause.message();
+            let (code, rest) = text.split_once(' ').unwrap_or(("ERR", &text));
+            let rest = rest.trim_end_matches("; nothing was changed").trim_end_matches('.');
+            format!("{code} item {item} of {items} of this batch was refused: {rest}; nothing of the batch was stored")
+        }
     }
-    let text = cause.message();
-    let (code, rest) = text.split_once(' ').unwrap_or(("ERR", &text));
-    let rest = rest.trim_end_matches("; nothing was changed");
-    format!(
-        "{code} item {item} of {items} of this batch was refused: {rest}; nothing of the batch was stored"
-    )
 }
 
 impl From<LimitExceeded> for XfError {
@@ -225,12 +234,27 @@ mod tests {
         assert!(XfError::UnknownArgument("FOO".into()).message().contains("'FOO'"));
         let m = XfError::MergeTooLong { entries: 20, limit: 10 }.message();
         assert!(m.contains("read 20 entries, more than bf.xf-max-merge-entries (10)"), "{m}");
-        let batch = |cause| XfError::BatchRefused { item: 4, items: 5, held: 0, cause: Box::new(cause) };
+        let batch = |cause| XfError::BatchRefused {
+            item: 4,
+            items: 5,
+            held: 0,
+            new_key: false,
+            cause: Box::new(cause),
+        };
         let m = batch(XfError::Full { max_capacity: 3 }).message();
         assert!(m.starts_with("ERR this batch would take the filter past its MAXCAPACITY of 3 items"), "{m}");
         assert!(m.contains("item 4 of 5") && m.contains("nothing was stored"), "{m}");
         let m = batch(XfError::OverMaxmemory).message();
         assert!(m.starts_with("OOM item 4 of 5 of this batch was refused: command not allowed"), "{m}");
+        assert!(m.contains("'maxmemory'; nothing of the batch"), "{m}");
+        let new_key = XfError::BatchRefused {
+            item: 3,
+            items: 5,
+            held: 0,
+            new_key: true,
+            cause: Box::new(XfError::Full { max_capacity: 2 }),
+        };
+        assert!(new_key.message().contains("no key was created. Create it with a larger MAXCAPACITY"));
         let m = batch(XfError::OutOfMemory).message();
         assert!(m.ends_with("allocating the filter; nothing of the batch was stored"), "{m}");
     }

@@ -9,7 +9,7 @@ use siphasher::sip128::{Hasher128, SipHasher13};
 
 use super::block::{alloc_class, list_room, max_entries, reserve_list, Block, Entry, MAX_F, MIN_QBITS};
 use super::errors::XfError;
-use super::undo::{Forget, Journal, Undo};
+use super::undo::{Forget, Journal, Split, Undo};
 use super::{MAX_CAPACITY_LIMIT, MAX_ERROR_RATE, MIN_ERROR_RATE};
 use crate::common::hash::murmur3_128;
 use crate::common::memory::{Limits, OutOfMemory, Relocate};
@@ -1017,9 +1017,18 @@ impl XfFilter {
         if deeper {
             dir.try_reserve_exact(new_dir_len).map_err(|_| OutOfMemory)?;
         }
+        // A list with room for one more block, made now: a batch keeps the
+        // old one to move the blocks back into (see `undo.rs`).
         let grown = d.blocks.len() + 1;
-        reserve_list(&mut d.blocks, grown)?;
+        let mut larger = Vec::new();
+        if d.blocks.capacity() < list_room(grown) {
+            reserve_list(&mut larger, grown)?;
+        }
         // Nothing fails past here.
+        let old_list = (larger.capacity() > 0).then(|| {
+            larger.append(&mut d.blocks);
+            std::mem::replace(&mut d.blocks, larger)
+        });
         let old_dir = deeper.then(|| {
             dir.extend(d.dir.iter().flat_map(|&b| [b, b]));
             d.depth += 1;
@@ -1035,7 +1044,7 @@ impl XfFilter {
         let old = std::mem::replace(&mut d.blocks[s.block], lo);
         d.blocks.push(hi);
         d.dir[slots.clone()].iter_mut().for_each(|slot| *slot = hi_index);
-        journal.record(Undo::Split { block: s.block, old, old_dir, slots });
+        journal.record_split(Split { block: s.block, old, old_dir, slots, old_list });
         Ok(true)
     }
 

@@ -14,10 +14,23 @@ pub(super) enum Undo {
     /// The lone block `old` (of `qbits` quotient bits) was doubled, or
     /// split into a directory of two.
     Lone { old: Block, qbits: u8 },
-    /// Block `block` of a directory was split: the upper half was pushed
-    /// last; the directory was doubled (`old_dir`) or the slots
-    /// `slots` pointed at the upper half.
-    Split { block: usize, old: Block, old_dir: Option<Vec<u32>>, slots: std::ops::Range<usize> },
+    /// A block of a directory was split: the [`Split`] the journal kept
+    /// last (apart, so that the common records stay 32 bytes).
+    Split,
+}
+
+/// How to undo a split in a directory.
+pub(super) struct Split {
+    /// The block split, now its lower half; the upper half was pushed last.
+    pub block: usize,
+    pub old: Block,
+    /// The directory before it doubled, or `None` and the `slots` that were
+    /// pointed at the upper half.
+    pub old_dir: Option<Vec<u32>>,
+    pub slots: std::ops::Range<usize>,
+    /// The list of blocks before it was moved into a larger one (now
+    /// empty, its room kept: moving back allocates nothing).
+    pub old_list: Option<Vec<Block>>,
 }
 
 /// Where an add leaves the record of what it changed.
@@ -26,6 +39,7 @@ pub(super) trait Journal {
     /// that keeping the record cannot fail afterwards.
     fn make_room(&mut self) -> Result<(), OutOfMemory>;
     fn record(&mut self, undo: Undo);
+    fn record_split(&mut self, split: Split);
 }
 
 /// A single add: nothing to undo (it changes nothing unless it succeeds);
@@ -37,14 +51,28 @@ impl Journal for Forget {
         Ok(())
     }
     fn record(&mut self, _: Undo) {}
+    fn record_split(&mut self, _: Split) {}
 }
 
-impl Journal for Vec<Undo> {
+/// A batch's records, last first when undone.
+#[derive(Default)]
+pub(super) struct Log {
+    pub undo: Vec<Undo>,
+    pub splits: Vec<Split>,
+}
+
+impl Journal for Log {
     fn make_room(&mut self) -> Result<(), OutOfMemory> {
-        self.try_reserve(1).map_err(|_| OutOfMemory)
+        self.undo.try_reserve(1).map_err(|_| OutOfMemory)?;
+        self.splits.try_reserve(1).map_err(|_| OutOfMemory)
     }
     fn record(&mut self, undo: Undo) {
-        debug_assert!(self.len() < self.capacity());
-        self.push(undo);
+        debug_assert!(self.undo.len() < self.undo.capacity());
+        self.undo.push(undo);
+    }
+    fn record_split(&mut self, split: Split) {
+        debug_assert!(self.splits.len() < self.splits.capacity());
+        self.splits.push(split);
+        self.record(Undo::Split);
     }
 }

@@ -192,12 +192,14 @@ fn add_items(
         Ok(done) => done,
         Err((item, cause)) => {
             count_refusal(&cause);
-            return Err(match shape {
-                Shape::Single => cause,
-                Shape::Array => XfError::BatchRefused {
+            return Err(match (shape, cause) {
+                // Not about an item: as it is.
+                (_, cause @ XfError::Loading) | (Shape::Single, cause) => cause,
+                (Shape::Array, cause) => XfError::BatchRefused {
                     item: item as u64 + 1,
                     items: items.len() as u64,
                     held: f.items(),
+                    new_key: fresh.is_some(),
                     cause: Box::new(cause),
                 },
             }
@@ -205,12 +207,12 @@ fn add_items(
         }
     };
     let (size_after, blocks_after) = (f.size_bytes(), f.block_count());
-    COUNTERS.add(EXPANSIONS, blocks_after.saturating_sub(blocks_before));
     match fresh {
         // Counted whole as it is stored.
         Some(f) => drop(store_new(ctx, &key, &argv[1], f)?),
         None => COUNTERS.resized(size_before, size_after),
     }
+    COUNTERS.add(EXPANSIONS, blocks_after.saturating_sub(blocks_before));
     COUNTERS.add(ITEMS_ADDED, answers.iter().filter(|&&a| a || repeat == Repeat::Count).count() as u64);
     match shape {
         Shape::Single => ctx.reply_bool(answers[0]),
