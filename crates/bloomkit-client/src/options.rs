@@ -32,7 +32,9 @@ pub enum Window {
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Options {
-    /// Items the filter holds at the target error rate.
+    /// Items the filter holds at the target error rate; for an expandable
+    /// filter only where it starts (it grows past it, up to
+    /// [`Options::max_capacity`]).
     pub capacity: u64,
     /// Target false-positive rate, strictly between 0 and 1.
     pub error_rate: f64,

@@ -102,8 +102,8 @@ impl Layout {
     }
 
     /// An expandable filter (`XF.*`, bloomkit only) in the key `name`: it
-    /// grows as items arrive, by doubling one table, at the options'
-    /// error rate at every size (up to [`Options::max_capacity`]), so the
+    /// grows as items arrive, one block at a time (no table is ever
+    /// doubled or copied whole), at the options' error rate at every size (up to [`Options::max_capacity`]), so the
     /// capacity is only a first size, and a stream of unknown length needs
     /// no guess. Items can be removed ([`Filter::remove`]) and their copies
     /// counted ([`crate::RedisFilter::count_of`]). Created on first write
