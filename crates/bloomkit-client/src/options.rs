@@ -39,9 +39,16 @@ pub struct Options {
     /// Target false-positive rate, strictly between 0 and 1.
     pub error_rate: f64,
     /// Lifetime of the filter's keys, set when a key is created (by `reserve`
-    /// or by the first write) and never extended by later writes. Server
-    /// backends only.
+    /// or by the first write) and, unless [`Options::refresh_ttl`], never
+    /// extended by later writes. Server backends only.
     pub ttl: Option<Duration>,
+    /// Every write sets [`Options::ttl`] again, atomically with its adds and
+    /// in the same round trip (each batch is one `EVAL` of the add command
+    /// and `PEXPIRE`), so that a key lives `ttl` past its last write: the
+    /// "already seen in the last 30 days" pattern. Module layouts (Bloom,
+    /// cuckoo, expandable, windows, and their shards); bitmap layouts refuse
+    /// it. At most [`MAX_REFRESH_BATCH`] items per batch.
+    pub refresh_ttl: bool,
     /// Items per server command. Bounds how long one command holds the
     /// server; a larger call is split into several pipelined commands.
     pub batch_size: usize,
@@ -64,6 +71,11 @@ pub struct Options {
     pub max_capacity: Option<u64>,
 }
 
+/// The most items per batch with [`Options::refresh_ttl`]: each batch's
+/// arguments pass through a script, whose interpreter unpacks at most
+/// 8,000 values at once.
+pub const MAX_REFRESH_BATCH: usize = 7_000;
+
 impl Options {
     /// A filter for `capacity` items at `error_rate`, no TTL, 1000 items per
     /// command, 512 MiB per bitmap key.
@@ -72,6 +84,7 @@ impl Options {
             capacity,
             error_rate,
             ttl: None,
+            refresh_ttl: false,
             batch_size: 1000,
             max_key_bits: MAX_STRING_BITS,
             window: None,
@@ -121,6 +134,16 @@ impl Options {
         }
         if matches!(self.ttl, Some(t) if t.as_millis() == 0) {
             return Err(Error::InvalidOptions("a TTL must be at least one millisecond".into()));
+        }
+        if self.refresh_ttl && self.ttl.is_none() {
+            return Err(Error::InvalidOptions("refresh_ttl needs a ttl to set again".into()));
+        }
+        if self.refresh_ttl && self.batch_size > MAX_REFRESH_BATCH {
+            return Err(Error::InvalidOptions(format!(
+                "with refresh_ttl, a batch holds at most {MAX_REFRESH_BATCH} items (the script's arguments); \
+                 got batch_size {}",
+                self.batch_size
+            )));
         }
         Ok(())
     }

@@ -69,6 +69,33 @@ enum Kind {
 /// items of one shard are spread evenly over its bits.
 const SHARD_SEED: u64 = 0x5348_4152_4442_4b31;
 
+/// One batch's add command and `PEXPIRE` of its key, atomically: KEYS[1]
+/// the key, ARGV[1] the TTL in ms, ARGV[2] the command, ARGV[3..] its
+/// arguments after the key. Its reply is the command's; an error reply
+/// of the command (a refused batch) stops the script before `PEXPIRE`.
+const REFRESH_SCRIPT: &str = "local reply = redis.call(ARGV[2], KEYS[1], unpack(ARGV, 3))
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return reply";
+
+/// `batch` (a module command whose first argument is its key) as one
+/// `EVAL` that also sets the key's TTL again ([`Options::refresh_ttl`]).
+fn with_ttl_refreshed(batch: Cmd, ttl: u64) -> Cmd {
+    let args: Vec<&[u8]> = batch
+        .args_iter()
+        .map(|a| match a {
+            redis::Arg::Simple(bytes) => bytes,
+            // The add commands built here take no cursor.
+            _ => b"0",
+        })
+        .collect();
+    let mut c = cmd("EVAL");
+    c.arg(REFRESH_SCRIPT).arg(1).arg(args[1]).arg(ttl).arg(args[0]);
+    for a in &args[2..] {
+        c.arg(*a);
+    }
+    c
+}
+
 impl Layout {
     /// A `BF.*` filter in the key `name`, created on first write with the
     /// options' capacity and error rate (`BF.INSERT`); with
@@ -155,6 +182,12 @@ impl Layout {
         if options.window.is_some() {
             return Err(Error::InvalidOptions(
                 "sliding windows need the module (APBF.*) or local backend, not bitmaps".into(),
+            ));
+        }
+        if options.refresh_ttl {
+            return Err(Error::InvalidOptions(
+                "refresh_ttl needs a module layout: bitmap scripts set the TTL when they create the keys"
+                    .into(),
             ));
         }
         let name = name.into();
@@ -409,6 +442,10 @@ impl Layout {
                 }
                 Kind::Sharded { .. } => unreachable!("shards are not sharded"),
             };
+            let batch = match o.ttl_millis() {
+                Some(ttl) if write && o.refresh_ttl => with_ttl_refreshed(batch, ttl),
+                _ => batch,
+            };
             plan.steps.push(Step { cmd: batch, decode: Decode::PerItem(owners.to_vec()) });
         }
         let single_key = match &self.kind {
@@ -416,7 +453,7 @@ impl Layout {
             Kind::Bitmap(bitmap) => bitmap.is_single_key(),
             Kind::Sharded { .. } => false,
         };
-        if write && single_key && !items.is_empty() {
+        if write && single_key && !items.is_empty() && !o.refresh_ttl {
             if let Some(ttl) = o.ttl_millis() {
                 // Gives a key created by this write its lifetime; NX keeps an
                 // existing one (Redis 7 and later, Valkey). Split bitmaps set

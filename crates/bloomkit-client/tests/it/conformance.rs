@@ -377,3 +377,52 @@ fn async_expandable() {
     let server = TestServer::with_bloomkit(Server::Redis);
     run_async_at(&server, true, Rate::Bound, |n, o| Layout::expandable(n, o).unwrap());
 }
+
+/// `Options::refresh_ttl` (issue 51): every write sets the TTL again, in
+/// the same command as its adds, on every module layout (RedisBloom's
+/// too) and on each shard a write reaches; bitmap layouts refuse it, and
+/// it needs a TTL.
+#[test]
+fn refreshed_ttls_follow_the_last_write() {
+    let bloomkit = TestServer::with_bloomkit(Server::Redis);
+    let redisbloom = TestServer::start(Server::Redis, &[Module::RedisBloom], &[]);
+    let o = Options {
+        ttl: Some(Duration::from_secs(600)),
+        refresh_ttl: true,
+        batch_size: 2,
+        ..Options::new(1000, 0.01)
+    };
+    let layouts = [
+        (&bloomkit, Layout::module("r:bf", o.clone()).unwrap()),
+        (&bloomkit, Layout::cuckoo("r:cf", o.clone()).unwrap()),
+        (&bloomkit, Layout::expandable("r:xf", o.clone()).unwrap()),
+        (&bloomkit, Layout::sharded("r:sh", 3, Over::Expandable, o.clone()).unwrap()),
+        (&redisbloom, Layout::module("r:rb", o.clone()).unwrap()),
+    ];
+    let items: [&[u8]; 5] = [b"a", b"b", b"c", b"d", b"e"];
+    for (server, layout) in layouts {
+        let name = layout.name().to_string();
+        let mut f = RedisFilter::new(connect(server), layout);
+        let mut raw = server.conn();
+        assert_eq!(f.add_slice(&items).unwrap(), vec![true; 5], "{name}");
+        let keys: Vec<String> =
+            f.info().unwrap().keys.into_iter().filter(|k| raw.call(&["EXISTS", k]).as_int() == 1).collect();
+        assert!(!keys.is_empty(), "{name}");
+        for k in &keys {
+            let t = raw.call(&["PTTL", k]).as_int();
+            assert!(t > 590_000 && t <= 600_000, "{name}: {k} created with its TTL: {t}");
+            raw.call(&["PEXPIRE", k, "5000"]);
+        }
+        // The same items again: every key that holds one is written, and
+        // lives 600 s from now, though nothing new was stored.
+        f.add_slice(&items).unwrap();
+        for k in &keys {
+            let t = raw.call(&["PTTL", k]).as_int();
+            assert!(t > 590_000, "{name}: {k} refreshed by the write: {t}");
+        }
+    }
+    let bitmap = Layout::bitmap("r:bits", o.clone());
+    assert!(matches!(bitmap, Err(Error::InvalidOptions(ref m)) if m.contains("module layout")), "{bitmap:?}");
+    let no_ttl = Layout::module("r:none", Options { ttl: None, ..o });
+    assert!(matches!(no_ttl, Err(Error::InvalidOptions(_))), "{no_ttl:?}");
+}
