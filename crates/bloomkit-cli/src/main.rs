@@ -456,6 +456,58 @@ struct InfoArgs {
     bitmap: BitmapArgs,
 }
 
+/// `copy --all` between two single servers: the small module values first,
+/// a batch of keys per three round trips (`transfer::copy_small_keys`),
+/// with a bar of keys and one summary line; how many were copied, and the
+/// keys left for the key-by-key copy (large values, and whatever the
+/// destination refused: that copy then says why).
+fn copy_small_first(
+    from: &mut cluster::Place,
+    to: &mut cluster::Place,
+    keys: &[String],
+    replace: bool,
+) -> Result<(usize, Vec<String>)> {
+    let (cluster::Place::Single(source), cluster::Place::Single(dest)) = (from, to) else {
+        return Ok((0, keys.to_vec()));
+    };
+    let bar =
+        if io::stderr().is_terminal() { ProgressBar::new(keys.len() as u64) } else { ProgressBar::hidden() };
+    bar.set_style(
+        ProgressStyle::with_template("small keys [{bar:30}] {pos}/{len} {per_sec} eta {eta}")
+            .expect("valid template"),
+    );
+    let mut rest = Vec::new();
+    let mut copied = 0;
+    for batch in keys.chunks(transfer::MANY_BATCH * 8) {
+        let done = match transfer::copy_small_keys(source, dest, batch, replace) {
+            Ok(done) => done,
+            Err(_) if interrupt::interrupted() => {
+                return Err(interrupt::Stopped(format!(
+                    "bloomkit copy: interrupted; {copied} of {} copied whole before it (each is complete: no \
+                     staging key is used for them)",
+                    keys.len()
+                ))
+                .into())
+            }
+            Err(e) => return Err(e.into()),
+        };
+        for (key, done) in batch.iter().zip(done) {
+            match done {
+                Some(_) => copied += 1,
+                None => rest.push(key.clone()),
+            }
+        }
+        bar.inc(batch.len() as u64);
+    }
+    bar.finish_and_clear();
+    say!(
+        "bloomkit copy: {} copied whole (DUMP and RESTORE, TTLs kept); {} key by key",
+        units::plural(copied as u64, "small key", "small keys"),
+        rest.len()
+    );
+    Ok((copied, rest))
+}
+
 fn progress_bar(what: &str) -> ProgressBar {
     if !io::stderr().is_terminal() {
         return ProgressBar::hidden();
@@ -813,8 +865,11 @@ fn run(cli: Cli) -> Result<()> {
                 a.keys.clone()
             };
             let bitmap = bitmap_params(&a.bitmap)?;
-            let mut copied = 0;
-            for key in &keys {
+            let (mut copied, rest) = match a.all && bitmap.is_none() {
+                true => copy_small_first(&mut from, &mut to, &keys, a.replace)?,
+                false => (0, keys.clone()),
+            };
+            for key in &rest {
                 let bar = progress_bar(key);
                 let (source, to) = match (from.server_for(key), to.server_for(key)) {
                     (Ok(source), Ok(to)) => (source, to),

@@ -181,3 +181,47 @@ fn files_old_and_expired() {
     );
     assert!(stderr(&o).contains("is not in the file: Guava's format has no place for it"), "{}", stderr(&o));
 }
+
+/// `copy --all` of many small keys (issue 51 item 3): per-user filters of
+/// every family, of 1 to 50 items, with and without TTLs, go whole a
+/// batch at a time; each lands byte for byte with the TTL it had left, a
+/// key that exists at the destination is refused (and replaced with
+/// `--replace`), and a large key still goes chunk by chunk.
+#[test]
+fn copy_all_moves_many_small_keys_whole() {
+    let a = TestServer::with_bloomkit(Server::Redis);
+    let b = TestServer::with_bloomkit(Server::Redis);
+    let (mut c, mut d) = (a.conn(), b.conn());
+    let n = 1_500;
+    for i in 0..n {
+        let key = format!("u:{i}");
+        let mut cmd = match i % 3 {
+            0 => vec!["XF.MADD".to_string(), key.clone()],
+            1 => vec!["BF.INSERT".to_string(), key.clone(), "CAPACITY".into(), "100".into(), "ITEMS".into()],
+            _ => vec!["CF.INSERT".to_string(), key.clone(), "CAPACITY".into(), "100".into(), "ITEMS".into()],
+        };
+        cmd.extend((0..1 + i % 50).map(|j| format!("item{j}")));
+        assert!(!c.call(&cmd).is_error(), "{cmd:?}");
+        if i % 2 == 0 {
+            c.call(&["EXPIRE", &key, &(DAY + i as i64).to_string()]);
+        }
+    }
+    c.ok("BF.RESERVE large 0.001 1000000");
+    d.ok("XF.ADD u:7 taken");
+    let (url_a, url_b) = (format!("redis://127.0.0.1:{}", a.port), format!("redis://127.0.0.1:{}", b.port));
+    let out = run(&["copy", "--from", &url_a, "--to", &url_b, "--all"], b"");
+    let text = stderr(&out);
+    assert!(!out.status.success() && text.contains("u:7"), "the existing key is refused: {text}");
+    assert!(text.contains(&format!("{} small keys copied whole", n - 1)), "{text}");
+    assert!(text.contains("large (Bloom filter): done"), "the large key chunk by chunk: {text}");
+    for i in (0..n).filter(|&i| i != 7) {
+        let key = format!("u:{i}");
+        let digest = |c: &mut Conn| c.call(&["DEBUG", "DIGEST-VALUE", &key]);
+        assert_eq!(digest(&mut d), digest(&mut c), "{key}");
+        let (want, got) = (c.call(&["TTL", &key]).as_int(), d.call(&["TTL", &key]).as_int());
+        assert!((want - got).abs() <= 1 && (want == -1) == (got == -1), "{key}: TTL {got}, source {want}");
+    }
+    let out = ok(&["copy", "--from", &url_a, "--to", &url_b, "--all", "--replace"], b"");
+    assert!(stderr(&out).contains(&format!("{n} small keys copied whole")), "{}", stderr(&out));
+    assert_eq!(d.call(&["DEBUG", "DIGEST-VALUE", "u:7"]), c.call(&["DEBUG", "DIGEST-VALUE", "u:7"]));
+}
