@@ -1024,6 +1024,7 @@ impl XfFilter {
         if d.blocks.capacity() < list_room(grown) {
             reserve_list(&mut larger, grown)?;
         }
+        journal.make_room_for_split()?;
         // Nothing fails past here.
         let old_list = (larger.capacity() > 0).then(|| {
             larger.append(&mut d.blocks);

@@ -38,6 +38,10 @@ pub(super) trait Journal {
     /// Room for one more record, asked before the add changes anything, so
     /// that keeping the record cannot fail afterwards.
     fn make_room(&mut self) -> Result<(), OutOfMemory>;
+    /// Room for one more [`Split`] besides, asked only by a split in a
+    /// directory before it changes anything (most adds split nothing: they
+    /// pay for no room of it).
+    fn make_room_for_split(&mut self) -> Result<(), OutOfMemory>;
     fn record(&mut self, undo: Undo);
     fn record_split(&mut self, split: Split);
 }
@@ -48,6 +52,9 @@ pub(super) struct Forget;
 
 impl Journal for Forget {
     fn make_room(&mut self) -> Result<(), OutOfMemory> {
+        Ok(())
+    }
+    fn make_room_for_split(&mut self) -> Result<(), OutOfMemory> {
         Ok(())
     }
     fn record(&mut self, _: Undo) {}
@@ -63,7 +70,9 @@ pub(super) struct Log {
 
 impl Journal for Log {
     fn make_room(&mut self) -> Result<(), OutOfMemory> {
-        self.undo.try_reserve(1).map_err(|_| OutOfMemory)?;
+        self.undo.try_reserve(1).map_err(|_| OutOfMemory)
+    }
+    fn make_room_for_split(&mut self) -> Result<(), OutOfMemory> {
         self.splits.try_reserve(1).map_err(|_| OutOfMemory)
     }
     fn record(&mut self, undo: Undo) {

@@ -245,6 +245,20 @@ fn run_batch<'a>(
 ) -> Result<(Vec<bool>, Vec<&'a [u8]>), (usize, XfError)> {
     let mut answers = Vec::with_capacity(items.len());
     let mut stored = Vec::with_capacity(items.len());
+    if let [item] = items {
+        // One add changes nothing unless it succeeds: no undo log to keep.
+        let h = f.hash(item.bytes());
+        let (new, was_stored) = match repeat {
+            Repeat::Count => f.add_occurrence(h, limits).map(|a| (a.new, a.stored)),
+            Repeat::Skip => f.insert_if_absent_hash(h, limits).map(|new| (new, true)),
+        }
+        .map_err(|e| (0, e))?;
+        answers.push(new);
+        if was_stored {
+            stored.push(item.bytes());
+        }
+        return Ok((answers, stored));
+    }
     let mut batch = f.batch();
     for (i, item) in items.iter().enumerate() {
         let h = batch.filter().hash(item.bytes());
