@@ -35,8 +35,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use bloomkit_core::xf::block::{max_entries, Block, Entry};
 use bloomkit_core::xf::filter::{
-    deepest_level, directory_bytes, doubles, entry_at, fbits_at_level, give_bit, grow_threshold, own_bytes,
-    relieves, units, XfParams, GROW_QBITS, MASS_BITS,
+    deepest_level, directory_bytes, doubles, entry_at, fbits_at_level, fbits_within, give_bit,
+    grow_threshold, own_bytes, relieves, units, XfParams, GROW_QBITS, MASS_BITS,
 };
 
 /// Entries the model holds before it keeps half of its part of the hash
@@ -184,8 +184,12 @@ impl XfModel {
     }
 
     /// The length of an entry added now, with the whole filter's mass.
-    fn fbits(&self, level: u32, prefix: u64, qbits: u32) -> u32 {
-        fbits_at_level(self.error, (self.first, self.last), self.guaranteed_rate(), level, prefix, qbits)
+    /// `None`: the filter refuses it, no length keeping its rate (core's [`fbits_within`]).
+    fn fbits(&self, level: u32, prefix: u64, qbits: u32) -> Option<u32> {
+        let f =
+            fbits_at_level(self.error, (self.first, self.last), self.guaranteed_rate(), level, prefix, qbits);
+        let ceiling = (self.error * (1u64 << MASS_BITS) as f64) as u128;
+        fbits_within(f, level, self.mass, ceiling)
     }
 
     /// Counts an add of an entry of `t` bits, standing for `2^shift`.
@@ -240,7 +244,10 @@ impl XfModel {
             self.stuck = true;
             return;
         }
-        let f = self.fbits(level, prefix, qbits);
+        let Some(f) = self.fbits(level, prefix, qbits) else {
+            self.stuck = true;
+            return;
+        };
         let e = entry_at(h, level, qbits, f);
         let b = &mut self.blocks[i];
         (b.min_f, b.max_f) = if b.entries.is_empty() { (f, f) } else { (b.min_f.min(f), b.max_f.max(f)) };
@@ -257,7 +264,10 @@ impl XfModel {
     /// A lone block doubles its quotients, `h`'s entry placed at the new level.
     fn double(&mut self, h: u128) {
         let qbits = self.qbits + 1;
-        let f = self.fbits(qbits, 0, qbits);
+        let Some(f) = self.fbits(qbits, 0, qbits) else {
+            self.stuck = true;
+            return;
+        };
         let e = entry_at(h, qbits, qbits, f);
         let old = std::mem::take(&mut self.blocks[0].entries);
         let mut all = Vec::with_capacity(old.len() * 2 + 1);
@@ -279,7 +289,10 @@ impl XfModel {
         let q = 1u32 << qbits;
         let level = depth + qbits + 1;
         let bit = (h >> (127 - depth)) as u64 & 1;
-        let f = self.fbits(level, (prefix << 1) | bit, qbits);
+        let Some(f) = self.fbits(level, (prefix << 1) | bit, qbits) else {
+            self.stuck = true;
+            return;
+        };
         let e = entry_at(h, level, qbits, f);
         let old = std::mem::take(&mut self.blocks[i].entries);
         let before = old.len() as u64;

@@ -37,6 +37,12 @@ pub enum XfError {
     },
     /// Too many items share the end of the table (a crafted input): nothing changed.
     Crowded,
+    /// No fingerprint length keeps the filter's mass within its error rate
+    /// `rate` (items crafted against a known seed, or a merge that spent
+    /// the rate): nothing changed.
+    RateSpent {
+        rate: f64,
+    },
     /// The filter would exceed `bf.max-filter-bytes`.
     TooLarge {
         bytes: u64,
@@ -124,6 +130,11 @@ impl ReplyError for XfError {
             Crowded => Cow::Borrowed(
                 "ERR too many items fall on the same place in the filter (crafted items?); nothing was changed",
             ),
+            RateSpent { rate } => Cow::Owned(format!(
+                "ERR the filter cannot take another item within its error rate of {rate}: its entries already \
+                 account for that rate (items crafted to collide, or a merge); copy it into a key with a larger \
+                 error rate (XF.RESERVE new rate, then XF.MERGE new 1 key) or start a new key; nothing was changed"
+            )),
             TooLarge { bytes, limit } => Cow::Owned(format!(
                 "ERR the expandable filter would take {bytes} bytes, more than bf.max-filter-bytes ({limit}); \
                  use a larger error rate or a smaller MAXCAPACITY, or raise the limit with CONFIG SET \
@@ -147,8 +158,8 @@ impl ReplyError for XfError {
             ),
             MergeRaisesRate { rate, configured } => Cow::Owned(format!(
                 "ERR the merged filter would guarantee a false-positive rate of {rate:.6}, above the destination's \
-                 error rate of {configured}; nothing was changed. Add RAISERATE to merge anyway and make {rate:.6} \
-                 its error rate"
+                 error rate of {configured}; nothing was changed. Add RAISERATE to merge anyway and raise its \
+                 error rate (to {rate:.6} or more: what it needs to keep growing)"
             )),
             MergeRateTooHigh { rate } => Cow::Owned(format!(
                 "ERR the merged filter would guarantee a false-positive rate of {rate:.6}, above the highest \
@@ -255,6 +266,12 @@ mod tests {
             cause: Box::new(XfError::Full { max_capacity: 2 }),
         };
         assert!(new_key.message().contains("no key was created. Create it with a larger MAXCAPACITY"));
+        let m = batch(XfError::RateSpent { rate: 0.01 }).message();
+        assert!(
+            m.starts_with("ERR item 4 of 5 of this batch was refused: the filter cannot take another item"),
+            "{m}"
+        );
+        assert!(m.ends_with("or start a new key; nothing of the batch was stored"), "{m}");
         let m = batch(XfError::OutOfMemory).message();
         assert!(m.ends_with("allocating the filter; nothing of the batch was stored"), "{m}");
     }

@@ -96,7 +96,7 @@ pub fn ceil_log2(x: f64) -> u32 {
 
 /// `H(n) = 1 + 1/2 + ... + 1/n`, summed in one order so that every machine
 /// gets the same bits.
-fn harmonic(n: u32) -> f64 {
+pub(super) fn harmonic(n: u32) -> f64 {
     static TABLE: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
     let t = TABLE.get_or_init(|| {
         let mut v = Vec::with_capacity(130);
@@ -140,8 +140,12 @@ pub fn fingerprint_bits(error: f64, k: u32, last: u32, mass: f64, u: f64) -> u32
     let last = last.max(k);
     let all = harmonic(last + 1);
     let rest = all - harmonic(k);
-    let left = (error - mass).max(error * rest / all);
-    let budget = left / f64::from(k + 1) / rest;
+    let planned = error / all / f64::from(k + 1);
+    let left = (error - mass) / rest / f64::from(k + 1);
+    let budget = planned.min(left);
+    if budget <= 0.0 {
+        return MAX_F;
+    }
     let per_quotient = if k == 0 { 1.0 } else { 0.52 };
     let x = per_quotient / budget; // 2^F*
     let up = ceil_log2(x);
@@ -152,6 +156,33 @@ pub fn fingerprint_bits(error: f64, k: u32, last: u32, mass: f64, u: f64) -> u32
     let p = (1u64 << up.min(63)) as f64 / x - 1.0;
     let f = if u < p { down } else { up };
     f.clamp(1, MAX_F)
+}
+
+/// The fingerprint length an entry of `f` bits at `level` takes so that
+/// the filter's mass stays within `ceiling` (its error rate in units): `f`
+/// itself when its mass fits, else the least longer length that fits;
+/// `None` when none up to [`MAX_F`] does (the caller refuses the item). The schedule keeps honest filters
+/// well below the ceiling (it never plans to spend more than the rate);
+/// the ceiling makes the rate an invariant for any items, including items
+/// crafted against a known seed and filters whose mass a merge raised.
+pub fn fbits_within(f: u32, level: u32, mass: u128, ceiling: u128) -> Option<u32> {
+    let Some(room) = ceiling.checked_sub(mass) else {
+        // Over its rate already: data an earlier release wrote (its
+        // schedule could overspend at a MAXCAPACITY). The least mass an
+        // entry can add, rather than refusing what that release took.
+        return Some(MAX_F);
+    };
+    if u128::from(units(level + f)) <= room {
+        return Some(f);
+    }
+    if room == 0 {
+        return None;
+    }
+    // units(t) = 2^(MASS_BITS - t) <= room  <=>  t >= MASS_BITS - floor(log2(room)).
+    let floor_log2 = 127 - room.leading_zeros();
+    let least = MASS_BITS.saturating_sub(floor_log2).saturating_sub(level);
+    let longer = least.max(f + 1);
+    (longer <= MAX_F).then_some(longer)
 }
 
 /// A block's place hashed to `[0, 1)` (its fingerprint lengths' share, see
@@ -636,7 +667,7 @@ impl XfFilter {
             quotients: blocks.len() as u64 * q,
             deepest_level: deepest,
             shallowest_level: shallowest,
-            next_fingerprint_bits: self.fbits_at(shallowest, 0),
+            next_fingerprint_bits: self.fbits_at(shallowest, 0).unwrap_or(MAX_F),
             guaranteed_rate: self.guaranteed_rate(),
             keyed: matches!(self.hashing(), Hashing::Keyed(_)),
             loading: match &self.store {
@@ -648,13 +679,30 @@ impl XfFilter {
 
     /// Fingerprint bits of an entry added now to the block at `level`
     /// whose prefix is `prefix`.
-    pub(super) fn fbits_at(&self, level: u32, prefix: u64) -> u32 {
+    /// [`XfError::RateSpent`]: no length keeps the mass within the rate.
+    pub(super) fn fbits_at(&self, level: u32, prefix: u64) -> Result<u32, XfError> {
         self.fbits_at_q(level, prefix, u32::from(self.qbits))
     }
 
-    fn fbits_at_q(&self, level: u32, prefix: u64, qbits: u32) -> u32 {
+    fn fbits_at_q(&self, level: u32, prefix: u64, qbits: u32) -> Result<u32, XfError> {
         let (first, last) = (u32::from(self.first_level), u32::from(self.last_level));
-        fbits_at_level(self.params.error_rate, (first, last), self.guaranteed_rate(), level, prefix, qbits)
+        let f = fbits_at_level(
+            self.params.error_rate,
+            (first, last),
+            self.guaranteed_rate(),
+            level,
+            prefix,
+            qbits,
+        );
+        fbits_within(f, level, u128::from(self.mass), u128::from(self.ceiling()))
+            .ok_or(XfError::RateSpent { rate: self.params.error_rate })
+    }
+
+    /// The most mass the filter may hold, in units: its error rate (the
+    /// guaranteed rate, [`XfFilter::guaranteed_rate`], never passes it).
+    pub(super) fn ceiling(&self) -> u64 {
+        let most = mass_rate(1u64 << MASS_BITS, self.hashing());
+        (self.params.error_rate / most * (1u64 << MASS_BITS) as f64) as u64
     }
 
     // ---- hashing ----
@@ -844,7 +892,7 @@ impl XfFilter {
         if len >= max_entries(qbits) {
             return Err(XfError::Crowded);
         }
-        let f = self.fbits_at(s.level, s.prefix);
+        let f = self.fbits_at(s.level, s.prefix)?;
         let e = Entry { ql: s.ql, f, fp: s.q64 >> (64 - f) };
         if !self.block(s.block).fits(&e) {
             let before = self.size_bytes();
@@ -874,8 +922,8 @@ impl XfFilter {
     }
 
     /// The entry `h` makes in a block of `level` whose prefix is `prefix`.
-    fn entry_for(&self, h: XfHash, level: u32, prefix: u64, qbits: u32) -> Entry {
-        entry_at(h.0, level, qbits, self.fbits_at_q(level, prefix, qbits))
+    fn entry_for(&self, h: XfHash, level: u32, prefix: u64, qbits: u32) -> Result<Entry, XfError> {
+        Ok(entry_at(h.0, level, qbits, self.fbits_at_q(level, prefix, qbits)?))
     }
 
     /// Whether splitting (or doubling) block `i` would relieve it ([`relieves`]).
@@ -938,7 +986,7 @@ impl XfFilter {
         let depth = self.block(s.block).depth();
         let (child_level, bit) = (s.level + 1, (h.0 >> (127 - depth)) as u64 & 1);
         let child_prefix = (s.prefix << 1) | bit;
-        let e = self.entry_for(h, child_level, child_prefix, qbits);
+        let e = self.entry_for(h, child_level, child_prefix, qbits)?;
         let (lo, hi) = split(self.block(s.block), e, bit == 1)?;
         let placed = match self.store {
             Store::One(_) => self.split_lone(lo, hi, limits, journal),
@@ -953,7 +1001,7 @@ impl XfFilter {
     fn double_lone(&mut self, h: XfHash, limits: Limits, journal: &mut impl Journal) -> Result<u32, XfError> {
         let (qbits, before) = (u32::from(self.qbits), self.size_bytes());
         let b = self.block(0);
-        let e = self.entry_for(h, qbits + 1, 0, qbits + 1);
+        let e = self.entry_for(h, qbits + 1, 0, qbits + 1)?;
         let mut all = Vec::with_capacity(b.len() as usize + 8);
         b.for_each(|x| give_bit(x, &mut |c| all.push(c)));
         place_sorted(&mut all, e);
@@ -1105,7 +1153,11 @@ impl XfError {
     pub fn is_limit(&self) -> bool {
         matches!(
             self,
-            XfError::Full { .. } | XfError::TooLarge { .. } | XfError::OverMaxmemory | XfError::OutOfMemory
+            XfError::Full { .. }
+                | XfError::RateSpent { .. }
+                | XfError::TooLarge { .. }
+                | XfError::OverMaxmemory
+                | XfError::OutOfMemory
         )
     }
 }

@@ -12,7 +12,9 @@ use std::collections::BinaryHeap;
 
 use super::block::{max_entries, Block, Entry};
 use super::errors::XfError;
-use super::filter::{mass_rate, units, Dir, Hashing, Store, XfFilter, XfParams, GROW_QBITS, MAX_DEPTH};
+use super::filter::{
+    harmonic, mass_rate, units, Dir, Hashing, Store, XfFilter, XfParams, GROW_QBITS, MAX_DEPTH,
+};
 use super::MAX_ERROR_RATE;
 use crate::common::memory::{Limits, OutOfMemory};
 
@@ -239,7 +241,8 @@ impl XfFilter {
     /// member of every input is a member, and the guaranteed rate is the
     /// sum of theirs. A result that would guarantee a rate above the
     /// destination's error rate is refused unless `raise_rate`, which then
-    /// makes that rate the configured one.
+    /// raises the configured rate to what the result needs to keep growing
+    /// ([`room_to_grow`]).
     pub fn merged(
         dest: Option<&XfFilter>,
         sources: &[&XfFilter],
@@ -309,7 +312,7 @@ impl XfFilter {
             if rate > MAX_ERROR_RATE {
                 return Err(XfError::MergeRateTooHigh { rate });
             }
-            params.error_rate = rate;
+            params.error_rate = room_to_grow(rate, &out);
             out.params = params;
         }
         Ok(out)
@@ -322,6 +325,19 @@ impl XfFilter {
             _ => 0,
         }
     }
+}
+
+/// The error rate a merge with `RAISERATE` gives a result that guarantees
+/// `rate`: the rate whose schedule would have spent that much by the
+/// result's deepest level, so that it keeps growing on that schedule
+/// (were `rate` itself configured, the result could take no item: its
+/// mass would fill its ceiling, `filter::fbits_within`); at most
+/// [`MAX_ERROR_RATE`], and never below `rate`.
+fn room_to_grow(rate: f64, out: &XfFilter) -> f64 {
+    let (first, last) = (u32::from(out.first_level), u32::from(out.last_level));
+    let deepest = (out.dir_depth() + u32::from(out.qbits)).saturating_sub(first);
+    let planned_share = harmonic(deepest.min(last - first) + 1) / harmonic(last - first + 1);
+    (rate / planned_share).min(MAX_ERROR_RATE).max(rate)
 }
 
 /// One input of a merge: the block it decoded last (slots come in

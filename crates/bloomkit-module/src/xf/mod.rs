@@ -195,7 +195,7 @@ const COMMANDS: &[Command] = &[
         handler: entry!(commands::merge),
         flags: c"write deny-oom",
         key_flags: RW_UPDATE,
-        summary: c"Adds every item of the sources to the destination (a missing destination starts as a copy of the first); refused if the result would guarantee a rate above the destination's, unless RAISERATE",
+        summary: c"Adds every item of the sources to the destination (a missing destination starts as a copy of the first); refused if the result would guarantee a rate above the destination's, unless RAISERATE (which raises the destination's rate to one it can keep growing at)",
         complexity: c"O(n), n the entries of the filters",
         since: SINCE,
         tips: None,

@@ -152,6 +152,25 @@ fn growth_keeps_every_member_at_the_rate(server: Server) {
     assert!(bound <= 0.01, "guaranteed {bound}");
 }
 
+per_server!(the_rate_holds_when_filled_to_max_capacity);
+/// Issue 47, item 4: `XF.RESERVE k 0.01 MAXCAPACITY 100000` (what a user of
+/// `BF.RESERVE k 0.01 100000` picks) filled to the last item guarantees at
+/// most 1% and measures at most 1% plus three standard deviations of
+/// 200,000 absent items (0.2 measured 1.15%).
+fn the_rate_holds_when_filled_to_max_capacity(server: Server) {
+    let s = TestServer::with_bloomkit(server);
+    let mut c = s.conn();
+    c.ok("XF.RESERVE k 0.01 MAXCAPACITY 100000");
+    items(&mut c, "k", "m", 0..100_000);
+    assert_eq!(c.cmd("XF.CARD k"), Reply::Int(100_000));
+    let bound = guaranteed(&mut c, "k");
+    assert!(bound <= 0.01, "guaranteed {bound}");
+    let false_hits = found(&mut c, "k", "absent", 0..200_000);
+    let sigma = (0.01f64 * 0.99 / 200_000.0).sqrt();
+    let rate = false_hits as f64 / 200_000.0;
+    assert!(rate <= 0.01 + 3.0 * sigma, "measured {rate} on 200,000 absent items (guaranteed {bound})");
+}
+
 per_server!(deletes_counts_and_merges);
 fn deletes_counts_and_merges(server: Server) {
     let s = TestServer::with_bloomkit(server);
