@@ -1,6 +1,7 @@
 //! `bloomkit calc`: sizing from any two of n, p, m, k; [`xf`] sizes
 //! expandable filters and [`window`] sliding-window ones.
 
+pub mod population;
 pub mod window;
 pub mod xf;
 mod xf_model;

@@ -207,9 +207,70 @@ struct CalcArgs {
     /// Size a sliding-window filter (APBF.*) over the last N adds.
     #[arg(long, value_name = "N", value_parser = units::parse_count)]
     window_count: Option<f64>,
+    /// With --xf: size one filter per key for a population of keys, from a
+    /// file of item counts (one key's count per line, or COUNT KEYS per
+    /// line): total used_memory (values and keys), and the false positives
+    /// to expect.
+    #[arg(long, value_name = "FILE", conflicts_with = "population_range")]
+    population: Option<PathBuf>,
+    /// With --xf: a population of --keys keys whose sizes spread from LO to
+    /// HI items (log-uniformly: most keys small; --shape uniform).
+    #[arg(long, value_name = "LO..HI", value_parser = parse_range)]
+    population_range: Option<(u64, u64)>,
+    /// With --population-range: how many keys.
+    #[arg(long, value_parser = units::parse_count)]
+    keys: Option<f64>,
+    /// With --population-range: how sizes spread.
+    #[arg(long, value_enum, default_value = "log-uniform")]
+    shape: Shape,
+    /// With a population: the server that keeps the keys (what a key costs
+    /// beside its value).
+    #[arg(long, value_enum, default_value = "redis7")]
+    server: calc::population::ServerKind,
+    /// With a population: the mean length of the keys' names, in bytes.
+    #[arg(long, default_value_t = 24)]
+    key_bytes: u64,
+    /// With a population: the keys carry a TTL (EXPIRE).
+    #[arg(long)]
+    ttl: bool,
+    /// With a population: the flow it replaces, BF.RESERVE key RATE
+    /// CAPACITY per key: its memory and false positives, and the XF rate
+    /// whose false positives match them.
+    #[arg(long, value_name = "RATE:CAPACITY", value_parser = parse_old_flow)]
+    like_bf: Option<calc::population::OldFlow>,
     /// JSON output.
     #[arg(long)]
     json: bool,
+}
+
+/// How the sizes of `--population-range` spread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Shape {
+    LogUniform,
+    Uniform,
+}
+
+/// `LO..HI` (counts as --capacity takes them).
+fn parse_range(text: &str) -> Result<(u64, u64), String> {
+    let (lo, hi) =
+        text.split_once("..").ok_or_else(|| format!("expected LO..HI, such as 1..50000, got '{text}'"))?;
+    Ok((units::parse_count(lo)? as u64, units::parse_count(hi)? as u64))
+}
+
+/// `RATE:CAPACITY`, as `BF.RESERVE key RATE CAPACITY`.
+fn parse_old_flow(text: &str) -> Result<calc::population::OldFlow, String> {
+    let (rate, capacity) = text
+        .split_once(':')
+        .ok_or_else(|| format!("expected RATE:CAPACITY, such as 0.01:100000, got '{text}'"))?;
+    let error_rate: f64 = rate.parse().map_err(|_| format!("'{rate}' is not a rate such as 0.01"))?;
+    if !(error_rate > 0.0 && error_rate < 1.0) {
+        return Err(format!("the rate must be between 0 and 1, got {error_rate}"));
+    }
+    let capacity = units::parse_count(capacity)? as u64;
+    if capacity == 0 {
+        return Err("the capacity must be at least 1".into());
+    }
+    Ok(calc::population::OldFlow { error_rate, capacity })
 }
 
 #[derive(Args)]
@@ -523,6 +584,41 @@ fn progress_bar(what: &str) -> ProgressBar {
     bar
 }
 
+/// `calc --xf --population FILE` or `--population-range LO..HI --keys N`.
+fn calc_population(a: &CalcArgs) -> Result<()> {
+    if !a.xf {
+        return Err(usage!("--population and --population-range size expandable filters: add --xf"));
+    }
+    if a.n.is_some() {
+        return Err(usage!("a population gives each key's items: leave out --capacity"));
+    }
+    let population = match (&a.population, a.population_range, a.keys) {
+        (Some(file), None, None) => calc::population::Population::read(file)?,
+        (None, Some((lo, hi)), Some(keys)) => {
+            calc::population::Population::range(lo, hi, keys as u64, a.shape == Shape::LogUniform)?
+        }
+        (Some(_), _, Some(_)) => {
+            return Err(usage!("--keys goes with --population-range; a file lists its keys"))
+        }
+        _ => return Err(usage!("--population-range needs --keys (how many keys)")),
+    };
+    let params = bloomkit_core::xf::filter::XfParams {
+        error_rate: a.p.unwrap_or(bloomkit_core::xf::DEFAULT_ERROR_RATE),
+        capacity: a.start_capacity.map_or(bloomkit_core::xf::DEFAULT_CAPACITY, |c| c as u64),
+        max_capacity: a.max_capacity.map_or(bloomkit_core::xf::DEFAULT_MAX_CAPACITY, |c| c as u64),
+    };
+    params.check().map_err(|e| usage!("{}", e.to_string().trim_start_matches("ERR ")))?;
+    let key = calc::population::KeyCost { server: a.server, name_bytes: a.key_bytes, ttl: a.ttl };
+    let sizing = calc::population::solve(calc::population::PopulationInputs {
+        population,
+        params,
+        key,
+        like_bf: a.like_bf,
+    })?;
+    calc::population::print(&sizing, a.json)?;
+    Ok(())
+}
+
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Calc(a) => {
@@ -547,6 +643,9 @@ fn run(cli: Cli) -> Result<()> {
                 ));
             }
             let max_bytes = a.max_bytes.map_or(calc::xf::MAX_FILTER_BYTES, |b| b.ceil() as u64);
+            if a.population.is_some() || a.population_range.is_some() {
+                return calc_population(&a);
+            }
             if a.xf {
                 let sizing = calc::xf::solve(calc::xf::XfInputs {
                     error_rate: a.p.unwrap_or(bloomkit_core::xf::DEFAULT_ERROR_RATE),

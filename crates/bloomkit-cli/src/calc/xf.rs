@@ -150,17 +150,17 @@ pub fn solve(inputs: XfInputs) -> Result<XfSizing> {
     })
 }
 
-struct Run {
-    empty: f64,
-    figures: Vec<Figure>,
-    fit: Fit,
+pub(super) struct Run {
+    pub empty: f64,
+    pub figures: Vec<Figure>,
+    pub fit: Fit,
 }
 
 /// Grows one model filter through `points` (ascending), with
 /// [`REALIZATIONS`] beside it up to [`AVERAGED_UP_TO`] items, and on until
 /// its bytes pass `max_bytes` or it reaches `MAXCAPACITY`; with
 /// `until_fit`, the points past that are left out.
-fn simulate(params: XfParams, points: &[u64], max_bytes: f64, until_fit: bool) -> Run {
+pub(super) fn simulate(params: XfParams, points: &[u64], max_bytes: f64, until_fit: bool) -> Run {
     let seed = |r: u64| 0x6266_6b69_7463_616c ^ r.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let mut main = XfModel::new(params, seed(0));
     // The others, made when first needed: as many as fit in 2^16 blocks

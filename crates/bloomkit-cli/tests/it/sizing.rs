@@ -278,6 +278,56 @@ fn window_sizes_are_what_the_server_allocates() {
 
 /// `bloomkit calc ARGS`: a usage error (exit 2, nothing on stdout) whose
 /// message says `message`.
+/// Issue 51.2: a population of per-user keys (1,500 keys of 1 to 2,000
+/// items, log-uniform, each with a TTL) on a real server: calc's total is
+/// within 5% of what the keys added to used_memory, keys and all.
+#[test]
+fn a_population_costs_what_the_server_measures() {
+    let server = TestServer::with_bloomkit(Server::Redis);
+    let mut c = server.conn();
+    let (keys, hi) = (1_500usize, 2_000f64);
+    let sizes: Vec<u64> = (0..keys)
+        .map(|i| ((i as f64 + 0.5) / keys as f64 * hi.ln()).exp().round().clamp(1.0, hi) as u64)
+        .collect();
+    let used = |c: &mut Conn| -> f64 {
+        let text = String::from_utf8(c.cmd("INFO memory").as_bytes().to_vec()).unwrap();
+        let line = text.lines().find(|l| l.starts_with("used_memory:")).unwrap();
+        line["used_memory:".len()..].trim().parse().unwrap()
+    };
+    let before = used(&mut c);
+    for (i, &n) in sizes.iter().enumerate() {
+        // 18-byte names, as --key-bytes says.
+        let key = format!("seen:user:{i:08}");
+        add(&mut c, &key, 0, n);
+        assert_eq!(c.cmd(&format!("EXPIRE {key} 2592000")), Reply::Int(1));
+    }
+    let measured = used(&mut c) - before;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sizes");
+    let text: String = sizes.iter().map(|n| format!("{n}\n")).collect();
+    std::fs::write(&file, text).unwrap();
+    let path = file.to_str().unwrap();
+    let out = calc(&["--xf", "--population", path, "--ttl", "--key-bytes", "18", "--server", "redis7"]);
+    let total = out["xf"]["total_bytes"].as_f64().unwrap();
+    let ratio = total / measured;
+    assert!((0.95..=1.05).contains(&ratio), "calc {total} bytes, used_memory grew by {measured} ({ratio})");
+    assert_eq!(out["keys"], 1_500);
+    // The flow it replaces, and the rate that matches its false positives
+    // (keys of up to 300 items in filters reserved for 1,000).
+    let small = ["--xf", "--population-range", "1..300", "--keys", "200", "--like-bf", "0.01:1000"];
+    let out = calc(&small);
+    let (old, matching) = (&out["like_bf"], &out["matching_xf"]);
+    assert_eq!(matching["matched"], true, "{out}");
+    let (ours, theirs) = (matching["mean_rate"].as_f64().unwrap(), old["mean_rate"].as_f64().unwrap());
+    assert!(ours <= theirs * 1.0001 && ours >= theirs * 0.9, "{out}");
+    assert!(matching["error_rate"].as_f64().unwrap() < 0.01, "{out}");
+    assert!(matching["total_bytes"].as_f64() < old["total_bytes"].as_f64(), "{out}");
+    // Reserved for 100,000: below XF's lowest rate, said so.
+    let out = calc(&["--xf", "--population", path, "--like-bf", "0.01:100000"]);
+    assert_eq!(out["matching_xf"]["matched"], false, "{out}");
+    assert_eq!(out["matching_xf"]["error_rate"], 1e-9, "{out}");
+}
+
 fn usage_error(args: &[&str], message: &str) {
     let out = Command::new(env!("CARGO_BIN_EXE_bloomkit")).arg("calc").args(args).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -308,6 +358,18 @@ fn xf_and_window_usage_errors_say_what_to_give() {
     usage_error(&["--window", "0s", "-n", "5", "-p", "0.01"], "from 1 second to 10 years");
     usage_error(&["--window", "10m", "-n", "5", "-p", "1.5"], "strictly between 0 and 1");
     usage_error(&["--window-count", "5", "-p", "1e-300"], "raise --error-rate");
+    usage_error(&["--population-range", "1..100", "--keys", "10"], "add --xf");
+    usage_error(&["--xf", "--population-range", "1..100"], "needs --keys");
+    usage_error(&["--xf", "--population-range", "100..1", "--keys", "10"], "1 <= LO <= HI");
+    usage_error(&["--xf", "--population-range", "1..100", "--keys", "10", "-n", "5"], "leave out --capacity");
+    usage_error(
+        &["--xf", "--population-range", "1..100", "--keys", "5", "--like-bf", "0.01"],
+        "RATE:CAPACITY",
+    );
+    usage_error(
+        &["--xf", "--population-range", "1..5000", "--keys", "5", "--max-capacity", "100"],
+        "above --max-capacity",
+    );
 }
 
 /// The JSON forms' fields and types, which scripts read.
