@@ -270,7 +270,9 @@ fn parse_old_flow(text: &str) -> Result<calc::population::OldFlow, String> {
     if capacity == 0 {
         return Err("the capacity must be at least 1".into());
     }
-    Ok(calc::population::OldFlow { error_rate, capacity })
+    let flow = calc::population::OldFlow { error_rate, capacity };
+    flow.shape().ok_or_else(|| format!("BF.RESERVE would refuse {error_rate} and {capacity} (too large)"))?;
+    Ok(flow)
 }
 
 #[derive(Args)]
@@ -592,6 +594,9 @@ fn calc_population(a: &CalcArgs) -> Result<()> {
     if a.n.is_some() {
         return Err(usage!("a population gives each key's items: leave out --capacity"));
     }
+    if a.max_bytes.is_some() {
+        return Err(usage!("--max-bytes is one filter's limit: a population is sized whole, without it"));
+    }
     let population = match (&a.population, a.population_range, a.keys) {
         (Some(file), None, None) => calc::population::Population::read(file)?,
         (None, Some((lo, hi)), Some(keys)) => {
@@ -602,12 +607,19 @@ fn calc_population(a: &CalcArgs) -> Result<()> {
         }
         _ => return Err(usage!("--population-range needs --keys (how many keys)")),
     };
-    let params = bloomkit_core::xf::filter::XfParams {
+    let inputs = calc::xf::XfInputs {
         error_rate: a.p.unwrap_or(bloomkit_core::xf::DEFAULT_ERROR_RATE),
-        capacity: a.start_capacity.map_or(bloomkit_core::xf::DEFAULT_CAPACITY, |c| c as u64),
+        start_capacity: a.start_capacity.map_or(bloomkit_core::xf::DEFAULT_CAPACITY, |c| c as u64),
         max_capacity: a.max_capacity.map_or(bloomkit_core::xf::DEFAULT_MAX_CAPACITY, |c| c as u64),
+        max_bytes: calc::xf::MAX_FILTER_BYTES,
+        items: None,
     };
-    params.check().map_err(|e| usage!("{}", e.to_string().trim_start_matches("ERR ")))?;
+    inputs.check()?;
+    let params = bloomkit_core::xf::filter::XfParams {
+        error_rate: inputs.error_rate,
+        capacity: inputs.start_capacity,
+        max_capacity: inputs.max_capacity,
+    };
     let key = calc::population::KeyCost { server: a.server, name_bytes: a.key_bytes, ttl: a.ttl };
     let sizing = calc::population::solve(calc::population::PopulationInputs {
         population,
@@ -645,6 +657,12 @@ fn run(cli: Cli) -> Result<()> {
             let max_bytes = a.max_bytes.map_or(calc::xf::MAX_FILTER_BYTES, |b| b.ceil() as u64);
             if a.population.is_some() || a.population_range.is_some() {
                 return calc_population(&a);
+            }
+            if a.keys.is_some() || a.like_bf.is_some() || a.ttl {
+                return Err(usage!(
+                    "--keys, --like-bf and --ttl size a population of keys: give --population FILE or \
+                     --population-range LO..HI (with --xf)"
+                ));
             }
             if a.xf {
                 let sizing = calc::xf::solve(calc::xf::XfInputs {

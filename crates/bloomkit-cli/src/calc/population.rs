@@ -26,6 +26,9 @@ use serde_json::json;
 use super::xf::{simulate, Figure};
 use crate::units::human_bytes;
 
+/// The most keys `--population-range` spreads sizes over (one step each).
+const MAX_RANGE_KEYS: u64 = 100_000_000;
+
 /// Key sizes (items per key) and how many keys have each, ascending.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Population {
@@ -76,6 +79,12 @@ impl Population {
         if lo == 0 || lo > hi || keys == 0 {
             return Err(usage!("--population-range LO..HI needs 1 <= LO <= HI, and --keys at least 1"));
         }
+        if keys > MAX_RANGE_KEYS {
+            return Err(usage!(
+                "--keys {keys} is more than a range is spread over ({MAX_RANGE_KEYS}); for more keys, give a \
+                 file of COUNT KEYS lines (--population)"
+            ));
+        }
         let (a, b) = (lo as f64, hi as f64);
         let mut sizes: Vec<(u64, u64)> = Vec::new();
         for i in 0..keys {
@@ -100,7 +109,7 @@ impl Population {
     }
 
     pub fn keys(&self) -> u64 {
-        self.sizes.iter().map(|&(_, k)| k).sum()
+        self.sizes.iter().fold(0u64, |sum, &(_, k)| sum.saturating_add(k))
     }
 
     pub fn items(&self) -> u128 {
@@ -169,28 +178,48 @@ impl OldFlow {
     /// What `BF.RESERVE key rate capacity` allocates: its first sub-filter,
     /// sized for `rate / 2` (RedisBloom's sizing, room to scale), as `calc`
     /// prints it; `None` where the server would refuse it.
-    fn shape(&self) -> Option<Shape> {
+    pub fn shape(&self) -> Option<Shape> {
         Shape::new(self.capacity, self.error_rate / 2.0, options::DEFAULT)
     }
 
-    /// Its false-positive rate holding `n` items, `(1 - e^(-kn/m))^k`, up
-    /// to its capacity; past it a scaling filter adds layers that keep it
-    /// within its rate (taken as the rate).
-    fn rate_at(&self, n: u64) -> f64 {
-        let Some(shape) = self.shape() else { return self.error_rate };
-        if n > self.capacity {
-            return self.error_rate;
+    /// The sub-filters a key of `n` items has: the first, then one of twice
+    /// the capacity and half the rate each time the last fills (RedisBloom's
+    /// EXPANSION 2); with how many items each holds.
+    fn layers(&self, n: u64) -> Vec<(Shape, u64)> {
+        let mut layers = Vec::new();
+        let (mut left, mut capacity, mut error) = (n, self.capacity, self.error_rate / 2.0);
+        while let Some(shape) = Shape::new(capacity, error, options::DEFAULT) {
+            let held = left.min(capacity);
+            layers.push((shape, held));
+            left -= held;
+            if left == 0 || layers.len() >= 64 {
+                break;
+            }
+            (capacity, error) = (capacity.saturating_mul(2), error / 2.0);
         }
-        let k = f64::from(shape.hashes);
-        (1.0 - (-k * n as f64 / shape.bits as f64).exp()).powf(k)
+        layers
     }
 
-    /// Bytes of one key's value: the bit array as the allocator rounds
-    /// it, and the filter's own fields (allocated whole at RESERVE: the
-    /// same for every key). 164,008 bytes of MEMORY USAGE for 0.01 and
-    /// 100,000, against 163,840 + 64 here and the key's own 119.
-    fn value_bytes(&self) -> f64 {
-        self.shape().map_or(0.0, |s| (size_class(s.bytes) + 64) as f64)
+    /// Its false-positive rate holding `n` items: a miss in every
+    /// sub-filter, each `(1 - e^(-kn/m))^k` at what it holds.
+    fn rate_at(&self, n: u64) -> f64 {
+        let miss: f64 = self
+            .layers(n)
+            .iter()
+            .map(|(s, held)| {
+                let k = f64::from(s.hashes);
+                1.0 - (1.0 - (-k * *held as f64 / s.bits as f64).exp()).powf(k)
+            })
+            .product();
+        1.0 - miss
+    }
+
+    /// Bytes of one key of `n` items: each sub-filter's bit array as the
+    /// allocator rounds it, and its own fields (164,008 bytes of MEMORY
+    /// USAGE for 0.01 and 100,000, against 163,840 + 64 here and the key's
+    /// own 119).
+    fn value_bytes(&self, n: u64) -> f64 {
+        self.layers(n).iter().map(|(s, _)| (size_class(s.bytes) + 64) as f64).sum()
     }
 }
 
@@ -257,7 +286,7 @@ fn old_totals(pop: &Population, old: OldFlow, key: KeyCost) -> Totals {
     let worst = pop.sizes.iter().map(|&(n, _)| old.rate_at(n)).fold(0.0, f64::max);
     Totals {
         error_rate: old.error_rate,
-        value_bytes: old.value_bytes() * keys,
+        value_bytes: pop.sizes.iter().map(|&(n, k)| old.value_bytes(n) * k as f64).sum(),
         key_bytes: key.bytes() as f64 * keys,
         mean_rate: rates / keys,
         worst_rate: worst,
@@ -338,22 +367,27 @@ fn totals_json(t: &Totals) -> serde_json::Value {
     })
 }
 
+fn sizing_json(s: &PopulationSizing) -> serde_json::Value {
+    let pop = &s.inputs.population;
+    let mut v = json!({
+        "kind": "xf-population", "keys": pop.keys(), "items": pop.items() as f64,
+        "key_overhead_bytes": s.inputs.key.bytes(), "xf": totals_json(&s.xf),
+    });
+    if let Some((old, matching)) = &s.old {
+        v["like_bf"] = totals_json(old);
+        v["like_bf"]["capacity"] = json!(s.inputs.like_bf.map(|o| o.capacity));
+        v["matching_xf"] = totals_json(matching);
+        v["matching_xf"]["matched"] = json!(matching.mean_rate <= old.mean_rate * 1.0001);
+    }
+    v
+}
+
 pub fn print(s: &PopulationSizing, as_json: bool) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     let (pop, key) = (&s.inputs.population, s.inputs.key);
     let keys = pop.keys();
     if as_json {
-        let mut v = json!({
-            "kind": "xf-population", "keys": keys, "items": pop.items() as f64,
-            "key_overhead_bytes": key.bytes(), "xf": totals_json(&s.xf),
-        });
-        if let Some((old, matching)) = &s.old {
-            v["like_bf"] = totals_json(old);
-            v["like_bf"]["capacity"] = json!(s.inputs.like_bf.map(|o| o.capacity));
-            v["matching_xf"] = totals_json(matching);
-            v["matching_xf"]["matched"] = json!(matching.mean_rate <= old.mean_rate * 1.0001);
-        }
-        writeln!(out, "{v}")?;
+        writeln!(out, "{}", sizing_json(s))?;
         return out.flush();
     }
     let (least, most) = (pop.sizes[0].0, pop.sizes[pop.sizes.len() - 1].0);

@@ -181,6 +181,8 @@ pub(super) fn simulate(params: XfParams, points: &[u64], max_bytes: f64, until_f
         let target = match (point, fit.is_some()) {
             (Some(p), true) => p,
             (Some(p), false) => p.min(step),
+            // No limit to look for: done with the points.
+            (None, false) if max_bytes.is_infinite() => break,
             (None, false) => step,
             (None, true) => break,
         };

@@ -189,7 +189,9 @@ impl XfModel {
         let f =
             fbits_at_level(self.error, (self.first, self.last), self.guaranteed_rate(), level, prefix, qbits);
         let ceiling = (self.error * (1u64 << MASS_BITS) as f64) as u128;
-        fbits_within(f, level, self.mass, ceiling)
+        // One simulated entry stands for 2^shift: the room, per entry, is
+        // the room over 2^shift.
+        fbits_within(f, level, self.mass >> self.shift, ceiling >> self.shift)
     }
 
     /// Counts an add of an entry of `t` bits, standing for `2^shift`.

@@ -276,8 +276,6 @@ fn window_sizes_are_what_the_server_allocates() {
     }
 }
 
-/// `bloomkit calc ARGS`: a usage error (exit 2, nothing on stdout) whose
-/// message says `message`.
 /// Issue 51.2: a population of per-user keys (1,500 keys of 1 to 2,000
 /// items, log-uniform, each with a TTL) on a real server: calc's total is
 /// within 5% of what the keys added to used_memory, keys and all.
@@ -328,6 +326,8 @@ fn a_population_costs_what_the_server_measures() {
     assert_eq!(out["matching_xf"]["error_rate"], 1e-9, "{out}");
 }
 
+/// `bloomkit calc ARGS`: a usage error (exit 2, nothing on stdout) whose
+/// message says `message`.
 fn usage_error(args: &[&str], message: &str) {
     let out = Command::new(env!("CARGO_BIN_EXE_bloomkit")).arg("calc").args(args).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

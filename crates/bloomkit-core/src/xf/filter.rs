@@ -23,8 +23,13 @@ pub const MAX_DEPTH: u32 = 48;
 /// The deepest first level: 2^16 blocks of 2^9 quotients (about 33 million
 /// items, a few MB laid out).
 pub const MAX_FIRST_LEVEL: u32 = 25;
-/// Mass is counted in units of `2^-MASS_BITS` (see [`units`]).
-pub const MASS_BITS: u32 = 56;
+/// Mass is counted in units of `2^-MASS_BITS` (see [`units`]): fine
+/// enough that entries of up to 63 bits count exactly, so that the ceiling
+/// (`fbits_within`) never refuses an honest item because of rounding. At
+/// 1e-9 (the lowest rate), entries pass 63 bits only past a billion items,
+/// and then each counts 1 unit of 9.2e9 the rate allows. A u64 still holds
+/// a mass of 2 (the checks refuse anything above 0.5 before it matters).
+pub const MASS_BITS: u32 = 63;
 
 /// What `XF.RESERVE` (or a creating write) asks for.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -125,11 +130,15 @@ pub fn units(t: u32) -> u64 {
 /// The fingerprint length of an entry added at rank `k` (levels past the
 /// first) of `last` (the rank of the last planned level), with `mass` (a
 /// probability) already in, for a block whose place hashes to `u` (in
-/// `[0, 1)`): what is left of `error` (never less than the share planned
-/// from the start) is spread over the ranks still to come with weights
-/// `1/(k + 1)`; a rank adds at most one entry per quotient (the first,
-/// filling from empty) or about half of one (later ones: a block splits
-/// at `t` entries into two of `t/2` each, `t` spread as [`split_at`] says).
+/// `[0, 1)`). The rate is spread over the ranks with weights `1/(k + 1)`;
+/// a rank's budget is the lesser of its share planned from the start and
+/// its share of what is left (`error - mass` over the ranks still to come):
+/// ranks fill at once (blocks of neighbouring levels take entries side by
+/// side), so a share of what is left alone would count again what the
+/// shallower ranks still filling will spend (DESIGN.md). A rank adds at
+/// most one entry per quotient (the first, filling from empty) or about
+/// half of one (later ones: a block splits at `t` entries into two of
+/// `t/2` each, `t` spread as [`split_at`] says).
 ///
 /// The exact length for that budget, `F* = log2(per_quotient / budget)`,
 /// is rarely a whole number: blocks take `floor(F*)` or one bit more, the
@@ -667,7 +676,8 @@ impl XfFilter {
             quotients: blocks.len() as u64 * q,
             deepest_level: deepest,
             shallowest_level: shallowest,
-            next_fingerprint_bits: self.fbits_at(shallowest, 0).unwrap_or(MAX_F),
+            // 0: the rate is spent, the next new item is refused.
+            next_fingerprint_bits: self.fbits_at(shallowest, 0).unwrap_or(0),
             guaranteed_rate: self.guaranteed_rate(),
             keyed: matches!(self.hashing(), Hashing::Keyed(_)),
             loading: match &self.store {
@@ -698,8 +708,10 @@ impl XfFilter {
             .ok_or(XfError::RateSpent { rate: self.params.error_rate })
     }
 
-    /// The most mass the filter may hold, in units: its error rate (the
-    /// guaranteed rate, [`XfFilter::guaranteed_rate`], never passes it).
+    /// The most mass the filter may hold, in units: its error rate. No add
+    /// takes the guaranteed rate ([`XfFilter::guaranteed_rate`]) past it;
+    /// a value that arrives above it (written by 0.2, whose schedule could
+    /// overspend) stays above it, its new entries at the longest length.
     pub(super) fn ceiling(&self) -> u64 {
         let most = mass_rate(1u64 << MASS_BITS, self.hashing());
         (self.params.error_rate / most * (1u64 << MASS_BITS) as f64) as u64

@@ -331,13 +331,16 @@ impl XfFilter {
 /// `rate`: the rate whose schedule would have spent that much by the
 /// result's deepest level, so that it keeps growing on that schedule
 /// (were `rate` itself configured, the result could take no item: its
-/// mass would fill its ceiling, `filter::fbits_within`); at most
-/// [`MAX_ERROR_RATE`], and never below `rate`.
+/// mass would fill its ceiling, `filter::fbits_within`), and 1.25 times
+/// `rate` at least; at most [`MAX_ERROR_RATE`], and never below `rate`.
 fn room_to_grow(rate: f64, out: &XfFilter) -> f64 {
     let (first, last) = (u32::from(out.first_level), u32::from(out.last_level));
+    let ranks = last - first;
     let deepest = (out.dir_depth() + u32::from(out.qbits)).saturating_sub(first);
-    let planned_share = harmonic(deepest.min(last - first) + 1) / harmonic(last - first + 1);
-    (rate / planned_share).min(MAX_ERROR_RATE).max(rate)
+    // At least the last rank's share is left (a result as deep as its plan
+    // goes, or deeper, would otherwise get none), and a fifth at least.
+    let planned_share = harmonic(deepest.min(ranks.saturating_sub(1)) + 1) / harmonic(ranks + 1);
+    (rate / planned_share.min(0.8)).min(MAX_ERROR_RATE).max(rate)
 }
 
 /// One input of a merge: the block it decoded last (slots come in
