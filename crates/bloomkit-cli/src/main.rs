@@ -224,7 +224,7 @@ struct CalcArgs {
     #[arg(long, value_enum, default_value = "log-uniform")]
     shape: Shape,
     /// With a population: the server that keeps the keys (what a key costs
-    /// beside its value).
+    /// beside its value): redis7 (7.0 to 7.4), redis8, valkey (8 and 9).
     #[arg(long, value_enum, default_value = "redis7")]
     server: calc::population::ServerKind,
     /// With a population: the mean length of the keys' names, in bytes.

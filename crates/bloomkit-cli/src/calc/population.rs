@@ -120,11 +120,13 @@ impl Population {
 /// Which server keeps the keys: what a key costs beside its value differs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ServerKind {
-    /// Redis 7.0 to 7.4.
+    // (Plain comments: doc comments would make clap list the values one
+    // per line, which --help's conventions do not take for arguments.)
+    // Redis 7.0 to 7.4.
     Redis7,
-    /// Redis 8.
+    // Redis 8.
     Redis8,
-    /// Valkey 8 and 9.
+    // Valkey 8 and 9.
     Valkey,
 }
 
