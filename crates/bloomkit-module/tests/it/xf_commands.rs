@@ -152,7 +152,7 @@ fn growth_keeps_every_member_at_the_rate(server: Server) {
     assert!(bound <= 0.01, "guaranteed {bound}");
 }
 
-per_server!(the_rate_holds_when_filled_to_max_capacity);
+per_server!(the_rate_holds_when_filled_to_max_capacity: redis7, redis8, valkey9);
 /// Issue 47, item 4: `XF.RESERVE k 0.01 MAXCAPACITY 100000` (what a user of
 /// `BF.RESERVE k 0.01 100000` picks) filled to the last item guarantees at
 /// most 1% and measures at most 1% plus three standard deviations of
