@@ -36,7 +36,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use bloomkit_core::xf::block::{max_entries, Block, Entry};
 use bloomkit_core::xf::filter::{
     deepest_level, directory_bytes, doubles, entry_at, fbits_at_level, fbits_within, give_bit,
-    grow_threshold, own_bytes, relieves, units, XfParams, GROW_QBITS, MASS_BITS,
+    grow_threshold, own_bytes, rate_units, relieves, units, XfParams, GROW_QBITS, MASS_BITS,
 };
 
 /// Entries the model holds before it keeps half of its part of the hash
@@ -188,7 +188,7 @@ impl XfModel {
     fn fbits(&self, level: u32, prefix: u64, qbits: u32) -> Option<u32> {
         let f =
             fbits_at_level(self.error, (self.first, self.last), self.guaranteed_rate(), level, prefix, qbits);
-        let ceiling = (self.error * (1u64 << MASS_BITS) as f64) as u128;
+        let ceiling = u128::from(rate_units(self.error));
         // One simulated entry stands for 2^shift: the room, per entry, is
         // the room over 2^shift.
         fbits_within(f, level, self.mass >> self.shift, ceiling >> self.shift)

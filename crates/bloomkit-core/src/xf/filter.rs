@@ -170,8 +170,8 @@ pub fn fingerprint_bits(error: f64, k: u32, last: u32, mass: f64, u: f64) -> u32
 /// The fingerprint length an entry of `f` bits at `level` takes so that
 /// the filter's mass stays within `ceiling` (its error rate in units): `f`
 /// itself when its mass fits, else the least longer length that fits;
-/// `None` when none up to [`MAX_F`] does (the caller refuses the item). The schedule keeps honest filters
-/// well below the ceiling (it never plans to spend more than the rate);
+/// `None` when none up to [`MAX_F`] does (the caller refuses the item).
+/// The schedule keeps honest filters well below the ceiling (it never plans to spend more than the rate);
 /// the ceiling makes the rate an invariant for any items, including items
 /// crafted against a known seed and filters whose mass a merge raised.
 pub fn fbits_within(f: u32, level: u32, mass: u128, ceiling: u128) -> Option<u32> {
@@ -192,6 +192,11 @@ pub fn fbits_within(f: u32, level: u32, mass: u128, ceiling: u128) -> Option<u32
     let least = MASS_BITS.saturating_sub(floor_log2).saturating_sub(level);
     let longer = least.max(f + 1);
     (longer <= MAX_F).then_some(longer)
+}
+
+/// A rate as mass units (the ceiling of a keyed filter of that rate).
+pub fn rate_units(rate: f64) -> u64 {
+    (rate * (1u64 << MASS_BITS) as f64) as u64
 }
 
 /// A block's place hashed to `[0, 1)` (its fingerprint lengths' share, see
@@ -713,8 +718,9 @@ impl XfFilter {
     /// a value that arrives above it (written by 0.2, whose schedule could
     /// overspend) stays above it, its new entries at the longest length.
     pub(super) fn ceiling(&self) -> u64 {
+        // A murmur3 filter's mass counts for more than its units say.
         let most = mass_rate(1u64 << MASS_BITS, self.hashing());
-        (self.params.error_rate / most * (1u64 << MASS_BITS) as f64) as u64
+        rate_units(self.params.error_rate / most)
     }
 
     // ---- hashing ----
