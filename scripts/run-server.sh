@@ -68,7 +68,10 @@ else
 fi
 
 scripts/test-servers.sh --server-only   # redis-server and libclang; nothing else
-cargo build --release -p bloomkit-module
+# The release build's one package set (as bench/ and scripts/package.sh):
+# building the module alone would resolve shared crates' features
+# differently and rebuild them after every other release build.
+cargo build --release -p bloomkit-module -p bloomkit-bench -p bloomkit-cli
 
 dir="$root/.run/$port"
 mkdir -p "$dir"
