@@ -1,0 +1,418 @@
+//! XF beside the Rust filters that do the same job, in one process (issue 48,
+//! DESIGN-NEXT.md 4.2): the baseline every change to XF's blocks is judged by.
+//!
+//! Why in one process, and why these rows: the server's command overhead hides
+//! most of a filter's per-item work, so the work itself is measured here, with
+//! the same items, the same `Hash` path (each filter hashes a `u64` its own
+//! way, as its users would call it) and the same allocator for every row:
+//! - XF with its defaults (no size declared: 100 items, growing);
+//! - qfilter 0.3, a rank-select quotient filter, resizeable, told the largest
+//!   count of the run as its maximum (its best case: it sizes its remainders
+//!   for that count) and starting at the same 100 items as XF;
+//! - growable-bloom-filter, a scalable Bloom filter starting at 100 items;
+//! - fastbloom sized exactly for the count (the floor: no growth, no deletes).
+//!
+//! Time is thread CPU time (`CLOCK_THREAD_CPUTIME_ID`: a shared machine's
+//! other work does not count), per item, for inserts, lookups of items in
+//! (hits) and of items never added (misses); runs are interleaved (every row
+//! once, then again) and reported as medians with same-run ratios to qfilter.
+//! Memory is what one counting allocator says each filter holds, at 16
+//! points per doubling as it grows, with the mean and the worst reported, and
+//! the peak during growth (a filter that doubles by copying holds both).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use bloomkit_core::common::memory::Limits;
+use bloomkit_core::xf::{XfDefaults, XfFilter, XfParams};
+
+// ---- the counting allocator ----
+
+struct Counting;
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(by: usize) {
+    let now = LIVE.fetch_add(by, Relaxed) + by;
+    PEAK.fetch_max(now, Relaxed);
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc(layout);
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc_zeroed(layout);
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+        System.dealloc(p, layout);
+        LIVE.fetch_sub(layout.size(), Relaxed);
+    }
+    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let q = System.realloc(p, layout, new_size);
+        if !q.is_null() {
+            LIVE.fetch_sub(layout.size(), Relaxed);
+            grew(new_size);
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn live() -> usize {
+    LIVE.load(Relaxed)
+}
+
+fn cpu_seconds() -> f64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid clock id and a pointer to a timespec we own.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+// ---- the filters, behind one small trait ----
+
+/// One filter under test. Static dispatch: each row is monomorphised.
+trait Subject {
+    fn insert(&mut self, item: u64);
+    fn contains(&self, item: u64) -> bool;
+}
+
+struct Xf(XfFilter);
+impl Subject for Xf {
+    fn insert(&mut self, item: u64) {
+        let h = self.0.hash_of(&item);
+        self.0.insert_hash(h, Limits::NONE).expect("XF refused an insert without limits");
+    }
+    fn contains(&self, item: u64) -> bool {
+        self.0.contains_hash(self.0.hash_of(&item))
+    }
+}
+
+struct Quotient(qfilter::Filter);
+impl Subject for Quotient {
+    fn insert(&mut self, item: u64) {
+        self.0.insert(item).expect("qfilter refused an insert below its maximum");
+    }
+    fn contains(&self, item: u64) -> bool {
+        self.0.contains(item)
+    }
+}
+
+struct Growable(growable_bloom_filter::GrowableBloom);
+impl Subject for Growable {
+    fn insert(&mut self, item: u64) {
+        self.0.insert(item);
+    }
+    fn contains(&self, item: u64) -> bool {
+        self.0.contains(item)
+    }
+}
+
+struct Sized(fastbloom::BloomFilter);
+impl Subject for Sized {
+    fn insert(&mut self, item: u64) {
+        self.0.insert(&item);
+    }
+    fn contains(&self, item: u64) -> bool {
+        self.0.contains(&item)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Row {
+    Xf,
+    Qfilter,
+    Growable,
+    Fastbloom,
+}
+
+const ROWS: [Row; 4] = [Row::Xf, Row::Qfilter, Row::Growable, Row::Fastbloom];
+/// Where the growing filters start: XF's default capacity.
+const START: u64 = 100;
+
+impl Row {
+    fn name(self) -> &'static str {
+        match self {
+            Row::Xf => "XF (defaults, growing)",
+            Row::Qfilter => "qfilter 0.3 (resizeable, told the maximum)",
+            Row::Growable => "growable-bloom-filter 2.1",
+            Row::Fastbloom => "fastbloom 0.17 (sized exactly)",
+        }
+    }
+}
+
+fn xf(rate: f64) -> Xf {
+    let params = XfParams { error_rate: rate, ..XfDefaults::BLOOMKIT.params() };
+    Xf(XfFilter::with_params(params, Limits::NONE).expect("XF with its defaults"))
+}
+
+fn quotient(rate: f64, max: u64) -> Quotient {
+    Quotient(qfilter::Filter::new_resizeable(START, max, rate).expect("qfilter parameters"))
+}
+
+fn growable(rate: f64) -> Growable {
+    Growable(growable_bloom_filter::GrowableBloom::new(rate, START as usize))
+}
+
+fn sized(rate: f64, n: u64) -> Sized {
+    Sized(fastbloom::BloomFilter::with_false_pos(rate).expected_items(n as usize))
+}
+
+// ---- items ----
+
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// `n` random items of stream `stream` (items of two streams never meet but
+/// with probability n^2 / 2^64).
+fn items(stream: u64, n: u64) -> Vec<u64> {
+    (0..n).map(|i| splitmix(splitmix(stream) ^ i)).collect()
+}
+
+// ---- time ----
+
+/// One row's run: nanoseconds per item for inserts, hits and misses, and
+/// the share of misses answered "present".
+#[derive(Clone, Copy, Default)]
+struct Timing {
+    insert: f64,
+    hit: f64,
+    miss: f64,
+    fpr: f64,
+}
+
+fn time_subject<S: Subject>(mut s: S, added: &[u64], absent: &[u64]) -> Timing {
+    let per_item = |t: f64, n: usize| t * 1e9 / n as f64;
+    let t0 = cpu_seconds();
+    for &x in added {
+        s.insert(x);
+    }
+    let t1 = cpu_seconds();
+    let hits = added.iter().filter(|&&x| s.contains(black_box(x))).count();
+    let t2 = cpu_seconds();
+    let false_hits = absent.iter().filter(|&&x| s.contains(black_box(x))).count();
+    let t3 = cpu_seconds();
+    assert_eq!(hits, added.len(), "a filter lost an item it was given");
+    Timing {
+        insert: per_item(t1 - t0, added.len()),
+        hit: per_item(t2 - t1, added.len()),
+        miss: per_item(t3 - t2, absent.len()),
+        fpr: false_hits as f64 / absent.len() as f64,
+    }
+}
+
+fn time_row(row: Row, rate: f64, added: &[u64], absent: &[u64]) -> Timing {
+    let n = added.len() as u64;
+    match row {
+        Row::Xf => time_subject(xf(rate), added, absent),
+        Row::Qfilter => time_subject(quotient(rate, n), added, absent),
+        Row::Growable => time_subject(growable(rate), added, absent),
+        Row::Fastbloom => time_subject(sized(rate, n), added, absent),
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+/// Every row `runs` times, interleaved, with fresh items each run.
+fn timings(rate: f64, n: u64, runs: u64) -> Vec<Vec<Timing>> {
+    let mut by_row = vec![Vec::new(); ROWS.len()];
+    for run in 0..runs {
+        let added = items(2 * run + 1, n);
+        let absent = items(2 * run + 2, n);
+        for (i, &row) in ROWS.iter().enumerate() {
+            by_row[i].push(time_row(row, rate, &added, &absent));
+        }
+    }
+    by_row
+}
+
+fn print_timings(rate: f64, n: u64, runs: u64) {
+    let by_row = timings(rate, n, runs);
+    let q = ROWS.iter().position(|&r| r == Row::Qfilter).expect("qfilter row");
+    println!("\n### {n} items at {rate}: thread CPU ns per item, median of {runs} runs\n");
+    println!("| filter | insert | hit | miss | insert / qfilter | hit / qfilter | miss / qfilter | measured rate |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for (i, row) in ROWS.iter().enumerate() {
+        let pick = |f: fn(&Timing) -> f64| median(by_row[i].iter().map(f).collect());
+        // Same-run ratios: each run's figure over qfilter's in that run.
+        let ratio = |f: fn(&Timing) -> f64| {
+            median(by_row[i].iter().zip(&by_row[q]).map(|(a, b)| f(a) / f(b)).collect())
+        };
+        println!(
+            "| {} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} | {:.2} | {:.3}% |",
+            row.name(),
+            pick(|t| t.insert),
+            pick(|t| t.hit),
+            pick(|t| t.miss),
+            ratio(|t| t.insert),
+            ratio(|t| t.hit),
+            ratio(|t| t.miss),
+            100.0 * pick(|t| t.fpr),
+        );
+    }
+}
+
+// ---- memory ----
+
+/// 16 points per doubling from 10,000 to `max`.
+fn points(max: u64) -> Vec<u64> {
+    let mut v: Vec<u64> = (0..)
+        .map(|k| (10_000.0 * 2f64.powf(f64::from(k) / 16.0)).round() as u64)
+        .take_while(|&n| n <= max)
+        .collect();
+    v.dedup();
+    v
+}
+
+/// Bits per item at each point, and the peak bytes held during growth over
+/// the bytes held at the end.
+struct Growth {
+    bits: Vec<f64>,
+    peak_over_final: f64,
+}
+
+fn grow_subject<S: Subject>(make: impl FnOnce() -> S, at: &[u64]) -> Growth {
+    // Everything but the filter is allocated before the count starts.
+    let stream = items(99, *at.last().unwrap_or(&0));
+    let mut bits = Vec::with_capacity(at.len());
+    let mut next = 0u64;
+    let before = live();
+    PEAK.store(before, Relaxed);
+    let mut s = make();
+    for &n in at {
+        for &x in &stream[next as usize..n as usize] {
+            s.insert(x);
+        }
+        next = n;
+        bits.push((live() - before) as f64 * 8.0 / n as f64);
+    }
+    let peak = (PEAK.load(Relaxed) - before) as f64;
+    let peak_over_final = peak / (live() - before) as f64;
+    drop(s);
+    Growth { bits, peak_over_final }
+}
+
+/// A Bloom filter sized for each point, empty (its size does not change).
+fn sized_growth(rate: f64, at: &[u64]) -> Growth {
+    let bits = at
+        .iter()
+        .map(|&n| {
+            let before = live();
+            let s = sized(rate, n);
+            let b = (live() - before) as f64 * 8.0 / n as f64;
+            drop(s);
+            b
+        })
+        .collect();
+    Growth { bits, peak_over_final: 1.0 }
+}
+
+fn growth(row: Row, rate: f64, at: &[u64]) -> Growth {
+    let max = *at.last().expect("at least one point");
+    match row {
+        Row::Xf => grow_subject(|| xf(rate), at),
+        Row::Qfilter => grow_subject(|| quotient(rate, max), at),
+        Row::Growable => grow_subject(|| growable(rate), at),
+        Row::Fastbloom => sized_growth(rate, at),
+    }
+}
+
+fn print_memory(rate: f64, max: u64) {
+    let at = points(max);
+    println!(
+        "\n### Memory at {rate}: bits per item at {} points (16 per doubling, 10,000 to {max})\n",
+        at.len()
+    );
+    println!("| filter | mean | min | max | max / min | peak while growing / final |");
+    println!("|---|---|---|---|---|---|");
+    for row in ROWS {
+        let g = growth(row, rate, &at);
+        let mean = g.bits.iter().sum::<f64>() / g.bits.len() as f64;
+        let lo = g.bits.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = g.bits.iter().copied().fold(0.0, f64::max);
+        println!(
+            "| {} | {mean:.2} | {lo:.2} | {hi:.2} | {:.3} | {:.2} |",
+            row.name(),
+            hi / lo,
+            g.peak_over_final
+        );
+    }
+}
+
+// ---- arguments ----
+
+struct Args {
+    items: u64,
+    runs: u64,
+    rates: Vec<f64>,
+}
+
+const USAGE: &str = "usage: xf-inproc [--items N (4000000)] [--runs N (3)] [--rates R,R (0.01,0.001)]";
+
+fn args() -> Args {
+    let mut a = Args { items: 4_000_000, runs: 3, rates: vec![0.01, 0.001] };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it.next().unwrap_or_else(|| die(&format!("{flag} needs a value")));
+        let bad = |what: &str| -> ! { die(&format!("{flag} {value}: {what}")) };
+        match flag.as_str() {
+            "--items" => {
+                a.items = value
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|&n| n >= 10_000)
+                    .unwrap_or_else(|| bad("a count of at least 10000"))
+            }
+            "--runs" => {
+                a.runs = value.parse::<u64>().ok().filter(|&n| n >= 1).unwrap_or_else(|| bad("at least 1"))
+            }
+            "--rates" => {
+                let rate = |r: &str| r.parse::<f64>().ok().filter(|r| (1e-9..0.5).contains(r));
+                a.rates =
+                    value.split(',').map(|r| rate(r).unwrap_or_else(|| bad("rates in [1e-9, 0.5)"))).collect()
+            }
+            _ => die(&format!("unknown argument {flag}")),
+        }
+    }
+    a
+}
+
+fn die(message: &str) -> ! {
+    eprintln!("xf-inproc: {message}\n{USAGE}");
+    std::process::exit(2)
+}
+
+fn main() {
+    let a = args();
+    for &rate in &a.rates {
+        print_timings(rate, a.items, a.runs);
+    }
+    for &rate in &a.rates {
+        print_memory(rate, a.items);
+    }
+}
