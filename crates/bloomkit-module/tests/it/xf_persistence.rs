@@ -14,7 +14,7 @@ use crate::xf_support;
 
 use bloomkit_testkit::aof::aof_args;
 use bloomkit_testkit::persistence::{Family, Written};
-use bloomkit_testkit::{per_server, Conn, Module, Reply, Server, TestServer};
+use bloomkit_testkit::{per_server, wait_until, Conn, Module, Reply, Server, TestServer};
 use xf_support::{block_chunks, info, items, load, scandump};
 
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -203,6 +203,70 @@ fn refused_writes_change_nothing_anywhere(server: Server) {
     for k in ["k", "s", "m", "km"] {
         assert_eq!(r.call(&["DEBUG", "DIGEST-VALUE", k]), p.call(&["DEBUG", "DIGEST-VALUE", k]), "{k}");
     }
+}
+
+per_server!(a_spent_rate_is_refused_alike_in_every_way_of_sending);
+/// Issue 47: a key whose entries account for its whole error rate refuses
+/// new items (`RateSpent`) alike when they come alone, in batches, inside
+/// MULTI, from a script and after a pause of writes, and the refusals change
+/// nothing on the primary, on its replica or in its AOF. One item added
+/// again and again spends the rate (each add is an entry of its own).
+fn a_spent_rate_is_refused_alike_in_every_way_of_sending(server: Server) {
+    let primary = TestServer::start(server, &[Module::bloomkit()], &aof_args(false));
+    let mut p = primary.conn();
+    p.wait_for_aof_rewrite(DEADLINE);
+    let port = primary.port.to_string();
+    let replica = TestServer::start(server, &[Module::bloomkit()], &["--replicaof", "127.0.0.1", &port]);
+    let mut r = replica.conn();
+    r.wait_for_sync(DEADLINE);
+    p.ok("XF.RESERVE k 0.01 CAPACITY 100");
+    let mut hot = vec!["XF.MADD".to_string(), "k".into()];
+    hot.extend(std::iter::repeat_n("hot".to_string(), 1000));
+    for _ in 0..40 {
+        if info(&mut p, "k", "Fingerprint bits") == Reply::Int(0) {
+            break;
+        }
+        assert!(!p.call(&hot).is_error(), "adds of an item already in are never refused");
+    }
+    assert_eq!(info(&mut p, "k", "Fingerprint bits"), Reply::Int(0), "the rate was not spent");
+    let before = p.call(&["DEBUG", "DIGEST-VALUE", "k"]);
+    let spent = |reply: &Reply| reply.is_error() && reply.error_text().contains("within its error rate");
+    // Each way of sending: a refusal, or 0 for an item that is a false
+    // positive of the spent key (stored nowhere either).
+    let mut refusals = 0;
+    let mut count = |reply: &Reply, what: &str| {
+        assert!(spent(reply) || *reply == Reply::Int(0), "{what}: {reply:?}");
+        refusals += usize::from(spent(reply));
+    };
+    for i in 0..10 {
+        count(&p.call(&["XF.ADD", "k", &format!("a{i}")]), "XF.ADD");
+        count(&p.call(&["XF.ADDNX", "k", &format!("n{i}")]), "XF.ADDNX");
+        let batch = p.call(&["XF.MADD", "k", &format!("b{i}"), &format!("c{i}")]);
+        let whole = batch.is_error() && batch.error_text().contains("nothing of the batch was stored");
+        assert!(whole || batch == Reply::Array(vec![Reply::Int(0); 2]), "XF.MADD: {batch:?}");
+        p.ok("MULTI");
+        p.call(&["XF.ADD", "k", &format!("m{i}")]);
+        p.call(&["XF.CARD", "k"]);
+        let exec = p.cmd("EXEC");
+        count(&exec.as_array()[0], "XF.ADD in MULTI");
+        let script = "return redis.call('XF.ADD', KEYS[1], ARGV[1])";
+        count(&p.call(&["EVAL", script, "1", "k", &format!("s{i}")]), "XF.ADD from a script");
+    }
+    // Paused writes: the add waits, then is refused like any other.
+    let mut w = primary.conn();
+    p.ok("CLIENT PAUSE 60000 WRITE");
+    w.send(&["XF.ADD", "k", "paused"]).unwrap();
+    wait_until("the writer to be paused", DEADLINE, || p.info_field("clients", "blocked_clients") == "1");
+    p.ok("CLIENT UNPAUSE");
+    count(&w.read_raw().unwrap().1, "XF.ADD after a pause");
+    // At most 1% of new items are false positives: fewer than 30 refusals
+    // of 41 has a probability below 1e-13.
+    assert!(refusals >= 30, "only {refusals} of 41 new items were refused by a spent key");
+    assert_eq!(p.call(&["DEBUG", "DIGEST-VALUE", "k"]), before, "a refusal changed the key");
+    assert_eq!(p.call(&["WAIT", "1", "10000"]), Reply::Int(1));
+    assert_eq!(r.call(&["DEBUG", "DIGEST-VALUE", "k"]), before, "the replica differs");
+    p.ok("DEBUG LOADAOF");
+    assert_eq!(p.call(&["DEBUG", "DIGEST-VALUE", "k"]), before, "the AOF replayed something else");
 }
 
 /// Sends batches of 500 new items to `key` until a few have been refused
