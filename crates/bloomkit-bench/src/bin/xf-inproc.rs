@@ -239,25 +239,25 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Every row `runs` times, interleaved, with fresh items each run.
-fn timings(rate: f64, n: u64, runs: u64) -> Vec<Vec<Timing>> {
-    let mut by_row = vec![Vec::new(); ROWS.len()];
+fn timings(rows: &[Row], rate: f64, n: u64, runs: u64) -> Vec<Vec<Timing>> {
+    let mut by_row = vec![Vec::new(); rows.len()];
     for run in 0..runs {
         let added = items(2 * run + 1, n);
         let absent = items(2 * run + 2, n);
-        for (i, &row) in ROWS.iter().enumerate() {
+        for (i, &row) in rows.iter().enumerate() {
             by_row[i].push(time_row(row, rate, &added, &absent));
         }
     }
     by_row
 }
 
-fn print_timings(rate: f64, n: u64, runs: u64) {
-    let by_row = timings(rate, n, runs);
-    let q = ROWS.iter().position(|&r| r == Row::Qfilter).expect("qfilter row");
+fn print_timings(rows: &[Row], rate: f64, n: u64, runs: u64) {
+    let by_row = timings(rows, rate, n, runs);
+    let q = rows.iter().position(|&r| r == Row::Qfilter).expect("qfilter row");
     println!("\n### {n} items at {rate}: thread CPU ns per item, median of {runs} runs\n");
     println!("| filter | insert | hit | miss | insert / qfilter | hit / qfilter | miss / qfilter | measured rate |");
     println!("|---|---|---|---|---|---|---|---|");
-    for (i, row) in ROWS.iter().enumerate() {
+    for (i, row) in rows.iter().enumerate() {
         let pick = |f: fn(&Timing) -> f64| median(by_row[i].iter().map(f).collect());
         // Same-run ratios: each run's figure over qfilter's in that run.
         let ratio = |f: fn(&Timing) -> f64| {
@@ -342,7 +342,7 @@ fn growth(row: Row, rate: f64, at: &[u64]) -> Growth {
     }
 }
 
-fn print_memory(rate: f64, max: u64) {
+fn print_memory(rows: &[Row], rate: f64, max: u64) {
     let at = points(max);
     println!(
         "\n### Memory at {rate}: bits per item at {} points (16 per doubling, 10,000 to {max})\n",
@@ -350,7 +350,7 @@ fn print_memory(rate: f64, max: u64) {
     );
     println!("| filter | mean | min | max | max / min | peak while growing / final |");
     println!("|---|---|---|---|---|---|");
-    for row in ROWS {
+    for &row in rows {
         let g = growth(row, rate, &at);
         let mean = g.bits.iter().sum::<f64>() / g.bits.len() as f64;
         let lo = g.bits.iter().copied().fold(f64::INFINITY, f64::min);
@@ -370,12 +370,20 @@ struct Args {
     items: u64,
     runs: u64,
     rates: Vec<f64>,
+    rows: Vec<Row>,
+    memory: bool,
 }
 
-const USAGE: &str = "usage: xf-inproc [--items N (4000000)] [--runs N (3)] [--rates R,R (0.01,0.001)]";
+const USAGE: &str = "usage: xf-inproc [--items N (4000000)] [--runs N (3)] [--rates R,R (0.01,0.001)]
+                 [--rows xf,qfilter,growable,fastbloom (all; qfilter is always in)] [--memory yes|no (yes)]";
+
+fn row_named(name: &str) -> Option<Row> {
+    ROWS.into_iter().find(|r| r.name().to_lowercase().starts_with(name) && !name.is_empty())
+}
 
 fn args() -> Args {
-    let mut a = Args { items: 4_000_000, runs: 3, rates: vec![0.01, 0.001] };
+    let mut a =
+        Args { items: 4_000_000, runs: 3, rates: vec![0.01, 0.001], rows: ROWS.to_vec(), memory: true };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it.next().unwrap_or_else(|| die(&format!("{flag} needs a value")));
@@ -396,6 +404,19 @@ fn args() -> Args {
                 a.rates =
                     value.split(',').map(|r| rate(r).unwrap_or_else(|| bad("rates in [1e-9, 0.5)"))).collect()
             }
+            "--rows" => {
+                let mut rows: Vec<Row> = value
+                    .split(',')
+                    .map(|r| {
+                        row_named(r).unwrap_or_else(|| bad("rows among xf, qfilter, growable, fastbloom"))
+                    })
+                    .collect();
+                if !rows.contains(&Row::Qfilter) {
+                    rows.push(Row::Qfilter);
+                }
+                a.rows = rows;
+            }
+            "--memory" => a.memory = value == "yes",
             _ => die(&format!("unknown argument {flag}")),
         }
     }
@@ -410,9 +431,9 @@ fn die(message: &str) -> ! {
 fn main() {
     let a = args();
     for &rate in &a.rates {
-        print_timings(rate, a.items, a.runs);
+        print_timings(&a.rows, rate, a.items, a.runs);
     }
-    for &rate in &a.rates {
-        print_memory(rate, a.items);
+    for &rate in a.rates.iter().filter(|_| a.memory) {
+        print_memory(&a.rows, rate, a.items);
     }
 }
