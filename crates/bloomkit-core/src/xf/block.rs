@@ -267,23 +267,46 @@ fn mask(lo: u64, hi: u64) -> u64 {
 /// Moves bits `[from, end)` up by `by` (toward higher positions), leaving
 /// `[from, from + by)` as they were; `end + by` must fit in `words`. Word
 /// by word from the top, each destination word made of the two source
-/// words under it (an insert moves half a block: this is its cost).
+/// words under it (an insert moves half a block: this is its cost, so the
+/// words between the two ends are moved by a loop with no masks).
 fn shift_up(words: &mut [u64], from: u64, end: u64, by: u64) {
     if from >= end || by == 0 {
         return;
     }
     let (d0, d1) = (from + by, end + by);
-    let (k, r) = ((by / 64) as isize, (by % 64) as u32);
+    let (k, r) = ((by / 64) as usize, (by % 64) as u32);
     let (first, last) = ((d0 / 64) as usize, ((d1 - 1) / 64) as usize);
-    for j in (first..=last).rev() {
-        let at = j as isize - k;
-        let word = |i: isize| if i < 0 { 0 } else { words[i as usize] };
-        let v = if r == 0 { word(at) } else { (word(at) << r) | (word(at - 1) >> (64 - r)) };
+    // Destination word `j` from the source words at `j - k` and below.
+    let moved = |words: &[u64], j: usize| {
+        let word = |i: Option<usize>| i.map_or(0, |i| words[i]);
+        let hi = word(j.checked_sub(k));
+        if r == 0 {
+            hi
+        } else {
+            (hi << r) | (word(j.checked_sub(k + 1)) >> (64 - r))
+        }
+    };
+    let put = |words: &mut [u64], j: usize, v: u64| {
         let lo = if j == first { d0 % 64 } else { 0 };
         let hi = if j == last { (d1 - 1) % 64 + 1 } else { 64 };
         let m = mask(lo, hi);
         words[j] = (words[j] & !m) | (v & m);
+    };
+    let v = moved(words, last);
+    put(words, last, v);
+    if last == first {
+        return;
     }
+    // Between the ends every source word exists: j - k - 1 >= from / 64.
+    if r == 0 {
+        words.copy_within(first + 1 - k..last - k, first + 1);
+    } else {
+        for j in (first + 1..last).rev() {
+            words[j] = (words[j - k] << r) | (words[j - k - 1] >> (64 - r));
+        }
+    }
+    let v = moved(words, first);
+    put(words, first, v);
 }
 
 /// Moves bits `[from, end)` down by `by`, then zeroes `[end - by, end)`;
@@ -559,6 +582,7 @@ impl Block {
     pub fn count(&self, ql: u32, q64: u64) -> u32 {
         let words: &[u64] = &self.words;
         let meta = Meta::unpack(words[0]);
+        prefetch_run(words, &meta, ql);
         let run = run_of(words, &meta, ql);
         run.filter(|&i| entry_in(words, &meta, ql, i).matches(q64)).count() as u32
     }
@@ -567,6 +591,7 @@ impl Block {
     pub fn contains(&self, ql: u32, q64: u64) -> bool {
         let words: &[u64] = &self.words;
         let meta = Meta::unpack(words[0]);
+        prefetch_run(words, &meta, ql);
         let run = run_of(words, &meta, ql);
         run.into_iter().any(|i| entry_in(words, &meta, ql, i).matches(q64))
     }
@@ -909,17 +934,54 @@ fn bump_index(words: &mut [u64], meta: &Meta, ql: u32, up: bool) {
     }
 }
 
+/// Quotient `ql`'s group and the entries before the group (the index).
+#[inline]
+fn group_of(words: &[u64], meta: &Meta, ql: u32) -> (u32, u32) {
+    if meta.index_bits() > 0 && ql >= GROUP {
+        let g = ql / GROUP;
+        (g, get(words, 64 + 16 * u64::from(g - 1), 16) as u32)
+    } else {
+        (0, 0)
+    }
+}
+
+/// Asks for the cache lines a lookup of quotient `ql` reads after the
+/// metadata: its header bits and the fields where its run most likely
+/// starts (the group's entries before it, plus its offset in the group at
+/// the block's mean fill). Issued together, the two misses overlap instead
+/// of following each other (header, then fields): a lookup in a filter
+/// larger than the cache waits for two memory loads instead of three.
+#[inline]
+fn prefetch_run(words: &[u64], meta: &Meta, ql: u32) {
+    let (g, before) = group_of(words, meta, ql);
+    let offset = ql - g * GROUP;
+    let within = u64::from(offset) * u64::from(meta.n) / u64::from(meta.q());
+    let header = meta.h0() + u64::from(g * GROUP) + u64::from(before) + u64::from(offset) + within;
+    let fields = meta.f0() + (u64::from(before) + within) * u64::from(meta.w);
+    prefetch(words, header / 64);
+    prefetch(words, fields / 64);
+}
+
+/// A hint that word `i` will be read soon; nothing past the end.
+#[inline(always)]
+fn prefetch(words: &[u64], i: u64) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(w) = words.get(i as usize) {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: SSE is part of x86-64, and a prefetch of an address in
+        // the slice reads nothing the program sees and cannot fault.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>((w as *const u64).cast()) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (words, i);
+}
+
 /// The entries of quotient `ql`: start from its group (the index), skip
 /// the zeros of the quotients before it in the group, count its ones.
 #[inline]
 fn run_of(words: &[u64], meta: &Meta, ql: u32) -> std::ops::Range<u32> {
     let h0 = meta.h0();
-    let (g, before) = if meta.index_bits() > 0 && ql >= GROUP {
-        let g = ql / GROUP;
-        (g, get(words, 64 + 16 * u64::from(g - 1), 16) as u32)
-    } else {
-        (0, 0)
-    };
+    let (g, before) = group_of(words, meta, ql);
     // Bit position of the group's first quotient.
     let mut pos = h0 + u64::from(g * GROUP) + u64::from(before);
     let mut skip = ql - g * GROUP;
