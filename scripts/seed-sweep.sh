@@ -16,7 +16,9 @@
 #   scripts/seed-sweep.sh --all-servers   # every server of the matrix, not Redis 7's only
 #   scripts/seed-sweep.sh --broad         # every test file that makes such filters
 #
-# Replay a failure with the seed it names:
+# Each seed also seeds the property tests' cases (PROPTEST_RNG_SEED, the
+# seed's checksum: --broad runs core's under each). Replay a failure with
+# the seed it names:
 #   BLOOMKIT_HASH_SEED=sweep-7 cargo test -p bloomkit-module --test it xf_commands
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +31,7 @@ while [ $# -gt 0 ]; do
     --seeds) read -r -a seeds <<<"$2"; shift 2 ;;
     --all-servers) skip=(); shift ;;
     --broad) use_broad=1; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "seed-sweep: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -75,7 +77,7 @@ for seed in "${seeds[@]}"; do
     read -r -a filters <<<"$(filters_of "$(basename "$dir")")"
     [ ${#filters[@]} -gt 0 ] || continue
     log="target/seed-sweep-$seed-$(basename "$exe").log"
-    (cd "$dir" && CARGO_MANIFEST_DIR="$dir" BLOOMKIT_HASH_SEED="$seed" \
+    (cd "$dir" && CARGO_MANIFEST_DIR="$dir" BLOOMKIT_HASH_SEED="$seed" PROPTEST_RNG_SEED="$(cksum <<<"$seed" | cut -d' ' -f1)" \
       "$exe" --quiet "${filters[@]}" "${skip[@]}" >"$OLDPWD/$log" 2>&1) &
     pids+=($!) logs+=("$log")
   done
@@ -83,7 +85,8 @@ for seed in "${seeds[@]}"; do
     if wait "${pids[$i]}"; then
       rm -f "${logs[$i]}"
     else
-      grep -E "^(test .* FAILED|---- )|panicked" "${logs[$i]}" | head -20 >&2 || true
+      # The failures' whole output (the log is lost with the machine in CI).
+      sed -n '/^failures:$/,/^failures:$/p' "${logs[$i]}" | head -150 >&2 || true
       echo "seed-sweep: failed under BLOOMKIT_HASH_SEED=$seed (log: ${logs[$i]})" >&2
       failed+=("$seed")
     fi

@@ -16,4 +16,11 @@ export RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}"
 # fails every time. scripts/seed-sweep.sh runs the seed-sensitive tests
 # under other values; BLOOMKIT_HASH_SEED= (empty) draws secrets at random.
 export BLOOMKIT_HASH_SEED="${BLOOMKIT_HASH_SEED-suite}"
+# The property tests' cases, likewise: proptest draws new ones every run
+# unless told a seed, and a run that finds a new failing case fails CI by
+# chance (it did: a RAISERATE case, 2026-12-02). Here one fixed seed;
+# scripts/seed-sweep.sh --broad runs them under others, and
+# PROPTEST_RNG_SEED= (empty) draws at random, for a hunt by hand. A case
+# found that way goes into the crate's proptest-regressions/ file.
+export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED-1}"
 cargo test --workspace "$@"
