@@ -88,6 +88,11 @@ fn cpu_seconds() -> f64 {
 trait Subject {
     fn insert(&mut self, item: u64);
     fn contains(&self, item: u64) -> bool;
+    /// How many of `items` are (probably) in, as a batch command asks
+    /// (XF.MEXISTS): one by one unless the filter has a batch path.
+    fn count_in(&self, items: &[u64]) -> usize {
+        items.iter().filter(|&&x| self.contains(black_box(x))).count()
+    }
 }
 
 struct Xf(XfFilter);
@@ -98,6 +103,17 @@ impl Subject for Xf {
     }
     fn contains(&self, item: u64) -> bool {
         self.0.contains_hash(self.0.hash_of(&item))
+    }
+    fn count_in(&self, items: &[u64]) -> usize {
+        let mut hashes = [bloomkit_core::xf::XfHash(0); BATCH];
+        let mut n = 0;
+        for chunk in items.chunks(BATCH) {
+            for (h, x) in hashes.iter_mut().zip(chunk) {
+                *h = self.0.hash_of(black_box(x));
+            }
+            self.0.contains_each(&hashes[..chunk.len()], |found| n += usize::from(found));
+        }
+        n
     }
 }
 
@@ -195,8 +211,14 @@ struct Timing {
     insert: f64,
     hit: f64,
     miss: f64,
+    /// Hits and misses asked in batches of [`BATCH`].
+    batch_hit: f64,
+    batch_miss: f64,
     fpr: f64,
 }
+
+/// Items per batch lookup (a typical XF.MEXISTS).
+const BATCH: usize = 100;
 
 fn time_subject<S: Subject>(mut s: S, added: &[u64], absent: &[u64]) -> Timing {
     let per_item = |t: f64, n: usize| t * 1e9 / n as f64;
@@ -209,11 +231,18 @@ fn time_subject<S: Subject>(mut s: S, added: &[u64], absent: &[u64]) -> Timing {
     let t2 = cpu_seconds();
     let false_hits = absent.iter().filter(|&&x| s.contains(black_box(x))).count();
     let t3 = cpu_seconds();
+    let batch_hits: usize = added.chunks(BATCH).map(|c| s.count_in(c)).sum();
+    let t4 = cpu_seconds();
+    let batch_false: usize = absent.chunks(BATCH).map(|c| s.count_in(c)).sum();
+    let t5 = cpu_seconds();
     assert_eq!(hits, added.len(), "a filter lost an item it was given");
+    assert_eq!((batch_hits, batch_false), (hits, false_hits), "batches answered otherwise");
     Timing {
         insert: per_item(t1 - t0, added.len()),
         hit: per_item(t2 - t1, added.len()),
         miss: per_item(t3 - t2, absent.len()),
+        batch_hit: per_item(t4 - t3, added.len()),
+        batch_miss: per_item(t5 - t4, absent.len()),
         fpr: false_hits as f64 / absent.len() as f64,
     }
 }
@@ -255,8 +284,11 @@ fn print_timings(rows: &[Row], rate: f64, n: u64, runs: u64) {
     let by_row = timings(rows, rate, n, runs);
     let q = rows.iter().position(|&r| r == Row::Qfilter).expect("qfilter row");
     println!("\n### {n} items at {rate}: thread CPU ns per item, median of {runs} runs\n");
-    println!("| filter | insert | hit | miss | insert / qfilter | hit / qfilter | miss / qfilter | measured rate |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!(
+        "| filter | insert | hit | miss | hit x{BATCH} | miss x{BATCH} | insert / qfilter | hit / qfilter | miss / qfilter \
+         | hit x{BATCH} / qfilter | miss x{BATCH} / qfilter | measured rate |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (i, row) in rows.iter().enumerate() {
         let pick = |f: fn(&Timing) -> f64| median(by_row[i].iter().map(f).collect());
         // Same-run ratios: each run's figure over qfilter's in that run.
@@ -264,14 +296,18 @@ fn print_timings(rows: &[Row], rate: f64, n: u64, runs: u64) {
             median(by_row[i].iter().zip(&by_row[q]).map(|(a, b)| f(a) / f(b)).collect())
         };
         println!(
-            "| {} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} | {:.2} | {:.3}% |",
+            "| {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.3}% |",
             row.name(),
             pick(|t| t.insert),
             pick(|t| t.hit),
             pick(|t| t.miss),
+            pick(|t| t.batch_hit),
+            pick(|t| t.batch_miss),
             ratio(|t| t.insert),
             ratio(|t| t.hit),
             ratio(|t| t.miss),
+            ratio(|t| t.batch_hit),
+            ratio(|t| t.batch_miss),
             100.0 * pick(|t| t.fpr),
         );
     }

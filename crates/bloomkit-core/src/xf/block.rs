@@ -428,6 +428,19 @@ impl Words {
         Words(unsafe { std::ptr::NonNull::new_unchecked(ptr) })
     }
 
+    /// A prefetch of the first word, through the pointer: the slice would
+    /// read the metadata (the length) first, the very load to be hidden.
+    #[inline]
+    fn prefetch_first(&self) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            // SAFETY: SSE is part of x86-64; the pointer is this block's
+            // live allocation, and a prefetch reads nothing the program sees.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(self.0.as_ptr().cast::<i8>().cast_const()) }
+        }
+    }
+
     fn len(&self) -> usize {
         // SAFETY: the allocation holds at least its metadata word.
         words_for(Meta::unpack(unsafe { *self.0.as_ptr() }).bits()) as usize
@@ -613,6 +626,22 @@ impl Block {
         prefetch_run(words, &meta, ql);
         let run = run_of(words, &meta, ql);
         run.filter(|&i| entry_in(words, &meta, ql, i).matches(q64)).count() as u32
+    }
+
+    /// Asks for the block's first cache line (metadata and group index)
+    /// without reading it: a batch issues this a few items ahead.
+    #[inline]
+    pub fn prefetch_head(&self) {
+        self.words.prefetch_first();
+    }
+
+    /// Asks for the lines a lookup of quotient `ql` will read after the
+    /// metadata ([`prefetch_run`]); reads the metadata, so it is issued
+    /// once the head has arrived.
+    #[inline]
+    pub fn prefetch_run(&self, ql: u32) {
+        let words: &[u64] = &self.words;
+        prefetch_run(words, &Meta::unpack(words[0]), ql);
     }
 
     #[inline]

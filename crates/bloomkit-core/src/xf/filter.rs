@@ -787,6 +787,47 @@ impl XfFilter {
         self.spot(h).is_some_and(|s| self.block(s.block).contains(s.ql, s.q64))
     }
 
+    /// [`XfFilter::contains_hash`] of each hash in turn, with the memory
+    /// loads of later items started early: `AHEAD` items ahead, the block's
+    /// first line; half as far, once that has arrived, the lines of the
+    /// item's run. A lookup in a filter larger than the cache waits on two
+    /// dependent loads; a batch overlaps them with the work of the items
+    /// before it. The answers are `contains_hash`'s (prefetches are hints).
+    pub fn contains_each(&self, hashes: &[XfHash], mut answer: impl FnMut(bool)) {
+        const AHEAD: usize = 8;
+        let head = |h: &XfHash| {
+            if let Some(b) = self.block_of(*h) {
+                self.block(b).prefetch_head();
+            }
+        };
+        let run = |h: &XfHash| {
+            if let Some(s) = self.spot(*h) {
+                self.block(s.block).prefetch_run(s.ql);
+            }
+        };
+        hashes.iter().take(AHEAD).for_each(head);
+        hashes.iter().take(AHEAD / 2).for_each(run);
+        for (i, &h) in hashes.iter().enumerate() {
+            if let Some(later) = hashes.get(i + AHEAD) {
+                head(later);
+            }
+            if let Some(later) = hashes.get(i + AHEAD / 2) {
+                run(later);
+            }
+            answer(self.contains_hash(h));
+        }
+    }
+
+    /// The block an item falls in, from the directory alone.
+    #[inline]
+    fn block_of(&self, h: XfHash) -> Option<usize> {
+        match &self.store {
+            Store::One(_) => Some(0),
+            Store::Many(d) => Some(d.dir[(h.0 >> (128 - d.depth)) as usize] as usize),
+            Store::Loading(_) => None,
+        }
+    }
+
     /// How many times the item is in: never less than the times it was
     /// added minus the times it was deleted.
     pub fn count(&self, item: &[u8]) -> u64 {

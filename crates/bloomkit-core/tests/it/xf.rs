@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 use bloomkit_core::common::fields::FieldStream;
-use bloomkit_core::xf::{Seed, XfError, XfFilter, XfParams, MAX_ERROR_RATE};
+use bloomkit_core::xf::{Seed, XfError, XfFilter, XfHash, XfParams, MAX_ERROR_RATE};
 use bloomkit_core::Limits;
 use proptest::prelude::*;
 
@@ -442,6 +442,23 @@ fn merged_filters_keep_growing_within_their_rate() {
         assert!(f.guaranteed_rate() <= f.error_rate(), "{} of {}", f.guaranteed_rate(), f.error_rate());
         let measured = fpr(f, 100_000, 5);
         assert!(within(measured, f.error_rate(), 100_000), "{measured} against {}", f.error_rate());
+    }
+}
+
+#[test]
+fn batched_lookups_answer_as_single_ones() {
+    // One block, a few blocks, many: prefetching ahead never changes an answer.
+    for n in [0u64, 5, 300, 50_000] {
+        let mut f = seeded(0.01, 100, 1 << 30);
+        for i in 0..n {
+            f.insert(&member(i), NONE).unwrap();
+        }
+        let hashes: Vec<XfHash> = (0..2 * n + 20).map(|i| f.hash(&member(i))).collect();
+        let mut got = Vec::new();
+        f.contains_each(&hashes, |found| got.push(found));
+        let want: Vec<bool> = hashes.iter().map(|&h| f.contains_hash(h)).collect();
+        assert_eq!(got, want, "{n} items");
+        assert!(got[..n as usize].iter().all(|&b| b), "{n} items: a member missed");
     }
 }
 

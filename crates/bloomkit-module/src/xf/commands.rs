@@ -20,7 +20,7 @@ use std::ptr::NonNull;
 use bloomkit_core::xf::args::{
     check_items, check_key_only, check_single_item, parse_insert, parse_loadchunk, parse_merge, parse_reserve,
 };
-use bloomkit_core::xf::{Seed, XfError, XfFilter, XfParams};
+use bloomkit_core::xf::{Seed, XfError, XfFilter, XfHash, XfParams};
 use bloomkit_core::{Limits, Reply};
 
 use super::counters::*;
@@ -301,8 +301,18 @@ pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_items(argv)?;
     with_filter(ctx, &argv[1], |f| {
         ctx.reply_array(argv.len() - 2);
-        for item in &argv[2..] {
-            ctx.reply_bool(f.is_some_and(|f| f.contains(item.bytes())));
+        let Some(f) = f else {
+            argv[2..].iter().for_each(|_| ctx.reply_bool(false));
+            return;
+        };
+        // Hashed a chunk at a time (no allocation), looked up with the
+        // memory loads of later items started early (`contains_each`).
+        let mut hashes = [XfHash(0); 64];
+        for chunk in argv[2..].chunks(hashes.len()) {
+            for (h, item) in hashes.iter_mut().zip(chunk) {
+                *h = f.hash(item.bytes());
+            }
+            f.contains_each(&hashes[..chunk.len()], |found| ctx.reply_bool(found));
         }
     })?;
     COUNTERS.add(LOOKUPS, (argv.len() - 2) as u64);

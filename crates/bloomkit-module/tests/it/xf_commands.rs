@@ -34,6 +34,19 @@ fn commands_answer_and_refuse(server: Server) {
     assert_eq!(c.cmd("XF.EXISTS f zzz"), Reply::Int(0));
     assert_eq!(c.cmd("XF.EXISTS missing a"), Reply::Int(0), "a missing key holds nothing");
     assert_eq!(format!("{:?}", c.cmd("XF.MEXISTS f a zzz c")), "[1, 0, 1]");
+    // Batches of any length (hashed and looked up 64 at a time, later items'
+    // memory loads started early) answer as lookups one by one do.
+    assert_eq!(reserve(&mut c, "fb 0.01"), ok());
+    let mut madd = vec!["XF.MADD".to_string(), "fb".into()];
+    madd.extend((0..150).map(|i| format!("m{i}")));
+    c.call(&madd);
+    let asked: Vec<String> = (0..300).map(|i| format!("m{}", i * 7 % 301)).collect();
+    for key in ["fb", "missing"] {
+        let mut mexists = vec!["XF.MEXISTS".to_string(), key.into()];
+        mexists.extend(asked.iter().cloned());
+        let one_by_one: Vec<Reply> = asked.iter().map(|x| c.call(&["XF.EXISTS", key, x])).collect();
+        assert_eq!(c.call(&mexists).as_array(), &one_by_one[..], "{key}");
+    }
     assert_eq!(c.cmd("XF.DEL f a"), Reply::Int(1));
     assert_eq!(c.cmd("XF.COUNT f a"), Reply::Int(2), "the MADD added a third");
     assert_eq!(c.cmd("XF.DEL missing a"), Reply::Int(0));
