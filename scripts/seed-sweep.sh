@@ -86,7 +86,9 @@ for seed in "${seeds[@]}"; do
       rm -f "${logs[$i]}"
     else
       # The failures' whole output (the log is lost with the machine in CI).
-      sed -n '/^failures:$/,/^failures:$/p' "${logs[$i]}" | head -150 >&2 || true
+      # A program that aborted has no failures section: its last lines then.
+      details=$(sed -n '/^failures:$/,/^failures:$/p' "${logs[$i]}" | head -150)
+      if [ -n "$details" ]; then echo "$details" >&2; else tail -40 "${logs[$i]}" >&2; fi
       echo "seed-sweep: failed under BLOOMKIT_HASH_SEED=$seed (log: ${logs[$i]})" >&2
       failed+=("$seed")
     fi

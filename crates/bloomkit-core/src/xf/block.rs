@@ -1012,7 +1012,7 @@ fn group_of(words: &[u64], meta: &Meta, ql: u32) -> (u32, u32) {
 fn prefetch_run(words: &[u64], meta: &Meta, ql: u32) {
     let (g, before) = group_of(words, meta, ql);
     let offset = ql - g * GROUP;
-    let within = u64::from(offset) * u64::from(meta.n) / u64::from(meta.q());
+    let within = (u64::from(offset) * u64::from(meta.n)) >> meta.qbits;
     let header = meta.h0() + u64::from(g * GROUP) + u64::from(before) + u64::from(offset) + within;
     let fields = meta.f0() + (u64::from(before) + within) * u64::from(meta.w);
     prefetch(words, header / 64);
@@ -1148,7 +1148,36 @@ mod tests {
     }
 
     #[test]
+    fn shifts_of_every_small_shape_move_exactly_their_bits() {
+        // Every start, end and distance over three words, distances of one,
+        // two and three words and their neighbours among them (the loop's
+        // whole-word path), ends at word boundaries and at the slice's end.
+        let words: Vec<u64> =
+            (0..6u64).map(|i| 0x9e37_79b9_7f4a_7c15u64.rotate_left(i as u32 * 7) ^ i).collect();
+        let total = words.len() as u64 * 64;
+        for by in [1, 2, 31, 63, 64, 65, 127, 128, 129, 191, 192] {
+            for from in 0..total.min(200) {
+                for end in from..=(total - by).min(from + 200) {
+                    let (mut a, mut b) = (words.clone(), words.clone());
+                    shift_up(&mut a, from, end, by);
+                    slow_up(&mut b, from, end, by);
+                    assert_eq!(a, b, "up {from}..{end} by {by}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn select_finds_each_bit() {
+        // Every single bit, and every prefix and suffix of ones.
+        for bit in 0..64 {
+            assert_eq!(select1(1 << bit, 0), bit);
+            let (top, bottom) = (u64::MAX << bit, u64::MAX >> bit);
+            for k in 0..64 - bit {
+                assert_eq!(select1(top, k), bit + k);
+                assert_eq!(select1(bottom, k), k);
+            }
+        }
         let mut r = Rng(7);
         for i in 0..6000 {
             // Dense, sparse (a few bits) and full words.

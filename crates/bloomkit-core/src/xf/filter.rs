@@ -31,6 +31,11 @@ pub const MAX_FIRST_LEVEL: u32 = 25;
 /// a mass of 2 (the checks refuse anything above 0.5 before it matters).
 pub const MASS_BITS: u32 = 63;
 
+/// How many items ahead a batch starts a block's loads ([`XfFilter::prefetch_for`]):
+/// enough to cover a memory load's latency with the work of the items
+/// before (about 100 ns each), few enough that the lines stay in L1.
+pub const PREFETCH_AHEAD: usize = 8;
+
 /// What `XF.RESERVE` (or a creating write) asks for.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct XfParams {
@@ -788,33 +793,49 @@ impl XfFilter {
     }
 
     /// [`XfFilter::contains_hash`] of each hash in turn, with the memory
-    /// loads of later items started early: `AHEAD` items ahead, the block's
-    /// first line; half as far, once that has arrived, the lines of the
-    /// item's run. A lookup in a filter larger than the cache waits on two
-    /// dependent loads; a batch overlaps them with the work of the items
-    /// before it. The answers are `contains_hash`'s (prefetches are hints).
+    /// loads of later items started early ([`XfFilter::prefetch_for`]). The
+    /// answers are `contains_hash`'s (prefetches are hints).
     pub fn contains_each(&self, hashes: &[XfHash], mut answer: impl FnMut(bool)) {
-        const AHEAD: usize = 8;
-        let head = |h: &XfHash| {
-            if let Some(b) = self.block_of(*h) {
-                self.block(b).prefetch_head();
-            }
-        };
-        let run = |h: &XfHash| {
-            if let Some(s) = self.spot(*h) {
-                self.block(s.block).prefetch_run(s.ql);
-            }
-        };
-        hashes.iter().take(AHEAD).for_each(head);
-        hashes.iter().take(AHEAD / 2).for_each(run);
         for (i, &h) in hashes.iter().enumerate() {
-            if let Some(later) = hashes.get(i + AHEAD) {
-                head(later);
-            }
-            if let Some(later) = hashes.get(i + AHEAD / 2) {
-                run(later);
-            }
+            self.prefetch_for(hashes, i);
             answer(self.contains_hash(h));
+        }
+    }
+
+    /// Called before item `i` of a batch of lookups of `hashes`: starts the
+    /// memory loads of later items. (Batches of adds gained nothing from it
+    /// in xf-inproc: an add's time is its shift.) A lookup in a filter larger
+    /// than the cache waits on two dependent loads (the block's first line,
+    /// then its header and fields); `PREFETCH_AHEAD` items ahead this asks
+    /// for the block's head and, half as far, once that has arrived, for the
+    /// lines of the item's run, so the waits overlap with the work on the
+    /// items before. Hints only: they never change an answer.
+    #[inline]
+    pub fn prefetch_for(&self, hashes: &[XfHash], i: usize) {
+        const AHEAD: usize = PREFETCH_AHEAD;
+        if i == 0 {
+            hashes.iter().take(AHEAD).for_each(|&h| self.prefetch_head(h));
+            hashes.iter().take(AHEAD / 2).for_each(|&h| self.prefetch_run(h));
+        }
+        if let Some(&h) = hashes.get(i + AHEAD) {
+            self.prefetch_head(h);
+        }
+        if let Some(&h) = hashes.get(i + AHEAD / 2) {
+            self.prefetch_run(h);
+        }
+    }
+
+    #[inline]
+    fn prefetch_head(&self, h: XfHash) {
+        if let Some(b) = self.block_of(h) {
+            self.block(b).prefetch_head();
+        }
+    }
+
+    #[inline]
+    fn prefetch_run(&self, h: XfHash) {
+        if let Some(s) = self.spot(h) {
+            self.block(s.block).prefetch_run(s.ql);
         }
     }
 
