@@ -230,6 +230,7 @@ fn a_spent_rate_is_refused_alike_in_every_way_of_sending(server: Server) {
     }
     assert_eq!(info(&mut p, "k", "Fingerprint bits"), Reply::Int(0), "the rate was not spent");
     let before = p.call(&["DEBUG", "DIGEST-VALUE", "k"]);
+    let card = p.call(&["XF.CARD", "k"]);
     let spent = |reply: &Reply| reply.is_error() && reply.error_text().contains("within its error rate");
     // Each way of sending: a refusal, or 0 for an item that is a false
     // positive of the spent key (stored nowhere either).
@@ -249,6 +250,7 @@ fn a_spent_rate_is_refused_alike_in_every_way_of_sending(server: Server) {
         p.call(&["XF.CARD", "k"]);
         let exec = p.cmd("EXEC");
         count(&exec.as_array()[0], "XF.ADD in MULTI");
+        assert_eq!(exec.as_array()[1], card, "the count after a refusal in MULTI");
         let script = "return redis.call('XF.ADD', KEYS[1], ARGV[1])";
         count(&p.call(&["EVAL", script, "1", "k", &format!("s{i}")]), "XF.ADD from a script");
     }
