@@ -205,6 +205,19 @@ fn refused_writes_change_nothing_anywhere(server: Server) {
     }
 }
 
+/// A primary with an AOF (its first rewrite done; `preamble`: with the RDB
+/// preamble) and a replica in sync, with a connection to each.
+fn primary_with_aof_and_replica(server: Server, preamble: bool) -> (TestServer, Conn, TestServer, Conn) {
+    let primary = TestServer::start(server, &[Module::bloomkit()], &aof_args(preamble));
+    let mut p = primary.conn();
+    p.wait_for_aof_rewrite(DEADLINE);
+    let port = primary.port.to_string();
+    let replica = TestServer::start(server, &[Module::bloomkit()], &["--replicaof", "127.0.0.1", &port]);
+    let mut r = replica.conn();
+    r.wait_for_sync(DEADLINE);
+    (primary, p, replica, r)
+}
+
 per_server!(a_spent_rate_is_refused_alike_in_every_way_of_sending);
 /// Issue 47: a key whose entries account for its whole error rate refuses
 /// new items (`RateSpent`) alike when they come alone, in batches, inside
@@ -212,13 +225,7 @@ per_server!(a_spent_rate_is_refused_alike_in_every_way_of_sending);
 /// nothing on the primary, on its replica or in its AOF. One item added
 /// again and again spends the rate (each add is an entry of its own).
 fn a_spent_rate_is_refused_alike_in_every_way_of_sending(server: Server) {
-    let primary = TestServer::start(server, &[Module::bloomkit()], &aof_args(false));
-    let mut p = primary.conn();
-    p.wait_for_aof_rewrite(DEADLINE);
-    let port = primary.port.to_string();
-    let replica = TestServer::start(server, &[Module::bloomkit()], &["--replicaof", "127.0.0.1", &port]);
-    let mut r = replica.conn();
-    r.wait_for_sync(DEADLINE);
+    let (primary, mut p, _replica, mut r) = primary_with_aof_and_replica(server, false);
     p.ok("XF.RESERVE k 0.01 CAPACITY 100");
     let mut hot = vec!["XF.MADD".to_string(), "k".into()];
     hot.extend(std::iter::repeat_n("hot".to_string(), 1000));
@@ -304,13 +311,7 @@ per_server!(merges_of_every_shape_stay_identical);
 /// replica and an AOF: none fails with a crafted-items
 /// error, the replica and a restart from the AOF match at every check.
 fn merges_of_every_shape_stay_identical(server: Server) {
-    let mut primary = TestServer::start(server, &[Module::bloomkit()], &aof_args(true));
-    let mut p = primary.conn();
-    p.wait_for_aof_rewrite(DEADLINE);
-    let port = primary.port.to_string();
-    let replica = TestServer::start(server, &[Module::bloomkit()], &["--replicaof", "127.0.0.1", &port]);
-    let mut r = replica.conn();
-    r.wait_for_sync(DEADLINE);
+    let (mut primary, mut p, _replica, mut r) = primary_with_aof_and_replica(server, true);
     p.ok("XF.RESERVE h 0.5 CAPACITY 64");
     items(&mut p, "h", "h", 0..200);
     p.ok("XF.RESERVE g 0.05 CAPACITY 10");
