@@ -597,11 +597,16 @@ pub fn apply_load_args(args: &[Arg]) -> Result<(), String> {
             TEST_HOOKS.store(on != 0, Relaxed);
             continue;
         }
+        if normalised(pair[0].bytes()) == "xf-secret-file" {
+            let path = pair.get(1).map(|p| String::from_utf8_lossy(p.bytes()).into_owned());
+            crate::xf::secret::use_file(&path.ok_or(format!("module argument {given} needs a value"))?)?;
+            continue;
+        }
         let Some(setting) = find(&normalised(pair[0].bytes())) else {
             let known: Vec<_> = settings().iter().map(|s| s.name).collect();
             return Err(format!(
                 "unknown module argument '{given}'; allowed: ERROR_RATE, INITIAL_SIZE, CF_MAX_EXPANSIONS, EXPANSION, \
-                 TEST_HOOKS, or any of {} (with or without bf.)",
+                 TEST_HOOKS, XF_SECRET_FILE, or any of {} (with or without bf.)",
                 known.join(", ")
             ));
         };

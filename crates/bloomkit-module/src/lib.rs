@@ -77,6 +77,31 @@ extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) 
     })
 }
 
+/// The server forked a child (`BGSAVE`, a full sync, an AOF rewrite): in
+/// the parent, right after `fork()`, before any other command. A module has
+/// one callback per event, so every family that cares is called from here.
+extern "C" fn on_fork_child(
+    _ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    subevent: u64,
+    _data: *mut std::ffi::c_void,
+) {
+    guard((), || {
+        if subevent == raw::REDISMODULE_SUBEVENT_FORK_CHILD_BORN {
+            tdigest::data_type::forked();
+            xf::secret::forked();
+        }
+    })
+}
+
+fn subscribe_to_forks(ctx: *mut raw::RedisModuleCtx) {
+    if ffi::has_api!(RedisModule_SubscribeToServerEvent) {
+        let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_FORK_CHILD, dataver: 1 };
+        // SAFETY: valid context during OnLoad; a callback of the declared signature.
+        unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx, event, Some(on_fork_child)) };
+    }
+}
+
 /// Panics are caught at every entry point; this puts their message and
 /// location in the server log, where the error reply points.
 fn log_panics() {
@@ -93,6 +118,7 @@ fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
     config::init(FAMILIES.iter().flat_map(|f| f.settings.iter().copied()));
     config::apply_load_args(args)?;
     stats::flush::subscribe(ctx, FAMILIES.iter().map(|f| f.counters));
+    subscribe_to_forks(ctx);
     value::measure_key_wrapper(ctx);
     // The settings first: `bf.compat` (from a load argument or the
     // configuration file) decides how BF.* is registered and the encoding

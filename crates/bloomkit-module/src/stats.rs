@@ -267,6 +267,13 @@ pub fn add_field(ctx: *mut raw::RedisModuleInfoCtx, name: &CStr, value: u64) {
     unsafe { api!(RedisModule_InfoAddFieldULongLong)(ctx, name.as_ptr(), value) };
 }
 
+/// Adds a text field to the current section.
+pub fn add_text(ctx: *mut raw::RedisModuleInfoCtx, name: &CStr, value: &str) {
+    let Ok(value) = CString::new(value) else { return };
+    // SAFETY: valid info context; NUL-terminated name and value.
+    unsafe { api!(RedisModule_InfoAddFieldCString)(ctx, name.as_ptr(), value.as_ptr().cast_mut()) };
+}
+
 /// Arrays of 1 MiB or more never offered to active defrag.
 pub static DEFRAG_LARGE_KEPT: AtomicU64 = AtomicU64::new(0);
 /// Defrag calls that resumed a value from the server's cursor.

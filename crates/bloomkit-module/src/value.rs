@@ -190,7 +190,16 @@ pub(crate) use plain_value;
 
 /// Registers `T` under its name and version with the shared callbacks.
 pub fn register<T: Value>(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+    register_with::<T>(ctx, |_| ())
+}
+
+/// [`register`], with callbacks of the type's own (`more`: aux fields).
+pub fn register_with<T: Value>(
+    ctx: *mut raw::RedisModuleCtx,
+    more: impl FnOnce(&mut raw::RedisModuleTypeMethods),
+) -> Result<(), String> {
     T::TYPE.register(ctx, T::TYPE_NAME, T::encoding_version(), |m| {
+        more(m);
         m.rdb_load = Some(rdb_load::<T>);
         m.rdb_save = Some(rdb_save::<T>);
         m.aof_rewrite = Some(aof_rewrite::<T>);

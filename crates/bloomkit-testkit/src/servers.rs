@@ -164,6 +164,9 @@ pub struct TestServer {
     /// A configuration file given as the first argument (`server.conf` in
     /// the server's folder), for tests of `CONFIG REWRITE`.
     config_file: Option<PathBuf>,
+    /// Started without `BLOOMKIT_HASH_SEED` (its own random secret), also
+    /// on every restart: for tests of how the secret persists.
+    unseeded: bool,
 }
 
 /// The address space hostile suites give a server: enough for the server,
@@ -221,19 +224,35 @@ impl TestServer {
         extra: &[&str],
         address_space: Option<u64>,
     ) -> TestServer {
+        let mut s = TestServer::launch_new_stopped(server, modules, extra);
+        s.address_space = address_space;
+        s.launch();
+        s
+    }
+
+    /// Starts a server as [`TestServer::start`] does, but without
+    /// `BLOOMKIT_HASH_SEED` in its environment, now and on every restart:
+    /// it draws its own secret, as a production server does.
+    pub fn start_unseeded(server: Server, modules: &[Module], extra: &[&str]) -> TestServer {
+        let mut s = TestServer::launch_new_stopped(server, modules, extra);
+        s.unseeded = true;
+        s.launch();
+        s
+    }
+
+    fn launch_new_stopped(server: Server, modules: &[Module], extra: &[&str]) -> TestServer {
         let dir = tempfile::Builder::new().prefix("bloomkit-test-").tempdir().expect("temp dir");
-        let mut s = TestServer {
+        TestServer {
             server,
             port: 0,
             modules: modules.to_vec(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
             dir,
             child: None,
-            address_space,
+            address_space: None,
             config_file: None,
-        };
-        s.launch();
-        s
+            unseeded: false,
+        }
     }
 
     /// Starts a server from a configuration file with these lines (written
@@ -252,6 +271,7 @@ impl TestServer {
             child: None,
             address_space: None,
             config_file: Some(path),
+            unseeded: false,
         };
         s.launch();
         s
@@ -333,6 +353,9 @@ impl TestServer {
                 }
             }
             cmd.args(&self.extra);
+            if self.unseeded {
+                cmd.env_remove("BLOOMKIT_HASH_SEED");
+            }
             let child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {:?}: {e}", self.server));
             self.child = Some(child);
             self.port = port;
@@ -465,17 +488,8 @@ mod tests {
     #[test]
     fn a_port_answered_by_another_server_is_not_ours() {
         let other = TestServer::start(Server::Redis, &[], &[]);
-        let dir = tempfile::Builder::new().prefix("bloomkit-test-").tempdir().expect("temp dir");
-        let mut ours = TestServer {
-            server: Server::Redis,
-            port: other.port,
-            modules: Vec::new(),
-            extra: Vec::new(),
-            dir,
-            child: None,
-            address_space: None,
-            config_file: None,
-        };
+        let mut ours = TestServer::launch_new_stopped(Server::Redis, &[], &[]);
+        ours.port = other.port;
         let failure = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ours.launch()))
             .expect_err("a start on a port another server holds must fail");
         let text = failure.downcast_ref::<String>().cloned().unwrap_or_default();

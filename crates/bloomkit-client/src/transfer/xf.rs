@@ -21,7 +21,7 @@
 
 use std::io::{Read, Write};
 
-use bloomkit_core::xf::{XfFilter, CHUNK_BYTES, HEADER_LEN};
+use bloomkit_core::xf::{deployment_key, Seed, XfFilter, CHUNK_BYTES, HEADER_LEN};
 use bloomkit_core::Limits;
 
 use super::checked::{CrcReader, CrcWriter};
@@ -278,7 +278,22 @@ pub(crate) fn read_file(input: impl Read) -> Result<XfFilter> {
         Ok(())
     })?;
     match filter {
-        Some(f) if !f.is_loading() => Ok(f),
+        Some(mut f) if !f.is_loading() => {
+            // A filter made by a server without SEED hashes with that
+            // server's secret, which no file carries: only a process
+            // started with the same secret pinned (BLOOMKIT_HASH_SEED, as
+            // the test suites run) can read it.
+            let pinned = Seed::from_environment().map(deployment_key);
+            if f.unseal(|_| pinned) {
+                return Ok(f);
+            }
+            let id = f.hashing().key_id().unwrap_or(0);
+            Err(transfer!(
+                "the expandable filter file holds a filter a server made under its own secret (id {id:016x}): \
+                 it restores into that server, or one that shares its secret, but cannot be read in process; \
+                 dump a filter made with XF.RESERVE ... SEED to use it here"
+            ))
+        }
         Some(_) => Err(transfer!("the expandable filter file ends before the filter does: it is cut short")),
         None => Err(transfer!("the expandable filter file holds no filter")),
     }
@@ -299,6 +314,27 @@ mod tests {
     fn read(bytes: &[u8]) -> Result<XfFilter> {
         assert_eq!(&bytes[..8], XF_MAGIC);
         read_file(&bytes[8..])
+    }
+
+    /// A server's filter made without SEED keeps its secret on the server:
+    /// its file says so, and is read only where that secret is pinned.
+    #[test]
+    fn a_filter_of_a_servers_secret_is_read_only_under_that_secret() {
+        let write = |secret: Seed| {
+            let params =
+                bloomkit_core::xf::XfParams { error_rate: 0.01, capacity: 100, max_capacity: 1 << 20 };
+            let hashing = bloomkit_core::xf::Hashing::Deployment(deployment_key(secret));
+            let mut f = XfFilter::with_hashing(params, hashing, Limits::NONE).unwrap();
+            f.insert(b"item", Limits::NONE).unwrap();
+            let mut bytes = Vec::new();
+            write_file(&f, &mut bytes).unwrap();
+            bytes
+        };
+        let e = read(&write(Seed([0x5eed, 0x5ec2e7]))).err().unwrap().to_string();
+        assert!(e.contains("made under its own secret") && e.contains("XF.RESERVE ... SEED"), "{e}");
+        if let Some(pinned) = Seed::from_environment() {
+            assert!(read(&write(pinned)).unwrap().contains(b"item"));
+        }
     }
 
     #[test]

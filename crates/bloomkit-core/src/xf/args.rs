@@ -67,6 +67,10 @@ pub struct Reserve {
     pub params: XfParams,
     /// `SEED`: the filter's hash key, when given (else the server's).
     pub seed: Option<Seed>,
+    /// `KEYID`: the id of the server's deployment key the filter hashes
+    /// with, which only the server's own replication stream and AOF send
+    /// (the caller refuses it from clients).
+    pub key_id: Option<u64>,
 }
 
 /// `XF.RESERVE key error_rate [CAPACITY initial] [MAXCAPACITY limit] [SEED hex]`.
@@ -75,13 +79,18 @@ pub fn parse_reserve<A: AsRef<[u8]>>(argv: &[A], defaults: &XfDefaults) -> Resul
         return Err(XfError::WrongArity);
     }
     let error = error_rate(argv[2].as_ref())?;
-    let (mut capacity, mut max, mut seed) = (None, None, None);
+    let (mut capacity, mut max, mut seed, mut key_id) = (None, None, None, None);
     for pair in argv[3..].chunks(2) {
         let (word, value) = (pair[0].as_ref(), pair.get(1).map(AsRef::as_ref));
         if eq_ignore_case(word, "SEED") {
             let s = value.and_then(Seed::from_hex).ok_or(XfError::BadSeed)?;
-            if seed.replace(s).is_some() {
+            if seed.replace(s).is_some() || key_id.is_some() {
                 return Err(XfError::DuplicateArgument("SEED"));
+            }
+        } else if eq_ignore_case(word, "KEYID") {
+            let id = value.and_then(hex_u64).ok_or(XfError::BadSeed)?;
+            if key_id.replace(id).is_some() || seed.is_some() {
+                return Err(XfError::DuplicateArgument("KEYID"));
             }
         } else if eq_ignore_case(word, "CAPACITY") {
             if capacity.replace(count(value, XfError::BadCapacity)?).is_some() {
@@ -95,7 +104,15 @@ pub fn parse_reserve<A: AsRef<[u8]>>(argv: &[A], defaults: &XfDefaults) -> Resul
             return Err(XfError::UnknownArgument(String::from_utf8_lossy(word).into_owned()));
         }
     }
-    Ok(Reserve { params: complete(Some(error), capacity, max, defaults)?, seed })
+    Ok(Reserve { params: complete(Some(error), capacity, max, defaults)?, seed, key_id })
+}
+
+/// 16 hexadecimal digits (a `KEYID`).
+fn hex_u64(text: &[u8]) -> Option<u64> {
+    if text.len() != 16 || !text.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    u64::from_str_radix(std::str::from_utf8(text).ok()?, 16).ok()
 }
 
 /// A parsed `XF.INSERT`.
@@ -254,6 +271,13 @@ mod tests {
             parse_reserve(&argv("XF.RESERVE k 0.01 SEED 000102030405060708090a0b0c0d0e0f"), &D).unwrap();
         assert_eq!(seeded.seed, Some(Seed([0x0001020304050607, 0x08090a0b0c0d0e0f])));
         assert_eq!(err("XF.RESERVE k 0.01 SEED 12"), XfError::BadSeed);
+        let replayed = parse_reserve(&argv("XF.RESERVE k 0.01 KEYID 00000000000000ff"), &D).unwrap();
+        assert_eq!((replayed.seed, replayed.key_id), (None, Some(255)));
+        assert_eq!(err("XF.RESERVE k 0.01 KEYID ff"), XfError::BadSeed);
+        assert_eq!(
+            err("XF.RESERVE k 0.01 SEED 000102030405060708090a0b0c0d0e0f KEYID 00000000000000ff"),
+            XfError::DuplicateArgument("KEYID")
+        );
         assert_eq!(err("XF.RESERVE k 0.01 SEED 000102030405060708090a0b0c0d0e0g"), XfError::BadSeed);
         assert_eq!(
             ok("XF.RESERVE k 0.001 capacity 50 MAXCAPACITY 5000"),

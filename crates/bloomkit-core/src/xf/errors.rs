@@ -81,6 +81,18 @@ pub enum XfError {
     BadData(&'static str),
     /// A write on a filter still being loaded with `XF.LOADCHUNK`.
     Loading,
+    /// An item command on a filter made under a deployment secret this
+    /// server's key ring does not hold (id `id`): it hashes nothing here.
+    Sealed {
+        id: u64,
+    },
+    /// A payload (`RESTORE`, `XF.LOADCHUNK`) of a filter made under a
+    /// deployment secret this server does not have (id `id`): refused.
+    ForeignSecret {
+        id: u64,
+    },
+    /// `KEYID`, which only the server's own replication stream and AOF may send.
+    KeyIdFromClient,
     /// A SCANDUMP or LOADCHUNK iterator that is not a valid position.
     BadIterator,
     /// A LOADCHUNK chunk that does not continue the load: why.
@@ -169,6 +181,20 @@ impl ReplyError for XfError {
             BadData(why) => Cow::Owned(format!("ERR invalid expandable filter data: {why}")),
             Loading => Cow::Borrowed(
                 "ERR the filter is still being loaded with XF.LOADCHUNK; send the remaining chunks first",
+            ),
+            Sealed { id } => Cow::Owned(format!(
+                "ERR this filter was made under a deployment secret (id {id:016x}) that is not in this server's \
+                 key ring: it can be saved, copied and dumped here, but not read or written. Give the server \
+                 that secret (the module argument XF_SECRET_FILE) to use it"
+            )),
+            ForeignSecret { id } => Cow::Owned(format!(
+                "ERR this filter was made under a deployment secret this server does not have (id {id:016x}); \
+                 nothing was stored. Give both servers one secret (the module argument XF_SECRET_FILE), or \
+                 copy filters made with SEED"
+            )),
+            KeyIdFromClient => Cow::Borrowed(
+                "ERR KEYID is sent only by the server itself (replication and the AOF); no client can choose \
+                 how a filter hashes except with SEED",
             ),
             BadIterator => Cow::Borrowed("ERR the iterator must be a non-negative integer (0 to start)"),
             BadChunk(why) => Cow::Owned(format!("ERR invalid chunk: {why}")),

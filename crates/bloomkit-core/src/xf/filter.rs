@@ -284,20 +284,73 @@ impl Seed {
 /// How a filter hashes its items.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hashing {
-    /// SipHash-1-3 (128-bit) keyed by the seed (encoding 1).
+    /// SipHash-1-3 (128-bit) keyed by a seed its owner chose or knows
+    /// (`XF.RESERVE ... SEED`, every in-process filter): every format
+    /// carries the seed in clear, so that such a filter merges wherever it goes.
     Keyed(Seed),
+    /// SipHash-1-3 keyed by a server's deployment key ([`deployment_key`]
+    /// of a secret in its key ring). Formats carry only the key's id
+    /// ([`key_id`]), so nobody who reads a filter learns how it hashes.
+    Deployment(Seed),
+    /// A deployment filter loaded where its key is not known (no entry of
+    /// the ring has its id): it saves, copies and dumps as it came, and
+    /// hashes nothing until [`XfFilter::unseal`] finds its key.
+    Sealed { id: u64 },
     /// bloomkit 0.1's (encoding 0): murmur3_x64_128 with seed 0, scaled by
     /// the root `m0` (its first table's quotients) into `[0, m0 / 2^c)`,
     /// `2^c` the power of two at or above `m0`.
     Murmur { m0: u64 },
 }
 
+/// What kind of [`Hashing`] a filter has, kept apart from its two words so
+/// that the filter's own allocation stays 80 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(super) enum HashKind {
+    Keyed,
+    Murmur,
+    Deployment,
+    Sealed,
+}
+
+/// The hashing key of a deployment secret: SipHash-1-3 (128-bit) of a fixed
+/// text under the secret, so that the secret itself is used for nothing else.
+pub fn deployment_key(secret: Seed) -> Seed {
+    let mut h = SipHasher13::new_with_keys(secret.0[0], secret.0[1]);
+    h.write(b"bloomkit xf hash v2");
+    let w = h.finish128();
+    Seed([w.h1, w.h2])
+}
+
+/// The id a deployment key is known by in formats and replication: 64 bits
+/// of a PRF of the key, which say nothing about it.
+pub fn key_id(key: Seed) -> u64 {
+    let mut h = SipHasher13::new_with_keys(key.0[0], key.0[1]);
+    h.write(b"bloomkit xf key id");
+    h.finish()
+}
+
 impl Hashing {
-    /// The two words a filter keeps of it (the seed, or the root and 0).
+    /// The two words a filter keeps of it (a key, the id, or the root and 0).
     pub fn words(&self) -> [u64; 2] {
+        self.split().0
+    }
+
+    pub(super) fn split(&self) -> ([u64; 2], HashKind) {
         match *self {
-            Hashing::Keyed(Seed(k)) => k,
-            Hashing::Murmur { m0 } => [m0, 0],
+            Hashing::Keyed(Seed(k)) => (k, HashKind::Keyed),
+            Hashing::Deployment(Seed(k)) => (k, HashKind::Deployment),
+            Hashing::Sealed { id } => ([id, 0], HashKind::Sealed),
+            Hashing::Murmur { m0 } => ([m0, 0], HashKind::Murmur),
+        }
+    }
+
+    pub(super) fn join(words: [u64; 2], kind: HashKind) -> Hashing {
+        match kind {
+            HashKind::Keyed => Hashing::Keyed(Seed(words)),
+            HashKind::Deployment => Hashing::Deployment(Seed(words)),
+            HashKind::Sealed => Hashing::Sealed { id: words[0] },
+            HashKind::Murmur => Hashing::Murmur { m0: words[0] },
         }
     }
 
@@ -305,19 +358,32 @@ impl Hashing {
         matches!(self, Hashing::Murmur { .. })
     }
 
-    fn from_words(words: [u64; 2], murmur: bool) -> Hashing {
-        if murmur {
-            Hashing::Murmur { m0: words[0] }
-        } else {
-            Hashing::Keyed(Seed(words))
+    /// The key SipHash runs with: the seed, or for murmur3 (whose items
+    /// hash with murmur3, and `Hash` values with this) the root and a
+    /// constant. A sealed filter's key is not known: its callers refuse to
+    /// hash for it ([`XfFilter::is_sealed`]); the words are a stand-in.
+    fn sip_key(&self) -> [u64; 2] {
+        match *self {
+            Hashing::Keyed(Seed(k)) | Hashing::Deployment(Seed(k)) => k,
+            Hashing::Sealed { id } => [id, !id],
+            Hashing::Murmur { m0 } => [m0, 0x6d75_726d_7572],
+        }
+    }
+
+    /// The deployment key's id (of a deployment or sealed filter).
+    pub fn key_id(&self) -> Option<u64> {
+        match *self {
+            Hashing::Deployment(k) => Some(key_id(k)),
+            Hashing::Sealed { id } => Some(id),
+            Hashing::Keyed(_) | Hashing::Murmur { .. } => None,
         }
     }
 
     /// `c` for the murmur root (0 for keyed hashing).
     pub fn root_bits(&self) -> u32 {
         match self {
-            Hashing::Keyed(_) => 0,
             Hashing::Murmur { m0 } => ceil_log2_u64(*m0),
+            _ => 0,
         }
     }
 }
@@ -399,8 +465,8 @@ pub struct XfFilter {
     pub(super) items: u64,
     /// Sum over entries of `units(a + f)`.
     pub(super) mass: u64,
-    /// bloomkit 0.1's murmur3 hashing (else keyed).
-    pub(super) murmur: bool,
+    /// What the two words of `seed` are.
+    pub(super) kind: HashKind,
     /// Quotient bits of every block.
     pub(super) qbits: u8,
     /// The schedule's first and last levels.
@@ -553,7 +619,17 @@ impl XfFilter {
 
     /// A new, empty filter hashing with `seed`, laid out for `capacity` items.
     pub fn with_seed(params: XfParams, seed: Seed, limits: Limits) -> Result<XfFilter, XfError> {
+        XfFilter::with_hashing(params, Hashing::Keyed(seed), limits)
+    }
+
+    /// A new, empty filter hashing as `hashing` says (keyed or deployment;
+    /// murmur3 and sealed filters are only ever loaded).
+    pub fn with_hashing(params: XfParams, hashing: Hashing, limits: Limits) -> Result<XfFilter, XfError> {
         params.check()?;
+        let (seed, kind) = hashing.split();
+        if !matches!(kind, HashKind::Keyed | HashKind::Deployment) {
+            return Err(XfError::BadSeed);
+        }
         let (first, last) = (params.first_level(), params.last_level());
         let qbits = first.min(GROW_QBITS);
         let depth = first - qbits;
@@ -580,8 +656,8 @@ impl XfFilter {
         };
         Ok(XfFilter {
             params,
-            seed: seed.0,
-            murmur: false,
+            seed,
+            kind,
             items: 0,
             mass: 0,
             qbits: qbits as u8,
@@ -615,15 +691,35 @@ impl XfFilter {
         self.params.max_capacity
     }
     pub fn hashing(&self) -> Hashing {
-        Hashing::from_words(self.seed, self.murmur)
+        Hashing::join(self.seed, self.kind)
     }
 
-    /// The seed of a keyed filter.
+    /// The seed of a keyed filter (not of a deployment one: its key is the
+    /// server's to keep).
     pub fn seed(&self) -> Option<Seed> {
         match self.hashing() {
             Hashing::Keyed(s) => Some(s),
-            Hashing::Murmur { .. } => None,
+            _ => None,
         }
+    }
+
+    /// A deployment filter whose key this process does not know: it hashes
+    /// nothing, so callers refuse item commands on it (reads would answer
+    /// at random). Saves, copies and dumps keep it as it came.
+    pub fn is_sealed(&self) -> bool {
+        self.kind == HashKind::Sealed
+    }
+
+    /// Gives a sealed filter its key if `resolve` knows its id; true when
+    /// the filter is not sealed (any more).
+    pub fn unseal(&mut self, resolve: impl FnOnce(u64) -> Option<Seed>) -> bool {
+        if let Hashing::Sealed { id } = self.hashing() {
+            match resolve(id).filter(|&k| key_id(k) == id) {
+                Some(k) => (self.seed, self.kind) = (k.0, HashKind::Deployment),
+                None => return false,
+            }
+        }
+        true
     }
     /// Items added and not deleted (`XF.CARD`).
     pub fn items(&self) -> u64 {
@@ -689,7 +785,7 @@ impl XfFilter {
             // 0: the rate is spent, the next new item is refused.
             next_fingerprint_bits: self.fbits_at(shallowest, 0).unwrap_or(0),
             guaranteed_rate: self.guaranteed_rate(),
-            keyed: matches!(self.hashing(), Hashing::Keyed(_)),
+            keyed: !self.hashing().is_murmur(),
             loading: match &self.store {
                 Store::Loading(l) => Some(l.progress()),
                 _ => None,
@@ -733,30 +829,29 @@ impl XfFilter {
     /// An item's position.
     pub fn hash(&self, item: &[u8]) -> XfHash {
         match self.hashing() {
-            Hashing::Keyed(Seed([k0, k1])) => {
-                let mut h = SipHasher13::new_with_keys(k0, k1);
-                h.write(item);
-                XfHash(h.finish128().as_u128())
-            }
             Hashing::Murmur { m0 } => {
                 let (a, b) = murmur3_128(item);
                 XfHash(scale((u128::from(a) << 64) | u128::from(b), m0))
+            }
+            keyed => {
+                let [k0, k1] = keyed.sip_key();
+                let mut h = SipHasher13::new_with_keys(k0, k1);
+                h.write(item);
+                XfHash(h.finish128().as_u128())
             }
         }
     }
 
     /// The position of any `Hash` value (in-process use), keyed like items.
     pub fn hash_of<T: std::hash::Hash + ?Sized>(&self, value: &T) -> XfHash {
-        let (k0, k1) = match self.hashing() {
-            Hashing::Keyed(Seed(k)) => (k[0], k[1]),
-            Hashing::Murmur { m0 } => (m0, 0x6d75_726d_7572),
-        };
+        let hashing = self.hashing();
+        let [k0, k1] = hashing.sip_key();
         let mut h = SipHasher13::new_with_keys(k0, k1);
         value.hash(&mut h);
         let raw = h.finish128().as_u128();
-        match self.hashing() {
-            Hashing::Keyed(_) => XfHash(raw),
+        match hashing {
             Hashing::Murmur { m0 } => XfHash(scale(raw, m0)),
+            _ => XfHash(raw),
         }
     }
 
@@ -1246,8 +1341,8 @@ impl XfError {
 pub(super) fn mass_rate(mass: u64, hashing: Hashing) -> f64 {
     let p = mass as f64 / (1u64 << MASS_BITS) as f64;
     match hashing {
-        Hashing::Keyed(_) => p,
         Hashing::Murmur { m0 } => p * (1u64 << ceil_log2_u64(m0)) as f64 / m0 as f64,
+        _ => p,
     }
 }
 

@@ -6,8 +6,9 @@
 //!
 //! The header's numbers, as little-endian `u64`s after the 8-byte magic
 //! `BKXFLT01`: the error rate's bits, capacity, max capacity, items, the
-//! hashing (0 keyed, 1 murmur3), the seed's two halves (murmur3: the root
-//! and 0), the shape (quotient bits, first and last level, a byte each),
+//! hashing (0 keyed by a seed carried here, 1 murmur3, 2 keyed by a
+//! server's deployment key, of which only the id is carried), the seed's two
+//! halves (murmur3: the root and 0; deployment: the key's id and 0), the shape (quotient bits, first and last level, a byte each),
 //! the directory's depth `D`, the number of blocks, and the bytes of blocks
 //! the chunks carry. A block is stored in its one canonical form (see
 //! [`Block::canonical_words`]), as little-endian words; its metadata word
@@ -32,7 +33,9 @@
 
 use super::block::Block;
 use super::errors::XfError;
-use super::filter::{ceil_log2_u64, own_bytes, Hashing, Seed, Store, XfFilter, XfParams, MAX_DEPTH};
+use super::filter::{
+    ceil_log2_u64, own_bytes, HashKind, Hashing, Seed, Store, XfFilter, XfParams, MAX_DEPTH,
+};
 use super::legacy;
 use super::loading::{Blocks, Loading};
 use super::merge::assemble;
@@ -69,6 +72,8 @@ impl Header {
         let (kind, s0, s1) = match self.hashing {
             Hashing::Keyed(Seed([a, b])) => (0, a, b),
             Hashing::Murmur { m0 } => (1, m0, 0),
+            // A deployment key is the server's: only its id is written.
+            Hashing::Deployment(_) | Hashing::Sealed { .. } => (2, self.hashing.key_id().unwrap_or(0), 0),
         };
         [
             p.error_rate.to_bits(),
@@ -96,6 +101,8 @@ impl Header {
         let hashing = match (n[4], n[5], n[6]) {
             (0, a, b) => Hashing::Keyed(Seed([a, b])),
             (1, m0, 0) if (64..1 << 42).contains(&m0) => Hashing::Murmur { m0 },
+            // Loaded sealed: the caller gives it its key (`XfFilter::unseal`).
+            (2, id, 0) => Hashing::Sealed { id },
             _ => return Err(bad("the hashing is not one bloomkit writes")),
         };
         if n[7] >> 24 != 0 {
@@ -118,7 +125,7 @@ impl Header {
         if depth > 0 && qbits != super::filter::GROW_QBITS {
             return Err(bad("a filter of several blocks has blocks of another size"));
         }
-        let root = hashing_root_bits(hashing);
+        let root = hashing.root_bits();
         if first < root {
             return Err(bad("the shape is out of range"));
         }
@@ -160,8 +167,8 @@ impl Header {
     fn loading(&self) -> XfFilter {
         XfFilter {
             params: self.params,
-            seed: self.hashing.words(),
-            murmur: self.hashing.is_murmur(),
+            seed: self.hashing.split().0,
+            kind: self.hashing.split().1,
             items: self.items,
             mass: 0,
             qbits: self.qbits as u8,
@@ -177,13 +184,6 @@ impl Header {
                 block_bytes: 0,
             }))),
         }
-    }
-}
-
-fn hashing_root_bits(h: Hashing) -> u32 {
-    match h {
-        Hashing::Keyed(_) => 0,
-        Hashing::Murmur { m0 } => ceil_log2_u64(m0),
     }
 }
 
@@ -443,7 +443,7 @@ impl XfFilter {
         let mut f = XfFilter {
             params,
             seed: [m0, 0],
-            murmur: true,
+            kind: HashKind::Murmur,
             items: 0,
             mass: 0,
             qbits: root.min(super::filter::GROW_QBITS) as u8,

@@ -169,8 +169,8 @@ pub fn assemble(
     let store = store_of(blocks)?;
     let mut f = XfFilter {
         params,
-        seed: hashing.words(),
-        murmur: hashing.is_murmur(),
+        seed: hashing.split().0,
+        kind: hashing.split().1,
         items,
         mass: 0,
         qbits: qbits as u8,

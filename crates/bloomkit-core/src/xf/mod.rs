@@ -36,7 +36,10 @@ mod undo;
 pub use args::XfDefaults;
 pub use batch::Batch;
 pub use errors::XfError;
-pub use filter::{Added, Hashing, LookupCost, Seed, XfFilter, XfHash, XfInfo, XfParams, HASH_SEED_VAR};
+pub use filter::{
+    deployment_key, key_id, Added, Hashing, LookupCost, Seed, XfFilter, XfHash, XfInfo, XfParams,
+    HASH_SEED_VAR,
+};
 pub use formats::{HEADER_LEN, MODULE_ID};
 
 /// The data type's name and encoding version.

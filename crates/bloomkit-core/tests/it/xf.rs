@@ -844,3 +844,40 @@ fn hash_seed_values_name_seeds() {
         None => assert_ne!(Seed::random(), Seed::random()),
     }
 }
+
+/// Issue 47: a filter of a deployment key keeps the key out of every
+/// format (the header says only its id), loads sealed, and hashes again
+/// only once given the key that id names; saved sealed or not, the bytes
+/// are the same.
+#[test]
+fn a_deployment_key_never_leaves_the_process() {
+    use bloomkit_core::xf::{deployment_key, key_id, Hashing};
+    let key = deployment_key(Seed([0x5ec2e7, 0xd00d]));
+    let params = XfParams { error_rate: 0.01, capacity: 100, max_capacity: 1 << 30 };
+    let mut f = XfFilter::with_hashing(params, Hashing::Deployment(key), NONE).unwrap();
+    for i in 0u32..2000 {
+        f.insert(&i.to_le_bytes(), NONE).unwrap();
+    }
+    let (bytes, payload, header) = (saved(&f), f.dump_payload(), f.encode_header());
+    for word in key.0 {
+        let w = word.to_le_bytes();
+        assert!(
+            ![&bytes, &payload, &header].iter().any(|b| b.windows(8).any(|x| x == w)),
+            "the key in a format"
+        );
+    }
+    let id = key_id(key);
+    assert_eq!(f.hashing().key_id(), Some(id));
+    for mut back in [load(bytes.clone()).unwrap(), XfFilter::from_payload(&payload, NONE).unwrap()] {
+        assert!(back.is_sealed());
+        assert_eq!(back.hashing(), Hashing::Sealed { id });
+        assert_eq!(saved(&back), bytes, "a sealed filter saves as it came");
+        assert!(!back.unseal(|_| Some(deployment_key(Seed([1, 2])))), "another key does not unseal it");
+        assert!(back.unseal(|asked| (asked == id).then_some(key)));
+        assert!((0u32..2000).all(|i| back.contains(&i.to_le_bytes())));
+        assert_eq!(saved(&back), bytes);
+    }
+    // A deployment filter and a SEED filter of the same key do not merge.
+    let seeded = XfFilter::with_seed(params, key, NONE).unwrap();
+    assert_eq!(XfFilter::merged(Some(&f), &[&seeded], false, NONE).err(), Some(XfError::MergeIncompatible));
+}

@@ -4,14 +4,13 @@
 //! DUMP payloads load here and ours load there. The field order lives in
 //! `bloomkit_core::tdigest`; this file only connects it to the module IO calls.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use bloomkit_core::common::payload::MODULE_VALUE_RDB_VERSION;
 use bloomkit_core::tdigest::{TDigest, ENCODING_VERSION, TYPE_NAME};
 use redis_module::raw;
 
-use crate::ffi::{api, guard, has_api};
 use crate::io::IoWriter;
 use crate::keys::stored;
 use crate::value::{self, DigestOut, Load, Rewrite, Value};
@@ -27,27 +26,14 @@ pub fn snapshot_epoch() -> u64 {
     SNAPSHOT_EPOCH.load(Relaxed)
 }
 
-/// The server forked a child: in the parent, right after `fork()`, before
-/// any other command, so the child's copy is the state at this epoch.
-extern "C" fn on_fork_child(
-    _ctx: *mut raw::RedisModuleCtx,
-    _event: raw::RedisModuleEvent,
-    subevent: u64,
-    _data: *mut c_void,
-) {
-    guard((), || {
-        if subevent == raw::REDISMODULE_SUBEVENT_FORK_CHILD_BORN {
-            SNAPSHOT_EPOCH.fetch_add(1, Relaxed);
-        }
-    })
+/// The server forked a child (in the parent, right after `fork()`, before
+/// any other command, so the child's copy is the state at this epoch):
+/// called by the module's one fork handler (`lib.rs`).
+pub fn forked() {
+    SNAPSHOT_EPOCH.fetch_add(1, Relaxed);
 }
 
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    if has_api!(RedisModule_SubscribeToServerEvent) {
-        let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_FORK_CHILD, dataver: 1 };
-        // SAFETY: valid context during OnLoad; a callback of the declared signature.
-        unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx, event, Some(on_fork_child)) };
-    }
     value::register::<TDigest>(ctx)
 }
 

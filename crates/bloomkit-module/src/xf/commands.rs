@@ -20,7 +20,7 @@ use std::ptr::NonNull;
 use bloomkit_core::xf::args::{
     check_items, check_key_only, check_single_item, parse_insert, parse_loadchunk, parse_merge, parse_reserve,
 };
-use bloomkit_core::xf::{Seed, XfError, XfFilter, XfHash, XfParams};
+use bloomkit_core::xf::{Hashing, Seed, XfError, XfFilter, XfHash, XfParams};
 use bloomkit_core::{Limits, Reply};
 
 use super::counters::*;
@@ -33,55 +33,75 @@ fn lookup(key: &Key) -> Result<Option<NonNull<XfFilter>>, Reply> {
     keys::lookup(key)
 }
 
+/// The filter in a key for a command that hashes items: one made under a
+/// secret the key ring does not hold (sealed) is refused, once the ring
+/// has been asked again (it may have learnt the secret since the load).
+fn lookup_hashing(key: &Key) -> Result<Option<NonNull<XfFilter>>, Reply> {
+    let found = lookup(key)?;
+    if let Some(mut f) = found {
+        // SAFETY: the keyspace owns the filter; commands run one at a time.
+        // Unsealing changes no byte the filter saves.
+        let f = unsafe { f.as_mut() };
+        if !super::secret::unseal(f) {
+            return Err(XfError::Sealed { id: f.hashing().key_id().unwrap_or(0) }.into());
+        }
+    }
+    Ok(found)
+}
+
 /// The error rate as a word that parses back to the same double.
 fn rate_word(rate: f64) -> Vec<u8> {
     format!("{rate:?}").into_bytes()
 }
 
 /// A new filter stored in an empty key opened for writing, sent to
-/// replicas as `XF.RESERVE key rate CAPACITY c MAXCAPACITY m SEED s`.
+/// replicas as `XF.RESERVE key rate CAPACITY c MAXCAPACITY m SEED s` (or
+/// `KEYID id`).
 fn create(
     ctx: Ctx,
     key: &Key,
     name: &Arg,
     params: XfParams,
-    seed: Option<Seed>,
+    hashing: Hashing,
 ) -> Result<NonNull<XfFilter>, Reply> {
-    let f = new_filter(ctx, params, seed)?;
+    let f = XfFilter::with_hashing(params, hashing, config::limits(ctx)).inspect_err(|_| refused())?;
     store_new(ctx, key, name, f)
 }
 
-/// A new filter, not stored yet (a batch that creates its key fills it
-/// first, and stores it only if the batch is kept).
-fn new_filter(ctx: Ctx, params: XfParams, seed: Option<Seed>) -> Result<XfFilter, Reply> {
-    let seed = match seed {
-        // A filter made by the primary (or the AOF) is this server's
-        // filter: its seed is the secret where there is none yet. A seed a
-        // user gives is that filter's alone.
-        Some(s) => {
-            if ctx.is_replaying() {
-                super::secret::adopt(Some(s));
-            }
-            s
-        }
-        None => super::secret::seed(),
-    };
-    Ok(XfFilter::with_seed(params, seed, config::limits(ctx)).inspect_err(|_| refused())?)
+/// A new filter hashing with the server's current secret, not stored yet
+/// (a batch that creates its key fills it first, and stores it only if
+/// the batch is kept).
+fn new_filter(ctx: Ctx, name: &Arg, params: XfParams) -> Result<XfFilter, Reply> {
+    let hashing = super::secret::new_hashing(ctx, name);
+    Ok(XfFilter::with_hashing(params, hashing, config::limits(ctx)).inspect_err(|_| refused())?)
+}
+
+/// How `XF.RESERVE` makes its filter hash: its own `SEED`; the deployment
+/// key `KEYID` names (only from the primary or the AOF: a filter whose
+/// secret the ring lacks is made sealed, never refused, so that a replica
+/// and a replay follow the primary); else the current secret.
+fn reserve_hashing(ctx: Ctx, name: &Arg, seed: Option<Seed>, key_id: Option<u64>) -> Result<Hashing, Reply> {
+    Ok(match (seed, key_id) {
+        (Some(s), _) => Hashing::Keyed(s),
+        (None, Some(_)) if !ctx.is_replaying() => return Err(XfError::KeyIdFromClient.into()),
+        (None, Some(id)) => super::secret::key_for(id).map_or(Hashing::Sealed { id }, Hashing::Deployment),
+        (None, None) => super::secret::new_hashing(ctx, name),
+    })
 }
 
 /// Stores `f` in an empty key opened for writing and sends it to replicas
-/// as `XF.RESERVE` with its exact parameters and seed.
+/// as `XF.RESERVE` with its exact parameters and its seed, or its secret's id.
 fn store_new(ctx: Ctx, key: &Key, name: &Arg, f: XfFilter) -> Result<NonNull<XfFilter>, Reply> {
-    let (params, seed) = (f.params(), f.seed().expect("a new filter is keyed"));
+    let (params, hashing) = (f.params(), f.hashing());
     let stored = keys::store(key, f)?;
-    let (rate, capacity, max, hex) = (
-        rate_word(params.error_rate),
-        params.capacity.to_string(),
-        params.max_capacity.to_string(),
-        seed.to_hex(),
-    );
+    let (word, how): (&[u8], String) = match (hashing, hashing.key_id()) {
+        (Hashing::Keyed(seed), _) => (b"SEED", seed.to_hex()),
+        (_, id) => (b"KEYID", format!("{:016x}", id.unwrap_or(0))),
+    };
+    let (rate, capacity, max) =
+        (rate_word(params.error_rate), params.capacity.to_string(), params.max_capacity.to_string());
     let words: [&[u8]; 7] =
-        [&rate, b"CAPACITY", capacity.as_bytes(), b"MAXCAPACITY", max.as_bytes(), b"SEED", hex.as_bytes()];
+        [&rate, b"CAPACITY", capacity.as_bytes(), b"MAXCAPACITY", max.as_bytes(), word, how.as_bytes()];
     ctx.replicate_words(c"XF.RESERVE", name, &words, &[]);
     Ok(stored)
 }
@@ -105,7 +125,8 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if lookup(&key)?.is_some() {
         return Err(XfError::ItemExists.into());
     }
-    create(ctx, &key, &argv[1], r.params, r.seed)?;
+    let hashing = reserve_hashing(ctx, &argv[1], r.seed, r.key_id)?;
+    create(ctx, &key, &argv[1], r.params, hashing)?;
     ctx.reply_simple(c"OK");
     ctx.notify(c"xf.reserve", &argv[1]);
     Ok(())
@@ -180,10 +201,10 @@ fn add_items(
     // A filter this command creates is filled before it is stored: a
     // refused batch then leaves no key behind, and sends nothing.
     let mut fresh = None;
-    let f = match (lookup(&key)?, create_with) {
+    let f = match (lookup_hashing(&key)?, create_with) {
         // SAFETY: the keyspace owns the filter; commands run one at a time.
         (Some(mut f), _) => unsafe { f.as_mut() },
-        (None, Some(params)) => fresh.insert(new_filter(ctx, params, None)?),
+        (None, Some(params)) => fresh.insert(new_filter(ctx, &argv[1], params)?),
         (None, None) => return Err(XfError::NotFound.into()),
     };
     let (size_before, blocks_before) = (f.size_bytes(), f.block_count());
@@ -287,10 +308,17 @@ fn with_filter<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&XfFilter>) -> T) 
     Ok(f(lookup(&key)?.map(|p| unsafe { &*p.as_ptr() })))
 }
 
+/// The filter in a key for a read of items (refused if sealed).
+fn with_hashing_filter<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&XfFilter>) -> T) -> Result<T, Reply> {
+    let key = Key::open(ctx, name, false);
+    // SAFETY: owned by the keyspace, read only while the key is open.
+    Ok(f(lookup_hashing(&key)?.map(|p| unsafe { &*p.as_ptr() })))
+}
+
 /// `XF.EXISTS key item`: 1 if probably present, 0 if surely not (or no key).
 pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_single_item(argv)?;
-    let found = with_filter(ctx, &argv[1], |f| f.is_some_and(|f| f.contains(argv[2].bytes())))?;
+    let found = with_hashing_filter(ctx, &argv[1], |f| f.is_some_and(|f| f.contains(argv[2].bytes())))?;
     COUNTERS.add(LOOKUPS, 1);
     ctx.reply_bool(found);
     Ok(())
@@ -299,7 +327,7 @@ pub fn exists(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `XF.MEXISTS key item [item ...]`
 pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_items(argv)?;
-    with_filter(ctx, &argv[1], |f| {
+    with_hashing_filter(ctx, &argv[1], |f| {
         ctx.reply_array(argv.len() - 2);
         let Some(f) = f else {
             argv[2..].iter().for_each(|_| ctx.reply_bool(false));
@@ -323,7 +351,7 @@ pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// deleted); never below the true count, 0 for a missing key.
 pub fn count(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_single_item(argv)?;
-    let n = with_filter(ctx, &argv[1], |f| f.map_or(0, |f| f.count(argv[2].bytes())))?;
+    let n = with_hashing_filter(ctx, &argv[1], |f| f.map_or(0, |f| f.count(argv[2].bytes())))?;
     COUNTERS.add(LOOKUPS, 1);
     ctx.reply_i64(n.min(i64::MAX as u64) as i64);
     Ok(())
@@ -342,7 +370,7 @@ pub fn card(ctx: Ctx, argv: &[Arg]) -> Outcome {
 pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_single_item(argv)?;
     let key = Key::open(ctx, &argv[1], true);
-    let Some(mut f) = lookup(&key)? else {
+    let Some(mut f) = lookup_hashing(&key)? else {
         ctx.reply_bool(false);
         return Ok(());
     };
@@ -369,7 +397,7 @@ pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
 pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let parsed = parse_merge(argv)?;
     let dest_key = Key::open(ctx, &argv[1], true);
-    let dest = lookup(&dest_key)?;
+    let dest = lookup_hashing(&dest_key)?;
     let mut source_keys = Vec::with_capacity(parsed.sources.len());
     let mut filters: Vec<NonNull<XfFilter>> = Vec::with_capacity(parsed.sources.len());
     for name in &argv[parsed.sources] {
@@ -378,7 +406,7 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
             continue;
         }
         let key = Key::open(ctx, name, false);
-        filters.push(lookup(&key)?.ok_or(XfError::NotFound)?);
+        filters.push(lookup_hashing(&key)?.ok_or(XfError::NotFound)?);
         source_keys.push(key);
     }
     let limits = config::limits(ctx);
@@ -460,8 +488,12 @@ pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let limits = config::limits(ctx);
     match lookup(&key)? {
         None if iter == 1 => {
-            let f = XfFilter::from_header(data, limits).inspect_err(|_| refused())?;
-            super::secret::adopt(f.seed());
+            let mut f = XfFilter::from_header(data, limits).inspect_err(|_| refused())?;
+            // A client may load only what the ring can hash; the primary
+            // and the AOF load anything (it stays sealed until it can).
+            if !super::secret::unseal(&mut f) && !ctx.is_replaying() {
+                return Err(XfError::ForeignSecret { id: f.hashing().key_id().unwrap_or(0) }.into());
+            }
             keys::store(&key, f)?;
         }
         None => return Err(XfError::NotFound.into()),
@@ -476,5 +508,26 @@ pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
     ctx.notify(c"xf.loadchunk", &argv[1]);
+    Ok(())
+}
+
+/// `XF.KEYRING key ring`: the primary's key ring (see `secret`), sent by
+/// the server itself before a filter that needs it; refused from clients,
+/// who can neither read nor set a secret. `key` is the filter that needed
+/// it, so that the command routes like the one it precedes.
+pub fn keyring(ctx: Ctx, argv: &[Arg]) -> Outcome {
+    if argv.len() != 3 {
+        return Err(XfError::WrongArity.into());
+    }
+    if !ctx.is_replaying() {
+        return Err(Reply::Error(
+            "ERR XF.KEYRING is sent only by the server itself (replication and the AOF)".into(),
+        ));
+    }
+    super::secret::replay(argv[2].bytes())
+        .map_err(|why| Reply::Error(format!("ERR XF.KEYRING: {why}").into()))?;
+    ctx.reply_simple(c"OK");
+    // A replica's own AOF keeps it too.
+    ctx.replicate_verbatim();
     Ok(())
 }

@@ -4,9 +4,12 @@
 
 use std::ffi::c_int;
 
-use bloomkit_core::xf::{XfFilter, ENCODING_VERSION, TYPE_NAME};
+use bloomkit_core::xf::{XfError, XfFilter, ENCODING_VERSION, TYPE_NAME};
 
-use crate::io::IoWriter;
+use bloomkit_core::common::fields::{FieldReader, FieldWriter};
+use redis_module::raw;
+
+use crate::io::{IoReader, IoWriter};
 use crate::keys::stored;
 use crate::value::{DigestOut, Load, Rewrite, Value};
 
@@ -16,11 +19,17 @@ impl Value for XfFilter {
     const TYPE_NAME: &'static str = TYPE_NAME;
     const ENCODING_VERSION: c_int = ENCODING_VERSION;
 
-    /// A value that does not describe a filter is refused, never trusted;
-    /// the first filter loaded lends the server its seed (see `secret`).
+    /// A value that does not describe a filter is refused, never trusted.
+    /// One made under a secret the key ring lacks loads sealed from the
+    /// server's own data (so that it always starts), and is refused from a
+    /// client's `RESTORE`; nothing loaded changes the ring (see `secret`).
     fn load(from: &mut Load) -> Result<Self, String> {
-        let f = XfFilter::load(&mut from.reader(), from.encver, from.limits()).map_err(|e| e.to_string())?;
-        super::secret::adopt(f.seed());
+        let mut f =
+            XfFilter::load(&mut from.reader(), from.encver, from.limits()).map_err(|e| e.to_string())?;
+        if !super::secret::unseal(&mut f) && !from.loading {
+            let id = f.hashing().key_id().unwrap_or(0);
+            return Err(XfError::ForeignSecret { id }.to_string());
+        }
         Ok(f)
     }
 
@@ -49,8 +58,62 @@ impl Value for XfFilter {
     /// The SCANDUMP stream as `XF.LOADCHUNK`s, which rebuild it exactly (a
     /// load under way as far as it got: the next chunk continues it).
     fn rewrite(&mut self, aof: &mut Rewrite) {
+        if self.hashing().key_id().is_some() {
+            if let Some(ring) = super::secret::for_rewrite() {
+                aof.command(c"XF.KEYRING", &ring);
+            }
+        }
         for (iter, data) in self.chunks() {
             aof.chunk(c"XF.LOADCHUNK", iter as i64, &data);
         }
     }
+}
+
+/// Registers the type, with the key ring's aux field (see `secret`):
+/// written before the keyspace so that every filter's secret is known as
+/// it loads. Where the server has `aux_save2` (Redis 7.2 and later, Valkey)
+/// the field is written only once the ring holds a secret, so an RDB of a
+/// server that never made an XF filter loads without this module; Redis
+/// 7.0 has only `aux_save`, which writes the field into every RDB.
+pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+    super::secret::init();
+    crate::value::register_with::<XfFilter>(ctx, |m| {
+        m.aux_load = Some(aux_load);
+        m.aux_save = Some(aux_save);
+        m.aux_save2 = Some(aux_save2);
+        m.aux_save_triggers = raw::REDISMODULE_AUX_BEFORE_RDB as c_int;
+    })
+}
+
+/// Redis 7.0's aux field, in every RDB (its head is written already): the
+/// ring, empty or not.
+extern "C" fn aux_save(io: *mut raw::RedisModuleIO, _when: c_int) {
+    crate::ffi::guard((), || IoWriter(io).buffer(&super::secret::for_rdb().unwrap_or_default()))
+}
+
+/// `aux_save2`: the ring, or nothing (then the server writes no field).
+extern "C" fn aux_save2(io: *mut raw::RedisModuleIO, _when: c_int) {
+    crate::ffi::guard((), || {
+        if let Some(ring) = super::secret::for_rdb() {
+            IoWriter(io).buffer(&ring);
+        }
+    })
+}
+
+/// The ring, read before the keyspace; a field this module did not write
+/// fails the load (the server's own data is never guessed at).
+extern "C" fn aux_load(io: *mut raw::RedisModuleIO, _encver: c_int, _when: c_int) -> c_int {
+    crate::ffi::guard(raw::REDISMODULE_ERR as c_int, || {
+        let loaded = IoReader(io)
+            .buffer()
+            .map_err(|_| "the aux field is cut short")
+            .and_then(|b| super::secret::from_rdb(&b));
+        match loaded {
+            Ok(()) => raw::REDISMODULE_OK as c_int,
+            Err(why) => {
+                crate::ffi::log(std::ptr::null_mut(), c"warning", &format!("bloomkit: XF key ring: {why}"));
+                raw::REDISMODULE_ERR as c_int
+            }
+        }
+    })
 }

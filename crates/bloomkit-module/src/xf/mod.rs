@@ -16,18 +16,26 @@ use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDAT
 
 pub const FAMILY: Family = Family {
     settings: &settings::SETTINGS,
-    ..Family::new(
-        COMMANDS,
-        crate::value::register::<bloomkit_core::xf::XfFilter>,
-        Some(c"xf"),
-        &counters::COUNTERS,
-    )
+    info: Some(info),
+    ..Family::new(COMMANDS, data_type::register, Some(c"xf"), &counters::COUNTERS)
 };
+
+/// `INFO bf`'s `xf` section: the counters, then the key ring (`secret`):
+/// the current secret's id (what `XF.RESERVE ... KEYID` and every format
+/// carry; `none` before the first filter) and how many secrets it holds.
+fn info(ctx: *mut redis_module::raw::RedisModuleInfoCtx) {
+    counters::COUNTERS.write_info(ctx);
+    let (current, held) = secret::summary();
+    let id = current.map_or_else(|| String::from("none"), |id| format!("{id:016x}"));
+    crate::stats::add_text(ctx, c"xf_secret_id", &id);
+    crate::stats::add_field(ctx, c"xf_secrets", held as u64);
+}
 
 /// bloomkit's own commands: XF.* came with 0.1.0 (encoding 0), add-if-absent
 /// with 0.2.0 (encoding 1).
 const SINCE: &CStr = c"0.1.0";
 const SINCE_ADDNX: &CStr = c"0.2.0";
+const SINCE_KEYRING: &CStr = c"0.3.0";
 
 /// The options `XF.RESERVE` and `XF.INSERT` create a filter with.
 const CAPACITY: Arg = Arg::integer(c"capacity").token(c"CAPACITY").optional();
@@ -246,4 +254,22 @@ const COMMANDS: &[Command] = &[
         args: LOADCHUNK,
         redisbloom8: None,
     },
+    Command {
+        name: c"xf.keyring",
+        acl: c"xf write",
+        handler: entry!(commands::keyring),
+        // Only the server sends it (replication, the AOF), with secrets in
+        // it: never shown to MONITOR or kept in the slow log.
+        flags: c"write no-monitor no-slowlog",
+        key_flags: RO,
+        summary: c"Replication and the AOF only: the primary's key ring, ahead of the filter (the key) that needs it; refused from clients",
+        complexity: c"O(1)",
+        since: SINCE_KEYRING,
+        tips: None,
+        args: KEYRING,
+        redisbloom8: None,
+    },
 ];
+
+/// `key ring`: `XF.KEYRING`.
+const KEYRING: &[Arg] = &[Arg::key(c"key"), Arg::string(c"ring")];

@@ -1,41 +1,294 @@
-//! The server's secret: the seed new filters hash their items with, so
-//! that nobody who reads the code can choose items that collide (a crawler
-//! deduplicating URLs strangers write is such an input).
+//! The server's key ring: the secrets that filters made without `SEED`
+//! hash their items with, so that nobody who reads the code, or any key,
+//! can choose items that collide (a crawler deduplicating URLs strangers
+//! write is such an input).
 //!
-//! Filters made on one server share it, so that they merge: it is drawn
-//! from the operating system at the first filter made, unless a filter was
-//! loaded (RDB, RESTORE, a chunked load, an `XF.RESERVE ... SEED` from the
-//! primary or the AOF) before: then the first such filter's seed is the
-//! secret, so filters made after a restart keep merging with those made
-//! before, and a promoted replica makes filters its old primary's merge
-//! with. A seed a user gives `XF.RESERVE` is that filter's alone (it may be
-//! known to others). A filter keeps its own seed wherever it goes (every
-//! format carries it).
+//! A filter made without `SEED` hashes with the deployment key of the
+//! ring's current secret (core's [`deployment_key`]); every format carries
+//! only that key's id ([`key_id`], a PRF output that says nothing about
+//! it), so a reader of `DUMP` or `XF.SCANDUMP` learns nothing, and no
+//! payload, `XF.LOADCHUNK` or `XF.RESERVE ... SEED` can set what the server
+//! hashes with: nothing is ever taken from a key's data. A `SEED` filter
+//! carries its seed in clear and is its owner's.
 //!
-//! `BLOOMKIT_HASH_SEED` in the server's environment fixes the secret
-//! instead (core's [`Seed::from_environment`]): then nothing is drawn and
-//! nothing adopted, so a test run replays exactly; never for production.
+//! The ring travels only where the server's own data does: an RDB aux
+//! field written before the keyspace (restarts, a replica's full sync, the
+//! AOF's RDB preamble), and `XF.KEYRING key ring`, a command only the
+//! replication stream and the AOF may send. The primary sends it before the
+//! first filter it makes after startup, after any fork (an AOF rewrite may
+//! have dropped it) and whenever its ring changes; an AOF rewrite writes it
+//! before the first deployment filter it rewrites. Filters whose id the ring
+//! does not hold when the server loads its own data load *sealed*: they
+//! save, copy and replicate as they came and hash nothing until the ring
+//! learns their secret ([`unseal`]); a client's `RESTORE` or `XF.LOADCHUNK`
+//! of one is refused.
+//!
+//! The ring holds at most [`MAX_ENTRIES`] secrets; the current one is drawn
+//! from the operating system when the first filter is made, unless the
+//! server's data brought one. `BLOOMKIT_HASH_SEED` in the server's
+//! environment pins the current secret instead (core's
+//! [`Seed::from_environment`]), so that a test run replays exactly; never
+//! for production.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard};
 
-use bloomkit_core::xf::Seed;
+use bloomkit_core::xf::{deployment_key, key_id, Hashing, Seed, XfFilter};
 
-static SECRET: Mutex<Option<Seed>> = Mutex::new(None);
+use crate::ffi::{Arg, Ctx};
 
-fn secret() -> std::sync::MutexGuard<'static, Option<Seed>> {
-    SECRET.lock().unwrap_or_else(|e| e.into_inner())
+/// Secrets a ring keeps: the current one and those older keys still use.
+pub const MAX_ENTRIES: usize = 16;
+
+/// The ring's encoding, in the aux field and `XF.KEYRING`: this magic, the
+/// number of secrets, the current one's index (255: none), then each secret
+/// as 16 bytes.
+const MAGIC: &[u8; 8] = b"BKRING01";
+
+#[derive(Clone, Copy)]
+struct Entry {
+    secret: Seed,
+    key: Seed,
+    id: u64,
 }
 
-/// The seed a new filter takes.
-pub fn seed() -> Seed {
-    *secret().get_or_insert_with(|| Seed::from_environment().unwrap_or_else(random))
-}
-
-/// A filter came in with `seed`: it becomes the secret if there is none yet.
-pub fn adopt(seed: Option<Seed>) {
-    if let Some(seed) = seed {
-        secret().get_or_insert_with(|| Seed::from_environment().unwrap_or(seed));
+impl Entry {
+    fn of(secret: Seed) -> Entry {
+        let key = deployment_key(secret);
+        Entry { secret, key, id: key_id(key) }
     }
+}
+
+struct Ring {
+    entries: Vec<Entry>,
+    current: Option<usize>,
+    /// The current secret comes from `BLOOMKIT_HASH_SEED`: nothing loaded replaces it.
+    pinned: bool,
+    /// The replication stream and the AOF have this ring since the last fork.
+    in_stream: bool,
+}
+
+static RING: Mutex<Ring> =
+    Mutex::new(Ring { entries: Vec::new(), current: None, pinned: false, in_stream: false });
+
+/// Set in an AOF rewrite's child once it has written the ring.
+static REWRITTEN: AtomicBool = AtomicBool::new(false);
+
+fn ring() -> MutexGuard<'static, Ring> {
+    RING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Ring {
+    /// Adds `secret` (if new) and returns its index; a full ring forgets
+    /// its oldest secret that is not current.
+    fn add(&mut self, secret: Seed) -> usize {
+        let e = Entry::of(secret);
+        if let Some(i) = self.entries.iter().position(|x| x.id == e.id) {
+            return i;
+        }
+        if self.entries.len() == MAX_ENTRIES {
+            let oldest = (0..self.entries.len()).find(|&i| Some(i) != self.current).unwrap_or(0);
+            self.entries.remove(oldest);
+            self.current = self.current.map(|c| if c > oldest { c - 1 } else { c });
+        }
+        self.entries.push(e);
+        self.in_stream = false;
+        self.entries.len() - 1
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(10 + 16 * self.entries.len());
+        out.extend_from_slice(MAGIC);
+        out.push(self.entries.len() as u8);
+        out.push(self.current.map_or(255, |c| c as u8));
+        for e in &self.entries {
+            out.extend_from_slice(&e.secret.0[0].to_le_bytes());
+            out.extend_from_slice(&e.secret.0[1].to_le_bytes());
+        }
+        out
+    }
+
+    /// Takes in a ring the server's own data carried: its secrets join,
+    /// and its current one becomes current unless the environment pins one.
+    fn merge(&mut self, blob: &[u8]) -> Result<(), &'static str> {
+        let (secrets, current) = decode(blob)?;
+        let mut loaded_current = None;
+        for (i, s) in secrets.into_iter().enumerate() {
+            let at = self.add(s);
+            if Some(i) == current {
+                loaded_current = Some(self.entries[at].id);
+            }
+        }
+        if let (false, Some(id)) = (self.pinned, loaded_current) {
+            self.current = self.entries.iter().position(|e| e.id == id);
+        }
+        Ok(())
+    }
+
+    /// The current entry, drawn (or pinned) if there is none.
+    fn current(&mut self) -> Entry {
+        if let Some(c) = self.current {
+            return self.entries[c];
+        }
+        let i = self.add(random());
+        self.current = Some(i);
+        self.entries[i]
+    }
+}
+
+fn decode(blob: &[u8]) -> Result<(Vec<Seed>, Option<usize>), &'static str> {
+    let bad = "not a key ring this module writes";
+    let rest = blob.strip_prefix(MAGIC.as_slice()).ok_or(bad)?;
+    let (&[n, current], secrets) = rest.split_first_chunk::<2>().ok_or(bad)?;
+    let n = usize::from(n);
+    if n > MAX_ENTRIES || secrets.len() != 16 * n || (current != 255 && usize::from(current) >= n) {
+        return Err(bad);
+    }
+    let secrets = secrets
+        .chunks_exact(16)
+        .map(|c| {
+            let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
+            Seed([word(&c[..8]), word(&c[8..])])
+        })
+        .collect();
+    Ok((secrets, (current != 255).then_some(usize::from(current))))
+}
+
+/// Pins the current secret to `BLOOMKIT_HASH_SEED` if it is set and no
+/// secret file was given (at load).
+pub fn init() {
+    let mut r = ring();
+    if r.pinned {
+        return;
+    }
+    if let Some(secret) = Seed::from_environment() {
+        let i = r.add(secret);
+        r.current = Some(i);
+        r.pinned = true;
+    }
+}
+
+/// The load argument `XF_SECRET_FILE path`: the deployment's secrets, kept
+/// by the operator (servers that share the file hash alike, so their
+/// filters copy and merge between them, a cluster's shards among them).
+/// Lines `current <32 hex digits>` (one) and `previous <32 hex digits>`
+/// (secrets older filters still use, at most 15); `#` starts a comment. The
+/// current secret is pinned: nothing loaded replaces it. A file others can
+/// read is logged.
+pub fn use_file(path: &str) -> Result<(), String> {
+    let fail = |why: String| format!("XF_SECRET_FILE {path}: {why}");
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    let (current, previous) = parse_file(&text).map_err(|why| fail(why.into()))?;
+    use std::os::unix::fs::PermissionsExt;
+    if std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o077 != 0) {
+        let warning =
+            format!("bloomkit: XF_SECRET_FILE {path} can be read by others than its owner: chmod 600 it");
+        crate::ffi::log(std::ptr::null_mut(), c"warning", &warning);
+    }
+    let mut r = ring();
+    for s in previous {
+        r.add(s);
+    }
+    let i = r.add(current);
+    r.current = Some(i);
+    r.pinned = true;
+    Ok(())
+}
+
+fn parse_file(text: &str) -> Result<(Seed, Vec<Seed>), &'static str> {
+    let (mut current, mut previous) = (None, Vec::new());
+    for line in text.lines().map(|l| l.split('#').next().unwrap_or("").trim()).filter(|l| !l.is_empty()) {
+        let mut words = line.split_whitespace();
+        let (kind, hex) = (words.next(), words.next());
+        let secret = hex
+            .and_then(|h| Seed::from_hex(h.as_bytes()))
+            .filter(|_| words.next().is_none())
+            .ok_or("each line is `current` or `previous` and a secret of 32 hexadecimal digits")?;
+        match kind {
+            Some("current") if current.is_none() => current = Some(secret),
+            Some("current") => return Err("more than one `current` line"),
+            Some("previous") => previous.push(secret),
+            _ => return Err("each line is `current` or `previous` and a secret of 32 hexadecimal digits"),
+        }
+    }
+    if previous.len() >= MAX_ENTRIES {
+        return Err("at most 15 `previous` lines");
+    }
+    Ok((current.ok_or("no `current` line")?, previous))
+}
+
+/// How a filter made now without `SEED` hashes: the current deployment
+/// key. Before the first such filter after startup, a fork or a change of
+/// the ring, the ring goes to replicas and the AOF (as `XF.KEYRING key
+/// ring`, ahead of the command that makes the filter), so that they can
+/// hash for it.
+pub fn new_hashing(ctx: Ctx, key: &Arg) -> Hashing {
+    let (entry, send) = {
+        let mut r = ring();
+        let entry = r.current();
+        let send = (!r.in_stream).then(|| r.encode());
+        r.in_stream = true;
+        (entry, send)
+    };
+    if let Some(blob) = send {
+        ctx.replicate_words(c"XF.KEYRING", key, &[&blob], &[]);
+    }
+    Hashing::Deployment(entry.key)
+}
+
+/// The deployment key of `id`, if the ring holds it.
+pub fn key_for(id: u64) -> Option<Seed> {
+    ring().entries.iter().find(|e| e.id == id).map(|e| e.key)
+}
+
+/// Gives a sealed filter its key if the ring has learnt it since; false
+/// when it stays sealed.
+pub fn unseal(f: &mut XfFilter) -> bool {
+    !f.is_sealed() || f.unseal(key_for)
+}
+
+/// The current secret's id (`INFO bf`), and how many secrets the ring holds.
+pub fn summary() -> (Option<u64>, usize) {
+    let r = ring();
+    (r.current.map(|c| r.entries[c].id), r.entries.len())
+}
+
+/// `XF.KEYRING`'s ring, from the replication stream or the AOF.
+pub fn replay(blob: &[u8]) -> Result<(), &'static str> {
+    ring().merge(blob)
+}
+
+/// The ring to write before the first deployment filter an AOF rewrite
+/// writes (once per rewrite: a rewrite runs in a child of its own).
+pub fn for_rewrite() -> Option<Vec<u8>> {
+    if REWRITTEN.swap(true, Relaxed) {
+        return None;
+    }
+    let r = ring();
+    (!r.entries.is_empty()).then(|| r.encode())
+}
+
+/// The server forked (in the parent): an AOF rewrite may now write a
+/// file without the ring, so the next filter made sends it again.
+pub fn forked() {
+    ring().in_stream = false;
+    REWRITTEN.store(false, Relaxed);
+}
+
+/// The aux field's content: the ring, or nothing when it is empty (the
+/// server then writes no field, so an RDB of a server that never made a
+/// filter loads without this module).
+pub fn for_rdb() -> Option<Vec<u8>> {
+    let r = ring();
+    (!r.entries.is_empty()).then(|| r.encode())
+}
+
+/// The aux field, read before the keyspace.
+pub fn from_rdb(blob: &[u8]) -> Result<(), &'static str> {
+    if blob.is_empty() {
+        return Ok(());
+    }
+    ring().merge(blob)
 }
 
 /// 128 bits from the operating system (`getrandom`), or, should it fail,
@@ -50,4 +303,62 @@ fn random() -> Seed {
         return Seed([a, b]);
     }
     Seed::random()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn empty() -> Ring {
+        Ring { entries: Vec::new(), current: None, pinned: false, in_stream: false }
+    }
+
+    #[test]
+    fn a_ring_round_trips_and_keeps_its_current_secret() {
+        let mut r = empty();
+        r.add(Seed([1, 2]));
+        r.current = Some(r.add(Seed([3, 4])));
+        let mut other = empty();
+        other.merge(&r.encode()).unwrap();
+        assert_eq!(other.current().id, Entry::of(Seed([3, 4])).id);
+        assert_eq!(other.entries.len(), 2);
+        assert!(other.merge(b"BKRING01\x01\x00short").is_err());
+        assert!(other.merge(b"BKRING01\x00\x01").is_err());
+    }
+
+    #[test]
+    fn secret_files_say_exactly_what_they_hold() {
+        let a = "00112233445566778899aabbccddeeff";
+        let b = "ffeeddccbbaa99887766554433221100";
+        let (current, previous) =
+            parse_file(&format!("# rotated\ncurrent {a}\n\nprevious {b}  # old\n")).unwrap();
+        assert_eq!(current, Seed::from_hex(a.as_bytes()).unwrap());
+        assert_eq!(previous, vec![Seed::from_hex(b.as_bytes()).unwrap()]);
+        for bad in [
+            "",
+            &format!("previous {a}"),
+            &format!("current {a}\ncurrent {b}"),
+            "current 12",
+            &format!("next {a}"),
+        ] {
+            assert!(parse_file(bad).is_err(), "{bad:?}");
+        }
+        assert!(parse_file(&format!("current {a} extra")).is_err());
+    }
+
+    #[test]
+    fn a_pinned_secret_stays_current_and_a_full_ring_keeps_it() {
+        let mut r = empty();
+        r.current = Some(r.add(Seed([9, 9])));
+        r.pinned = true;
+        let mut loaded = empty();
+        loaded.current = Some(loaded.add(Seed([5, 5])));
+        r.merge(&loaded.encode()).unwrap();
+        assert_eq!(r.current().id, Entry::of(Seed([9, 9])).id);
+        for i in 0..40 {
+            r.add(Seed([i, 0]));
+        }
+        assert_eq!(r.entries.len(), MAX_ENTRIES);
+        assert_eq!(r.current().id, Entry::of(Seed([9, 9])).id);
+    }
 }

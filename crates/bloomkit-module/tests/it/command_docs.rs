@@ -70,6 +70,7 @@ const SINCE: &[(&str, &str)] = &[
     ("xf.info", "0.1.0"),
     ("xf.scandump", "0.1.0"),
     ("xf.loadchunk", "0.1.0"),
+    ("xf.keyring", "0.3.0"),
     ("topk.add", "2.0.0"),
     ("topk.incrby", "2.0.0"),
     ("topk.query", "2.0.0"),

@@ -54,3 +54,4 @@ mod vbloom_persistence;
 mod xf_commands;
 mod xf_hostile;
 mod xf_persistence;
+mod xf_secrets;
