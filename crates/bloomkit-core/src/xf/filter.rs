@@ -622,12 +622,14 @@ impl XfFilter {
         XfFilter::with_hashing(params, Hashing::Keyed(seed), limits)
     }
 
-    /// A new, empty filter hashing as `hashing` says (keyed or deployment;
-    /// murmur3 and sealed filters are only ever loaded).
+    /// A new, empty filter hashing as `hashing` says: keyed, deployment, or
+    /// sealed (a replica told to make a filter of a secret it lacks makes
+    /// it all the same, so that the key exists as on its primary); murmur3
+    /// filters are only ever loaded.
     pub fn with_hashing(params: XfParams, hashing: Hashing, limits: Limits) -> Result<XfFilter, XfError> {
         params.check()?;
         let (seed, kind) = hashing.split();
-        if !matches!(kind, HashKind::Keyed | HashKind::Deployment) {
+        if kind == HashKind::Murmur {
             return Err(XfError::BadSeed);
         }
         let (first, last) = (params.first_level(), params.last_level());

@@ -36,14 +36,22 @@ fn lookup(key: &Key) -> Result<Option<NonNull<XfFilter>>, Reply> {
 /// The filter in a key for a command that hashes items: one made under a
 /// secret the key ring does not hold (sealed) is refused, once the ring
 /// has been asked again (it may have learnt the secret since the load).
-fn lookup_hashing(key: &Key) -> Result<Option<NonNull<XfFilter>>, Reply> {
+fn lookup_hashing(ctx: Ctx, key: &Key) -> Result<Option<NonNull<XfFilter>>, Reply> {
     let found = lookup(key)?;
     if let Some(mut f) = found {
         // SAFETY: the keyspace owns the filter; commands run one at a time.
         // Unsealing changes no byte the filter saves.
         let f = unsafe { f.as_mut() };
         if !super::secret::unseal(f) {
-            return Err(XfError::Sealed { id: f.hashing().key_id().unwrap_or(0) }.into());
+            let id = f.hashing().key_id().unwrap_or(0);
+            if ctx.is_replaying() {
+                // The primary or the AOF wrote to a filter whose secret this
+                // server lacks (data edited by hand): the write is lost here.
+                let warning =
+                    format!("bloomkit: a replicated write to a sealed XF filter (id {id:016x}) was dropped");
+                crate::ffi::log(std::ptr::null_mut(), c"warning", &warning);
+            }
+            return Err(XfError::Sealed { id }.into());
         }
     }
     Ok(found)
@@ -71,8 +79,8 @@ fn create(
 /// A new filter hashing with the server's current secret, not stored yet
 /// (a batch that creates its key fills it first, and stores it only if
 /// the batch is kept).
-fn new_filter(ctx: Ctx, name: &Arg, params: XfParams) -> Result<XfFilter, Reply> {
-    let hashing = super::secret::new_hashing(ctx, name);
+fn new_filter(ctx: Ctx, params: XfParams) -> Result<XfFilter, Reply> {
+    let hashing = super::secret::new_hashing();
     Ok(XfFilter::with_hashing(params, hashing, config::limits(ctx)).inspect_err(|_| refused())?)
 }
 
@@ -80,23 +88,28 @@ fn new_filter(ctx: Ctx, name: &Arg, params: XfParams) -> Result<XfFilter, Reply>
 /// key `KEYID` names (only from the primary or the AOF: a filter whose
 /// secret the ring lacks is made sealed, never refused, so that a replica
 /// and a replay follow the primary); else the current secret.
-fn reserve_hashing(ctx: Ctx, name: &Arg, seed: Option<Seed>, key_id: Option<u64>) -> Result<Hashing, Reply> {
+fn reserve_hashing(ctx: Ctx, seed: Option<Seed>, key_id: Option<u64>) -> Result<Hashing, Reply> {
     Ok(match (seed, key_id) {
         (Some(s), _) => Hashing::Keyed(s),
         (None, Some(_)) if !ctx.is_replaying() => return Err(XfError::KeyIdFromClient.into()),
         (None, Some(id)) => super::secret::key_for(id).map_or(Hashing::Sealed { id }, Hashing::Deployment),
-        (None, None) => super::secret::new_hashing(ctx, name),
+        (None, None) => super::secret::new_hashing(),
     })
 }
 
 /// Stores `f` in an empty key opened for writing and sends it to replicas
-/// as `XF.RESERVE` with its exact parameters and its seed, or its secret's id.
+/// as `XF.RESERVE` with its exact parameters and its seed, or its secret's
+/// id (then after the ring, `XF.KEYRING`, which replicas and the AOF need
+/// to hash for it).
 fn store_new(ctx: Ctx, key: &Key, name: &Arg, f: XfFilter) -> Result<NonNull<XfFilter>, Reply> {
     let (params, hashing) = (f.params(), f.hashing());
     let stored = keys::store(key, f)?;
     let (word, how): (&[u8], String) = match (hashing, hashing.key_id()) {
         (Hashing::Keyed(seed), _) => (b"SEED", seed.to_hex()),
-        (_, id) => (b"KEYID", format!("{:016x}", id.unwrap_or(0))),
+        (_, id) => {
+            super::secret::send_ahead_of(ctx, name);
+            (b"KEYID", format!("{:016x}", id.unwrap_or(0)))
+        }
     };
     let (rate, capacity, max) =
         (rate_word(params.error_rate), params.capacity.to_string(), params.max_capacity.to_string());
@@ -125,7 +138,7 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if lookup(&key)?.is_some() {
         return Err(XfError::ItemExists.into());
     }
-    let hashing = reserve_hashing(ctx, &argv[1], r.seed, r.key_id)?;
+    let hashing = reserve_hashing(ctx, r.seed, r.key_id)?;
     create(ctx, &key, &argv[1], r.params, hashing)?;
     ctx.reply_simple(c"OK");
     ctx.notify(c"xf.reserve", &argv[1]);
@@ -201,10 +214,10 @@ fn add_items(
     // A filter this command creates is filled before it is stored: a
     // refused batch then leaves no key behind, and sends nothing.
     let mut fresh = None;
-    let f = match (lookup_hashing(&key)?, create_with) {
+    let f = match (lookup_hashing(ctx, &key)?, create_with) {
         // SAFETY: the keyspace owns the filter; commands run one at a time.
         (Some(mut f), _) => unsafe { f.as_mut() },
-        (None, Some(params)) => fresh.insert(new_filter(ctx, &argv[1], params)?),
+        (None, Some(params)) => fresh.insert(new_filter(ctx, params)?),
         (None, None) => return Err(XfError::NotFound.into()),
     };
     let (size_before, blocks_before) = (f.size_bytes(), f.block_count());
@@ -312,7 +325,7 @@ fn with_filter<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&XfFilter>) -> T) 
 fn with_hashing_filter<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&XfFilter>) -> T) -> Result<T, Reply> {
     let key = Key::open(ctx, name, false);
     // SAFETY: owned by the keyspace, read only while the key is open.
-    Ok(f(lookup_hashing(&key)?.map(|p| unsafe { &*p.as_ptr() })))
+    Ok(f(lookup_hashing(ctx, &key)?.map(|p| unsafe { &*p.as_ptr() })))
 }
 
 /// `XF.EXISTS key item`: 1 if probably present, 0 if surely not (or no key).
@@ -370,7 +383,7 @@ pub fn card(ctx: Ctx, argv: &[Arg]) -> Outcome {
 pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_single_item(argv)?;
     let key = Key::open(ctx, &argv[1], true);
-    let Some(mut f) = lookup_hashing(&key)? else {
+    let Some(mut f) = lookup_hashing(ctx, &key)? else {
         ctx.reply_bool(false);
         return Ok(());
     };
@@ -397,7 +410,7 @@ pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
 pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let parsed = parse_merge(argv)?;
     let dest_key = Key::open(ctx, &argv[1], true);
-    let dest = lookup_hashing(&dest_key)?;
+    let dest = lookup_hashing(ctx, &dest_key)?;
     let mut source_keys = Vec::with_capacity(parsed.sources.len());
     let mut filters: Vec<NonNull<XfFilter>> = Vec::with_capacity(parsed.sources.len());
     for name in &argv[parsed.sources] {
@@ -406,7 +419,7 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
             continue;
         }
         let key = Key::open(ctx, name, false);
-        filters.push(lookup_hashing(&key)?.ok_or(XfError::NotFound)?);
+        filters.push(lookup_hashing(ctx, &key)?.ok_or(XfError::NotFound)?);
         source_keys.push(key);
     }
     let limits = config::limits(ctx);

@@ -14,10 +14,12 @@
 //! The ring travels only where the server's own data does: an RDB aux
 //! field written before the keyspace (restarts, a replica's full sync, the
 //! AOF's RDB preamble), and `XF.KEYRING key ring`, a command only the
-//! replication stream and the AOF may send. The primary sends it before the
-//! first filter it makes after startup, after any fork (an AOF rewrite may
-//! have dropped it) and whenever its ring changes; an AOF rewrite writes it
-//! before the first deployment filter it rewrites. Filters whose id the ring
+//! replication stream and the AOF may send. The primary sends it ahead of
+//! every deployment filter it makes (`XF.RESERVE key ... KEYID id`), so
+//! that no stream or AOF, however it was cut, rewritten or proxied, holds a
+//! filter before the secret it needs (a few dozen bytes per new filter); an
+//! AOF rewrite writes it before the first deployment filter it rewrites.
+//! Filters whose id the ring
 //! does not hold when the server loads its own data load *sealed*: they
 //! save, copy and replicate as they came and hash nothing until the ring
 //! learns their secret ([`unseal`]); a client's `RESTORE` or `XF.LOADCHUNK`
@@ -62,14 +64,12 @@ impl Entry {
 struct Ring {
     entries: Vec<Entry>,
     current: Option<usize>,
-    /// The current secret comes from `BLOOMKIT_HASH_SEED`: nothing loaded replaces it.
+    /// The current secret comes from `XF_SECRET_FILE` or
+    /// `BLOOMKIT_HASH_SEED`: nothing loaded replaces it.
     pinned: bool,
-    /// The replication stream and the AOF have this ring since the last fork.
-    in_stream: bool,
 }
 
-static RING: Mutex<Ring> =
-    Mutex::new(Ring { entries: Vec::new(), current: None, pinned: false, in_stream: false });
+static RING: Mutex<Ring> = Mutex::new(Ring { entries: Vec::new(), current: None, pinned: false });
 
 /// Set in an AOF rewrite's child once it has written the ring.
 static REWRITTEN: AtomicBool = AtomicBool::new(false);
@@ -80,7 +80,8 @@ fn ring() -> MutexGuard<'static, Ring> {
 
 impl Ring {
     /// Adds `secret` (if new) and returns its index; a full ring forgets
-    /// its oldest secret that is not current.
+    /// its oldest secret that is not current, and logs it (filters of that
+    /// secret load sealed after the next restart).
     fn add(&mut self, secret: Seed) -> usize {
         let e = Entry::of(secret);
         if let Some(i) = self.entries.iter().position(|x| x.id == e.id) {
@@ -88,11 +89,15 @@ impl Ring {
         }
         if self.entries.len() == MAX_ENTRIES {
             let oldest = (0..self.entries.len()).find(|&i| Some(i) != self.current).unwrap_or(0);
-            self.entries.remove(oldest);
+            let gone = self.entries.remove(oldest).id;
             self.current = self.current.map(|c| if c > oldest { c - 1 } else { c });
+            let warning = format!(
+                "bloomkit: the XF key ring holds {MAX_ENTRIES} secrets and forgot the oldest (id {gone:016x}): \
+                 filters made under it will load sealed; list it in XF_SECRET_FILE if any remain"
+            );
+            warn(&warning);
         }
         self.entries.push(e);
-        self.in_stream = false;
         self.entries.len() - 1
     }
 
@@ -111,16 +116,18 @@ impl Ring {
     /// Takes in a ring the server's own data carried: its secrets join,
     /// and its current one becomes current unless the environment pins one.
     fn merge(&mut self, blob: &[u8]) -> Result<(), &'static str> {
-        let (secrets, current) = decode(blob)?;
-        let mut loaded_current = None;
-        for (i, s) in secrets.into_iter().enumerate() {
-            let at = self.add(s);
-            if Some(i) == current {
-                loaded_current = Some(self.entries[at].id);
-            }
+        let (mut secrets, current) = decode(blob)?;
+        // The loaded current secret joins last, so that a full ring never
+        // forgets it to make room for the others.
+        let current = current.map(|c| secrets.remove(c));
+        for s in secrets {
+            self.add(s);
         }
-        if let (false, Some(id)) = (self.pinned, loaded_current) {
-            self.current = self.entries.iter().position(|e| e.id == id);
+        if let Some(s) = current {
+            let at = self.add(s);
+            if !self.pinned {
+                self.current = Some(at);
+            }
         }
         Ok(())
     }
@@ -183,7 +190,7 @@ pub fn use_file(path: &str) -> Result<(), String> {
     if std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o077 != 0) {
         let warning =
             format!("bloomkit: XF_SECRET_FILE {path} can be read by others than its owner: chmod 600 it");
-        crate::ffi::log(std::ptr::null_mut(), c"warning", &warning);
+        warn(&warning);
     }
     let mut r = ring();
     for s in previous {
@@ -218,22 +225,16 @@ fn parse_file(text: &str) -> Result<(Seed, Vec<Seed>), &'static str> {
 }
 
 /// How a filter made now without `SEED` hashes: the current deployment
-/// key. Before the first such filter after startup, a fork or a change of
-/// the ring, the ring goes to replicas and the AOF (as `XF.KEYRING key
-/// ring`, ahead of the command that makes the filter), so that they can
-/// hash for it.
-pub fn new_hashing(ctx: Ctx, key: &Arg) -> Hashing {
-    let (entry, send) = {
-        let mut r = ring();
-        let entry = r.current();
-        let send = (!r.in_stream).then(|| r.encode());
-        r.in_stream = true;
-        (entry, send)
-    };
-    if let Some(blob) = send {
-        ctx.replicate_words(c"XF.KEYRING", key, &[&blob], &[]);
-    }
-    Hashing::Deployment(entry.key)
+/// key (drawn if the ring has none).
+pub fn new_hashing() -> Hashing {
+    Hashing::Deployment(ring().current().key)
+}
+
+/// Sends the ring to replicas and the AOF (`XF.KEYRING key ring`), ahead
+/// of the command that makes the deployment filter `key`.
+pub fn send_ahead_of(ctx: Ctx, key: &Arg) {
+    let blob = ring().encode();
+    ctx.replicate_words(c"XF.KEYRING", key, &[&blob], &[]);
 }
 
 /// The deployment key of `id`, if the ring holds it.
@@ -268,10 +269,9 @@ pub fn for_rewrite() -> Option<Vec<u8>> {
     (!r.entries.is_empty()).then(|| r.encode())
 }
 
-/// The server forked (in the parent): an AOF rewrite may now write a
-/// file without the ring, so the next filter made sends it again.
+/// The server forked (in the parent): the child (an AOF rewrite) starts
+/// with the ring not yet written.
 pub fn forked() {
-    ring().in_stream = false;
     REWRITTEN.store(false, Relaxed);
 }
 
@@ -289,6 +289,13 @@ pub fn from_rdb(blob: &[u8]) -> Result<(), &'static str> {
         return Ok(());
     }
     ring().merge(blob)
+}
+
+/// A line in the server's log (none in unit tests, which run without a server).
+fn warn(line: &str) {
+    if cfg!(not(test)) {
+        crate::ffi::log(std::ptr::null_mut(), c"warning", line);
+    }
 }
 
 /// 128 bits from the operating system (`getrandom`), or, should it fail,
@@ -310,7 +317,7 @@ mod tests {
     use super::*;
 
     fn empty() -> Ring {
-        Ring { entries: Vec::new(), current: None, pinned: false, in_stream: false }
+        Ring { entries: Vec::new(), current: None, pinned: false }
     }
 
     #[test]
@@ -324,6 +331,24 @@ mod tests {
         assert_eq!(other.entries.len(), 2);
         assert!(other.merge(b"BKRING01\x01\x00short").is_err());
         assert!(other.merge(b"BKRING01\x00\x01").is_err());
+    }
+
+    /// A ring that fills up keeps the current secret it loaded, whatever
+    /// it must forget (the oldest of the others).
+    #[test]
+    fn a_full_ring_keeps_the_current_secret_it_loads() {
+        let mut r = empty();
+        for i in 0..MAX_ENTRIES as u64 {
+            r.current = Some(r.add(Seed([i, 1])));
+        }
+        let mut loaded = empty();
+        for i in 0..MAX_ENTRIES as u64 {
+            loaded.add(Seed([i, 2]));
+        }
+        loaded.current = Some(0);
+        r.merge(&loaded.encode()).unwrap();
+        assert_eq!(r.entries.len(), MAX_ENTRIES);
+        assert_eq!(r.current().id, Entry::of(Seed([0, 2])).id);
     }
 
     #[test]

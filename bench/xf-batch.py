@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""XF's batches in the server beside a Bloom filter sized exactly (issue 48.3):
+the server's own time per item (INFO commandstats) of XF.MEXISTS x100
+(hits and misses) and XF.MADD x100 (new items) against BF.MEXISTS x100 and
+BF.MADD x100 on a bloomkit Bloom filter reserved for exactly the items it
+will hold, at 1%. Two sizes: cache-resident (100,000 items, both filters a
+few hundred KB) and DRAM-bound (the Bloom filter 3.5x the last-level cache,
+XF about twice that). Each filter alone on a server of the same binary and
+module, pinned to core 0, the load generator on core 1; rounds alternate
+between the two, medians of 5. XF grows to its size from CAPACITY 1000, as
+a filter that was never sized does.
+
+Usage: bench/xf-batch.sh [--quick] [--big N] [--output FILE]
+"""
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import ROOT, Server, alternating_medians, benchmark, l3_bytes, machine  # noqa: E402
+from xf import fill  # noqa: E402
+
+BF_BITS_PER_ITEM = 9.585  # a Bloom filter sized exactly at 1%
+
+
+def usec(server, command):
+    """calls and usec of `command` in INFO commandstats."""
+    text = server.conn.call("INFO", "commandstats")
+    text = text.decode() if isinstance(text, bytes) else text
+    for line in text.splitlines():
+        if line.startswith("cmdstat_%s:" % command):
+            fields = dict(kv.split("=") for kv in line.split(":", 1)[1].split(","))
+            return int(fields["calls"]), int(fields["usec"])
+    return 0, 0
+
+
+def per_item_ns(server, command, run, items_per_call=100):
+    """Runs `run()` and returns the server's ns per item of `command` during it."""
+    calls0, us0 = usec(server, command)
+    run()
+    calls1, us1 = usec(server, command)
+    return (us1 - us0) * 1000.0 / max(1, (calls1 - calls0) * items_per_call)
+
+
+def measure_size(items, adds_per_round, rounds, module):
+    servers = {"XF": Server("XF", module), "BF": Server("BF", module)}
+    xf, bf = servers["XF"], servers["BF"]
+    try:
+        xf.conn.call("XF.RESERVE", "k", "0.01", "CAPACITY", "1000")
+        bf.conn.call("BF.RESERVE", "k", "0.01", str(items + adds_per_round * rounds))
+        for s, cmd in ((xf, "XF.MADD"), (bf, "BF.MADD")):
+            started = time.time()
+            fill(s, cmd, "k", 0, items)
+            print("  filled %s with %d items in %.0f s" % (s.name, items, time.time() - started), flush=True)
+        sizes = {name: int(s.conn.call("MEMORY", "USAGE", "k")) for name, s in servers.items()}
+        rows = []
+        requests = max(200, min(3000, 3_000_000 // max(1, items // 1000)))
+        for label, what in (("MEXISTS x100, hits", "hits"), ("MEXISTS x100, misses", "misses"),
+                            ("MADD x100, new items", "adds")):
+            def one(server, r, what=what):
+                prefix = "XF" if server is xf else "BF"
+                if what == "adds":
+                    cmd = "%s.MADD k %s" % (prefix, " ".join(["{item}"] * 100))
+                    run = lambda: benchmark(server, cmd, adds_per_round // 100, 1, clients=1,  # noqa: E731
+                                            prefix="new%d:" % r, sequence=0)
+                    return per_item_ns(server, prefix.lower() + ".madd", run)
+                cmd = "%s.MEXISTS k %s" % (prefix, " ".join(["{item}"] * 100))
+                run = lambda: benchmark(server, cmd, requests, 1, clients=1, rand_range=items,  # noqa: E731
+                                        prefix="fill:" if what == "hits" else "miss:", seed=700 + r)
+                return per_item_ns(server, prefix.lower() + ".mexists", run)
+            m = alternating_medians(servers, rounds, one)
+            rows.append((label, m["XF"], m["BF"]))
+            print("  %-24s XF %7.1f ns  BF %7.1f ns  ratio %.2f" % (label, m["XF"], m["BF"], m["XF"] / m["BF"]),
+                  flush=True)
+        return rows, sizes
+    finally:
+        for s in servers.values():
+            s.stop()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="a smoke run (20,000 and 200,000 items, 1 round)")
+    parser.add_argument("--big", type=int, default=0, help="items of the DRAM-bound size (default: the Bloom "
+                        "filter 3.5x the last-level cache)")
+    parser.add_argument("--output", default=os.path.join(ROOT, "bench", "XF-BATCH-RESULTS.md"))
+    parser.add_argument("--module", default=os.path.join(ROOT, "target", "release", "libbloomkit.so"))
+    opts = parser.parse_args()
+    llc = l3_bytes() or 32 << 20
+    big = opts.big or int(3.5 * llc * 8 / BF_BITS_PER_ITEM) // 1000 * 1000
+    sizes = [20_000, 200_000] if opts.quick else [100_000, big]
+    rounds = 1 if opts.quick else 5
+    started = time.time()
+    results = []
+    for items in sizes:
+        print("%d items:" % items, flush=True)
+        results.append((items,) + measure_size(items, 5_000 if items <= 200_000 else 50_000, rounds, opts.module))
+    elapsed = time.time() - started
+    out = ["# XF's batches in the server beside a Bloom filter sized exactly\n"]
+    out.append("Generated by `bench/xf-batch.sh%s` on %s in %.0f s.\n" % (
+        " --quick" if opts.quick else ("" if not opts.big else " --big %d" % opts.big), time.strftime("%Y-%m-%d"),
+        elapsed))
+    out.append("Machine: %s.\n" % machine())
+    out.append("The server's own time per item (`INFO commandstats` usec over calls x 100) of 100-item "
+               "commands from one client, each filter alone on a server of the same binary and module, medians "
+               "of %d alternating rounds. XF grows to its size from `XF.RESERVE k 0.01 CAPACITY 1000`; the Bloom "
+               "filter is `BF.RESERVE k 0.01 n` for exactly the items it ends with. Hits are drawn from every "
+               "item added; misses are never-added items; adds are new items. Last-level cache: %d MiB.\n"
+               % (rounds, llc >> 20))
+    for items, rows, bytes_ in results:
+        out.append("\n## %d items (XF %.1f MB, BF %.1f MB: %.1fx / %.1fx the last-level cache)\n" % (
+            items, bytes_["XF"] / 1e6, bytes_["BF"] / 1e6, bytes_["XF"] / llc, bytes_["BF"] / llc))
+        out.append("| batch of 100 | XF ns/item | BF ns/item | XF / BF |")
+        out.append("|---|---:|---:|---:|")
+        for label, a, b in rows:
+            out.append("| %s | %.1f | %.1f | %.2f |" % (label, a, b, a / b))
+    with open(opts.output, "w") as f:
+        f.write("\n".join(out) + "\n")
+    print("wrote %s (%.0f s)" % (opts.output, elapsed))
+
+
+if __name__ == "__main__":
+    main()
