@@ -503,7 +503,7 @@ fn store(value: Value, checked: i64) {
 }
 
 /// A load argument's name, normalised: lower case, `-` for `_`, no `bf.`.
-fn normalised(name: &[u8]) -> String {
+pub(crate) fn normalised(name: &[u8]) -> String {
     let name = String::from_utf8_lossy(name).to_ascii_lowercase().replace('_', "-");
     name.strip_prefix("bf.").map(str::to_owned).unwrap_or(name)
 }
@@ -588,7 +588,9 @@ fn find(name: &str) -> Option<&'static Setting> {
 /// `loadmodule libbloomkit.so [NAME VALUE ...]`: RedisBloom 2.8's
 /// `ERROR_RATE`, `INITIAL_SIZE` and `CF_MAX_EXPANSIONS`, RedisBloom 8's
 /// config names, and bloomkit's. They become the configs' defaults.
-pub fn apply_load_args(args: &[Arg]) -> Result<(), String> {
+/// `elsewhere`: arguments (normalised names) a family reads itself, passed
+/// over here (XF's `XF_SECRET_FILE`).
+pub fn apply_load_args(args: &[Arg], elsewhere: &[&str]) -> Result<(), String> {
     for pair in args.chunks(2) {
         let given = String::from_utf8_lossy(pair[0].bytes()).into_owned();
         if normalised(pair[0].bytes()) == "test-hooks" {
@@ -597,9 +599,7 @@ pub fn apply_load_args(args: &[Arg]) -> Result<(), String> {
             TEST_HOOKS.store(on != 0, Relaxed);
             continue;
         }
-        if normalised(pair[0].bytes()) == "xf-secret-file" {
-            let path = pair.get(1).map(|p| String::from_utf8_lossy(p.bytes()).into_owned());
-            crate::xf::secret::use_file(&path.ok_or(format!("module argument {given} needs a value"))?)?;
+        if elsewhere.contains(&normalised(pair[0].bytes()).as_str()) {
             continue;
         }
         let Some(setting) = find(&normalised(pair[0].bytes())) else {

@@ -116,7 +116,8 @@ fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
     // SAFETY: valid context during OnLoad.
     unsafe { api!(RedisModule_SetModuleOptions)(ctx, raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int) };
     config::init(FAMILIES.iter().flat_map(|f| f.settings.iter().copied()));
-    config::apply_load_args(args)?;
+    config::apply_load_args(args, &[xf::secret::LOAD_ARG])?;
+    xf::secret::apply_load_args(args)?;
     stats::flush::subscribe(ctx, FAMILIES.iter().map(|f| f.counters));
     subscribe_to_forks(ctx);
     value::measure_key_wrapper(ctx);

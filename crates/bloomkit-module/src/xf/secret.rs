@@ -175,6 +175,21 @@ pub fn init() {
     }
 }
 
+/// The load argument naming the secret file, normalised as the settings'
+/// names are (`XF_SECRET_FILE`, `xf-secret-file`, `bf.xf-secret-file`).
+pub const LOAD_ARG: &str = "xf-secret-file";
+
+/// Reads `XF_SECRET_FILE path` among the module's load arguments, if given.
+pub fn apply_load_args(args: &[Arg]) -> Result<(), String> {
+    for pair in args.chunks(2) {
+        if crate::config::normalised(pair[0].bytes()) == LOAD_ARG {
+            let path = pair.get(1).ok_or("module argument XF_SECRET_FILE needs a value")?;
+            use_file(&String::from_utf8_lossy(path.bytes()))?;
+        }
+    }
+    Ok(())
+}
+
 /// The load argument `XF_SECRET_FILE path`: the deployment's secrets, kept
 /// by the operator (servers that share the file hash alike, so their
 /// filters copy and merge between them, a cluster's shards among them).
