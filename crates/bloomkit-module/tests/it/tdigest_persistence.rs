@@ -189,3 +189,28 @@ fn snapshots_of_buffered_digests_stay_identical(server: Server) {
         assert_eq!(c.digest(), digest, "{context}");
     }
 }
+
+per_server!(memory_usage_is_the_same_after_a_save_and_restart);
+/// RedisBloom's `test_save_load`: a digest with its buffer full of values,
+/// saved (SAVE, in the server's own process) and restarted, comes back
+/// compressed with the same `MEMORY USAGE`, minimum and maximum: the save
+/// writes the compressed form without keeping a copy of it.
+fn memory_usage_is_the_same_after_a_save_and_restart(server: Server) {
+    let mut s = TestServer::with_bloomkit(server);
+    let mut c = s.conn();
+    c.ok("TDIGEST.CREATE t");
+    for _ in 0..100 {
+        c.ok("TDIGEST.ADD t 1.0");
+    }
+    c.ok("SAVE");
+    let before = c.cmd("MEMORY USAGE t");
+    let (min, max) = (c.cmd("TDIGEST.MIN t"), c.cmd("TDIGEST.MAX t"));
+    s.restart(&[]);
+    let mut c = s.conn();
+    let info = c.cmd("TDIGEST.INFO t");
+    let fields = info.as_array();
+    let at = fields.iter().position(|f| matches!(f, Reply::Simple(n) if n == "Merged weight")).unwrap();
+    assert_eq!(fields[at + 1].as_int(), 100, "saved compressed: {info:?}");
+    assert_eq!(c.cmd("MEMORY USAGE t"), before);
+    assert_eq!((c.cmd("TDIGEST.MIN t"), c.cmd("TDIGEST.MAX t")), (min, max));
+}
