@@ -79,6 +79,17 @@ fn no_client_reads_or_sets_the_secret(server: Server) {
     let keyid = a.call(&["XF.RESERVE", "n", "0.01", "KEYID", &id]);
     assert!(keyid.error_text().contains("KEYID is sent only by the server"), "{keyid:?}");
     assert!(a.call(&["XF.KEYRING", "n", "BKRING01\x00\x00"]).error_text().contains("only by the server"));
+    // Nor from a script or a transaction (neither is the server's own stream).
+    let script =
+        a.call(&["EVAL", "return redis.call('XF.RESERVE', 'n', '0.01', 'KEYID', ARGV[1])", "0", &id]);
+    assert!(script.error_text().contains("KEYID is sent only by the server"), "{script:?}");
+    let script = a.call(&["EVAL", "return redis.call('XF.KEYRING', 'n', ARGV[1])", "0", "BKRING01\x00\x00"]);
+    assert!(script.error_text().contains("only by the server"), "{script:?}");
+    a.ok("MULTI");
+    a.call(&["XF.KEYRING", "n", "BKRING01\x00\x00"]);
+    a.call(&["XF.RESERVE", "n", "0.01", "KEYID", &id]);
+    let exec = a.cmd("EXEC");
+    assert!(exec.as_array().iter().all(Reply::is_error), "{exec:?}");
     assert_eq!(a.call(&["EXISTS", "n"]), Reply::Int(0));
     assert_eq!(secret_id(&mut a), id);
     assert_eq!(found(&mut a, "k", "i", 0..300), 300);
