@@ -32,8 +32,10 @@
 //! of the tests that have one ([`long_tests`]).
 //!
 //! `BLOOMKIT_HASH_SEED` fixes the hashing secret of every filter made in the
-//! test process and in every server it starts (they inherit the
-//! environment): `scripts/test.sh` sets it, `scripts/seed-sweep.sh` varies it.
+//! test process and in every server it starts: `scripts/test.sh` sets it,
+//! `scripts/seed-sweep.sh` varies it. Set empty (or unset), the servers a
+//! test process starts share one secret drawn for it ([`hash_seed`]), as the
+//! servers of one deployment share their secret file.
 
 pub mod aof;
 pub mod cluster;
@@ -56,8 +58,8 @@ pub use replication::drop_link_and_resync;
 pub use resp::{Conn, Reply};
 pub use rng::Rng;
 pub use servers::{
-    bloomkit_module, redisbloom_module, server_binary, Module, Server, TestServer, HOSTILE_ADDRESS_SPACE,
-    HOSTILE_FILTER_LIMIT,
+    bloomkit_module, hash_seed, redisbloom_module, server_binary, Module, Server, TestServer,
+    HOSTILE_ADDRESS_SPACE, HOSTILE_FILTER_LIMIT,
 };
 pub use vectors::guava_items;
 

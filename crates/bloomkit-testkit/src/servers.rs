@@ -178,6 +178,26 @@ pub const HOSTILE_ADDRESS_SPACE: u64 = 2 << 30;
 /// The `bf.max-filter-bytes` hostile suites run at (see [`TestServer::hostile`]).
 pub const HOSTILE_FILTER_LIMIT: u64 = 4 << 30;
 
+/// The hashing secret every server a test process starts shares (the
+/// servers of one deployment share `XF_SECRET_FILE`, so that filters copy
+/// between them): `BLOOMKIT_HASH_SEED` when it is set and not empty, else
+/// one drawn for this process, so that a run with the variable empty still
+/// meets a new secret every time. Processes a test starts that must read
+/// its servers' filters (the CLI's `dedup --state` of a server's dump) take
+/// it too.
+pub fn hash_seed() -> &'static str {
+    static SEED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SEED.get_or_init(|| match std::env::var("BLOOMKIT_HASH_SEED") {
+        Ok(v) if !v.is_empty() => v,
+        _ => {
+            use std::hash::{BuildHasher, Hasher};
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u32(std::process::id());
+            format!("drawn-{:016x}", h.finish())
+        }
+    })
+}
+
 /// How long a server may take to answer PING after starting.
 fn start_deadline() -> Duration {
     let seconds = std::env::var("BLOOMKIT_START_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
@@ -355,6 +375,8 @@ impl TestServer {
             cmd.args(&self.extra);
             if self.unseeded {
                 cmd.env_remove("BLOOMKIT_HASH_SEED");
+            } else {
+                cmd.env("BLOOMKIT_HASH_SEED", hash_seed());
             }
             let child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {:?}: {e}", self.server));
             self.child = Some(child);

@@ -8,8 +8,11 @@ use bloomkit_testkit::{Module, Reply, Server, TestServer};
 /// Runs the built binary; one that hangs fails the test after two minutes.
 fn bloomkit(args: &[&str], stdin: &[u8]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_bloomkit"));
-    // The server comes from options here, never from the caller's environment.
+    // The server comes from options here, never from the caller's
+    // environment; the servers' secret is the test kit's (so that a dumped
+    // server filter can be read in process, as `dedup --state` does).
     cmd.args(args).env_remove("BLOOMKIT_URL").env_remove("REDIS_URL");
+    cmd.env("BLOOMKIT_HASH_SEED", bloomkit_testkit::hash_seed());
     bloomkit_testkit::output_within(&mut cmd, stdin, std::time::Duration::from_secs(120))
 }
 
