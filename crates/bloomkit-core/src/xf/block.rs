@@ -860,42 +860,57 @@ impl Block {
         if words_for(meta.bits()) != words.len() as u64 {
             return Err("a block's length does not match its room");
         }
+        if meta.uniform && meta.n == 0 {
+            return Err("an empty block says it is uniform");
+        }
         let block = Block { words: Words::new(words) };
+        block.check_header(&meta)?;
+        block.check_fields(&meta)?;
+        block.check_index(&meta)?;
+        Ok(block)
+    }
+
+    /// The header: exactly Q zeros among its first Q + n bits, the last of
+    /// them a zero; no bit set between the header and the fields, nor past
+    /// the fields.
+    fn check_header(&self, meta: &Meta) -> Result<(), &'static str> {
         let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
-        // The header: exactly Q zeros among its first Q + n bits, zeros after.
         let hlen = u64::from(meta.q()) + u64::from(meta.n);
         let mut zeros = 0u64;
         let mut at = 0;
         while at < hlen {
             let len = (hlen - at).min(64) as u32;
-            zeros += u64::from(len - get(&block.words, h0 + at, len).count_ones());
+            zeros += u64::from(len - get(&self.words, h0 + at, len).count_ones());
             at += u64::from(len);
         }
         if zeros != u64::from(meta.q()) {
             return Err("a block's header does not end each quotient once");
         }
-        if get(&block.words, h0 + hlen - 1, 1) != 0 {
+        if get(&self.words, h0 + hlen - 1, 1) != 0 {
             return Err("a block's header does not end with its last quotient");
         }
         let zero_from = |from: u64, to: u64| {
             let mut at = from;
             while at < to {
                 let len = (to - at).min(64) as u32;
-                if get(&block.words, at, len) != 0 {
+                if get(&self.words, at, len) != 0 {
                     return false;
                 }
                 at += u64::from(len);
             }
             true
         };
-        if !zero_from(h0 + hlen, f0) || !zero_from(f0 + u64::from(meta.n) * w, block.words.len() as u64 * 64)
-        {
+        if !zero_from(h0 + hlen, f0) || !zero_from(f0 + u64::from(meta.n) * w, self.words.len() as u64 * 64) {
             return Err("a block has bits set past its entries");
         }
-        // Fields: a stop bit each (unless uniform), and runs in order.
+        Ok(())
+    }
+
+    /// Fields: a stop bit each (unless uniform), and runs in order.
+    fn check_fields(&self, meta: &Meta) -> Result<(), &'static str> {
         let mut prev: Option<Entry> = None;
         let mut bad = None;
-        block.for_each(|e| {
+        self.for_each(|e| {
             if bad.is_some() {
                 return;
             }
@@ -907,25 +922,24 @@ impl Block {
             }
             prev = Some(e);
         });
-        if let Some(why) = bad {
-            return Err(why);
+        bad.map_or(Ok(()), Err)
+    }
+
+    /// The group index, against a recount of the entries.
+    fn check_index(&self, meta: &Meta) -> Result<(), &'static str> {
+        if meta.index_bits() == 0 {
+            return Ok(());
         }
-        if meta.uniform && meta.n == 0 {
-            return Err("an empty block says it is uniform");
-        }
-        // The index, against a recount.
-        if meta.index_bits() > 0 {
-            let mut counts = vec![0u32; (meta.q() / GROUP) as usize];
-            block.for_each(|e| counts[(e.ql / GROUP) as usize] += 1);
-            let mut before = 0;
-            for g in 1..counts.len() {
-                before += counts[g - 1];
-                if get(&block.words, 64 + 16 * (g as u64 - 1), 16) != u64::from(before) {
-                    return Err("a block's index does not match its header");
-                }
+        let mut counts = vec![0u32; (meta.q() / GROUP) as usize];
+        self.for_each(|e| counts[(e.ql / GROUP) as usize] += 1);
+        let mut before = 0;
+        for g in 1..counts.len() {
+            before += counts[g - 1];
+            if get(&self.words, 64 + 16 * (g as u64 - 1), 16) != u64::from(before) {
+                return Err("a block's index does not match its header");
             }
         }
-        Ok(block)
+        Ok(())
     }
 }
 
