@@ -41,7 +41,7 @@ fn restore(c: &mut Conn, key: &str, payload: &[u8]) -> Reply {
     c.call(&[b"RESTORE".to_vec(), key.as_bytes().to_vec(), b"0".to_vec(), payload.to_vec()])
 }
 
-per_server!(no_client_reads_or_sets_the_secret);
+per_server!(no_client_reads_or_sets_the_secret: all);
 fn no_client_reads_or_sets_the_secret(server: Server) {
     let (_a, mut a) = start(server, &[]);
     let (_b, mut b) = start(server, &[]);
@@ -95,7 +95,7 @@ fn no_client_reads_or_sets_the_secret(server: Server) {
     assert_eq!(found(&mut a, "k", "i", 0..300), 300);
 }
 
-per_server!(the_secret_outlives_restarts_replays_and_failovers);
+per_server!(the_secret_outlives_restarts_replays_and_failovers: all);
 fn the_secret_outlives_restarts_replays_and_failovers(server: Server) {
     for (how, extra) in
         [("RDB", vec!["--save", "3600 1"]), ("AOF", aof_args(false)), ("AOF+RDB", aof_args(true))]
