@@ -105,6 +105,14 @@ fn the_secret_outlives_restarts_replays_and_failovers(server: Server) {
         // A user's SEED filter first, so that a ring taken from the first
         // filter loaded would be hers.
         c.ok("XF.RESERVE mine 0.01 SEED 0123456789abcdef0123456789abcdef");
+        // ... and filters of a chosen seed restored and loaded in chunks.
+        c.ok("XF.RESERVE src 0.01 SEED 00000000000000000000000000000abc");
+        items(&mut c, "src", "s", 0..100);
+        let payload = c.call(&["DUMP", "src"]).as_bytes().to_vec();
+        let chunks = scandump(&mut c, "src");
+        assert_eq!(restore(&mut c, "restored", &payload), Reply::Simple("OK".into()));
+        load(&mut c, "chunked", &chunks);
+        c.ok("DEL src");
         c.ok("XF.RESERVE old 0.01");
         items(&mut c, "old", "o", 0..500);
         let id = secret_id(&mut c);
