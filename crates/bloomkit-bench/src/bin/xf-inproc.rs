@@ -426,18 +426,27 @@ struct Args {
     rates: Vec<f64>,
     rows: Vec<Row>,
     memory: bool,
+    /// Items per source of the merges timed (`--merges`), none by default.
+    merges: Vec<u64>,
 }
 
 const USAGE: &str = "usage: xf-inproc [--items N (4000000)] [--runs N (3)] [--rates R,R (0.01,0.001)]
-                 [--rows xf,qfilter,growable,fastbloom (all; qfilter is always in)] [--memory yes|no (yes)]";
+                 [--rows xf,qfilter,growable,fastbloom (all; qfilter is always in)] [--memory yes|no (yes)]
+                 [--merges N,N (none: items per source of XF merges timed)]";
 
 fn row_named(name: &str) -> Option<Row> {
     ROWS.into_iter().find(|r| r.name().to_lowercase().starts_with(name) && !name.is_empty())
 }
 
 fn args() -> Args {
-    let mut a =
-        Args { items: 4_000_000, runs: 3, rates: vec![0.01, 0.001], rows: ROWS.to_vec(), memory: true };
+    let mut a = Args {
+        items: 4_000_000,
+        runs: 3,
+        rates: vec![0.01, 0.001],
+        rows: ROWS.to_vec(),
+        memory: true,
+        merges: vec![],
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it.next().unwrap_or_else(|| die(&format!("{flag} needs a value")));
@@ -471,6 +480,11 @@ fn args() -> Args {
                 a.rows = rows;
             }
             "--memory" => a.memory = value == "yes",
+            "--merges" => {
+                let n = |v: &str| v.parse::<u64>().ok().filter(|&n| n >= 1000);
+                a.merges =
+                    value.split(',').map(|v| n(v).unwrap_or_else(|| bad("counts of at least 1000"))).collect()
+            }
             _ => die(&format!("unknown argument {flag}")),
         }
     }
@@ -489,5 +503,48 @@ fn main() {
     }
     for &rate in a.rates.iter().filter(|_| a.memory) {
         print_memory(&a.rows, rate, a.items);
+    }
+    if !a.merges.is_empty() {
+        print_merges(&a.merges, a.rates[0], a.runs);
+    }
+}
+
+// ---- merges ----
+
+/// Thread CPU ns per input entry of `XF.MERGE`'s work in process: two
+/// filters of `n` items each (one seed, distinct items) merged into a new
+/// one with `RAISERATE` (two full filters' entries spend twice the rate), the median of `runs`; the ratio to the first size shows whether
+/// the work grows with the entries alone (issue 47: at most 1.3x from
+/// 1M+1M to 6M+6M).
+fn print_merges(sizes: &[u64], rate: f64, runs: u64) {
+    println!("\n### XF merges at {rate}: thread CPU ns per input entry, median of {runs} runs\n");
+    println!("| items per source | input entries | ns per entry | / first size |");
+    println!("|---:|---:|---:|---:|");
+    let mut first = None;
+    for &n in sizes {
+        let params = XfParams { error_rate: rate, ..XfDefaults::BLOOMKIT.params() };
+        let make = |stream: u64| {
+            let mut f =
+                XfFilter::with_seed(params, bloomkit_core::xf::Seed([1, 2]), Limits::NONE).expect("XF");
+            for item in items(stream, n) {
+                f.insert_hash(f.hash_of(&item), Limits::NONE).expect("an insert");
+            }
+            f
+        };
+        let (a, b) = (make(7), make(8));
+        let entries = XfFilter::merge_entries(None, &[&a, &b]);
+        let ns = median(
+            (0..runs)
+                .map(|_| {
+                    let start = cpu_seconds();
+                    let merged = XfFilter::merged(None, &[&a, &b], true, Limits::NONE).expect("a merge");
+                    let took = cpu_seconds() - start;
+                    drop(merged);
+                    took * 1e9 / entries as f64
+                })
+                .collect(),
+        );
+        let base = *first.get_or_insert(ns);
+        println!("| {n} | {entries} | {ns:.1} | {:.2} |", ns / base);
     }
 }
