@@ -346,6 +346,7 @@ impl TestServer {
         let keep_port = self.port != 0;
         for _ in 0..5 {
             let port = if keep_port { self.port } else { free_port() };
+            let log_before = self.log().len();
             let mut cmd = server_command(self.server, self.address_space);
             if let Some(config) = &self.config_file {
                 cmd.arg(config);
@@ -386,7 +387,16 @@ impl TestServer {
                 Err(e) => {
                     last_error = e;
                     self.kill();
-                    if !last_error.contains("Address already in use") {
+                    // Ours could not bind: another process took the port
+                    // first. Whatever answered there meanwhile (a stranger's
+                    // PONG, a connection closed mid-reply by one shutting
+                    // down), our own log says so; try another port.
+                    let taken = last_error.contains("Address already in use")
+                        || self
+                            .log()
+                            .get(log_before..)
+                            .is_some_and(|new| new.contains("Address already in use"));
+                    if !taken {
                         break;
                     }
                 }
