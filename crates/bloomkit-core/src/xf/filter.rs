@@ -331,11 +331,8 @@ pub fn key_id(key: Seed) -> u64 {
 }
 
 impl Hashing {
-    /// The two words a filter keeps of it (a key, the id, or the root and 0).
-    pub fn words(&self) -> [u64; 2] {
-        self.split().0
-    }
-
+    /// The two words a filter keeps of it (a key, the id, or the root and
+    /// 0), and what they are.
     pub(super) fn split(&self) -> ([u64; 2], HashKind) {
         match *self {
             Hashing::Keyed(Seed(k)) => (k, HashKind::Keyed),

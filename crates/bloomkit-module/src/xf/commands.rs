@@ -502,11 +502,7 @@ pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
     match lookup(&key)? {
         None if iter == 1 => {
             let mut f = XfFilter::from_header(data, limits).inspect_err(|_| refused())?;
-            // A client may load only what the ring can hash; the primary
-            // and the AOF load anything (it stays sealed until it can).
-            if !super::secret::unseal(&mut f) && !ctx.is_replaying() {
-                return Err(XfError::ForeignSecret { id: f.hashing().key_id().unwrap_or(0) }.into());
-            }
+            super::secret::admit(&mut f, ctx.is_replaying())?;
             keys::store(&key, f)?;
         }
         None => return Err(XfError::NotFound.into()),

@@ -4,7 +4,7 @@
 
 use std::ffi::c_int;
 
-use bloomkit_core::xf::{XfError, XfFilter, ENCODING_VERSION, TYPE_NAME};
+use bloomkit_core::xf::{XfFilter, ENCODING_VERSION, TYPE_NAME};
 
 use bloomkit_core::common::fields::{FieldReader, FieldWriter};
 use redis_module::raw;
@@ -26,10 +26,7 @@ impl Value for XfFilter {
     fn load(from: &mut Load) -> Result<Self, String> {
         let mut f =
             XfFilter::load(&mut from.reader(), from.encver, from.limits()).map_err(|e| e.to_string())?;
-        if !super::secret::unseal(&mut f) && !from.loading {
-            let id = f.hashing().key_id().unwrap_or(0);
-            return Err(XfError::ForeignSecret { id }.to_string());
-        }
+        super::secret::admit(&mut f, from.loading).map_err(|e| e.to_string())?;
         Ok(f)
     }
 

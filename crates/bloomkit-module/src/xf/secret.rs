@@ -132,6 +132,18 @@ impl Ring {
         Ok(())
     }
 
+    /// Makes `secret` the current one, which nothing loaded replaces.
+    fn pin(&mut self, secret: Seed) {
+        let i = self.add(secret);
+        self.current = Some(i);
+        self.pinned = true;
+    }
+
+    /// The ring as the aux field and `XF.KEYRING` carry it; none while empty.
+    fn encoded(&self) -> Option<Vec<u8>> {
+        (!self.entries.is_empty()).then(|| self.encode())
+    }
+
     /// The current entry, drawn (or pinned) if there is none.
     fn current(&mut self) -> Entry {
         if let Some(c) = self.current {
@@ -169,9 +181,7 @@ pub fn init() {
         return;
     }
     if let Some(secret) = Seed::from_environment() {
-        let i = r.add(secret);
-        r.current = Some(i);
-        r.pinned = true;
+        r.pin(secret);
     }
 }
 
@@ -211,9 +221,7 @@ pub fn use_file(path: &str) -> Result<(), String> {
     for s in previous {
         r.add(s);
     }
-    let i = r.add(current);
-    r.current = Some(i);
-    r.pinned = true;
+    r.pin(current);
     Ok(())
 }
 
@@ -263,6 +271,18 @@ pub fn unseal(f: &mut XfFilter) -> bool {
     !f.is_sealed() || f.unseal(key_for)
 }
 
+/// Whether a filter that came in a payload (`RESTORE`, `XF.LOADCHUNK`'s
+/// header) may be stored: one the ring cannot hash for is refused from a
+/// client, and kept sealed from the server's own data (`own_data`: its
+/// RDB, the primary, the AOF), so that the server always starts and
+/// follows its primary.
+pub fn admit(f: &mut XfFilter, own_data: bool) -> Result<(), bloomkit_core::xf::XfError> {
+    if unseal(f) || own_data {
+        return Ok(());
+    }
+    Err(bloomkit_core::xf::XfError::ForeignSecret { id: f.hashing().key_id().unwrap_or(0) })
+}
+
 /// The current secret's id (`INFO bf`), and how many secrets the ring holds.
 pub fn summary() -> (Option<u64>, usize) {
     let r = ring();
@@ -280,8 +300,7 @@ pub fn for_rewrite() -> Option<Vec<u8>> {
     if REWRITTEN.swap(true, Relaxed) {
         return None;
     }
-    let r = ring();
-    (!r.entries.is_empty()).then(|| r.encode())
+    ring().encoded()
 }
 
 /// The server forked (in the parent): the child (an AOF rewrite) starts
@@ -294,8 +313,7 @@ pub fn forked() {
 /// server then writes no field, so an RDB of a server that never made a
 /// filter loads without this module).
 pub fn for_rdb() -> Option<Vec<u8>> {
-    let r = ring();
-    (!r.entries.is_empty()).then(|| r.encode())
+    ring().encoded()
 }
 
 /// The aux field, read before the keyspace.
