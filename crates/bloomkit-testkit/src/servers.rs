@@ -279,20 +279,10 @@ impl TestServer {
     /// to `server.conf` in its folder, which `CONFIG REWRITE` then rewrites);
     /// `loadmodule` lines name their modules themselves ([`bloomkit_module`]).
     pub fn start_with_config(server: Server, config: &str) -> TestServer {
-        let dir = tempfile::Builder::new().prefix("bloomkit-test-").tempdir().expect("temp dir");
-        let path = dir.path().join("server.conf");
+        let mut s = TestServer::launch_new_stopped(server, &[], &[]);
+        let path = s.dir().join("server.conf");
         std::fs::write(&path, config).expect("write server.conf");
-        let mut s = TestServer {
-            server,
-            port: 0,
-            modules: Vec::new(),
-            extra: Vec::new(),
-            dir,
-            child: None,
-            address_space: None,
-            config_file: Some(path),
-            unseeded: false,
-        };
+        s.config_file = Some(path);
         s.launch();
         s
     }
