@@ -200,6 +200,18 @@ def benchmark(server, command, requests, pipeline, clients=50, rand_range=None, 
     return rps
 
 
+def command_stats(conn, command):
+    """(calls, usec) of `command` (lower case, e.g. "xf.merge") in INFO
+    commandstats since the server started or CONFIG RESETSTAT; (0, 0) if none."""
+    text = conn.call("INFO", "commandstats")
+    text = text.decode() if isinstance(text, bytes) else text
+    for line in text.split("\r\n"):
+        if line.startswith("cmdstat_%s:" % command):
+            fields = dict(kv.split("=") for kv in line.split(":", 1)[1].split(","))
+            return int(fields["calls"]), int(fields["usec"])
+    return 0, 0
+
+
 def alternating_medians(servers, rounds, measure):
     """Median per server of measure(server, round), run on each server in each
     round, the order turning every round (reversed every other round, and

@@ -18,28 +18,17 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import ROOT, Server, alternating_medians, benchmark, l3_bytes, machine  # noqa: E402
+from bench import ROOT, Server, alternating_medians, benchmark, command_stats, l3_bytes, machine  # noqa: E402
 from xf import fill  # noqa: E402
 
 BF_BITS_PER_ITEM = 9.585  # a Bloom filter sized exactly at 1%
 
 
-def usec(server, command):
-    """calls and usec of `command` in INFO commandstats."""
-    text = server.conn.call("INFO", "commandstats")
-    text = text.decode() if isinstance(text, bytes) else text
-    for line in text.splitlines():
-        if line.startswith("cmdstat_%s:" % command):
-            fields = dict(kv.split("=") for kv in line.split(":", 1)[1].split(","))
-            return int(fields["calls"]), int(fields["usec"])
-    return 0, 0
-
-
 def per_item_ns(server, command, run, items_per_call=100):
     """Runs `run()` and returns the server's ns per item of `command` during it."""
-    calls0, us0 = usec(server, command)
+    calls0, us0 = command_stats(server.conn, command)
     run()
-    calls1, us1 = usec(server, command)
+    calls1, us1 = command_stats(server.conn, command)
     return (us1 - us0) * 1000.0 / max(1, (calls1 - calls0) * items_per_call)
 
 

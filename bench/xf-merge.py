@@ -23,7 +23,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import ROOT, Server, machine  # noqa: E402
+from bench import ROOT, Server, command_stats, machine  # noqa: E402
 from xf import fill  # noqa: E402
 
 MODULE = os.path.join(ROOT, "target", "release", "libbloomkit.so")
@@ -41,10 +41,7 @@ def info_fields(conn, section):
 
 def merge_usec(conn):
     """usec of every XF.MERGE since the last CONFIG RESETSTAT (0 if none)."""
-    stat = info_fields(conn, "commandstats").get("cmdstat_xf.merge")
-    if not stat:
-        return 0
-    return int(dict(kv.split("=") for kv in stat.split(","))["usec"])
+    return command_stats(conn, "xf.merge")[1]
 
 
 def entries(conn, key):
