@@ -64,9 +64,14 @@ pub(crate) fn count_of<'a>(layout: &'a Layout, item: &[u8]) -> Call<'a, u64> {
              Layout::expandable) can",
         )));
     }
-    Call::round(vec![layout.count_of(item)], move |replies| match replies?.first() {
-        Some(v) => Ok(integer(v, layout.name())?.max(0) as u64),
-        None => Err(Error::Protocol("no reply to a COUNT command".into())),
+    let cmds = layout.count_of(item);
+    let n = cmds.len();
+    Call::round(cmds, move |replies| {
+        let replies = replies?;
+        if replies.len() != n {
+            return Err(Error::Protocol(format!("{} replies to {n} COUNT commands", replies.len())));
+        }
+        replies.iter().try_fold(0u64, |sum, v| Ok(sum + integer(v, layout.name())?.max(0) as u64))
     })
 }
 

@@ -40,20 +40,80 @@ pub(crate) struct Plan {
     pub steps: Vec<Step>,
     pub items: usize,
     pub init: bool,
+    /// A second filter's plan for the same items, sent in the same round
+    /// trip, and how its answers join these ([`Plan::join`]).
+    also: Option<Box<Also>>,
+}
+
+/// How the answers of a filter being moved from ([`crate::Layout::moving`])
+/// join those of the filter it moves to.
+#[derive(Clone, Copy)]
+pub(crate) enum Join {
+    /// An add is new only if the new filter took it and the old one does
+    /// not hold it.
+    AddedAndNotIn,
+    /// Present (or removed) if either answers so.
+    Either,
+}
+
+struct Also {
+    plan: Plan,
+    join: Join,
+    /// The old filter's name, for its errors.
+    key: String,
 }
 
 impl Plan {
     pub fn new(items: usize, init: bool) -> Plan {
-        Plan { steps: Vec::new(), items, init }
+        Plan { steps: Vec::new(), items, init, also: None }
+    }
+
+    /// This plan with `other`'s commands (of the filter `key`, for the same
+    /// items) sent after its own in one round trip, each item's answers
+    /// joined as `join` says. A missing filter, either of them, answers
+    /// `false` for every item (a key that expired holds nothing).
+    pub fn join(mut self, other: Plan, join: Join, key: &str) -> Plan {
+        debug_assert!(self.also.is_none() && other.also.is_none() && other.items == self.items);
+        self.also = Some(Box::new(Also { plan: other, join, key: key.to_string() }));
+        self
     }
 
     /// The call that sends the plan's commands in one round trip and makes
     /// their replies the per-item answers; `key` names the filter in errors.
     pub fn into_call(self, key: &str) -> Call<'_, Vec<bool>> {
-        let Plan { steps, items, init } = self;
-        let (cmds, decodes): (Vec<Cmd>, Vec<Decode>) = steps.into_iter().map(|s| (s.cmd, s.decode)).unzip();
-        Call::round(cmds, move |replies| answers(decodes, items, init, replies?, key))
+        let Plan { steps, items, init, also } = self;
+        let (mut cmds, decodes) = unzip(steps);
+        let second = also.map(|also| {
+            let (more, decodes) = unzip(also.plan.steps);
+            let n = more.len();
+            cmds.extend(more);
+            (decodes, also.plan.init, also.join, also.key, n)
+        });
+        Call::round(cmds, move |replies| {
+            let mut replies = replies?;
+            let Some((decodes2, init2, join, key2, n)) = second else {
+                return answers(decodes, items, init, replies, key);
+            };
+            let rest = replies.split_off(replies.len().saturating_sub(n));
+            // Either filter may be missing: the new one before its first
+            // write, the old one once it expired.
+            let or_none = |answers: Result<Vec<bool>>| match answers {
+                Err(Error::NotFound(_)) => Ok(vec![false; items]),
+                other => other,
+            };
+            let first = or_none(answers(decodes, items, init, replies, key))?;
+            let second = or_none(answers(decodes2, items, init2, rest, &key2))?;
+            let joined = first.into_iter().zip(second).map(|(a, b)| match join {
+                Join::AddedAndNotIn => a && !b,
+                Join::Either => a || b,
+            });
+            Ok(joined.collect())
+        })
     }
+}
+
+fn unzip(steps: Vec<Step>) -> (Vec<Cmd>, Vec<Decode>) {
+    steps.into_iter().map(|s| (s.cmd, s.decode)).unzip()
 }
 
 /// Turns the replies (one per command, in order) into one answer per item.

@@ -12,7 +12,7 @@ use redis::{cmd, Cmd, Value};
 
 use crate::error::{Error, Result};
 use crate::options::{Info, Options, Window};
-use crate::plan::{Decode, Plan, Step};
+use crate::plan::{Decode, Join, Plan, Step};
 
 mod bitmap;
 mod bloom;
@@ -62,6 +62,11 @@ enum Kind {
     Sharded {
         over: Over,
         shards: Vec<Layout>,
+    },
+    /// A flow moving from one filter to another ([`Layout::moving`]).
+    Moving {
+        from: Box<Layout>,
+        to: Box<Layout>,
     },
 }
 
@@ -153,13 +158,19 @@ impl Layout {
     /// Whether items can be removed (a cuckoo or an expandable filter,
     /// sharded or not).
     pub fn removes(&self) -> bool {
-        matches!(self.kind, Kind::Cuckoo | Kind::Xf | Kind::Sharded { over: Over::Expandable, .. })
+        match &self.kind {
+            Kind::Moving { to, .. } => to.removes(),
+            kind => matches!(kind, Kind::Cuckoo | Kind::Xf | Kind::Sharded { over: Over::Expandable, .. }),
+        }
     }
 
     /// Whether this is an expandable filter (`XF.*`): in one key, or
     /// sharded over several ([`Over::Expandable`]).
     pub fn is_expandable(&self) -> bool {
-        matches!(self.kind, Kind::Xf | Kind::Sharded { over: Over::Expandable, .. })
+        match &self.kind {
+            Kind::Moving { to, .. } => to.is_expandable(),
+            kind => matches!(kind, Kind::Xf | Kind::Sharded { over: Over::Expandable, .. }),
+        }
     }
 
     /// A Guava-sized bitmap over plain strings: the key `name` itself when
@@ -282,6 +293,50 @@ impl Layout {
         Ok(Layout { name, options, kind: Kind::Sharded { over, shards } })
     }
 
+    /// A flow moving from the filter `from` to the filter `to`, for as long
+    /// as `from`'s keys live (their TTL): writes go to `to` and reads see
+    /// both, in the same round trip, so a caller moved to `to` forgets
+    /// nothing `from` holds. The way to move a per-user `BF.*` flow to
+    /// `XF.*` under a new key prefix, since no tool can turn a Bloom
+    /// filter's bits back into items (README: "Moving a per-user Bloom flow
+    /// to XF"):
+    ///
+    /// - `add`: stored in `to` (as `to` adds: add-if-absent for an
+    ///   expandable filter), and new only if `to` took it and `from` does
+    ///   not hold it; so items of the old key move to the new one as they
+    ///   come back.
+    /// - `contains`: in `to` or in `from`. A missing `from` (expired)
+    ///   holds nothing; `from` is never written, reserved or created.
+    /// - `remove`, `count_of`: `to`'s capability; also in `from` where it
+    ///   removes and counts (a cuckoo or expandable filter). An item still
+    ///   in a Bloom `from` reads as present until that key expires.
+    /// - `info` and `count`: `to`'s alone (`from` only shrinks by expiring).
+    /// - `keys`, `clear` and `expire`: both filters' keys.
+    ///
+    /// Any two layouts whose keys differ, neither of them moving.
+    pub fn moving(from: Layout, to: Layout) -> Result<Layout> {
+        if matches!(from.kind, Kind::Moving { .. }) || matches!(to.kind, Kind::Moving { .. }) {
+            return Err(Error::InvalidOptions("a moving filter moves from one filter to one other".into()));
+        }
+        let theirs = from.keys();
+        if let Some(both) = to.keys().into_iter().find(|k| theirs.contains(k)) {
+            return Err(Error::InvalidOptions(format!(
+                "a moving filter needs new keys: key {both:?} is in both filters (give the new one another prefix)"
+            )));
+        }
+        let (name, options) = (to.name.clone(), to.options.clone());
+        Ok(Layout { name, options, kind: Kind::Moving { from: Box::new(from), to: Box::new(to) } })
+    }
+
+    /// The filter a moving filter moves from and the one it moves to
+    /// (`None` for any other filter).
+    pub fn moving_parts(&self) -> Option<(&Layout, &Layout)> {
+        match &self.kind {
+            Kind::Moving { from, to } => Some((from, to)),
+            _ => None,
+        }
+    }
+
     /// The filters a sharded filter spreads over, in shard order (`{name:0}`
     /// first); none for a filter that is not sharded. Each is a filter of
     /// its own: a [`crate::RedisFilter`] over one reads that shard alone
@@ -313,7 +368,10 @@ impl Layout {
     /// A sliding-window filter on the module (`APBF.*`): writes to a missing
     /// one fail with `NotFound`, and the filter reserves it and retries.
     pub(crate) fn is_window(&self) -> bool {
-        matches!(self.kind, Kind::Window(_))
+        match &self.kind {
+            Kind::Moving { to, .. } => to.is_window(),
+            kind => matches!(kind, Kind::Window(_)),
+        }
     }
 
     /// Every key the filter may occupy.
@@ -322,6 +380,7 @@ impl Layout {
             Kind::Bloom | Kind::Window(_) | Kind::Cuckoo | Kind::Xf => vec![self.name.clone()],
             Kind::Bitmap(bitmap) => bitmap.keys.iter().chain(&bitmap.config).cloned().collect(),
             Kind::Sharded { shards, .. } => shards.iter().flat_map(|s| s.keys()).collect(),
+            Kind::Moving { from, to } => to.keys().into_iter().chain(from.keys()).collect(),
         }
     }
 
@@ -351,6 +410,7 @@ impl Layout {
             // Its script sets the TTLs itself.
             Kind::Bitmap(bitmap) => return cmds.push(bitmap.reserve(o)),
             Kind::Sharded { shards, .. } => return shards.iter().for_each(|s| s.push_reserve(cmds)),
+            Kind::Moving { to, .. } => return to.push_reserve(cmds),
         };
         cmds.push(create);
         if let Some(ttl) = o.ttl_millis() {
@@ -359,12 +419,18 @@ impl Layout {
     }
 
     pub(crate) fn add_plan(&self, items: &[&[u8]]) -> Plan {
+        if let Kind::Moving { from, to } = &self.kind {
+            return to.add_plan(items).join(from.contains_plan(items), Join::AddedAndNotIn, &from.name);
+        }
         let mut plan = Plan::new(items.len(), false);
         self.push_items(items, &mut plan, true);
         plan
     }
 
     pub(crate) fn contains_plan(&self, items: &[&[u8]]) -> Plan {
+        if let Kind::Moving { from, to } = &self.kind {
+            return to.contains_plan(items).join(from.contains_plan(items), Join::Either, &from.name);
+        }
         let mut plan = Plan::new(items.len(), true);
         self.push_items(items, &mut plan, false);
         plan
@@ -373,6 +439,13 @@ impl Layout {
     /// `CF.DEL` or `XF.DEL` of each item (in its shard's key): its answer
     /// is whether a copy was removed.
     pub(crate) fn remove_plan(&self, items: &[&[u8]]) -> Plan {
+        if let Kind::Moving { from, to } = &self.kind {
+            let plan = to.remove_plan(items);
+            return match from.removes() {
+                true => plan.join(from.remove_plan(items), Join::Either, &from.name),
+                false => plan,
+            };
+        }
         let mut plan = Plan::new(items.len(), false);
         for (i, item) in items.iter().enumerate() {
             let target = self.holder_of(item);
@@ -386,13 +459,18 @@ impl Layout {
     }
 
     /// `CF.COUNT` or `XF.COUNT` (in the item's shard): how many copies of
-    /// the item the filter may hold.
-    pub(crate) fn count_of(&self, item: &[u8]) -> Cmd {
+    /// the item the filter may hold, the sum of the commands' answers (a
+    /// moving filter's two, where its old filter counts).
+    pub(crate) fn count_of(&self, item: &[u8]) -> Vec<Cmd> {
+        if let Kind::Moving { from, to } = &self.kind {
+            let old = if from.removes() { from.count_of(item) } else { Vec::new() };
+            return to.count_of(item).into_iter().chain(old).collect();
+        }
         let target = self.holder_of(item);
-        match target.kind {
+        vec![match target.kind {
             Kind::Xf => xf::count_of(&target.name, item),
             _ => cuckoo::count_of(&target.name, item),
-        }
+        }]
     }
 
     /// The filter that holds `item`: its shard, or the filter itself.
@@ -440,7 +518,7 @@ impl Layout {
                     bitmap.push_batch(o, chunk, owners, write, plan);
                     continue;
                 }
-                Kind::Sharded { .. } => unreachable!("shards are not sharded"),
+                Kind::Sharded { .. } | Kind::Moving { .. } => unreachable!("planned above"),
             };
             let batch = match o.ttl_millis() {
                 Some(ttl) if write && o.refresh_ttl => with_ttl_refreshed(batch, ttl),
@@ -451,7 +529,7 @@ impl Layout {
         let single_key = match &self.kind {
             Kind::Bloom | Kind::Window(_) | Kind::Cuckoo | Kind::Xf => true,
             Kind::Bitmap(bitmap) => bitmap.is_single_key(),
-            Kind::Sharded { .. } => false,
+            Kind::Sharded { .. } | Kind::Moving { .. } => false,
         };
         if write && single_key && !items.is_empty() && !o.refresh_ttl {
             if let Some(ttl) = o.ttl_millis() {
@@ -470,6 +548,7 @@ impl Layout {
     pub(crate) fn info_parts(&self) -> Vec<&Layout> {
         match &self.kind {
             Kind::Sharded { shards, .. } => shards.iter().collect(),
+            Kind::Moving { to, .. } => to.info_parts(),
             _ => vec![self],
         }
     }
@@ -482,7 +561,7 @@ impl Layout {
             Kind::Cuckoo => vec![cuckoo::info(&self.name)],
             Kind::Xf => vec![xf::info(&self.name)],
             Kind::Bitmap(bitmap) => bitmap.info(),
-            Kind::Sharded { .. } => unreachable!("shards are read one by one"),
+            Kind::Sharded { .. } | Kind::Moving { .. } => unreachable!("shards are read one by one"),
         }
     }
 
@@ -497,12 +576,15 @@ impl Layout {
             Kind::Cuckoo => cuckoo::read_info(name, first(replies)?),
             Kind::Xf => xf::read_info(name, first(replies)?),
             Kind::Bitmap(bitmap) => bitmap.read_info(name, &self.options, self.keys(), replies),
-            Kind::Sharded { .. } => unreachable!("shards are read one by one"),
+            Kind::Sharded { .. } | Kind::Moving { .. } => unreachable!("shards are read one by one"),
         }
     }
 
     /// The info of the whole filter from its parts' (see [`Layout::info_parts`]).
     pub(crate) fn combine_info(&self, parts: Vec<Result<Info>>) -> Result<Info> {
+        if let Kind::Moving { to, .. } = &self.kind {
+            return to.combine_info(parts);
+        }
         let Kind::Sharded { over, shards } = &self.kind else {
             return parts.into_iter().next().unwrap_or_else(|| Err(Error::Protocol("no info".into())));
         };
@@ -579,6 +661,7 @@ impl Layout {
             Kind::Sharded { shards, .. } => {
                 shards.iter().map(|s| s.count()).collect::<Option<Vec<_>>>().map(|v| v.concat())
             }
+            Kind::Moving { to, .. } => to.count(),
         }
     }
 
@@ -684,7 +767,7 @@ mod tests {
         // An item's remove and count go to its shard's key.
         let item = b"item-17";
         let shard = &open.shards()[open.shard_of(item)];
-        let packed = String::from_utf8_lossy(&open.count_of(item).get_packed_command()).into_owned();
+        let packed = String::from_utf8_lossy(&open.count_of(item)[0].get_packed_command()).into_owned();
         assert!(packed.contains(shard.name()) && packed.contains("XF.COUNT"), "{packed}");
         // A shard whose options an expandable filter refuses is refused whole.
         let bad = Options { max_capacity: Some(100), ..Options::new(1000, 0.01) };

@@ -14,6 +14,7 @@ mod cuckoo;
 mod errors;
 mod examples;
 mod guava_files;
+mod moving;
 mod transfer;
 mod window;
 mod xf;
