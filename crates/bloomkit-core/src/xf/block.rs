@@ -740,6 +740,29 @@ impl Block {
         out
     }
 
+    /// Every entry, in order, after those of `out`: what [`Block::for_each`]
+    /// gives, a set bit of the header at a time (entry `i` of quotient `ql`
+    /// is the header's bit `ql + i`), since merges decode every block.
+    pub fn decode_into(&self, out: &mut Vec<Entry>) {
+        let meta = self.meta();
+        let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
+        let end = u64::from(meta.q()) + u64::from(meta.n);
+        out.reserve(meta.n as usize);
+        let mut i = 0u64;
+        let mut base = 0u64;
+        while base < end {
+            let mut ones = get(&self.words, h0 + base, (end - base).min(64) as u32);
+            while ones != 0 {
+                let p = base + u64::from(ones.trailing_zeros());
+                let (f, fp) = meta.unfield(get(&self.words, f0 + i * w, meta.w));
+                out.push(Entry { ql: (p - i) as u32, f, fp });
+                i += 1;
+                ones &= ones - 1;
+            }
+            base += 64;
+        }
+    }
+
     /// Calls `each` on every entry, in order.
     pub fn for_each(&self, mut each: impl FnMut(Entry)) {
         let meta = self.meta();
@@ -1221,6 +1244,9 @@ mod tests {
                 let mut v: Vec<Entry> = (0..n).map(|_| random_entry(&mut r, qbits, 20)).collect();
                 let b = Block::build(qbits, 3, &mut v, 0).unwrap();
                 assert_eq!(b.entries(), model_sorted(v.clone()), "q{qbits} n{n}");
+                let mut decoded = vec![Entry { ql: 1, f: 2, fp: 3 }];
+                b.decode_into(&mut decoded);
+                assert_eq!(decoded[1..], b.entries()[..], "decoded, q{qbits} n{n}");
                 let words = b.words().to_vec().into_boxed_slice();
                 let back = Block::from_words(words, qbits, 3).unwrap();
                 assert_eq!(back.entries(), b.entries());

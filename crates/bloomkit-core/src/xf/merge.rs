@@ -112,23 +112,124 @@ pub fn build_region(
             list.extend((0..1u32 << (a - e.t)).map(|k| Entry { ql: ql + k, f: 0, fp: 0 }));
         }
     }
-    let block =
-        if copies { Block::build(qbits, d, &mut list, 0) } else { Block::build_sorted(qbits, d, &list, 0) };
-    // The mass of what was built, counted here rather than walked again.
-    let mass = list.iter().fold(0u64, |m, e| m.saturating_add(units(a + e.f)));
+    if copies {
+        list.sort_unstable_by_key(Entry::key);
+    }
+    let built = out.push(qbits, d, &list, limits);
     out.list = list;
-    let block = block?;
-    let bytes = out.bytes + block.bytes();
-    if let Some(limit) = limits.max_bytes {
-        if bytes > limit {
-            return Err(XfError::TooLarge { bytes, limit });
+    built
+}
+
+/// In [`build_entries`], an entry whose `f` is at least this is *coarse*:
+/// a void (`f = 0`) split `f - COARSE` times since, which covers that many
+/// doublings of quotients from its `ql` (`build_region`'s entries coarser
+/// than their level, kept as one until a block is built).
+const COARSE: u32 = 64;
+
+/// Builds the blocks of a region of depth `d` whose entries are in block
+/// coordinates already (`entries`: of blocks of `qbits` quotients at depth
+/// `d`, sorted, nothing covering the whole region): what [`build_region`]
+/// does, to the same bytes, without taking every entry to [`Abs`] and
+/// back. A split moves the first fingerprint bit into the quotient, which
+/// keeps the order; a void becomes coarse. `prefix`: the region's `d`
+/// address bits. A region where a coarse entry would cover a whole block
+/// is handed to `build_region`.
+fn build_entries(
+    d: u32,
+    min_depth: u32,
+    prefix: u128,
+    qbits: u32,
+    entries: &[Entry],
+    out: &mut Built,
+    limits: Limits,
+) -> Result<(), XfError> {
+    let (q, a) = (1u64 << qbits, d + qbits);
+    let half = 1u32 << (qbits - 1);
+    let (mut fine, mut copies, mut widest) = (0u64, 0u64, 0u32);
+    for e in entries {
+        if e.f >= COARSE {
+            copies += 1u64 << (e.f - COARSE);
+            widest = widest.max(e.f - COARSE);
+        } else {
+            fine += 1;
         }
     }
-    out.blocks.try_reserve(1).map_err(|_| OutOfMemory)?;
-    out.blocks.push(block);
-    out.bytes = bytes;
-    out.mass = out.mass.saturating_add(mass);
+    let count = fine + copies;
+    let mid = entries.partition_point(|e| e.ql < half);
+    // `build_region`'s rule: more entries than quotients, precise ones
+    // making the count, and each half an eighth of them.
+    let least = entries.len() / 8;
+    let splits = d < min_depth
+        || (d < MAX_DEPTH
+            && a < 120
+            && qbits >= GROW_QBITS
+            && count > q
+            && fine * 4 >= count * 3
+            && mid >= least
+            && entries.len() - mid >= least);
+    if !splits {
+        if count > u64::from(max_entries(qbits)) {
+            return Err(XfError::Crowded);
+        }
+        if copies == 0 {
+            return out.push(qbits, d, entries, limits);
+        }
+        let mut list = std::mem::take(&mut out.list);
+        list.clear();
+        list.try_reserve(count as usize).map_err(|_| OutOfMemory)?;
+        let mut voids = std::mem::take(&mut out.voids);
+        expand(entries, &mut voids, &mut list);
+        out.voids = voids;
+        let built = out.push(qbits, d, &list, limits);
+        out.list = list;
+        return built;
+    }
+    if widest + 1 >= qbits {
+        let abs = entries.iter().map(|e| match e.f.checked_sub(COARSE) {
+            Some(k) => Abs { start: ((prefix << qbits) | u128::from(e.ql)) << (128 - a), t: a - k },
+            None => Abs::of((prefix << qbits) | u128::from(e.ql), a, e.f, e.fp),
+        });
+        return build_region(d, min_depth, qbits, &abs.collect::<Vec<_>>(), &[], out, limits);
+    }
+    for (side, part) in [(0u128, &entries[..mid]), (1, &entries[mid..])] {
+        let mut child = Vec::new();
+        child.try_reserve_exact(part.len()).map_err(|_| OutOfMemory)?;
+        child.extend(part.iter().map(|e| {
+            let low = (e.ql & (half - 1)) << 1;
+            match e.f {
+                0 => Entry { ql: low, f: COARSE + 1, fp: 0 },
+                f if f >= COARSE => Entry { ql: low, f: f + 1, fp: 0 },
+                f => {
+                    Entry { ql: low | (e.fp >> (f - 1)) as u32, f: f - 1, fp: e.fp & ((1u64 << (f - 1)) - 1) }
+                }
+            }
+        }));
+        build_entries(d + 1, min_depth, (prefix << 1) | side, qbits, &child, out, limits)?;
+    }
     Ok(())
+}
+
+/// `entries` (of [`build_entries`]) with each coarse one as the voids it
+/// stands for, one at each quotient it covers, in block order: a void
+/// sorts first in its quotient, so each quotient's voids go before its
+/// other entries (what sorting the copies would give, without the sort).
+fn expand(entries: &[Entry], voids: &mut Vec<u32>, list: &mut Vec<Entry>) {
+    voids.clear();
+    for e in entries {
+        if let Some(k) = e.f.checked_sub(COARSE) {
+            voids.extend(e.ql..e.ql + (1 << k));
+        }
+    }
+    voids.sort_unstable();
+    let void = |ql: u32| Entry { ql, f: 0, fp: 0 };
+    let mut v = 0;
+    for e in entries.iter().filter(|e| e.f < COARSE) {
+        let upto = v + voids[v..].partition_point(|&ql| ql <= e.ql);
+        list.extend(voids[v..upto].iter().map(|&ql| void(ql)));
+        v = upto;
+        list.push(*e);
+    }
+    list.extend(voids[v..].iter().map(|&ql| void(ql)));
 }
 
 /// Blocks built so far, in address order, with their bytes kept as they
@@ -143,6 +244,29 @@ pub struct Built {
     bytes: u64,
     pub mass: u64,
     list: Vec<Entry>,
+    voids: Vec<u32>,
+}
+
+impl Built {
+    /// The block of `entries` (sorted) at depth `d`, after the others: its
+    /// bytes checked against the limit and its mass counted here rather
+    /// than walked again.
+    fn push(&mut self, qbits: u32, d: u32, entries: &[Entry], limits: Limits) -> Result<(), XfError> {
+        let block = Block::build_sorted(qbits, d, entries, 0)?;
+        let a = d + qbits;
+        let mass = entries.iter().fold(0u64, |m, e| m.saturating_add(units(a + e.f)));
+        let bytes = self.bytes + block.bytes();
+        if let Some(limit) = limits.max_bytes {
+            if bytes > limit {
+                return Err(XfError::TooLarge { bytes, limit });
+            }
+        }
+        self.blocks.try_reserve(1).map_err(|_| OutOfMemory)?;
+        self.blocks.push(block);
+        self.bytes = bytes;
+        self.mass = self.mass.saturating_add(mass);
+        Ok(())
+    }
 }
 
 /// A filter of `blocks` (in address order, covering the hash space): its
@@ -352,23 +476,34 @@ struct Cursor<'a> {
 }
 
 impl Cursor<'_> {
-    /// The input's entries in slot `s` of depth `dd` (`>=` the input's own
-    /// directory depth): those inside it to `within`, in order; those that
-    /// contain it to `cover`.
-    fn gather(&mut self, dd: u32, s: u64, within: &mut Vec<Abs>, cover: &mut Vec<Abs>) {
-        let q = u32::from(self.f.qbits);
-        let (bi, depth) = match &self.f.store {
+    /// The input's block at slot `s` of depth `dd` (`>=` the input's own
+    /// directory depth), and its depth.
+    fn block_at(&self, dd: u32, s: u64) -> (usize, u32) {
+        match &self.f.store {
             Store::Many(d) => {
                 let b = d.dir[(s >> (dd - d.depth)) as usize] as usize;
                 (b, d.blocks[b].depth())
             }
             _ => (0, 0),
-        };
+        }
+    }
+
+    /// Block `bi`'s entries in `entries`, decoded once.
+    fn load(&mut self, bi: usize) {
         if self.block != bi {
             self.block = bi;
             self.entries.clear();
-            self.f.blocks()[bi].for_each(|e| self.entries.push(e));
+            self.f.blocks()[bi].decode_into(&mut self.entries);
         }
+    }
+
+    /// The input's entries in slot `s` of depth `dd` (`>=` the input's own
+    /// directory depth): those inside it to `within`, in order; those that
+    /// contain it to `cover`.
+    fn gather(&mut self, dd: u32, s: u64, within: &mut Vec<Abs>, cover: &mut Vec<Abs>) {
+        let q = u32::from(self.f.qbits);
+        let (bi, depth) = self.block_at(dd, s);
+        self.load(bi);
         let level = depth + q;
         let l = dd - depth;
         let prefix = u128::from(s >> l);
@@ -406,17 +541,177 @@ fn merge_blocks(inputs: &[&XfFilter], depth: u32, qbits: u32, limits: Limits) ->
     let mut out = Built::default();
     let (mut lists, mut cover, mut merged): (Vec<Vec<Abs>>, Vec<Abs>, Vec<Abs>) =
         (vec![Vec::new(); inputs.len()], Vec::new(), Vec::new());
-    for s in 0..1u64 << depth {
-        cover.clear();
-        for (c, list) in cursors.iter_mut().zip(lists.iter_mut()) {
-            list.clear();
-            c.gather(depth, s, list, &mut cover);
+    let fast = fast_merges() && inputs.iter().all(|f| u32::from(f.qbits) == qbits);
+    let mut region = Region::default();
+    let mut s = 0;
+    while s < 1u64 << depth {
+        let (span, built) = match fast {
+            true => region.build(&mut cursors, depth, s, qbits, &mut out, limits)?,
+            false => (1, false),
+        };
+        if !built {
+            for s in s..s + span {
+                cover.clear();
+                for (c, list) in cursors.iter_mut().zip(lists.iter_mut()) {
+                    list.clear();
+                    c.gather(depth, s, list, &mut cover);
+                }
+                merged.clear();
+                merge_sorted(&lists, &mut merged);
+                build_region(depth, depth, qbits, &merged, &cover, &mut out, limits)?;
+            }
         }
-        merged.clear();
-        merge_sorted(&lists, &mut merged);
-        build_region(depth, depth, qbits, &merged, &cover, &mut out, limits)?;
+        s += span;
     }
     Ok(out)
+}
+
+// Tests turn the block-coordinate path off to compare it with the other.
+#[cfg(test)]
+thread_local! {
+    static FAST_MERGES: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+fn fast_merges() -> bool {
+    #[cfg(test)]
+    return FAST_MERGES.with(std::cell::Cell::get);
+    #[cfg(not(test))]
+    true
+}
+
+/// The buffers of a merge in block coordinates, reused region after region.
+#[derive(Default)]
+struct Region {
+    /// Per input, its entries of a region that is not one of its blocks.
+    lifted: Vec<Vec<Entry>>,
+    merged: Vec<Entry>,
+    spare: Vec<Entry>,
+    keys: Vec<u128>,
+}
+
+/// The most levels a block may lie below its region for its entries to be
+/// taken to the region's coordinates (fingerprints stay under 64 bits).
+const MAX_LIFT: u32 = 11;
+
+impl Region {
+    /// Builds the result's blocks for the region of the coarsest input
+    /// block at slot `s` of depth `dd` ([`build_entries`]): every input's
+    /// entries there taken to that block's coordinates (a deeper block's
+    /// extra address bits go back to the front of its fingerprints, which
+    /// keeps their order) and merged, each block decoded once. Inputs of
+    /// one size have blocks at one or two depths, so a region is one or two
+    /// slots. Returns the slots it covers, and whether it built them (not
+    /// when an input's blocks lie too far below it: [`MAX_LIFT`]). All
+    /// inputs have `qbits`.
+    fn build(
+        &mut self,
+        cursors: &mut [Cursor],
+        dd: u32,
+        s: u64,
+        qbits: u32,
+        out: &mut Built,
+        limits: Limits,
+    ) -> Result<(u64, bool), XfError> {
+        let r = cursors.iter().map(|c| c.block_at(dd, s).1).min().unwrap_or(dd);
+        let span = 1u64 << (dd - r);
+        self.lifted.resize_with(cursors.len(), Vec::new);
+        for (c, lifted) in cursors.iter_mut().zip(&mut self.lifted) {
+            lifted.clear();
+            let (bi, bd) = c.block_at(dd, s);
+            if bd == r {
+                // The region is this input's block: its entries as decoded.
+                c.load(bi);
+                continue;
+            }
+            let mut t = s;
+            while t < s + span {
+                let (bi, bd) = c.block_at(dd, t);
+                if bd - r > MAX_LIFT {
+                    return Ok((span, false));
+                }
+                c.load(bi);
+                // The block's address bits below the region's, and how many.
+                let (l, x) = (bd - r, (t >> (dd - bd)) & ((1u64 << (bd - r)) - 1));
+                lifted.try_reserve(c.entries.len()).map_err(|_| OutOfMemory)?;
+                lifted.extend(c.entries.iter().map(|e| lift(e, l, x, qbits)));
+                t += 1u64 << (dd - bd);
+            }
+        }
+        let sources = cursors.iter().zip(&self.lifted).map(|(c, lifted)| {
+            if c.block_at(dd, s).1 == r {
+                &c.entries[..]
+            } else {
+                &lifted[..]
+            }
+        });
+        let mut sources = sources.filter(|e| !e.is_empty());
+        let at = u128::from(s >> (dd - r));
+        let (first, second) = (sources.next().unwrap_or(&[]), sources.next());
+        let Some(second) = second else {
+            build_entries(r, dd, at, qbits, first, out, limits)?;
+            return Ok((span, true));
+        };
+        self.merged.clear();
+        self.merged.try_reserve(first.len() + second.len()).map_err(|_| OutOfMemory)?;
+        merge_two(first, second, &mut self.keys, &mut self.merged);
+        for more in sources {
+            self.spare.clear();
+            self.spare.try_reserve(self.merged.len() + more.len()).map_err(|_| OutOfMemory)?;
+            merge_two(&self.merged, more, &mut self.keys, &mut self.spare);
+            std::mem::swap(&mut self.merged, &mut self.spare);
+        }
+        build_entries(r, dd, at, qbits, &self.merged, out, limits)?;
+        Ok((span, true))
+    }
+}
+
+/// Entry `e` of a block `l` levels below a region (`0 < l`, `x` its address
+/// bits below the region's), in the region's coordinates: the lowest `l`
+/// bits of its address, `x` then the top of `ql`, become the front of its
+/// fingerprint.
+fn lift(e: &Entry, l: u32, x: u64, qbits: u32) -> Entry {
+    // Address bits under the region: x (l bits) then ql (qbits bits); the
+    // region's quotient is the top qbits of them, the rest goes to the
+    // fingerprint, before its own bits.
+    let under = (u128::from(x) << qbits) | u128::from(e.ql);
+    let ql = (under >> l) as u32;
+    let moved = under & ((1u128 << l) - 1);
+    Entry { ql, f: e.f + l, fp: ((moved << e.f) | u128::from(e.fp)) as u64 }
+}
+
+/// Two sorted lists of one block's entries merged into `out`, `keys` a
+/// buffer. Branch-free: which list gives the next entry is as good as a
+/// coin toss, and a mispredicted branch per entry was a third of a merge.
+fn merge_two(a: &[Entry], b: &[Entry], keys: &mut Vec<u128>, out: &mut Vec<Entry>) {
+    if a.is_empty() || b.is_empty() {
+        return out.extend_from_slice(if a.is_empty() { b } else { a });
+    }
+    // [`Entry::key`] as one number (`f < 64` here), then a sentinel above
+    // every key after each list, so that neither index runs past its end.
+    let key = |e: &Entry| {
+        let padded = if e.f == 0 { 0 } else { e.fp << (64 - e.f) };
+        (u128::from(e.ql) << 72) | (u128::from(padded) << 8) | u128::from(e.f)
+    };
+    keys.clear();
+    keys.extend(a.iter().map(key));
+    keys.push(u128::MAX);
+    keys.extend(b.iter().map(key));
+    keys.push(u128::MAX);
+    let (ka, kb) = keys.split_at(a.len() + 1);
+    let (mut i, mut j) = (0, 0);
+    out.extend((0..a.len() + b.len()).map(|_| {
+        // The lesser key by a mask, not a branch (compilers turn a select
+        // of the entries themselves back into one).
+        let (x, y) = (ka[i], kb[j]);
+        let from_b = y < x;
+        let m = 0u128.wrapping_sub(u128::from(from_b));
+        let k = (y & m) | (x & !m);
+        j += usize::from(from_b);
+        i += usize::from(!from_b);
+        let (f, padded) = ((k & 0xff) as u32, (k >> 8) as u64);
+        // `padded >> (64 - f)`, 0 for `f = 0` (then `padded` is 0).
+        Entry { ql: (k >> 72) as u32, f, fp: (padded >> 1) >> (63 - f) }
+    }));
 }
 
 /// `lists` (each sorted) merged into `out`.
@@ -467,6 +762,63 @@ mod tests {
             f.insert(&(i ^ (salt << 40)).to_le_bytes(), Limits::NONE).unwrap();
         }
         f
+    }
+
+    fn filled_at(n: u64, salt: u64, rate: f64, capacity: u64) -> XfFilter {
+        let params = XfParams { error_rate: rate, capacity, max_capacity: 1 << 36 };
+        let mut f = XfFilter::with_seed(params, Seed([3, 5]), Limits::NONE).unwrap();
+        for i in 0..n {
+            f.insert(&(i ^ (salt << 40)).to_le_bytes(), Limits::NONE).unwrap();
+        }
+        f
+    }
+
+    /// Merges built in block coordinates are byte for byte the merges built
+    /// through absolute prefixes: at every size, between sizes, from one
+    /// block to thousands, three inputs, high rates (short fingerprints, so
+    /// splits meet voids), with and without a limit.
+    #[test]
+    fn block_coordinate_merges_are_the_same_bytes() {
+        let cases: Vec<Vec<XfFilter>> = vec![
+            vec![filled_at(50, 1, 0.01, 100), filled_at(60, 2, 0.01, 100)],
+            vec![filled_at(3_000, 1, 0.01, 100), filled_at(2_000, 2, 0.01, 100)],
+            vec![filled_at(40_000, 1, 0.01, 100), filled_at(40_000, 2, 0.01, 100)],
+            vec![
+                filled_at(40_000, 1, 0.01, 100),
+                filled_at(7_000, 2, 0.01, 100),
+                filled_at(90_000, 3, 0.01, 100),
+            ],
+            vec![filled_at(30_000, 1, 0.2, 100), filled_at(30_000, 2, 0.2, 100)],
+            vec![filled_at(20_000, 1, 0.001, 100_000), filled_at(25_000, 2, 0.001, 100)],
+            vec![filled_at(20_000, 1, 0.1, 100), filled_at(20_000, 1, 0.1, 100)],
+        ];
+        // And random ones: sizes from one block to many, rates, first sizes.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let mut cases = cases;
+        for _ in 0..12 {
+            let rate = [0.001, 0.01, 0.05, 0.15][next(4) as usize];
+            let inputs = (0..2 + next(2))
+                .map(|salt| filled_at(1 + next(30_000), salt + 10, rate, [8, 100, 5_000][next(3) as usize]))
+                .collect();
+            cases.push(inputs);
+        }
+        for (k, inputs) in cases.iter().enumerate() {
+            let refs: Vec<&XfFilter> = inputs.iter().collect();
+            for limit in [Limits::NONE, Limits::at_most(1 << 40)] {
+                let fast = XfFilter::merged(None, &refs, true, limit).unwrap();
+                super::FAST_MERGES.with(|on| on.set(false));
+                let slow = XfFilter::merged(None, &refs, true, limit).unwrap();
+                super::FAST_MERGES.with(|on| on.set(true));
+                assert_eq!(fast.dump_payload(), slow.dump_payload(), "case {k}");
+                assert_eq!(fast.info().blocks, slow.info().blocks, "case {k}");
+            }
+        }
     }
 
     /// How often the blocks were asked their bytes while `run` ran.
