@@ -139,14 +139,14 @@ fn build_entries(
     min_depth: u32,
     prefix: u128,
     qbits: u32,
-    entries: &[Entry],
+    entries: &mut [Entry],
     out: &mut Built,
     limits: Limits,
 ) -> Result<(), XfError> {
     let (q, a) = (1u64 << qbits, d + qbits);
     let half = 1u32 << (qbits - 1);
     let (mut fine, mut copies, mut widest) = (0u64, 0u64, 0u32);
-    for e in entries {
+    for e in entries.iter() {
         if e.f >= COARSE {
             copies += 1u64 << (e.f - COARSE);
             widest = widest.max(e.f - COARSE);
@@ -191,22 +191,19 @@ fn build_entries(
         });
         return build_region(d, min_depth, qbits, &abs.collect::<Vec<_>>(), &[], out, limits);
     }
-    for (side, part) in [(0u128, &entries[..mid]), (1, &entries[mid..])] {
-        let mut child = Vec::new();
-        child.try_reserve_exact(part.len()).map_err(|_| OutOfMemory)?;
-        child.extend(part.iter().map(|e| {
-            let low = (e.ql & (half - 1)) << 1;
-            match e.f {
-                0 => Entry { ql: low, f: COARSE + 1, fp: 0 },
-                f if f >= COARSE => Entry { ql: low, f: f + 1, fp: 0 },
-                f => {
-                    Entry { ql: low | (e.fp >> (f - 1)) as u32, f: f - 1, fp: e.fp & ((1u64 << (f - 1)) - 1) }
-                }
-            }
-        }));
-        build_entries(d + 1, min_depth, (prefix << 1) | side, qbits, &child, out, limits)?;
+    // Each half in the child's coordinates, in place (nothing else reads
+    // the parent's list): the order holds.
+    for e in entries.iter_mut() {
+        let low = (e.ql & (half - 1)) << 1;
+        *e = match e.f {
+            0 => Entry { ql: low, f: COARSE + 1, fp: 0 },
+            f if f >= COARSE => Entry { ql: low, f: f + 1, fp: 0 },
+            f => Entry { ql: low | (e.fp >> (f - 1)) as u32, f: f - 1, fp: e.fp & ((1u64 << (f - 1)) - 1) },
+        };
     }
-    Ok(())
+    let (lower, upper) = entries.split_at_mut(mid);
+    build_entries(d + 1, min_depth, prefix << 1, qbits, lower, out, limits)?;
+    build_entries(d + 1, min_depth, (prefix << 1) | 1, qbits, upper, out, limits)
 }
 
 /// `entries` (of [`build_entries`]) with each coarse one as the voids it
@@ -646,11 +643,7 @@ impl Region {
         });
         let mut sources = sources.filter(|e| !e.is_empty());
         let at = u128::from(s >> (dd - r));
-        let (first, second) = (sources.next().unwrap_or(&[]), sources.next());
-        let Some(second) = second else {
-            build_entries(r, dd, at, qbits, first, out, limits)?;
-            return Ok((span, true));
-        };
+        let (first, second) = (sources.next().unwrap_or(&[]), sources.next().unwrap_or(&[]));
         self.merged.clear();
         self.merged.try_reserve(first.len() + second.len()).map_err(|_| OutOfMemory)?;
         merge_two(first, second, &mut self.keys, &mut self.merged);
@@ -660,7 +653,7 @@ impl Region {
             merge_two(&self.merged, more, &mut self.keys, &mut self.spare);
             std::mem::swap(&mut self.merged, &mut self.spare);
         }
-        build_entries(r, dd, at, qbits, &self.merged, out, limits)?;
+        build_entries(r, dd, at, qbits, &mut self.merged, out, limits)?;
         Ok((span, true))
     }
 }
