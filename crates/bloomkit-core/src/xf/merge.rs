@@ -645,12 +645,10 @@ impl Region {
         let at = u128::from(s >> (dd - r));
         let (first, second) = (sources.next().unwrap_or(&[]), sources.next().unwrap_or(&[]));
         self.merged.clear();
-        self.merged.try_reserve(first.len() + second.len()).map_err(|_| OutOfMemory)?;
-        merge_two(first, second, &mut self.keys, &mut self.merged);
+        merge_two(first, second, &mut self.keys, &mut self.merged)?;
         for more in sources {
             self.spare.clear();
-            self.spare.try_reserve(self.merged.len() + more.len()).map_err(|_| OutOfMemory)?;
-            merge_two(&self.merged, more, &mut self.keys, &mut self.spare);
+            merge_two(&self.merged, more, &mut self.keys, &mut self.spare)?;
             std::mem::swap(&mut self.merged, &mut self.spare);
         }
         build_entries(r, dd, at, qbits, &mut self.merged, out, limits)?;
@@ -675,9 +673,16 @@ fn lift(e: &Entry, l: u32, x: u64, qbits: u32) -> Entry {
 /// Two sorted lists of one block's entries merged into `out`, `keys` a
 /// buffer. Branch-free: which list gives the next entry is as good as a
 /// coin toss, and a mispredicted branch per entry was a third of a merge.
-fn merge_two(a: &[Entry], b: &[Entry], keys: &mut Vec<u128>, out: &mut Vec<Entry>) {
+fn merge_two(
+    a: &[Entry],
+    b: &[Entry],
+    keys: &mut Vec<u128>,
+    out: &mut Vec<Entry>,
+) -> Result<(), OutOfMemory> {
+    out.try_reserve(a.len() + b.len()).map_err(|_| OutOfMemory)?;
     if a.is_empty() || b.is_empty() {
-        return out.extend_from_slice(if a.is_empty() { b } else { a });
+        out.extend_from_slice(if a.is_empty() { b } else { a });
+        return Ok(());
     }
     // [`Entry::key`] as one number (`f < 64` here), then a sentinel above
     // every key after each list, so that neither index runs past its end.
@@ -686,6 +691,7 @@ fn merge_two(a: &[Entry], b: &[Entry], keys: &mut Vec<u128>, out: &mut Vec<Entry
         (u128::from(e.ql) << 72) | (u128::from(padded) << 8) | u128::from(e.f)
     };
     keys.clear();
+    keys.try_reserve(a.len() + b.len() + 2).map_err(|_| OutOfMemory)?;
     keys.extend(a.iter().map(key));
     keys.push(u128::MAX);
     keys.extend(b.iter().map(key));
@@ -705,6 +711,7 @@ fn merge_two(a: &[Entry], b: &[Entry], keys: &mut Vec<u128>, out: &mut Vec<Entry
         // `padded >> (64 - f)`, 0 for `f = 0` (then `padded` is 0).
         Entry { ql: (k >> 72) as u32, f, fp: (padded >> 1) >> (63 - f) }
     }));
+    Ok(())
 }
 
 /// `lists` (each sorted) merged into `out`.
