@@ -70,8 +70,9 @@ impl Plan {
 
     /// This plan with `other`'s commands (of the filter `key`, for the same
     /// items) sent after its own in one round trip, each item's answers
-    /// joined as `join` says. A missing filter, either of them, answers
-    /// `false` for every item (a key that expired holds nothing).
+    /// joined as `join` says. A missing `other` answers `false` for every
+    /// item (a key that expired holds nothing), and so does a missing first
+    /// filter in a lookup.
     pub fn join(mut self, other: Plan, join: Join, key: &str) -> Plan {
         debug_assert!(self.also.is_none() && other.also.is_none() && other.items == self.items);
         self.also = Some(Box::new(Also { plan: other, join, key: key.to_string() }));
@@ -95,13 +96,16 @@ impl Plan {
                 return answers(decodes, items, init, replies, key);
             };
             let rest = replies.split_off(replies.len().saturating_sub(n));
-            // Either filter may be missing: the new one before its first
-            // write, the old one once it expired.
+            // Either filter may be missing: the old one once it expired, the
+            // new one before its first write (a lookup). An add that finds
+            // the new filter missing says so, since the caller creates it
+            // then and adds again (a sliding window).
             let or_none = |answers: Result<Vec<bool>>| match answers {
                 Err(Error::NotFound(_)) => Ok(vec![false; items]),
                 other => other,
             };
-            let first = or_none(answers(decodes, items, init, replies, key))?;
+            let first = answers(decodes, items, init, replies, key);
+            let first = if matches!(join, Join::Either) { or_none(first)? } else { first? };
             let second = or_none(answers(decodes2, items, init2, rest, &key2))?;
             let joined = first.into_iter().zip(second).map(|(a, b)| match join {
                 Join::AddedAndNotIn => a && !b,

@@ -310,8 +310,16 @@ impl Layout {
     /// - `remove`, `count_of`: `to`'s capability; also in `from` where it
     ///   removes and counts (a cuckoo or expandable filter). An item still
     ///   in a Bloom `from` reads as present until that key expires.
+    /// - `count_of`: the sum of both filters' counts where `from` counts, so
+    ///   an item added to `from` and then to `to` counts twice: never below
+    ///   the true count, as a count promises.
     /// - `info` and `count`: `to`'s alone (`from` only shrinks by expiring).
-    /// - `keys`, `clear` and `expire`: both filters' keys.
+    /// - `keys` and `clear`: both filters' keys; `expire`: `to`'s only
+    ///   (`from` keeps its own lifetime, which is the point of moving).
+    ///
+    /// An error from `from` (a key of another type, a module missing)
+    /// fails the call after `to` took its adds: their answers are lost, and
+    /// the same items added again answer `false`.
     ///
     /// Any two layouts whose keys differ, neither of them moving.
     pub fn moving(from: Layout, to: Layout) -> Result<Layout> {
@@ -671,6 +679,9 @@ impl Layout {
     }
 
     pub(crate) fn expire(&self, ttl: std::time::Duration) -> Vec<Cmd> {
+        if let Kind::Moving { to, .. } = &self.kind {
+            return to.expire(ttl);
+        }
         let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
         self.keys().into_iter().map(|k| cmd("PEXPIRE").arg(k).arg(ms).clone()).collect()
     }

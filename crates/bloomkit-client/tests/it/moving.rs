@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use bloomkit_client::{AsyncFilter, AsyncRedisFilter, Error, Filter, Layout, Options, RedisFilter};
+use bloomkit_client::{AsyncFilter, AsyncRedisFilter, Error, Filter, Layout, Options, RedisFilter, Window};
 use bloomkit_testkit::{Module, Server, TestServer};
 
 use crate::common::{connect, items, slices};
@@ -113,4 +113,23 @@ fn moving_filters_are_checked_and_answer_alike_async() {
         assert_eq!(f.add_many(["old", "new"]).await.unwrap(), [false, true]);
         assert_eq!(f.contains_many(["old", "new", "none"]).await.unwrap(), [true, true, false]);
     });
+}
+
+/// `expire` gives the new key its lifetime and leaves the old one's; a
+/// sliding window as the new filter is created by the first add (the add
+/// that finds it missing creates it and adds again).
+#[test]
+fn expire_leaves_the_old_key_and_a_new_window_is_created() {
+    let s = TestServer::start(Server::Redis, &[Module::bloomkit()], &[]);
+    let old = Layout::module("old:w", Options::new(1000, 0.01)).unwrap();
+    RedisFilter::new(connect(&s), old.clone()).add(b"x").unwrap();
+    let window = Options { window: Some(Window::Count), ..Options::new(1000, 0.01) };
+    let mut f =
+        RedisFilter::new(connect(&s), Layout::moving(old, Layout::module("new:w", window).unwrap()).unwrap());
+    assert_eq!(f.add_many(["x", "y"]).unwrap(), [false, true]);
+    assert_eq!(s.conn().call(&["TYPE", "new:w"]).as_bytes(), b"bkit-apbf", "the window was created");
+    assert!(f.contains(b"x").unwrap() && f.contains(b"y").unwrap());
+    f.expire(Duration::from_secs(3600)).unwrap();
+    assert!(s.conn().call(&["PTTL", "new:w"]).as_int() > 3_000_000);
+    assert_eq!(s.conn().call(&["PTTL", "old:w"]).as_int(), -1, "the old key keeps its lifetime");
 }

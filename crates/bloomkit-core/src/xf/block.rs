@@ -1028,10 +1028,15 @@ impl Long<'_> {
     /// at most `c` bits are left, at or before the last key at or below
     /// `q64`'s first `c` bits. `c` falls every round.
     fn longest(&self, run: std::ops::Range<u32>, q64: u64) -> Option<u32> {
-        let (mut target, mut end) = ((q64, 64u32), run.end);
+        self.search(run.start, &mut run.end.clone(), &mut (q64, 64), q64)
+    }
+
+    /// [`Long::longest`]'s rounds among `start..end` for keys at or below
+    /// `target`, both narrowed as it goes, so that a caller can go on.
+    fn search(&self, start: u32, end: &mut u32, target: &mut (u64, u32), q64: u64) -> Option<u32> {
         loop {
-            let n = self.after(run.start, end, target, true);
-            if n == run.start {
+            let n = self.after(start, *end, *target, true);
+            if n == start {
                 return None;
             }
             let e = entry_in(self.words, self.meta, self.ql, n - 1);
@@ -1039,22 +1044,36 @@ impl Long<'_> {
                 return Some(n - 1);
             }
             let c = (padded(e.f, e.fp) ^ q64).leading_zeros();
-            target = (if c == 0 { 0 } else { q64 & (u64::MAX << (64 - c)) }, c);
-            end = n - 1;
+            *target = (prefix_of(q64, c), c);
+            *end = n - 1;
         }
     }
 
     /// How many entries match `q64`: each matching key found as in
-    /// [`Long::longest`], its copies counted by bisection.
+    /// [`Long::longest`], its copies counted by bisection, then the search
+    /// goes on below it for shorter prefixes: at most 64 rounds in all,
+    /// plus one per matching length.
     fn count(&self, run: std::ops::Range<u32>, q64: u64) -> u32 {
-        let mut total = 0;
-        let mut end = run.end;
-        while let Some(last) = self.longest(run.start..end, q64) {
-            let first = self.after(run.start, last, self.key(last), false);
+        let (mut total, mut end, mut target) = (0, run.end, (q64, 64u32));
+        while let Some(last) = self.search(run.start, &mut end, &mut target, q64) {
+            let key = self.key(last);
+            let first = self.after(run.start, last, key, false);
             total += last + 1 - first;
-            end = first;
+            if key.1 == 0 {
+                break;
+            }
+            (end, target) = (first, (prefix_of(q64, key.1 - 1), key.1 - 1));
         }
         total
+    }
+}
+
+/// The first `c` bits of `x`, left-aligned.
+fn prefix_of(x: u64, c: u32) -> u64 {
+    if c == 0 {
+        0
+    } else {
+        x & (u64::MAX << (64 - c))
     }
 }
 

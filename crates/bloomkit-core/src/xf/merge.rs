@@ -185,11 +185,16 @@ fn build_entries(
         return built;
     }
     if widest + 1 >= qbits {
+        #[cfg(test)]
+        PATHS.with(|p| p.set((p.get().0, p.get().1 + 1)));
         let abs = entries.iter().map(|e| match e.f.checked_sub(COARSE) {
             Some(k) => Abs { start: ((prefix << qbits) | u128::from(e.ql)) << (128 - a), t: a - k },
             None => Abs::of((prefix << qbits) | u128::from(e.ql), a, e.f, e.fp),
         });
-        return build_region(d, min_depth, qbits, &abs.collect::<Vec<_>>(), &[], out, limits);
+        let mut list = Vec::new();
+        list.try_reserve_exact(entries.len()).map_err(|_| OutOfMemory)?;
+        list.extend(abs);
+        return build_region(d, min_depth, qbits, &list, &[], out, limits);
     }
     // Each half in the child's coordinates, in place (nothing else reads
     // the parent's list): the order holds.
@@ -563,10 +568,12 @@ fn merge_blocks(inputs: &[&XfFilter], depth: u32, qbits: u32, limits: Limits) ->
     Ok(out)
 }
 
-// Tests turn the block-coordinate path off to compare it with the other.
+// Tests turn the block-coordinate path off to compare it with the other,
+// and count the regions it built and those it handed to `build_region`.
 #[cfg(test)]
 thread_local! {
     static FAST_MERGES: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+    static PATHS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
 }
 
 fn fast_merges() -> bool {
@@ -589,6 +596,7 @@ struct Region {
 /// The most levels a block may lie below its region for its entries to be
 /// taken to the region's coordinates (fingerprints stay under 64 bits).
 const MAX_LIFT: u32 = 11;
+const _: () = assert!(super::block::MAX_F + MAX_LIFT < 64);
 
 impl Region {
     /// Builds the result's blocks for the region of the coarsest input
@@ -611,6 +619,8 @@ impl Region {
     ) -> Result<(u64, bool), XfError> {
         let r = cursors.iter().map(|c| c.block_at(dd, s).1).min().unwrap_or(dd);
         let span = 1u64 << (dd - r);
+        #[cfg(test)]
+        PATHS.with(|p| p.set((p.get().0 + 1, p.get().1)));
         self.lifted.resize_with(cursors.len(), Vec::new);
         for (c, lifted) in cursors.iter_mut().zip(&mut self.lifted) {
             lifted.clear();
@@ -808,6 +818,7 @@ mod tests {
                 .collect();
             cases.push(inputs);
         }
+        super::PATHS.with(|p| p.set((0, 0)));
         for (k, inputs) in cases.iter().enumerate() {
             let refs: Vec<&XfFilter> = inputs.iter().collect();
             for limit in [Limits::NONE, Limits::at_most(1 << 40)] {
@@ -819,6 +830,44 @@ mod tests {
                 assert_eq!(fast.info().blocks, slow.info().blocks, "case {k}");
             }
         }
+        let (fast, handed) = super::PATHS.with(|p| p.get());
+        assert!(fast > 1000, "{fast} regions built in block coordinates, {handed} handed over");
+    }
+
+    /// Regions of short fingerprints and voids split far below their depth
+    /// (a void split k times is one coarse entry; one that would cover a
+    /// whole block goes to `build_region`): the same blocks either way.
+    #[test]
+    fn deep_splits_of_voids_build_the_same_blocks() {
+        use super::{build_entries, build_region, Abs, Built, PATHS};
+        use crate::xf::block::Entry;
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        PATHS.with(|p| p.set((0, 0)));
+        for round in 0..24u32 {
+            let (qbits, min_depth) = (9, 1 + round % 12);
+            let mut v: Vec<Entry> = (0..200 + next(700))
+                .map(|_| {
+                    let f = next(7) as u32;
+                    Entry { ql: next(512) as u32, f, fp: if f == 0 { 0 } else { next(1 << f) } }
+                })
+                .collect();
+            v.sort_by_key(Entry::key);
+            let abs: Vec<Abs> = v.iter().map(|e| Abs::of(u128::from(e.ql), qbits, e.f, e.fp)).collect();
+            let (mut a, mut b) = (Built::default(), Built::default());
+            let ra = build_entries(0, min_depth, 0, qbits, &mut v, &mut a, Limits::NONE);
+            let rb = build_region(0, min_depth, qbits, &abs, &[], &mut b, Limits::NONE);
+            assert_eq!(ra.is_ok(), rb.is_ok(), "round {round}: {ra:?} {rb:?}");
+            let words = |b: &Built| b.blocks.iter().map(|b| b.words().to_vec()).collect::<Vec<_>>();
+            assert_eq!(words(&a), words(&b), "round {round}");
+            assert_eq!(a.mass, b.mass, "round {round}");
+        }
+        assert!(PATHS.with(|p| p.get().1) > 0, "some regions were handed to build_region");
     }
 
     /// How often the blocks were asked their bytes while `run` ran.
