@@ -336,15 +336,6 @@ impl Layout {
         Ok(Layout { name, options, kind: Kind::Moving { from: Box::new(from), to: Box::new(to) } })
     }
 
-    /// The filter a moving filter moves from and the one it moves to
-    /// (`None` for any other filter).
-    pub fn moving_parts(&self) -> Option<(&Layout, &Layout)> {
-        match &self.kind {
-            Kind::Moving { from, to } => Some((from, to)),
-            _ => None,
-        }
-    }
-
     /// The filters a sharded filter spreads over, in shard order (`{name:0}`
     /// first); none for a filter that is not sharded. Each is a filter of
     /// its own: a [`crate::RedisFilter`] over one reads that shard alone

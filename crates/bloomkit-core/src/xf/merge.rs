@@ -803,13 +803,7 @@ mod tests {
             vec![filled_at(20_000, 1, 0.1, 100), filled_at(20_000, 1, 0.1, 100)],
         ];
         // And random ones: sizes from one block to many, rates, first sizes.
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut next = below(0x9e37_79b9_7f4a_7c15u64);
         let mut cases = cases;
         for _ in 0..12 {
             let rate = [0.001, 0.01, 0.05, 0.15][next(4) as usize];
@@ -841,13 +835,7 @@ mod tests {
     fn deep_splits_of_voids_build_the_same_blocks() {
         use super::{build_entries, build_region, Abs, Built, PATHS};
         use crate::xf::block::Entry;
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut next = below(0x2545_f491_4f6c_dd1du64);
         PATHS.with(|p| p.set((0, 0)));
         for round in 0..24u32 {
             let (qbits, min_depth) = (9, 1 + round % 12);
@@ -868,6 +856,16 @@ mod tests {
             assert_eq!(a.mass, b.mass, "round {round}");
         }
         assert!(PATHS.with(|p| p.get().1) > 0, "some regions were handed to build_region");
+    }
+
+    /// Draws below a bound (xorshift from `seed`): the random cases.
+    fn below(mut x: u64) -> impl FnMut(u64) -> u64 {
+        move |m| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        }
     }
 
     /// How often the blocks were asked their bytes while `run` ran.
