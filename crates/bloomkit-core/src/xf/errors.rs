@@ -35,7 +35,10 @@ pub enum XfError {
     Full {
         max_capacity: u64,
     },
-    /// Too many items share the end of the table (a crafted input): nothing changed.
+    /// A block holds as many entries as it may ([`super::block::max_entries`]),
+    /// all in places a split would not spread (one item added tens of
+    /// thousands of times, or items crafted against a known seed): nothing
+    /// changed.
     Crowded,
     /// No fingerprint length keeps the filter's mass within its error rate
     /// `rate` (items crafted against a known seed, or a merge that spent
@@ -140,7 +143,8 @@ impl ReplyError for XfError {
                  larger MAXCAPACITY"
             )),
             Crowded => Cow::Borrowed(
-                "ERR too many items fall on the same place in the filter (crafted items?); nothing was changed",
+                "ERR too many entries fall on the same place in the filter (one item added tens of thousands of times, \
+                 or items crafted to collide); nothing was changed",
             ),
             RateSpent { rate } => Cow::Owned(format!(
                 "ERR the filter cannot take another item within its error rate of {rate}: its entries already \

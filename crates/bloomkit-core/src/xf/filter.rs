@@ -1323,11 +1323,16 @@ impl XfFilter {
 }
 
 impl XfError {
-    /// A refusal by a limit (not a property of the item).
+    /// A refusal by a limit (not a property of the item). An add of an
+    /// item already in answers 0 at a limit rather than failing: one item
+    /// added tens of thousands of times fills its place in a block
+    /// (`Crowded`), and a batch that holds it once more must not be
+    /// refused whole for that.
     pub fn is_limit(&self) -> bool {
         matches!(
             self,
             XfError::Full { .. }
+                | XfError::Crowded
                 | XfError::RateSpent { .. }
                 | XfError::TooLarge { .. }
                 | XfError::OverMaxmemory

@@ -196,6 +196,41 @@ fn one_item_added_many_times_stays_in_one_place() {
     assert!(merged.count(b"hot") >= 40_000);
 }
 
+/// Past the most entries a block holds, another add of an item already in
+/// answers "not new" and stores nothing, as at MAXCAPACITY: a batch that
+/// holds a hot item once more is not refused for it (bloomkit 0.3 failed
+/// the add, and so the whole batch). A new item that falls there is
+/// refused, with nothing changed.
+#[test]
+fn a_hot_item_past_its_blocks_bound_answers_not_new() {
+    let mut f = seeded(0.01, 100, 1 << 30);
+    for i in 0..2000u64 {
+        f.insert(&member(i), NONE).unwrap();
+    }
+    let hot = f.hash(b"hot");
+    let mut n = 0u64;
+    while f.add_occurrence(hot, NONE).unwrap().stored {
+        n += 1;
+    }
+    assert!(n >= 50_000, "only {n} copies");
+    let before = (f.items(), f.count(b"hot"), f.size_bytes(), f.guaranteed_rate());
+    assert_eq!(f.insert(b"hot", NONE), Ok(false));
+    assert_eq!(f.insert_if_absent(b"hot", NONE), Ok(false));
+    let mut batch = f.batch();
+    assert_eq!(batch.add_occurrence(hot, NONE).map(|a| a.stored), Ok(false));
+    batch.commit();
+    assert_eq!((f.items(), f.count(b"hot"), f.size_bytes(), f.guaranteed_rate()), before);
+    // A never-added item of the same block (a hash differing in its
+    // twelfth bit, made by hand): refused, nothing changed.
+    let twin = XfHash(hot.0 ^ 1 << 115);
+    assert!(!f.contains_hash(twin));
+    assert_eq!(f.insert_if_absent_hash(twin, NONE), Err(XfError::Crowded));
+    assert_eq!((f.items(), f.count(b"hot"), f.size_bytes(), f.guaranteed_rate()), before);
+    assert!(f.delete_hash(hot).unwrap());
+    assert_eq!(f.count(b"hot"), before.1 - 1);
+    assert!(f.add_occurrence(hot, NONE).unwrap().stored, "room again after a delete");
+}
+
 #[test]
 fn counts_and_add_if_absent() {
     let mut f = seeded(0.01, 100, 1 << 20);
