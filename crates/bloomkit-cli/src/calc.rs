@@ -162,7 +162,7 @@ fn rate_arg(p: f64, given: bool) -> String {
 
 pub fn print(s: &Sizing, as_json: bool) -> std::io::Result<()> {
     if let Some(w) = s.warning() {
-        crate::say!("bloomkit calc: warning: {w}");
+        say!("bloomkit calc: warning: {w}");
     }
     let mut out = std::io::stdout().lock();
     // What BF.RESERVE n p allocates for its first sub-filter (error p/2, RedisBloom's sizing).

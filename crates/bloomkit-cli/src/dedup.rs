@@ -223,14 +223,14 @@ fn open_backend(o: &Options) -> Result<Backend> {
     };
     if let Some(window) = o.window {
         if o.bitmap {
-            return Err(crate::usage!(
+            return Err(usage!(
                 "--window and --window-count need the module (APBF.*) or the in-process filter, not --bitmap"
             ));
         }
         options.window = Some(window);
     }
     if o.shards.is_some() && o.redis.is_none() {
-        return Err(crate::usage!("--shards spreads the filter over keys on a server: give it with --redis"));
+        return Err(usage!("--shards spreads the filter over keys on a server: give it with --redis"));
     }
     if let Some(url) = &o.redis {
         let cluster = crate::cluster::is_cluster(url)?;
@@ -239,16 +239,15 @@ fn open_backend(o: &Options) -> Result<Backend> {
         }
     }
     match (&o.redis, &o.state) {
-        (Some(_), Some(_)) => Err(crate::usage!(
-            "--state keeps an in-process filter; with --redis the filter lives on the server"
-        )),
+        (Some(_), Some(_)) => {
+            Err(usage!("--state keeps an in-process filter; with --redis the filter lives on the server"))
+        }
         (None, _) if o.bitmap => {
-            Err(crate::usage!("--bitmap keeps the filter in Redis bitmaps: give the server with --redis"))
+            Err(usage!("--bitmap keeps the filter in Redis bitmaps: give the server with --redis"))
         }
         (Some(url), None) if o.bitmap => {
             options.shape = o.shape;
-            let layout =
-                Layout::bitmap_with(o.key.as_str(), o.layout, options).map_err(|e| crate::usage!("{e}"))?;
+            let layout = Layout::bitmap_with(o.key.as_str(), o.layout, options).map_err(|e| usage!("{e}"))?;
             let mut filter = RedisFilter::new(transfer::connect(url)?, layout);
             // Allocate the whole bitmap now rather than growing it bit by bit
             // (a Redisson filter writes its config hash, as tryInit does).
@@ -327,7 +326,7 @@ fn open_backend(o: &Options) -> Result<Backend> {
                 let why = format!("cannot make a filter for {capacity} lines at error rate {rate}: {e}");
                 match e {
                     BlockedError::OutOfMemory { .. } => anyhow!(why),
-                    _ => crate::usage!("{why}"),
+                    _ => usage!("{why}"),
                 }
             })?))
         }
@@ -342,12 +341,12 @@ fn open_backend(o: &Options) -> Result<Backend> {
 fn open_sharded(o: &Options, url: &str, cluster: bool, options: bloomkit_client::Options) -> Result<Backend> {
     let place = if cluster { "on a cluster" } else { "with --shards" };
     if o.state.is_some() {
-        return Err(crate::usage!(
+        return Err(usage!(
             "--state keeps an in-process filter; with --redis the filter lives on the server"
         ));
     }
     if o.bitmap || o.window.is_some() || o.capacity.is_some() {
-        return Err(crate::usage!(
+        return Err(usage!(
             "{place}, dedup keeps a sharded expandable filter (XF, over keys {{KEY:0}}, {{KEY:1}}, ...), which \
              needs no --capacity; --capacity, --bitmap and the windows are for a filter in one key (the \
              client library shards Bloom filters and bitmaps too: Layout::sharded)"
@@ -355,7 +354,7 @@ fn open_sharded(o: &Options, url: &str, cluster: bool, options: bloomkit_client:
     }
     let shards = o.shards.unwrap_or(crate::cluster::DEFAULT_SHARDS);
     let layout = Layout::sharded(o.key.as_str(), shards, bloomkit_client::Over::Expandable, options)
-        .map_err(|e| crate::usage!("{e}"))?;
+        .map_err(|e| usage!("{e}"))?;
     let shown = bloomkit_client::redact_url(&bloomkit_client::server_url(url)?);
     let filter: Box<dyn Filter> = if cluster {
         Box::new(RedisFilter::new(crate::cluster::connect(url)?, layout))
@@ -729,7 +728,7 @@ pub fn run(o: &Options) -> Result<()> {
         o.inputs.iter().map(|p| Some(p).filter(|p| !is_stdin(p))).collect()
     };
     if inputs.iter().any(|p| p.is_none()) && io::stdin().is_terminal() {
-        crate::say!(
+        say!(
             "bloomkit dedup: reading lines from standard input, which is a terminal: type them, end \
              with Ctrl-D, or give a file (or pipe one in)"
         );
@@ -907,9 +906,9 @@ pub fn run(o: &Options) -> Result<()> {
             o.field.unwrap_or(0)
         );
     }
-    crate::say!("{summary}");
+    say!("{summary}");
     if let Some((_, lost, capacity)) = window.filter(|w| w.1 > 0) {
-        crate::say!(
+        say!(
             "bloomkit dedup: warning: more lines than the window's capacity ({capacity}) arrived within \
              one window, so the oldest of them were forgotten early ({lost} generations) and some of \
              their repeats may have been written again; raise --capacity to the most lines per window"

@@ -54,7 +54,7 @@ pub fn install() -> Arc<AtomicBool> {
                 });
             }
             // Without handlers the signals keep their default action.
-            Err(e) => crate::say!("bloomkit: warning: cannot handle SIGINT/SIGTERM ({e})"),
+            Err(e) => say!("bloomkit: warning: cannot handle SIGINT/SIGTERM ({e})"),
         }
         state
     });
@@ -80,9 +80,9 @@ fn exit_now(signal: i32, why: &str) -> ! {
     let state = STATE.get().expect("installed");
     let unfinished = state.unfinished.lock().map(|u| u.clone()).unwrap_or_default();
     if unfinished.is_empty() {
-        crate::say!("bloomkit: {why}: stopping now");
+        say!("bloomkit: {why}: stopping now");
     } else {
-        crate::say!("bloomkit: {why}: stopping now; {unfinished}");
+        say!("bloomkit: {why}: stopping now; {unfinished}");
     }
     std::process::exit(128 + signal)
 }

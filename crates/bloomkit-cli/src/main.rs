@@ -6,34 +6,9 @@
 //! standard error (`bloomkit dump ... 2>&1 | head`) must not turn a quiet
 //! end into a crash; and which never prints a password (`redact.rs`).
 
-/// Writes a line to standard error, ignoring failures (a closed pipe):
-/// `eprintln!` would panic there. Passwords are hidden ([`redact::scrub`]).
-#[macro_export]
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), "{}", $crate::redact::scrub(&format!($($arg)*)));
-    }};
-}
-
-/// An invalid value or combination of options, as opposed to a failure at
-/// run time: the CLI exits 2 for it, as clap does for its own usage errors.
-#[derive(Debug)]
-pub struct Usage(pub String);
-
-impl std::fmt::Display for Usage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Usage {}
-
-/// A [`Usage`] error, formatted.
-#[macro_export]
-macro_rules! usage {
-    ($($arg:tt)*) => { anyhow::Error::new($crate::Usage(format!($($arg)*))) };
-}
+// First, so that every module below uses `say!` and `usage!` by name.
+#[macro_use]
+mod output;
 
 mod calc;
 mod cluster;
@@ -55,6 +30,7 @@ use bloomkit_client::transfer;
 use bloomkit_core::bitmap::BitmapLayout;
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use output::{describe, progress_bar, Scrubbed};
 
 #[derive(Parser)]
 #[command(
@@ -569,21 +545,6 @@ fn copy_small_first(
         rest.len()
     );
     Ok((copied, rest))
-}
-
-fn progress_bar(what: &str) -> ProgressBar {
-    if !io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let what = redact::scrub(what);
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template(&format!(
-            "{what} [{{bar:30}}] {{bytes}}/{{total_bytes}} {{bytes_per_sec}} eta {{eta}}"
-        ))
-        .expect("valid template"),
-    );
-    bar
 }
 
 /// `calc --xf --population FILE` or `--population-range LO..HI --keys N`.
@@ -1432,21 +1393,6 @@ fn print_info(info: &serde_json::Value, json: bool) -> io::Result<()> {
     out.flush()
 }
 
-/// Standard output for what people read (`info`), line by line with
-/// passwords hidden ([`redact::scrub`]): a key named after a URL prints as
-/// every message does. (Data, such as `dedup`'s lines, is never altered.)
-struct Scrubbed<W: Write>(W);
-
-impl<W: Write> Write for Scrubbed<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.write_all(redact::scrub(&String::from_utf8_lossy(buf)).as_bytes())?;
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.0.flush()
-    }
-}
-
 /// The partial files that dumps to `path` killed outright (SIGKILL, a
 /// crash) left beside it: `path` with the extension `tmp-<pid>`, whose
 /// process is gone (no `/proc/<pid>`; where there is no `/proc`, none are
@@ -1505,22 +1451,6 @@ fn report_leftovers(command: &str, server: &mut transfer::Server) {
     }
 }
 
-/// An error and its causes, each said once: a client error that keeps
-/// the redis crate's error as its source already quotes its text.
-fn describe(e: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in e.chain() {
-        let said = cause.to_string();
-        if !text.contains(&said) {
-            if !text.is_empty() {
-                text.push_str(": ");
-            }
-            text.push_str(&said);
-        }
-    }
-    text
-}
-
 /// Whether an error is a closed pipe: output's reader went away
 /// (`bloomkit dump | head`), a normal end.
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
@@ -1567,7 +1497,7 @@ fn main() -> ExitCode {
             // Invalid values, the CLI's own or the library's (a malformed
             // URL, options that describe no filter), are usage errors.
             let invalid = e.chain().any(|c| {
-                c.downcast_ref::<Usage>().is_some()
+                c.downcast_ref::<output::Usage>().is_some()
                     || matches!(
                         c.downcast_ref::<bloomkit_client::Error>(),
                         Some(

@@ -293,7 +293,7 @@ pub fn print(top: clap::Command, subcommand: Option<&str>, out: &mut dyn Write) 
     let pages = pages(top);
     let Some((_, cmd)) = pages.iter().find(|(name, _)| *name == wanted) else {
         let names: Vec<&str> = pages[1..].iter().map(|(n, _)| &n["bloomkit-".len()..]).collect();
-        bail!(crate::Usage(format!(
+        bail!(crate::output::Usage(format!(
             "there is no subcommand '{}'; pages exist for: {}",
             subcommand.unwrap_or_default(),
             names.join(", ")

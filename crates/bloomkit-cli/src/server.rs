@@ -44,11 +44,11 @@ pub fn resolve(given: Option<&str>, option: &str) -> anyhow::Result<String> {
                 std::env::var(v).ok().filter(|s| !s.trim().is_empty()).map(|s| (s, format!("${v}")))
             })
             .ok_or_else(|| {
-                crate::usage!(
+                usage!(
                     "no server given: pass {option} URL (redis://host:port or host:port), or set \
                      $BLOOMKIT_URL or $REDIS_URL (scripts/run-server.sh prints the line to export)"
                 )
             })?,
     };
-    bloomkit_client::server_url(&address).map_err(|e| crate::usage!("{source}: {e}"))
+    bloomkit_client::server_url(&address).map_err(|e| usage!("{source}: {e}"))
 }
