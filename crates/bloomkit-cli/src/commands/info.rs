@@ -131,8 +131,6 @@ fn sharded_info(
     bitmap: &BitmapArgs,
     json: bool,
 ) -> Result<()> {
-    const SUMMED: [&str; 7] =
-        ["items", "number_of_items_inserted", "size", "bytes", "capacity", "max_capacity", "entries"];
     let mut total = serde_json::Map::new();
     let mut kinds = Vec::new();
     let mut rows = Vec::new();
@@ -149,23 +147,7 @@ fn sharded_info(
             continue;
         }
         let mut info = key_info(server, &shard, bitmap)?;
-        for (name, value) in info.as_object().expect("an object") {
-            match value {
-                serde_json::Value::Number(n) if SUMMED.contains(&name.as_str()) => {
-                    let sum = total.get(name).and_then(|v| v.as_u64()).unwrap_or(0) + n.as_u64().unwrap_or(0);
-                    total.insert(name.clone(), serde_json::json!(sum));
-                }
-                serde_json::Value::Number(n) if name.ends_with("rate") && !name.starts_with("log10_") => {
-                    let max = total
-                        .get(name)
-                        .and_then(|v| v.as_f64())
-                        .unwrap_or(0.0)
-                        .max(n.as_f64().unwrap_or(0.0));
-                    total.insert(name.clone(), serde_json::json!(max));
-                }
-                _ => {}
-            }
-        }
+        add_to_total(&mut total, &info);
         if let Some(kind) = info["kind"].as_str() {
             if !kinds.contains(&kind.to_string()) {
                 kinds.push(kind.to_string());
@@ -194,6 +176,33 @@ fn sharded_info(
         return Ok(print_info(&serde_json::Value::Object(info), true)?);
     }
     print_info(&serde_json::Value::Object(info), false)?;
+    print_shard_table(rows)
+}
+
+/// Adds one shard's figures to the sharded filter's: the counts summed,
+/// each rate the largest.
+fn add_to_total(total: &mut serde_json::Map<String, serde_json::Value>, info: &serde_json::Value) {
+    const SUMMED: [&str; 7] =
+        ["items", "number_of_items_inserted", "size", "bytes", "capacity", "max_capacity", "entries"];
+    for (name, value) in info.as_object().expect("an object") {
+        match value {
+            serde_json::Value::Number(n) if SUMMED.contains(&name.as_str()) => {
+                let sum = total.get(name).and_then(|v| v.as_u64()).unwrap_or(0) + n.as_u64().unwrap_or(0);
+                total.insert(name.clone(), serde_json::json!(sum));
+            }
+            serde_json::Value::Number(n) if name.ends_with("rate") && !name.starts_with("log10_") => {
+                let max =
+                    total.get(name).and_then(|v| v.as_f64()).unwrap_or(0.0).max(n.as_f64().unwrap_or(0.0));
+                total.insert(name.clone(), serde_json::json!(max));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `info --shards N` as text: after the whole filter's fields, one row per
+/// shard (its node, items, bytes and rate).
+fn print_shard_table(rows: Vec<serde_json::Value>) -> Result<()> {
     let mut out = Scrubbed(io::stdout().lock());
     writeln!(out)?;
     writeln!(out, "{:<20} {:<28} {:>14} {:>12} {:>12}", "shard", "node", "items", "bytes", "rate")?;
