@@ -1,8 +1,8 @@
 //! The subcommands, one module each: its options (the clap definitions,
 //! whose doc comments are its `--help` and manual page), the checks of
 //! their combinations, and a `run` that does the work, so that each reads
-//! on its own and `main.rs` only dispatches. Here: the options several
-//! subcommands share.
+//! on its own and `main.rs` only dispatches. Here: what several of them
+//! share (the bitmap options, the file format, the leftovers report).
 
 pub mod calc;
 pub mod completions;

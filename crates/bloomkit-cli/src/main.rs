@@ -2,9 +2,9 @@
 //! Redis/Valkey servers and files. Output goes to stdout, messages to stderr;
 //! errors exit with status 1 (2 for usage errors, 128 + the signal's number
 //! when a signal stopped a command after its cleanup: see `interrupt.rs`).
-//! Every message goes through [`say!`], which never panics: a closed
-//! standard error (`bloomkit dump ... 2>&1 | head`) must not turn a quiet
-//! end into a crash; and which never prints a password (`redact.rs`).
+//! Every message goes through `say!` ([`output`]), which never panics: a
+//! closed standard error (`bloomkit dump ... 2>&1 | head`) must not turn a
+//! quiet end into a crash; and which never prints a password (`redact.rs`).
 //!
 //! A thin binary: the command line's grammar is here, each subcommand's
 //! options and work are in [`commands`], and `run` only dispatches.

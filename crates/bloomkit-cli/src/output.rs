@@ -1,4 +1,4 @@
-//! How the CLI speaks: [`say!`] for messages on standard error, [`usage!`]
+//! How the CLI speaks: `say!` for messages on standard error, `usage!`
 //! for the errors that exit 2, and the writers and bars of its output.
 //! Declared first in `main.rs` with `#[macro_use]`, so that every module
 //! uses the macros by name and none reaches up into the binary's root for
