@@ -152,9 +152,9 @@ impl ReplyError for XfError {
                  error rate (XF.RESERVE new rate, then XF.MERGE new 1 key) or start a new key; nothing was changed"
             )),
             TooLarge { bytes, limit } => Cow::Owned(format!(
-                "ERR the expandable filter would take {bytes} bytes, more than bf.max-filter-bytes ({limit}); \
-                 use a larger error rate or a smaller MAXCAPACITY, or raise the limit with CONFIG SET \
-                 bf.max-filter-bytes"
+                "ERR the expandable filter would take {bytes} bytes, more than bf.max-filter-bytes ({limit}): \
+                 raise the limit (CONFIG SET bf.max-filter-bytes) or send new items to another key (a new filter \
+                 starts smaller with a smaller CAPACITY or a larger error rate); nothing was changed"
             )),
             OutOfMemory => Cow::Borrowed("ERR out of memory while allocating the filter; nothing was changed"),
             OverMaxmemory => Cow::Borrowed("OOM command not allowed when used memory > 'maxmemory'."),
@@ -270,6 +270,9 @@ mod tests {
         assert!(XfError::Full { max_capacity: 10 }.to_string().contains("MAXCAPACITY of 10 items"));
         let e: XfError = LimitExceeded { bytes: 5, limit: 4, bound: Bound::Filter }.into();
         assert!(e.message().contains("5 bytes, more than bf.max-filter-bytes (4)"));
+        let m = batch_refused(4, 5, 0, false, &e);
+        assert!(m.contains("send new items to another key") && !m.contains("MAXCAPACITY"), "{m}");
+        assert!(m.ends_with("error rate); nothing of the batch was stored"), "{m}");
         let e: XfError = LimitExceeded { bytes: 5, limit: 4, bound: Bound::Memory }.into();
         assert!(e.message().starts_with("OOM"));
         assert!(XfError::UnknownArgument("FOO".into()).message().contains("'FOO'"));
