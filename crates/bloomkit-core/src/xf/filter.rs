@@ -578,6 +578,16 @@ pub fn grow_threshold(one_block: bool, qbits: u32, depth: u32, prefix: u64) -> u
     }
 }
 
+/// Whether a directory of `slots` fits a filter of `blocks` blocks: at most
+/// 16 slots per block, and 1,024 in all below that. Honest items keep 1 to
+/// 2 slots per block; items crafted to crowd one place would otherwise
+/// double the directory at every split. Growth asks it of the blocks after
+/// a split; loads and merges of the blocks they hold plus one, so that no
+/// directory a filter grew is refused where it is read.
+pub fn directory_fits(slots: u64, blocks: u64) -> bool {
+    slots <= blocks.saturating_mul(16).saturating_add(1024)
+}
+
 /// The deepest level a block may grow to in a filter whose schedule ends
 /// at `last_level`: three past it, within [`MAX_DEPTH`].
 pub fn deepest_level(last_level: u32, qbits: u32) -> u32 {
@@ -1248,8 +1258,7 @@ impl XfFilter {
 
     /// Block `s.block` (of `depth`) of the directory split into `lo` (in its
     /// place) and `hi` (a new block), the directory doubled if the block was
-    /// at its depth. False: the directory may not double (a cap of 16 slots
-    /// per block, and 1024 in all below that: honest items keep it at 1 to 2).
+    /// at its depth. False: the directory may not double ([`directory_fits`]).
     fn split_in_directory(
         &mut self,
         s: Spot,
@@ -1262,7 +1271,7 @@ impl XfFilter {
         let before = self.size_bytes();
         let Store::Many(d) = &mut self.store else { return Err(XfError::Loading) };
         let deeper = depth + 1 > d.depth;
-        if deeper && d.dir.len() * 2 > (d.blocks.len() + 1) * 16 + 1024 {
+        if deeper && !directory_fits(d.dir.len() as u64 * 2, d.blocks.len() as u64 + 1) {
             return Ok(false);
         }
         let new_dir_len = if deeper { d.dir.len() * 2 } else { d.dir.len() };

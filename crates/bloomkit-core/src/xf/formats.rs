@@ -119,7 +119,8 @@ impl Header {
         let depth =
             u32::try_from(n[8]).ok().filter(|&d| d <= MAX_DEPTH).ok_or(bad("the directory is too deep"))?;
         let blocks = n[9];
-        if blocks == 0 || blocks > 1u64 << depth || (1u64 << depth) > (blocks + 1) * 16 + 1024 {
+        if blocks == 0 || blocks > 1u64 << depth || !super::filter::directory_fits(1u64 << depth, blocks + 1)
+        {
             return Err(bad("the number of blocks does not fit the directory"));
         }
         if depth > 0 && qbits != super::filter::GROW_QBITS {

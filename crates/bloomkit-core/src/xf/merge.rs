@@ -328,7 +328,10 @@ pub(super) fn store_of(blocks: &mut Vec<Block>) -> Result<Store, XfError> {
         return Ok(Store::One(blocks.pop().expect("one block")));
     }
     let depth = blocks.iter().map(Block::depth).max().ok_or(XfError::BadData("a filter has no blocks"))?;
-    if depth == 0 || depth > MAX_DEPTH || (1u64 << depth) > (blocks.len() as u64 + 1) * 16 + 1024 {
+    if depth == 0
+        || depth > MAX_DEPTH
+        || !super::filter::directory_fits(1u64 << depth, blocks.len() as u64 + 1)
+    {
         return Err(XfError::Crowded);
     }
     let slots = 1usize << depth;
