@@ -941,3 +941,67 @@ fn a_deployment_key_never_leaves_the_process() {
     let seeded = XfFilter::with_seed(params, key, NONE).unwrap();
     assert_eq!(XfFilter::merged(Some(&f), &[&seeded], false, NONE).err(), Some(XfError::MergeIncompatible));
 }
+
+/// Issue 47, item 3: crowds of every shape a known seed allows (one half,
+/// one region, one deep quotient, hashes equal in their first 64 bits,
+/// copies of three hot items), each interleaved with as many random items:
+/// every item taken is found, no block passes the bound, the rate holds,
+/// the only refusals are the crowd's (`Crowded`, or `RateSpent`), few random
+/// items are refused, and the filter merges with another keeping them all.
+#[test]
+fn crowds_of_every_shape_keep_their_members_and_the_bound() {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let base = (u128::from(next()) << 64) | u128::from(next());
+    let shapes: [(&str, &dyn Fn(u128, u64) -> u128); 5] = [
+        ("one half", &|r, _| r >> 1),
+        ("one region", &|r, _| r >> 9),
+        ("one deep quotient", &|r, _| r >> 20),
+        ("64 equal bits", &|r, _| base ^ (r >> 64)),
+        ("three hot items", &|_, i| base ^ u128::from(i % 3)),
+    ];
+    for (shape, crowd) in shapes {
+        let mut f = seeded(0.01, 100, 1 << 30);
+        let (mut taken, mut random_refused) = (Vec::new(), 0);
+        for i in 0..20_000u64 {
+            let r = (u128::from(next()) << 64) | u128::from(next());
+            for (h, is_crowd) in [(crowd(r, i), true), (r, false)] {
+                match f.insert_hash(XfHash(h), NONE) {
+                    Ok(_) => taken.push(h),
+                    Err(XfError::Crowded | XfError::RateSpent { .. }) => {
+                        random_refused += u32::from(!is_crowd)
+                    }
+                    Err(e) => panic!("{shape}: {e:?}"),
+                }
+            }
+        }
+        let bound = u64::from(max_entries(0));
+        assert!(f.info().largest_block <= bound, "{shape}: a block of {}", f.info().largest_block);
+        assert!(f.guaranteed_rate() <= 0.01, "{shape}: {}", f.guaranteed_rate());
+        assert!(random_refused <= 200, "{shape}: {random_refused} of 20,000 random items refused");
+        assert!(taken.iter().all(|&h| f.contains_hash(XfHash(h))), "{shape}: a member lost");
+        let mut other = seeded(0.01, 100, 1 << 30);
+        for _ in 0..5_000 {
+            other.insert_hash(XfHash((u128::from(next()) << 64) | u128::from(next())), NONE).unwrap();
+        }
+        match XfFilter::merged(None, &[&f, &other], true, NONE) {
+            Ok(m) => {
+                assert!(
+                    taken.iter().all(|&h| m.contains_hash(XfHash(h))),
+                    "{shape}: a member lost by a merge"
+                );
+                assert!(
+                    m.info().largest_block <= bound,
+                    "{shape}: merged, a block of {}",
+                    m.info().largest_block
+                );
+            }
+            Err(e) => assert_eq!(e, XfError::Crowded, "{shape}"),
+        }
+    }
+}
