@@ -21,8 +21,6 @@ fresh key of 1% made with a known seed:
 - the measured rate: crafted never-added items of the same stream (they
   fall where the members are) and random never-added ones.
 Items are made by `xf-craft` (crates/bloomkit-bench/src/bin/xf-craft.rs).
-A second table fills keys of 1% to a MAXCAPACITY of 100,000 and 300,000
-(the done-when's other rate line) and measures 200,000 never-added items.
 
 Usage: bench/xf-crafted.sh [--quick] [--output FILE]
 """
@@ -34,7 +32,6 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench import ROOT, Server, machine  # noqa: E402
-from xf import fill_steady, positives  # noqa: E402
 
 MODULE = os.path.join(ROOT, "target", "release", "libbloomkit.so")
 CRAFT = os.path.join(ROOT, "target", "release", "xf-craft")
@@ -168,25 +165,6 @@ def main():
                     100 * r["random rate"], 100 * (0.01 + sigma), 100 * r["crafted rate"],
                     " | ".join(ms(k) for k in ["fill", "madd", "maddnx", "mexists members", "mexists strangers",
                                                 "exists x1000", "count x1000"])))
-                print(lines[-1], flush=True)
-        finally:
-            server.stop()
-    lines += ["", "Filled to MAXCAPACITY (`XF.RESERVE k 0.01 MAXCAPACITY m`, then m distinct items by `XF.MADD` of "
-              "1,000): the share of 200,000 never-added items answered 1, against 1% + 3 sigma (1.067%).", "",
-              "| server | MAXCAPACITY | items | guaranteed | measured |", "|---|---|---|---|---|"]
-    for label, binary in SERVERS:
-        if not os.path.exists(binary) and binary != "redis-server":
-            continue
-        server = Server("maxcapacity", MODULE, binary=binary)
-        try:
-            for m in ([10_000, 30_000] if opts.quick else [100_000, 300_000]):
-                c = server.conn
-                c.call("DEL", "k")
-                c.call("XF.RESERVE", "k", "0.01", "MAXCAPACITY", m)
-                fill_steady(c, "XF.MADD", "k", 0, m, pipeline=4)
-                measured = positives(c, "XF.MEXISTS", "k", "absent:", 0, 200_000) / 200_000
-                lines.append("| %s | %d | %d | %.3f%% | %.3f%% |" % (
-                    label, m, c.call("XF.CARD", "k"), 100 * float(info(c, "k")["Guaranteed rate"]), 100 * measured))
                 print(lines[-1], flush=True)
         finally:
             server.stop()
