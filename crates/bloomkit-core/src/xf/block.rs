@@ -36,24 +36,13 @@ pub const MAX_QBITS: u32 = 12;
 const GROUP: u32 = 64;
 /// Blocks of at least this many quotients carry the group index.
 const INDEXED_FROM: u32 = 256;
-/// The most entries a block takes from adds and merges, whatever its
-/// quotients: a block past its split threshold that a split would not
-/// relieve (one item added thousands of times: its copies share a quotient
-/// and go to one half; items crafted against a known seed) keeps taking
-/// entries up to this, and then refuses new items (an add of an item
-/// already in answers "not new"). The bound is what keeps every write's
-/// work bounded: an insert shifts the bits after its place, at most a
-/// block of 4,096 entries of up to 53 bits (27 KB, a few microseconds),
-/// where 60,000 (bloomkit 0.2 and 0.3) let one crafted key's batches of
-/// 1,000 take 17 ms. Honest blocks split at 368 to 728 entries.
+/// The most entries one block holds, whatever its quotients: a block past
+/// its split threshold that a split would not relieve (one item added
+/// thousands of times: its copies share a quotient and go to one half)
+/// keeps them, up to what 16 bits count.
 pub const fn max_entries(_qbits: u32) -> u32 {
-    4_096
+    60_000
 }
-
-/// The most entries a stored block may hold: what bloomkit 0.2 and 0.3 let
-/// a block grow to, so that data they wrote (a hot item's tens of
-/// thousands of copies) still loads; such a block takes no new entries.
-pub const MAX_STORED_ENTRIES: u32 = 60_000;
 
 /// An entry as the block stores it: its quotient in the block, and an
 /// `f`-bit fingerprint `fp` (the hash bits after the quotient's).
@@ -901,7 +890,7 @@ impl Block {
         if meta.qbits != qbits || meta.depth != depth {
             return Err("a block's quotients or depth are not the filter's");
         }
-        if meta.n > meta.cap || meta.cap > MAX_STORED_ENTRIES + 64 {
+        if meta.n > meta.cap || meta.cap > max_entries(qbits) + 64 {
             return Err("a block holds more entries than its room");
         }
         let w_ok =

@@ -594,14 +594,6 @@ pub fn deepest_level(last_level: u32, qbits: u32) -> u32 {
     (last_level + 3).min(MAX_DEPTH + qbits)
 }
 
-/// The most entries one item gets in a block that cannot grow: a quarter
-/// of [`max_entries`], so that a hot item's copies leave the rest of its
-/// block's range room, and the blocks of three filters that each hold it
-/// that often still merge within the bound. `XF.COUNT` of such an item
-/// stays there (issue 47: bounded blocks; counts kept as numbers would lift
-/// it, `DESIGN-NEXT.md` 2.2).
-pub const MAX_COPIES: u32 = max_entries(0) / 4;
-
 /// Whether splitting (or doubling) a block of `n` entries, `lower` of them
 /// in the lower half of its quotients and `voids` whose fingerprint ran
 /// out, would relieve it: each half holds at least an eighth of the
@@ -1083,16 +1075,15 @@ impl XfFilter {
         let s = self.spot(h).ok_or(XfError::Loading)?;
         let qbits = u32::from(self.qbits);
         let len = self.block(s.block).len();
-        let one = matches!(self.store, Store::One(_));
-        let full = grow_threshold(one, qbits, s.level - qbits, s.prefix);
-        if len >= full && self.grows_for(s.block, h, doubles(one, qbits)) {
+        let full = grow_threshold(matches!(self.store, Store::One(_)), qbits, s.level - qbits, s.prefix);
+        if len >= full && self.relieves(s.block) {
             if let Some(t) = self.grow_with(s, h, limits, journal)? {
                 self.mass = self.mass.saturating_add(units(t));
                 self.items += 1;
                 return Ok(());
             }
         }
-        if len >= full && self.crowded(s, len, qbits) {
+        if len >= max_entries(qbits) {
             return Err(XfError::Crowded);
         }
         let f = self.fbits_at(s.level, s.prefix)?;
@@ -1129,40 +1120,15 @@ impl XfFilter {
         Ok(entry_at(h.0, level, qbits, self.fbits_at_q(level, prefix, qbits)?))
     }
 
-    /// Whether a full block that did not grow refuses `s`'s entry: at
-    /// [`max_entries`], or when the item already has [`MAX_COPIES`] entries
-    /// there (one item added again and again: its copies share a quotient
-    /// at every depth, so they would fill the block and refuse every other
-    /// item of its range; past this an add of it answers "not new").
-    fn crowded(&self, s: Spot, len: u32, qbits: u32) -> bool {
-        len >= max_entries(qbits) || self.block(s.block).count(s.ql, s.q64) >= MAX_COPIES
-    }
-
-    /// Whether growing full block `i` makes room for `h`. A lone block's
-    /// doubling (`doubling`) needs no halves: it doubles the threshold. A
-    /// split does when it spreads the block ([`relieves`]), or when `h`
-    /// goes to the half that holds under an eighth of the entries: copies
-    /// of one hot item, or items crafted to share their bits, crowd the
-    /// other half, and staying whole would refuse every new item of the
-    /// block's range once it holds [`max_entries`]; split, the crowd keeps
-    /// one child (which refuses what falls there past the bound) and the
-    /// rest of the range has room again. Either way voids, copied to both
-    /// halves of their quotient, must be under a quarter (they are counted
-    /// only then, by a walk of the block).
-    fn grows_for(&self, i: usize, h: XfHash, doubling: bool) -> bool {
+    /// Whether splitting (or doubling) block `i` would relieve it ([`relieves`]).
+    fn relieves(&self, i: usize) -> bool {
         let b = self.block(i);
         let (n, lo) = (b.len(), b.lower_half());
-        let side = if (h.0 >> (127 - b.depth())) & 1 == 1 { n - lo } else { lo };
-        let (balanced, sparse) = (relieves(n, lo, 0), side < n / 8);
-        if !(doubling || balanced || sparse) {
-            return false;
-        }
-        let mut voids = 0u32;
-        b.for_each(|e| voids += u32::from(e.f == 0));
-        match (doubling, balanced) {
-            (true, _) => voids * 4 < n,
-            (false, true) => relieves(n, lo, voids),
-            (false, false) => side + voids < n / 8 && voids * 4 < n,
+        // The voids are counted only when the halves pass.
+        relieves(n, lo, 0) && {
+            let mut voids = 0u32;
+            b.for_each(|e| voids += u32::from(e.f == 0));
+            relieves(n, lo, voids)
         }
     }
 

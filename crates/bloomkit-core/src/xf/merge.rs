@@ -88,7 +88,7 @@ pub fn build_region(
         return build_region(d + 1, min_depth, qbits, &rest[mid..], cover, out, limits);
     }
     let n = count();
-    if n > u64::from(out.most) {
+    if n > u64::from(max_entries(qbits)) {
         return Err(XfError::Crowded);
     }
     // The entries' list is the one buffer every block of the build reuses.
@@ -168,7 +168,7 @@ fn build_entries(
             && mid >= least
             && entries.len() - mid >= least);
     if !splits {
-        if count > u64::from(out.most) {
+        if count > u64::from(max_entries(qbits)) {
             return Err(XfError::Crowded);
         }
         if copies == 0 {
@@ -240,24 +240,16 @@ fn expand(entries: &[Entry], voids: &mut Vec<u32>, list: &mut Vec<Entry>) {
 /// loads quadratic wherever a limit is set, that is on every primary).
 /// The mass of their entries is summed as they are built, so that the
 /// result needs no second pass over its entries.
+#[derive(Default)]
 pub struct Built {
     pub blocks: Vec<Block>,
     bytes: u64,
     pub mass: u64,
     list: Vec<Entry>,
     voids: Vec<u32>,
-    /// The most entries a block that cannot split may hold: a merge's
-    /// result obeys [`max_entries`]; a conversion of stored data keeps what
-    /// its release allowed ([`super::block::MAX_STORED_ENTRIES`]).
-    most: u32,
 }
 
 impl Built {
-    /// For blocks of at most `most` entries where they cannot split.
-    pub fn holding(most: u32) -> Built {
-        Built { blocks: Vec::new(), bytes: 0, mass: 0, list: Vec::new(), voids: Vec::new(), most }
-    }
-
     /// The block of `entries` (sorted) at depth `d`, after the others: its
     /// bytes checked against the limit and its mass counted here rather
     /// than walked again.
@@ -551,7 +543,7 @@ impl Cursor<'_> {
 fn merge_blocks(inputs: &[&XfFilter], depth: u32, qbits: u32, limits: Limits) -> Result<Built, XfError> {
     let mut cursors: Vec<Cursor> =
         inputs.iter().map(|f| Cursor { f, block: usize::MAX, entries: Vec::new() }).collect();
-    let mut out = Built::holding(max_entries(qbits));
+    let mut out = Built::default();
     let (mut lists, mut cover, mut merged): (Vec<Vec<Abs>>, Vec<Abs>, Vec<Abs>) =
         (vec![Vec::new(); inputs.len()], Vec::new(), Vec::new());
     let fast = fast_merges() && inputs.iter().all(|f| u32::from(f.qbits) == qbits);
@@ -858,8 +850,7 @@ mod tests {
                 .collect();
             v.sort_by_key(Entry::key);
             let abs: Vec<Abs> = v.iter().map(|e| Abs::of(u128::from(e.ql), qbits, e.f, e.fp)).collect();
-            let (mut a, mut b) =
-                (Built::holding(super::max_entries(qbits)), Built::holding(super::max_entries(qbits)));
+            let (mut a, mut b) = (Built::default(), Built::default());
             let ra = build_entries(0, min_depth, 0, qbits, &mut v, &mut a, Limits::NONE);
             let rb = build_region(0, min_depth, qbits, &abs, &[], &mut b, Limits::NONE);
             assert_eq!(ra.is_ok(), rb.is_ok(), "round {round}: {ra:?} {rb:?}");

@@ -38,7 +38,7 @@ pub use batch::Batch;
 pub use errors::XfError;
 pub use filter::{
     deployment_key, key_id, Added, Hashing, LookupCost, Seed, XfFilter, XfHash, XfInfo, XfParams,
-    HASH_SEED_VAR, MAX_COPIES,
+    HASH_SEED_VAR,
 };
 pub use formats::{HEADER_LEN, MODULE_ID};
 

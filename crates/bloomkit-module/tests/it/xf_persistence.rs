@@ -218,51 +218,27 @@ fn primary_with_aof_and_replica(server: Server, preamble: bool) -> (TestServer, 
     (primary, p, replica, r)
 }
 
-per_server!(a_crowded_key_refuses_alike_in_every_way_of_sending);
-/// Issue 47: a key refuses new items at a limit alike when they come
-/// alone, in batches, inside MULTI, from a script and after a pause of
-/// writes, and the refusals change nothing on the primary, on its replica
-/// or in its AOF. The limit here is a block's bound: items crafted against
-/// the key's known seed to share their first 9 hash bits all fall on one
-/// quotient, which no split spreads, so the block takes them up to
-/// `max_entries` and then refuses every new item that falls in its half
-/// (a spent rate, the other such limit, now takes more entries in one
-/// place than a block holds).
-fn a_crowded_key_refuses_alike_in_every_way_of_sending(server: Server) {
-    use bloomkit_core::xf::{Seed, XfFilter, XfParams};
+per_server!(a_spent_rate_is_refused_alike_in_every_way_of_sending);
+/// Issue 47: a key whose entries account for its whole error rate refuses
+/// new items (`RateSpent`) alike when they come alone, in batches, inside
+/// MULTI, from a script and after a pause of writes, and the refusals change
+/// nothing on the primary, on its replica or in its AOF. One item added
+/// again and again spends the rate (each add is an entry of its own).
+fn a_spent_rate_is_refused_alike_in_every_way_of_sending(server: Server) {
     let (primary, mut p, _replica, mut r) = primary_with_aof_and_replica(server, false);
-    let seed = "0".repeat(32);
-    p.ok(&format!("XF.RESERVE k 0.01 CAPACITY 100 SEED {seed}"));
-    let params = XfParams { error_rate: 0.01, capacity: 100, max_capacity: 1 << 36 };
-    let probe = XfFilter::with_seed(params, Seed([0, 0]), bloomkit_core::Limits::NONE).unwrap();
-    // Items whose hash starts with `bits` as its first `n` bits, tagged.
-    let craft = |n: u32, bits: u128, tag: &str, count: usize| -> Vec<String> {
-        (0u64..)
-            .map(|i| format!("{tag}{i}"))
-            .filter(|item| probe.hash(item.as_bytes()).0 >> (128 - n) == bits)
-            .take(count)
-            .collect()
-    };
-    let crowd = craft(9, 0, "c", 6_000);
-    let crowded = |reply: &Reply| reply.is_error() && reply.error_text().contains("same place");
-    let mut full = false;
-    for chunk in crowd.chunks(500) {
-        let mut cmd = vec!["XF.MADD".to_string(), "k".into()];
-        cmd.extend(chunk.iter().cloned());
-        if p.call(&cmd).is_error() {
-            // The block is nearly full: the rest one at a time, to its bound.
-            full = chunk.iter().any(|item| crowded(&p.call(&["XF.ADD", "k", item])));
+    p.ok("XF.RESERVE k 0.01 CAPACITY 100");
+    let mut hot = vec!["XF.MADD".to_string(), "k".into()];
+    hot.extend(std::iter::repeat_n("hot".to_string(), 1000));
+    for _ in 0..40 {
+        if info(&mut p, "k", "Fingerprint bits") == Reply::Int(0) {
             break;
         }
+        assert!(!p.call(&hot).is_error(), "adds of an item already in are never refused");
     }
-    assert!(full, "the crafted items never filled their block");
+    assert_eq!(info(&mut p, "k", "Fingerprint bits"), Reply::Int(0), "the rate was not spent");
     let before = p.call(&["DEBUG", "DIGEST-VALUE", "k"]);
     let card = p.call(&["XF.CARD", "k"]);
-    // New items of the crowded half (first bit 0), away from the crowded
-    // quotient: each is refused (or, if a false positive, answered 0).
-    let mut fresh = craft(1, 0, "n", 300).into_iter().filter(|i| probe.hash(i.as_bytes()).0 >> 119 != 0);
-    let mut next = move || fresh.next().expect("enough new items");
-    let spent = crowded;
+    let spent = |reply: &Reply| reply.is_error() && reply.error_text().contains("within its error rate");
     // Each way of sending: a refusal, or 0 for an item that is a false
     // positive of the spent key (stored nowhere either).
     let mut refusals = 0;
@@ -270,31 +246,31 @@ fn a_crowded_key_refuses_alike_in_every_way_of_sending(server: Server) {
         assert!(spent(reply) || *reply == Reply::Int(0), "{what}: {reply:?}");
         refusals += usize::from(spent(reply));
     };
-    for _ in 0..10 {
-        count(&p.call(&["XF.ADD", "k", &next()]), "XF.ADD");
-        count(&p.call(&["XF.ADDNX", "k", &next()]), "XF.ADDNX");
-        let batch = p.call(&["XF.MADD", "k", &next(), &next()]);
+    for i in 0..10 {
+        count(&p.call(&["XF.ADD", "k", &format!("a{i}")]), "XF.ADD");
+        count(&p.call(&["XF.ADDNX", "k", &format!("n{i}")]), "XF.ADDNX");
+        let batch = p.call(&["XF.MADD", "k", &format!("b{i}"), &format!("c{i}")]);
         let whole = batch.is_error() && batch.error_text().contains("nothing of the batch was stored");
         assert!(whole || batch == Reply::Array(vec![Reply::Int(0); 2]), "XF.MADD: {batch:?}");
         p.ok("MULTI");
-        p.call(&["XF.ADD", "k", &next()]);
+        p.call(&["XF.ADD", "k", &format!("m{i}")]);
         p.call(&["XF.CARD", "k"]);
         let exec = p.cmd("EXEC");
         count(&exec.as_array()[0], "XF.ADD in MULTI");
         assert_eq!(exec.as_array()[1], card, "the count after a refusal in MULTI");
         let script = "return redis.call('XF.ADD', KEYS[1], ARGV[1])";
-        count(&p.call(&["EVAL", script, "1", "k", &next()]), "XF.ADD from a script");
+        count(&p.call(&["EVAL", script, "1", "k", &format!("s{i}")]), "XF.ADD from a script");
     }
     // Paused writes: the add waits, then is refused like any other.
     let mut w = primary.conn();
     p.ok("CLIENT PAUSE 60000 WRITE");
-    w.send(&["XF.ADD", "k", &next()]).unwrap();
+    w.send(&["XF.ADD", "k", "paused"]).unwrap();
     wait_until("the writer to be paused", DEADLINE, || p.info_field("clients", "blocked_clients") == "1");
     p.ok("CLIENT UNPAUSE");
     count(&w.read_raw().unwrap().1, "XF.ADD after a pause");
     // At most 1% of new items are false positives: fewer than 30 refusals
     // of 41 has a probability below 1e-13.
-    assert!(refusals >= 30, "only {refusals} of 41 new items were refused by a crowded key");
+    assert!(refusals >= 30, "only {refusals} of 41 new items were refused by a spent key");
     assert_eq!(p.call(&["DEBUG", "DIGEST-VALUE", "k"]), before, "a refusal changed the key");
     assert_eq!(p.call(&["WAIT", "1", "10000"]), Reply::Int(1));
     assert_eq!(r.call(&["DEBUG", "DIGEST-VALUE", "k"]), before, "the replica differs");
