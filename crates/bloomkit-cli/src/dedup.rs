@@ -714,6 +714,14 @@ fn progress_for(total: Option<u64>) -> ProgressBar {
     bar
 }
 
+/// Standard output as dedup writes it: buffered, and watched for a reader
+/// that went away (see [`Watched`]).
+type Output = BufWriter<Watched<io::StdoutLock<'static>>>;
+
+/// The command in four steps, each on one screen: open (paths checked, the
+/// filter opened, the reader started), stream (every block added and its
+/// kept lines written), close (the output flushed, the state saved, a
+/// closed output or an interrupt reported) and report (the summary).
 pub fn run(o: &Options) -> Result<()> {
     let started = Instant::now();
     let total = check_paths(o)?;
@@ -722,6 +730,47 @@ pub fn run(o: &Options) -> Result<()> {
     let mut out = BufWriter::with_capacity(1 << 18, Watched { out: stdout.lock(), closed: false });
     let progress = progress_for(total);
     let mut counts = Counts { read: 0, written: 0, duplicates: 0, without_field: 0 };
+    let paths = input_paths(o);
+    // A reader thread reads, splits and (for the in-process filter) hashes
+    // the next block while this one probes the filter and writes.
+    let pre_hash = matches!(backend, Backend::Ephemeral(_));
+    let (from_reader, to_reader) = start_reader(o, paths, pre_hash);
+    let stream = Stream { o, pre_hash, started, progress: &progress };
+    let interrupted = stream.all(&mut backend, &from_reader, &to_reader, &mut out, &mut counts)?;
+    if out.get_ref().closed || out.flush().is_ok_and(|()| out.get_ref().closed) {
+        progress.finish_and_clear();
+        return closed_output(o, &counts);
+    }
+    // The bar goes before anything else is printed, on either stream.
+    progress.finish_and_clear();
+    if o.count_only && !interrupted {
+        writeln!(
+            out,
+            "{}, {} unique, {}",
+            plural(counts.read, "line", "lines"),
+            counts.read - counts.duplicates,
+            plural(counts.duplicates, "duplicate", "duplicates")
+        )?;
+    }
+    // What was written is in the filter already (each block is added
+    // before its lines are written), so flushing it and then saving the
+    // filter keeps the state file a superset of the output.
+    let flushed = out.flush();
+    if let (Backend::Local(filter), Some(path)) = (&backend, &o.state) {
+        filter.save(path).with_context(|| format!("cannot save the state file {}", path.display()))?;
+        crate::interrupt::set_unfinished("");
+    }
+    if interrupted {
+        return Err(stopped(o, &backend, &counts));
+    }
+    flushed?;
+    report(o, &mut backend, &counts, started)
+}
+
+/// The inputs in order, `None` for standard input (no paths, or `-`);
+/// says how to end the input when standard input is a terminal, since
+/// dedup would otherwise seem to hang there.
+fn input_paths(o: &Options) -> Vec<Option<PathBuf>> {
     let inputs: Vec<Option<&PathBuf>> = if o.inputs.is_empty() {
         vec![None]
     } else {
@@ -733,9 +782,18 @@ pub fn run(o: &Options) -> Result<()> {
              with Ctrl-D, or give a file (or pipe one in)"
         );
     }
-    // A reader thread reads, splits and (for the in-process filter) hashes
-    // the next block while this one probes the filter and writes.
-    let pre_hash = matches!(backend, Backend::Ephemeral(_));
+    inputs.iter().map(|p| p.cloned()).collect()
+}
+
+/// Starts the reader thread over `paths`, with the interrupt handling it
+/// needs: the signal handler wakes the main thread through the same
+/// channel as the blocks. Returns where blocks arrive and where their
+/// buffers go back for reuse.
+fn start_reader(
+    o: &Options,
+    paths: Vec<Option<PathBuf>>,
+    pre_hash: bool,
+) -> (mpsc::Receiver<Message>, mpsc::Sender<Parsed>) {
     let (to_main, from_reader) = mpsc::sync_channel::<Message>(1);
     // SIGINT/SIGTERM: the main thread stops after the block it is on (or
     // at once if it is waiting for one) with everything it wrote in its
@@ -754,19 +812,70 @@ pub fn run(o: &Options) -> Result<()> {
         ));
     }
     let (to_reader, recycled) = mpsc::channel::<Parsed>();
-    let paths: Vec<Option<PathBuf>> = inputs.iter().map(|p| p.cloned()).collect();
     let (field, delimiter) = (o.field, o.delimiter);
     std::thread::spawn(move || read_all(paths, field, delimiter, pre_hash, to_main, recycled));
-    let mut interrupted = false;
-    for message in from_reader.iter() {
-        let parsed = match message {
-            Message::Block(parsed) => parsed?,
-            Message::End => break,
-            Message::Interrupted => {
-                interrupted = true;
+    (from_reader, to_reader)
+}
+
+/// What streaming the blocks needs besides the filter, the output and the
+/// counts it changes.
+struct Stream<'a> {
+    o: &'a Options,
+    /// The reader hashed the keys (the in-process filter takes hashes).
+    pre_hash: bool,
+    started: Instant,
+    progress: &'a ProgressBar,
+}
+
+impl Stream<'_> {
+    /// Every block from the reader, until the end, an error, an interrupt
+    /// or a closed output. Returns whether it was interrupted.
+    fn all(
+        &self,
+        backend: &mut Backend,
+        from_reader: &mpsc::Receiver<Message>,
+        to_reader: &mpsc::Sender<Parsed>,
+        out: &mut Output,
+        counts: &mut Counts,
+    ) -> Result<bool> {
+        for message in from_reader.iter() {
+            let parsed = match message {
+                Message::Block(parsed) => parsed?,
+                Message::End => break,
+                Message::Interrupted => return Ok(true),
+            };
+            self.block(backend, &parsed, out, counts)?;
+            let rate = counts.read as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
+            self.progress.inc(parsed.buf.len() as u64);
+            self.progress.set_message(format!(
+                "{} lines, {:.0} lines/s, {}",
+                counts.read,
+                rate,
+                plural(counts.duplicates, "duplicate", "duplicates")
+            ));
+            let _ = to_reader.send(parsed);
+            if crate::interrupt::interrupted() {
+                return Ok(true);
+            }
+            if out.get_ref().closed {
                 break;
             }
-        };
+        }
+        Ok(false)
+    }
+
+    /// One block: its keys added batch by batch, and the lines to keep
+    /// (new ones, or with `--duplicates` the others) written as contiguous
+    /// runs of the block rather than line by line. The key slices borrow
+    /// the block, so they live here, until the block goes back to the reader.
+    fn block(
+        &self,
+        backend: &mut Backend,
+        parsed: &Parsed,
+        out: &mut Output,
+        counts: &mut Counts,
+    ) -> Result<()> {
+        let (o, pre_hash) = (self.o, self.pre_hash);
         let block = &parsed.buf[..];
         let mut keys: Vec<&[u8]> = Vec::with_capacity(BATCH);
         let mut at = 0;
@@ -808,63 +917,32 @@ pub fn run(o: &Options) -> Result<()> {
             }
             at = from;
         }
-        let rate = counts.read as f64 / started.elapsed().as_secs_f64().max(1e-9);
-        progress.inc(block.len() as u64);
-        progress.set_message(format!(
-            "{} lines, {:.0} lines/s, {}",
-            counts.read,
-            rate,
-            plural(counts.duplicates, "duplicate", "duplicates")
-        ));
-        drop(keys);
-        let _ = to_reader.send(parsed);
-        if crate::interrupt::interrupted() {
-            interrupted = true;
-            break;
+        Ok(())
+    }
+}
+
+/// The error for an interrupted run: how far it got and where what it
+/// wrote is remembered (the state is saved before this is made).
+fn stopped(o: &Options, backend: &Backend, counts: &Counts) -> anyhow::Error {
+    let kept = match (backend, &o.state, &o.redis) {
+        (Backend::Local(_), Some(path), _) => {
+            format!("the state file {} holds every line written", path.display())
         }
-        if out.get_ref().closed {
-            break;
-        }
-    }
-    if out.get_ref().closed || out.flush().is_ok_and(|()| out.get_ref().closed) {
-        progress.finish_and_clear();
-        return closed_output(o, &counts);
-    }
-    // The bar goes before anything else is printed, on either stream.
-    progress.finish_and_clear();
-    if o.count_only && !interrupted {
-        writeln!(
-            out,
-            "{}, {} unique, {}",
-            plural(counts.read, "line", "lines"),
-            counts.read - counts.duplicates,
-            plural(counts.duplicates, "duplicate", "duplicates")
-        )?;
-    }
-    // What was written is in the filter already (each block is added
-    // before its lines are written), so flushing it and then saving the
-    // filter keeps the state file a superset of the output.
-    let flushed = out.flush();
-    if let (Backend::Local(filter), Some(path)) = (&backend, &o.state) {
-        filter.save(path).with_context(|| format!("cannot save the state file {}", path.display()))?;
-        crate::interrupt::set_unfinished("");
-    }
-    if interrupted {
-        let kept = match (&backend, &o.state, &o.redis) {
-            (Backend::Local(_), Some(path), _) => {
-                format!("the state file {} holds every line written", path.display())
-            }
-            (_, _, Some(_)) => format!("the filter '{}' on the server holds every line written", o.key),
-            _ => "nothing was saved (no --state)".to_string(),
-        };
-        return Err(crate::interrupt::Stopped(format!(
-            "bloomkit dedup: interrupted after {} ({} written); {kept}",
-            plural(counts.read, "line", "lines"),
-            counts.written
-        ))
-        .into());
-    }
-    flushed?;
+        (_, _, Some(_)) => format!("the filter '{}' on the server holds every line written", o.key),
+        _ => "nothing was saved (no --state)".to_string(),
+    };
+    crate::interrupt::Stopped(format!(
+        "bloomkit dedup: interrupted after {} ({} written); {kept}",
+        plural(counts.read, "line", "lines"),
+        counts.written
+    ))
+    .into()
+}
+
+/// The summary on standard error after a whole run: counts, speed, the
+/// filter's rate and size, memory, a window's state, lines without the
+/// field; and a warning when a window forgot lines early.
+fn report(o: &Options, backend: &mut Backend, counts: &Counts, started: Instant) -> Result<()> {
     let elapsed = started.elapsed().as_secs_f64();
     let fp_rate = crate::units::format_rate(backend.log10_false_positive_rate()?);
     let mut summary = format!(
