@@ -209,6 +209,10 @@ fn holds(key: &str, server: &Server, kind: &transfer::Kind, what_to_do: &str) ->
     anyhow!("key '{key}' on {} holds {}: {what_to_do}", server.url, transfer::describe_kind(kind))
 }
 
+/// The filter the options ask for: sharded on a server, one key on a
+/// server (a bitmap, a Bloom or window filter, an expandable filter), or in
+/// process (a state file's, an expandable one, the blocked one). Option
+/// combinations that cannot work are refused before anything is connected.
 fn open_backend(o: &Options) -> Result<Backend> {
     let capacity = o.capacity.unwrap_or(DEFAULT_CAPACITY);
     let mut options = bloomkit_client::Options {
@@ -217,10 +221,6 @@ fn open_backend(o: &Options) -> Result<Backend> {
     };
     // No capacity, nothing that needs one: a filter that grows at its rate.
     let expandable = o.capacity.is_none() && o.window.is_none() && !o.bitmap;
-    let xf_options = || bloomkit_client::Options {
-        batch_size: SERVER_BATCH,
-        ..bloomkit_client::Options::new(EXPANDABLE_START, o.error_rate)
-    };
     if let Some(window) = o.window {
         if o.bitmap {
             return Err(usage!(
@@ -235,7 +235,7 @@ fn open_backend(o: &Options) -> Result<Backend> {
     if let Some(url) = &o.redis {
         let cluster = crate::cluster::is_cluster(url)?;
         if cluster || o.shards.is_some() {
-            return open_sharded(o, url, cluster, xf_options());
+            return open_sharded(o, url, cluster, xf_options(o));
         }
     }
     match (&o.redis, &o.state) {
@@ -247,91 +247,117 @@ fn open_backend(o: &Options) -> Result<Backend> {
         }
         (Some(url), None) if o.bitmap => {
             options.shape = o.shape;
-            let layout = Layout::bitmap_with(o.key.as_str(), o.layout, options).map_err(|e| usage!("{e}"))?;
-            let mut filter = RedisFilter::new(transfer::connect(url)?, layout);
-            // Allocate the whole bitmap now rather than growing it bit by bit
-            // (a Redisson filter writes its config hash, as tryInit does).
-            match filter.reserve() {
-                Ok(()) | Err(ClientError::AlreadyExists(_)) => {}
-                Err(e) => return Err(explain(e, &bloomkit_client::redact_url(url), Kind::Bitmap)),
-            }
-            Ok(Backend::Bitmap(filter, bloomkit_client::redact_url(url)))
+            open_bitmap(o, url, options)
         }
-        (Some(url), None) if expandable => {
-            let mut server = Server::connect(url)?;
-            // A Bloom filter already there goes on as one (BF.INSERT).
-            match transfer::kind(&mut server, &o.key)? {
-                transfer::Kind::Bloom | transfer::Kind::ValkeyBloom => {
-                    let layout = Layout::module(o.key.as_str(), options).map_err(|e| anyhow!("{e}"))?;
-                    Ok(Backend::Module(RedisFilter::new(transfer::connect(url)?, layout), server))
-                }
-                transfer::Kind::Missing | transfer::Kind::Xf => {
-                    // Created on the first batch (XF.RESERVE) with our error rate.
-                    let layout = Layout::expandable(o.key.as_str(), xf_options())?;
-                    Ok(Backend::Expandable(
-                        Box::new(RedisFilter::new(transfer::connect(url)?, layout)),
-                        server.url.clone(),
-                    ))
-                }
-                other => {
-                    Err(holds(&o.key, &server, &other, "dedup keeps a Bloom or expandable filter there"))
-                }
-            }
-        }
-        (Some(url), None) => {
-            let mut server = Server::connect(url)?;
-            // Checked before any input is read, so that the error names
-            // what the key holds rather than answering a batch WRONGTYPE.
-            let kind = transfer::kind(&mut server, &o.key)?;
-            let (fits, wanted) = match o.window {
-                Some(_) => (matches!(kind, transfer::Kind::Window), "a sliding-window filter"),
-                None => {
-                    (matches!(kind, transfer::Kind::Bloom | transfer::Kind::ValkeyBloom), "a Bloom filter")
-                }
-            };
-            match kind {
-                transfer::Kind::Missing => {}
-                _ if fits => {}
-                transfer::Kind::Xf if o.window.is_none() => {
-                    let to_do = "dedup --capacity keeps a Bloom filter there; leave out --capacity to go on \
-                                 with the expandable filter, or give another --key";
-                    return Err(holds(&o.key, &server, &kind, to_do));
-                }
-                _ => return Err(holds(&o.key, &server, &kind, &format!("dedup keeps {wanted} there"))),
-            }
-            // Created on the first batch (BF.INSERT or APBF.RESERVE) with our capacity and error rate.
+        (Some(url), None) if expandable => open_growing(o, url, options),
+        (Some(url), None) => open_module(o, url, options),
+        (None, Some(path)) if path.exists() => open_state(o, path),
+        (None, _) if expandable => Ok(Backend::Local(LocalFilter::expandable(xf_options(o))?)),
+        (None, None) if o.window.is_none() => open_ephemeral(o, capacity),
+        (None, _) => Ok(Backend::Local(LocalFilter::new(options).map_err(|e| anyhow!("{e}"))?)),
+    }
+}
+
+/// The options of an expandable filter: its first size is small, since it
+/// grows a block at a time, at the rate asked for.
+fn xf_options(o: &Options) -> bloomkit_client::Options {
+    bloomkit_client::Options {
+        batch_size: SERVER_BATCH,
+        ..bloomkit_client::Options::new(EXPANDABLE_START, o.error_rate)
+    }
+}
+
+/// `--bitmap`: the filter in plain Redis bitmaps, allocated whole now.
+fn open_bitmap(o: &Options, url: &str, options: bloomkit_client::Options) -> Result<Backend> {
+    let layout = Layout::bitmap_with(o.key.as_str(), o.layout, options).map_err(|e| usage!("{e}"))?;
+    let mut filter = RedisFilter::new(transfer::connect(url)?, layout);
+    // Allocate the whole bitmap now rather than growing it bit by bit
+    // (a Redisson filter writes its config hash, as tryInit does).
+    match filter.reserve() {
+        Ok(()) | Err(ClientError::AlreadyExists(_)) => {}
+        Err(e) => return Err(explain(e, &bloomkit_client::redact_url(url), Kind::Bitmap)),
+    }
+    Ok(Backend::Bitmap(filter, bloomkit_client::redact_url(url)))
+}
+
+/// No `--capacity` on a server: the expandable filter (`XF.*`), or the
+/// Bloom filter already in the key, which goes on as one.
+fn open_growing(o: &Options, url: &str, options: bloomkit_client::Options) -> Result<Backend> {
+    let mut server = Server::connect(url)?;
+    // A Bloom filter already there goes on as one (BF.INSERT).
+    match transfer::kind(&mut server, &o.key)? {
+        transfer::Kind::Bloom | transfer::Kind::ValkeyBloom => {
             let layout = Layout::module(o.key.as_str(), options).map_err(|e| anyhow!("{e}"))?;
             Ok(Backend::Module(RedisFilter::new(transfer::connect(url)?, layout), server))
         }
-        (None, Some(path)) if path.exists() => {
-            let filter = LocalFilter::open(path)
-                .with_context(|| format!("cannot load the state file {}", path.display()))?;
-            if filter.window().is_some() != o.window.is_some() {
-                bail!(
-                    "the state file {} holds a {} filter; use {} or another file",
-                    path.display(),
-                    if filter.window().is_some() { "sliding-window" } else { "plain" },
-                    if filter.window().is_some() { "the same --window/--window-count" } else { "no window" }
-                );
-            }
-            Ok(Backend::Local(filter))
+        transfer::Kind::Missing | transfer::Kind::Xf => {
+            // Created on the first batch (XF.RESERVE) with our error rate.
+            let layout = Layout::expandable(o.key.as_str(), xf_options(o))?;
+            Ok(Backend::Expandable(
+                Box::new(RedisFilter::new(transfer::connect(url)?, layout)),
+                server.url.clone(),
+            ))
         }
-        (None, _) if expandable => Ok(Backend::Local(LocalFilter::expandable(xf_options())?)),
-        (None, None) if o.window.is_none() => {
-            Ok(Backend::Ephemeral(BlockedFilter::with_capacity(capacity, o.error_rate).map_err(|e| {
-                let rate = match o.error_rate {
-                    r if r >= 1e-4 => r.to_string(),
-                    r => format!("{r:e}"),
-                };
-                let why = format!("cannot make a filter for {capacity} lines at error rate {rate}: {e}");
-                match e {
-                    BlockedError::OutOfMemory { .. } => anyhow!(why),
-                    _ => usage!("{why}"),
-                }
-            })?))
-        }
-        (None, _) => Ok(Backend::Local(LocalFilter::new(options).map_err(|e| anyhow!("{e}"))?)),
+        other => Err(holds(&o.key, &server, &other, "dedup keeps a Bloom or expandable filter there")),
     }
+}
+
+/// `--capacity` or a window on a server: a Bloom filter (`BF.*`) or a
+/// sliding-window one (`APBF.*`) of the module, in a key that is empty or
+/// holds the same kind.
+fn open_module(o: &Options, url: &str, options: bloomkit_client::Options) -> Result<Backend> {
+    let mut server = Server::connect(url)?;
+    // Checked before any input is read, so that the error names
+    // what the key holds rather than answering a batch WRONGTYPE.
+    let kind = transfer::kind(&mut server, &o.key)?;
+    let (fits, wanted) = match o.window {
+        Some(_) => (matches!(kind, transfer::Kind::Window), "a sliding-window filter"),
+        None => (matches!(kind, transfer::Kind::Bloom | transfer::Kind::ValkeyBloom), "a Bloom filter"),
+    };
+    match kind {
+        transfer::Kind::Missing => {}
+        _ if fits => {}
+        transfer::Kind::Xf if o.window.is_none() => {
+            let to_do = "dedup --capacity keeps a Bloom filter there; leave out --capacity to go on \
+                         with the expandable filter, or give another --key";
+            return Err(holds(&o.key, &server, &kind, to_do));
+        }
+        _ => return Err(holds(&o.key, &server, &kind, &format!("dedup keeps {wanted} there"))),
+    }
+    // Created on the first batch (BF.INSERT or APBF.RESERVE) with our capacity and error rate.
+    let layout = Layout::module(o.key.as_str(), options).map_err(|e| anyhow!("{e}"))?;
+    Ok(Backend::Module(RedisFilter::new(transfer::connect(url)?, layout), server))
+}
+
+/// An existing `--state` file, whose window (or none) must be the one asked for.
+fn open_state(o: &Options, path: &std::path::Path) -> Result<Backend> {
+    let filter =
+        LocalFilter::open(path).with_context(|| format!("cannot load the state file {}", path.display()))?;
+    if filter.window().is_some() != o.window.is_some() {
+        bail!(
+            "the state file {} holds a {} filter; use {} or another file",
+            path.display(),
+            if filter.window().is_some() { "sliding-window" } else { "plain" },
+            if filter.window().is_some() { "the same --window/--window-count" } else { "no window" }
+        );
+    }
+    Ok(Backend::Local(filter))
+}
+
+/// No state, no server, a capacity: the cache-line-blocked filter. Too
+/// large a filter is a usage error, unless memory ran out.
+fn open_ephemeral(o: &Options, capacity: u64) -> Result<Backend> {
+    Ok(Backend::Ephemeral(BlockedFilter::with_capacity(capacity, o.error_rate).map_err(|e| {
+        let rate = match o.error_rate {
+            r if r >= 1e-4 => r.to_string(),
+            r => format!("{r:e}"),
+        };
+        let why = format!("cannot make a filter for {capacity} lines at error rate {rate}: {e}");
+        match e {
+            BlockedError::OutOfMemory { .. } => anyhow!(why),
+            _ => usage!("{why}"),
+        }
+    })?))
 }
 
 /// An expandable filter sharded over keys in distinct hash slots
