@@ -255,34 +255,61 @@ fn figure_json(f: &Figure) -> serde_json::Value {
     })
 }
 
+/// Prints the sizing: one JSON object, or a table of figures and then the
+/// growth curve. The JSON and the table's rows are made apart, so each reads on one screen.
 pub fn print(s: &XfSizing, as_json: bool) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
+    if as_json {
+        return print_json(s, &mut out);
+    }
+    let rows = rows(s);
+    let width = rows.iter().map(|(name, _)| name.len()).max().unwrap_or(0);
+    for (name, value) in rows {
+        writeln!(out, "{name:<width$} {value}")?;
+    }
+    writeln!(out)?;
+    writeln!(out, "{:>14} {:>12} {:>14}  from filter to filter", "items", "memory", "bits per item")?;
+    for f in &s.growth {
+        let range = range_text(f.range).unwrap_or_default();
+        let line =
+            format!("{:>14} {:>12} {:>14.2}  {range}", f.items, human_bytes(f.bytes), f.bits_per_item());
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    out.flush()
+}
+
+/// `--json`: every figure in one object, with the figures at `n` at its top level.
+fn print_json(s: &XfSizing, out: &mut impl Write) -> std::io::Result<()> {
     let i = &s.inputs;
     let (fit_items, limited_by) = match s.fit {
         Fit::Items(n) => (Some(n), "max_bytes"),
         Fit::MaxCapacity { .. } => (Some(i.max_capacity), "max_capacity"),
         Fit::Refused { .. } => (None, "max_bytes"),
     };
-    if as_json {
-        let mut v = json!({
-            "kind": "xf", "error_rate": i.error_rate, "start_capacity": i.start_capacity,
-            "max_capacity": i.max_capacity, "reserve": reserve_command(i, i.start_capacity),
-            "empty_bytes": s.empty.round() as u64, "max_bytes": i.max_bytes,
-            "items_under_max_bytes": fit_items, "limited_by": limited_by,
-            "growth": s.growth.iter().map(figure_json).collect::<Vec<_>>(),
-        });
-        if let Some(at) = &s.at {
-            for (key, value) in figure_json(at).as_object().expect("an object") {
-                v[key] = value.clone();
-            }
+    let mut v = json!({
+        "kind": "xf", "error_rate": i.error_rate, "start_capacity": i.start_capacity,
+        "max_capacity": i.max_capacity, "reserve": reserve_command(i, i.start_capacity),
+        "empty_bytes": s.empty.round() as u64, "max_bytes": i.max_bytes,
+        "items_under_max_bytes": fit_items, "limited_by": limited_by,
+        "growth": s.growth.iter().map(figure_json).collect::<Vec<_>>(),
+    });
+    if let Some(at) = &s.at {
+        for (key, value) in figure_json(at).as_object().expect("an object") {
+            v[key] = value.clone();
         }
-        if let Some(other) = &s.sized_for_n {
-            v["sized_for_items"] = figure_json(other);
-            v["sized_for_items"]["start_capacity"] = json!(other.items);
-        }
-        writeln!(out, "{v}")?;
-        return out.flush();
     }
+    if let Some(other) = &s.sized_for_n {
+        v["sized_for_items"] = figure_json(other);
+        v["sized_for_items"]["start_capacity"] = json!(other.items);
+    }
+    writeln!(out, "{v}")?;
+    out.flush()
+}
+
+/// The table's rows (name, value): the command, the figures at `n`, the
+/// empty filter, how many items fit, and the filter laid out for `n`.
+fn rows(s: &XfSizing) -> Vec<(String, String)> {
+    let i = &s.inputs;
     let mut rows: Vec<(String, String)> = vec![(
         "expandable filter".into(),
         format!(
@@ -340,19 +367,7 @@ pub fn print(s: &XfSizing, as_json: bool) -> std::io::Result<()> {
             ),
         ));
     }
-    let width = rows.iter().map(|(name, _)| name.len()).max().unwrap_or(0);
-    for (name, value) in rows {
-        writeln!(out, "{name:<width$} {value}")?;
-    }
-    writeln!(out)?;
-    writeln!(out, "{:>14} {:>12} {:>14}  from filter to filter", "items", "memory", "bits per item")?;
-    for f in &s.growth {
-        let range = range_text(f.range).unwrap_or_default();
-        let line =
-            format!("{:>14} {:>12} {:>14.2}  {range}", f.items, human_bytes(f.bytes), f.bits_per_item());
-        writeln!(out, "{}", line.trim_end())?;
-    }
-    out.flush()
+    rows
 }
 
 #[cfg(test)]
