@@ -32,87 +32,121 @@ fn pages(top: clap::Command) -> Vec<(String, clap::Command)> {
 }
 
 /// The README's examples for each subcommand: (command line, what it does).
+/// Each list is a constant of its own, so that this reads as the table it is.
 fn examples(subcommand: &str) -> &'static [(&'static str, &'static str)] {
     match subcommand {
-        "calc" => &[
-            ("bloomkit calc -n 1e9 -p 0.001", "size a filter for a billion items at 0.1%"),
-            (
-                "bloomkit calc -n 1e9 --table --bits-per-item 30,50 --table-hashes 8,16",
-                "a grid of false-positive rate, expected false positives and memory",
-            ),
-            ("bloomkit calc -m 512MiB -n 1e8 --json", "what 512 MiB holds for 1e8 items, as one JSON object"),
-            ("bloomkit calc --xf -n 10M -p 0.01", "an expandable filter's memory at 10M items, and what fits in 8 GiB"),
-            ("bloomkit calc --window 10m -n 1M -p 0.001", "a sliding window of 10 minutes, at most 1M adds in any one"),
-        ],
-        "dedup" => &[
-            ("bloomkit dedup access.log > unique.log", "each line the first time it is seen"),
-            ("bloomkit dedup --count < access.log", "only the counts"),
-            ("bloomkit dedup --state seen.bkf < today.log", "remember the lines between runs in a file"),
-            (
-                "bloomkit dedup --redis redis://host:6379 --key seen",
-                "the filter on a server with bloomkit (XF.*, or BF.* with --capacity)",
-            ),
-            (
-                "bloomkit dedup --redis redis://host:6379 --bitmap --key seen",
-                "a plain Redis bitmap, for servers without modules",
-            ),
-            (
-                "bloomkit dedup --redis redis://node:7000 --key seen",
-                "on a Redis Cluster: an expandable filter sharded over 12 keys {seen:0} ... on the masters",
-            ),
-            ("bloomkit dedup --window 10m", "a line is written again once it was last seen ten minutes ago"),
-            ("bloomkit dedup --field 2 --delimiter ,", "dedup on the second column"),
-        ],
-        "dump" => &[
-            ("bloomkit dump --redis redis://host:6379 seen -o seen.bkf", "save a filter or sketch of any size"),
-            ("bloomkit dump seen -o - | gzip > seen.bkf.gz", "to standard output ($BLOOMKIT_URL's server)"),
-            (
-                "bloomkit dump --redis URL KEY --bitmap --capacity 1M --error-rate 0.001 --format guava -o f.bin",
-                "a guava-layout bitmap as Guava's BloomFilter.writeTo writes it",
-            ),
-        ],
-        "restore" => &[
-            ("bloomkit restore --redis redis://host:6379 seen -i seen.bkf", "load a file of any kind"),
-            ("gunzip -c seen.bkf.gz | bloomkit restore seen -i - --replace", "from standard input, over the key"),
-            ("bloomkit restore --format guava -i f.bin --redis URL KEY", "a Guava BloomFilter file"),
-        ],
-        "copy" => &[
-            (
-                "bloomkit copy --from redis://old:6379 --to redis://new:6379 --all",
-                "every filter and sketch on the source",
-            ),
-            ("bloomkit copy --from redis://old:6379 --all --match 'clicks:*'", "to $BLOOMKIT_URL's server"),
-            ("bloomkit copy --from redis://old:6379 --to redis://new:6379 seen --replace", "one key, over"),
-            (
-                "bloomkit copy --from redis://node:7000 --to redis://other:7000 seen --shards 12",
-                "a sharded filter's 12 keys, each from and to the master of its slot",
-            ),
-        ],
-        "info" => &[
-            ("bloomkit info --redis redis://host:6379 seen", "describe a filter or sketch"),
-            ("bloomkit info seen --json", "as one JSON object"),
-            ("bloomkit info seen --bitmap --capacity 1M --error-rate 0.001", "a bitmap filter"),
-            (
-                "bloomkit info --redis redis://node:7000 seen --shards 12",
-                "each shard of a sharded filter on its node, and the whole filter",
-            ),
-        ],
-        "completions" => &[(
-            "bloomkit completions bash > ~/.local/share/bash-completion/completions/bloomkit",
-            "bash completion (or zsh, fish)",
-        )],
-        "man" => &[
-            ("bloomkit man dedup | man -l -", "read a subcommand's page"),
-            ("bloomkit man --out-dir ~/.local/share/man/man1", "install every page"),
-        ],
-        _ => &[
-            ("bloomkit calc -n 1e9 -p 0.001", "size a filter"),
-            ("bloomkit dedup access.log > unique.log", "each line the first time it is seen"),
-            ("bloomkit dump --redis redis://host:6379 seen -o seen.bkf", "save a filter"),
-            ("bloomkit restore --redis redis://host:6379 seen -i seen.bkf", "load it"),
-        ],
+        "calc" => CALC_EXAMPLES,
+        "dedup" => DEDUP_EXAMPLES,
+        "dump" => DUMP_EXAMPLES,
+        "restore" => RESTORE_EXAMPLES,
+        "copy" => COPY_EXAMPLES,
+        "info" => INFO_EXAMPLES,
+        "completions" => COMPLETIONS_EXAMPLES,
+        "man" => MAN_EXAMPLES,
+        _ => TOP_EXAMPLES,
     }
 }
+
+/// `bloomkit calc`'s examples.
+const CALC_EXAMPLES: &[(&str, &str)] = &[
+    ("bloomkit calc -n 1e9 -p 0.001", "size a filter for a billion items at 0.1%"),
+    (
+        "bloomkit calc -n 1e9 --table --bits-per-item 30,50 --table-hashes 8,16",
+        "a grid of false-positive rate, expected false positives and memory",
+    ),
+    ("bloomkit calc -m 512MiB -n 1e8 --json", "what 512 MiB holds for 1e8 items, as one JSON object"),
+    (
+        "bloomkit calc --xf -n 10M -p 0.01",
+        "an expandable filter's memory at 10M items, and what fits in 8 GiB",
+    ),
+    (
+        "bloomkit calc --window 10m -n 1M -p 0.001",
+        "a sliding window of 10 minutes, at most 1M adds in any one",
+    ),
+];
+
+/// `bloomkit dedup`'s examples.
+const DEDUP_EXAMPLES: &[(&str, &str)] = &[
+    ("bloomkit dedup access.log > unique.log", "each line the first time it is seen"),
+    ("bloomkit dedup --count < access.log", "only the counts"),
+    ("bloomkit dedup --state seen.bkf < today.log", "remember the lines between runs in a file"),
+    (
+        "bloomkit dedup --redis redis://host:6379 --key seen",
+        "the filter on a server with bloomkit (XF.*, or BF.* with --capacity)",
+    ),
+    (
+        "bloomkit dedup --redis redis://host:6379 --bitmap --key seen",
+        "a plain Redis bitmap, for servers without modules",
+    ),
+    (
+        "bloomkit dedup --redis redis://node:7000 --key seen",
+        "on a Redis Cluster: an expandable filter sharded over 12 keys {seen:0} ... on the masters",
+    ),
+    ("bloomkit dedup --window 10m", "a line is written again once it was last seen ten minutes ago"),
+    ("bloomkit dedup --field 2 --delimiter ,", "dedup on the second column"),
+];
+
+/// `bloomkit dump`'s examples.
+const DUMP_EXAMPLES: &[(&str, &str)] = &[
+    ("bloomkit dump --redis redis://host:6379 seen -o seen.bkf", "save a filter or sketch of any size"),
+    ("bloomkit dump seen -o - | gzip > seen.bkf.gz", "to standard output ($BLOOMKIT_URL's server)"),
+    (
+        "bloomkit dump --redis URL KEY --bitmap --capacity 1M --error-rate 0.001 --format guava -o f.bin",
+        "a guava-layout bitmap as Guava's BloomFilter.writeTo writes it",
+    ),
+];
+
+/// `bloomkit restore`'s examples.
+const RESTORE_EXAMPLES: &[(&str, &str)] = &[
+    ("bloomkit restore --redis redis://host:6379 seen -i seen.bkf", "load a file of any kind"),
+    ("gunzip -c seen.bkf.gz | bloomkit restore seen -i - --replace", "from standard input, over the key"),
+    ("bloomkit restore --format guava -i f.bin --redis URL KEY", "a Guava BloomFilter file"),
+];
+
+/// `bloomkit copy`'s examples.
+const COPY_EXAMPLES: &[(&str, &str)] = &[
+    (
+        "bloomkit copy --from redis://old:6379 --to redis://new:6379 --all",
+        "every filter and sketch on the source",
+    ),
+    ("bloomkit copy --from redis://old:6379 --all --match 'clicks:*'", "to $BLOOMKIT_URL's server"),
+    ("bloomkit copy --from redis://old:6379 --to redis://new:6379 seen --replace", "one key, over"),
+    (
+        "bloomkit copy --from redis://node:7000 --to redis://other:7000 seen --shards 12",
+        "a sharded filter's 12 keys, each from and to the master of its slot",
+    ),
+];
+
+/// `bloomkit info`'s examples.
+const INFO_EXAMPLES: &[(&str, &str)] = &[
+    ("bloomkit info --redis redis://host:6379 seen", "describe a filter or sketch"),
+    ("bloomkit info seen --json", "as one JSON object"),
+    ("bloomkit info seen --bitmap --capacity 1M --error-rate 0.001", "a bitmap filter"),
+    (
+        "bloomkit info --redis redis://node:7000 seen --shards 12",
+        "each shard of a sharded filter on its node, and the whole filter",
+    ),
+];
+
+/// `bloomkit completions`'s examples.
+const COMPLETIONS_EXAMPLES: &[(&str, &str)] = &[(
+    "bloomkit completions bash > ~/.local/share/bash-completion/completions/bloomkit",
+    "bash completion (or zsh, fish)",
+)];
+
+/// `bloomkit man`'s examples.
+const MAN_EXAMPLES: &[(&str, &str)] = &[
+    ("bloomkit man dedup | man -l -", "read a subcommand's page"),
+    ("bloomkit man --out-dir ~/.local/share/man/man1", "install every page"),
+];
+
+/// The top page's examples (and any other name's): one each for the main subcommands.
+const TOP_EXAMPLES: &[(&str, &str)] = &[
+    ("bloomkit calc -n 1e9 -p 0.001", "size a filter"),
+    ("bloomkit dedup access.log > unique.log", "each line the first time it is seen"),
+    ("bloomkit dump --redis redis://host:6379 seen -o seen.bkf", "save a filter"),
+    ("bloomkit restore --redis redis://host:6379 seen -i seen.bkf", "load it"),
+];
 
 /// What a signal leaves, per subcommand (README's "Interrupted" list).
 fn interrupted(subcommand: &str) -> &'static str {
