@@ -312,7 +312,6 @@ pub struct Dialect {
 /// text, `ERR wrong number of arguments for 'bf.add' command`: the server
 /// and `RedisModule_WrongArity` both quote the registered (lowercase) name.
 pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dialect>) -> Result<(), String> {
-    let redisbloom8 = crate::config::redisbloom_level() == Compat::RedisBloom8;
     let declared = declared(c, dialect);
     let registered = dialect.map_or(c.name, |d| d.name);
     let flags = match (dialect, declared) {
@@ -325,22 +324,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dia
         (None, Some(r)) => r.acl,
         (None, None) => c.acl,
     };
-    let key_flags = key_flags(c, declared);
-    let tips = match declared {
-        Some(r) => r.tips,
-        // bloomkit's own readers spell the tip as the level does.
-        None if redisbloom8 && c.tips == DONT_CACHE => DONT_CACHE_8,
-        None => c.tips,
-    };
-    // Redis 8.12's tree where the families answer as Redis 8.12's.
-    let cell_sized = crate::config::level_8_12();
-    let (arity, args) = match declared {
-        Some(Declared { arity, args_8_12: Some(args), .. }) if cell_sized => (-arity.abs(), args),
-        Some(r) => (r.arity, c.args),
-        // 0: not given, the server's -1.
-        None => (0, c.args),
-    };
-    let keys = Keys::of(args);
+    let shape = Shape::of(c, declared);
     // A command naming several keys also answers the server's
     // keys-position request ([`report_keys`]). Every server here (Redis
     // 7.0 and 8.2, Valkey 8.1 and 9.1) checks a cluster call's slots, and
@@ -351,7 +335,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dia
     // destination's slot and answered that they did not exist (Redis 8.2,
     // Valkey 8.1 and 9.1, which keep keys per slot). The flag shows in no
     // reply (`COMMAND INFO` already says `movablekeys`).
-    let flags = match keys {
+    let flags = match shape.keys {
         Keys::Sources if dialect.is_none() => {
             let flags = format!("{} getkeys-api", flags.to_string_lossy());
             std::ffi::CString::new(flags).expect("flags have no NUL")
@@ -373,18 +357,69 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dia
     }
     // SAFETY: the command was just created.
     let command = unsafe { api!(RedisModule_GetCommand)(ctx, registered.as_ptr()) };
+    set_info(command, c, dialect, &shape, &name)?;
+    if has_api!(RedisModule_SetCommandACLCategories) && has_api!(RedisModule_AddACLCategory) {
+        // SAFETY: a command of this module and a category it added.
+        let status = unsafe { api!(RedisModule_SetCommandACLCategories)(command, acl.as_ptr()) };
+        if status != raw::REDISMODULE_OK as c_int {
+            return Err(format!("could not put {name} in the ACL categories {}", acl.to_string_lossy()));
+        }
+    }
+    Ok(())
+}
+
+/// How a command is registered at the level in force, apart from its
+/// name, flags and ACL categories: made once, since the flags
+/// (`getkeys-api`) and the command info both follow from it.
+struct Shape {
+    /// The arity `COMMAND INFO` gives (0: not given, the server's -1).
+    arity: c_int,
+    /// The argument tree: the command's, or Redis 8.12's.
+    args: &'static [docs::Arg],
+    /// Which arguments are keys, read from `args`.
+    keys: Keys,
+    tips: Option<&'static CStr>,
+    /// The flags of the first key spec.
+    key_flags: u32,
+}
+
+impl Shape {
+    fn of(c: &Command, declared: Option<Declared>) -> Shape {
+        let redisbloom8 = crate::config::redisbloom_level() == Compat::RedisBloom8;
+        let key_flags = key_flags(c, declared);
+        let tips = match declared {
+            Some(r) => r.tips,
+            // bloomkit's own readers spell the tip as the level does.
+            None if redisbloom8 && c.tips == DONT_CACHE => DONT_CACHE_8,
+            None => c.tips,
+        };
+        // Redis 8.12's tree where the families answer as Redis 8.12's.
+        let cell_sized = crate::config::level_8_12();
+        let (arity, args) = match declared {
+            Some(Declared { arity, args_8_12: Some(args), .. }) if cell_sized => (-arity.abs(), args),
+            Some(r) => (r.arity, c.args),
+            // 0: not given, the server's -1.
+            None => (0, c.args),
+        };
+        Shape { arity, args, keys: Keys::of(args), tips, key_flags }
+    }
+}
+
+/// The command's key specs, ended by a zeroed entry: its key, and for a
+/// `numkeys` command its sources.
+fn key_specs(shape: &Shape) -> [raw::RedisModuleCommandKeySpec; 3] {
     // One key, at argument 1 (and, for a `numkeys` command, its sources);
     // the array ends with a zeroed entry.
     // SAFETY: all-zero is the terminator the API expects.
     let mut key_specs: [raw::RedisModuleCommandKeySpec; 3] = unsafe { std::mem::zeroed() };
-    key_specs[0].flags = u64::from(key_flags);
+    key_specs[0].flags = u64::from(shape.key_flags);
     key_specs[0].begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
     key_specs[0].bs.index.pos = 1;
     key_specs[0].find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
     key_specs[0].fk.range.lastkey = 0;
     key_specs[0].fk.range.keystep = 1;
     key_specs[0].fk.range.limit = 0;
-    if keys == Keys::Sources {
+    if shape.keys == Keys::Sources {
         // `destination numkeys source [source ...]`: the sources are keys
         // too (read), so that a cluster routes and cross-slot-checks them.
         key_specs[1].flags = u64::from(RO);
@@ -395,6 +430,20 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dia
         key_specs[1].fk.keynum.firstkey = 1;
         key_specs[1].fk.keynum.keystep = 1;
     }
+    key_specs
+}
+
+/// Gives the command just created its documentation and key specs
+/// (`RedisModule_SetCommandInfo`); in a dialect, no tips, key specs or
+/// argument tree, as the other module gives none.
+fn set_info(
+    command: *mut raw::RedisModuleCommand,
+    c: &Command,
+    dialect: Option<&Dialect>,
+    shape: &Shape,
+    name: &str,
+) -> Result<(), String> {
+    let mut key_specs = key_specs(shape);
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
         sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
@@ -407,10 +456,10 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dia
     info.summary = c.summary.as_ptr();
     info.complexity = c.complexity.as_ptr();
     info.since = c.since.as_ptr();
-    info.arity = arity;
+    info.arity = shape.arity;
     info.tips = match dialect {
         Some(_) => std::ptr::null(),
-        None => tips.map_or(std::ptr::null(), CStr::as_ptr),
+        None => shape.tips.map_or(std::ptr::null(), CStr::as_ptr),
     };
     // In a dialect, the server keeps the key spec it made from `1 1 1`.
     info.key_specs = if dialect.is_some() { std::ptr::null_mut() } else { key_specs.as_mut_ptr() };
@@ -418,7 +467,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dia
     // the command takes arguments the tree does not describe (valkey-bloom's
     // BF.INSERT SEED, TIGHTENING, VALIDATESCALETO), so it gives none, as
     // valkey-bloom gives none.
-    let mut raw_args = docs::RawArgs::new(if dialect.is_some() { &[] } else { args });
+    let mut raw_args = docs::RawArgs::new(if dialect.is_some() { &[] } else { shape.args });
     info.args = raw_args.root();
     // SAFETY: the server validates `info` and copies everything it keeps
     // from it (strings, key specs, the argument tree) during the call; every
@@ -427,13 +476,6 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dia
     let status = unsafe { api!(RedisModule_SetCommandInfo)(command, &info) };
     if status != raw::REDISMODULE_OK as c_int {
         return Err(format!("could not set the command info of {name}"));
-    }
-    if has_api!(RedisModule_SetCommandACLCategories) && has_api!(RedisModule_AddACLCategory) {
-        // SAFETY: a command of this module and a category it added.
-        let status = unsafe { api!(RedisModule_SetCommandACLCategories)(command, acl.as_ptr()) };
-        if status != raw::REDISMODULE_OK as c_int {
-            return Err(format!("could not put {name} in the ACL categories {}", acl.to_string_lossy()));
-        }
     }
     Ok(())
 }
