@@ -858,32 +858,7 @@ fn register_one(ctx: Ctx, setting: &'static Setting, name: &CString, flags: u32)
     // and values that the server copies, callbacks with the declared
     // signatures; privdata is the setting, which lives forever.
     match setting.value {
-        Value::Rate { cell, text: cell_text, .. } => {
-            let text = format!("{}", f64::from_bits(cell.load(Relaxed)));
-            let default = cstring(&text);
-            unsafe {
-                if cell_text.load(Relaxed).is_null() {
-                    cell_text.store(
-                        api!(RedisModule_CreateString)(
-                            std::ptr::null_mut(),
-                            text.as_ptr().cast(),
-                            text.len(),
-                        ),
-                        Relaxed,
-                    );
-                }
-                api!(RedisModule_RegisterStringConfig)(
-                    ctx.0,
-                    name.as_ptr(),
-                    default.as_ptr(),
-                    flags,
-                    Some(get_rate),
-                    Some(set_rate),
-                    None,
-                    privdata,
-                )
-            }
-        }
+        Value::Rate { cell, text, .. } => register_rate(ctx, name, flags, privdata, cell, text),
         // The range is checked by the setter, so that its message names it
         // as RedisBloom 8's does ("must be in the range"); valkey-bloom's
         // by the server, as valkey-bloom registers them.
@@ -931,26 +906,64 @@ fn register_one(ctx: Ctx, setting: &'static Setting, name: &CString, flags: u32)
                 privdata,
             )
         },
-        Value::Compat => {
-            let names: Vec<CString> = Compat::ALL.iter().map(|c| cstring(c.name())).collect();
-            let pointers: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
-            let values: Vec<c_int> = (0..Compat::ALL.len() as c_int).collect();
-            unsafe {
-                api!(RedisModule_RegisterEnumConfig)(
-                    ctx.0,
-                    name.as_ptr(),
-                    COMPAT.load(Relaxed) as c_int,
-                    flags,
-                    pointers.as_ptr().cast_mut(),
-                    values.as_ptr(),
-                    values.len() as c_int,
-                    Some(get_compat),
-                    Some(set_compat),
-                    None,
-                    privdata,
-                )
-            }
+        Value::Compat => register_compat(ctx, name, flags, privdata),
+    }
+}
+
+/// [`register_one`] for a rate: a string config, whose text starts as the
+/// default's (what `CONFIG GET` answers until it is set).
+fn register_rate(
+    ctx: Ctx,
+    name: &CString,
+    flags: u32,
+    privdata: *mut c_void,
+    cell: &AtomicU64,
+    cell_text: &AtomicPtr<raw::RedisModuleString>,
+) -> c_int {
+    let text = format!("{}", f64::from_bits(cell.load(Relaxed)));
+    let default = cstring(&text);
+    // SAFETY: as in `register_one`.
+    unsafe {
+        if cell_text.load(Relaxed).is_null() {
+            cell_text.store(
+                api!(RedisModule_CreateString)(std::ptr::null_mut(), text.as_ptr().cast(), text.len()),
+                Relaxed,
+            );
         }
+        api!(RedisModule_RegisterStringConfig)(
+            ctx.0,
+            name.as_ptr(),
+            default.as_ptr(),
+            flags,
+            Some(get_rate),
+            Some(set_rate),
+            None,
+            privdata,
+        )
+    }
+}
+
+/// [`register_one`] for `bf.compat`: an enum config of the levels' names;
+/// the server copies the names and values during the call.
+fn register_compat(ctx: Ctx, name: &CString, flags: u32, privdata: *mut c_void) -> c_int {
+    let names: Vec<CString> = Compat::ALL.iter().map(|c| cstring(c.name())).collect();
+    let pointers: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
+    let values: Vec<c_int> = (0..Compat::ALL.len() as c_int).collect();
+    // SAFETY: as in `register_one`.
+    unsafe {
+        api!(RedisModule_RegisterEnumConfig)(
+            ctx.0,
+            name.as_ptr(),
+            COMPAT.load(Relaxed) as c_int,
+            flags,
+            pointers.as_ptr().cast_mut(),
+            values.as_ptr(),
+            values.len() as c_int,
+            Some(get_compat),
+            Some(set_compat),
+            None,
+            privdata,
+        )
     }
 }
 
