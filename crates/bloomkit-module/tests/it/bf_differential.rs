@@ -33,14 +33,7 @@ fn command(rng: &mut Rng) -> Vec<Vec<u8>> {
             cmd.push(key);
             cmd.push(rng.pick(ERROR_RATES).into());
             cmd.push(rng.pick(CAPACITIES).into());
-            for _ in 0..rng.below(5) {
-                let w =
-                    rng.pick(&["EXPANSION", "NONSCALING", "expansion", "nonscaling", "foo", "EXPANSIONX"]);
-                cmd.push(w.into());
-                if w.eq_ignore_ascii_case("expansion") && rng.chance(80) {
-                    cmd.push(rng.pick(EXPANSIONS).into());
-                }
-            }
+            push_reserve_options(rng, &mut cmd);
         }
         10..=29 => {
             cmd = words(&["BF.ADD"]);
@@ -52,56 +45,21 @@ fn command(rng: &mut Rng) -> Vec<Vec<u8>> {
         30..=44 => {
             cmd = words(&["BF.MADD"]);
             cmd.push(key);
-            for _ in 0..rng.below(8) {
-                cmd.push(item(rng));
-            }
+            push_items(rng, &mut cmd, 8);
         }
         45..=59 => {
             cmd = words(&["BF.INSERT"]);
             cmd.push(key);
-            for _ in 0..rng.below(4) {
-                let w = rng.pick(&[
-                    "CAPACITY",
-                    "ERROR",
-                    "EXPANSION",
-                    "NOCREATE",
-                    "NONSCALING",
-                    "Cx",
-                    "ERR",
-                    "E",
-                    "N",
-                    "NOPE",
-                    "X",
-                    "",
-                    "cap",
-                    "Ezz",
-                ]);
-                cmd.push(w.into());
-                let first = w.as_bytes().first().map(u8::to_ascii_lowercase);
-                if matches!(first, Some(b'c')) {
-                    cmd.push(rng.pick(CAPACITIES).into());
-                } else if matches!(first, Some(b'e')) {
-                    let value = if w.len() > 1 && w.as_bytes()[1].eq_ignore_ascii_case(&b'r') {
-                        rng.pick(ERROR_RATES)
-                    } else {
-                        rng.pick(EXPANSIONS)
-                    };
-                    cmd.push(value.into());
-                }
-            }
+            push_insert_options(rng, &mut cmd);
             if rng.chance(90) {
                 cmd.push(rng.pick(&["ITEMS", "items", "Ifoo"]).into());
             }
-            for _ in 0..rng.below(6) {
-                cmd.push(item(rng));
-            }
+            push_items(rng, &mut cmd, 6);
         }
         60..=69 => {
             cmd = words(&[rng.pick(&["BF.EXISTS", "BF.MEXISTS"])]);
             cmd.push(key);
-            for _ in 0..rng.below(5) {
-                cmd.push(item(rng));
-            }
+            push_items(rng, &mut cmd, 5);
         }
         70..=77 => {
             cmd = words(&["BF.INFO"]);
@@ -140,6 +98,62 @@ fn command(rng: &mut Rng) -> Vec<Vec<u8>> {
         }
     }
     cmd
+}
+
+/// Up to `below - 1` random items (the count drawn first).
+fn push_items(rng: &mut Rng, cmd: &mut Vec<Vec<u8>>, below: usize) {
+    for _ in 0..rng.below(below) {
+        cmd.push(item(rng));
+    }
+}
+
+/// BF.RESERVE's options after the capacity, valid or not: up to four,
+/// EXPANSION mostly with a value. Apart from [`command`] so that it reads
+/// on one screen; the random draws are in the same order.
+fn push_reserve_options(rng: &mut Rng, cmd: &mut Vec<Vec<u8>>) {
+    for _ in 0..rng.below(5) {
+        let w = rng.pick(&["EXPANSION", "NONSCALING", "expansion", "nonscaling", "foo", "EXPANSIONX"]);
+        cmd.push(w.into());
+        if w.eq_ignore_ascii_case("expansion") && rng.chance(80) {
+            cmd.push(rng.pick(EXPANSIONS).into());
+        }
+    }
+}
+
+/// BF.INSERT's options before ITEMS, valid or not (misspelt and
+/// abbreviated names too), each with a value where its first letters
+/// ask for one. Apart from [`command`], same random draws in the same order.
+fn push_insert_options(rng: &mut Rng, cmd: &mut Vec<Vec<u8>>) {
+    for _ in 0..rng.below(4) {
+        let w = rng.pick(&[
+            "CAPACITY",
+            "ERROR",
+            "EXPANSION",
+            "NOCREATE",
+            "NONSCALING",
+            "Cx",
+            "ERR",
+            "E",
+            "N",
+            "NOPE",
+            "X",
+            "",
+            "cap",
+            "Ezz",
+        ]);
+        cmd.push(w.into());
+        let first = w.as_bytes().first().map(u8::to_ascii_lowercase);
+        if matches!(first, Some(b'c')) {
+            cmd.push(rng.pick(CAPACITIES).into());
+        } else if matches!(first, Some(b'e')) {
+            let value = if w.len() > 1 && w.as_bytes()[1].eq_ignore_ascii_case(&b'r') {
+                rng.pick(ERROR_RATES)
+            } else {
+                rng.pick(EXPANSIONS)
+            };
+            cmd.push(value.into());
+        }
+    }
 }
 
 fn run_stream(seed: u64, steps: usize, resp3: bool) {

@@ -36,25 +36,7 @@ fn command(rng: &mut Rng) -> Vec<Vec<u8>> {
             if rng.chance(95) {
                 cmd.push(word(rng.pick(CAPACITIES)));
             }
-            for _ in 0..rng.below(4) {
-                let w = rng.pick(&["BUCKETSIZE", "maxiterations", "EXPANSION", "bucketsize", "foo", "EXP"]);
-                cmd.push(word(w));
-                if rng.chance(85) {
-                    let values = match w.to_ascii_uppercase().as_str() {
-                        "BUCKETSIZE" => BUCKET_SIZES,
-                        "MAXITERATIONS" => ITERATIONS,
-                        _ => EXPANSIONS,
-                    };
-                    cmd.push(word(rng.pick(values)));
-                }
-            }
-            // RedisBloom 2.8.2 reads past argv (and crashes) when a keyword is
-            // the last argument; bloomkit answers that it cannot parse it
-            // (cf_hostile.rs). Keep it out of the comparison.
-            let last = String::from_utf8_lossy(cmd.last().unwrap()).to_ascii_uppercase();
-            if cmd.len() > 3 && ["BUCKETSIZE", "MAXITERATIONS", "EXPANSION"].contains(&last.as_str()) {
-                cmd.push(word("2"));
-            }
+            push_reserve_options(rng, &mut cmd);
         }
         10..=29 => {
             cmd = vec![word(rng.pick(&["CF.ADD", "CF.ADDNX", "cf.add"])), key];
@@ -64,13 +46,7 @@ fn command(rng: &mut Rng) -> Vec<Vec<u8>> {
         }
         30..=44 => {
             cmd = vec![word(rng.pick(&["CF.INSERT", "CF.INSERTNX"])), key];
-            for _ in 0..rng.below(3) {
-                let w = rng.pick(&["CAPACITY", "NOCREATE", "Cx", "N", "X", "", "cap"]);
-                cmd.push(word(w));
-                if w.to_ascii_lowercase().starts_with('c') && rng.chance(90) {
-                    cmd.push(word(rng.pick(CAPACITIES)));
-                }
-            }
+            push_insert_options(rng, &mut cmd);
             if rng.chance(90) {
                 cmd.push(word(rng.pick(&["ITEMS", "items", "Ifoo"])));
             }
@@ -127,6 +103,45 @@ fn command(rng: &mut Rng) -> Vec<Vec<u8>> {
         _ => cmd = vec![word("DEL"), key],
     }
     cmd
+}
+
+/// CF.RESERVE's options after the capacity, valid or not, each mostly
+/// with a value of its own kind. Apart from [`command`] so that it reads on
+/// one screen; the random draws are in the same order.
+fn push_reserve_options(rng: &mut Rng, cmd: &mut Vec<Vec<u8>>) {
+    let word = |s: &str| s.as_bytes().to_vec();
+    for _ in 0..rng.below(4) {
+        let w = rng.pick(&["BUCKETSIZE", "maxiterations", "EXPANSION", "bucketsize", "foo", "EXP"]);
+        cmd.push(word(w));
+        if rng.chance(85) {
+            let values = match w.to_ascii_uppercase().as_str() {
+                "BUCKETSIZE" => BUCKET_SIZES,
+                "MAXITERATIONS" => ITERATIONS,
+                _ => EXPANSIONS,
+            };
+            cmd.push(word(rng.pick(values)));
+        }
+    }
+    // RedisBloom 2.8.2 reads past argv (and crashes) when a keyword is
+    // the last argument; bloomkit answers that it cannot parse it
+    // (cf_hostile.rs). Keep it out of the comparison.
+    let last = String::from_utf8_lossy(cmd.last().unwrap()).to_ascii_uppercase();
+    if cmd.len() > 3 && ["BUCKETSIZE", "MAXITERATIONS", "EXPANSION"].contains(&last.as_str()) {
+        cmd.push(word("2"));
+    }
+}
+
+/// CF.INSERT's options before ITEMS, valid or not, CAPACITY (and what
+/// starts like it) mostly with a value. Same random draws in the same order.
+fn push_insert_options(rng: &mut Rng, cmd: &mut Vec<Vec<u8>>) {
+    let word = |s: &str| s.as_bytes().to_vec();
+    for _ in 0..rng.below(3) {
+        let w = rng.pick(&["CAPACITY", "NOCREATE", "Cx", "N", "X", "", "cap"]);
+        cmd.push(word(w));
+        if w.to_ascii_lowercase().starts_with('c') && rng.chance(90) {
+            cmd.push(word(rng.pick(CAPACITIES)));
+        }
+    }
 }
 
 fn dump(c: &mut Conn, key: &str) -> Reply {

@@ -78,19 +78,7 @@ fn command(rng: &mut Rng) -> Vec<Vec<u8>> {
         38..=39 => cmd = vec!["TDIGEST.RESET".into(), key],
         40..=47 => {
             cmd = vec!["TDIGEST.MERGE".into(), key];
-            let n = [1, 1, 2, 3, 0][rng.below(5)];
-            cmd.push(if rng.chance(5) { rng.pick(&["x", "-1", "5"]).into() } else { n.to_string() });
-            for _ in 0..n {
-                cmd.push(rng.pick(KEYS).into());
-            }
-            for _ in 0..rng.below(3) {
-                match rng.below(6) {
-                    0..=2 => cmd.extend(["COMPRESSION".into(), rng.pick(COMPRESSIONS).into()]),
-                    3 => cmd.push("OVERRIDE".into()),
-                    4 => cmd.push("override".into()),
-                    _ => cmd.push("foo".into()),
-                }
-            }
+            push_merge_args(rng, &mut cmd);
         }
         48..=52 => cmd = vec![rng.pick(&["TDIGEST.MIN", "TDIGEST.MAX"]).into(), key],
         53..=62 => {
@@ -128,6 +116,25 @@ fn command(rng: &mut Rng) -> Vec<Vec<u8>> {
         _ => cmd = vec!["DEL".into(), key],
     }
     cmd.into_iter().map(String::into_bytes).collect()
+}
+
+/// TDIGEST.MERGE's arguments after the destination, valid or not: the
+/// source count (sometimes wrong), the sources, then options. Apart from
+/// [`command`] so that it reads on one screen; same random draws in the same order.
+fn push_merge_args(rng: &mut Rng, cmd: &mut Vec<String>) {
+    let n = [1, 1, 2, 3, 0][rng.below(5)];
+    cmd.push(if rng.chance(5) { rng.pick(&["x", "-1", "5"]).into() } else { n.to_string() });
+    for _ in 0..n {
+        cmd.push(rng.pick(KEYS).into());
+    }
+    for _ in 0..rng.below(3) {
+        match rng.below(6) {
+            0..=2 => cmd.extend(["COMPRESSION".into(), rng.pick(COMPRESSIONS).into()]),
+            3 => cmd.push("OVERRIDE".into()),
+            4 => cmd.push("override".into()),
+            _ => cmd.push("foo".into()),
+        }
+    }
 }
 
 /// Field `i` (0-based) of a key's TDIGEST.INFO (0 for anything but a digest).

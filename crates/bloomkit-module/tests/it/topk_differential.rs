@@ -47,26 +47,7 @@ fn command(rng: &mut Rng) -> Vec<Vec<u8>> {
     let mut cmd: Vec<Vec<u8>>;
     match rng.below(100) {
         0..=7 => {
-            cmd = vec![word("TOPK.RESERVE"), word(key)];
-            let k = rng.pick(&["1", "2", "3", "5", "10", "0", "-1", "x", "07", "4294967295"]);
-            let width = rng.pick(&["1", "2", "3", "8", "30", "0", "x", "4294967296"]);
-            let depth = rng.pick(&["1", "2", "4", "7", "0", "-2", "4294967296"]);
-            let decay = rng.pick(&["1", "1.0", "1e0", "0", "-0.5", "1.5", "x", "inf", "nan", "0.9"]);
-            // k = 2^32 - 1 only with a width that is refused: no 100 GB sketch.
-            let width = if k == "4294967295" { "0" } else { width };
-            match rng.below(10) {
-                0 => {}
-                1 => cmd.push(word(if k == "4294967295" { "0" } else { k })),
-                2 => cmd.extend([k, "8", "3"].map(word)),
-                _ => cmd.extend([k, width, depth, decay].map(word)),
-            }
-            // A valid RESERVE with a decay below 1 (0.9, or the defaults)
-            // goes to a key that exists and refuses it: only `wide` and
-            // `solo`, made by `setup`, have such decays.
-            let below_one = (cmd.len() == 6 && decay == "0.9") || cmd.len() == 3;
-            if below_one {
-                cmd[1] = word("str");
-            }
+            cmd = reserve(rng, key);
         }
         8..=39 => {
             cmd = vec![word(rng.pick(&["TOPK.ADD", "topk.add"])), word(key)];
@@ -128,6 +109,33 @@ fn command(rng: &mut Rng) -> Vec<Vec<u8>> {
             let k = rng.pick(&["k0", "k1", "k2"]);
             cmd = vec![word("DEL"), word(k)];
         }
+    }
+    cmd
+}
+
+/// A TOPK.RESERVE, valid or not, with none to all four of its
+/// arguments. Apart from [`command`] so that it reads on one screen;
+/// the random draws are in the same order.
+fn reserve(rng: &mut Rng, key: &str) -> Vec<Vec<u8>> {
+    let mut cmd = vec![word("TOPK.RESERVE"), word(key)];
+    let k = rng.pick(&["1", "2", "3", "5", "10", "0", "-1", "x", "07", "4294967295"]);
+    let width = rng.pick(&["1", "2", "3", "8", "30", "0", "x", "4294967296"]);
+    let depth = rng.pick(&["1", "2", "4", "7", "0", "-2", "4294967296"]);
+    let decay = rng.pick(&["1", "1.0", "1e0", "0", "-0.5", "1.5", "x", "inf", "nan", "0.9"]);
+    // k = 2^32 - 1 only with a width that is refused: no 100 GB sketch.
+    let width = if k == "4294967295" { "0" } else { width };
+    match rng.below(10) {
+        0 => {}
+        1 => cmd.push(word(if k == "4294967295" { "0" } else { k })),
+        2 => cmd.extend([k, "8", "3"].map(word)),
+        _ => cmd.extend([k, width, depth, decay].map(word)),
+    }
+    // A valid RESERVE with a decay below 1 (0.9, or the defaults)
+    // goes to a key that exists and refuses it: only `wide` and
+    // `solo`, made by `setup`, have such decays.
+    let below_one = (cmd.len() == 6 && decay == "0.9") || cmd.len() == 3;
+    if below_one {
+        cmd[1] = word("str");
     }
     cmd
 }
