@@ -32,6 +32,58 @@ fn fill(c: &mut Conn) {
     }
 }
 
+/// The ACL categories (`@bloom`, `@cuckoo`, `@read`, `@write`, `@fast`)
+/// the commands are in, checked by what users with only `@read` or only
+/// `@write` may run. Apart from [`every_server_binary_serves_both_families`]
+/// so that it reads on one screen.
+fn acl_categories(c: &mut Conn, primary: &TestServer, server: Server, what: &str) {
+    let cat = c.cmd("ACL CAT bloom");
+    let names: Vec<&[u8]> = cat.as_array().iter().map(Reply::as_bytes).collect();
+    for command in [&b"bf.add"[..], b"bf.exists", b"apbf.add", b"apbf.scandump"] {
+        assert!(names.contains(&command), "{what}: {} not in @bloom", String::from_utf8_lossy(command));
+    }
+    let cat = c.cmd("ACL CAT cuckoo");
+    let names: Vec<&[u8]> = cat.as_array().iter().map(Reply::as_bytes).collect();
+    for command in [&b"cf.add"[..], b"cf.exists", b"cf.del", b"cf.loadchunk"] {
+        assert!(names.contains(&command), "{what}: {} not in @cuckoo", String::from_utf8_lossy(command));
+    }
+    // Least privilege: readers are in @read, writers in @write.
+    c.ok("ACL SETUSER reader on nopass ~* +@read");
+    c.ok("ACL SETUSER writer on nopass ~* +@write");
+    let mut reader = primary.conn();
+    reader.ok("AUTH reader x");
+    for line in [
+        "BF.EXISTS bf x",
+        "BF.MEXISTS bf x",
+        "BF.INFO bf",
+        "BF.CARD bf",
+        "APBF.EXISTS time x",
+        "APBF.INFO time",
+        "APBF.SCANDUMP time 0",
+        "CF.EXISTS cf x",
+        "CF.MEXISTS cf x",
+        "CF.COUNT cf x",
+        "CF.INFO cf",
+    ] {
+        assert!(!reader.cmd(line).is_error(), "{what}: +@read may run {line}");
+    }
+    for line in ["BF.ADD bf y", "APBF.ADD time y", "BF.RESERVE new 0.1 10", "CF.ADD cf y", "CF.DEL cf cf-5"] {
+        assert!(reader.cmd(line).error_text().starts_with("NOPERM"), "{what}: +@read may not run {line}");
+    }
+    let mut writer = primary.conn();
+    writer.ok("AUTH writer x");
+    assert_eq!(writer.cmd("BF.ADD acl-key y"), Reply::Int(1), "{what}: +@write may run BF.ADD");
+    assert!(writer.cmd("BF.EXISTS acl-key y").error_text().starts_with("NOPERM"), "{what}");
+    // BF.EXISTS is in @fast at redisbloom-2.8; Redis 8's default
+    // level declares it as RedisBloom 8 does, in @read only.
+    assert_eq!(
+        c.cmd("ACL CAT fast").as_array().iter().filter(|r| r.as_bytes() == b"bf.exists").count(),
+        usize::from(server != Server::Redis8),
+        "{what}"
+    );
+    c.cmd("DEL acl-key");
+}
+
 per_server!(every_server_binary_serves_both_families: all);
 fn every_server_binary_serves_both_families(server: Server) {
     let aof = ["--appendonly", "yes", "--appendfsync", "always"];
@@ -69,53 +121,7 @@ fn every_server_binary_serves_both_families(server: Server) {
 
     // ACL categories: every command in `bloom` where modules may add one.
     if !c.cmd("ACL CAT bloom").is_error() {
-        let cat = c.cmd("ACL CAT bloom");
-        let names: Vec<&[u8]> = cat.as_array().iter().map(Reply::as_bytes).collect();
-        for command in [&b"bf.add"[..], b"bf.exists", b"apbf.add", b"apbf.scandump"] {
-            assert!(names.contains(&command), "{what}: {} not in @bloom", String::from_utf8_lossy(command));
-        }
-        let cat = c.cmd("ACL CAT cuckoo");
-        let names: Vec<&[u8]> = cat.as_array().iter().map(Reply::as_bytes).collect();
-        for command in [&b"cf.add"[..], b"cf.exists", b"cf.del", b"cf.loadchunk"] {
-            assert!(names.contains(&command), "{what}: {} not in @cuckoo", String::from_utf8_lossy(command));
-        }
-        // Least privilege: readers are in @read, writers in @write.
-        c.ok("ACL SETUSER reader on nopass ~* +@read");
-        c.ok("ACL SETUSER writer on nopass ~* +@write");
-        let mut reader = primary.conn();
-        reader.ok("AUTH reader x");
-        for line in [
-            "BF.EXISTS bf x",
-            "BF.MEXISTS bf x",
-            "BF.INFO bf",
-            "BF.CARD bf",
-            "APBF.EXISTS time x",
-            "APBF.INFO time",
-            "APBF.SCANDUMP time 0",
-            "CF.EXISTS cf x",
-            "CF.MEXISTS cf x",
-            "CF.COUNT cf x",
-            "CF.INFO cf",
-        ] {
-            assert!(!reader.cmd(line).is_error(), "{what}: +@read may run {line}");
-        }
-        for line in
-            ["BF.ADD bf y", "APBF.ADD time y", "BF.RESERVE new 0.1 10", "CF.ADD cf y", "CF.DEL cf cf-5"]
-        {
-            assert!(reader.cmd(line).error_text().starts_with("NOPERM"), "{what}: +@read may not run {line}");
-        }
-        let mut writer = primary.conn();
-        writer.ok("AUTH writer x");
-        assert_eq!(writer.cmd("BF.ADD acl-key y"), Reply::Int(1), "{what}: +@write may run BF.ADD");
-        assert!(writer.cmd("BF.EXISTS acl-key y").error_text().starts_with("NOPERM"), "{what}");
-        // BF.EXISTS is in @fast at redisbloom-2.8; Redis 8's default
-        // level declares it as RedisBloom 8 does, in @read only.
-        assert_eq!(
-            c.cmd("ACL CAT fast").as_array().iter().filter(|r| r.as_bytes() == b"bf.exists").count(),
-            usize::from(server != Server::Redis8),
-            "{what}"
-        );
-        c.cmd("DEL acl-key");
+        acl_categories(&mut c, &primary, server, &what);
     }
 
     // DUMP/RESTORE, RDB reload, and a replica's full sync.

@@ -152,74 +152,75 @@ fn redisbloom_8_configs_elsewhere_carry_the_prefix(server: Server) {
     assert!(c.call(&["CONFIG", "GET", "bf-initial-size"]).as_array().is_empty(), "{server:?}: unprefixed");
 }
 
+/// Invalid commands and their errors at each level, for
+/// [`each_compat_level_answers_as_its_version`]: (command, RedisBloom
+/// 2.8.2's error, RedisBloom 8's); an empty error: accepted at that level.
+/// A table of its own, so that the test reads on one screen.
+const COMPAT_CASES: &[(&str, &str, &str)] = &[
+    (
+        "BF.RESERVE k 1 100",
+        "ERR (0 < error rate range < 1) ",
+        "ERR error rate must be in the range (0.000000, 1.000000)",
+    ),
+    (
+        "BF.RESERVE k 0.01 0",
+        "ERR (capacity should be larger than 0)",
+        "ERR capacity must be in the range [1, 1073741824]",
+    ),
+    (
+        "BF.RESERVE k 0.01 -3",
+        "ERR (capacity should be larger than 0)",
+        "ERR capacity must be in the range [1, 1073741824]",
+    ),
+    (
+        "BF.RESERVE k 0.01 100 EXPANSION 40000",
+        "ERR expansion must be in the range [1, 32768]",
+        "ERR expansion must be in the range [0, 32768]",
+    ),
+    ("BF.RESERVE k 0.01 100 EXPANSION x", "ERR bad expansion", "ERR bad expansion"),
+    ("BF.RESERVE k 0.01 100 NONSCALING EXPANSION x", "Nonscaling filters cannot expand", "ERR bad expansion"),
+    ("BF.INSERT k CAPACITY 0 ITEMS a", "Bad argument received", "Bad capacity"),
+    ("BF.INSERT k ERROR 2 ITEMS a", "Bad argument received", "Bad error rate"),
+    ("BF.INSERT k EXPANSION -1 ITEMS a", "Bad argument received", "Bad expansion"),
+    ("BF.INSERT k CAPACITY 1073741825 ITEMS a", "", "Bad capacity"),
+    ("BF.RESERVE k 0.01 100 EXPANSION 0", "ERR expansion should be greater or equal to 1", ""),
+    (
+        "CF.RESERVE k 100 MAXITERATIONS 0",
+        "MAXITERATIONS: value must be an integer between 1 and 65535, inclusive.",
+        "MAXITERATIONS: value must be in the range [1, 65535]",
+    ),
+    (
+        "CF.RESERVE k 100 BUCKETSIZE 256",
+        "BUCKETSIZE: value must be an integer between 1 and 255, inclusive.",
+        "BUCKETSIZE: value must be in the range [1, 255]",
+    ),
+    (
+        "CF.RESERVE k 100 EXPANSION 32769",
+        "EXPANSION: value must be an integer between 0 and 32768, inclusive.",
+        "EXPANSION: value must be in the range [0, 32768]",
+    ),
+    (
+        "CF.RESERVE k 0",
+        "Capacity must be at least (BucketSize * 2)",
+        "Capacity must be in the range [2 * BUCKETSIZE, 1073741824]",
+    ),
+    (
+        "CF.INSERT k CAPACITY 1073741825 NOCREATE ITEMS a",
+        "ERR not found",
+        "Capacity must be in the range [cf-bucket-size * 2, 1073741824]",
+    ),
+    (
+        "CF.RESERVE k 3",
+        "Capacity must be at least (BucketSize * 2)",
+        "Capacity must be in the range [2 * BUCKETSIZE, 1073741824]",
+    ),
+];
+
 /// The same invalid commands answer with each version's text, chosen by
 /// `bf.compat` at run time; Redis 8 starts as RedisBloom 8, the others as 2.8.
 #[test]
 fn each_compat_level_answers_as_its_version() {
-    // (command, RedisBloom 2.8.2, RedisBloom 8)
-    let cases: &[(&str, &str, &str)] = &[
-        (
-            "BF.RESERVE k 1 100",
-            "ERR (0 < error rate range < 1) ",
-            "ERR error rate must be in the range (0.000000, 1.000000)",
-        ),
-        (
-            "BF.RESERVE k 0.01 0",
-            "ERR (capacity should be larger than 0)",
-            "ERR capacity must be in the range [1, 1073741824]",
-        ),
-        (
-            "BF.RESERVE k 0.01 -3",
-            "ERR (capacity should be larger than 0)",
-            "ERR capacity must be in the range [1, 1073741824]",
-        ),
-        (
-            "BF.RESERVE k 0.01 100 EXPANSION 40000",
-            "ERR expansion must be in the range [1, 32768]",
-            "ERR expansion must be in the range [0, 32768]",
-        ),
-        ("BF.RESERVE k 0.01 100 EXPANSION x", "ERR bad expansion", "ERR bad expansion"),
-        (
-            "BF.RESERVE k 0.01 100 NONSCALING EXPANSION x",
-            "Nonscaling filters cannot expand",
-            "ERR bad expansion",
-        ),
-        ("BF.INSERT k CAPACITY 0 ITEMS a", "Bad argument received", "Bad capacity"),
-        ("BF.INSERT k ERROR 2 ITEMS a", "Bad argument received", "Bad error rate"),
-        ("BF.INSERT k EXPANSION -1 ITEMS a", "Bad argument received", "Bad expansion"),
-        ("BF.INSERT k CAPACITY 1073741825 ITEMS a", "", "Bad capacity"),
-        ("BF.RESERVE k 0.01 100 EXPANSION 0", "ERR expansion should be greater or equal to 1", ""),
-        (
-            "CF.RESERVE k 100 MAXITERATIONS 0",
-            "MAXITERATIONS: value must be an integer between 1 and 65535, inclusive.",
-            "MAXITERATIONS: value must be in the range [1, 65535]",
-        ),
-        (
-            "CF.RESERVE k 100 BUCKETSIZE 256",
-            "BUCKETSIZE: value must be an integer between 1 and 255, inclusive.",
-            "BUCKETSIZE: value must be in the range [1, 255]",
-        ),
-        (
-            "CF.RESERVE k 100 EXPANSION 32769",
-            "EXPANSION: value must be an integer between 0 and 32768, inclusive.",
-            "EXPANSION: value must be in the range [0, 32768]",
-        ),
-        (
-            "CF.RESERVE k 0",
-            "Capacity must be at least (BucketSize * 2)",
-            "Capacity must be in the range [2 * BUCKETSIZE, 1073741824]",
-        ),
-        (
-            "CF.INSERT k CAPACITY 1073741825 NOCREATE ITEMS a",
-            "ERR not found",
-            "Capacity must be in the range [cf-bucket-size * 2, 1073741824]",
-        ),
-        (
-            "CF.RESERVE k 3",
-            "Capacity must be at least (BucketSize * 2)",
-            "Capacity must be in the range [2 * BUCKETSIZE, 1073741824]",
-        ),
-    ];
+    let cases = COMPAT_CASES;
     for (server, default) in [
         (Server::Redis, "redisbloom-2.8"),
         (Server::Valkey, "redisbloom-2.8"),

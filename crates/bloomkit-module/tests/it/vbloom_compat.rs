@@ -694,6 +694,13 @@ fn new_filters_are_valkey_bloom_objects_made_from_the_configs(server: Server) {
     assert_eq!(c.cmd("BF.INFO n TIGHTENING"), Reply::Error("ERR invalid information value".into()));
     assert_eq!(decode_dump(&dump(&mut c, "n")).expansion, 0);
 
+    insert_options_make_the_object(&mut c, server);
+}
+
+/// [`new_filters_are_valkey_bloom_objects_made_from_the_configs`]: BF.INSERT's
+/// own options (SEED too, FIXED_SEED's flagged not random) over the configs, and
+/// a BF.INSERT refused for its VALIDATESCALETO makes nothing.
+fn insert_options_make_the_object(c: &mut Conn, server: Server) {
     // BF.INSERT's own options.
     let seed: Vec<u8> = (0xA0u8..0xC0).collect();
     let reply = c.call(&[
@@ -717,12 +724,12 @@ fn new_filters_are_valkey_bloom_objects_made_from_the_configs(server: Server) {
     assert_eq!(reply, Reply::Array(vec![Reply::Int(1)]), "{server:?}");
     assert_eq!(double(&c.cmd("BF.INFO s TIGHTENING")), 0.8);
     assert_eq!(c.cmd("BF.INFO s EXPANSION"), Reply::Int(3));
-    let d = decode_dump(&dump(&mut c, "s"));
+    let d = decode_dump(&dump(c, "s"));
     assert_eq!(d.subs[0].seed.to_vec(), seed, "{server:?}: the given seed");
     assert_eq!(d.seed_random, 1, "{server:?}: a given seed other than FIXED_SEED counts as random");
     let fixed = hex::decode(FIXED_SEED).unwrap();
     c.call(&[b"BF.INSERT".to_vec(), b"sf".to_vec(), b"SEED".to_vec(), fixed.clone()]);
-    assert_eq!(decode_dump(&dump(&mut c, "sf")).seed_random, 0, "{server:?}: FIXED_SEED given");
+    assert_eq!(decode_dump(&dump(c, "sf")).seed_random, 0, "{server:?}: FIXED_SEED given");
     // A BF.INSERT refused for its VALIDATESCALETO makes nothing.
     c.ok("CONFIG SET bf.bloom-expansion 2");
     let refused =
@@ -804,6 +811,22 @@ fn replies_and_errors_are_valkey_bloom_s(server: Server) {
     let f3 = recorded_payload(&mut c, "f3");
     assert_eq!(dump(&mut c, "f3"), f3, "{server:?}: f3 made with its seed DUMPs as valkey-bloom's");
 
+    recorded_objects(&mut c, results, server);
+    recorded_commands(&mut c, errors, &special, server);
+    recorded_limits(&mut c, errors, server);
+
+    // COPY makes an equal object.
+    let seq = errors["COPY f3 f3copy + BF.INFO"].as_array().unwrap();
+    assert_eq!(c.cmd("COPY f3 f3copy"), expected(&seq[0]));
+    assert_eq!(c.cmd("BF.INFO f3copy"), expected(&seq[1]));
+    assert_eq!(c.cmd("DEBUG DIGEST-VALUE f3copy"), c.cmd("DEBUG DIGEST-VALUE f3"));
+    assert_eq!(dump(&mut c, "f3copy"), f3, "{server:?}");
+}
+
+/// [`replies_and_errors_are_valkey_bloom_s`]: the examples f1 and f3
+/// answer BF.INFO (whole and each field), BF.CARD, TYPE and OBJECT ENCODING
+/// as recorded, and on Valkey 9 MEMORY USAGE and DEBUG DIGEST-VALUE.
+fn recorded_objects(c: &mut Conn, results: &Value, server: Server) {
     for key in ["f1", "f3"] {
         assert_eq!(
             c.call(&["BF.INFO", key]),
@@ -843,7 +866,16 @@ fn replies_and_errors_are_valkey_bloom_s(server: Server) {
         let digest = results["digest_values"]["f3"]["ok"][0].as_str().unwrap();
         assert_eq!(c.cmd("DEBUG DIGEST-VALUE f3"), Reply::Array(vec![Reply::Simple(digest.into())]));
     }
+}
 
+/// Every recorded single command but the `special` ones, and BF.LOAD with
+/// binary blobs, answer as recorded and create nothing.
+fn recorded_commands(
+    c: &mut Conn,
+    errors: &serde_json::Map<String, Value>,
+    special: &[&str],
+    server: Server,
+) {
     // Every recorded single command.
     for (name, v) in errors {
         if special.contains(&name.as_str()) {
@@ -863,7 +895,11 @@ fn replies_and_errors_are_valkey_bloom_s(server: Server) {
         assert_eq!(reply, expected(&errors[name]), "{server:?}: {name}");
     }
     assert_eq!(c.cmd("EXISTS e"), Reply::Int(0));
+}
 
+/// The recorded limits: a full non-scaling object refusing a batch whole,
+/// the per-object memory limit, and `bf.bloom-expansion 0`.
+fn recorded_limits(c: &mut Conn, errors: &serde_json::Map<String, Value>, server: Server) {
     // A non-scaling object of capacity 2: a batch it cannot take is refused whole.
     // With a fixed seed, so that `c` is not a false positive (which
     // would make room for it), as it was not in the recorded run.
@@ -909,13 +945,6 @@ fn replies_and_errors_are_valkey_bloom_s(server: Server) {
     assert_eq!(c.cmd("BF.ADD x x"), expected(&seq[1]));
     assert_eq!(c.cmd("BF.INFO x"), expected(&seq[2]), "{server:?}");
     c.ok("CONFIG SET bf.bloom-expansion 2");
-
-    // COPY makes an equal object.
-    let seq = errors["COPY f3 f3copy + BF.INFO"].as_array().unwrap();
-    assert_eq!(c.cmd("COPY f3 f3copy"), expected(&seq[0]));
-    assert_eq!(c.cmd("BF.INFO f3copy"), expected(&seq[1]));
-    assert_eq!(c.cmd("DEBUG DIGEST-VALUE f3copy"), c.cmd("DEBUG DIGEST-VALUE f3"));
-    assert_eq!(dump(&mut c, "f3copy"), f3, "{server:?}");
 }
 
 per_server!(missing_and_foreign_keys);

@@ -323,6 +323,35 @@ fn blobs_in(aof: &[u8]) -> BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
+/// [`replies_and_errors_are_valkey_bloom_s`]' non-scaling object f3: a batch
+/// it cannot take is refused whole, one it can is added, and single adds
+/// then fill it until valkey-bloom's recorded error, `recorded_full`.
+fn non_scaling_batches(c: &mut Conn, recorded_full: Reply) {
+    // A non-scaling object: a batch it cannot take is refused whole; one it can, added.
+    assert_eq!(c.cmd("BF.CARD f3"), Reply::Int(100));
+    let items =
+        |from: usize, n: usize| (from..from + n).map(|i| format!("new-{i}")).collect::<Vec<_>>().join(" ");
+    // 150 new items for 100 places (a false positive or two cannot make them fit).
+    assert_eq!(
+        c.cmd(&format!("BF.MADD f3 {}", items(0, 150))),
+        Reply::Error("ERR non scaling filter is full".into())
+    );
+    assert_eq!(c.cmd("BF.CARD f3"), Reply::Int(100));
+    let added: i64 =
+        c.cmd(&format!("BF.MADD f3 {}", items(0, 100))).as_array().iter().map(Reply::as_int).sum();
+    assert_eq!(c.cmd("BF.CARD f3"), Reply::Int(100 + added));
+    let mut i = 1000;
+    let full = loop {
+        let r = c.call(&["BF.ADD", "f3", &format!("fill-{i}")]);
+        if r.is_error() {
+            break r;
+        }
+        i += 1;
+    };
+    assert_eq!(full, recorded_full);
+    assert_eq!(c.cmd("BF.CARD f3"), Reply::Int(200));
+}
+
 #[test]
 fn replies_and_errors_are_valkey_bloom_s() {
     let observed = json("observed.json");
@@ -389,26 +418,7 @@ fn replies_and_errors_are_valkey_bloom_s() {
             b"bytes:7911 bits:63288 hashes:11 hashwidth:64 capacity:4000 size:3994 ratio:0.0005".to_vec()
         )
     );
-    // A non-scaling object: a batch it cannot take is refused whole; one it can, added.
-    assert_eq!(c.cmd("BF.CARD f3"), Reply::Int(100));
-    let items =
-        |from: usize, n: usize| (from..from + n).map(|i| format!("new-{i}")).collect::<Vec<_>>().join(" ");
-    // 150 new items for 100 places (a false positive or two cannot make them fit).
-    assert_eq!(c.cmd(&format!("BF.MADD f3 {}", items(0, 150))), err("ERR non scaling filter is full"));
-    assert_eq!(c.cmd("BF.CARD f3"), Reply::Int(100));
-    let added: i64 =
-        c.cmd(&format!("BF.MADD f3 {}", items(0, 100))).as_array().iter().map(Reply::as_int).sum();
-    assert_eq!(c.cmd("BF.CARD f3"), Reply::Int(100 + added));
-    let mut i = 1000;
-    let full = loop {
-        let r = c.call(&["BF.ADD", "f3", &format!("fill-{i}")]);
-        if r.is_error() {
-            break r;
-        }
-        i += 1;
-    };
-    assert_eq!(full, recorded_err("BF.INSERT ns ITEMS d (full)"));
-    assert_eq!(c.cmd("BF.CARD f3"), Reply::Int(200));
+    non_scaling_batches(&mut c, recorded_err("BF.INSERT ns ITEMS d (full)"));
     // valkey-bloom answers integers, also in RESP3; and BF.INFO as an array.
     c.ok("HELLO 3");
     assert_eq!(c.cmd("BF.EXISTS f1 f1-item-0"), Reply::Int(1));

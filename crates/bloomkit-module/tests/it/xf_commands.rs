@@ -8,7 +8,7 @@
 use crate::xf_support;
 
 use bloomkit_testkit::persistence::Family;
-use bloomkit_testkit::{per_server, Reply, Server, TestServer};
+use bloomkit_testkit::{per_server, Conn, Reply, Server, TestServer};
 use xf_support::{found, guaranteed, info, items, ok, scandump, Xf};
 
 /// A seed for keys whose exact answers a test checks (see `XF.RESERVE ... SEED`).
@@ -18,12 +18,24 @@ per_server!(commands_answer_and_refuse);
 fn commands_answer_and_refuse(server: Server) {
     let s = TestServer::with_bloomkit(server);
     let mut c = s.conn();
-    // The keys whose answers are checked exactly hash with a pinned SEED:
-    // under the server's random secret, any of `b`, `c`, `zzz` or `d`
-    // below is a false positive for about one secret in a hundred.
-    let reserve =
-        |c: &mut bloomkit_testkit::Conn, args: &str| c.cmd(&format!("XF.RESERVE {args} SEED {PINNED}"));
-    assert_eq!(reserve(&mut c, "f 0.01 CAPACITY 100 MAXCAPACITY 100000"), ok());
+    answers(&mut c);
+    refusals(&mut c);
+    limits(&mut c);
+}
+
+/// `XF.RESERVE {args}` with the pinned SEED: the keys whose answers are
+/// checked exactly hash with it, since under the server's random secret
+/// any of `b`, `c`, `zzz` or `d` below is a false positive for about one
+/// secret in a hundred.
+fn reserve(c: &mut Conn, args: &str) -> Reply {
+    c.cmd(&format!("XF.RESERVE {args} SEED {PINNED}"))
+}
+
+/// [`commands_answer_and_refuse`], first part: the answers of every
+/// command (adds, counts, lookups one by one and in batches, deletes,
+/// creation by ADD and INSERT, add-if-absent).
+fn answers(c: &mut Conn) {
+    assert_eq!(reserve(c, "f 0.01 CAPACITY 100 MAXCAPACITY 100000"), ok());
     assert_eq!(c.cmd("XF.RESERVE f 0.01"), Reply::Error("ERR item exists".into()));
     assert_eq!(c.cmd("XF.ADD f a"), Reply::Int(1));
     assert_eq!(c.cmd("XF.ADD f a"), Reply::Int(0), "probably present: a second occurrence");
@@ -36,7 +48,7 @@ fn commands_answer_and_refuse(server: Server) {
     assert_eq!(format!("{:?}", c.cmd("XF.MEXISTS f a zzz c")), "[1, 0, 1]");
     // Batches of any length (hashed and looked up 64 at a time, later items'
     // memory loads started early) answer as lookups one by one do.
-    assert_eq!(reserve(&mut c, "fb 0.01"), ok());
+    assert_eq!(reserve(c, "fb 0.01"), ok());
     let mut madd = vec!["XF.MADD".to_string(), "fb".into()];
     madd.extend((0..150).map(|i| format!("m{i}")));
     c.call(&madd);
@@ -54,14 +66,14 @@ fn commands_answer_and_refuse(server: Server) {
     assert_eq!(c.cmd("XF.CARD missing"), Reply::Int(0));
     // ADD creates with the defaults; INSERT with its options, or not at all.
     assert_eq!(c.cmd("XF.ADD d x"), Reply::Int(1));
-    assert_eq!(info(&mut c, "d", "Initial capacity"), Reply::Int(100));
-    assert_eq!(info(&mut c, "d", "Hash"), Reply::Simple("keyed".into()));
+    assert_eq!(info(c, "d", "Initial capacity"), Reply::Int(100));
+    assert_eq!(info(c, "d", "Hash"), Reply::Simple("keyed".into()));
     let inserted = c.cmd("XF.INSERT i ERROR 0.001 CAPACITY 50 ITEMS p q");
     assert_eq!(inserted.as_array()[0], Reply::Int(1), "{inserted:?}");
     assert_eq!(c.cmd("XF.CARD i"), Reply::Int(2), "XF.INSERT stores every occurrence");
-    assert_eq!(info(&mut c, "i", "Initial capacity"), Reply::Int(50));
+    assert_eq!(info(c, "i", "Initial capacity"), Reply::Int(50));
     // Add-if-absent: an item probably in is not added again.
-    assert_eq!(reserve(&mut c, "nx 0.01"), ok());
+    assert_eq!(reserve(c, "nx 0.01"), ok());
     assert_eq!(c.cmd("XF.ADDNX nx a"), Reply::Int(1));
     assert_eq!(c.cmd("XF.ADDNX nx a"), Reply::Int(0));
     assert_eq!(format!("{:?}", c.cmd("XF.MADDNX nx a b b c")), "[0, 1, 0, 1]");
@@ -71,6 +83,12 @@ fn commands_answer_and_refuse(server: Server) {
     let text = |r: Reply| r.error_text().to_string();
     assert!(text(c.cmd("XF.INSERT n NOCREATE ITEMS p")).contains("not found"));
     assert_eq!(c.cmd("EXISTS n"), Reply::Int(0));
+}
+
+/// Second part: errors that say what was wrong and change nothing, and
+/// MAXCAPACITY refusing a whole batch.
+fn refusals(c: &mut Conn) {
+    let text = |r: Reply| r.error_text().to_string();
     // Errors say what was wrong and what is allowed, and change nothing.
     assert!(text(c.cmd("XF.RESERVE g 2")).contains("error rate must be a number from 1e-9 to 0.5"));
     assert!(text(c.cmd("XF.RESERVE g 0.01 CAPACITY 0")).contains("CAPACITY must be a whole number"));
@@ -90,7 +108,7 @@ fn commands_answer_and_refuse(server: Server) {
     // MAXCAPACITY refuses a batch that would pass it whole, with one error
     // that names the item: nothing of it is stored (issue 47). Items already
     // in answer as usual (0, nothing stored).
-    assert_eq!(reserve(&mut c, "small 0.01 CAPACITY 2 MAXCAPACITY 3"), ok());
+    assert_eq!(reserve(c, "small 0.01 CAPACITY 2 MAXCAPACITY 3"), ok());
     let refused = text(c.cmd("XF.MADD small a b c d e"));
     assert!(refused.contains("MAXCAPACITY of 3 items: it holds 0, and item 4 of 5"), "{refused}");
     assert!(refused.contains("nothing was stored"), "{refused}");
@@ -110,6 +128,12 @@ fn commands_answer_and_refuse(server: Server) {
     assert!(refused.contains("a new filter past its MAXCAPACITY of 2 items"), "{refused}");
     assert!(refused.contains("no key was created"), "{refused}");
     assert_eq!(c.cmd("EXISTS tiny"), Reply::Int(0));
+}
+
+/// Third part: the size limit (`bf.max-filter-bytes`), which never breaks
+/// a dedup of items already in, and RESP3's replies.
+fn limits(c: &mut Conn) {
+    let text = |r: Reply| r.error_text().to_string();
     // The size limit refuses what it cannot hold, before allocating it.
     c.ok("CONFIG SET bf.max-filter-bytes 100000");
     let huge = c.cmd("XF.RESERVE huge 0.000000001 CAPACITY 1099511627776");
