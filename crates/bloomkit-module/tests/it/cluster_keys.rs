@@ -147,76 +147,84 @@ fn multi_key_commands_are_slot_checked(server: Server) {
     assert_eq!(several, cased, "{server:?}: the multi-key commands and the cases here");
 
     for case in CASES {
-        let make = |c: &mut Conn, key: &str| {
-            for line in case.make {
-                let reply = c.call(&words(line, &[("$k", key)]));
-                assert!(!reply.is_error(), "{server:?} {line} ({key}): {reply:?}");
+        slot_checked(&mut c, server, case);
+    }
+}
+
+/// One case of [`multi_key_commands_are_slot_checked`]: the call runs with
+/// every key in one slot, and is refused as the server refuses its own
+/// multi-key commands (CROSSSLOT, in a transaction too) with keys in
+/// other slots; COMMAND GETKEYS lists every key either way.
+fn slot_checked(c: &mut Conn, server: Server, case: &Case) {
+    let make = |c: &mut Conn, key: &str| {
+        for line in case.make {
+            let reply = c.call(&words(line, &[("$k", key)]));
+            assert!(!reply.is_error(), "{server:?} {line} ({key}): {reply:?}");
+        }
+    };
+    // The destination and the two sources, in the slots of these hash tags.
+    let keys = |tags: [&str; 3]| -> Vec<String> {
+        tags.iter()
+            .zip(["d", "s1", "s2"])
+            .map(|(tag, role)| format!("{{{tag}}}:{}:{role}", case.command))
+            .collect()
+    };
+    let call_on =
+        |keys: &[String]| words(case.call, &[("$d", &keys[0]), ("$s1", &keys[1]), ("$s2", &keys[2])]);
+    let getkeys = |c: &mut Conn, call: &[String]| -> Vec<String> {
+        let line: Vec<&str> =
+            ["COMMAND", "GETKEYS"].into_iter().chain(call.iter().map(String::as_str)).collect();
+        c.call(&line).as_array().iter().map(text).collect()
+    };
+
+    // One slot: the call runs and writes the destination; every key is listed.
+    let same = keys(["m", "m", "m"]);
+    for key in &same[1..] {
+        make(c, key);
+    }
+    if case.needs_destination {
+        make(c, &same[0]);
+    }
+    let call = call_on(&same);
+    let before = state(c, &same[0]);
+    assert_eq!(c.call(&call), Reply::Simple("OK".into()), "{server:?} {call:?}");
+    assert_ne!(state(c, &same[0]), before, "{server:?} {call:?} changed nothing");
+    assert_eq!(getkeys(c, &call), same, "{server:?} COMMAND GETKEYS {call:?}");
+    // COMMAND INFO's first/last/step name the destination alone, and
+    // `movablekeys` tells a client routing by them (redis-py's cluster
+    // client) to ask COMMAND GETKEYS instead.
+    let info = c.call(&["COMMAND", "INFO", case.command]);
+    let info = info.as_array()[0].as_array();
+    let range = (info[3].as_int(), info[4].as_int(), info[5].as_int());
+    assert_eq!(range, (1, 1, 1), "{server:?} {}: first/last/step", case.command);
+    let flags: Vec<String> = info[2].as_array().iter().map(text).collect();
+    assert!(flags.iter().any(|f| f == "movablekeys"), "{server:?} {}: {flags:?}", case.command);
+
+    // Other slots of the same node, every key present: the sources'
+    // slots differ from the destination's, or only the last source's.
+    let slots: BTreeSet<i64> = ["{x}", "{y}", "{z}"].iter().map(|k| slot(c, k)).collect();
+    assert_eq!(slots.len(), 3, "{server:?}: three slots");
+    for cross in [keys(["x", "y", "y"]), keys(["x", "x", "z"])] {
+        for key in &cross {
+            if c.call(&["EXISTS", key]).as_int() == 0 {
+                make(c, key);
             }
-        };
-        // The destination and the two sources, in the slots of these hash tags.
-        let keys = |tags: [&str; 3]| -> Vec<String> {
-            tags.iter()
-                .zip(["d", "s1", "s2"])
-                .map(|(tag, role)| format!("{{{tag}}}:{}:{role}", case.command))
-                .collect()
-        };
-        let call_on =
-            |keys: &[String]| words(case.call, &[("$d", &keys[0]), ("$s1", &keys[1]), ("$s2", &keys[2])]);
-        let getkeys = |c: &mut Conn, call: &[String]| -> Vec<String> {
-            let line: Vec<&str> =
-                ["COMMAND", "GETKEYS"].into_iter().chain(call.iter().map(String::as_str)).collect();
-            c.call(&line).as_array().iter().map(text).collect()
-        };
-
-        // One slot: the call runs and writes the destination; every key is listed.
-        let same = keys(["m", "m", "m"]);
-        for key in &same[1..] {
-            make(&mut c, key);
         }
-        if case.needs_destination {
-            make(&mut c, &same[0]);
-        }
-        let call = call_on(&same);
-        let before = state(&mut c, &same[0]);
-        assert_eq!(c.call(&call), Reply::Simple("OK".into()), "{server:?} {call:?}");
-        assert_ne!(state(&mut c, &same[0]), before, "{server:?} {call:?} changed nothing");
-        assert_eq!(getkeys(&mut c, &call), same, "{server:?} COMMAND GETKEYS {call:?}");
-        // COMMAND INFO's first/last/step name the destination alone, and
-        // `movablekeys` tells a client routing by them (redis-py's cluster
-        // client) to ask COMMAND GETKEYS instead.
-        let info = c.call(&["COMMAND", "INFO", case.command]);
-        let info = info.as_array()[0].as_array();
-        let range = (info[3].as_int(), info[4].as_int(), info[5].as_int());
-        assert_eq!(range, (1, 1, 1), "{server:?} {}: first/last/step", case.command);
-        let flags: Vec<String> = info[2].as_array().iter().map(text).collect();
-        assert!(flags.iter().any(|f| f == "movablekeys"), "{server:?} {}: {flags:?}", case.command);
+        let call = call_on(&cross);
+        // The server's own refusal of a multi-key call over these keys.
+        let own = c.call(&["ZUNIONSTORE", &cross[0], "2", &cross[1], &cross[2]]);
+        assert!(own.error_text().starts_with("CROSSSLOT"), "{server:?}: ZUNIONSTORE {own:?}");
+        let before = state(c, &cross[0]);
+        assert_eq!(c.call(&call), own, "{server:?} {call:?}");
+        assert_eq!(state(c, &cross[0]), before, "{server:?} {call:?} changed the destination");
 
-        // Other slots of the same node, every key present: the sources'
-        // slots differ from the destination's, or only the last source's.
-        let slots: BTreeSet<i64> = ["{x}", "{y}", "{z}"].iter().map(|k| slot(&mut c, k)).collect();
-        assert_eq!(slots.len(), 3, "{server:?}: three slots");
-        for cross in [keys(["x", "y", "y"]), keys(["x", "x", "z"])] {
-            for key in &cross {
-                if c.call(&["EXISTS", key]).as_int() == 0 {
-                    make(&mut c, key);
-                }
-            }
-            let call = call_on(&cross);
-            // The server's own refusal of a multi-key call over these keys.
-            let own = c.call(&["ZUNIONSTORE", &cross[0], "2", &cross[1], &cross[2]]);
-            assert!(own.error_text().starts_with("CROSSSLOT"), "{server:?}: ZUNIONSTORE {own:?}");
-            let before = state(&mut c, &cross[0]);
-            assert_eq!(c.call(&call), own, "{server:?} {call:?}");
-            assert_eq!(state(&mut c, &cross[0]), before, "{server:?} {call:?} changed the destination");
+        // In a transaction: refused when queued, and the EXEC aborted.
+        c.ok("MULTI");
+        assert_eq!(c.call(&call), own, "{server:?} MULTI {call:?}");
+        let exec = c.cmd("EXEC");
+        assert!(exec.error_text().starts_with("EXECABORT"), "{server:?} EXEC: {exec:?}");
+        assert_eq!(state(c, &cross[0]), before, "{server:?} MULTI {call:?} changed the destination");
 
-            // In a transaction: refused when queued, and the EXEC aborted.
-            c.ok("MULTI");
-            assert_eq!(c.call(&call), own, "{server:?} MULTI {call:?}");
-            let exec = c.cmd("EXEC");
-            assert!(exec.error_text().starts_with("EXECABORT"), "{server:?} EXEC: {exec:?}");
-            assert_eq!(state(&mut c, &cross[0]), before, "{server:?} MULTI {call:?} changed the destination");
-
-            assert_eq!(getkeys(&mut c, &call), cross, "{server:?} COMMAND GETKEYS {call:?}");
-        }
+        assert_eq!(getkeys(c, &call), cross, "{server:?} COMMAND GETKEYS {call:?}");
     }
 }

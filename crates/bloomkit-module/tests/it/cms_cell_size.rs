@@ -117,6 +117,72 @@ fn dump_body(c: &mut Conn, key: &str) -> Vec<u8> {
     dump[..dump.len() - 10].to_vec()
 }
 
+/// [`every_cell_size_creates_counts_refuses_and_merges`] for SIZES[i],
+/// `n` bytes a cell holding at most `max`: made as asked, one cell up to
+/// its maximum and down to 0 and not past either, negative increments,
+/// merges only with the same cell size.
+fn cell_size_counts_refuses_and_merges(c: &mut Conn, server: Server, i: usize, n: u64, max: i64) {
+    let ctx = format!("{server:?} CELL_SIZE {n}");
+    assert_eq!(c.cmd(&format!("CMS.INFO d{n}")), info_812(20, 5, 0, n), "{ctx}");
+    assert_eq!(c.cmd(&format!("CMS.INFO p{n}")), info_812(2000, 7, 0, n), "{ctx}");
+
+    // One cell: the estimate is exact. Up to the maximum, not past it.
+    c.ok(&format!("CMS.INITBYDIM one{n} 1 1 CELL_SIZE {n}"));
+    let one = format!("one{n}");
+    assert_eq!(c.call(&["CMS.INCRBY", &one, "a", &max.to_string()]), ints(&[max]), "{ctx}");
+    let before = value_digest(c, &one);
+    assert_eq!(
+        c.call(&["CMS.INCRBY", &one, "a", "1"]),
+        Reply::Array(vec![err("CMS: INCRBY overflow")]),
+        "{ctx}"
+    );
+    assert_eq!(value_digest(c, &one), before, "{ctx}: a refused overflow changes nothing");
+    assert_eq!(c.call(&["CMS.INFO", &one]), info_812(1, 1, max, n), "{ctx}");
+    // A self-merge past the maximum is refused and changes nothing.
+    assert_eq!(c.call(&["CMS.MERGE", &one, "2", &one, &one]), err("CMS: MERGE overflow"), "{ctx}");
+    assert_eq!(value_digest(c, &one), before, "{ctx}");
+    // All the way down, then not below 0.
+    assert_eq!(c.call(&["CMS.INCRBY", &one, "a", &format!("-{max}")]), ints(&[0]), "{ctx}");
+    assert_eq!(
+        c.call(&["CMS.INCRBY", &one, "a", "-1"]),
+        Reply::Array(vec![err("CMS: INCRBY underflow")]),
+        "{ctx}"
+    );
+    assert_eq!(c.call(&["CMS.INFO", &one]), info_812(1, 1, 0, n), "{ctx}");
+    if n < 8 {
+        // An increment larger than a cell can hold, refused in one shot.
+        let past = (max + 1).to_string();
+        let reply = c.call(&["CMS.INCRBY", &format!("d{n}"), "big", &past]);
+        assert_eq!(reply, Reply::Array(vec![err("CMS: INCRBY overflow")]), "{ctx}");
+    }
+
+    // Negative increments; a refused item leaves the others applied.
+    let d = format!("d{n}");
+    assert_eq!(c.call(&["CMS.INCRBY", &d, "a", "10", "b", "3"]), ints(&[10, 3]), "{ctx}");
+    let reply = c.call(&["CMS.INCRBY", &d, "a", "-100", "b", "3", "a", "-4"]);
+    assert_eq!(
+        reply,
+        Reply::Array(vec![err("CMS: INCRBY underflow"), Reply::Int(6), Reply::Int(6)]),
+        "{ctx}"
+    );
+    assert_eq!(c.call(&["CMS.QUERY", &d, "a", "b", "never"]), ints(&[6, 6, 0]), "{ctx}");
+    assert_eq!(c.call(&["CMS.INFO", &d]), info_812(20, 5, 12, n), "{ctx}");
+
+    // Merges need the same cell size; the sum stays within it.
+    let m = format!("m{n}");
+    c.ok(&format!("CMS.INITBYDIM {m} 20 5 CELL_SIZE {n}"));
+    c.ok(&format!("CMS.MERGE {m} 2 {d} {d} WEIGHTS 1 2"));
+    assert_eq!(c.call(&["CMS.QUERY", &m, "a", "b"]), ints(&[18, 18]), "{ctx}");
+    assert_eq!(c.call(&["CMS.INFO", &m]), info_812(20, 5, 36, n), "{ctx}");
+    let other = SIZES[(i + 1) % 4].0;
+    let before = value_digest(c, &m);
+    let reply = c.call(&["CMS.MERGE", &m, "1", &format!("d{other}")]);
+    assert_eq!(reply, err("CMS: cell size is not equal"), "{ctx}");
+    let reply = c.call(&["CMS.MERGE", &m, "2", &d, &format!("p{n}")]);
+    assert_eq!(reply, err("CMS: width/depth is not equal"), "{ctx}: dimensions before cell size");
+    assert_eq!(value_digest(c, &m), before, "{ctx}: refused merges change nothing");
+}
+
 #[test]
 fn every_cell_size_creates_counts_refuses_and_merges() {
     for server in [Server::Redis, Server::Redis8] {
@@ -131,65 +197,7 @@ fn every_cell_size_creates_counts_refuses_and_merges() {
             c.ok(&format!("CMS.INITBYPROB p{n} 0.001 0.01 cell_size {n}"));
         }
         for (i, (n, max)) in SIZES.into_iter().enumerate() {
-            let ctx = format!("{server:?} CELL_SIZE {n}");
-            assert_eq!(c.cmd(&format!("CMS.INFO d{n}")), info_812(20, 5, 0, n), "{ctx}");
-            assert_eq!(c.cmd(&format!("CMS.INFO p{n}")), info_812(2000, 7, 0, n), "{ctx}");
-
-            // One cell: the estimate is exact. Up to the maximum, not past it.
-            c.ok(&format!("CMS.INITBYDIM one{n} 1 1 CELL_SIZE {n}"));
-            let one = format!("one{n}");
-            assert_eq!(c.call(&["CMS.INCRBY", &one, "a", &max.to_string()]), ints(&[max]), "{ctx}");
-            let before = value_digest(&mut c, &one);
-            assert_eq!(
-                c.call(&["CMS.INCRBY", &one, "a", "1"]),
-                Reply::Array(vec![err("CMS: INCRBY overflow")]),
-                "{ctx}"
-            );
-            assert_eq!(value_digest(&mut c, &one), before, "{ctx}: a refused overflow changes nothing");
-            assert_eq!(c.call(&["CMS.INFO", &one]), info_812(1, 1, max, n), "{ctx}");
-            // A self-merge past the maximum is refused and changes nothing.
-            assert_eq!(c.call(&["CMS.MERGE", &one, "2", &one, &one]), err("CMS: MERGE overflow"), "{ctx}");
-            assert_eq!(value_digest(&mut c, &one), before, "{ctx}");
-            // All the way down, then not below 0.
-            assert_eq!(c.call(&["CMS.INCRBY", &one, "a", &format!("-{max}")]), ints(&[0]), "{ctx}");
-            assert_eq!(
-                c.call(&["CMS.INCRBY", &one, "a", "-1"]),
-                Reply::Array(vec![err("CMS: INCRBY underflow")]),
-                "{ctx}"
-            );
-            assert_eq!(c.call(&["CMS.INFO", &one]), info_812(1, 1, 0, n), "{ctx}");
-            if n < 8 {
-                // An increment larger than a cell can hold, refused in one shot.
-                let past = (max + 1).to_string();
-                let reply = c.call(&["CMS.INCRBY", &format!("d{n}"), "big", &past]);
-                assert_eq!(reply, Reply::Array(vec![err("CMS: INCRBY overflow")]), "{ctx}");
-            }
-
-            // Negative increments; a refused item leaves the others applied.
-            let d = format!("d{n}");
-            assert_eq!(c.call(&["CMS.INCRBY", &d, "a", "10", "b", "3"]), ints(&[10, 3]), "{ctx}");
-            let reply = c.call(&["CMS.INCRBY", &d, "a", "-100", "b", "3", "a", "-4"]);
-            assert_eq!(
-                reply,
-                Reply::Array(vec![err("CMS: INCRBY underflow"), Reply::Int(6), Reply::Int(6)]),
-                "{ctx}"
-            );
-            assert_eq!(c.call(&["CMS.QUERY", &d, "a", "b", "never"]), ints(&[6, 6, 0]), "{ctx}");
-            assert_eq!(c.call(&["CMS.INFO", &d]), info_812(20, 5, 12, n), "{ctx}");
-
-            // Merges need the same cell size; the sum stays within it.
-            let m = format!("m{n}");
-            c.ok(&format!("CMS.INITBYDIM {m} 20 5 CELL_SIZE {n}"));
-            c.ok(&format!("CMS.MERGE {m} 2 {d} {d} WEIGHTS 1 2"));
-            assert_eq!(c.call(&["CMS.QUERY", &m, "a", "b"]), ints(&[18, 18]), "{ctx}");
-            assert_eq!(c.call(&["CMS.INFO", &m]), info_812(20, 5, 36, n), "{ctx}");
-            let other = SIZES[(i + 1) % 4].0;
-            let before = value_digest(&mut c, &m);
-            let reply = c.call(&["CMS.MERGE", &m, "1", &format!("d{other}")]);
-            assert_eq!(reply, err("CMS: cell size is not equal"), "{ctx}");
-            let reply = c.call(&["CMS.MERGE", &m, "2", &d, &format!("p{n}")]);
-            assert_eq!(reply, err("CMS: width/depth is not equal"), "{ctx}: dimensions before cell size");
-            assert_eq!(value_digest(&mut c, &m), before, "{ctx}: refused merges change nothing");
+            cell_size_counts_refuses_and_merges(&mut c, server, i, n, max);
         }
         // The array is what grows with the cell size (in the allocator's
         // size classes: at least the bytes added, at most a quarter more).

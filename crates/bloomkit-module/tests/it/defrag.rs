@@ -184,6 +184,19 @@ fn fragment(c: &mut Conn, rng: &mut Rng) -> Vec<Filter> {
         assert!(!reply.is_error(), "{:?}: {reply:?}", String::from_utf8_lossy(&commands[i].concat()));
     }
 
+    add_large_ones(c, &mut filters);
+
+    // Most strings go, leaving the filters' slabs sparsely and unevenly used.
+    let dels: Vec<Vec<Vec<u8>>> =
+        strings.iter().filter(|_| rng.chance(90)).map(|k| command(&[b"DEL", k.as_bytes()])).collect();
+    assert!(pipeline(c, &dels).iter().all(|r| *r == Reply::Int(1)));
+    filters
+}
+
+/// [`fragment`]'s large filters, each its own allocation: a chain of
+/// three sub-filters of several MB (defragmented late, with a cursor), a
+/// 1.2 MB one (at once), a large APBF and valkey-bloom object.
+fn add_large_ones(c: &mut Conn, filters: &mut Vec<Filter>) {
     // The large ones: a 5.6 MB chain of three sub-filters (late, with a
     // cursor), a 1.2 MB chain (at once), a large APBF and valkey-bloom object.
     c.ok("BF.RESERVE big 0.000001 200000 EXPANSION 2");
@@ -218,12 +231,6 @@ fn fragment(c: &mut Conn, rng: &mut Rng) -> Vec<Filter> {
         };
         filters.push(Filter { key: key.into(), exists, items });
     }
-
-    // Most strings go, leaving the filters' slabs sparsely and unevenly used.
-    let dels: Vec<Vec<Vec<u8>>> =
-        strings.iter().filter(|_| rng.chance(90)).map(|k| command(&[b"DEL", k.as_bytes()])).collect();
-    assert!(pipeline(c, &dels).iter().all(|r| *r == Reply::Int(1)));
-    filters
 }
 
 /// What the filters look like from outside: every answer and every digest.
@@ -257,6 +264,62 @@ fn server_defrag_stats(c: &mut Conn) -> String {
 /// Every family's name in `INFO bf`'s defrag section, valkey-bloom's last
 /// (its own switch is tried apart).
 const TYPES: [&str; 8] = ["bf", "cf", "apbf", "cms", "topk", "tdigest", "xf", "vbloom"];
+
+/// Turns active defrag on and waits until it moved every type: first
+/// with valkey-bloom's own switch off (its objects must not move), then on;
+/// prints the figures. Apart from [`active_defrag_moves_every_type_and_changes_nothing`]
+/// so that it reads on one screen.
+fn defrag_every_type(c: &mut Conn, server: Server) {
+    // valkey-bloom's switch first: with it off, the other types move
+    // and its objects do not.
+    c.ok("CONFIG SET bf.bloom-defrag-enabled no");
+    for setting in [
+        "active-defrag-ignore-bytes 1mb",
+        "active-defrag-threshold-lower 1",
+        "active-defrag-cycle-min 1",
+        "active-defrag-cycle-max 1",
+        "active-defrag-max-scan-fields 1",
+        "activedefrag yes",
+    ] {
+        c.ok(&format!("CONFIG SET {setting}"));
+    }
+    let others = &TYPES[..TYPES.len() - 1];
+    let end = Instant::now() + DEADLINE;
+    while !others.iter().all(|t| defrag_field(c, &format!("{t}_hits")) > 0) {
+        assert!(
+            Instant::now() < end,
+            "{server:?}: no defrag of {:?} within {DEADLINE:?}; {}",
+            others.iter().filter(|t| defrag_field(c, &format!("{t}_hits")) == 0).collect::<Vec<_>>(),
+            server_defrag_stats(c)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(defrag_field(c, "vbloom_hits"), 0, "{server:?}: bf.bloom-defrag-enabled no");
+    assert_eq!(c.info_field("bf", "bf_bloom_defrag_hits"), "0", "{server:?}: valkey-bloom's own field");
+    c.ok("CONFIG SET bf.bloom-defrag-enabled yes");
+    let end = Instant::now() + DEADLINE;
+    loop {
+        let hits: Vec<u64> = TYPES.iter().map(|t| defrag_field(c, &format!("{t}_hits"))).collect();
+        let kept = defrag_field(c, "large_kept");
+        if hits.iter().all(|&h| h > 0) && kept > 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "{server:?}: no defrag of every type and of the large ones within {DEADLINE:?}: hits {hits:?}, large kept {kept}; {}",
+            server_defrag_stats(c)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let misses: Vec<u64> = TYPES.iter().map(|t| defrag_field(c, &format!("{t}_misses"))).collect();
+    let kept = defrag_field(c, "large_kept");
+    let hits: Vec<u64> = TYPES.iter().map(|t| defrag_field(c, &format!("{t}_hits"))).collect();
+    let resumed = defrag_field(c, "keys_resumed");
+    println!(
+        "{server:?}: bloomkit's hits {hits:?}, misses {misses:?}, values resumed {resumed}, large kept {kept}; {}",
+        server_defrag_stats(c)
+    );
+}
 
 per_server!(active_defrag_moves_every_type_and_changes_nothing: all);
 fn active_defrag_moves_every_type_and_changes_nothing(server: Server) {
@@ -299,55 +362,7 @@ fn active_defrag_moves_every_type_and_changes_nothing(server: Server) {
             assert_eq!(defrag_field(&mut c, &format!("{t}_hits")), 0, "{server:?}: defrag is off");
         }
 
-        // valkey-bloom's switch first: with it off, the other types move
-        // and its objects do not.
-        c.ok("CONFIG SET bf.bloom-defrag-enabled no");
-        for setting in [
-            "active-defrag-ignore-bytes 1mb",
-            "active-defrag-threshold-lower 1",
-            "active-defrag-cycle-min 1",
-            "active-defrag-cycle-max 1",
-            "active-defrag-max-scan-fields 1",
-            "activedefrag yes",
-        ] {
-            c.ok(&format!("CONFIG SET {setting}"));
-        }
-        let others = &TYPES[..TYPES.len() - 1];
-        let end = Instant::now() + DEADLINE;
-        while !others.iter().all(|t| defrag_field(&mut c, &format!("{t}_hits")) > 0) {
-            assert!(
-                Instant::now() < end,
-                "{server:?}: no defrag of {:?} within {DEADLINE:?}; {}",
-                others.iter().filter(|t| defrag_field(&mut c, &format!("{t}_hits")) == 0).collect::<Vec<_>>(),
-                server_defrag_stats(&mut c)
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        assert_eq!(defrag_field(&mut c, "vbloom_hits"), 0, "{server:?}: bf.bloom-defrag-enabled no");
-        assert_eq!(c.info_field("bf", "bf_bloom_defrag_hits"), "0", "{server:?}: valkey-bloom's own field");
-        c.ok("CONFIG SET bf.bloom-defrag-enabled yes");
-        let end = Instant::now() + DEADLINE;
-        loop {
-            let hits: Vec<u64> = TYPES.iter().map(|t| defrag_field(&mut c, &format!("{t}_hits"))).collect();
-            let kept = defrag_field(&mut c, "large_kept");
-            if hits.iter().all(|&h| h > 0) && kept > 0 {
-                break;
-            }
-            assert!(
-                Instant::now() < end,
-                "{server:?}: no defrag of every type and of the large ones within {DEADLINE:?}: hits {hits:?}, large kept {kept}; {}",
-                server_defrag_stats(&mut c)
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let misses: Vec<u64> = TYPES.iter().map(|t| defrag_field(&mut c, &format!("{t}_misses"))).collect();
-        let kept = defrag_field(&mut c, "large_kept");
-        let hits: Vec<u64> = TYPES.iter().map(|t| defrag_field(&mut c, &format!("{t}_hits"))).collect();
-        let resumed = defrag_field(&mut c, "keys_resumed");
-        println!(
-            "{server:?}: bloomkit's hits {hits:?}, misses {misses:?}, values resumed {resumed}, large kept {kept}; {}",
-            server_defrag_stats(&mut c)
-        );
+        defrag_every_type(&mut c, server);
 
         assert_eq!(
             c.info_field("bf", "bf_bloom_defrag_hits").parse::<u64>().unwrap(),

@@ -211,6 +211,38 @@ fn flushes(server: Server, valkey_bloom: bool) {
     f.assert_nothing_counted(&format!("{server:?}: after the background flushes"));
 }
 
+/// [`lazy_frees_restores_and_evictions`]' eviction: values of every family,
+/// then a limit below what they take; the counts are what the keyspace
+/// still holds of each family right after.
+fn evict_and_count(f: &mut Fixture, server: Server) {
+    // Eviction: values of every family, then a limit below what they take;
+    // the next command evicts until the server is under it.
+    for k in 0..40 {
+        f.make(&format!("e{k}"));
+    }
+    let used: u64 = f.c.info_field("memory", "used_memory").parse().unwrap();
+    f.c.ok("CONFIG SET maxmemory-policy allkeys-random");
+    f.c.ok(&format!("CONFIG SET maxmemory {}", used - 150_000));
+    f.c.ok("PING");
+    f.c.ok("CONFIG SET maxmemory 0");
+    let evicted: u64 = f.c.info_field("stats", "evicted_keys").parse().unwrap();
+    assert!(evicted > 0, "{server:?}: nothing was evicted");
+    // What is left of each family, counted from the keyspace.
+    let mut left = vec![0u64; families(f.valkey_bloom).len()];
+    let keys = f.c.cmd("KEYS *");
+    for key in keys.as_array() {
+        let key = String::from_utf8(key.as_bytes().to_vec()).unwrap();
+        let family: usize = key.rsplit(':').next().unwrap().parse().unwrap();
+        left[family] += 1;
+    }
+    let want: Vec<u64> = families(f.valkey_bloom)
+        .iter()
+        .zip(&left)
+        .flat_map(|((fields, _), n)| vec![*n; fields.len()])
+        .collect();
+    assert_eq!(f.counts(), want, "{server:?}: after eviction");
+}
+
 /// Every lazy-free setting on, large values among the small: deletes,
 /// overwrites, RENAME over a key, RESTORE (and REPLACE), DEBUG RELOAD,
 /// expiry and eviction each leave the counts exact, right after.
@@ -281,32 +313,7 @@ fn lazy_frees_restores_and_evictions(server: Server, valkey_bloom: bool) {
     });
     assert_eq!(f.counts(), f.each_is(1), "{server:?}: after expiry");
 
-    // Eviction: values of every family, then a limit below what they take;
-    // the next command evicts until the server is under it.
-    for k in 0..40 {
-        f.make(&format!("e{k}"));
-    }
-    let used: u64 = f.c.info_field("memory", "used_memory").parse().unwrap();
-    f.c.ok("CONFIG SET maxmemory-policy allkeys-random");
-    f.c.ok(&format!("CONFIG SET maxmemory {}", used - 150_000));
-    f.c.ok("PING");
-    f.c.ok("CONFIG SET maxmemory 0");
-    let evicted: u64 = f.c.info_field("stats", "evicted_keys").parse().unwrap();
-    assert!(evicted > 0, "{server:?}: nothing was evicted");
-    // What is left of each family, counted from the keyspace.
-    let mut left = vec![0u64; families(f.valkey_bloom).len()];
-    let keys = f.c.cmd("KEYS *");
-    for key in keys.as_array() {
-        let key = String::from_utf8(key.as_bytes().to_vec()).unwrap();
-        let family: usize = key.rsplit(':').next().unwrap().parse().unwrap();
-        left[family] += 1;
-    }
-    let want: Vec<u64> = families(f.valkey_bloom)
-        .iter()
-        .zip(&left)
-        .flat_map(|((fields, _), n)| vec![*n; fields.len()])
-        .collect();
-    assert_eq!(f.counts(), want, "{server:?}: after eviction");
+    evict_and_count(&mut f, server);
     f.c.ok("FLUSHALL");
     f.assert_nothing_counted(&format!("{server:?}: at the end"));
 }
