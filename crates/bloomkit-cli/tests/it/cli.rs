@@ -246,16 +246,22 @@ fn bitmap_layouts_from_the_command_line() {
     let url = redis_arg(&plain);
     let mut conn = plain.conn();
     let (input, first) = stream(5_000, "lay");
+    php_bkdr_layout(&url, &mut conn, &input, &first);
+    redisson_layout(&url, &mut conn, &input, &first);
+    guava_files(&url, &mut conn, &input);
+}
+
+/// [`bitmap_layouts_from_the_command_line`]: dedup into a PHP-scheme bitmap,
+/// sized ahead; `info --layout` reports its fill and rate; the options it
+/// needs are asked for.
+fn php_bkdr_layout(url: &str, conn: &mut bloomkit_testkit::Conn, input: &[u8], first: &[Vec<u8>]) {
     let php =
-        ["dedup", "--redis", &url, "--layout", "php-bkdr", "--bits", "200k", "--hashes", "7", "--key", "php"];
-    assert_dedup(&ok(&php, &input), &first, 5);
-    assert!(ok(&php, &input).is_empty(), "a second run remembers the first");
+        ["dedup", "--redis", url, "--layout", "php-bkdr", "--bits", "200k", "--hashes", "7", "--key", "php"];
+    assert_dedup(&ok(&php, input), first, 5);
+    assert!(ok(&php, input).is_empty(), "a second run remembers the first");
     assert_eq!(conn.call(&["STRLEN", "php"]).as_int(), 25_000, "200 000 bits, sized ahead");
     let info: serde_json::Value = serde_json::from_slice(&ok(
-        &[
-            "info", "--redis", &url, "php", "--json", "--layout", "php-bkdr", "--bits", "200k", "--hashes",
-            "7",
-        ],
+        &["info", "--redis", url, "php", "--json", "--layout", "php-bkdr", "--bits", "200k", "--hashes", "7"],
         b"",
     ))
     .unwrap();
@@ -266,13 +272,17 @@ fn bitmap_layouts_from_the_command_line() {
     // 5000 items x 7 hashes over 200 000 bits: 1 - e^(-0.175) = 16% set.
     assert!((0.15..0.17).contains(&fill), "{info}");
     assert!((rate - fill.powi(7)).abs() < 1e-12, "{info}");
-    usage_error(&["dedup", "--redis", &url, "--layout", "php-bkdr", "--key", "x"], b"a\n", "--bits");
-    usage_error(&["info", "--redis", &url, "x", "--layout", "nosuch"], b"", "the layouts are guava,");
+    usage_error(&["dedup", "--redis", url, "--layout", "php-bkdr", "--key", "x"], b"a\n", "--bits");
+    usage_error(&["info", "--redis", url, "x", "--layout", "nosuch"], b"", "the layouts are guava,");
+}
 
+/// [`bitmap_layouts_from_the_command_line`]: dedup into a Redisson bitmap,
+/// its config written as Redisson writes it; a config that disagrees is refused.
+fn redisson_layout(url: &str, conn: &mut bloomkit_testkit::Conn, input: &[u8], first: &[Vec<u8>]) {
     let redisson = [
         "dedup",
         "--redis",
-        &url,
+        url,
         "--layout",
         "redisson",
         "--capacity",
@@ -282,14 +292,14 @@ fn bitmap_layouts_from_the_command_line() {
         "--key",
         "rbf",
     ];
-    assert_dedup(&ok(&redisson, &input), &first, 60);
+    assert_dedup(&ok(&redisson, input), first, 60);
     assert_eq!(conn.call(&["HGET", "{rbf}:config", "size"]).as_bytes(), b"95850");
     assert_eq!(conn.call(&["HGET", "{rbf}:config", "falseProbability"]).as_bytes(), b"0.01");
     let text = String::from_utf8(ok(
         &[
             "info",
             "--redis",
-            &url,
+            url,
             "rbf",
             "--layout",
             "redisson",
@@ -306,7 +316,7 @@ fn bitmap_layouts_from_the_command_line() {
         &[
             "info",
             "--redis",
-            &url,
+            url,
             "rbf",
             "--layout",
             "redisson",
@@ -318,11 +328,15 @@ fn bitmap_layouts_from_the_command_line() {
         b"",
         "config has been changed",
     );
+}
 
+/// [`bitmap_layouts_from_the_command_line`]: a guava bitmap to a Guava file
+/// and back into another key, bit for bit; a file of another strategy refused.
+fn guava_files(url: &str, conn: &mut bloomkit_testkit::Conn, input: &[u8]) {
     // A guava bitmap to a Guava file and back into another key, bit for bit.
     let guava =
-        ["dedup", "--redis", &url, "--bitmap", "--capacity", "10000", "--error-rate", "0.01", "--key", "gv"];
-    ok(&guava, &input);
+        ["dedup", "--redis", url, "--bitmap", "--capacity", "10000", "--error-rate", "0.01", "--key", "gv"];
+    ok(&guava, input);
     let dir = std::env::temp_dir().join(format!("bloomkit-cli-guava-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("gv.guava");
@@ -331,7 +345,7 @@ fn bitmap_layouts_from_the_command_line() {
         &[
             "dump",
             "--redis",
-            &url,
+            url,
             "gv",
             "--format",
             "guava",
@@ -347,13 +361,13 @@ fn bitmap_layouts_from_the_command_line() {
     );
     let bytes = std::fs::read(&file).unwrap();
     assert_eq!(&bytes[..6], &[1, 7, 0, 0, 0x05, 0xda], "strategy 1, k 7, 1498 longs (95 872 bits)");
-    usage_error(&["dump", "--redis", &url, "gv", "--format", "guava", "-o", f], b"", "add --bitmap");
-    let out = bloomkit(&["restore", "--redis", &url, "gv2", "--format", "guava", "-i", f], b"");
+    usage_error(&["dump", "--redis", url, "gv", "--format", "guava", "-o", f], b"", "add --bitmap");
+    let out = bloomkit(&["restore", "--redis", url, "gv2", "--format", "guava", "-i", f], b"");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--bits 95872 --hashes 7"), "tells how to open it");
     assert_eq!(conn.call(&["GET", "gv2"]).as_bytes(), conn.call(&["GET", "gv"]).as_bytes());
     std::fs::write(&file, [0u8, 3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]).unwrap();
-    fails(&["restore", "--redis", &url, "gv3", "--format", "guava", "-i", f], b"", "MURMUR128_MITZ_32");
+    fails(&["restore", "--redis", url, "gv3", "--format", "guava", "-i", f], b"", "MURMUR128_MITZ_32");
     assert_eq!(conn.call(&["EXISTS", "gv3"]).as_int(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -553,29 +567,7 @@ fn dump_restore_copy_every_kind_of_key() {
     }
     let dir = tempfile::tempdir().unwrap();
     for key in ["w", "n"] {
-        let file = dir.path().join(format!("{key}.apbf"));
-        let file = file.to_str().unwrap();
-        let out = bloomkit(&["dump", "--redis", &url_a, key, "-o", file], b"");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("sliding-window filter"));
-        let restored = format!("{key}-restored");
-        ok(&["restore", "--redis", &url_a, &restored, "-i", file], b"");
-        assert_eq!(
-            c.call(&["DEBUG", "DIGEST-VALUE", key]),
-            c.call(&["DEBUG", "DIGEST-VALUE", &restored]),
-            "{key}: restored byte for byte"
-        );
-        assert_eq!(
-            mexists(&mut c, "APBF.MEXISTS", key, &probes),
-            mexists(&mut c, "APBF.MEXISTS", &restored, &probes)
-        );
-        fails(&["restore", "--redis", &url_a, &restored, "-i", file], b"", "already exists");
-        ok(&["restore", "--redis", &url_a, &restored, "-i", file, "--replace"], b"");
-        // The state file of `dedup --window --state` is the same format:
-        // dedup starts from the dumped window.
-        let window = if key == "w" { ["--window", "10m"] } else { ["--window-count", "5000"] };
-        let args = [&["dedup", "--state", file][..], &window].concat();
-        assert_eq!(ok(&args, b"item-1\nitem-2999\nnew\n"), b"new\n".to_vec(), "{key}");
+        window_file(&mut c, &url_a, dir.path(), key, &probes);
     }
     ok(&["copy", "--from", &url_a, "--to", &url_b, "w", "n"], b"");
     let mut d = b.conn();
@@ -623,6 +615,32 @@ fn dump_restore_copy_every_kind_of_key() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("1 of 3 copied") && stderr.contains("h, missing"), "{stderr}");
+}
+
+/// [`dump_restore_copy_every_kind_of_key`] for one window key: dumped to a
+/// file, restored byte for byte (and over itself only with --replace), and
+/// the file a `dedup --window --state` starts from.
+fn window_file(c: &mut bloomkit_testkit::Conn, url_a: &str, dir: &Path, key: &str, probes: &[String]) {
+    let file = dir.join(format!("{key}.apbf"));
+    let file = file.to_str().unwrap();
+    let out = bloomkit(&["dump", "--redis", url_a, key, "-o", file], b"");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sliding-window filter"));
+    let restored = format!("{key}-restored");
+    ok(&["restore", "--redis", url_a, &restored, "-i", file], b"");
+    assert_eq!(
+        c.call(&["DEBUG", "DIGEST-VALUE", key]),
+        c.call(&["DEBUG", "DIGEST-VALUE", &restored]),
+        "{key}: restored byte for byte"
+    );
+    assert_eq!(mexists(c, "APBF.MEXISTS", key, probes), mexists(c, "APBF.MEXISTS", &restored, probes));
+    fails(&["restore", "--redis", url_a, &restored, "-i", file], b"", "already exists");
+    ok(&["restore", "--redis", url_a, &restored, "-i", file, "--replace"], b"");
+    // The state file of `dedup --window --state` is the same format:
+    // dedup starts from the dumped window.
+    let window = if key == "w" { ["--window", "10m"] } else { ["--window-count", "5000"] };
+    let args = [&["dedup", "--state", file][..], &window].concat();
+    assert_eq!(ok(&args, b"item-1\nitem-2999\nnew\n"), b"new\n".to_vec(), "{key}");
 }
 
 /// The behaviour people expect from a command-line tool: usage errors exit
@@ -689,6 +707,13 @@ fn cli_conventions() {
     assert!(!stderr.contains(".tmp"), "no temporary file name: {stderr}");
     fails(&["dedup", "/tmp"], b"", "cannot read /tmp: it is a directory");
 
+    completions_man_pages_and_help();
+}
+
+/// [`cli_conventions`]: completions and man pages, from the clap
+/// definitions (one page per subcommand, each with every option the
+/// parser takes), and help text for every argument.
+fn completions_man_pages_and_help() {
     // Completions and a man page, from the clap definitions.
     for shell in ["bash", "zsh", "fish"] {
         let script = String::from_utf8(ok(&["completions", shell], b"")).unwrap();
@@ -954,22 +979,7 @@ fn dedup_without_a_capacity_grows_an_expandable_filter() {
         "the same bytes"
     );
 
-    // On the server: XF.* keys, remembered between runs.
-    let (input, first) = stream(150_000, "srv-xf-");
-    let args = ["dedup", "--redis", &url_a, "--key", "seen"];
-    assert_dedup(&ok(&args, &input), &first, 2);
-    assert!(ok(&args, &input).is_empty(), "a second run remembers");
-    assert_eq!(c.cmd("TYPE seen").as_bytes(), b"bkit-xflt");
-    let card = c.cmd("XF.CARD seen").as_int() as usize;
-    assert!(card <= first.len() && card + 2 >= first.len(), "{card}: one entry per unique line");
-    let info: serde_json::Value =
-        serde_json::from_slice(&ok(&["info", "--redis", &url_a, "seen", "--json"], b"")).unwrap();
-    assert_eq!(info["kind"], "expandable filter", "{info}");
-    assert_eq!(info["items"], card, "{info}");
-    assert!(info["blocks"].as_i64().unwrap() >= 1, "{info}");
-    assert!(info["guaranteed_rate"].as_f64().unwrap() <= 1e-6, "{info}");
-    let text = String::from_utf8(ok(&["info", "--redis", &url_a, "seen"], b"")).unwrap();
-    assert!(text.contains("expandable filter") && text.contains("guaranteed rate"), "{text}");
+    on_the_server(&mut c, &url_a);
 
     // dump, restore, copy and copy --all, byte for byte.
     let file = dir.path().join("seen.dump");
@@ -1012,4 +1022,25 @@ fn dedup_without_a_capacity_grows_an_expandable_filter() {
     assert!(help.contains("expandable filter (XF"), "{help}");
     let page = String::from_utf8(ok(&["man", "dedup"], b"")).unwrap();
     assert!(page.contains("expandable filter"), "{page}");
+}
+
+/// [`dedup_without_a_capacity_grows_an_expandable_filter`] on the server:
+/// XF.* keys, remembered between runs, that `info` describes.
+fn on_the_server(c: &mut bloomkit_testkit::Conn, url_a: &str) {
+    // On the server: XF.* keys, remembered between runs.
+    let (input, first) = stream(150_000, "srv-xf-");
+    let args = ["dedup", "--redis", url_a, "--key", "seen"];
+    assert_dedup(&ok(&args, &input), &first, 2);
+    assert!(ok(&args, &input).is_empty(), "a second run remembers");
+    assert_eq!(c.cmd("TYPE seen").as_bytes(), b"bkit-xflt");
+    let card = c.cmd("XF.CARD seen").as_int() as usize;
+    assert!(card <= first.len() && card + 2 >= first.len(), "{card}: one entry per unique line");
+    let info: serde_json::Value =
+        serde_json::from_slice(&ok(&["info", "--redis", url_a, "seen", "--json"], b"")).unwrap();
+    assert_eq!(info["kind"], "expandable filter", "{info}");
+    assert_eq!(info["items"], card, "{info}");
+    assert!(info["blocks"].as_i64().unwrap() >= 1, "{info}");
+    assert!(info["guaranteed_rate"].as_f64().unwrap() <= 1e-6, "{info}");
+    let text = String::from_utf8(ok(&["info", "--redis", url_a, "seen"], b"")).unwrap();
+    assert!(text.contains("expandable filter") && text.contains("guaranteed rate"), "{text}");
 }

@@ -77,95 +77,45 @@ fn no_output_shows_a_password() {
     let port = s.port;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let admin = format!("redis://admin:admin-topsecret@127.0.0.1:{port}");
-    let default = format!("redis://:default-topsecret@127.0.0.1:{port}");
-    let encoded = format!("redis://enc:p%40ss-topsecret@127.0.0.1:{port}");
-    let wrong = format!("redis://admin:wrong-topsecret@127.0.0.1:{port}");
-    let none = format!("redis://127.0.0.1:{port}");
-    let refused = "redis://admin:admin-topsecret@127.0.0.1:1".to_string();
-    let malformed = format!("redis://admin:admin-topsecret@127.0.0.1:{port}x");
+    let urls = Urls::new(port);
+    let Urls { admin, default, encoded, wrong, none, .. } = &urls;
     let good_env = [("REDISCLI_AUTH", "default-topsecret")];
     let wrong_env = [("REDISCLI_AUTH", "env-topsecret")];
 
     // What works: the URL's password, an encoded one, $REDISCLI_AUTH alone,
     // the URL's over a wrong $REDISCLI_AUTH, and the environment's URL.
-    for url in [&admin, &default, &encoded] {
+    for url in [admin, default, encoded] {
         let o = clean(d, &["info", "--redis", url, "f"], &[]);
         assert!(o.status.success(), "{url}: {}", stderr(&o));
     }
-    let o = clean(d, &["info", "--redis", &none, "f"], &good_env);
+    let o = clean(d, &["info", "--redis", none, "f"], &good_env);
     assert!(o.status.success(), "$REDISCLI_AUTH is the password when the URL has none: {}", stderr(&o));
-    let o = clean(d, &["info", "--redis", &admin, "f"], &wrong_env);
+    let o = clean(d, &["info", "--redis", admin, "f"], &wrong_env);
     assert!(o.status.success(), "the URL's password wins over $REDISCLI_AUTH: {}", stderr(&o));
-    let o = clean(d, &["info", "f"], &[("BLOOMKIT_URL", &admin)]);
+    let o = clean(d, &["info", "f"], &[("BLOOMKIT_URL", admin)]);
     assert!(o.status.success(), "{}", stderr(&o));
 
     // No password, or a wrong one: the message says where a password goes.
-    for (url, env) in [(&none, &[][..]), (&wrong, &[][..]), (&none, &wrong_env[..])] {
+    for (url, env) in [(none, &[][..]), (wrong, &[][..]), (none, &wrong_env[..])] {
         let o = clean(d, &["info", "--redis", url, "f"], env);
         assert_eq!(o.status.code(), Some(1), "{url} {env:?}");
         let e = stderr(&o);
         assert!(e.contains("REDISCLI_AUTH") && e.contains("user:password@ before the host"), "{e}");
     }
-    let o = clean(d, &["info", "--redis", &none, "f"], &[]);
+    let o = clean(d, &["info", "--redis", none, "f"], &[]);
     assert!(stderr(&o).contains("requires a password"), "{}", stderr(&o));
-    let o = clean(d, &["info", "--redis", &wrong, "f"], &[]);
+    let o = clean(d, &["info", "--redis", wrong, "f"], &[]);
     assert!(stderr(&o).contains("refused the user name or password"), "{}", stderr(&o));
 
     // Every subcommand that talks to a server, in every way it can fail.
     let file = d.join("f.bkf");
     let file = file.to_str().unwrap();
-    let o = clean(d, &["dump", "--redis", &admin, "f", "-o", file], &[]);
+    let o = clean(d, &["dump", "--redis", admin, "f", "-o", file], &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let x_file = d.join("x.bkf");
     let x_file = x_file.to_str().unwrap();
-    assert!(clean(d, &["dump", "--redis", &admin, "x", "-o", x_file], &[]).status.success());
-    let mut runs: Vec<Run> = Vec::new();
-    let mut add = |args: &[&str], env: &[(&'static str, &'static str)]| {
-        runs.push((args.iter().map(|a| a.to_string()).collect(), env.to_vec()));
-    };
-    for url in [&wrong, &none, &refused, &malformed] {
-        add(&["info", "--redis", url, "f"], &[]);
-        add(&["info", "--redis", url, "f", "--json"], &[]);
-        add(&["dump", "--redis", url, "f", "-o", "out.bkf"], &[]);
-        add(&["restore", "--redis", url, "g", "-i", file], &[]);
-        add(&["copy", "--from", url, "--to", &admin, "f"], &[]);
-        add(&["copy", "--from", &admin, "--to", url, "f", "--replace"], &[]);
-        add(&["copy", "--from", url, "--to", &admin, "--all"], &[]);
-        add(&["copy", "--from", &admin, "--to", url, "--all", "--replace"], &[]);
-        add(&["dedup", "--redis", url, "--key", "d"], &[]);
-        add(&["dedup", "--redis", url, "--key", "d", "--capacity", "1000"], &[]);
-        add(&["dedup", "--redis", url, "--bitmap", "--key", "b"], &[]);
-        add(&["dedup", "--redis", url, "--window-count", "100", "--key", "dw"], &[]);
-        add(&[&format!("--redis={url}"), "info", "f"], &[]);
-    }
-    for env in [&wrong_env[..], &[("REDIS_URL", "redis://u:wrong-topsecret@127.0.0.1:1")][..]] {
-        add(&["info", "--redis", &none, "f"], env);
-        add(&["dedup", "--redis", &none, "--key", "d"], env);
-        add(&["info", "f"], env);
-    }
-    // Good credentials, failures of another kind.
-    add(&["info", "--redis", &admin, "missing"], &[]);
-    add(&["dump", "--redis", &admin, "missing", "-o", "out.bkf"], &[]);
-    add(&["restore", "--redis", &admin, "f", "-i", file], &[]);
-    add(&["restore", "--redis", &admin, "g", "-i", "no-such-file"], &[]);
-    add(&["restore", "--redis", &admin, "g", "-i", "Cargo.toml"], &[]);
-    add(&["restore", "--redis", &admin, "w", "-i", x_file], &[]);
-    add(&["copy", "--from", &admin, "--to", &default, "missing"], &[]);
-    add(&["copy", "--from", &admin, "--to", &default, "f"], &[]);
-    add(&["dedup", "--redis", &admin, "--key", "w"], &[]);
-    add(&["dedup", "--redis", &admin, "--key", "x", "--capacity", "1000"], &[]);
-    // Bad arguments that carry a URL: mistyped options, a URL where a key
-    // or a number goes, a file taken for a server.
-    add(&["info", &admin], &[]);
-    add(&["info", "--redis", &admin, &admin], &[]);
-    add(&["info", "--server", &admin, "f"], &[]);
-    add(&["dump", "--redis", &admin, "--format", &admin, "f"], &[]);
-    add(&["calc", "-n", &admin, "-p", "0.01"], &[]);
-    add(&["dedup", "--error-rate", &admin], &[]);
-    add(&["copy", "--from", &admin], &[]);
-    add(&["restore", "--redis", &admin], &[]);
-    add(&["dedup", "--capacity", "10", "--redis", &admin, "--state", "s.bkf"], &[]);
+    assert!(clean(d, &["dump", "--redis", admin, "x", "-o", x_file], &[]).status.success());
+    let runs = failing_runs(&urls, file, x_file);
     let mut failures = 0;
     for (args, env) in &runs {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -177,4 +127,87 @@ fn no_output_shows_a_password() {
         "credentials: {} failing runs of every subcommand, no password printed",
         runs.len()
     ));
+}
+
+/// The server URLs [`no_output_shows_a_password`] tries, each with a
+/// password (but `none`): good ones, a wrong one, a refused connection and
+/// a malformed port.
+struct Urls {
+    admin: String,
+    default: String,
+    encoded: String,
+    wrong: String,
+    none: String,
+    refused: String,
+    malformed: String,
+}
+
+impl Urls {
+    fn new(port: u16) -> Urls {
+        Urls {
+            admin: format!("redis://admin:admin-topsecret@127.0.0.1:{port}"),
+            default: format!("redis://:default-topsecret@127.0.0.1:{port}"),
+            encoded: format!("redis://enc:p%40ss-topsecret@127.0.0.1:{port}"),
+            wrong: format!("redis://admin:wrong-topsecret@127.0.0.1:{port}"),
+            none: format!("redis://127.0.0.1:{port}"),
+            refused: "redis://admin:admin-topsecret@127.0.0.1:1".to_string(),
+            malformed: format!("redis://admin:admin-topsecret@127.0.0.1:{port}x"),
+        }
+    }
+}
+
+/// Every subcommand that talks to a server, in every way it can fail:
+/// credentials refused or missing, no server, good credentials with other
+/// failures, and bad arguments that carry a URL. `file` and `x_file` are
+/// dumps of `f` and `x`.
+fn failing_runs(urls: &Urls, file: &str, x_file: &str) -> Vec<Run> {
+    let Urls { admin, default, wrong, none, refused, malformed, .. } = urls;
+    let wrong_env = [("REDISCLI_AUTH", "env-topsecret")];
+    let mut runs: Vec<Run> = Vec::new();
+    let mut add = |args: &[&str], env: &[(&'static str, &'static str)]| {
+        runs.push((args.iter().map(|a| a.to_string()).collect(), env.to_vec()));
+    };
+    for url in [wrong, none, refused, malformed] {
+        add(&["info", "--redis", url, "f"], &[]);
+        add(&["info", "--redis", url, "f", "--json"], &[]);
+        add(&["dump", "--redis", url, "f", "-o", "out.bkf"], &[]);
+        add(&["restore", "--redis", url, "g", "-i", file], &[]);
+        add(&["copy", "--from", url, "--to", admin, "f"], &[]);
+        add(&["copy", "--from", admin, "--to", url, "f", "--replace"], &[]);
+        add(&["copy", "--from", url, "--to", admin, "--all"], &[]);
+        add(&["copy", "--from", admin, "--to", url, "--all", "--replace"], &[]);
+        add(&["dedup", "--redis", url, "--key", "d"], &[]);
+        add(&["dedup", "--redis", url, "--key", "d", "--capacity", "1000"], &[]);
+        add(&["dedup", "--redis", url, "--bitmap", "--key", "b"], &[]);
+        add(&["dedup", "--redis", url, "--window-count", "100", "--key", "dw"], &[]);
+        add(&[&format!("--redis={url}"), "info", "f"], &[]);
+    }
+    for env in [&wrong_env[..], &[("REDIS_URL", "redis://u:wrong-topsecret@127.0.0.1:1")][..]] {
+        add(&["info", "--redis", none, "f"], env);
+        add(&["dedup", "--redis", none, "--key", "d"], env);
+        add(&["info", "f"], env);
+    }
+    // Good credentials, failures of another kind.
+    add(&["info", "--redis", admin, "missing"], &[]);
+    add(&["dump", "--redis", admin, "missing", "-o", "out.bkf"], &[]);
+    add(&["restore", "--redis", admin, "f", "-i", file], &[]);
+    add(&["restore", "--redis", admin, "g", "-i", "no-such-file"], &[]);
+    add(&["restore", "--redis", admin, "g", "-i", "Cargo.toml"], &[]);
+    add(&["restore", "--redis", admin, "w", "-i", x_file], &[]);
+    add(&["copy", "--from", admin, "--to", default, "missing"], &[]);
+    add(&["copy", "--from", admin, "--to", default, "f"], &[]);
+    add(&["dedup", "--redis", admin, "--key", "w"], &[]);
+    add(&["dedup", "--redis", admin, "--key", "x", "--capacity", "1000"], &[]);
+    // Bad arguments that carry a URL: mistyped options, a URL where a key
+    // or a number goes, a file taken for a server.
+    add(&["info", admin], &[]);
+    add(&["info", "--redis", admin, admin], &[]);
+    add(&["info", "--server", admin, "f"], &[]);
+    add(&["dump", "--redis", admin, "--format", admin, "f"], &[]);
+    add(&["calc", "-n", admin, "-p", "0.01"], &[]);
+    add(&["dedup", "--error-rate", admin], &[]);
+    add(&["copy", "--from", admin], &[]);
+    add(&["restore", "--redis", admin], &[]);
+    add(&["dedup", "--capacity", "10", "--redis", admin, "--state", "s.bkf"], &[]);
+    runs
 }

@@ -108,47 +108,8 @@ fn xf_sizes_are_what_the_server_measures() {
             "{what}"
         );
         for row in growth {
-            let n = row["items"].as_u64().unwrap();
-            let grown = if n <= SPREAD_UP_TO { &keys[..] } else { &keys[..1] };
-            let (mut sizes, mut rates, mut blocks) = (Vec::new(), 0.0, 0.0f64);
-            for key in grown {
-                add(&mut conn, key, added, n);
-                let fields = info(&mut conn, "XF.INFO", key);
-                assert_eq!(number(field(&fields, "Items")), n as f64, "{what}");
-                sizes.push(number(field(&fields, "Size")));
-                rates += number(field(&fields, "Guaranteed rate"));
-                blocks = blocks.max(number(field(&fields, "Blocks")));
-            }
-            added = n;
-            let size = sizes.iter().sum::<f64>() / sizes.len() as f64;
-            let rate_now = rates / sizes.len() as f64;
-            let bytes = row["bytes"].as_f64().unwrap();
-            let calc_rate = row["guaranteed_rate"].as_f64().unwrap();
-            let (d, r) = (bytes / size - 1.0, calc_rate / rate_now - 1.0);
-            if blocks == 1.0 {
-                assert!(
-                    sizes.iter().all(|s| *s == bytes),
-                    "{what}: {n} items, one block: {sizes:?}, calc {bytes}"
-                );
-            }
-            assert!(d.abs() <= 0.05, "{what}: {n} items take {size} bytes; calc: {bytes} ({d:+.4})");
-            if n >= 1000 {
-                assert!(r.abs() <= 0.05, "{what}: {n} items: guaranteed rate {rate_now}, calc {calc_rate}");
-            }
-            if let (Some(low), Some(high)) = (row["bytes_low"].as_f64(), row["bytes_high"].as_f64()) {
-                for s in &sizes {
-                    assert!(
-                        *s >= low * 0.9 && *s <= high * 1.1,
-                        "{what}: a filter of {n} items takes {s} bytes; calc: {bytes} ({low} to {high})"
-                    );
-                }
-            }
-            worst = worst.max(d.abs());
-            bloomkit_testkit::figure(&format!(
-                "calc --xf: {what}: {n} items: server {size:.0} bytes (mean of {}), calc {bytes} ({:+.2}%)",
-                sizes.len(),
-                d * 100.0
-            ));
+            worst = worst.max(growth_row(&mut conn, &keys, row, added, &what));
+            added = row["items"].as_u64().unwrap();
         }
         // Laid out for the items from the start (from far below them, and
         // from above).
@@ -171,6 +132,50 @@ fn xf_sizes_are_what_the_server_measures() {
         worst = worst.max(d.abs());
     }
     bloomkit_testkit::figure(&format!("calc --xf: worst difference from the server {:.2}%", worst * 100.0));
+}
+
+/// One row of calc's growth table in [`xf_sizes_are_what_the_server_measures`]:
+/// the `keys` (or past [`SPREAD_UP_TO`] items the first) grown from `added`
+/// items to the row's, and their sizes and rates held to calc's. Returns
+/// the size's relative difference from calc's.
+fn growth_row(conn: &mut Conn, keys: &[String], row: &Value, added: u64, what: &str) -> f64 {
+    let n = row["items"].as_u64().unwrap();
+    let grown = if n <= SPREAD_UP_TO { keys } else { &keys[..1] };
+    let (mut sizes, mut rates, mut blocks) = (Vec::new(), 0.0, 0.0f64);
+    for key in grown {
+        add(conn, key, added, n);
+        let fields = info(conn, "XF.INFO", key);
+        assert_eq!(number(field(&fields, "Items")), n as f64, "{what}");
+        sizes.push(number(field(&fields, "Size")));
+        rates += number(field(&fields, "Guaranteed rate"));
+        blocks = blocks.max(number(field(&fields, "Blocks")));
+    }
+    let size = sizes.iter().sum::<f64>() / sizes.len() as f64;
+    let rate_now = rates / sizes.len() as f64;
+    let bytes = row["bytes"].as_f64().unwrap();
+    let calc_rate = row["guaranteed_rate"].as_f64().unwrap();
+    let (d, r) = (bytes / size - 1.0, calc_rate / rate_now - 1.0);
+    if blocks == 1.0 {
+        assert!(sizes.iter().all(|s| *s == bytes), "{what}: {n} items, one block: {sizes:?}, calc {bytes}");
+    }
+    assert!(d.abs() <= 0.05, "{what}: {n} items take {size} bytes; calc: {bytes} ({d:+.4})");
+    if n >= 1000 {
+        assert!(r.abs() <= 0.05, "{what}: {n} items: guaranteed rate {rate_now}, calc {calc_rate}");
+    }
+    if let (Some(low), Some(high)) = (row["bytes_low"].as_f64(), row["bytes_high"].as_f64()) {
+        for s in &sizes {
+            assert!(
+                *s >= low * 0.9 && *s <= high * 1.1,
+                "{what}: a filter of {n} items takes {s} bytes; calc: {bytes} ({low} to {high})"
+            );
+        }
+    }
+    bloomkit_testkit::figure(&format!(
+        "calc --xf: {what}: {n} items: server {size:.0} bytes (mean of {}), calc {bytes} ({:+.2}%)",
+        sizes.len(),
+        d * 100.0
+    ));
+    d.abs()
 }
 
 /// How many items fit under a byte limit: calc's count for 1 MiB is where
