@@ -52,6 +52,41 @@ const HALF: Rate = Rate::Shape(0.5);
 /// the backend keeps an exact count; `rate` how its false-positive rate is
 /// checked. Backends that remove items are checked removing them.
 fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool, rate_check: Rate) {
+    answers_and_removes(make, server, counts);
+
+    // Calls much larger than a batch: every item answered, in order.
+    let many = items("batch", 2500);
+    let mut f = make("conf:batches", Options { batch_size: 100, ..Options::new(10_000, 1e-7) });
+    assert!(f.add_slice(&slices(&many)).unwrap().iter().all(|&new| new));
+    let mixed: Vec<&[u8]> =
+        many.iter().step_by(2).map(|i| i.as_slice()).chain([b"absent".as_slice()]).collect();
+    let answers = f.contains_slice(&mixed).unwrap();
+    assert!(answers[..answers.len() - 1].iter().all(|&p| p) && !answers[answers.len() - 1]);
+    assert!(f.add_slice(&slices(&many)).unwrap().iter().all(|&new| !new));
+
+    let (mut f, added) = false_positives(make, rate_check);
+
+    // Clear removes everything.
+    f.clear().unwrap();
+    assert!(!f.contains(&added[0]).unwrap());
+    match server {
+        Some(_) => assert!(matches!(f.info(), Err(Error::NotFound(_))), "info after clear"),
+        None => assert_eq!(f.count().unwrap(), Some(0)),
+    }
+
+    let Some(server) = server else {
+        assert!(matches!(f.expire(Duration::from_secs(1)), Err(Error::Unsupported(_))));
+        return;
+    };
+    let mut raw = server.conn();
+    ttls_follow_writes(make, &mut raw);
+    wrong_type(make, &mut raw);
+}
+
+/// [`conformance`]: answers, repeats inside a call, odd bytes, the count or
+/// estimate, the keys; where the backend removes, one copy goes, an item
+/// never added removes nothing, and the item can be added anew.
+fn answers_and_removes(make: &mut Make, server: Option<&TestServer>, counts: bool) {
     // Answers, repeats inside a call, odd bytes.
     let mut f = make("conf:basic", Options { batch_size: 3, ..Options::new(1000, 0.001) });
     if server.is_some() {
@@ -94,17 +129,12 @@ fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool, rate_
             assert_eq!(f.count().unwrap(), counts.then_some(5));
         }
     }
+}
 
-    // Calls much larger than a batch: every item answered, in order.
-    let many = items("batch", 2500);
-    let mut f = make("conf:batches", Options { batch_size: 100, ..Options::new(10_000, 1e-7) });
-    assert!(f.add_slice(&slices(&many)).unwrap().iter().all(|&new| new));
-    let mixed: Vec<&[u8]> =
-        many.iter().step_by(2).map(|i| i.as_slice()).chain([b"absent".as_slice()]).collect();
-    let answers = f.contains_slice(&mixed).unwrap();
-    assert!(answers[..answers.len() - 1].iter().all(|&p| p) && !answers[answers.len() - 1]);
-    assert!(f.add_slice(&slices(&many)).unwrap().iter().all(|&new| !new));
-
+/// [`conformance`] at capacity: no false negative, false positives within
+/// the rate (`rate_check`). Returns the filter and its items, for the
+/// clear that follows.
+fn false_positives(make: &mut Make, rate_check: Rate) -> (Box<dyn Filter>, Vec<Vec<u8>>) {
     // At capacity: no false negative, false positives within the rate.
     let (capacity, rate) = (20_000, 0.01);
     let mut f = make("conf:fpr", Options::new(capacity, rate));
@@ -141,21 +171,12 @@ fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool, rate_
             4.0 * sigma
         ),
     }
+    (f, added)
+}
 
-    // Clear removes everything.
-    f.clear().unwrap();
-    assert!(!f.contains(&added[0]).unwrap());
-    match server {
-        Some(_) => assert!(matches!(f.info(), Err(Error::NotFound(_))), "info after clear"),
-        None => assert_eq!(f.count().unwrap(), Some(0)),
-    }
-
-    let Some(server) = server else {
-        assert!(matches!(f.expire(Duration::from_secs(1)), Err(Error::Unsupported(_))));
-        return;
-    };
-    let mut raw = server.conn();
-
+/// [`conformance`] on a server: a TTL is set when a write creates the keys,
+/// writes keep it, `expire` and `reserve` set it.
+fn ttls_follow_writes(make: &mut Make, raw: &mut bloomkit_testkit::Conn) {
     // A TTL is set when a write creates the keys, and writes keep it.
     let mut f = make("conf:ttl", Options { ttl: Some(Duration::from_secs(600)), ..Options::new(1000, 0.01) });
     f.add_slice(&[b"x", b"y"]).unwrap();
@@ -164,18 +185,18 @@ fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool, rate_
     let ttls = |raw: &mut bloomkit_testkit::Conn| -> Vec<(String, i64)> {
         keys.iter().map(|k| (k.clone(), raw.call(&["PTTL", k]).as_int())).filter(|t| t.1 != -2).collect()
     };
-    let first = ttls(&mut raw);
+    let first = ttls(raw);
     assert!(!first.is_empty() && first.iter().all(|t| t.1 > 590_000 && t.1 <= 600_000), "{first:?}");
     for (k, _) in &first {
         raw.call(&["PEXPIRE", k, "500000"]);
     }
     f.add_slice(&[b"x", b"z"]).unwrap();
-    for (k, t) in ttls(&mut raw) {
+    for (k, t) in ttls(raw) {
         let existed = first.iter().any(|f| f.0 == k);
         assert!(if existed { t <= 500_000 } else { t > 590_000 }, "{k}: {t} (existed before: {existed})");
     }
     f.expire(Duration::from_secs(5)).unwrap();
-    assert!(ttls(&mut raw).iter().all(|t| t.1 > 0 && t.1 <= 5000));
+    assert!(ttls(raw).iter().all(|t| t.1 > 0 && t.1 <= 5000));
     // reserve applies it too.
     let mut f = make(
         "conf:ttl-reserved",
@@ -187,7 +208,11 @@ fn conformance(make: &mut Make, server: Option<&TestServer>, counts: bool, rate_
         let t = raw.call(&["PTTL", k]).as_int();
         assert!(t == -2 || (t > 290_000 && t <= 300_000), "{k}: {t}");
     }
+}
 
+/// [`conformance`] on a server: a key holding something else is a typed
+/// error, and is left alone.
+fn wrong_type(make: &mut Make, raw: &mut bloomkit_testkit::Conn) {
     // A key holding something else is a typed error, and is left alone.
     let mut f = make("conf:wrongtype", Options::new(1000, 0.01));
     f.add(b"x").unwrap();
