@@ -255,6 +255,42 @@ fn xf_field(c: &mut bloomkit_testkit::Conn, key: &str, label: &str) -> i64 {
     fields[at.unwrap_or_else(|| panic!("{label}: {info:?}")) + 1].as_int()
 }
 
+/// [`expandable_filters_dump_restore_and_copy`] for one key: dumped (the
+/// progress its blocks' bytes), restored byte-identical and dumped again
+/// the same, refused over itself, copied server to server and over a copy.
+fn dump_restore_and_copy(
+    c: &mut bloomkit_testkit::Conn,
+    d: &mut bloomkit_testkit::Conn,
+    from: &mut Server,
+    to: &mut Server,
+    key: &str,
+) {
+    let progress = Counted::default();
+    let mut file = Vec::new();
+    assert_eq!(transfer::dump_key(from, key, None, &mut file, &progress).unwrap(), "expandable filter");
+    assert_eq!(&file[..8], transfer::XF_MAGIC);
+    // (Progress is the blocks' bytes, as the header says.)
+    let (done, length) = (progress.done.get(), progress.length.get());
+    assert!(done > 0 && done == length, "{key}: {done} of {length}");
+    let restored = format!("{key}-restored");
+    assert_eq!(transfer::restore_file(from, &restored, &file[..], false, &()).unwrap(), "expandable filter");
+    let digest = c.call(&["DEBUG", "DIGEST-VALUE", key]);
+    assert_eq!(digest, c.call(&["DEBUG", "DIGEST-VALUE", &restored]), "{key}: restored");
+    // The dump of the restored key is the same file.
+    let mut again = Vec::new();
+    transfer::dump_key(from, &restored, None, &mut again, &()).unwrap();
+    assert!(again == file, "{key}: dumped again, the same bytes");
+    let refused = transfer::restore_file(from, &restored, &file[..], false, &()).unwrap_err();
+    assert!(refused.to_string().contains("already exists"), "{refused}");
+    // Server to server, then replacing what is there.
+    assert_eq!(transfer::copy_key(from, to, key, None, false, &()).unwrap(), "expandable filter");
+    assert_eq!(digest, d.call(&["DEBUG", "DIGEST-VALUE", key]), "{key}: copied to Valkey");
+    d.call(&["XF.ADD", key, "only on the copy"]);
+    transfer::copy_key(from, to, key, None, true, &()).unwrap();
+    assert_eq!(digest, d.call(&["DEBUG", "DIGEST-VALUE", key]), "{key}: replaced");
+    assert_eq!(d.call(&["TTL", key]).as_int(), -1, "the staging key's TTL does not stay");
+}
+
 /// Expandable filters move by XF.SCANDUMP/XF.LOADCHUNK in several chunks,
 /// a lone small block too, between Redis and Valkey: byte-identical
 /// (DEBUG DIGEST-VALUE), through a file and server to server, found by
@@ -285,39 +321,7 @@ fn expandable_filters_dump_restore_and_copy() {
     let (keys, _) = transfer::module_keys(&mut from, "*").unwrap();
     assert!(keys.contains(&"xf".to_string()) && keys.contains(&"mid".to_string()), "{keys:?}");
     for key in ["xf", "mid"] {
-        let progress = Counted::default();
-        let mut file = Vec::new();
-        assert_eq!(
-            transfer::dump_key(&mut from, key, None, &mut file, &progress).unwrap(),
-            "expandable filter"
-        );
-        assert_eq!(&file[..8], transfer::XF_MAGIC);
-        // (Progress is the blocks' bytes, as the header says.)
-        let (done, length) = (progress.done.get(), progress.length.get());
-        assert!(done > 0 && done == length, "{key}: {done} of {length}");
-        let restored = format!("{key}-restored");
-        assert_eq!(
-            transfer::restore_file(&mut from, &restored, &file[..], false, &()).unwrap(),
-            "expandable filter"
-        );
-        let digest = c.call(&["DEBUG", "DIGEST-VALUE", key]);
-        assert_eq!(digest, c.call(&["DEBUG", "DIGEST-VALUE", &restored]), "{key}: restored");
-        // The dump of the restored key is the same file.
-        let mut again = Vec::new();
-        transfer::dump_key(&mut from, &restored, None, &mut again, &()).unwrap();
-        assert!(again == file, "{key}: dumped again, the same bytes");
-        let refused = transfer::restore_file(&mut from, &restored, &file[..], false, &()).unwrap_err();
-        assert!(refused.to_string().contains("already exists"), "{refused}");
-        // Server to server, then replacing what is there.
-        assert_eq!(
-            transfer::copy_key(&mut from, &mut to, key, None, false, &()).unwrap(),
-            "expandable filter"
-        );
-        assert_eq!(digest, d.call(&["DEBUG", "DIGEST-VALUE", key]), "{key}: copied to Valkey");
-        d.call(&["XF.ADD", key, "only on the copy"]);
-        transfer::copy_key(&mut from, &mut to, key, None, true, &()).unwrap();
-        assert_eq!(digest, d.call(&["DEBUG", "DIGEST-VALUE", key]), "{key}: replaced");
-        assert_eq!(d.call(&["TTL", key]).as_int(), -1, "the staging key's TTL does not stay");
+        dump_restore_and_copy(&mut c, &mut d, &mut from, &mut to, key);
     }
     let copied = RedisFilter::new(connect(&b), Layout::expandable("xf", Options::new(1000, 0.01)).unwrap());
     let mut copied = copied;
