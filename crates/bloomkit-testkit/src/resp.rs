@@ -235,6 +235,22 @@ impl Conn {
         assert!(!reply.is_error(), "{line}: {reply:?}");
         reply
     }
+
+    /// Turns active defragmentation on as eagerly as the server allows (any
+    /// fragmentation, the least CPU share, one field per scan step), so that
+    /// a test sees the defragmenter move its values within seconds.
+    pub fn start_active_defrag(&mut self) {
+        for setting in [
+            "active-defrag-ignore-bytes 1mb",
+            "active-defrag-threshold-lower 1",
+            "active-defrag-cycle-min 1",
+            "active-defrag-cycle-max 1",
+            "active-defrag-max-scan-fields 1",
+            "activedefrag yes",
+        ] {
+            self.ok(&format!("CONFIG SET {setting}"));
+        }
+    }
 }
 
 fn read_line(r: &mut impl BufRead, raw: &mut Vec<u8>) -> io::Result<Vec<u8>> {

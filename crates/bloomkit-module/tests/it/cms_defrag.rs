@@ -67,15 +67,7 @@ fn active_defrag_moves_sketches_and_changes_nothing() {
     pipeline(&mut c, &deletes);
     let before = observe(&mut c);
     assert_eq!(defrag_field(&mut c, "cms_hits"), 0, "defrag is off");
-    for setting in [
-        "active-defrag-ignore-bytes 1mb",
-        "active-defrag-threshold-lower 1",
-        "active-defrag-cycle-min 1",
-        "active-defrag-cycle-max 1",
-        "activedefrag yes",
-    ] {
-        c.ok(&format!("CONFIG SET {setting}"));
-    }
+    c.start_active_defrag();
     let end = Instant::now() + DEADLINE;
     while defrag_field(&mut c, "cms_hits") < 2 {
         assert!(Instant::now() < end, "no sketch moved within {DEADLINE:?}");

@@ -273,16 +273,7 @@ fn defrag_every_type(c: &mut Conn, server: Server) {
     // valkey-bloom's switch first: with it off, the other types move
     // and its objects do not.
     c.ok("CONFIG SET bf.bloom-defrag-enabled no");
-    for setting in [
-        "active-defrag-ignore-bytes 1mb",
-        "active-defrag-threshold-lower 1",
-        "active-defrag-cycle-min 1",
-        "active-defrag-cycle-max 1",
-        "active-defrag-max-scan-fields 1",
-        "activedefrag yes",
-    ] {
-        c.ok(&format!("CONFIG SET {setting}"));
-    }
+    c.start_active_defrag();
     let others = &TYPES[..TYPES.len() - 1];
     let end = Instant::now() + DEADLINE;
     while !others.iter().all(|t| defrag_field(c, &format!("{t}_hits")) > 0) {

@@ -68,16 +68,7 @@ fn active_defrag_moves_digests_and_changes_nothing() {
     // The first look compresses the digests (QUANTILE does); the second is the reference.
     observe(&mut c, &keys);
     let before = observe(&mut c, &keys);
-    for setting in [
-        "active-defrag-ignore-bytes 1mb",
-        "active-defrag-threshold-lower 1",
-        "active-defrag-cycle-min 1",
-        "active-defrag-cycle-max 1",
-        "active-defrag-max-scan-fields 1",
-        "activedefrag yes",
-    ] {
-        c.ok(&format!("CONFIG SET {setting}"));
-    }
+    c.start_active_defrag();
     let end = Instant::now() + Duration::from_secs(120);
     while defrag_field(&mut c, "tdigest_hits") == 0 {
         assert!(Instant::now() < end, "no t-digest was moved within 120 s");

@@ -156,16 +156,7 @@ fn active_defrag_moves_sketches_and_changes_nothing() {
         (pipeline(c, &cmds), pipeline(c, &digests), c.digest())
     };
     let before = probe(&mut c);
-    for setting in [
-        "active-defrag-ignore-bytes 1mb",
-        "active-defrag-threshold-lower 1",
-        "active-defrag-cycle-min 1",
-        "active-defrag-cycle-max 1",
-        "active-defrag-max-scan-fields 1",
-        "activedefrag yes",
-    ] {
-        c.ok(&format!("CONFIG SET {setting}"));
-    }
+    c.start_active_defrag();
     let end = Instant::now() + Duration::from_secs(60);
     while c.info_field("bf", "bf_defrag_topk_hits").parse::<u64>().unwrap() < 100 {
         assert!(Instant::now() < end, "no Top-K block moved within 60 s");
