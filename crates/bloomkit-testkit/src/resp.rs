@@ -236,6 +236,16 @@ impl Conn {
         reply
     }
 
+    /// The names of every key (`KEYS *`), as text: for tests that look over
+    /// a small keyspace.
+    pub fn key_names(&mut self) -> Vec<String> {
+        self.cmd("KEYS *")
+            .as_array()
+            .iter()
+            .map(|k| String::from_utf8_lossy(k.as_bytes()).into_owned())
+            .collect()
+    }
+
     /// Turns active defragmentation on as eagerly as the server allows (any
     /// fragmentation, the least CPU share, one field per scan step), so that
     /// a test sees the defragmenter move its values within seconds.

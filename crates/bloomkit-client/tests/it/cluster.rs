@@ -22,12 +22,7 @@ use common::{items, slices};
 fn every_master_holds_shards(cluster: &TestCluster) {
     for (i, node) in cluster.nodes.iter().enumerate() {
         let mut c = node.conn();
-        let keys: Vec<String> = c
-            .cmd("KEYS *")
-            .as_array()
-            .iter()
-            .map(|k| String::from_utf8_lossy(k.as_bytes()).into_owned())
-            .collect();
+        let keys = c.key_names();
         assert!(keys.iter().any(|k| k.starts_with("{clicks:")), "master {i} has no module shard: {keys:?}");
         assert!(keys.iter().any(|k| k.starts_with("{urls:")), "master {i} has no bitmap shard: {keys:?}");
     }

@@ -367,12 +367,7 @@ fn verbatim(line: &str) -> Vec<Vec<u8>> {
 
 /// Per-key digests and DUMPs of the whole keyspace.
 fn snapshot(c: &mut Conn) -> BTreeMap<String, (Reply, Vec<u8>)> {
-    let keys: Vec<String> = c
-        .cmd("KEYS *")
-        .as_array()
-        .iter()
-        .map(|k| String::from_utf8_lossy(k.as_bytes()).into_owned())
-        .collect();
+    let keys = c.key_names();
     keys.into_iter()
         .map(|k| {
             let digest = c.call(&["DEBUG", "DIGEST-VALUE", &k]);
