@@ -87,6 +87,9 @@ pub struct Meta {
     pub uniform: bool,
     pub qbits: u32,
     pub depth: u32,
+    /// In memory only: the block keeps a count list after its fields
+    /// ([`Block::occurrences`]); stored blocks write copies instead.
+    pub counted: bool,
 }
 
 impl Meta {
@@ -99,6 +102,7 @@ impl Meta {
             | u64::from(self.cap) << 16
             | u64::from(self.w) << 32
             | u64::from(self.uniform) << 38
+            | u64::from(self.counted) << 39
             | u64::from(self.qbits) << 40
             | u64::from(self.depth) << 48
     }
@@ -111,6 +115,7 @@ impl Meta {
             uniform: word >> 38 & 1 == 1,
             qbits: (word >> 40 & 0xff) as u32,
             depth: (word >> 48 & 0xff) as u32,
+            counted: word >> 39 & 1 == 1,
         }
     }
 
@@ -144,6 +149,11 @@ impl Meta {
     /// Bits in use up to the end of the fields' room.
     fn bits(&self) -> u64 {
         self.f0() + u64::from(self.cap) * u64::from(self.w)
+    }
+
+    /// The word where the count list starts: its length, then its records.
+    fn counts_at(&self) -> usize {
+        words_for(self.bits()) as usize
     }
 
     /// The stored field of entry `(f, fp)`.
@@ -406,11 +416,20 @@ const fn select_in_byte_table() -> [u8; 2048] {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rebuild;
 
+/// Where an insert went, and whether it was a copy of an entry there
+/// (which adds nothing to the filter's mass).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Inserted {
+    pub at: u32,
+    pub copy: bool,
+}
+
 /// A block's words behind one thin pointer: 8 bytes where a boxed slice
 /// takes 16, in every block list and in the filter itself (a small key's
 /// whole value is the filter and one block). The length is the metadata's
-/// (`words_for(meta.bits())`), which in-place writes never change: they
-/// change `n` only, and the room, width and quotients make the length.
+/// (`words_for(meta.bits())`, plus a count list's room when it has one),
+/// which in-place writes never change: they change `n` and the records in
+/// use only, and the room, width, quotients and list room make the length.
 struct Words(std::ptr::NonNull<u64>);
 
 // SAFETY: `Words` owns its allocation exclusively, like the `Box<[u64]>` it
@@ -422,7 +441,9 @@ unsafe impl Sync for Words {}
 impl Words {
     /// Takes a block's words; their first is its metadata, which says their length.
     fn new(words: Box<[u64]>) -> Words {
-        debug_assert_eq!(words_for(Meta::unpack(words[0]).bits()) as usize, words.len());
+        let meta = Meta::unpack(words[0]);
+        let counts = if meta.counted { 1 + (words[meta.counts_at()] >> 32) as usize } else { 0 };
+        debug_assert_eq!(words_for(meta.bits()) as usize + counts, words.len());
         let ptr = Box::into_raw(words).cast::<u64>();
         // SAFETY: a boxed slice's pointer is never null (it is non-empty here).
         Words(unsafe { std::ptr::NonNull::new_unchecked(ptr) })
@@ -441,9 +462,17 @@ impl Words {
         }
     }
 
+    #[inline]
     fn len(&self) -> usize {
         // SAFETY: the allocation holds at least its metadata word.
-        words_for(Meta::unpack(unsafe { *self.0.as_ptr() }).bits()) as usize
+        let meta = Meta::unpack(unsafe { *self.0.as_ptr() });
+        let fields = words_for(meta.bits()) as usize;
+        if !meta.counted {
+            return fields;
+        }
+        // SAFETY: a counted block's allocation holds the count list's
+        // first word (its length and room) right after the fields.
+        fields + 1 + (unsafe { *self.0.as_ptr().add(fields) } >> 32) as usize
     }
 
     fn into_box(self) -> Box<[u64]> {
@@ -496,7 +525,29 @@ impl Block {
 
     /// As [`Block::build`], `entries` already in order.
     pub fn build_sorted(qbits: u32, depth: u32, entries: &[Entry], spare: u32) -> Result<Block, OutOfMemory> {
-        Block::build_with_cap(qbits, depth, entries, Some(spare))
+        let folds = |i: usize| {
+            i + FOLD_AT as usize <= entries.len() && entries[i] == entries[i + FOLD_AT as usize - 1]
+        };
+        if !(0..entries.len()).any(folds) {
+            return Block::build_with_cap(qbits, depth, entries, Some(spare), &[]);
+        }
+        // FOLD_AT or more copies of one entry are one entry and a count.
+        let mut kept: Vec<Entry> = Vec::new();
+        kept.try_reserve_exact(entries.len()).map_err(|_| OutOfMemory)?;
+        let mut records: Vec<u64> = Vec::new();
+        let mut i = 0;
+        while i < entries.len() {
+            let same = entries[i..].iter().take_while(|&&e| e == entries[i]).count();
+            if same >= FOLD_AT as usize {
+                records.try_reserve(1).map_err(|_| OutOfMemory)?;
+                records.push(kept.len() as u64 | (same as u64 - 1) << 32);
+                kept.push(entries[i]);
+            } else {
+                kept.extend_from_slice(&entries[i..i + same]);
+            }
+            i += same;
+        }
+        Block::build_with_cap(qbits, depth, &kept, Some(spare), &records)
     }
 
     /// The narrowest width and whether uniform, for entries of these lengths.
@@ -515,12 +566,14 @@ impl Block {
         let meta = self.meta();
         let mut grown = meta;
         grown.cap = room_for(meta, meta.n + 1);
+        let records = self.records();
         let len = usize::try_from(words_for(grown.bits())).map_err(|_| OutOfMemory)?;
-        let mut words = zeroed(len)?;
+        let mut words = zeroed(len + counts_len(records))?;
         words[0] = grown.pack();
         let head = u64::from(meta.q()) + u64::from(meta.n);
         copy_bits(&mut words, 64, &self.words, 64, meta.h0() - 64 + head);
         copy_bits(&mut words, grown.f0(), &self.words, meta.f0(), u64::from(meta.n) * u64::from(meta.w));
+        write_counts(&mut words, &grown, records);
         Ok(Block { words: Words::new(words) })
     }
 
@@ -529,8 +582,26 @@ impl Block {
     /// class's room), so that a block's bytes never depend on its history:
     /// in place when that form does not change, else rebuilt (allocated
     /// first: on failure nothing changed).
-    pub fn remove_canonical(&mut self, ql: u32, i: u32) -> Result<(), OutOfMemory> {
+    /// True when the entry went; false when it stays with one copy less.
+    pub fn remove_canonical(&mut self, ql: u32, i: u32) -> Result<bool, OutOfMemory> {
         let meta = self.meta();
+        match self.record_of(i).map(|r| self.records()[r] >> 32) {
+            Some(extra) if extra >= u64::from(FOLD_AT) => {
+                self.remove(ql, i);
+                return Ok(false);
+            }
+            Some(_) => {
+                // Too few copies left for a record: they are entries again.
+                let all = self.occurrences_but(i);
+                *self = Block::build_sorted(meta.qbits, meta.depth, &all, 0)?;
+                return Ok(false);
+            }
+            None => {}
+        }
+        let e = self.entry(ql, i);
+        let run = self.run(ql);
+        let stays =
+            (i > run.start && self.entry(ql, i - 1) == e) || (i + 1 < run.end && self.entry(ql, i + 1) == e);
         let mut lengths = Vec::with_capacity(meta.n as usize);
         self.for_each(|e| lengths.push(e.f));
         lengths.remove(i as usize);
@@ -539,34 +610,49 @@ impl Block {
         let cap = room_for(shape, meta.n - 1);
         if (w, uniform, cap) == (meta.w, meta.uniform, meta.cap) {
             self.remove(ql, i);
-            return Ok(());
+            return Ok(!stays);
         }
-        let mut all = self.entries();
-        all.remove(i as usize);
+        let all = self.occurrences_but(i);
         *self = Block::build_sorted(meta.qbits, meta.depth, &all, 0)?;
-        Ok(())
+        Ok(!stays)
+    }
+
+    /// Every occurrence, in order, but one of entry `i`.
+    fn occurrences_but(&self, i: u32) -> Vec<Entry> {
+        let mut all = Vec::with_capacity(self.occurrences() as usize);
+        let mut at = 0u32;
+        self.for_each_counted(|e, copies| {
+            let copies = copies - u32::from(at == i);
+            all.extend(std::iter::repeat_n(e, copies as usize));
+            at += 1;
+        });
+        all
     }
 
     /// `entries` (in order) at the narrowest width: with room for `spare`
-    /// more and whatever the allocator class adds, or (`None`) exactly.
+    /// more and whatever the allocator class adds, or (`None`) exactly;
+    /// `records` their count list (`index | extra copies << 32`).
     fn build_with_cap(
         qbits: u32,
         depth: u32,
         entries: &[Entry],
         spare: Option<u32>,
+        records: &[u64],
     ) -> Result<Block, OutOfMemory> {
         debug_assert!((MIN_QBITS..=MAX_QBITS).contains(&qbits));
         debug_assert!(entries.windows(2).all(|p| p[0].key() <= p[1].key()));
         let n = u32::try_from(entries.len()).map_err(|_| OutOfMemory)?;
         let (w, uniform) = Block::shape_of(entries.iter().map(|e| e.f));
-        let mut meta = Meta { n, cap: n, w, uniform, qbits, depth };
+        let counted = !records.is_empty();
+        let mut meta = Meta { n, cap: n, w, uniform, qbits, depth, counted };
         if let Some(spare) = spare {
             meta.cap = room_for(meta, n.saturating_add(spare));
         }
         let len = usize::try_from(words_for(meta.bits())).map_err(|_| OutOfMemory)?;
-        let mut words = zeroed(len)?;
+        let mut words = zeroed(len + counts_len(records))?;
         words[0] = meta.pack();
         write_entries(&mut words, &meta, entries);
+        write_counts(&mut words, &meta, records);
         Ok(Block { words: Words::new(words) })
     }
 
@@ -574,8 +660,48 @@ impl Block {
         Meta::unpack(self.words[0])
     }
 
+    /// Entries stored: copies of one entry are one.
     pub fn len(&self) -> u32 {
         (self.words[0] & 0xffff) as u32
+    }
+
+    /// The count list: `index | extra copies << 32` per entry with copies,
+    /// by index (in memory only: stored blocks write the copies).
+    fn records(&self) -> &[u64] {
+        let meta = self.meta();
+        if !meta.counted {
+            return &[];
+        }
+        let at = meta.counts_at();
+        &self.words[at + 1..at + 1 + (self.words[at] & 0xffff_ffff) as usize]
+    }
+
+    fn record_of(&self, i: u32) -> Option<usize> {
+        self.records().binary_search_by_key(&i, |&r| r as u32).ok()
+    }
+
+    /// Calls `each` on every distinct entry, in order: copies once (what
+    /// the filter's mass counts: a never-added item matches an entry or
+    /// not, however many times it was added).
+    pub fn for_each_distinct(&self, mut each: impl FnMut(Entry)) {
+        let mut last = None;
+        self.for_each(|e| {
+            if last != Some(e) {
+                each(e);
+            }
+            last = Some(e);
+        });
+    }
+
+    /// Entries with their copies: what a stored form writes, and what
+    /// counts (`XF.COUNT`, the items a load checks).
+    pub fn occurrences(&self) -> u64 {
+        u64::from(self.len()) + self.records().iter().map(|r| r >> 32).sum::<u64>()
+    }
+
+    /// The copies entry `i` has besides itself.
+    fn copies_of(&self, i: u32) -> u32 {
+        self.record_of(i).map_or(0, |r| (self.records()[r] >> 32) as u32)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -625,10 +751,11 @@ impl Block {
         let meta = Meta::unpack(words[0]);
         prefetch_run(words, &meta, ql);
         let run = run_of(words, &meta, ql);
+        let copies = |i: u32| if meta.counted { self.copies_of(i) } else { 0 };
         if run.len() > LONG_RUN {
-            return Long { words, meta: &meta, ql }.count(run, q64);
+            return Long { words, meta: &meta, ql }.count(run, q64, copies);
         }
-        run.filter(|&i| entry_in(words, &meta, ql, i).matches(q64)).count() as u32
+        run.filter(|&i| entry_in(words, &meta, ql, i).matches(q64)).map(|i| 1 + copies(i)).sum()
     }
 
     /// Asks for the block's first cache line (metadata and group index)
@@ -700,26 +827,49 @@ impl Block {
         meta.n < meta.cap && if meta.uniform { e.f == meta.w } else { e.f < meta.w }
     }
 
-    /// Inserts `e` in its place (its index among the block's entries), or
-    /// says the block must be rebuilt (nothing changed then).
-    pub fn insert(&mut self, e: Entry) -> Result<u32, Rebuild> {
-        if !self.fits(&e) {
-            return Err(Rebuild);
-        }
-        let mut meta = self.meta();
-        let run = run_of(&self.words, &meta, e.ql);
+    /// The index after the last entry of `e`'s run at or below it, and
+    /// how many entries before that index are `e` itself (its copies).
+    fn place(&self, meta: &Meta, e: &Entry) -> (u32, u32) {
+        let run = run_of(&self.words, meta, e.ql);
         let key = e.key();
         let mut at = run.end;
         if run.len() > LONG_RUN {
-            let long = Long { words: &self.words, meta: &meta, ql: e.ql };
+            let long = Long { words: &self.words, meta, ql: e.ql };
             at = long.after(run.start, run.end, (key.1, key.2), true);
         } else {
-            for i in run {
-                if self.entry_with(&meta, e.ql, i).key() > key {
+            for i in run.clone() {
+                if self.entry_with(meta, e.ql, i).key() > key {
                     at = i;
                     break;
                 }
             }
+        }
+        let same = (run.start..at).rev().take_while(|&i| self.entry_with(meta, e.ql, i) == *e).count();
+        (at, same as u32)
+    }
+
+    /// Whether the block holds `e` itself (an add of it is a copy).
+    pub fn holds(&self, e: &Entry) -> bool {
+        self.place(&self.meta(), e).1 > 0
+    }
+
+    /// Inserts `e` in its place (its index among the block's entries), or
+    /// says the block must be rebuilt (nothing changed then). A copy of an
+    /// entry that has copies already counts one more, in place.
+    pub fn insert(&mut self, e: Entry) -> Result<Inserted, Rebuild> {
+        let mut meta = self.meta();
+        let (at, same) = self.place(&meta, &e);
+        let copy = same > 0;
+        if let Some(r) = self.record_of(at.wrapping_sub(1)).filter(|_| copy) {
+            self.words[meta.counts_at() + 1 + r] += 1 << 32;
+            return Ok(Inserted { at: at - 1, copy: true });
+        }
+        if same + 1 >= FOLD_AT {
+            // The copy that makes FOLD_AT: the block folds them.
+            return Err(Rebuild);
+        }
+        if !self.fits(&e) {
+            return Err(Rebuild);
         }
         let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
         let hpos = h0 + u64::from(e.ql) + u64::from(at);
@@ -730,15 +880,44 @@ impl Block {
         shift_up(&mut self.words, fpos, f0 + u64::from(meta.n) * w, w);
         set(&mut self.words, fpos, meta.w, meta.field(e.f, e.fp));
         bump_index(&mut self.words, &meta, e.ql, true);
+        self.renumber(&meta, at, true);
         meta.n += 1;
         self.words[0] = meta.pack();
-        Ok(at)
+        Ok(Inserted { at, copy })
     }
 
-    /// Removes entry `i` of quotient `ql`.
+    /// The count list's indexes from `from` on, one up or down (an entry
+    /// inserted or removed before them).
+    fn renumber(&mut self, meta: &Meta, from: u32, up: bool) {
+        if !meta.counted {
+            return;
+        }
+        let at = meta.counts_at();
+        let k = (self.words[at] & 0xffff_ffff) as usize;
+        for r in &mut self.words[at + 1..at + 1 + k] {
+            if *r as u32 >= from {
+                *r = if up { *r + 1 } else { *r - 1 };
+            }
+        }
+    }
+
+    /// Removes one occurrence of entry `i` of quotient `ql`: a copy when it
+    /// has copies (the list keeps its length: [`Block::remove_canonical`]
+    /// gives the block its one form again), else the entry.
     pub fn remove(&mut self, ql: u32, i: u32) {
         let mut meta = self.meta();
         debug_assert!(i < meta.n && self.run(ql).contains(&i));
+        if let Some(r) = self.record_of(i) {
+            let at = meta.counts_at();
+            self.words[at + 1 + r] -= 1 << 32;
+            if self.words[at + 1 + r] >> 32 == 0 {
+                let k = (self.words[at] & 0xffff_ffff) as usize;
+                self.words.copy_within(at + 2 + r..at + 1 + k, at + 1 + r);
+                self.words[at + k] = 0;
+                self.words[at] -= 1;
+            }
+            return;
+        }
         let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
         let hpos = h0 + u64::from(ql) + u64::from(i);
         let hend = h0 + u64::from(meta.q()) + u64::from(meta.n);
@@ -746,16 +925,39 @@ impl Block {
         let fpos = f0 + u64::from(i) * w;
         shift_down(&mut self.words, fpos + w, f0 + u64::from(meta.n) * w, w);
         bump_index(&mut self.words, &meta, ql, false);
+        self.renumber(&meta, i, false);
         meta.n -= 1;
         self.words[0] = meta.pack();
     }
 
-    /// Every entry, in order.
+    /// Every occurrence, in order: an entry as many times as it was added.
     pub fn entries(&self) -> Vec<Entry> {
-        let meta = self.meta();
-        let mut out = Vec::with_capacity(meta.n as usize);
-        self.for_each(|e| out.push(e));
+        let mut out = Vec::with_capacity(self.occurrences() as usize);
+        self.for_each_occurrence(|e| out.push(e));
         out
+    }
+
+    /// Calls `each` on every entry with its occurrences (1 and its copies).
+    pub fn for_each_counted(&self, mut each: impl FnMut(Entry, u32)) {
+        let records = self.records();
+        let (mut i, mut r) = (0u32, 0usize);
+        self.for_each(|e| {
+            let mut copies = 1;
+            if records.get(r).is_some_and(|&x| x as u32 == i) {
+                copies += (records[r] >> 32) as u32;
+                r += 1;
+            }
+            each(e, copies);
+            i += 1;
+        });
+    }
+
+    /// Calls `each` on every occurrence, in order (what splits carry).
+    pub fn for_each_occurrence(&self, mut each: impl FnMut(Entry)) {
+        if !self.meta().counted {
+            return self.for_each(each);
+        }
+        self.for_each_counted(|e, copies| (0..copies).for_each(|_| each(e)));
     }
 
     /// Every entry, in order, after those of `out`: what [`Block::for_each`]
@@ -763,6 +965,9 @@ impl Block {
     /// is the header's bit `ql + i`), since merges decode every block.
     pub fn decode_into(&self, out: &mut Vec<Entry>) {
         let meta = self.meta();
+        if meta.counted {
+            return self.for_each_occurrence(|e| out.push(e));
+        }
         let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
         let end = u64::from(meta.q()) + u64::from(meta.n);
         out.reserve(meta.n as usize);
@@ -821,7 +1026,7 @@ impl Block {
     /// history; replicas and reloads must save the same bytes).
     pub fn canonical_words(&self) -> Result<Box<[u64]>, OutOfMemory> {
         let meta = self.meta();
-        Ok(Block::build_with_cap(meta.qbits, meta.depth, &self.entries(), None)?.words.into_box())
+        Ok(Block::build_with_cap(meta.qbits, meta.depth, &self.entries(), None, &[])?.words.into_box())
     }
 
     /// A block read back from a format: its words checked ([`Block::from_words`])
@@ -884,7 +1089,7 @@ impl Block {
     pub fn from_words(words: Box<[u64]>, qbits: u32, depth: u32) -> Result<Block, &'static str> {
         let first = *words.first().ok_or("a block has no words")?;
         let meta = Meta::unpack(first);
-        if meta.pack() != first {
+        if meta.pack() != first || meta.counted {
             return Err("a block's metadata has unknown bits set");
         }
         if meta.qbits != qbits || meta.depth != depth {
@@ -984,6 +1189,13 @@ impl Block {
     }
 }
 
+/// Copies of one entry (one item added again, or items that collide on
+/// every bit) are stored as entries up to `FOLD_AT - 1` of them, and from
+/// `FOLD_AT` on as one entry and a count: a hot item's copies no longer
+/// crowd its block (nor turn into a crowd of voids as it splits), while
+/// the odd collision keeps costing a field, not a record.
+pub const FOLD_AT: u32 = 3;
+
 /// Runs longer than this are searched by bisection: honest runs hold a
 /// few entries, but items crafted for a known seed, or one item added
 /// thousands of times, make runs of thousands, which a scan would read
@@ -1053,12 +1265,12 @@ impl Long<'_> {
     /// [`Long::longest`], its copies counted by bisection, then the search
     /// goes on below it for shorter prefixes: at most 64 rounds in all,
     /// plus one per matching length.
-    fn count(&self, run: std::ops::Range<u32>, q64: u64) -> u32 {
+    fn count(&self, run: std::ops::Range<u32>, q64: u64, copies: impl Fn(u32) -> u32) -> u32 {
         let (mut total, mut end, mut target) = (0, run.end, (q64, 64u32));
         while let Some(last) = self.search(run.start, &mut end, &mut target, q64) {
             let key = self.key(last);
             let first = self.after(run.start, last, key, false);
-            total += last + 1 - first;
+            total += (first..=last).map(|i| 1 + copies(i)).sum::<u32>();
             if key.1 == 0 {
                 break;
             }
@@ -1096,6 +1308,26 @@ fn room_for(meta: Meta, need: u32) -> u32 {
     let class_bits = alloc_class(words_for(bits) * 8) * 8;
     let room = (class_bits - fixed) / per;
     room.min(u64::from(max_entries(meta.qbits)) + 64).max(u64::from(need)) as u32
+}
+
+/// Words a count list of `records` takes after the fields (none without).
+fn counts_len(records: &[u64]) -> usize {
+    if records.is_empty() {
+        0
+    } else {
+        1 + records.len()
+    }
+}
+
+/// Writes the count list of a block of `meta`'s shape: its first word is
+/// the records in use and (high half) the room, which with the metadata
+/// makes the allocation's length.
+fn write_counts(words: &mut [u64], meta: &Meta, records: &[u64]) {
+    if !records.is_empty() {
+        let at = meta.counts_at();
+        words[at] = records.len() as u64 * (1 + (1 << 32));
+        words[at + 1..at + 1 + records.len()].copy_from_slice(records);
+    }
 }
 
 fn zeroed(len: usize) -> Result<Box<[u64]>, OutOfMemory> {
@@ -1362,8 +1594,7 @@ mod tests {
                 let mut decoded = vec![Entry { ql: 1, f: 2, fp: 3 }];
                 b.decode_into(&mut decoded);
                 assert_eq!(decoded[1..], b.entries()[..], "decoded, q{qbits} n{n}");
-                let words = b.words().to_vec().into_boxed_slice();
-                let back = Block::from_words(words, qbits, 3).unwrap();
+                let back = Block::from_words(b.canonical_words().unwrap(), qbits, 3).unwrap();
                 assert_eq!(back.entries(), b.entries());
                 for ql in 0..(1u32 << qbits) {
                     let run: Vec<Entry> = back.run(ql).map(|i| back.entry(ql, i)).collect();
@@ -1372,6 +1603,56 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Copies of an entry: up to FOLD_AT - 1 of them entries, from FOLD_AT
+    /// on one entry and a count; in place or rebuilt, a block of the same
+    /// occurrences has the same words, and its stored form writes every copy.
+    #[test]
+    fn copies_fold_into_a_count_and_back() {
+        let e = Entry { ql: 5, f: 7, fp: 0x55 };
+        let others =
+            [Entry { ql: 1, f: 3, fp: 1 }, Entry { ql: 5, f: 9, fp: 3 }, Entry { ql: 6, f: 0, fp: 0 }];
+        let built = |copies: usize| {
+            let mut v = others.to_vec();
+            v.extend(std::iter::repeat_n(e, copies));
+            Block::build(4, 0, &mut v, 0).unwrap()
+        };
+        let mut b = built(1);
+        for copies in 2..=40usize {
+            match b.insert(e) {
+                Ok(done) => assert!(done.copy && b.run(5).contains(&done.at)),
+                Err(Rebuild) if copies == FOLD_AT as usize => b = built(copies),
+                Err(Rebuild) => {
+                    // Room is short.
+                    b = b.with_more_room().unwrap();
+                    assert!(b.insert(e).unwrap().copy);
+                }
+            }
+            let want = built(copies);
+            assert_eq!(b.entries(), want.entries(), "{copies} copies");
+            assert_eq!(b.canonical_words().unwrap(), want.canonical_words().unwrap());
+            assert_eq!(b.records(), want.records());
+            assert_eq!(b.count(5, 0x55 << 57), copies as u32);
+            assert_eq!(b.occurrences(), copies as u64 + 3);
+            assert_eq!(b.len(), if copies >= FOLD_AT as usize { 4 } else { copies as u32 + 3 });
+            let distinct = |b: &Block| {
+                let mut v = Vec::new();
+                b.for_each_distinct(|e| v.push(e));
+                v
+            };
+            assert_eq!(distinct(&b), distinct(&built(1)), "copies count once");
+            let stored = Block::from_words(b.canonical_words().unwrap(), 4, 0).unwrap();
+            assert_eq!(stored.len() as usize, copies + 3, "the stored form writes every copy");
+            assert_eq!(stored.with_room().unwrap().words(), want.words());
+        }
+        for copies in (1..40usize).rev() {
+            let (_, i) = b.best(5, 0x55 << 57).unwrap();
+            assert_eq!(b.remove_canonical(5, i), Ok(false));
+            assert_eq!(b.words(), built(copies).words(), "{copies} copies left");
+        }
+        assert_eq!(b.remove_canonical(5, b.best(5, 0x55 << 57).unwrap().1), Ok(true));
+        assert_eq!(b.count(5, 0x55 << 57), 0);
     }
 
     #[test]
@@ -1402,8 +1683,7 @@ mod tests {
                 }
                 if step % 7 == 0 {
                     assert_eq!(b.entries(), model_sorted(model.clone()), "q{qbits} step {step}");
-                    let words = b.words().to_vec().into_boxed_slice();
-                    Block::from_words(words, qbits, 0).unwrap();
+                    Block::from_words(b.canonical_words().unwrap(), qbits, 0).unwrap();
                 }
             }
         }
@@ -1445,7 +1725,11 @@ mod tests {
                 let e = random_entry(&mut r, qbits, fmax);
                 if b.insert(e).is_err() {
                     b = b.with_more_room().unwrap();
-                    b.insert(e).unwrap();
+                    if b.insert(e).is_err() {
+                        let mut all = b.entries();
+                        all.push(e);
+                        b = Block::build(qbits, 0, &mut all, 0).unwrap();
+                    }
                 }
                 v.push(e);
             }

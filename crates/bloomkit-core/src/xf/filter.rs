@@ -7,7 +7,9 @@ use std::hash::Hasher;
 
 use siphasher::sip128::{Hasher128, SipHasher13};
 
-use super::block::{alloc_class, list_room, max_entries, reserve_list, Block, Entry, MAX_F, MIN_QBITS};
+use super::block::{
+    alloc_class, list_room, max_entries, reserve_list, Block, Entry, Rebuild, MAX_F, MIN_QBITS,
+};
 use super::errors::XfError;
 use super::undo::{Forget, Journal, Split, Undo};
 use super::{MAX_CAPACITY_LIMIT, MAX_ERROR_RATE, MIN_ERROR_RATE};
@@ -754,7 +756,7 @@ impl XfFilter {
 
     /// Entries stored (copies included).
     pub fn entries(&self) -> u64 {
-        self.blocks().iter().map(|b| u64::from(b.len())).sum()
+        self.blocks().iter().map(Block::occurrences).sum()
     }
 
     /// Bytes allocated, as the allocator rounds them (`XF.INFO`, `MEMORY USAGE`).
@@ -1077,42 +1079,63 @@ impl XfFilter {
         let len = self.block(s.block).len();
         let full = grow_threshold(matches!(self.store, Store::One(_)), qbits, s.level - qbits, s.prefix);
         if len >= full && self.relieves(s.block) {
-            if let Some(t) = self.grow_with(s, h, limits, journal)? {
-                self.mass = self.mass.saturating_add(units(t));
+            if let Some((was, now)) = self.grow_with(s, h, limits, journal)? {
+                self.mass = self.mass.saturating_sub(was).saturating_add(now);
                 self.items += 1;
                 return Ok(());
             }
         }
-        if len >= max_entries(qbits) {
+        // Copies count in a block's occurrences, which its stored form
+        // writes one by one (16 bits of them).
+        if len >= max_entries(qbits) || self.block(s.block).occurrences() >= u64::from(max_entries(qbits)) {
             return Err(XfError::Crowded);
         }
         let f = self.fbits_at(s.level, s.prefix)?;
         let e = Entry { ql: s.ql, f, fp: s.q64 >> (64 - f) };
-        if !self.block(s.block).fits(&e) {
-            let before = self.size_bytes();
-            let old = self.block(s.block);
-            let rebuilt = if old.fits_wider(&e) {
-                // Only room is short: the same bits in a larger allocation.
-                let mut grown = old.with_more_room()?;
-                grown.insert(e).expect("room for one more");
-                grown
-            } else {
-                let mut all = old.entries();
-                let at = all.partition_point(|x| x.key() <= e.key());
-                all.insert(at, e);
-                Block::build_sorted(qbits, old.depth(), &all, 0)?
-            };
-            let after = before - old.bytes() + rebuilt.bytes();
-            limits.check_growth(before, after)?;
-            let old = self.replace_block(s.block, rebuilt);
-            journal.record(Undo::Replaced { block: s.block, old });
-        } else {
-            let at = self.blocks_mut()[s.block].insert(e).expect("it fits");
-            journal.record(Undo::Inserted { block: s.block, ql: e.ql, at });
+        let copy = match self.blocks_mut()[s.block].insert(e) {
+            Ok(done) => {
+                journal.record(Undo::Inserted { block: s.block, ql: e.ql, at: done.at });
+                done.copy
+            }
+            Err(Rebuild) => self.rebuild_with(s.block, e, limits, journal)?,
+        };
+        if !copy {
+            self.mass = self.mass.saturating_add(units(s.level + f));
         }
-        self.mass = self.mass.saturating_add(units(s.level + f));
         self.items += 1;
         Ok(())
+    }
+
+    /// Block `i` rebuilt with `e` in it, in a larger allocation (room is
+    /// short) or anew (a wider field, or the first copy of an entry):
+    /// allocated and checked against `limits` before it replaces the old
+    /// one. True when `e` was a copy.
+    fn rebuild_with(
+        &mut self,
+        i: usize,
+        e: Entry,
+        limits: Limits,
+        journal: &mut impl Journal,
+    ) -> Result<bool, XfError> {
+        let before = self.size_bytes();
+        let old = self.block(i);
+        let copy = old.holds(&e);
+        let rebuilt = if old.fits_wider(&e) && !copy {
+            // Only room is short: the same bits in a larger allocation.
+            let mut grown = old.with_more_room()?;
+            grown.insert(e).expect("room for one more");
+            grown
+        } else {
+            let mut all = old.entries();
+            let at = all.partition_point(|x| x.key() <= e.key());
+            all.insert(at, e);
+            Block::build_sorted(old.qbits(), old.depth(), &all, 0)?
+        };
+        let after = before - old.bytes() + rebuilt.bytes();
+        limits.check_growth(before, after)?;
+        let old = self.replace_block(i, rebuilt);
+        journal.record(Undo::Replaced { block: i, old });
+        Ok(copy)
     }
 
     /// The entry `h` makes in a block of `level` whose prefix is `prefix`.
@@ -1169,42 +1192,56 @@ impl XfFilter {
         h: XfHash,
         limits: Limits,
         journal: &mut impl Journal,
-    ) -> Result<Option<u32>, XfError> {
+    ) -> Result<Option<(u64, u64)>, XfError> {
         let qbits = u32::from(self.qbits);
         if s.level + 1 > deepest_level(u32::from(self.last_level), qbits) {
             return Ok(None);
         }
+        let was = mass_of(self.block(s.block), s.level);
         if matches!(self.store, Store::One(_)) && doubles(true, qbits) {
-            return self.double_lone(h, limits, journal).map(Some);
+            return Ok(self.double_lone(h, limits, journal)?.map(|now| (was, now)));
         }
         let depth = self.block(s.block).depth();
         let (child_level, bit) = (s.level + 1, (h.0 >> (127 - depth)) as u64 & 1);
         let child_prefix = (s.prefix << 1) | bit;
         let e = self.entry_for(h, child_level, child_prefix, qbits)?;
         let (lo, hi) = split(self.block(s.block), e, bit == 1)?;
+        if !storable(&lo) || !storable(&hi) {
+            return Ok(None);
+        }
+        let now = mass_of(&lo, child_level) + mass_of(&hi, child_level);
         let placed = match self.store {
             Store::One(_) => self.split_lone(lo, hi, limits, journal),
             Store::Many(_) => self.split_in_directory(s, depth, lo, hi, limits, journal),
             Store::Loading(_) => Err(XfError::Loading),
         }?;
-        Ok(placed.then_some(child_level + e.f))
+        Ok(placed.then_some((was, now)))
     }
 
-    /// Doubles the lone block's quotients with `h`'s entry in it: the bits
-    /// of that entry.
-    fn double_lone(&mut self, h: XfHash, limits: Limits, journal: &mut impl Journal) -> Result<u32, XfError> {
+    /// Doubles the lone block's quotients with `h`'s entry in it: the mass
+    /// of the doubled block (`None`: it would not be storable).
+    fn double_lone(
+        &mut self,
+        h: XfHash,
+        limits: Limits,
+        journal: &mut impl Journal,
+    ) -> Result<Option<u64>, XfError> {
         let (qbits, before) = (u32::from(self.qbits), self.size_bytes());
         let b = self.block(0);
         let e = self.entry_for(h, qbits + 1, 0, qbits + 1)?;
         let mut all = Vec::with_capacity(b.len() as usize + 8);
-        b.for_each(|x| give_bit(x, &mut |c| all.push(c)));
+        b.for_each_occurrence(|x| give_bit(x, &mut |c| all.push(c)));
         place_sorted(&mut all, e);
         let doubled = Block::build(qbits + 1, 0, &mut all, 0)?;
+        if !storable(&doubled) {
+            return Ok(None);
+        }
+        let now = mass_of(&doubled, qbits + 1);
         limits.check_growth(before, before - b.bytes() + doubled.bytes())?;
         let Store::One(old) = std::mem::replace(&mut self.store, Store::One(doubled)) else { unreachable!() };
         journal.record(Undo::Lone { old, qbits: self.qbits });
         self.qbits += 1;
-        Ok(qbits + 1 + e.f)
+        Ok(Some(now))
     }
 
     /// The lone block split into `lo` and `hi`, under a directory of two.
@@ -1303,11 +1340,13 @@ impl XfFilter {
         let Some(s) = self.spot(h) else { return Ok(false) };
         let Some((e, i)) = self.block(s.block).best(s.ql, s.q64) else { return Ok(false) };
         let was = self.block(s.block).bytes();
-        self.blocks_mut()[s.block].remove_canonical(s.ql, i)?;
+        let gone = self.blocks_mut()[s.block].remove_canonical(s.ql, i)?;
         if let Store::Many(d) = &mut self.store {
             d.block_bytes = d.block_bytes - was + d.blocks[s.block].bytes();
         }
-        self.mass = self.mass.saturating_sub(units(s.level + e.f));
+        if gone {
+            self.mass = self.mass.saturating_sub(units(s.level + e.f));
+        }
         self.items = self.items.saturating_sub(1);
         Ok(true)
     }
@@ -1358,6 +1397,21 @@ impl XfError {
                 | XfError::OutOfMemory
         )
     }
+}
+
+/// Whether a block's stored form can hold it: its occurrences written one
+/// by one. A void's copies go to both quotients it covers when its block
+/// splits or doubles, so growth can double them: such a block stays whole
+/// (its copies are counted, not stored, in memory).
+fn storable(b: &Block) -> bool {
+    b.occurrences() <= u64::from(max_entries(b.qbits()))
+}
+
+/// The mass of block `b`'s entries at `level`, copies counted once.
+pub(super) fn mass_of(b: &Block, level: u32) -> u64 {
+    let mut mass = 0u64;
+    b.for_each_distinct(|e| mass = mass.saturating_add(units(level + e.f)));
+    mass
 }
 
 /// The mass in units as a probability (see [`XfFilter::guaranteed_rate`]).
@@ -1414,7 +1468,7 @@ fn split(b: &Block, extra: Entry, to_high: bool) -> Result<(Block, Block), OutOf
     let meta = b.meta();
     let q = 1u32 << meta.qbits;
     let (mut lo, mut hi) = (Vec::with_capacity(q as usize / 2 + 8), Vec::with_capacity(q as usize / 2 + 8));
-    b.for_each(|e| {
+    b.for_each_occurrence(|e| {
         give_bit(e, &mut |c| {
             if c.ql < q {
                 lo.push(c);

@@ -13,7 +13,7 @@ use std::collections::BinaryHeap;
 use super::block::{max_entries, Block, Entry};
 use super::errors::XfError;
 use super::filter::{
-    harmonic, mass_rate, units, Dir, Hashing, Store, XfFilter, XfParams, GROW_QBITS, MAX_DEPTH,
+    harmonic, mass_of, mass_rate, Dir, Hashing, Store, XfFilter, XfParams, GROW_QBITS, MAX_DEPTH,
 };
 use super::MAX_ERROR_RATE;
 use crate::common::memory::{Limits, OutOfMemory};
@@ -256,7 +256,7 @@ impl Built {
     fn push(&mut self, qbits: u32, d: u32, entries: &[Entry], limits: Limits) -> Result<(), XfError> {
         let block = Block::build_sorted(qbits, d, entries, 0)?;
         let a = d + qbits;
-        let mass = entries.iter().fold(0u64, |m, e| m.saturating_add(units(a + e.f)));
+        let mass = mass_of(&block, a);
         let bytes = self.bytes + block.bytes();
         if let Some(limit) = limits.max_bytes {
             if bytes > limit {
@@ -286,7 +286,7 @@ pub fn assemble(
     mass: Option<u64>,
     limits: Limits,
 ) -> Result<XfFilter, XfError> {
-    let entries: u64 = blocks.iter().map(|b| u64::from(b.len())).sum();
+    let entries: u64 = blocks.iter().map(Block::occurrences).sum();
     if items > entries {
         return Err(XfError::BadData("it counts more items than it has entries"));
     }
@@ -353,7 +353,7 @@ impl XfFilter {
         let mut mass = 0u64;
         for b in self.blocks() {
             let level = b.depth() + q;
-            b.for_each(|e| mass = mass.saturating_add(units(level + e.f)));
+            mass = mass.saturating_add(mass_of(b, level));
         }
         mass
     }

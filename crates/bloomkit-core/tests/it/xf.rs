@@ -190,10 +190,68 @@ fn one_item_added_many_times_stays_in_one_place() {
     }
     assert!(f.count(b"hot") >= 20_000);
     assert!(f.block_count() <= blocks + 2, "{} blocks for one hot item", f.block_count());
-    assert!(f.size_bytes() < size + 20_000 * 8, "{} bytes", f.size_bytes());
+    // Its copies are one entry and a count (a word or two, and the block's
+    // allocation class), not 20,000 entries (about 40 KB).
+    assert!(f.size_bytes() <= size + 1024, "{} bytes, {size} before", f.size_bytes());
+    assert!(f.info().largest_block < 1000, "{:?}", f.info());
     assert!((0..2000u64).all(|i| f.contains(&member(i))));
     let merged = XfFilter::merged(Some(&f), &[&f], true, NONE).unwrap();
     assert!(merged.count(b"hot") >= 40_000);
+}
+
+/// Issue 47: an item added a thousand times early, then random items: its
+/// copies stay one entry as its block splits around it, so they never
+/// become a crowd of voids that keeps the block from splitting (a bound on
+/// blocks' entries without counts refused random items from 1.3M adds on).
+/// Counts and deletes of it stay exact, and no block passes what honest
+/// growth gives (a split threshold of at most 1.42 entries per quotient).
+#[test]
+fn a_hot_item_added_early_never_crowds_the_blocks_it_falls_in() {
+    let mut f = seeded(0.01, 100, 1 << 30);
+    for _ in 0..1024 {
+        f.insert(b"hot", NONE).unwrap();
+    }
+    for i in 0..150_000u64 {
+        f.insert(&member(i), NONE).unwrap();
+    }
+    let info = f.info();
+    assert!(info.largest_block <= 768, "{info:?}");
+    assert!(f.count(b"hot") >= 1024 && f.count(b"hot") < 1030, "{}", f.count(b"hot"));
+    for _ in 0..1024 {
+        assert_eq!(f.delete(b"hot"), Ok(true));
+    }
+    assert!(f.count(b"hot") < 6, "{}", f.count(b"hot"));
+    assert_eq!(f.items(), 150_000);
+    let back = load(saved(&f)).unwrap();
+    assert_eq!(saved(&back), saved(&f));
+    assert!((0..150_000u64).step_by(97).all(|i| back.contains(&member(i))));
+}
+
+/// A hot item's copies never make a block its stored form cannot write:
+/// 40,000 copies, then random items until its entry runs out of bits and
+/// would double at each split (80,000 copies in one child, past the 16 bits
+/// a stored block counts): that block stays whole instead, every member is
+/// kept, and the filter saves and loads to the same bytes.
+#[test]
+fn a_hot_void_never_grows_past_what_a_stored_block_counts() {
+    let mut f = seeded(0.01, 8, 1 << 30);
+    for _ in 0..40_000 {
+        f.insert(b"hot", NONE).unwrap();
+    }
+    let mut kept = Vec::new();
+    for i in 0..40_000u64 {
+        match f.insert(&member(i), NONE) {
+            Ok(_) => kept.push(i),
+            Err(XfError::Crowded) => {}
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    assert!(kept.len() > 39_000, "{} kept", kept.len());
+    assert!(f.count(b"hot") >= 40_000);
+    let back = load(saved(&f)).unwrap();
+    assert_eq!(saved(&back), saved(&f));
+    assert!(kept.iter().all(|&i| back.contains(&member(i))));
+    assert!(back.count(b"hot") >= 40_000);
 }
 
 /// Past the most entries a block holds, another add of an item already in
@@ -365,8 +423,10 @@ fn merges_keep_every_member_and_the_promise() {
             assert!(m.contains(&member(i + 10_000_000)), "{ca}/{cb}: {i}");
         }
         assert_eq!(m.items(), na + nb);
+        // Entries the inputs share (items colliding on every bit) are one
+        // entry in the result: its mass is at most the sum, barely less.
         assert!(
-            (m.guaranteed_rate() - bound).abs() <= bound * 1e-6 + 1e-15,
+            m.guaranteed_rate() <= bound * (1.0 + 1e-6) && m.guaranteed_rate() >= bound * 0.99,
             "{} vs {bound}",
             m.guaranteed_rate()
         );
@@ -446,7 +506,14 @@ fn crafted_items_never_break_the_rate() {
             f.guaranteed_rate()
         );
     }
-    assert!(refused > 0 && stored > 100, "{stored} stored, {refused} refused");
+    // Past the rate, an item is refused or lands on an entry the key holds
+    // (a copy: it adds nothing to the rate, and its block no entry).
+    let info = f.info();
+    eprintln!(
+        "{stored} stored, {refused} refused, {} entries, largest block {}",
+        info.entries, info.largest_block
+    );
+    assert!(stored > 100, "{stored} stored, {refused} refused");
     let measured = fpr(&f, 100_000, 3);
     assert!(within(measured, 0.01, 100_000), "measured {measured}");
 }
@@ -806,9 +873,10 @@ fn values_of_bloomkit_0_1_load_with_every_member() {
         for f in [&from_rdb, &from_dump, &from_chunks] {
             assert_eq!(f.items(), items as u64, "{name}");
             assert!(!f.info().keyed, "{name}: murmur3 hashing kept");
-            // Mass is kept exactly by the conversion (a finished doubling included).
+            // Mass is kept by the conversion (a finished doubling included),
+            // but for copies of an entry, which count once.
             assert!(
-                (f.guaranteed_rate() - rate).abs() <= rate * 1e-9 + 1e-12,
+                f.guaranteed_rate() <= rate * (1.0 + 1e-9) + 1e-12 && f.guaranteed_rate() >= rate * 0.98,
                 "{name}: {} vs {rate}",
                 f.guaranteed_rate()
             );
@@ -847,7 +915,10 @@ fn encoding_1_stays_as_written() {
         let f = load(bytes.clone()).unwrap();
         assert_eq!(saved(&f), bytes, "{name}");
         assert_eq!(f.items(), field("items ") as u64);
-        assert_eq!(f.guaranteed_rate(), field("rate "));
+        // Copies of an entry count once in the rate since 0.3 (it was
+        // written when every copy counted).
+        let rate = field("rate ");
+        assert!(f.guaranteed_rate() <= rate && f.guaranteed_rate() >= rate * 0.98, "{name}");
         let (added, deleted) = (field("added ") as u64, field("deleted ") as u64);
         for i in 0..added {
             if !(i % 3 == 0 && i / 3 < deleted) {

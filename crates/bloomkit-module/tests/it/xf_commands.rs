@@ -244,7 +244,12 @@ fn deletes_counts_and_merges(server: Server) {
     // rate measured stays within what INFO guarantees.
     let merged_hits = found(&mut c, "m", "absent", 0..20_000);
     let (ga, gb, gm) = (guaranteed(&mut c, "a"), guaranteed(&mut c, "b"), guaranteed(&mut c, "m"));
-    assert!((gm - (ga + gb)).abs() <= (ga + gb) * 1e-6, "merged bound {gm}, sources {ga} + {gb}");
+    // At most the sum: entries both sources hold (items that collide on
+    // every bit) are one entry in the result.
+    assert!(
+        gm <= (ga + gb) * (1.0 + 1e-6) && gm >= (ga + gb) * 0.99,
+        "merged bound {gm}, sources {ga} + {gb}"
+    );
     assert!((merged_hits as f64) / 20_000.0 <= gm * 1.3 + 0.001, "{merged_hits} of 20000 against {gm}");
     assert_eq!(c.cmd("XF.CARD m").as_int(), c.cmd("XF.CARD a").as_int() + 3_000);
     // Into an existing destination, itself among the sources.
@@ -383,9 +388,12 @@ fn crafted_items_behave_as_random_ones(server: Server) {
     let deepest = |c: &mut bloomkit_testkit::Conn, k: &str| info(c, k, "Deepest level").as_int();
     let largest = |c: &mut bloomkit_testkit::Conn, k: &str| info(c, k, "Largest block").as_int();
     let (s_secret, s_random) = (size(&mut c, "secret"), size(&mut c, "random"));
-    // Against the known seed, one block holds nearly all of them (each
-    // lookup there walks thousands of entries)...
-    assert!(largest(&mut c, "known") > 5 * largest(&mut c, "random"), "the crafted items crowd a known seed");
+    // Against the known seed they crowd a few places, where they fall on
+    // each other's entries: copies, kept as counts, so the key holds a
+    // fraction of the entries of as many random items...
+    let entries = |c: &mut bloomkit_testkit::Conn, k: &str| info(c, k, "Entries").as_int();
+    assert!(entries(&mut c, "known") * 5 < entries(&mut c, "random"), "the crafted items crowd a known seed");
+    assert!(largest(&mut c, "known") <= 2 * largest(&mut c, "random"), "a crowd of copies is one entry each");
     // ... against the secret they spread like random items.
     assert!((s_secret / s_random - 1.0).abs() < 0.15, "secret {s_secret}, random {s_random}");
     assert!((deepest(&mut c, "secret") - deepest(&mut c, "random")).abs() <= 1);
