@@ -58,10 +58,19 @@ pub fn build_region(
     // quotient they cover, as many in each half after a split as before
     // (those that contain the region, `cover`) or twice as many (those
     // inside it): a split helps only where precise entries make the count.
-    let fine = entries.iter().filter(|e| e.t >= a).count() as u64;
-    let copies: u64 = entries.iter().filter(|e| e.t < a).map(|e| 1u64 << (a - e.t).min(63)).sum::<u64>()
-        + cover.len() as u64 * q;
+    // Copies of an entry (identical neighbours: the inputs' counts, decoded)
+    // count once in what decides a split, which they do not spread; all of
+    // them in what a stored block may hold.
+    let distinct = |e: &(usize, &Abs)| e.0 == 0 || entries[e.0 - 1] != *e.1;
+    let fine = entries.iter().enumerate().filter(|e| e.1.t >= a && distinct(e)).count() as u64;
+    let coarse = |e: &Abs| 1u64 << (a - e.t).min(63);
+    let copies: u64 =
+        entries.iter().enumerate().filter(|e| e.1.t < a && distinct(e)).map(|e| coarse(e.1)).sum::<u64>()
+            + cover.len() as u64 * q;
     let count = || fine + copies;
+    let stored =
+        || entries.iter().map(|e| if e.t >= a { 1 } else { coarse(e) }).sum::<u64>() + cover.len() as u64 * q;
+    let kinds = entries.iter().enumerate().filter(distinct).count();
     let may_split = d < MAX_DEPTH && a < 120;
     // Entries that are exactly this region contain both halves.
     let exact = entries.partition_point(|e| e.t == d);
@@ -71,7 +80,7 @@ pub fn build_region(
     // ... and only if each half gets an eighth of it (copies of one item
     // share a place: splitting them never spreads them).
     let relieves = || {
-        let least = entries.len() / 8;
+        let least = kinds / 8;
         fine * 4 >= count() * 3 && mid >= least && rest.len() - mid >= least
     };
     if d < min_depth || (may_split && qbits >= GROW_QBITS && count() > q && relieves()) {
@@ -87,7 +96,7 @@ pub fn build_region(
         build_region(d + 1, min_depth, qbits, &rest[..mid], cover, out, limits)?;
         return build_region(d + 1, min_depth, qbits, &rest[mid..], cover, out, limits);
     }
-    let n = count();
+    let n = stored();
     if n > u64::from(max_entries(qbits)) {
         return Err(XfError::Crowded);
     }
@@ -145,10 +154,19 @@ fn build_entries(
 ) -> Result<(), XfError> {
     let (q, a) = (1u64 << qbits, d + qbits);
     let half = 1u32 << (qbits - 1);
-    let (mut fine, mut copies, mut widest) = (0u64, 0u64, 0u32);
-    for e in entries.iter() {
+    // Copies of an entry (identical neighbours) count once in what decides
+    // a split (`build_region`), all of them in what a stored block holds.
+    let (mut fine, mut copies, mut widest, mut stored, mut kinds) = (0u64, 0u64, 0u32, 0u64, 0usize);
+    for (i, e) in entries.iter().enumerate() {
+        let new = i == 0 || entries[i - 1] != *e;
+        let weight = if e.f >= COARSE { 1u64 << (e.f - COARSE) } else { 1 };
+        stored += weight;
+        if !new {
+            continue;
+        }
+        kinds += 1;
         if e.f >= COARSE {
-            copies += 1u64 << (e.f - COARSE);
+            copies += weight;
             widest = widest.max(e.f - COARSE);
         } else {
             fine += 1;
@@ -158,7 +176,7 @@ fn build_entries(
     let mid = entries.partition_point(|e| e.ql < half);
     // `build_region`'s rule: more entries than quotients, precise ones
     // making the count, and each half an eighth of them.
-    let least = entries.len() / 8;
+    let least = kinds / 8;
     let splits = d < min_depth
         || (d < MAX_DEPTH
             && a < 120
@@ -168,7 +186,7 @@ fn build_entries(
             && mid >= least
             && entries.len() - mid >= least);
     if !splits {
-        if count > u64::from(max_entries(qbits)) {
+        if stored > u64::from(max_entries(qbits)) {
             return Err(XfError::Crowded);
         }
         if copies == 0 {
@@ -176,7 +194,7 @@ fn build_entries(
         }
         let mut list = std::mem::take(&mut out.list);
         list.clear();
-        list.try_reserve(count as usize).map_err(|_| OutOfMemory)?;
+        list.try_reserve(stored as usize).map_err(|_| OutOfMemory)?;
         let mut voids = std::mem::take(&mut out.voids);
         expand(entries, &mut voids, &mut list);
         out.voids = voids;
