@@ -565,8 +565,8 @@ impl Block {
     pub fn with_more_room(&self) -> Result<Block, OutOfMemory> {
         let meta = self.meta();
         let mut grown = meta;
-        grown.cap = room_for(meta, meta.n + 1);
         let records = self.records();
+        grown.cap = room_for(meta, meta.n + 1);
         let len = usize::try_from(words_for(grown.bits())).map_err(|_| OutOfMemory)?;
         let mut words = zeroed(len + counts_len(records))?;
         words[0] = grown.pack();
@@ -697,6 +697,20 @@ impl Block {
     /// counts (`XF.COUNT`, the items a load checks).
     pub fn occurrences(&self) -> u64 {
         u64::from(self.len()) + self.records().iter().map(|r| r >> 32).sum::<u64>()
+    }
+
+    /// The occurrences each half of the quotients would hold once the block
+    /// splits or doubles (a void, which has no bit to give, goes to both
+    /// quotients it covers): what growth would store, known without
+    /// building it, so that a block growth could not store is left whole
+    /// at the cost of one pass rather than of a build per add.
+    pub fn grown_occurrences(&self) -> [u64; 2] {
+        let half = self.meta().q() / 2;
+        let mut halves = [0u64; 2];
+        self.for_each_counted(|e, copies| {
+            halves[usize::from(e.ql >= half)] += u64::from(copies) << u32::from(e.f == 0);
+        });
+        halves
     }
 
     /// The copies entry `i` has besides itself.
@@ -1608,6 +1622,36 @@ mod tests {
     /// Copies of an entry: up to FOLD_AT - 1 of them entries, from FOLD_AT
     /// on one entry and a count; in place or rebuilt, a block of the same
     /// occurrences has the same words, and its stored form writes every copy.
+    #[test]
+    fn grown_occurrences_are_what_growth_stores() {
+        let mut r = Rng(47);
+        for _ in 0..300 {
+            let qbits = 3 + (r.next() % 6) as u32;
+            let n = (r.next() % 200) as usize;
+            let mut v: Vec<Entry> = (0..n).map(|_| random_entry(&mut r, qbits, 4)).collect();
+            for _ in 0..(r.next() % 4) {
+                if let Some(&e) = v.get((r.next() % (n as u64 + 1)) as usize) {
+                    v.extend(std::iter::repeat_n(e, (r.next() % 9) as usize));
+                }
+            }
+            let b = Block::build(qbits, 0, &mut v, 0).unwrap();
+            // The halves as a split builds them.
+            let (mut lo, mut hi) = (Vec::new(), Vec::new());
+            b.for_each_occurrence(|e| {
+                crate::xf::filter::give_bit(e, &mut |c| {
+                    if c.ql < 1 << qbits {
+                        lo.push(c)
+                    } else {
+                        hi.push(Entry { ql: c.ql - (1 << qbits), ..c })
+                    }
+                })
+            });
+            let lo = Block::build(qbits, 1, &mut lo, 0).unwrap();
+            let hi = Block::build(qbits, 1, &mut hi, 0).unwrap();
+            assert_eq!(b.grown_occurrences(), [lo.occurrences(), hi.occurrences()]);
+        }
+    }
+
     #[test]
     fn copies_fold_into_a_count_and_back() {
         let e = Entry { ql: 5, f: 7, fp: 0x55 };

@@ -1182,10 +1182,12 @@ impl XfFilter {
     /// blocks, a doubled directory, room in the block list) is made and
     /// checked against `limits` before anything changes, so a refusal leaves
     /// the filter as it was (a replica, which never sees the refused write,
-    /// stays identical). `Some(t)`: placed, its entry of `t` bits; `None`:
-    /// it cannot grow here (the deepest level the filter allows, or a
-    /// directory out of proportion to its blocks: only crafted items on an
-    /// unkeyed filter come there), and the caller places it in the block.
+    /// stays identical). `Some((was, now))`: placed, the block's mass before
+    /// and its new blocks' after; `None`: it cannot grow here (the deepest
+    /// level the filter allows, a directory out of proportion to its
+    /// blocks, or a void's copies past what a stored block writes: only
+    /// crafted or hot items come there), and the caller places it in the
+    /// block.
     fn grow_with(
         &mut self,
         s: Spot,
@@ -1197,18 +1199,21 @@ impl XfFilter {
         if s.level + 1 > deepest_level(u32::from(self.last_level), qbits) {
             return Ok(None);
         }
-        let was = mass_of(self.block(s.block), s.level);
-        if matches!(self.store, Store::One(_)) && doubles(true, qbits) {
-            return Ok(self.double_lone(h, limits, journal)?.map(|now| (was, now)));
-        }
+        let doubling = matches!(self.store, Store::One(_)) && doubles(true, qbits);
         let depth = self.block(s.block).depth();
-        let (child_level, bit) = (s.level + 1, (h.0 >> (127 - depth)) as u64 & 1);
+        let bit = (h.0 >> (127 - depth)) as u64 & 1;
+        if !grown_storable(self.block(s.block), doubling, bit) {
+            return Ok(None);
+        }
+        let was = mass_of(self.block(s.block), s.level);
+        if doubling {
+            return Ok(Some((was, self.double_lone(h, limits, journal)?)));
+        }
+        let child_level = s.level + 1;
         let child_prefix = (s.prefix << 1) | bit;
         let e = self.entry_for(h, child_level, child_prefix, qbits)?;
         let (lo, hi) = split(self.block(s.block), e, bit == 1)?;
-        if !storable(&lo) || !storable(&hi) {
-            return Ok(None);
-        }
+        debug_assert!(storable(&lo) && storable(&hi));
         let now = mass_of(&lo, child_level) + mass_of(&hi, child_level);
         let placed = match self.store {
             Store::One(_) => self.split_lone(lo, hi, limits, journal),
@@ -1219,13 +1224,8 @@ impl XfFilter {
     }
 
     /// Doubles the lone block's quotients with `h`'s entry in it: the mass
-    /// of the doubled block (`None`: it would not be storable).
-    fn double_lone(
-        &mut self,
-        h: XfHash,
-        limits: Limits,
-        journal: &mut impl Journal,
-    ) -> Result<Option<u64>, XfError> {
+    /// of the doubled block (which [`grown_storable`] found storable).
+    fn double_lone(&mut self, h: XfHash, limits: Limits, journal: &mut impl Journal) -> Result<u64, XfError> {
         let (qbits, before) = (u32::from(self.qbits), self.size_bytes());
         let b = self.block(0);
         let e = self.entry_for(h, qbits + 1, 0, qbits + 1)?;
@@ -1233,15 +1233,13 @@ impl XfFilter {
         b.for_each_occurrence(|x| give_bit(x, &mut |c| all.push(c)));
         place_sorted(&mut all, e);
         let doubled = Block::build(qbits + 1, 0, &mut all, 0)?;
-        if !storable(&doubled) {
-            return Ok(None);
-        }
+        debug_assert!(storable(&doubled));
         let now = mass_of(&doubled, qbits + 1);
         limits.check_growth(before, before - b.bytes() + doubled.bytes())?;
         let Store::One(old) = std::mem::replace(&mut self.store, Store::One(doubled)) else { unreachable!() };
         journal.record(Undo::Lone { old, qbits: self.qbits });
         self.qbits += 1;
-        Ok(Some(now))
+        Ok(now)
     }
 
     /// The lone block split into `lo` and `hi`, under a directory of two.
@@ -1405,6 +1403,24 @@ impl XfError {
 /// (its copies are counted, not stored, in memory).
 fn storable(b: &Block) -> bool {
     b.occurrences() <= u64::from(max_entries(b.qbits()))
+}
+
+/// Whether block `b` grown (doubled, or split with the new entry going to
+/// half `bit`) with one more entry is [`storable`], decided before anything
+/// is built: a block that cannot grow takes entries in place, and every add
+/// to it would otherwise build the split again to find that out.
+fn grown_storable(b: &Block, doubling: bool, bit: u64) -> bool {
+    let max = u64::from(max_entries(b.qbits() + u32::from(doubling)));
+    // Growth at most doubles a block's occurrences (its voids').
+    if b.occurrences() * 2 < max {
+        return true;
+    }
+    let [lo, hi] = b.grown_occurrences();
+    if doubling {
+        lo + hi < max
+    } else {
+        lo + u64::from(bit == 0) <= max && hi + bit <= max
+    }
 }
 
 /// The mass of block `b`'s entries at `level`, copies counted once.
