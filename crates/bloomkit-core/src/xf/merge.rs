@@ -385,8 +385,9 @@ impl XfFilter {
 
     /// `XF.MERGE`: `dest` (`None`: a copy of the first source) with every
     /// entry of every source, built anew (the inputs are only read): every
-    /// member of every input is a member, and the guaranteed rate is the
-    /// sum of theirs. A result that would guarantee a rate above the
+    /// member of every input is a member, and the guaranteed rate is at
+    /// most the sum of theirs (an entry several inputs hold counts once,
+    /// with its copies counted). A result that would guarantee a rate above the
     /// destination's error rate is refused unless `raise_rate`, which then
     /// raises the configured rate to what the result needs to keep growing
     /// ([`room_to_grow`]).
@@ -411,11 +412,12 @@ impl XfFilter {
         if items > u128::from(params.max_capacity) {
             return Err(XfError::MergeTooLarge { items, max_capacity: params.max_capacity });
         }
-        // The result's mass is at least the sum of the inputs' (entries keep
-        // their bits; a void re-expressed deeper can only round up): a merge
-        // refused for its rate is refused here, before any work, rather than
-        // after building a result of every input's size.
-        let least: u64 = inputs.iter().fold(0u64, |sum, f| sum.saturating_add(f.mass));
+        // The result's mass is at least each input's (entries keep their
+        // bits; a void re-expressed deeper can only round up), not their
+        // sum (an entry in several inputs is one entry with copies, counted
+        // once): a merge refused for its rate by that is refused here,
+        // before any work, rather than after building a result.
+        let least: u64 = inputs.iter().map(|f| f.mass).max().unwrap_or(0);
         let least_rate = mass_rate(least, first.hashing());
         if least_rate > params.error_rate && !raise_rate {
             return Err(XfError::MergeRaisesRate { rate: least_rate, configured: params.error_rate });

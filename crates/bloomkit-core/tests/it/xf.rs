@@ -627,6 +627,26 @@ fn merges_refuse_what_they_cannot_keep() {
     assert!(XfFilter::merged(Some(&small), &[&full], true, NONE).is_ok());
 }
 
+/// A filter merged with itself (or with copies of its items) holds each
+/// entry once with its copies counted: its rate stays its own, so the merge
+/// needs no RAISERATE even where twice its rate passes the configured one
+/// (the early refusal once summed the inputs' rates and refused it).
+#[test]
+fn merging_the_same_items_again_keeps_the_rate() {
+    let mut f = seeded(0.01, 100, 1 << 30);
+    let mut n = 0u64;
+    while n < 30_000 || f.guaranteed_rate() * 2.0 <= 0.01 {
+        f.insert(&member(n), NONE).unwrap();
+        n += 1;
+    }
+    let twice = XfFilter::merged(Some(&f), &[&f], false, NONE).unwrap();
+    assert_eq!(twice.error_rate(), 0.01);
+    assert!(twice.guaranteed_rate() <= 0.01, "{:?}", twice.info());
+    assert!(twice.guaranteed_rate() < f.guaranteed_rate() * 1.5, "{:?} from {:?}", twice.info(), f.info());
+    assert_eq!(twice.items(), 2 * n);
+    assert!((0..n).step_by(7).all(|i| twice.count(&member(i)) >= 2));
+}
+
 /// Merges with RAISERATE can take a filter's rate to the highest allowed,
 /// where its entries may account for all of it: then a new item is refused
 /// (`RateSpent`, a limit like MAXCAPACITY: nothing stored). Below the top a
