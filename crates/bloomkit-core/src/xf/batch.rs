@@ -7,7 +7,9 @@
 //! in exactly one of four ways, each with an exact inverse that needs no
 //! allocation:
 //! - an entry inserted in place: `Block::remove` of the same entry puts
-//!   back the same bits (the vacated tail is cleared);
+//!   back the same bits (the vacated tail is cleared); a copy counted in
+//!   place (an entry folded with its copies): `Block::remove` counts one
+//!   less;
 //! - a block rebuilt (more room, a wider field): the old block is kept;
 //! - a lone block doubled, or split into the first two: the old block is kept;
 //! - a block split in a directory: the old block is kept, the new upper
@@ -146,28 +148,35 @@ mod tests {
         (i ^ (salt << 40)).to_le_bytes()
     }
 
+    /// Item `i` of a stream where every fifth add is one of seven hot items
+    /// (copies: entries, then folded into a count, then counted in place).
+    fn streamed(i: u64, salt: u64) -> [u8; 8] {
+        item(if i % 5 == 0 { 1 << 30 | i % 7 } else { i }, salt)
+    }
+
     /// Batches of every size over filters of every shape (a lone block
     /// doubling, the first split, splits that double the directory or
-    /// not, rebuilt blocks, in-place inserts), each run twice: dropped, it
+    /// not, rebuilt blocks, in-place inserts, copies folded and counted in
+    /// place), each run twice: dropped, it
     /// leaves the filter bit for bit as it was; committed, the filter is
     /// bit for bit what the same adds one at a time make.
     #[test]
     fn a_dropped_batch_undoes_everything_and_a_committed_one_is_the_adds() {
         let mut kinds = [0usize; 4];
-        let mut moved_lists = 0;
+        let (mut moved_lists, mut counted_copies) = (0, 0);
         for (capacity, held, batch) in
             [(1, 0, 1), (1, 3, 40), (8, 0, 700), (100, 50, 2_000), (100, 3_000, 5_000)]
         {
             for salt in 0..4u64 {
                 let mut f = filter(capacity, 1 << 36);
                 for i in 0..held {
-                    f.insert(&item(i, salt), Limits::NONE).unwrap();
+                    f.insert(&streamed(i, salt), Limits::NONE).unwrap();
                 }
                 let before = state(&f);
                 let mut one_by_one = f.try_clone().unwrap();
                 let mut b = f.batch();
                 for i in held..held + batch {
-                    let h = b.filter().hash(&item(i, salt));
+                    let h = b.filter().hash(&streamed(i, salt));
                     if i % 3 == 0 {
                         b.insert_if_absent(h, Limits::NONE).unwrap();
                         one_by_one.insert_if_absent_hash(h, Limits::NONE).unwrap();
@@ -185,12 +194,13 @@ mod tests {
                     }] += 1;
                 }
                 moved_lists += b.log.splits.iter().filter(|s| s.old_list.is_some()).count();
+                counted_copies += b.filter().blocks().iter().filter(|b| b.meta().counted).count();
                 let after = state(b.filter());
                 drop(b);
                 assert_eq!(state(&f), before, "capacity {capacity}, {held} held, a batch of {batch} dropped");
                 let mut b = f.batch();
                 for i in held..held + batch {
-                    let h = b.filter().hash(&item(i, salt));
+                    let h = b.filter().hash(&streamed(i, salt));
                     if i % 3 == 0 {
                         b.insert_if_absent(h, Limits::NONE).unwrap();
                     } else {
@@ -203,6 +213,7 @@ mod tests {
             }
         }
         assert!(kinds.iter().all(|&k| k > 0), "every kind of change was undone: {kinds:?}");
+        assert!(counted_copies > 0, "copies counted in place were undone");
         assert!(moved_lists > 0, "splits that moved the list to a larger one were undone");
         assert!(std::mem::size_of::<Undo>() <= 32, "a record per item stays small");
     }

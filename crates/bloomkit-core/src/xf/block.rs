@@ -443,7 +443,10 @@ impl Words {
     fn new(words: Box<[u64]>) -> Words {
         let meta = Meta::unpack(words[0]);
         let counts = if meta.counted { 1 + (words[meta.counts_at()] >> 32) as usize } else { 0 };
-        debug_assert_eq!(words_for(meta.bits()) as usize + counts, words.len());
+        // Every read trusts this length (the unsafe ones in `len` and
+        // `into_box` too): checked always, at the cost of one compare per
+        // block built.
+        assert_eq!(words_for(meta.bits()) as usize + counts, words.len(), "a block's words and its metadata");
         let ptr = Box::into_raw(words).cast::<u64>();
         // SAFETY: a boxed slice's pointer is never null (it is non-empty here).
         Words(unsafe { std::ptr::NonNull::new_unchecked(ptr) })
@@ -592,7 +595,7 @@ impl Block {
             }
             Some(_) => {
                 // Too few copies left for a record: they are entries again.
-                let all = self.occurrences_but(i);
+                let all = self.occurrences_but(i)?;
                 *self = Block::build_sorted(meta.qbits, meta.depth, &all, 0)?;
                 return Ok(false);
             }
@@ -612,21 +615,22 @@ impl Block {
             self.remove(ql, i);
             return Ok(!stays);
         }
-        let all = self.occurrences_but(i);
+        let all = self.occurrences_but(i)?;
         *self = Block::build_sorted(meta.qbits, meta.depth, &all, 0)?;
         Ok(!stays)
     }
 
     /// Every occurrence, in order, but one of entry `i`.
-    fn occurrences_but(&self, i: u32) -> Vec<Entry> {
-        let mut all = Vec::with_capacity(self.occurrences() as usize);
+    fn occurrences_but(&self, i: u32) -> Result<Vec<Entry>, OutOfMemory> {
+        let mut all = Vec::new();
+        all.try_reserve_exact(self.occurrences() as usize).map_err(|_| OutOfMemory)?;
         let mut at = 0u32;
         self.for_each_counted(|e, copies| {
             let copies = copies - u32::from(at == i);
             all.extend(std::iter::repeat_n(e, copies as usize));
             at += 1;
         });
-        all
+        Ok(all)
     }
 
     /// `entries` (in order) at the narrowest width: with room for `spare`
@@ -641,7 +645,9 @@ impl Block {
     ) -> Result<Block, OutOfMemory> {
         debug_assert!((MIN_QBITS..=MAX_QBITS).contains(&qbits));
         debug_assert!(entries.windows(2).all(|p| p[0].key() <= p[1].key()));
-        let n = u32::try_from(entries.len()).map_err(|_| OutOfMemory)?;
+        // The metadata counts entries in 16 bits; callers refuse more
+        // than `max_entries` first (Crowded), so this never fires.
+        let n = u32::try_from(entries.len()).ok().filter(|&n| n <= 0xffff).ok_or(OutOfMemory)?;
         let (w, uniform) = Block::shape_of(entries.iter().map(|e| e.f));
         let counted = !records.is_empty();
         let mut meta = Meta { n, cap: n, w, uniform, qbits, depth, counted };
@@ -916,20 +922,17 @@ impl Block {
     }
 
     /// Removes one occurrence of entry `i` of quotient `ql`: a copy when it
-    /// has copies (the list keeps its length: [`Block::remove_canonical`]
-    /// gives the block its one form again), else the entry.
+    /// has a record, else the entry. A record keeps `FOLD_AT - 1` copies at
+    /// least here: its callers ([`Block::remove_canonical`], and a batch
+    /// undoing a copy it counted) never take it lower, below which the
+    /// copies are entries again (a rebuild, which this never does).
     pub fn remove(&mut self, ql: u32, i: u32) {
         let mut meta = self.meta();
         debug_assert!(i < meta.n && self.run(ql).contains(&i));
         if let Some(r) = self.record_of(i) {
-            let at = meta.counts_at();
-            self.words[at + 1 + r] -= 1 << 32;
-            if self.words[at + 1 + r] >> 32 == 0 {
-                let k = (self.words[at] & 0xffff_ffff) as usize;
-                self.words.copy_within(at + 2 + r..at + 1 + k, at + 1 + r);
-                self.words[at + k] = 0;
-                self.words[at] -= 1;
-            }
+            let at = meta.counts_at() + 1 + r;
+            debug_assert!(self.words[at] >> 32 >= u64::from(FOLD_AT));
+            self.words[at] -= 1 << 32;
             return;
         }
         let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
@@ -1750,7 +1753,7 @@ mod tests {
                     let pick = model[(r.next() % model.len() as u64) as usize];
                     let run = b.run(pick.ql);
                     let i = run.clone().find(|&i| b.entry(pick.ql, i) == pick).expect("in the run");
-                    b.remove(pick.ql, i);
+                    b.remove_canonical(pick.ql, i).unwrap();
                     let at = model.iter().position(|e| *e == pick).unwrap();
                     model.remove(at);
                 }

@@ -407,12 +407,16 @@ pub struct XfInfo {
     pub max_capacity: u64,
     /// Items added and not deleted (`XF.CARD`).
     pub items: u64,
-    /// Entries stored: items plus copies of entries whose fingerprints ran out.
+    /// Entries stored in memory: an entry with copies (an item added again,
+    /// or items whose fingerprints ran out) counts once from its
+    /// `FOLD_AT`-th copy on, which its block counts instead ([`XfFilter::entries`]
+    /// counts every occurrence, as the stored form writes them).
     pub entries: u64,
     pub size_bytes: u64,
     pub blocks: u64,
-    /// Entries of the fullest block (a block crowded past its quotients by
-    /// one item's many copies, or by items crafted against a known seed).
+    /// Entries of the fullest block, as `entries` counts them (a block
+    /// crowded past its quotients by items crafted against a known seed;
+    /// one item's copies are one entry from the `FOLD_AT`-th on).
     pub largest_block: u64,
     /// Quotients over all blocks (the address space in use).
     pub quotients: u64,
