@@ -151,7 +151,7 @@ mod tests {
     /// Item `i` of a stream where every fifth add is one of seven hot items
     /// (copies: entries, then folded into a count, then counted in place).
     fn streamed(i: u64, salt: u64) -> [u8; 8] {
-        item(if i % 5 == 0 { 1 << 30 | i % 7 } else { i }, salt)
+        item(if i.is_multiple_of(5) { (1 << 30) | (i % 7) } else { i }, salt)
     }
 
     /// Batches of every size over filters of every shape (a lone block
