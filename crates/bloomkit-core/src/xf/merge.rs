@@ -61,16 +61,22 @@ pub fn build_region(
     // Copies of an entry (identical neighbours: the inputs' counts, decoded)
     // count once in what decides a split, which they do not spread; all of
     // them in what a stored block may hold.
-    let distinct = |e: &(usize, &Abs)| e.0 == 0 || entries[e.0 - 1] != *e.1;
-    let fine = entries.iter().enumerate().filter(|e| e.1.t >= a && distinct(e)).count() as u64;
     let coarse = |e: &Abs| 1u64 << (a - e.t).min(63);
-    let copies: u64 =
-        entries.iter().enumerate().filter(|e| e.1.t < a && distinct(e)).map(|e| coarse(e.1)).sum::<u64>()
-            + cover.len() as u64 * q;
-    let count = || fine + copies;
-    let stored =
-        || entries.iter().map(|e| if e.t >= a { 1 } else { coarse(e) }).sum::<u64>() + cover.len() as u64 * q;
-    let kinds = entries.iter().enumerate().filter(distinct).count();
+    let around = cover.len() as u64 * q;
+    // One pass: `count` (copies once) decides, `stored` (every occurrence)
+    // is what the block would hold; `kinds` the distinct entries.
+    let (mut count, mut stored, mut kinds) = (around, around, 0usize);
+    let mut fine = 0u64;
+    for (i, e) in entries.iter().enumerate() {
+        let weight = if e.t >= a { 1 } else { coarse(e) };
+        stored += weight;
+        if i > 0 && entries[i - 1] == *e {
+            continue;
+        }
+        kinds += 1;
+        count += weight;
+        fine += u64::from(e.t >= a);
+    }
     let may_split = d < MAX_DEPTH && a < 120;
     // Entries that are exactly this region contain both halves.
     let exact = entries.partition_point(|e| e.t == d);
@@ -78,20 +84,20 @@ pub fn build_region(
     let bit = 1u128 << (127 - d);
     let mid = rest.partition_point(|e| e.start & bit == 0);
     // ... and only if each half gets an eighth of it (copies of one item
-    // share a place: splitting them never spreads them).
-    // ... and only if each half can be stored: a coarse entry's copies
-    // double with the split (what counting copies once does not see).
+    // share a place: splitting them never spreads them), and each half can
+    // be stored: a coarse entry's copies double with the split (what
+    // counting copies once does not see).
     let fits = || {
         let grown = |half: &[Abs]| half.iter().map(|e| if e.t > a { 1 } else { 2 * coarse(e) }).sum::<u64>();
-        let around = (cover.len() + whole.len()) as u64 * q;
+        let both = (cover.len() + whole.len()) as u64 * q;
         let max = u64::from(max_entries(qbits));
-        grown(&rest[..mid]) + around <= max && grown(&rest[mid..]) + around <= max
+        grown(&rest[..mid]) + both <= max && grown(&rest[mid..]) + both <= max
     };
     let relieves = || {
         let least = kinds / 8;
-        fine * 4 >= count() * 3 && mid >= least && rest.len() - mid >= least && fits()
+        fine * 4 >= count * 3 && mid >= least && rest.len() - mid >= least && fits()
     };
-    if d < min_depth || (may_split && qbits >= GROW_QBITS && count() > q && relieves()) {
+    if d < min_depth || (may_split && qbits >= GROW_QBITS && count > q && relieves()) {
         let mut cover2;
         let cover = if whole.is_empty() {
             cover
@@ -104,7 +110,7 @@ pub fn build_region(
         build_region(d + 1, min_depth, qbits, &rest[..mid], cover, out, limits)?;
         return build_region(d + 1, min_depth, qbits, &rest[mid..], cover, out, limits);
     }
-    let n = stored();
+    let n = stored;
     if n > u64::from(max_entries(qbits)) {
         return Err(XfError::Crowded);
     }
