@@ -56,6 +56,7 @@ def streams(quick):
     n = 6_000 if quick else 60_000
     probes = 2_000 if quick else 20_000
     return [
+        ("one half (first bit shared)", craft(1, n + 2_000, 1), craft(1, probes, 2)),
         ("one region (first 9 bits shared)", craft(9, n + 2_000, 1), craft(9, probes * 10, 2)),
         ("one place (first 14 bits shared)", craft(14, n + 2_000, 1), craft(14, probes, 2)),
         ("one item %d times" % n, [b"hot"] * (n + 2_000), [b"stranger:%d" % i for i in range(probes * 10)]),

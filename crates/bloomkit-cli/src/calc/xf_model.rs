@@ -5,7 +5,7 @@
 //! that depends on the rate already spent, and the allocator rounds every
 //! block to a size class. So this module grows a model of the filter,
 //! block by block, with core's own rules (`bloomkit_core::xf::filter`):
-//! `grow_threshold`, `doubles`, `relieves` and `deepest_level` for when and
+//! `grow_threshold`, `doubles`, `grows` and `deepest_level` for when and
 //! how a block grows, `entry_at`, `give_bit` and `fbits_at_level` for each
 //! entry, `units` for the mass that feeds back into the schedule,
 //! `directory_bytes` for the directory, and a real [`Block`] built once per
@@ -36,7 +36,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use bloomkit_core::xf::block::{max_entries, Block, Entry};
 use bloomkit_core::xf::filter::{
     deepest_level, directory_bytes, doubles, entry_at, fbits_at_level, fbits_within, give_bit,
-    grow_threshold, own_bytes, rate_units, relieves, units, XfParams, GROW_QBITS, MASS_BITS,
+    grow_threshold, grows, own_bytes, rate_units, units, XfParams, GROW_QBITS, MASS_BITS,
 };
 
 /// Entries the model holds before it keeps half of its part of the hash
@@ -51,8 +51,8 @@ struct ModelBlock {
     prefix: u64,
     entries: Vec<Entry>,
     /// Entries in the lower half of the quotients, and entries whose
-    /// fingerprint ran out: a split that would not relieve the block is
-    /// not made (core's `relieves`).
+    /// fingerprint ran out: what decides whether a full block grows
+    /// (core's `grows`).
     lower: u32,
     voids: u32,
     min_f: u32,
@@ -217,10 +217,12 @@ impl XfModel {
         self.block_bytes = self.block_bytes - before + b.bytes;
     }
 
-    /// Whether growing block `i` would relieve it (core's [`relieves`]).
-    fn relieves(&self, i: usize) -> bool {
+    /// Whether full block `i` grows for `h` (core's [`grows`]).
+    fn grows_for(&self, i: usize, h: u128, doubling: bool) -> bool {
         let b = &self.blocks[i];
-        relieves(b.entries.len() as u32, b.lower, b.voids)
+        let n = b.entries.len() as u32;
+        let side = if (h >> (127 - b.depth)) & 1 == 1 { n - b.lower } else { b.lower };
+        grows(n, b.lower, side, doubling, || b.voids)
     }
 
     /// Adds one random item of the part kept (`XfFilter::add`).
@@ -234,7 +236,7 @@ impl XfModel {
         let level = depth + qbits;
         let doubling = doubles(self.is_one(), qbits);
         let full = grow_threshold(self.is_one(), qbits, depth, prefix);
-        if len as u32 >= full && self.relieves(i) && level < deepest_level(self.last, qbits) {
+        if len as u32 >= full && self.grows_for(i, h, doubling) && level < deepest_level(self.last, qbits) {
             if doubling {
                 self.double(h);
             } else {

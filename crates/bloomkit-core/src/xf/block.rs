@@ -36,13 +36,26 @@ pub const MAX_QBITS: u32 = 12;
 const GROUP: u32 = 64;
 /// Blocks of at least this many quotients carry the group index.
 const INDEXED_FROM: u32 = 256;
-/// The most entries one block holds, whatever its quotients: a block past
-/// its split threshold that a split would not relieve (one item added
-/// thousands of times: its copies share a quotient and go to one half)
-/// keeps them, up to what 16 bits count.
+/// The most entries a block takes from adds and merges, whatever its
+/// quotients (copies of one entry, kept as a count, are one). Honest
+/// blocks split at 368 to 728 entries; a block that a split would not
+/// spread (items crafted against a known seed to share their first bits)
+/// takes entries up to this and then refuses new items of its half
+/// (`Crowded`; an add of an item already in answers "not new"). The bound
+/// is what bounds every write's work: an insert shifts the bits after its
+/// place, at most a block of 4,096 fields of up to 53 bits (27 KB, a few
+/// microseconds), where 60,000 let one crafted key's batches of 1,000
+/// items take 11-17 ms on a server (`bench/XF-CRAFTED-RESULTS.md`).
 pub const fn max_entries(_qbits: u32) -> u32 {
-    60_000
+    4_096
 }
+
+/// The most occurrences (entries with their copies) a block may hold: its
+/// stored form writes every copy as an entry and counts them in 16 bits.
+/// Loads accept blocks of up to this many entries (what bloomkit 0.2 and
+/// 0.3 let a crowded block grow to); such a block takes no new entries
+/// past [`max_entries`].
+pub const MAX_STORED_ENTRIES: u32 = 60_000;
 
 /// An entry as the block stores it: its quotient in the block, and an
 /// `f`-bit fingerprint `fp` (the hash bits after the quotient's).
@@ -646,7 +659,7 @@ impl Block {
         debug_assert!((MIN_QBITS..=MAX_QBITS).contains(&qbits));
         debug_assert!(entries.windows(2).all(|p| p[0].key() <= p[1].key()));
         // The metadata counts entries in 16 bits; callers refuse more
-        // than `max_entries` first (Crowded), so this never fires.
+        // than `MAX_STORED_ENTRIES` first (Crowded), so this never fires.
         let n = u32::try_from(entries.len()).ok().filter(|&n| n <= 0xffff).ok_or(OutOfMemory)?;
         let (w, uniform) = Block::shape_of(entries.iter().map(|e| e.f));
         let counted = !records.is_empty();
@@ -1112,7 +1125,7 @@ impl Block {
         if meta.qbits != qbits || meta.depth != depth {
             return Err("a block's quotients or depth are not the filter's");
         }
-        if meta.n > meta.cap || meta.cap > max_entries(qbits) + 64 {
+        if meta.n > meta.cap || meta.cap > MAX_STORED_ENTRIES + 64 {
             return Err("a block holds more entries than its room");
         }
         let w_ok =

@@ -143,8 +143,9 @@ impl ReplyError for XfError {
                  larger MAXCAPACITY"
             )),
             Crowded => Cow::Borrowed(
-                "ERR too many entries fall on the same place in the filter (one item added tens of thousands of times, \
-                 or items crafted to collide); nothing was changed",
+                "ERR too many entries fall on the same place in the filter (items crafted to collide against its \
+                 known SEED, or one item added tens of thousands of times); nothing was changed. A key made without \
+                 SEED hashes with the server's secret, which no client can craft against",
             ),
             RateSpent { rate } => Cow::Owned(format!(
                 "ERR the filter cannot take another item within its error rate of {rate}: its entries already \

@@ -11,7 +11,7 @@
 //! is the address `q` at level `c + L` of the murmur root `m0` (`2^c >= m0`),
 //! the same hashes, so it matches exactly what it matched before.
 
-use super::block::MAX_F;
+use super::block::{MAX_F, MAX_STORED_ENTRIES};
 use super::errors::XfError;
 use super::filter::{ceil_log2_u64, Hashing, XfFilter, XfParams, GROW_QBITS};
 use super::legacy_table::{decode, Scan, Table};
@@ -243,7 +243,7 @@ impl V0 {
         let deepest = if self.next.is_some() { level + 1 } else { level };
         let qbits = deepest.clamp(super::block::MIN_QBITS, GROW_QBITS);
         let depth = deepest - qbits;
-        let mut built = Built::default();
+        let mut built = Built::holding(MAX_STORED_ENTRIES);
         build_region(0, depth, qbits, &abs, &[], &mut built, limits)?;
         let (mut blocks, mass) = (built.blocks, built.mass);
         let last = c + horizon(&self.params);

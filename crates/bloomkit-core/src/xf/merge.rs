@@ -10,7 +10,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::block::{max_entries, Block, Entry};
+use super::block::{max_entries, Block, Entry, MAX_STORED_ENTRIES};
 use super::errors::XfError;
 use super::filter::{
     harmonic, mass_of, mass_rate, Dir, Hashing, Store, XfFilter, XfParams, GROW_QBITS, MAX_DEPTH,
@@ -90,7 +90,7 @@ pub fn build_region(
     let fits = || {
         let grown = |half: &[Abs]| half.iter().map(|e| if e.t > a { 1 } else { 2 * coarse(e) }).sum::<u64>();
         let both = (cover.len() + whole.len()) as u64 * q;
-        let max = u64::from(max_entries(qbits));
+        let max = u64::from(MAX_STORED_ENTRIES);
         grown(&rest[..mid]) + both <= max && grown(&rest[mid..]) + both <= max
     };
     let relieves = || {
@@ -111,7 +111,7 @@ pub fn build_region(
         return build_region(d + 1, min_depth, qbits, &rest[mid..], cover, out, limits);
     }
     let n = stored;
-    if n > u64::from(max_entries(qbits)) {
+    if n > u64::from(MAX_STORED_ENTRIES) {
         return Err(XfError::Crowded);
     }
     // The entries' list is the one buffer every block of the build reuses.
@@ -198,7 +198,7 @@ fn build_entries(
                 .map(|e| if e.f >= COARSE { 2u64 << (e.f - COARSE) } else { 1 + u64::from(e.f == 0) })
                 .sum::<u64>()
         };
-        let max = u64::from(max_entries(qbits));
+        let max = u64::from(MAX_STORED_ENTRIES);
         grown(&entries[..mid]) <= max && grown(&entries[mid..]) <= max
     };
     let splits = d < min_depth
@@ -211,7 +211,7 @@ fn build_entries(
             && entries.len() - mid >= least
             && fits());
     if !splits {
-        if stored > u64::from(max_entries(qbits)) {
+        if stored > u64::from(MAX_STORED_ENTRIES) {
             return Err(XfError::Crowded);
         }
         if copies == 0 {
@@ -283,21 +283,39 @@ fn expand(entries: &[Entry], voids: &mut Vec<u32>, list: &mut Vec<Entry>) {
 /// loads quadratic wherever a limit is set, that is on every primary).
 /// The mass of their entries is summed as they are built, so that the
 /// result needs no second pass over its entries.
-#[derive(Default)]
 pub struct Built {
     pub blocks: Vec<Block>,
     bytes: u64,
     pub mass: u64,
     list: Vec<Entry>,
     voids: Vec<u32>,
+    /// The most entries (copies of one entry counting once) a block may
+    /// hold where it cannot split: a merge obeys the bound adds obey
+    /// ([`max_entries`]); a conversion of bloomkit 0.1's values keeps
+    /// what stored blocks may hold ([`MAX_STORED_ENTRIES`]), so that every
+    /// value it wrote still loads.
+    most: u32,
 }
 
 impl Built {
+    /// A merge's blocks: each within [`max_entries`].
+    pub fn merged() -> Built {
+        Built::holding(max_entries(0))
+    }
+
+    /// Blocks of at most `most` entries each.
+    pub fn holding(most: u32) -> Built {
+        Built { blocks: Vec::new(), bytes: 0, mass: 0, list: Vec::new(), voids: Vec::new(), most }
+    }
+
     /// The block of `entries` (sorted) at depth `d`, after the others: its
     /// bytes checked against the limit and its mass counted here rather
-    /// than walked again.
+    /// than walked again. A block past the bound is refused (`Crowded`).
     fn push(&mut self, qbits: u32, d: u32, entries: &[Entry], limits: Limits) -> Result<(), XfError> {
         let block = Block::build_sorted(qbits, d, entries, 0)?;
+        if block.len() > self.most {
+            return Err(XfError::Crowded);
+        }
         let a = d + qbits;
         let mass = mass_of(&block, a);
         let bytes = self.bytes + block.bytes();
@@ -588,7 +606,7 @@ impl Cursor<'_> {
 fn merge_blocks(inputs: &[&XfFilter], depth: u32, qbits: u32, limits: Limits) -> Result<Built, XfError> {
     let mut cursors: Vec<Cursor> =
         inputs.iter().map(|f| Cursor { f, block: usize::MAX, entries: Vec::new() }).collect();
-    let mut out = Built::default();
+    let mut out = Built::merged();
     let (mut lists, mut cover, mut merged): (Vec<Vec<Abs>>, Vec<Abs>, Vec<Abs>) =
         (vec![Vec::new(); inputs.len()], Vec::new(), Vec::new());
     let fast = fast_merges() && inputs.iter().all(|f| u32::from(f.qbits) == qbits);
@@ -839,7 +857,7 @@ mod tests {
     #[test]
     fn a_hot_void_keeps_its_region_whole() {
         use super::{build_entries, build_region, Abs, Built};
-        use crate::xf::block::{max_entries, Entry};
+        use crate::xf::block::{Entry, MAX_STORED_ENTRIES};
         let mut x = 12345u64;
         let mut entries = Vec::new();
         for _ in 0..3000 {
@@ -849,11 +867,11 @@ mod tests {
         entries.extend(std::iter::repeat_n(Entry { ql: 5, f: 0, fp: 0 }, 20_000));
         entries.sort_by_key(Entry::key);
         let abs: Vec<Abs> = entries.iter().map(|e| Abs::of(u128::from(e.ql), 9, e.f, e.fp)).collect();
-        let mut out = Built::default();
+        let mut out = Built::merged();
         build_region(0, 0, 9, &abs, &[], &mut out, Limits::NONE).unwrap();
-        let mut again = Built::default();
+        let mut again = Built::merged();
         build_entries(0, 0, 0, 9, &mut entries, &mut again, Limits::NONE).unwrap();
-        assert!(out.blocks.iter().all(|b| b.occurrences() <= u64::from(max_entries(9))));
+        assert!(out.blocks.iter().all(|b| b.occurrences() <= u64::from(MAX_STORED_ENTRIES)));
         assert!(out.blocks.iter().map(|b| b.occurrences()).sum::<u64>() >= 23_000);
         assert_eq!(out.blocks.len(), again.blocks.len());
         assert!(out.blocks.iter().zip(&again.blocks).all(|(a, b)| a.words() == b.words()));
@@ -923,7 +941,7 @@ mod tests {
                 .collect();
             v.sort_by_key(Entry::key);
             let abs: Vec<Abs> = v.iter().map(|e| Abs::of(u128::from(e.ql), qbits, e.f, e.fp)).collect();
-            let (mut a, mut b) = (Built::default(), Built::default());
+            let (mut a, mut b) = (Built::merged(), Built::merged());
             let ra = build_entries(0, min_depth, 0, qbits, &mut v, &mut a, Limits::NONE);
             let rb = build_region(0, min_depth, qbits, &abs, &[], &mut b, Limits::NONE);
             assert_eq!(ra.is_ok(), rb.is_ok(), "round {round}: {ra:?} {rb:?}");
