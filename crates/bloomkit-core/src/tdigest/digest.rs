@@ -744,28 +744,8 @@ impl TDigest {
                 }
                 return (so + dw / 2.0) / mw;
             } else if m[it] <= val && val < m[it + 1] {
-                let nw = d(w[it]);
-                let nwn = d(w[it + 1]);
-                let nm = m[it];
-                let nmn = m[it + 1];
-                if nmn - nm > 0.0 {
-                    let mut left_excluded = 0.0;
-                    let mut right_excluded = 0.0;
-                    if nw == 1.0 {
-                        if nwn == 1.0 {
-                            return (so + 1.0) / mw;
-                        }
-                        left_excluded = 0.5;
-                    } else if nwn == 1.0 {
-                        right_excluded = 0.5;
-                    }
-                    let dw = (nw + nwn) / 2.0;
-                    let dw_no_singleton = dw - left_excluded - right_excluded;
-                    let base = so + nw / 2.0 + left_excluded;
-                    return (base + dw_no_singleton * (val - nm) / (nmn - nm)) / mw;
-                }
-                let dw = (nw + nwn) / 2.0;
-                return (so + dw) / mw;
+                let (left, right) = ((m[it], d(w[it])), (m[it + 1], d(w[it + 1])));
+                return cdf_between(so, left, right, val) / mw;
             } else {
                 so += d(w[it]);
             }
@@ -989,6 +969,30 @@ impl TDigest {
             None
         }
     }
+}
+
+/// The weight below `val` (times the total) between two neighbouring
+/// centroids `left` and `right` (mean, weight), `so` the weight before
+/// `left`: interpolated, a singleton's weight kept at its mean
+/// (t-digest-c's `td_cdf` between centroids).
+fn cdf_between(so: f64, (nm, nw): (f64, f64), (nmn, nwn): (f64, f64), val: f64) -> f64 {
+    if nmn - nm > 0.0 {
+        let mut left_excluded = 0.0;
+        let mut right_excluded = 0.0;
+        if nw == 1.0 {
+            if nwn == 1.0 {
+                return so + 1.0;
+            }
+            left_excluded = 0.5;
+        } else if nwn == 1.0 {
+            right_excluded = 0.5;
+        }
+        let dw = (nw + nwn) / 2.0;
+        let dw_no_singleton = dw - left_excluded - right_excluded;
+        let base = so + nw / 2.0 + left_excluded;
+        return base + dw_no_singleton * (val - nm) / (nmn - nm);
+    }
+    so + (nw + nwn) / 2.0
 }
 
 #[cfg(test)]

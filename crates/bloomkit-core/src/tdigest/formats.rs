@@ -138,27 +138,7 @@ impl TDigest {
             return Err(TdError::BadData);
         }
         limits.check(size_for(cap))?;
-        let mut means = zeroed::<f64>(cap)?;
-        let mut weights = zeroed::<i64>(cap)?;
-        // Any mean loads, NaN and infinities included: compressing values
-        // near the double range's ends makes them (in RedisBloom too), and a
-        // digest's own value must load again (found by the tdigest_codecs fuzzer).
-        for m in &mut means[..merged] {
-            *m = r.double()?;
-        }
-        // Each weight is at least 1 (every centroid holds an observation),
-        // and below 2^53 they add up exactly.
-        let mut sum = 0i64;
-        for x in &mut weights[..merged] {
-            *x = weight(r.double()?)?;
-            if *x == 0 {
-                return Err(TdError::BadData);
-            }
-            sum = sum.checked_add(*x).ok_or(TdError::BadData)?;
-        }
-        if sum != merged_weight {
-            return Err(TdError::BadData);
-        }
+        let (mut means, mut weights) = read_centroids(r, cap, merged, merged_weight)?;
         let (mut merged, mut unmerged, mut merged_weight, mut unmerged_weight) =
             (merged, unmerged, merged_weight, unmerged_weight);
         if lost_single {
@@ -221,6 +201,41 @@ impl TDigest {
         self.save_as_is(&mut w);
         w.finish_for(rdb_version)
     }
+}
+
+/// Means and weights, in arrays of the digest's capacity.
+type Centroids = (Box<[f64]>, Box<[i64]>);
+
+/// The centroids of a loaded value, in arrays of `cap`: `merged` means,
+/// then as many weights, which must add up to `merged_weight`.
+fn read_centroids(
+    r: &mut dyn FieldReader,
+    cap: usize,
+    merged: usize,
+    merged_weight: i64,
+) -> Result<Centroids, TdError> {
+    let mut means = zeroed::<f64>(cap)?;
+    let mut weights = zeroed::<i64>(cap)?;
+    // Any mean loads, NaN and infinities included: compressing values
+    // near the double range's ends makes them (in RedisBloom too), and a
+    // digest's own value must load again (found by the tdigest_codecs fuzzer).
+    for m in &mut means[..merged] {
+        *m = r.double()?;
+    }
+    // Each weight is at least 1 (every centroid holds an observation),
+    // and below 2^53 they add up exactly.
+    let mut sum = 0i64;
+    for x in &mut weights[..merged] {
+        *x = weight(r.double()?)?;
+        if *x == 0 {
+            return Err(TdError::BadData);
+        }
+        sum = sum.checked_add(*x).ok_or(TdError::BadData)?;
+    }
+    if sum != merged_weight {
+        return Err(TdError::BadData);
+    }
+    Ok((means, weights))
 }
 
 #[cfg(test)]

@@ -118,24 +118,6 @@ impl ReplyError for XfError {
         use XfError::*;
         let text: Cow<'static, str> = match self {
             WrongArity => return Reply::WrongArity,
-            BadErrorRate => Cow::Owned(format!(
-                "ERR error rate must be a number from {MIN_ERROR_RATE:e} to {MAX_ERROR_RATE}, such as 0.01 for 1%"
-            )),
-            BadCapacity => Cow::Owned(format!(
-                "ERR CAPACITY must be a whole number from 1 to {MAX_CAPACITY_LIMIT} (a hint: the filter grows past it)"
-            )),
-            BadMaxCapacity => Cow::Owned(format!(
-                "ERR MAXCAPACITY must be a whole number from 1 to {MAX_CAPACITY_LIMIT} (the most items the filter will hold)"
-            )),
-            CapacityAboveMax => Cow::Borrowed("ERR CAPACITY must not be larger than MAXCAPACITY"),
-            UnknownArgument(word) => Cow::Owned(format!(
-                "ERR unknown argument '{word}': XF.INSERT takes ERROR rate, CAPACITY n, MAXCAPACITY n, NOCREATE and NX, \
-                 then ITEMS item...; XF.RESERVE takes CAPACITY n, MAXCAPACITY n and SEED hex after the error rate"
-            )),
-            DuplicateArgument(word) => Cow::Owned(format!("ERR {word} is given more than once")),
-            BadNumKeys => Cow::Borrowed(
-                "ERR numkeys must be a positive integer, followed by exactly that many source keys",
-            ),
             ItemExists => Cow::Borrowed("ERR item exists"),
             NotFound => Cow::Borrowed("ERR not found"),
             Full { max_capacity } => Cow::Owned(format!(
@@ -144,8 +126,8 @@ impl ReplyError for XfError {
             )),
             Crowded => Cow::Borrowed(
                 "ERR too many entries fall on the same place in the filter (items crafted to collide against its \
-                 known SEED, or one item added tens of thousands of times); nothing was changed. A key made without \
-                 SEED hashes with the server's secret, which no client can craft against",
+                 known SEED, where a key made without SEED hashes with the server's secret, which no client can \
+                 craft against; or one item added tens of thousands of times); nothing was changed",
             ),
             RateSpent { rate } => Cow::Owned(format!(
                 "ERR the filter cannot take another item within its error rate of {rate}: its entries already \
@@ -159,29 +141,6 @@ impl ReplyError for XfError {
             )),
             OutOfMemory => Cow::Borrowed("ERR out of memory while allocating the filter; nothing was changed"),
             OverMaxmemory => Cow::Borrowed("OOM command not allowed when used memory > 'maxmemory'."),
-            MergeTooLarge { items, max_capacity } => Cow::Owned(format!(
-                "ERR the merged filter would hold {items} items, more than the destination's MAXCAPACITY of \
-                 {max_capacity}; nothing was changed"
-            )),
-            MergeTooLong { entries, limit } => Cow::Owned(format!(
-                "ERR this merge would read {entries} entries, more than bf.xf-max-merge-entries ({limit}): a merge \
-                 holds the server for its whole run; nothing was changed. Merge smaller filters, or raise the \
-                 limit with CONFIG SET bf.xf-max-merge-entries"
-            )),
-            MergeIncompatible => Cow::Borrowed(
-                "ERR these filters hash items differently (they were made on different servers, or by bloomkit \
-                 0.1 with different capacities) and cannot be merged; create filters you will merge on one server, \
-                 or with the same XF.RESERVE ... SEED",
-            ),
-            MergeRaisesRate { rate, configured } => Cow::Owned(format!(
-                "ERR the merged filter would guarantee a false-positive rate of {rate:.6}, above the destination's \
-                 error rate of {configured}; nothing was changed. Add RAISERATE to merge anyway and raise its \
-                 error rate (to {rate:.6} or more: what it needs to keep growing)"
-            )),
-            MergeRateTooHigh { rate } => Cow::Owned(format!(
-                "ERR the merged filter would guarantee a false-positive rate of {rate:.6}, above the highest \
-                 allowed ({MAX_ERROR_RATE}); nothing was changed"
-            )),
             BadSeed => Cow::Borrowed("ERR SEED must be 32 hexadecimal digits (a 128-bit key)"),
             BadData(why) => Cow::Owned(format!("ERR invalid expandable filter data: {why}")),
             Loading => Cow::Borrowed(
@@ -206,8 +165,73 @@ impl ReplyError for XfError {
             BatchRefused { item, items, held, new_key, cause } => {
                 Cow::Owned(batch_refused(*item, *items, *held, *new_key, cause))
             }
+            // Arguments and merges, in their own functions (every variant
+            // has its text: `every_error_says_what_to_do` checks).
+            other => other
+                .argument_text()
+                .or_else(|| other.merge_text())
+                .unwrap_or(Cow::Borrowed("ERR the expandable filter refused this command")),
         };
         Reply::Error(text)
+    }
+}
+
+impl XfError {
+    /// The text of an error in a command's arguments.
+    fn argument_text(&self) -> Option<Cow<'static, str>> {
+        use XfError::*;
+        Some(match self {
+            BadErrorRate => Cow::Owned(format!(
+                "ERR error rate must be a number from {MIN_ERROR_RATE:e} to {MAX_ERROR_RATE}, such as 0.01 for 1%"
+            )),
+            BadCapacity => Cow::Owned(format!(
+                "ERR CAPACITY must be a whole number from 1 to {MAX_CAPACITY_LIMIT} (a hint: the filter grows past it)"
+            )),
+            BadMaxCapacity => Cow::Owned(format!(
+                "ERR MAXCAPACITY must be a whole number from 1 to {MAX_CAPACITY_LIMIT} (the most items the filter will hold)"
+            )),
+            CapacityAboveMax => Cow::Borrowed("ERR CAPACITY must not be larger than MAXCAPACITY"),
+            UnknownArgument(word) => Cow::Owned(format!(
+                "ERR unknown argument '{word}': XF.INSERT takes ERROR rate, CAPACITY n, MAXCAPACITY n, NOCREATE and NX, \
+                 then ITEMS item...; XF.RESERVE takes CAPACITY n, MAXCAPACITY n and SEED hex after the error rate"
+            )),
+            DuplicateArgument(word) => Cow::Owned(format!("ERR {word} is given more than once")),
+            BadNumKeys => Cow::Borrowed(
+                "ERR numkeys must be a positive integer, followed by exactly that many source keys",
+            ),
+            _ => return None,
+        })
+    }
+
+    /// The text of a refused merge.
+    fn merge_text(&self) -> Option<Cow<'static, str>> {
+        use XfError::*;
+        Some(match self {
+            MergeTooLarge { items, max_capacity } => Cow::Owned(format!(
+                "ERR the merged filter would hold {items} items, more than the destination's MAXCAPACITY of \
+                 {max_capacity}; nothing was changed"
+            )),
+            MergeTooLong { entries, limit } => Cow::Owned(format!(
+                "ERR this merge would read {entries} entries, more than bf.xf-max-merge-entries ({limit}): a merge \
+                 holds the server for its whole run; nothing was changed. Merge smaller filters, or raise the \
+                 limit with CONFIG SET bf.xf-max-merge-entries"
+            )),
+            MergeIncompatible => Cow::Borrowed(
+                "ERR these filters hash items differently (they were made on different servers, or by bloomkit \
+                 0.1 with different capacities) and cannot be merged; create filters you will merge on one server, \
+                 or with the same XF.RESERVE ... SEED",
+            ),
+            MergeRaisesRate { rate, configured } => Cow::Owned(format!(
+                "ERR the merged filter would guarantee a false-positive rate of {rate:.6}, above the destination's \
+                 error rate of {configured}; nothing was changed. Add RAISERATE to merge anyway and raise its \
+                 error rate (to {rate:.6} or more: what it needs to keep growing)"
+            )),
+            MergeRateTooHigh { rate } => Cow::Owned(format!(
+                "ERR the merged filter would guarantee a false-positive rate of {rate:.6}, above the highest \
+                 allowed ({MAX_ERROR_RATE}); nothing was changed"
+            )),
+            _ => return None,
+        })
     }
 }
 
@@ -262,6 +286,83 @@ impl From<FieldError> for XfError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every variant has a text of its own (the texts of arguments and
+    /// merges live in their own functions, behind a fallback that none
+    /// may reach). The list is checked to be whole by an exhaustive match.
+    #[test]
+    fn every_error_says_what_to_do() {
+        use XfError::*;
+        let all = [
+            WrongArity,
+            BadErrorRate,
+            BadCapacity,
+            BadMaxCapacity,
+            CapacityAboveMax,
+            UnknownArgument("X".into()),
+            DuplicateArgument("SEED"),
+            BadNumKeys,
+            ItemExists,
+            NotFound,
+            Full { max_capacity: 1 },
+            Crowded,
+            RateSpent { rate: 0.01 },
+            TooLarge { bytes: 2, limit: 1 },
+            OutOfMemory,
+            OverMaxmemory,
+            MergeTooLarge { items: 2, max_capacity: 1 },
+            MergeTooLong { entries: 2, limit: 1 },
+            MergeIncompatible,
+            MergeRaisesRate { rate: 0.02, configured: 0.01 },
+            MergeRateTooHigh { rate: 0.6 },
+            BadSeed,
+            BadData("x"),
+            Loading,
+            Sealed { id: 1 },
+            ForeignSecret { id: 1 },
+            KeyIdFromClient,
+            BadIterator,
+            BadChunk("x"),
+            BatchRefused { item: 1, items: 2, held: 0, new_key: false, cause: Box::new(Crowded) },
+        ];
+        for e in &all {
+            match e {
+                WrongArity
+                | BadErrorRate
+                | BadCapacity
+                | BadMaxCapacity
+                | CapacityAboveMax
+                | UnknownArgument(_)
+                | DuplicateArgument(_)
+                | BadNumKeys
+                | ItemExists
+                | NotFound
+                | Full { .. }
+                | Crowded
+                | RateSpent { .. }
+                | TooLarge { .. }
+                | OutOfMemory
+                | OverMaxmemory
+                | MergeTooLarge { .. }
+                | MergeTooLong { .. }
+                | MergeIncompatible
+                | MergeRaisesRate { .. }
+                | MergeRateTooHigh { .. }
+                | BadSeed
+                | BadData(_)
+                | Loading
+                | Sealed { .. }
+                | ForeignSecret { .. }
+                | KeyIdFromClient
+                | BadIterator
+                | BadChunk(_)
+                | BatchRefused { .. } => {}
+            }
+            if *e != WrongArity {
+                assert!(!e.message().contains("refused this command"), "{e:?} has no text of its own");
+            }
+        }
+    }
 
     #[test]
     fn messages_say_what_is_allowed() {

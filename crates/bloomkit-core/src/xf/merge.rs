@@ -110,6 +110,22 @@ pub fn build_region(
         build_region(d + 1, min_depth, qbits, &rest[..mid], cover, out, limits)?;
         return build_region(d + 1, min_depth, qbits, &rest[mid..], cover, out, limits);
     }
+    build_leaf(d, qbits, entries, cover, stored, out, limits)
+}
+
+/// The block of a region that does not split ([`build_region`]): its
+/// entries in block coordinates, each coarse one (and each of `cover`) as
+/// a void at every quotient it covers; `stored` occurrences in all.
+fn build_leaf(
+    d: u32,
+    qbits: u32,
+    entries: &[Abs],
+    cover: &[Abs],
+    stored: u64,
+    out: &mut Built,
+    limits: Limits,
+) -> Result<(), XfError> {
+    let (q, a) = (1u64 << qbits, d + qbits);
     let n = stored;
     if n > u64::from(MAX_STORED_ENTRIES) {
         return Err(XfError::Crowded);
@@ -211,33 +227,12 @@ fn build_entries(
             && entries.len() - mid >= least
             && fits());
     if !splits {
-        if stored > u64::from(MAX_STORED_ENTRIES) {
-            return Err(XfError::Crowded);
-        }
-        if copies == 0 {
-            return out.push(qbits, d, entries, limits);
-        }
-        let mut list = std::mem::take(&mut out.list);
-        list.clear();
-        list.try_reserve(stored as usize).map_err(|_| OutOfMemory)?;
-        let mut voids = std::mem::take(&mut out.voids);
-        expand(entries, &mut voids, &mut list);
-        out.voids = voids;
-        let built = out.push(qbits, d, &list, limits);
-        out.list = list;
-        return built;
+        return build_leaf_entries(d, qbits, entries, stored, copies > 0, out, limits);
     }
     if widest + 1 >= qbits {
         #[cfg(test)]
         PATHS.with(|p| p.set((p.get().0, p.get().1 + 1)));
-        let abs = entries.iter().map(|e| match e.f.checked_sub(COARSE) {
-            Some(k) => Abs { start: ((prefix << qbits) | u128::from(e.ql)) << (128 - a), t: a - k },
-            None => Abs::of((prefix << qbits) | u128::from(e.ql), a, e.f, e.fp),
-        });
-        let mut list = Vec::new();
-        list.try_reserve_exact(entries.len()).map_err(|_| OutOfMemory)?;
-        list.extend(abs);
-        return build_region(d, min_depth, qbits, &list, &[], out, limits);
+        return build_through_abs((d, min_depth, prefix, qbits), entries, out, limits);
     }
     // Each half in the child's coordinates, in place (nothing else reads
     // the parent's list): the order holds.
@@ -252,6 +247,55 @@ fn build_entries(
     let (lower, upper) = entries.split_at_mut(mid);
     build_entries(d + 1, min_depth, prefix << 1, qbits, lower, out, limits)?;
     build_entries(d + 1, min_depth, (prefix << 1) | 1, qbits, upper, out, limits)
+}
+
+/// The block of a region of [`build_entries`] that does not split: its
+/// coarse entries (`coarse`) as the voids they stand for; `stored`
+/// occurrences in all.
+fn build_leaf_entries(
+    d: u32,
+    qbits: u32,
+    entries: &[Entry],
+    stored: u64,
+    coarse: bool,
+    out: &mut Built,
+    limits: Limits,
+) -> Result<(), XfError> {
+    if stored > u64::from(MAX_STORED_ENTRIES) {
+        return Err(XfError::Crowded);
+    }
+    if !coarse {
+        return out.push(qbits, d, entries, limits);
+    }
+    let mut list = std::mem::take(&mut out.list);
+    list.clear();
+    list.try_reserve(stored as usize).map_err(|_| OutOfMemory)?;
+    let mut voids = std::mem::take(&mut out.voids);
+    expand(entries, &mut voids, &mut list);
+    out.voids = voids;
+    let built = out.push(qbits, d, &list, limits);
+    out.list = list;
+    built
+}
+
+/// A region of [`build_entries`] (at `(d, min_depth, prefix, qbits)`) where
+/// a coarse entry would cover a whole block, handed to [`build_region`]:
+/// its entries as [`Abs`].
+fn build_through_abs(
+    (d, min_depth, prefix, qbits): (u32, u32, u128, u32),
+    entries: &[Entry],
+    out: &mut Built,
+    limits: Limits,
+) -> Result<(), XfError> {
+    let a = d + qbits;
+    let abs = entries.iter().map(|e| match e.f.checked_sub(COARSE) {
+        Some(k) => Abs { start: ((prefix << qbits) | u128::from(e.ql)) << (128 - a), t: a - k },
+        None => Abs::of((prefix << qbits) | u128::from(e.ql), a, e.f, e.fp),
+    });
+    let mut list = Vec::new();
+    list.try_reserve_exact(entries.len()).map_err(|_| OutOfMemory)?;
+    list.extend(abs);
+    build_region(d, min_depth, qbits, &list, &[], out, limits)
 }
 
 /// `entries` (of [`build_entries`]) with each coarse one as the voids it

@@ -777,6 +777,30 @@ enum Op {
     Merge(u16),
 }
 
+/// `f` saved and loaded again: the same bytes and the same bound.
+fn reloaded(f: &XfFilter) -> Result<XfFilter, TestCaseError> {
+    let bytes = saved(f);
+    let g = load(bytes.clone()).unwrap();
+    prop_assert_eq!(saved(&g), bytes);
+    prop_assert_eq!(g.guaranteed_rate(), f.guaranteed_rate());
+    Ok(g)
+}
+
+/// `f` copied in chunks, saved and loaded again after each chunk (a save in
+/// the middle of a load: the load goes on from what was saved).
+fn reloaded_in_chunks(f: &XfFilter) -> Result<XfFilter, TestCaseError> {
+    let bytes = saved(f);
+    let mut chunks = f.chunks();
+    let (_, header) = chunks.next().unwrap();
+    let mut g = XfFilter::from_header(&header, NONE).unwrap();
+    for (iter, data) in chunks {
+        g = load(saved(&g)).unwrap();
+        g.load_chunk(iter, &data, NONE).unwrap();
+    }
+    prop_assert_eq!(saved(&g), bytes);
+    Ok(g)
+}
+
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => (0u16..400).prop_map(Op::Add),
@@ -829,26 +853,8 @@ proptest! {
                         *model.get_mut(&i).unwrap() -= 1;
                     }
                 }
-                Op::Reload => {
-                    let bytes = saved(&f);
-                    let g = load(bytes.clone()).unwrap();
-                    prop_assert_eq!(saved(&g), bytes);
-                    prop_assert_eq!(g.guaranteed_rate(), f.guaranteed_rate());
-                    f = g;
-                }
-                Op::Chunks => {
-                    let bytes = saved(&f);
-                    let mut chunks = f.chunks();
-                    let (_, header) = chunks.next().unwrap();
-                    let mut g = XfFilter::from_header(&header, NONE).unwrap();
-                    for (iter, data) in chunks {
-                        // A save in the middle of the load: the load goes on from what was saved.
-                        g = load(saved(&g)).unwrap();
-                        g.load_chunk(iter, &data, NONE).unwrap();
-                    }
-                    prop_assert_eq!(saved(&g), bytes);
-                    f = g;
-                }
+                Op::Reload => f = reloaded(&f)?,
+                Op::Chunks => f = reloaded_in_chunks(&f)?,
                 Op::Merge(n) => {
                     let mut other = XfFilter::with_seed(f.params(), f.seed().unwrap(), NONE).unwrap();
                     for k in 0..n {
