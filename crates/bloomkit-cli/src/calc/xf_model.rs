@@ -36,7 +36,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use bloomkit_core::xf::block::{max_entries, Block, Entry};
 use bloomkit_core::xf::filter::{
     deepest_level, directory_bytes, doubles, entry_at, fbits_at_level, fbits_within, give_bit,
-    grow_threshold, grows, own_bytes, rate_units, units, XfParams, GROW_QBITS, MASS_BITS,
+    grow_threshold, grows, held_by_voids, own_bytes, rate_units, units, XfParams, GROW_QBITS, MASS_BITS,
 };
 
 /// Entries the model holds before it keeps half of its part of the hash
@@ -244,7 +244,8 @@ impl XfModel {
             }
             return;
         }
-        if len as u32 >= max_entries(qbits) {
+        let b = &self.blocks[i];
+        if len as u32 >= max_entries(qbits) && !held_by_voids(len as u32, b.lower, b.voids) {
             self.stuck = true;
             return;
         }

@@ -615,6 +615,19 @@ pub fn relieves(n: u32, lower: u32, voids: u32) -> bool {
     lower >= least && n - lower >= least && voids * 4 < n
 }
 
+/// Whether a block of `n` entries, `lower` in its lower half, is held whole
+/// by its `voids` alone: its halves would spread it, but voids are a quarter
+/// of its entries or more. Honest blocks at high error rates (0.25-0.5:
+/// short fingerprints run out as the filter grows) come here, and leave
+/// only by taking precise entries until the voids fall under a quarter, so
+/// such a block keeps the stored bound ([`MAX_STORED_ENTRIES`]) rather
+/// than [`max_entries`]: at 4,096, a filter at 0.5 froze a block at about
+/// 3M items and answered 0 for the new items that matched its voids,
+/// storing nothing (found in review). Crafted crowds fail on the halves.
+pub fn held_by_voids(n: u32, lower: u32, voids: u32) -> bool {
+    relieves(n, lower, 0) && voids * 4 >= n
+}
+
 /// Whether a block at its threshold grows for a new entry: a full block of
 /// `n` entries, `lower` of them in the lower half of its quotients, `side`
 /// in the half the new entry falls in, `voids` (counted only if asked)
@@ -1129,6 +1142,9 @@ impl XfFilter {
         // The bound on entries keeps every write's work bounded; copies
         // count in a block's occurrences, which its stored form writes one
         // by one (16 bits of them).
+        if len >= bound && self.held_by_voids(s.block) {
+            bound = MAX_STORED_ENTRIES;
+        }
         let b = self.block(s.block);
         if len >= bound || b.occurrences() >= u64::from(MAX_STORED_ENTRIES) {
             return Err(XfError::Crowded);
@@ -1213,6 +1229,14 @@ impl XfFilter {
         let b = self.block(i);
         let bit = (h.0 >> (127 - b.depth())) as u64 & 1;
         !grown_storable(b, doubling, bit)
+    }
+
+    /// Whether block `i` is held whole by its voids alone ([`held_by_voids`]).
+    fn held_by_voids(&self, i: usize) -> bool {
+        let b = self.block(i);
+        let mut voids = 0u32;
+        b.for_each(|e| voids += u32::from(e.f == 0));
+        held_by_voids(b.len(), b.lower_half(), voids)
     }
 
     /// Puts `b` in place of block `i`, keeping the byte count; gives back
