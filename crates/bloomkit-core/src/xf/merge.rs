@@ -13,7 +13,8 @@ use std::collections::BinaryHeap;
 use super::block::{max_entries, Block, Entry, MAX_STORED_ENTRIES};
 use super::errors::XfError;
 use super::filter::{
-    harmonic, mass_of, mass_rate, Dir, Hashing, Store, XfFilter, XfParams, GROW_QBITS, MAX_DEPTH,
+    harmonic, held_by_voids, mass_of, mass_rate, Dir, Hashing, Store, XfFilter, XfParams, GROW_QBITS,
+    MAX_DEPTH,
 };
 use super::MAX_ERROR_RATE;
 use crate::common::memory::{Limits, OutOfMemory};
@@ -357,7 +358,7 @@ impl Built {
     /// than walked again. A block past the bound is refused (`Crowded`).
     fn push(&mut self, qbits: u32, d: u32, entries: &[Entry], limits: Limits) -> Result<(), XfError> {
         let block = Block::build_sorted(qbits, d, entries, 0)?;
-        if block.len() > self.most {
+        if block.len() > self.most && !block_held_by_voids(&block) {
             return Err(XfError::Crowded);
         }
         let a = d + qbits;
@@ -374,6 +375,15 @@ impl Built {
         self.mass = self.mass.saturating_add(mass);
         Ok(())
     }
+}
+
+/// Whether a built block is held whole by its voids alone (as adds see it,
+/// [`held_by_voids`]): such a block may hold more than the bound, up to
+/// what its stored form counts, in a merge as in adds (high error rates).
+fn block_held_by_voids(b: &Block) -> bool {
+    let mut voids = 0u32;
+    b.for_each(|e| voids += u32::from(e.f == 0));
+    held_by_voids(b.len(), b.lower_half(), voids)
 }
 
 /// A filter of `blocks` (in address order, covering the hash space): its
