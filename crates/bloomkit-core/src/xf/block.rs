@@ -1086,6 +1086,14 @@ impl Block {
         Block::build_sorted(meta.qbits, meta.depth, &self.entries(), 0)
     }
 
+    /// Entries whose fingerprint ran out (voids): a split copies each to
+    /// both halves of its quotient, so they decide whether it may split.
+    pub fn voids(&self) -> u32 {
+        let mut voids = 0u32;
+        self.for_each(|e| voids += u32::from(e.f == 0));
+        voids
+    }
+
     /// Entries of the lower half of the quotients (those a split keeps in
     /// its first block), from the index when the block has one.
     pub fn lower_half(&self) -> u32 {

@@ -628,6 +628,20 @@ pub fn held_by_voids(n: u32, lower: u32, voids: u32) -> bool {
     relieves(n, lower, 0) && voids * 4 >= n
 }
 
+/// Whether block `b` is held whole by its voids alone ([`held_by_voids`]),
+/// in adds and merges alike: its halves are looked at first, so a block
+/// crowded in one half (crafted items at the bound) is never walked.
+pub(super) fn block_held_by_voids(b: &Block) -> bool {
+    let (n, lower) = (b.len(), b.lower_half());
+    relieves(n, lower, 0) && held_by_voids(n, lower, b.voids())
+}
+
+/// The half of a block of `depth` that `h` falls in: the hash bit a split
+/// of that block moves into the address (0 lower, 1 upper).
+fn half_of(h: XfHash, depth: u32) -> u64 {
+    (h.0 >> (127 - depth)) as u64 & 1
+}
+
 /// Whether a block at its threshold grows for a new entry: a full block of
 /// `n` entries, `lower` of them in the lower half of its quotients, `side`
 /// in the half the new entry falls in, `voids` (counted only if asked)
@@ -1128,21 +1142,21 @@ impl XfFilter {
         let len = self.block(s.block).len();
         let one = matches!(self.store, Store::One(_));
         let full = grow_threshold(one, qbits, s.level - qbits, s.prefix);
-        let mut bound = max_entries(qbits);
-        if len >= full && self.grows_for(s.block, h, doubles(one, qbits)) {
+        let (mut bound, doubling) = (max_entries(qbits), doubles(one, qbits));
+        if len >= full && self.grows_for(s.block, h, doubling) {
             if let Some((was, now)) = self.grow_with(s, h, limits, journal)? {
                 self.mass = self.mass.saturating_sub(was).saturating_add(now);
                 self.items += 1;
                 return Ok(());
             }
-            if self.held_by_copies(s.block, h, doubles(one, qbits)) {
+            if self.held_by_copies(s.block, h, doubling) {
                 bound = MAX_STORED_ENTRIES;
             }
         }
         // The bound on entries keeps every write's work bounded; copies
         // count in a block's occurrences, which its stored form writes one
         // by one (16 bits of them).
-        if len >= bound && self.held_by_voids(s.block) {
+        if len >= bound && block_held_by_voids(self.block(s.block)) {
             bound = MAX_STORED_ENTRIES;
         }
         let b = self.block(s.block);
@@ -1208,12 +1222,8 @@ impl XfFilter {
     fn grows_for(&self, i: usize, h: XfHash, doubling: bool) -> bool {
         let b = self.block(i);
         let (n, lower) = (b.len(), b.lower_half());
-        let side = if (h.0 >> (127 - b.depth())) & 1 == 1 { n - lower } else { lower };
-        grows(n, lower, side, doubling, || {
-            let mut voids = 0u32;
-            b.for_each(|e| voids += u32::from(e.f == 0));
-            voids
-        })
+        let side = if half_of(h, b.depth()) == 1 { n - lower } else { lower };
+        grows(n, lower, side, doubling, || b.voids())
     }
 
     /// Whether block `i`, which would grow for `h`, is held whole only by
@@ -1227,16 +1237,7 @@ impl XfFilter {
     /// Counts in the stored form would lift this (`DESIGN-NEXT.md` 2.2).
     fn held_by_copies(&self, i: usize, h: XfHash, doubling: bool) -> bool {
         let b = self.block(i);
-        let bit = (h.0 >> (127 - b.depth())) as u64 & 1;
-        !grown_storable(b, doubling, bit)
-    }
-
-    /// Whether block `i` is held whole by its voids alone ([`held_by_voids`]).
-    fn held_by_voids(&self, i: usize) -> bool {
-        let b = self.block(i);
-        let mut voids = 0u32;
-        b.for_each(|e| voids += u32::from(e.f == 0));
-        held_by_voids(b.len(), b.lower_half(), voids)
+        !grown_storable(b, doubling, half_of(h, b.depth()))
     }
 
     /// Puts `b` in place of block `i`, keeping the byte count; gives back
@@ -1285,7 +1286,7 @@ impl XfFilter {
         }
         let doubling = matches!(self.store, Store::One(_)) && doubles(true, qbits);
         let depth = self.block(s.block).depth();
-        let bit = (h.0 >> (127 - depth)) as u64 & 1;
+        let bit = half_of(h, depth);
         if !grown_storable(self.block(s.block), doubling, bit) {
             return Ok(None);
         }

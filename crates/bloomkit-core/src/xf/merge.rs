@@ -13,8 +13,8 @@ use std::collections::BinaryHeap;
 use super::block::{max_entries, Block, Entry, MAX_STORED_ENTRIES};
 use super::errors::XfError;
 use super::filter::{
-    harmonic, held_by_voids, mass_of, mass_rate, units, Dir, Hashing, Store, XfFilter, XfParams, GROW_QBITS,
-    MAX_DEPTH,
+    block_held_by_voids, harmonic, mass_of, mass_rate, units, Dir, Hashing, Store, XfFilter, XfParams,
+    GROW_QBITS, MAX_DEPTH,
 };
 use super::MAX_ERROR_RATE;
 use crate::common::memory::{Limits, OutOfMemory};
@@ -127,14 +127,13 @@ fn build_leaf(
     limits: Limits,
 ) -> Result<(), XfError> {
     let (q, a) = (1u64 << qbits, d + qbits);
-    let n = stored;
-    if n > u64::from(MAX_STORED_ENTRIES) {
+    if stored > u64::from(MAX_STORED_ENTRIES) {
         return Err(XfError::Crowded);
     }
     // The entries' list is the one buffer every block of the build reuses.
     let mut list = std::mem::take(&mut out.list);
     list.clear();
-    list.try_reserve(n as usize).map_err(|_| OutOfMemory)?;
+    list.try_reserve(stored as usize).map_err(|_| OutOfMemory)?;
     let mut copies = false;
     for _ in cover {
         copies = true;
@@ -390,15 +389,6 @@ impl Built {
         self.mass = self.mass.saturating_add(mass);
         Ok(())
     }
-}
-
-/// Whether a built block is held whole by its voids alone (as adds see it,
-/// [`held_by_voids`]): such a block may hold more than the bound, up to
-/// what its stored form counts, in a merge as in adds (high error rates).
-fn block_held_by_voids(b: &Block) -> bool {
-    let mut voids = 0u32;
-    b.for_each(|e| voids += u32::from(e.f == 0));
-    held_by_voids(b.len(), b.lower_half(), voids)
 }
 
 /// A filter of `blocks` (in address order, covering the hash space): its
