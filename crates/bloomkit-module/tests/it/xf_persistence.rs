@@ -226,7 +226,9 @@ per_server!(a_crowded_key_refuses_alike_in_every_way_of_sending);
 /// SEED to share their first hash bit fall in one half of its top block,
 /// which no split spreads, so the block takes them up to `max_entries` and
 /// then refuses every new item of that half (a spent rate, the other such
-/// limit, refuses through the same path; core's tests reach it).
+/// limit, refuses through the same path; core's tests reach it). Only the
+/// bound's refusal is accepted here: a crowd of this shape meets the bound
+/// with its rate unspent (0.88% of 1% in `bench/xf-crafted.sh`'s run).
 fn a_crowded_key_refuses_alike_in_every_way_of_sending(server: Server) {
     use bloomkit_core::xf::{Seed, XfFilter, XfParams};
     let (primary, mut p, _replica, mut r) = primary_with_aof_and_replica(server, false);
@@ -240,12 +242,7 @@ fn a_crowded_key_refuses_alike_in_every_way_of_sending(server: Server) {
             .map(move |i| format!("{tag}{i}"))
             .filter(move |item| probe.hash(item.as_bytes()).0 >> 127 == 0)
     };
-    let refused = |reply: &Reply| {
-        reply.is_error()
-            && ["fall on the same place", "within its error rate"]
-                .iter()
-                .any(|t| reply.error_text().contains(t))
-    };
+    let refused = |reply: &Reply| reply.is_error() && reply.error_text().contains("fall on the same place");
     let mut crowd = low("c");
     let mut full = false;
     for _ in 0..100 {
