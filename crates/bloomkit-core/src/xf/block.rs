@@ -67,6 +67,13 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// Whether `other` is this entry, without a branch per field (merges
+    /// compare every neighbour).
+    #[inline]
+    pub fn same(&self, other: &Entry) -> bool {
+        (u64::from(self.ql ^ other.ql) | u64::from(self.f ^ other.f) | (self.fp ^ other.fp)) == 0
+    }
+
     /// The order of a quotient's entries: the fingerprint zero-padded, then
     /// its length (an entry before the longer ones it contains).
     #[inline]
@@ -251,17 +258,6 @@ fn get(words: &[u64], pos: u64, len: u32) -> u64 {
         v
     } else {
         v & ((1u64 << len) - 1)
-    }
-}
-
-/// `v` (of `len` bits, `1..=64`) into zero bits at `pos`.
-#[inline]
-fn or_bits(words: &mut [u64], pos: u64, len: u32, v: u64) {
-    debug_assert!((1..=64).contains(&len) && (len == 64 || v >> len == 0));
-    let (i, off) = ((pos / 64) as usize, (pos % 64) as u32);
-    words[i] |= v << off;
-    if off + len > 64 {
-        words[i + 1] |= v >> (64 - off);
     }
 }
 
@@ -524,6 +520,54 @@ impl Drop for Words {
     }
 }
 
+/// What building a block needs to know of its sorted entries: the field
+/// shape ([`Block::shape_of`]: the widest length, whether all share one)
+/// and whether an entry has [`FOLD_AT`] copies. Gathered an entry at a
+/// time without branches, so that a merge, which walks every block's list
+/// anyway to sum its mass, takes it in that walk rather than in two more.
+#[derive(Clone, Copy, Debug)]
+pub struct Survey {
+    first: Option<u32>,
+    same: bool,
+    widest: u32,
+    run: u32,
+    longest: u32,
+}
+
+impl Default for Survey {
+    fn default() -> Survey {
+        Survey::new()
+    }
+}
+
+impl Survey {
+    pub fn new() -> Survey {
+        Survey { first: None, same: true, widest: 0, run: 0, longest: 0 }
+    }
+
+    /// The next entry, of length `f`; `new`: unlike the one before it.
+    #[inline]
+    pub fn add(&mut self, f: u32, new: bool) {
+        let first = *self.first.get_or_insert(f);
+        self.same &= f == first;
+        self.widest = self.widest.max(f);
+        self.run = (self.run & u32::from(new).wrapping_sub(1)) + 1;
+        self.longest = self.longest.max(self.run);
+    }
+
+    /// `(w, uniform)`, as [`Block::shape_of`] gives it.
+    fn shape(&self) -> (u32, bool) {
+        match self.first {
+            Some(f) if f >= 1 && self.same => (f, true),
+            _ => (self.widest + 1, false),
+        }
+    }
+
+    fn folds(&self) -> bool {
+        self.longest >= FOLD_AT
+    }
+}
+
 /// One block (see the module docs).
 pub struct Block {
     words: Words,
@@ -541,13 +585,35 @@ impl Block {
 
     /// As [`Block::build`], `entries` already in order.
     pub fn build_sorted(qbits: u32, depth: u32, entries: &[Entry], spare: u32) -> Result<Block, OutOfMemory> {
-        let folds = |i: usize| {
-            i + FOLD_AT as usize <= entries.len() && entries[i] == entries[i + FOLD_AT as usize - 1]
-        };
-        if !(0..entries.len()).any(folds) {
-            return Block::build_with_cap(qbits, depth, entries, Some(spare), &[]);
+        let mut survey = Survey::new();
+        let mut last = None;
+        for e in entries {
+            survey.add(e.f, last.is_none_or(|l: &Entry| !l.same(e)));
+            last = Some(e);
         }
-        // FOLD_AT or more copies of one entry are one entry and a count.
+        Block::build_surveyed(qbits, depth, entries, spare, survey)
+    }
+
+    /// As [`Block::build_sorted`], with the entries' [`Survey`] taken by the
+    /// caller while it walked them anyway.
+    pub fn build_surveyed(
+        qbits: u32,
+        depth: u32,
+        entries: &[Entry],
+        spare: u32,
+        survey: Survey,
+    ) -> Result<Block, OutOfMemory> {
+        let shape = survey.shape();
+        debug_assert_eq!(
+            survey.folds(),
+            entries.windows(FOLD_AT as usize).any(|w| w[0] == w[FOLD_AT as usize - 1]),
+            "the survey sees the copies a walk of the entries sees"
+        );
+        if !survey.folds() {
+            return Block::build_with_cap(qbits, depth, entries, Some(spare), &[], shape);
+        }
+        // FOLD_AT or more copies of one entry are one entry and a count
+        // (the same lengths: the same shape).
         let mut kept: Vec<Entry> = Vec::new();
         kept.try_reserve_exact(entries.len()).map_err(|_| OutOfMemory)?;
         let mut records: Vec<u64> = Vec::new();
@@ -563,7 +629,7 @@ impl Block {
             }
             i += same;
         }
-        Block::build_with_cap(qbits, depth, &kept, Some(spare), &records)
+        Block::build_with_cap(qbits, depth, &kept, Some(spare), &records, shape)
     }
 
     /// The narrowest width and whether uniform, for entries of these lengths.
@@ -655,13 +721,14 @@ impl Block {
         entries: &[Entry],
         spare: Option<u32>,
         records: &[u64],
+        (w, uniform): (u32, bool),
     ) -> Result<Block, OutOfMemory> {
         debug_assert!((MIN_QBITS..=MAX_QBITS).contains(&qbits));
         debug_assert!(entries.windows(2).all(|p| p[0].key() <= p[1].key()));
         // The metadata counts entries in 16 bits; callers refuse more
         // than `MAX_STORED_ENTRIES` first (Crowded), so this never fires.
         let n = u32::try_from(entries.len()).ok().filter(|&n| n <= 0xffff).ok_or(OutOfMemory)?;
-        let (w, uniform) = Block::shape_of(entries.iter().map(|e| e.f));
+        debug_assert_eq!((w, uniform), Block::shape_of(entries.iter().map(|e| e.f)));
         let counted = !records.is_empty();
         let mut meta = Meta { n, cap: n, w, uniform, qbits, depth, counted };
         if let Some(spare) = spare {
@@ -1001,13 +1068,17 @@ impl Block {
         let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
         let end = u64::from(meta.q()) + u64::from(meta.n);
         out.reserve(meta.n as usize);
+        // The slice once: each deref of `Words` reads the metadata again
+        // (the compiler cannot hoist it past the pushes), a third of this
+        // loop's time.
+        let words: &[u64] = &self.words;
         let mut i = 0u64;
         let mut base = 0u64;
         while base < end {
-            let mut ones = get(&self.words, h0 + base, (end - base).min(64) as u32);
+            let mut ones = get(words, h0 + base, (end - base).min(64) as u32);
             while ones != 0 {
                 let p = base + u64::from(ones.trailing_zeros());
-                let (f, fp) = meta.unfield(get(&self.words, f0 + i * w, meta.w));
+                let (f, fp) = meta.unfield(get(words, f0 + i * w, meta.w));
                 out.push(Entry { ql: (p - i) as u32, f, fp });
                 i += 1;
                 ones &= ones - 1;
@@ -1024,15 +1095,16 @@ impl Block {
         let mut i = 0u32;
         let mut pos = h0;
         let end = h0 + u64::from(meta.q()) + u64::from(meta.n);
+        let words: &[u64] = &self.words; // once: as in `decode_into`
         while pos < end {
             let len = (end - pos).min(64) as u32;
-            let mut chunk = get(&self.words, pos, len);
+            let mut chunk = get(words, pos, len);
             let mut left = len;
             while left > 0 {
                 // Ones: entries of `ql`; a zero ends the quotient.
                 let ones = chunk.trailing_ones().min(left);
                 for _ in 0..ones {
-                    let v = get(&self.words, f0 + u64::from(i) * w, meta.w);
+                    let v = get(words, f0 + u64::from(i) * w, meta.w);
                     let (f, fp) = meta.unfield(v);
                     each(Entry { ql, f, fp });
                     i += 1;
@@ -1056,7 +1128,9 @@ impl Block {
     /// history; replicas and reloads must save the same bytes).
     pub fn canonical_words(&self) -> Result<Box<[u64]>, OutOfMemory> {
         let meta = self.meta();
-        Ok(Block::build_with_cap(meta.qbits, meta.depth, &self.entries(), None, &[])?.words.into_box())
+        let entries = self.entries();
+        let shape = Block::shape_of(entries.iter().map(|e| e.f));
+        Ok(Block::build_with_cap(meta.qbits, meta.depth, &entries, None, &[], shape)?.words.into_box())
     }
 
     /// A block read back from a format: its words checked ([`Block::from_words`])
@@ -1390,23 +1464,76 @@ fn zeroed(len: usize) -> Result<Box<[u64]>, OutOfMemory> {
 /// Writes `entries` (sorted) into a zeroed block of `meta`'s shape.
 fn write_entries(words: &mut [u64], meta: &Meta, entries: &[Entry]) {
     debug_assert!(words[1..].iter().all(|&w| w == 0), "written into zeroed words only");
-    let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
+    let h0 = meta.h0();
     let mut group_counts = [0u32; (1 << MAX_QBITS) / GROUP as usize];
-    let mut fpos = f0;
-    for (i, e) in entries.iter().enumerate() {
-        // The header is unary: entry `i` of quotient `ql` has a one for each
-        // entry before it and a zero for each quotient before its own.
-        let pos = h0 + u64::from(e.ql) + i as u64;
-        words[(pos / 64) as usize] |= 1 << (pos % 64);
-        or_bits(words, fpos, meta.w, meta.field(e.f, e.fp));
-        fpos += w;
+    // Fields first, whole words at a time, then the header's bits over
+    // them: an or into memory per entry waited on the one before it (each
+    // word takes several), a third of building a block.
+    let mut fields = BitWriter::at(words, meta.f0());
+    for e in entries {
+        fields.put(meta.field(e.f, e.fp), meta.w);
         group_counts[(e.ql / GROUP) as usize] += 1;
     }
+    fields.finish();
+    // The header is unary: entry `i` of quotient `ql` has a one for each
+    // entry before it and a zero for each quotient before its own.
+    let (mut at, mut bits) = ((h0 / 64) as usize, 0u64);
+    for (i, e) in entries.iter().enumerate() {
+        let pos = h0 + u64::from(e.ql) + i as u64;
+        let word = (pos / 64) as usize;
+        if word != at {
+            words[at] |= bits;
+            (at, bits) = (word, 0);
+        }
+        bits |= 1 << (pos % 64);
+    }
+    words[at] |= bits;
     if meta.index_bits() > 0 {
         let mut before = 0;
         for g in 1..(meta.q() / GROUP) as usize {
             before += group_counts[g - 1];
             set(words, 64 + 16 * (g as u64 - 1), 16, u64::from(before));
+        }
+    }
+}
+
+/// Writes fields of up to 64 bits one after another into zeroed words
+/// from bit `pos` on, a word at a time from a register: stores, never a
+/// read of what the last field wrote. The word the first field starts in
+/// is or-ed into (it may hold bits before `pos`), every later one stored.
+struct BitWriter<'a> {
+    words: &'a mut [u64],
+    at: usize,
+    off: u32,
+    bits: u64,
+}
+
+impl<'a> BitWriter<'a> {
+    fn at(words: &'a mut [u64], pos: u64) -> BitWriter<'a> {
+        let (at, off) = ((pos / 64) as usize, (pos % 64) as u32);
+        let bits = words.get(at).map_or(0, |&w| w & ((1u64 << off) - 1));
+        BitWriter { words, at, off, bits }
+    }
+
+    /// `v`, of `len` bits (`1..=64`).
+    #[inline]
+    fn put(&mut self, v: u64, len: u32) {
+        debug_assert!((1..=64).contains(&len) && (len == 64 || v >> len == 0));
+        self.bits |= v << self.off;
+        let end = self.off + len;
+        if end >= 64 {
+            self.words[self.at] = self.bits;
+            self.at += 1;
+            // What did not fit (`v >> (64 - off)`, 0 when nothing).
+            self.bits = (v >> 1) >> (63 - self.off);
+        }
+        self.off = end % 64;
+    }
+
+    /// Stores the last, partial word.
+    fn finish(self) {
+        if self.off > 0 {
+            self.words[self.at] = self.bits;
         }
     }
 }

@@ -10,7 +10,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::block::{max_entries, Block, Entry, MAX_STORED_ENTRIES};
+use super::block::{max_entries, Block, Entry, Survey, MAX_STORED_ENTRIES};
 use super::errors::XfError;
 use super::filter::{
     block_held_by_voids, harmonic, mass_of, mass_rate, units, Dir, Hashing, Store, XfFilter, XfParams,
@@ -191,7 +191,7 @@ fn build_entries(
     let (mut fine, mut copies, mut widest, mut stored, mut kinds) = (0u64, 0u64, 0u32, 0u64, 0usize);
     let mut last = Entry { ql: u32::MAX, f: u32::MAX, fp: u64::MAX };
     for e in entries.iter() {
-        let new = u64::from(!same(&last, e));
+        let new = u64::from(!last.same(e));
         let coarse = e.f >= COARSE;
         let k = e.f.saturating_sub(COARSE) & 63;
         let weight = if coarse { 1u64 << k } else { 1 };
@@ -299,12 +299,6 @@ fn build_through_abs(
     build_region(d, min_depth, qbits, &list, &[], out, limits)
 }
 
-/// Whether two entries are equal, without a branch per field.
-#[inline]
-fn same(a: &Entry, b: &Entry) -> bool {
-    (u64::from(a.ql ^ b.ql) | u64::from(a.f ^ b.f) | (a.fp ^ b.fp)) == 0
-}
-
 /// `entries` (of [`build_entries`]) with each coarse one as the voids it
 /// stands for, one at each quotient it covers, in block order: a void
 /// sorts first in its quotient, so each quotient's voids go before its
@@ -318,11 +312,14 @@ fn expand(entries: &[Entry], voids: &mut Vec<u32>, list: &mut Vec<Entry>) {
     }
     voids.sort_unstable();
     let void = |ql: u32| Entry { ql, f: 0, fp: 0 };
+    // One walk of both lists: a search of the voids for each entry was a
+    // tenth of a merge (old filters' first entries are voids by now).
     let mut v = 0;
     for e in entries.iter().filter(|e| e.f < COARSE) {
-        let upto = v + voids[v..].partition_point(|&ql| ql <= e.ql);
-        list.extend(voids[v..upto].iter().map(|&ql| void(ql)));
-        v = upto;
+        while v < voids.len() && voids[v] <= e.ql {
+            list.push(void(voids[v]));
+            v += 1;
+        }
         list.push(*e);
     }
     list.extend(voids[v..].iter().map(|&ql| void(ql)));
@@ -363,18 +360,17 @@ impl Built {
     /// bytes checked against the limit and its mass counted here rather
     /// than walked again. A block past the bound is refused (`Crowded`).
     fn push(&mut self, qbits: u32, d: u32, entries: &[Entry], limits: Limits) -> Result<(), XfError> {
-        let block = Block::build_sorted(qbits, d, entries, 0)?;
+        let a = d + qbits;
+        let (mut mass, mut last, mut survey) = (0u64, None, Survey::new());
+        for e in entries {
+            let new = last.is_none_or(|l: &Entry| !l.same(e));
+            mass = mass.saturating_add(units(a + e.f) * u64::from(new));
+            survey.add(e.f, new);
+            last = Some(e);
+        }
+        let block = Block::build_surveyed(qbits, d, entries, 0, survey)?;
         if block.len() > self.most && !block_held_by_voids(&block) {
             return Err(XfError::Crowded);
-        }
-        // The mass of the distinct entries ([`mass_of`]), from the list the
-        // block was built from rather than by decoding its fields again.
-        let a = d + qbits;
-        let (mut mass, mut last) = (0u64, None);
-        for e in entries {
-            let new = last.is_none_or(|l| !same(l, e));
-            mass = mass.saturating_add(units(a + e.f) * u64::from(new));
-            last = Some(e);
         }
         debug_assert_eq!(mass, mass_of(&block, a));
         let bytes = self.bytes + block.bytes();
@@ -799,10 +795,12 @@ fn lift(e: &Entry, l: u32, x: u64, qbits: u32) -> Entry {
     // Address bits under the region: x (l bits) then ql (qbits bits); the
     // region's quotient is the top qbits of them, the rest goes to the
     // fingerprint, before its own bits.
-    let under = (u128::from(x) << qbits) | u128::from(e.ql);
+    // All of it fits 64 bits: `l <= MAX_LIFT`, and `f + l < 64`.
+    debug_assert!(l <= MAX_LIFT && qbits <= super::block::MAX_QBITS && e.f + l < 64);
+    let under = (x << qbits) | u64::from(e.ql);
     let ql = (under >> l) as u32;
-    let moved = under & ((1u128 << l) - 1);
-    Entry { ql, f: e.f + l, fp: ((moved << e.f) | u128::from(e.fp)) as u64 }
+    let moved = under & ((1u64 << l) - 1);
+    Entry { ql, f: e.f + l, fp: (moved << e.f) | e.fp }
 }
 
 /// Two sorted lists of one block's entries merged into `out`, `keys` a
