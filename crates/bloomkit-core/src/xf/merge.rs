@@ -165,48 +165,99 @@ fn build_leaf(
 /// than their level, kept as one until a block is built).
 const COARSE: u32 = 64;
 
-/// Builds the blocks of a region of depth `d` whose entries are in block
-/// coordinates already (`entries`: of blocks of `qbits` quotients at depth
-/// `d`, sorted, nothing covering the whole region): what [`build_region`]
-/// does, to the same bytes, without taking every entry to [`Abs`] and
-/// back. A split moves the first fingerprint bit into the quotient, which
-/// keeps the order; a void becomes coarse. `prefix`: the region's `d`
-/// address bits. A region where a coarse entry would cover a whole block
-/// is handed to `build_region`.
-fn build_entries(
+/// Where [`build_entries`] builds: a region of depth `d` (its `d` address
+/// bits `prefix`) of blocks of `qbits` quotients, split at least to
+/// `min_depth`.
+#[derive(Clone, Copy, Debug)]
+struct Place {
     d: u32,
     min_depth: u32,
     prefix: u128,
     qbits: u32,
-    entries: &mut [Entry],
-    out: &mut Built,
-    limits: Limits,
-) -> Result<(), XfError> {
-    let (q, a) = (1u64 << qbits, d + qbits);
-    let half = 1u32 << (qbits - 1);
-    // Copies of an entry (identical neighbours) count once in what decides
-    // a split (`build_region`), all of them in what a stored block holds.
-    // Branch-free: the common entry is fine and distinct, and a branch per
-    // test made this loop a fifth of a merge's time.
-    let (mut fine, mut copies, mut widest, mut stored, mut kinds) = (0u64, 0u64, 0u32, 0u64, 0usize);
-    let mut last = Entry { ql: u32::MAX, f: u32::MAX, fp: u64::MAX };
-    for e in entries.iter() {
-        let new = u64::from(!last.same(e));
+}
+
+impl Place {
+    /// Its lower (`upper = false`) or upper half.
+    fn half(self, upper: bool) -> Place {
+        Place { d: self.d + 1, prefix: (self.prefix << 1) | u128::from(upper), ..self }
+    }
+}
+
+/// What [`build_entries`] decides a region's split on. Copies of an entry
+/// (identical neighbours) count once in what decides a split (as in
+/// `build_region`), all of them in what a stored block holds.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    /// Distinct entries that are not coarse (voids included), and coarse
+    /// ones weighed by the quotients they cover.
+    fine: u64,
+    copies: u64,
+    /// The most doublings a coarse entry covers.
+    widest: u32,
+    /// Every occurrence, coarse ones weighed.
+    stored: u64,
+    kinds: usize,
+}
+
+/// Counts entries one at a time, without a branch: the common entry is
+/// fine and distinct, and a branch per test made the count a fifth of a
+/// merge's time. Taken in the walk that merged or split the entries.
+struct Counter {
+    c: Counts,
+    last: Entry,
+}
+
+impl Counter {
+    fn new() -> Counter {
+        Counter { c: Counts::default(), last: Entry { ql: u32::MAX, f: u32::MAX, fp: u64::MAX } }
+    }
+
+    #[inline]
+    fn add(&mut self, e: &Entry) {
+        let new = u64::from(!self.last.same(e));
         let coarse = e.f >= COARSE;
         let k = e.f.saturating_sub(COARSE) & 63;
         let weight = if coarse { 1u64 << k } else { 1 };
-        stored += weight;
-        kinds += new as usize;
-        copies += weight * new * u64::from(coarse);
-        fine += new * u64::from(!coarse);
-        widest = widest.max(k * u32::from(coarse && new == 1));
-        last = *e;
+        let c = &mut self.c;
+        c.stored += weight;
+        c.kinds += new as usize;
+        c.copies += weight * new * u64::from(coarse);
+        c.fine += new * u64::from(!coarse);
+        c.widest = c.widest.max(k * u32::from(coarse && new == 1));
+        self.last = *e;
     }
-    let count = fine + copies;
+}
+
+impl Counts {
+    fn of(entries: &[Entry]) -> Counts {
+        let mut counter = Counter::new();
+        entries.iter().for_each(|e| counter.add(e));
+        counter.c
+    }
+}
+
+/// Builds the blocks of a region whose entries are in block coordinates
+/// already (`entries`: of blocks of `qbits` quotients at depth `d`,
+/// sorted, nothing covering the whole region; `c` their counts): what
+/// [`build_region`] does, to the same bytes, without taking every entry to
+/// [`Abs`] and back. A split moves the first fingerprint bit into the
+/// quotient, which keeps the order; a void becomes coarse. A region where
+/// a coarse entry would cover a whole block is handed to `build_region`.
+fn build_entries(
+    at: Place,
+    entries: &mut [Entry],
+    c: Counts,
+    out: &mut Built,
+    limits: Limits,
+) -> Result<(), XfError> {
+    let Place { d, min_depth, qbits, .. } = at;
+    let (q, a) = (1u64 << qbits, d + qbits);
+    let half = 1u32 << (qbits - 1);
+    let count = c.fine + c.copies;
     let mid = entries.partition_point(|e| e.ql < half);
     // `build_region`'s rule: more entries than quotients, precise ones
     // making the count, and each half an eighth of them.
-    let least = kinds / 8;
+    let least = c.kinds / 8;
     // ... and each half storable, a void's or coarse entry's copies doubled.
     let fits = || {
         let grown = |half: &[Entry]| {
@@ -216,27 +267,42 @@ fn build_entries(
         };
         let max = u64::from(MAX_STORED_ENTRIES);
         // A split at most doubles what the region stores: no walk below that.
-        stored * 2 <= max || (grown(&entries[..mid]) <= max && grown(&entries[mid..]) <= max)
+        c.stored * 2 <= max || (grown(&entries[..mid]) <= max && grown(&entries[mid..]) <= max)
     };
     let splits = d < min_depth
         || (d < MAX_DEPTH
             && a < 120
             && qbits >= GROW_QBITS
             && count > q
-            && fine * 4 >= count * 3
+            && c.fine * 4 >= count * 3
             && mid >= least
             && entries.len() - mid >= least
             && fits());
     if !splits {
-        return build_leaf_entries(d, qbits, entries, stored, copies > 0, out, limits);
+        return build_leaf_entries(d, qbits, entries, c.stored, c.copies > 0, out, limits);
     }
-    if widest + 1 >= qbits {
+    if c.widest + 1 >= qbits {
         #[cfg(test)]
         PATHS.with(|p| p.set((p.get().0, p.get().1 + 1)));
-        return build_through_abs((d, min_depth, prefix, qbits), entries, out, limits);
+        return build_through_abs(at, entries, out, limits);
     }
-    // Each half in the child's coordinates, in place (nothing else reads
-    // the parent's list): the order holds.
+    let (lower, upper) = entries.split_at_mut(mid);
+    let counts = split_half(lower, half);
+    build_entries(at.half(false), lower, counts, out, limits)?;
+    let counts = split_half(upper, half);
+    build_entries(at.half(true), upper, counts, out, limits)
+}
+
+/// [`build_entries`] of a region's entries, counted first.
+fn build_counted(at: Place, entries: &mut [Entry], out: &mut Built, limits: Limits) -> Result<(), XfError> {
+    build_entries(at, entries, Counts::of(entries), out, limits)
+}
+
+/// The entries of one half of a region (`half` quotients) in the
+/// coordinates of its blocks, in place (nothing else reads the parent's
+/// list; the order holds), and counted in the same walk.
+fn split_half(entries: &mut [Entry], half: u32) -> Counts {
+    let mut counter = Counter::new();
     for e in entries.iter_mut() {
         let low = (e.ql & (half - 1)) << 1;
         *e = match e.f {
@@ -244,10 +310,9 @@ fn build_entries(
             f if f >= COARSE => Entry { ql: low, f: f + 1, fp: 0 },
             f => Entry { ql: low | (e.fp >> (f - 1)) as u32, f: f - 1, fp: e.fp & ((1u64 << (f - 1)) - 1) },
         };
+        counter.add(e);
     }
-    let (lower, upper) = entries.split_at_mut(mid);
-    build_entries(d + 1, min_depth, prefix << 1, qbits, lower, out, limits)?;
-    build_entries(d + 1, min_depth, (prefix << 1) | 1, qbits, upper, out, limits)
+    counter.c
 }
 
 /// The block of a region of [`build_entries`] that does not split: its
@@ -279,15 +344,11 @@ fn build_leaf_entries(
     built
 }
 
-/// A region of [`build_entries`] (at `(d, min_depth, prefix, qbits)`) where
+/// A region of [`build_entries`] (at `at`) where
 /// a coarse entry would cover a whole block, handed to [`build_region`]:
 /// its entries as [`Abs`].
-fn build_through_abs(
-    (d, min_depth, prefix, qbits): (u32, u32, u128, u32),
-    entries: &[Entry],
-    out: &mut Built,
-    limits: Limits,
-) -> Result<(), XfError> {
+fn build_through_abs(at: Place, entries: &[Entry], out: &mut Built, limits: Limits) -> Result<(), XfError> {
+    let Place { d, min_depth, prefix, qbits } = at;
     let a = d + qbits;
     let abs = entries.iter().map(|e| match e.f.checked_sub(COARSE) {
         Some(k) => Abs { start: ((prefix << qbits) | u128::from(e.ql)) << (128 - a), t: a - k },
@@ -789,7 +850,8 @@ impl Region {
             merge_two(&self.merged, more, &mut self.keys, &mut self.spare)?;
             std::mem::swap(&mut self.merged, &mut self.spare);
         }
-        build_entries(r, dd, at, qbits, &mut self.merged, out, limits)?;
+        let place = Place { d: r, min_depth: dd, prefix: at, qbits };
+        build_counted(place, &mut self.merged, out, limits)?;
         Ok((span, true))
     }
 }
@@ -924,7 +986,7 @@ mod tests {
     /// (found in review). Through block coordinates, to the same bytes.
     #[test]
     fn a_hot_void_keeps_its_region_whole() {
-        use super::{build_entries, build_region, Abs, Built};
+        use super::{build_counted, build_region, Abs, Built, Place};
         use crate::xf::block::{Entry, MAX_STORED_ENTRIES};
         let mut x = 12345u64;
         let mut entries = Vec::new();
@@ -938,7 +1000,8 @@ mod tests {
         let mut out = Built::merged();
         build_region(0, 0, 9, &abs, &[], &mut out, Limits::NONE).unwrap();
         let mut again = Built::merged();
-        build_entries(0, 0, 0, 9, &mut entries, &mut again, Limits::NONE).unwrap();
+        let at = Place { d: 0, min_depth: 0, prefix: 0, qbits: 9 };
+        build_counted(at, &mut entries, &mut again, Limits::NONE).unwrap();
         assert!(out.blocks.iter().all(|b| b.occurrences() <= u64::from(MAX_STORED_ENTRIES)));
         assert!(out.blocks.iter().map(|b| b.occurrences()).sum::<u64>() >= 23_000);
         assert_eq!(out.blocks.len(), again.blocks.len());
@@ -995,7 +1058,7 @@ mod tests {
     /// whole block goes to `build_region`): the same blocks either way.
     #[test]
     fn deep_splits_of_voids_build_the_same_blocks() {
-        use super::{build_entries, build_region, Abs, Built, PATHS};
+        use super::{build_counted, build_region, Abs, Built, Place, PATHS};
         use crate::xf::block::Entry;
         let mut next = below(0x2545_f491_4f6c_dd1du64);
         PATHS.with(|p| p.set((0, 0)));
@@ -1010,7 +1073,8 @@ mod tests {
             v.sort_by_key(Entry::key);
             let abs: Vec<Abs> = v.iter().map(|e| Abs::of(u128::from(e.ql), qbits, e.f, e.fp)).collect();
             let (mut a, mut b) = (Built::merged(), Built::merged());
-            let ra = build_entries(0, min_depth, 0, qbits, &mut v, &mut a, Limits::NONE);
+            let at = Place { d: 0, min_depth, prefix: 0, qbits };
+            let ra = build_counted(at, &mut v, &mut a, Limits::NONE);
             let rb = build_region(0, min_depth, qbits, &abs, &[], &mut b, Limits::NONE);
             assert_eq!(ra.is_ok(), rb.is_ok(), "round {round}: {ra:?} {rb:?}");
             let words = |b: &Built| b.blocks.iter().map(|b| b.words().to_vec()).collect::<Vec<_>>();
