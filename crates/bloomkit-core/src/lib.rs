@@ -14,11 +14,14 @@
 //!   (Guava, Redisson, the PHP BKDR scheme) and Guava's serialized file;
 //! - [`local`]: the cache-line-blocked filter for in-process work.
 //!
-//! What they share lives in [`common`], which imports no family. The module
+//! [`family`] lists every family (the list the module, the client and the
+//! CLI derive theirs from). What they share lives in [`common`], which
+//! imports no family. The module
 //! crate only moves bytes between Redis and these types, so all of it is
 //! testable and fuzzable on its own.
 
 pub mod common;
+pub mod family;
 
 pub mod apbf;
 pub mod bf;

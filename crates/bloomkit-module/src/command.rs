@@ -150,6 +150,8 @@ pub fn run(ctx: Ctx, argv: &[Arg], handler: fn(Ctx, &[Arg]) -> Outcome) -> c_int
 /// of it. The module's entry point lists the families; registration, INFO,
 /// active defrag's counters, COMMAND DOCS and the settings iterate them.
 pub struct Family {
+    /// Its entry in core's list of every family ([`bloomkit_core::family::KINDS`]).
+    pub kind: &'static bloomkit_core::family::Kind,
     pub commands: &'static [Command],
     /// Registers the family's data types (before any command).
     pub register: fn(*mut raw::RedisModuleCtx) -> Result<(), String>,
@@ -172,12 +174,22 @@ impl Family {
     /// A family whose sections are its counters', whose commands register as
     /// bloomkit's, and that has no settings.
     pub const fn new(
+        kind: &'static bloomkit_core::family::Kind,
         commands: &'static [Command],
         register: fn(*mut raw::RedisModuleCtx) -> Result<(), String>,
         acl_category: Option<&'static CStr>,
         counters: &'static Counters,
     ) -> Family {
-        Family { commands, register, acl_category, counters, info: None, dialect: no_dialect, settings: &[] }
+        Family {
+            kind,
+            commands,
+            register,
+            acl_category,
+            counters,
+            info: None,
+            dialect: no_dialect,
+            settings: &[],
+        }
     }
 
     /// Adds the family's sections to `INFO bf`.

@@ -174,3 +174,14 @@ pub unsafe extern "C" fn RedisModule_OnLoad(
         Err(_) => raw::REDISMODULE_ERR as c_int,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The module serves every family of core's list, in its order, and no
+    /// other: a family added to one and not the other fails here.
+    #[test]
+    fn families_are_core_s_kinds() {
+        let served: Vec<_> = super::FAMILIES.iter().map(|f| *f.kind).collect();
+        assert_eq!(served, bloomkit_core::family::KINDS);
+    }
+}

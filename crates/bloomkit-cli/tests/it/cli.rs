@@ -203,7 +203,7 @@ fn dedup_against_servers() {
     // Without a capacity, a Bloom filter already there is used as it is.
     assert_eq!(ok(&["dedup", "--redis", &url, "--key", "seen"], b"srv-00000001\xc3\xa9\nnew\n"), b"new\n");
     let mut c = with_module.conn();
-    assert_eq!(c.cmd("TYPE seen").as_bytes(), b"MBbloom--");
+    assert_eq!(c.cmd("TYPE seen").as_bytes(), bloomkit_core::bf::rdb::TYPE_NAME.as_bytes());
     let card = c.cmd("BF.CARD seen").as_int() as usize - 1;
     assert!(card <= first.len() && card + 2 >= first.len(), "the server filter holds the unique lines");
     c.ok("SET text x");
@@ -507,7 +507,7 @@ fn dedup_over_a_sliding_window() {
         &input,
     );
     assert_eq!(on_server, windowed, "the module answers as the in-process filter");
-    assert_eq!(server.conn().cmd("TYPE w").as_bytes(), b"bkit-apbf");
+    assert_eq!(server.conn().cmd("TYPE w").as_bytes(), bloomkit_core::apbf::TYPE_NAME.as_bytes());
     usage_error(&["dedup", "--redis", &url, "--bitmap", "--window", "10m"], b"a\n", "not --bitmap");
 }
 
@@ -856,7 +856,7 @@ fn valkey_bloom_filters_move_between_servers() {
         let out = bloomkit(&["restore", "--redis", &rurl, key, "-i", f], b"");
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         assert!(String::from_utf8_lossy(&out.stderr).contains("valkey-bloom filter"));
-        assert_eq!(r.call(&["TYPE", key]).as_bytes(), b"bloomfltr");
+        assert_eq!(r.call(&["TYPE", key]).as_bytes(), bloomkit_core::vbloom::TYPE_NAME.as_bytes());
         assert_eq!(answers(&mut r, key), want, "{key}: the same answers on Redis 7.0");
         // Server to server, into another key: the same value.
         let copied = format!("{key}-copy");
@@ -912,7 +912,7 @@ fn cuckoo_filters_move_between_redisbloom_and_bloomkit() {
     // (The deleted count restarts whenever a delete compacts the filter.)
     assert_eq!(info["number_of_items_inserted"], 3000 - deleted, "{info}");
     ok(&["copy", "--from", &rurl, "--to", &burl, "cf"], b"");
-    assert_eq!(b.call(&["TYPE", "cf"]).as_bytes(), b"MBbloomCF");
+    assert_eq!(b.call(&["TYPE", "cf"]).as_bytes(), bloomkit_core::cf::TYPE_NAME.as_bytes());
     assert_eq!(answers(&mut b, "cf"), want, "bloomkit answers as RedisBloom did");
     b.call(&["CF.ADD", "cf", "added-on-bloomkit"]);
 
@@ -970,7 +970,7 @@ fn dedup_without_a_capacity_grows_an_expandable_filter() {
     let out = bloomkit(&["restore", "--redis", &url_a, "days", "-i", state_arg], b"");
     assert!(String::from_utf8_lossy(&out.stderr).contains("(expandable filter)"), "{out:?}");
     let mut c = a.conn();
-    assert_eq!(c.cmd("TYPE days").as_bytes(), b"bkit-xflt");
+    assert_eq!(c.cmd("TYPE days").as_bytes(), bloomkit_core::xf::TYPE_NAME.as_bytes());
     assert_eq!(c.cmd("XF.CARD days").as_int(), 3);
     assert_eq!(c.cmd("XF.EXISTS days wednesday").as_int(), 1);
     assert_eq!(
@@ -1032,7 +1032,7 @@ fn on_the_server(c: &mut bloomkit_testkit::Conn, url_a: &str) {
     let args = ["dedup", "--redis", url_a, "--key", "seen"];
     assert_dedup(&ok(&args, &input), &first, 2);
     assert!(ok(&args, &input).is_empty(), "a second run remembers");
-    assert_eq!(c.cmd("TYPE seen").as_bytes(), b"bkit-xflt");
+    assert_eq!(c.cmd("TYPE seen").as_bytes(), bloomkit_core::xf::TYPE_NAME.as_bytes());
     let card = c.cmd("XF.CARD seen").as_int() as usize;
     assert!(card <= first.len() && card + 2 >= first.len(), "{card}: one entry per unique line");
     let info: serde_json::Value =

@@ -76,7 +76,11 @@ fn the_server_comes_from_the_option_or_the_environment() {
     let o = run(&["dedup", "--key", "seen"], &[("BLOOMKIT_URL", &host_port)], b"x\ny\nx\n");
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(o.stdout, b"x\ny\n");
-    assert_eq!(c.cmd("TYPE seen").as_bytes(), b"bkit-xflt", "the filter is on the server");
+    assert_eq!(
+        c.cmd("TYPE seen").as_bytes(),
+        bloomkit_core::xf::TYPE_NAME.as_bytes(),
+        "the filter is on the server"
+    );
     let o = run(&["dedup", "--redis"], &[("REDIS_URL", &url)], b"x\n");
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(c.cmd("EXISTS bloomkit:dedup").as_int(), 1, "--redis alone takes the environment's");

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use bloomkit_core::family;
 use redis::{Cmd, FromRedisValue};
 
 use crate::error::{Error, Failure, Result};
@@ -467,31 +468,28 @@ pub enum Sketch {
 impl Sketch {
     pub const ALL: [Sketch; 3] = [Sketch::CountMin, Sketch::TopK, Sketch::TDigest];
 
+    /// Its entry in core's list of families.
+    pub fn family(self) -> &'static family::Kind {
+        match self {
+            Sketch::CountMin => &family::CMS,
+            Sketch::TopK => &family::TOPK,
+            Sketch::TDigest => &family::TDIGEST,
+        }
+    }
+
     /// The data type's name, as `TYPE` answers it.
     pub fn type_name(self) -> &'static str {
-        match self {
-            Sketch::CountMin => "CMSk-TYPE",
-            Sketch::TopK => "TopK-TYPE",
-            Sketch::TDigest => "TDIS-TYPE",
-        }
+        self.family().type_name
     }
 
     /// The command that describes one.
     pub fn info_command(self) -> &'static str {
-        match self {
-            Sketch::CountMin => "CMS.INFO",
-            Sketch::TopK => "TOPK.INFO",
-            Sketch::TDigest => "TDIGEST.INFO",
-        }
+        self.family().info_command
     }
 
     /// What to call it in messages.
     pub fn name(self) -> &'static str {
-        match self {
-            Sketch::CountMin => "Count-Min Sketch",
-            Sketch::TopK => "Top-K",
-            Sketch::TDigest => "t-digest",
-        }
+        self.family().name
     }
 
     pub fn from_type_name(name: &str) -> Option<Sketch> {
@@ -503,26 +501,42 @@ impl Kind {
     /// A kind from `TYPE`'s answer.
     pub fn from_type_name(t: &str) -> Kind {
         match t {
-            "MBbloom--" => Kind::Bloom,
-            "bkit-apbf" => Kind::Window,
-            "bloomfltr" => Kind::ValkeyBloom,
-            "MBbloomCF" => Kind::Cuckoo,
-            "bkit-xflt" => Kind::Xf,
             "string" => Kind::String,
             "none" => Kind::Missing,
-            _ => match Sketch::from_type_name(t) {
-                Some(s) => Kind::Sketch(s),
-                None => Kind::Other(t.to_string()),
-            },
+            _ => family::by_type_name(t).map_or_else(|| Kind::Other(t.to_string()), Kind::of),
+        }
+    }
+
+    /// The kind of a family's keys.
+    pub fn of(f: &family::Kind) -> Kind {
+        let families = [
+            (&family::BF, Kind::Bloom),
+            (&family::APBF, Kind::Window),
+            (&family::VBLOOM, Kind::ValkeyBloom),
+            (&family::CF, Kind::Cuckoo),
+            (&family::XF, Kind::Xf),
+        ];
+        let mut all = families.into_iter().chain(Sketch::ALL.map(|s| (s.family(), Kind::Sketch(s))));
+        all.find(|(g, _)| *g == f).map_or_else(|| Kind::Other(f.type_name.to_string()), |(_, k)| k)
+    }
+
+    /// Its entry in core's list of families (none for strings, missing
+    /// keys and other types).
+    pub fn family(&self) -> Option<&'static family::Kind> {
+        match self {
+            Kind::Bloom => Some(&family::BF),
+            Kind::Window => Some(&family::APBF),
+            Kind::ValkeyBloom => Some(&family::VBLOOM),
+            Kind::Cuckoo => Some(&family::CF),
+            Kind::Xf => Some(&family::XF),
+            Kind::Sketch(s) => Some(s.family()),
+            Kind::String | Kind::Missing | Kind::Other(_) => None,
         }
     }
 
     /// Whether `copy_key` moves it without bitmap parameters.
     pub fn is_module_value(&self) -> bool {
-        matches!(
-            self,
-            Kind::Bloom | Kind::Window | Kind::ValkeyBloom | Kind::Cuckoo | Kind::Xf | Kind::Sketch(_)
-        )
+        self.family().is_some()
     }
 }
 
@@ -570,16 +584,13 @@ pub fn module_keys(server: &mut Server, pattern: &str) -> Result<(Vec<String>, u
 /// What a key holds, in words for messages: "a Bloom filter", "an
 /// expandable filter (XF)", "a hash", "nothing".
 pub fn describe_kind(kind: &Kind) -> String {
+    if let Some(f) = kind.family() {
+        return f.a();
+    }
     match kind {
-        Kind::Bloom => "a Bloom filter".into(),
-        Kind::Window => "a sliding-window filter (APBF)".into(),
-        Kind::ValkeyBloom => "a valkey-bloom filter".into(),
-        Kind::Cuckoo => "a cuckoo filter".into(),
-        Kind::Xf => "an expandable filter (XF)".into(),
-        Kind::Sketch(s) => format!("a {}", s.name()),
-        Kind::String => "a string".into(),
         Kind::Missing => "nothing".into(),
         Kind::Other(t) => format!("a {t}"),
+        _ => "a string".into(),
     }
 }
 
@@ -885,7 +896,21 @@ fn copy_kind(
 
 #[cfg(test)]
 mod tests {
-    use super::staging_key;
+    use super::{describe_kind, staging_key, Kind};
+    use bloomkit_core::family::KINDS;
+
+    /// Every family of core's list is a kind the transfers know, and back:
+    /// a family added to core and not here fails.
+    #[test]
+    fn every_family_is_a_kind_that_moves() {
+        for f in &KINDS {
+            let kind = Kind::from_type_name(f.type_name);
+            assert_eq!(kind.family(), Some(f), "{f:?}");
+            assert!(kind.is_module_value() && describe_kind(&kind) == f.a(), "{f:?}");
+        }
+        assert_eq!(Kind::from_type_name("hash"), Kind::Other("hash".into()));
+        assert_eq!(describe_kind(&Kind::from_type_name("string")), "a string");
+    }
 
     /// Redis Cluster's slot of a key (CRC16/XMODEM of its hash tag or of it).
     fn slot(key: &str) -> u16 {

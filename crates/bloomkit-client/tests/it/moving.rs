@@ -127,7 +127,11 @@ fn expire_leaves_the_old_key_and_a_new_window_is_created() {
     let mut f =
         RedisFilter::new(connect(&s), Layout::moving(old, Layout::module("new:w", window).unwrap()).unwrap());
     assert_eq!(f.add_many(["x", "y"]).unwrap(), [false, true]);
-    assert_eq!(s.conn().call(&["TYPE", "new:w"]).as_bytes(), b"bkit-apbf", "the window was created");
+    assert_eq!(
+        s.conn().call(&["TYPE", "new:w"]).as_bytes(),
+        bloomkit_core::apbf::TYPE_NAME.as_bytes(),
+        "the window was created"
+    );
     assert!(f.contains(b"x").unwrap() && f.contains(b"y").unwrap());
     f.expire(Duration::from_secs(3600)).unwrap();
     assert!(s.conn().call(&["PTTL", "new:w"]).as_int() > 3_000_000);

@@ -214,7 +214,7 @@ fn files_claiming_huge_sizes_are_refused() {
     let mut value = b"BKMODVAL".to_vec();
     value.extend(1u32.to_le_bytes());
     value.extend(9u32.to_le_bytes());
-    value.extend(b"bloomfltr");
+    value.extend(bloomkit_core::vbloom::TYPE_NAME.as_bytes());
     value.extend(u64::MAX.to_le_bytes());
     let mut bitmap = b"BKBITMAP".to_vec();
     bitmap.extend(2u32.to_le_bytes());

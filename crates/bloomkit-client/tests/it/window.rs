@@ -38,7 +38,7 @@ fn module_count_window_created_on_first_write() {
     let options = Options { window: Some(Window::Count), batch_size: 250, ..Options::new(1000, 0.01) };
     let mut f = RedisFilter::new(conn, Layout::module("w", options).unwrap());
     count_window(&mut f);
-    assert_eq!(server.conn().cmd("TYPE w").as_bytes(), b"bkit-apbf");
+    assert_eq!(server.conn().cmd("TYPE w").as_bytes(), bloomkit_core::apbf::TYPE_NAME.as_bytes());
     assert!(matches!(f.reserve(), Err(Error::AlreadyExists(_))));
 }
 

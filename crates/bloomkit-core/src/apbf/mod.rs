@@ -56,6 +56,10 @@ pub mod errors;
 pub mod filter;
 pub mod state;
 
+/// The data type's name: nine characters, as the server requires; never
+/// changes once released.
+pub const TYPE_NAME: &str = "bkit-apbf";
+
 pub use errors::ApbfError;
 pub use filter::Apbf;
 pub use state::{state_body_len, HEADER_LEN, HEADER_LEN_V1, MAGIC, MAGIC_V1};

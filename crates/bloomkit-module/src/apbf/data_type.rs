@@ -4,15 +4,13 @@
 
 use std::ffi::c_int;
 
-use bloomkit_core::apbf::Apbf;
+use bloomkit_core::apbf::{Apbf, TYPE_NAME};
 use bloomkit_core::common::fields::{FieldReader, FieldWriter};
 
 use crate::io::IoWriter;
 use crate::keys::stored;
 use crate::value::{DigestOut, Load, Rewrite, Value};
 
-/// Nine characters, as the server requires; never changes once released.
-pub const TYPE_NAME: &str = "bkit-apbf";
 /// 1: the first state format (`BKAPBF01`); 2: burst-safe windows
 /// (`BKAPBF02`). Both load; 2 is written.
 const ENCODING_VERSION: c_int = 2;

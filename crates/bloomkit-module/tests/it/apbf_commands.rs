@@ -55,7 +55,7 @@ fn commands_and_errors(server: Server) {
     assert!(field("Capacity").unwrap().as_int() >= 5000);
     assert_eq!(field("Error rate").unwrap().as_bytes(), b"0.001");
     assert!(field("Size").unwrap().as_int() > 0);
-    assert_eq!(c.cmd("TYPE w").as_bytes(), b"bkit-apbf");
+    assert_eq!(c.cmd("TYPE w").as_bytes(), bloomkit_core::apbf::TYPE_NAME.as_bytes());
     assert!(c.cmd("MEMORY USAGE t").as_int() > field("Size").unwrap().as_int());
     c.ok("COPY w w2");
     assert_eq!(c.cmd("DEBUG DIGEST-VALUE w"), c.cmd("DEBUG DIGEST-VALUE w2"));

@@ -87,7 +87,12 @@ impl Group {
                 let payload = vbloom_payload(n, c);
                 let restored = n.call(c, &[b"RESTORE".to_vec(), b"vb".to_vec(), b"0".to_vec(), payload]);
                 assert_eq!(restored, Reply::Simple("OK".into()), "{}: RESTORE vb", n.what);
-                assert_eq!(n.call(c, &words("TYPE vb")), Reply::Simple("bloomfltr".into()), "{}", n.what);
+                assert_eq!(
+                    n.call(c, &words("TYPE vb")),
+                    Reply::Simple(bloomkit_core::vbloom::TYPE_NAME.into()),
+                    "{}",
+                    n.what
+                );
                 for line in [
                     "CF.RESERVE cf 100",
                     "CF.INSERT cf ITEMS a b c",

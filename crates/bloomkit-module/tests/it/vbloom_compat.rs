@@ -243,7 +243,7 @@ struct Decoded {
 
 fn decode_dump(payload: &[u8]) -> Decoded {
     let mut r = PayloadReader::new(payload).expect("a DUMP payload with a good checksum");
-    assert_eq!(module_type_id("bloomfltr", 1), Some(BLOOMFLTR_ID));
+    assert_eq!(module_type_id(bloomkit_core::vbloom::TYPE_NAME, 1), Some(BLOOMFLTR_ID));
     assert_eq!(r.type_id, BLOOMFLTR_ID, "module type bloomfltr, encoding version 1");
     let num_filters = r.unsigned().unwrap();
     let expansion = r.unsigned().unwrap();
@@ -565,7 +565,7 @@ fn a_valkey_bundle_config_file_starts_and_sets_the_defaults(server: Server) {
     assert_eq!(config(&mut c, "bf.compat"), "valkey-bloom", "{server:?}");
     assert_eq!(config_map(&mut c, "bf.bloom-*"), want, "{server:?}");
     assert_eq!(c.cmd("BF.ADD b x"), Reply::Int(1), "{server:?}");
-    assert_eq!(c.cmd("TYPE b"), Reply::Simple("bloomfltr".into()), "{server:?}");
+    assert_eq!(c.cmd("TYPE b"), Reply::Simple(bloomkit_core::vbloom::TYPE_NAME.into()), "{server:?}");
     assert_eq!(c.cmd("BF.INFO b CAPACITY"), Reply::Int(1000), "{server:?}");
     assert_eq!(c.cmd("BF.INFO b EXPANSION"), Reply::Int(4), "{server:?}");
     assert_eq!(double(&c.cmd("BF.INFO b ERROR")), 0.001, "{server:?}");
@@ -587,7 +587,7 @@ fn load_arguments_set_the_level_and_valkey_bloom_s_configs(server: Server) {
     assert_eq!(config(&mut c, "bf.bloom-expansion"), "0", "{server:?}");
     assert_eq!(config(&mut c, "bf.bloom-fp-rate"), "0.05", "{server:?}");
     assert_eq!(c.cmd("BF.ADD k x"), Reply::Int(1));
-    assert_eq!(c.cmd("TYPE k"), Reply::Simple("bloomfltr".into()), "{server:?}");
+    assert_eq!(c.cmd("TYPE k"), Reply::Simple(bloomkit_core::vbloom::TYPE_NAME.into()), "{server:?}");
     assert_eq!(c.cmd("BF.INFO k CAPACITY"), Reply::Int(1000), "{server:?}");
     assert_eq!(c.cmd("BF.INFO k EXPANSION"), Reply::Nil, "{server:?}: expansion 0 is non-scaling");
     assert_eq!(double(&c.cmd("BF.INFO k ERROR")), 0.05, "{server:?}");
@@ -605,7 +605,7 @@ fn valkey_bloom_level_is_chosen_at_start_only(server: Server) {
     assert!(says_restart(&refused), "{server:?}: {refused:?}");
     assert_eq!(config(&mut c, "bf.compat"), "redisbloom-2.8", "{server:?}");
     c.ok("BF.ADD rb x");
-    assert_eq!(c.cmd("TYPE rb"), Reply::Simple("MBbloom--".into()), "{server:?}");
+    assert_eq!(c.cmd("TYPE rb"), Reply::Simple(bloomkit_core::bf::rdb::TYPE_NAME.into()), "{server:?}");
     assert_eq!(c.cmd("CONFIG SET bf.compat redisbloom-8"), ok(), "{server:?}");
     assert_eq!(config(&mut c, "bf.compat"), "redisbloom-8");
     let refused = c.cmd("CONFIG SET bf.compat valkey-bloom");
@@ -620,7 +620,7 @@ fn valkey_bloom_level_is_chosen_at_start_only(server: Server) {
         assert_eq!(config(&mut c, "bf.compat"), "valkey-bloom", "{server:?}");
     }
     c.ok("BF.ADD vb x");
-    assert_eq!(c.cmd("TYPE vb"), Reply::Simple("bloomfltr".into()), "{server:?}");
+    assert_eq!(c.cmd("TYPE vb"), Reply::Simple(bloomkit_core::vbloom::TYPE_NAME.into()), "{server:?}");
 }
 
 // ---- new filters ----
@@ -641,7 +641,11 @@ fn new_filters_are_valkey_bloom_objects_made_from_the_configs(server: Server) {
     assert_eq!(c.cmd("BF.RESERVE r 0.05 500"), ok());
     assert_eq!(c.cmd("BF.INSERT e"), Reply::Array(vec![]), "{server:?}: BF.INSERT with no items");
     for key in ["a", "m", "i", "r", "e"] {
-        assert_eq!(c.call(&["TYPE", key]), Reply::Simple("bloomfltr".into()), "{server:?} {key}");
+        assert_eq!(
+            c.call(&["TYPE", key]),
+            Reply::Simple(bloomkit_core::vbloom::TYPE_NAME.into()),
+            "{server:?} {key}"
+        );
     }
     assert_eq!(c.cmd("BF.CARD e"), Reply::Int(0));
     for key in ["a", "m", "i", "e"] {
@@ -1502,7 +1506,11 @@ fn an_aof_written_under_valkey_bloom_replays_at_a_redisbloom_level(server: Serve
     assert_eq!(config(&mut c, "bf.compat"), "redisbloom-2.8", "{server:?}");
     assert_eq!(snapshot(&mut c), before, "{server:?}: replayed at redisbloom-2.8");
     for key in before.keys() {
-        assert_eq!(c.cmd(&format!("TYPE {key}")), Reply::Simple("bloomfltr".into()), "{server:?}: {key}");
+        assert_eq!(
+            c.cmd(&format!("TYPE {key}")),
+            Reply::Simple(bloomkit_core::vbloom::TYPE_NAME.into()),
+            "{server:?}: {key}"
+        );
     }
 }
 
@@ -1540,7 +1548,7 @@ fn redisbloom_keys_and_other_families_are_unchanged(server: Server) {
     let s = start_vb(server);
     let mut c = s.conn();
     assert_eq!(restore(&mut c, "rb", &payload), ok(), "{server:?}");
-    assert_eq!(c.cmd("TYPE rb"), Reply::Simple("MBbloom--".into()));
+    assert_eq!(c.cmd("TYPE rb"), Reply::Simple(bloomkit_core::bf::rdb::TYPE_NAME.into()));
     assert_eq!(c.cmd("BF.INFO rb CAPACITY"), Reply::Array(vec![Reply::Int(100)]), "{server:?}");
     assert_eq!(c.cmd("BF.INFO rb").as_array().len(), 10, "{server:?}: RedisBloom's five fields");
     assert_eq!(c.cmd("BF.ADD rb z"), Reply::Int(1));
@@ -1561,7 +1569,11 @@ fn redisbloom_keys_and_other_families_are_unchanged(server: Server) {
         other => panic!("{server:?}: BF.INFO of a RedisBloom key: {other:?}"),
     }
     c.ok("HELLO 2");
-    assert_eq!(c.cmd("TYPE rb"), Reply::Simple("MBbloom--".into()), "stays RedisBloom's");
+    assert_eq!(
+        c.cmd("TYPE rb"),
+        Reply::Simple(bloomkit_core::bf::rdb::TYPE_NAME.into()),
+        "stays RedisBloom's"
+    );
     assert_eq!(c.cmd("CF.ADD cf a"), Reply::Int(1), "{server:?}");
     assert_eq!(c.cmd("CF.EXISTS cf a"), Reply::Int(1));
     assert_eq!(c.cmd("CMS.INITBYDIM cms 10 5"), ok(), "{server:?}");

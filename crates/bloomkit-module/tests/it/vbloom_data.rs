@@ -117,7 +117,7 @@ fn dumps_restore_byte_identical_and_answer_as_valkey_bloom_did(server: Server) {
         let p = payload(&mut c, key);
         assert_eq!(restore(&mut c, key, &p), Reply::Simple("OK".into()), "{server:?} {key}\n{}", s.log());
         assert_eq!(c.call(&["DUMP", key]).as_bytes(), &p[..], "{server:?}: DUMP of restored {key}");
-        assert_eq!(c.call(&["TYPE", key]), Reply::Simple("bloomfltr".into()));
+        assert_eq!(c.call(&["TYPE", key]), Reply::Simple(bloomkit_core::vbloom::TYPE_NAME.into()));
         assert_eq!(c.call(&["BF.CARD", key]), recorded(&results[format!("card_{key}")]["ok"]));
         // Valkey 9 formats doubles as valkey-bloom's server did ("0.01"); Redis 7.0 with %.17g.
         if server == Server::Valkey {
