@@ -78,7 +78,28 @@ pub unsafe fn args<'a>(argv: *mut *mut raw::RedisModuleString, argc: c_int) -> &
 #[derive(Clone, Copy)]
 pub struct Ctx(pub *mut raw::RedisModuleCtx);
 
+/// An array reply opened before its length is known (a batch that stops at
+/// its first error): its elements are replied, then [`PostponedArray::close`]
+/// sets the length. The one place the pair of raw calls is written.
+#[must_use = "a postponed array must be closed with its length"]
+pub struct PostponedArray(Ctx);
+
+impl PostponedArray {
+    /// Sets the length: exactly the elements replied since it opened.
+    pub fn close(self, len: usize) {
+        // SAFETY: a valid context; closes the array `Ctx::postponed_array` opened.
+        unsafe { api!(RedisModule_ReplySetArrayLength)(self.0 .0, len as _) };
+    }
+}
+
 impl Ctx {
+    /// Opens an array reply whose length [`PostponedArray::close`] sets.
+    pub fn postponed_array(self) -> PostponedArray {
+        // SAFETY: a valid context for the duration of the command.
+        unsafe { api!(RedisModule_ReplyWithArray)(self.0, raw::REDISMODULE_POSTPONED_LEN as _) };
+        PostponedArray(self)
+    }
+
     pub fn flags(self) -> u32 {
         // SAFETY: a valid context for the duration of the call.
         unsafe { api!(RedisModule_GetContextFlags)(self.0) as u32 }

@@ -21,12 +21,11 @@ use bloomkit_core::common::fmt::format_g;
 use bloomkit_core::common::parse::parse_long_long;
 use bloomkit_core::vbloom::ValkeyError;
 use bloomkit_core::{Limits, Reply, ReplyError};
-use redis_module::raw;
 
 use super::counters;
 use super::lookup::{lookup_bloom as lookup, BloomFilter as Filter, Found};
 use crate::command::Outcome;
-use crate::ffi::{api, Arg, Ctx, Key};
+use crate::ffi::{Arg, Ctx, Key};
 use crate::keys::Stored;
 use crate::vbloom;
 use crate::{config, keys};
@@ -166,10 +165,7 @@ fn insert_items(
     let limits = config::limits(ctx);
     let filters_before = chain.filters().len();
     let items = &argv[items_from..];
-    if multi {
-        // SAFETY: valid context; the length is set below.
-        unsafe { api!(RedisModule_ReplyWithArray)(ctx.0, raw::REDISMODULE_POSTPONED_LEN as _) };
-    }
+    let array = multi.then(|| ctx.postponed_array());
     let mut added = 0u64;
     let mut replied = 0usize;
     let mut stopped = false;
@@ -194,9 +190,8 @@ fn insert_items(
             }
         })
     });
-    if multi {
-        // SAFETY: closes the postponed array opened above.
-        unsafe { api!(RedisModule_ReplySetArrayLength)(ctx.0, replied as _) };
+    if let Some(array) = array {
+        array.close(replied);
     }
     counters::wrote(added, chain, filters_before);
     // An add that changed nothing is not replicated: replicas already agree.

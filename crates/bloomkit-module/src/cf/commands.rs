@@ -19,11 +19,10 @@ use bloomkit_core::cf::args::arity;
 use bloomkit_core::cf::args::{parse_insert, parse_loadchunk_pos, parse_reserve, parse_scandump_pos};
 use bloomkit_core::cf::{CfError, CuckooFilter, CuckooParams, Insert, Lookup};
 use bloomkit_core::{Limits, Reply, ReplyError};
-use redis_module::raw;
 
 use super::counters::{self, COUNTERS};
 use crate::command::Outcome;
-use crate::ffi::{api, Arg, Ctx, Key, Slot};
+use crate::ffi::{Arg, Ctx, Key, Slot};
 use crate::keys::Stored;
 use crate::{config, keys};
 
@@ -119,10 +118,7 @@ fn insert_items(
     f.check_writable(super::settings::defaults().max_expansions)?;
     let limits: Limits = config::limits(ctx);
     let items = &argv[items_from..];
-    if shape != Shape::Single {
-        // SAFETY: valid context; the length is set below.
-        unsafe { api!(RedisModule_ReplyWithArray)(ctx.0, raw::REDISMODULE_POSTPONED_LEN as _) };
-    }
+    let array = (shape != Shape::Single).then(|| ctx.postponed_array());
     let mut added = 0u64;
     let mut ran = 0usize;
     let mut failed: Option<CfError> = None;
@@ -153,10 +149,8 @@ fn insert_items(
     if let Some(e) = &failed {
         ctx.reply_error(&e.message());
     }
-    if shape != Shape::Single {
-        // SAFETY: closes the postponed array opened above.
-        let replied = ran + usize::from(failed.is_some());
-        unsafe { api!(RedisModule_ReplySetArrayLength)(ctx.0, replied as _) };
+    if let Some(array) = array {
+        array.close(ran + usize::from(failed.is_some()));
     }
     counters::wrote(added, 0);
     // An insert that changed nothing is not replicated: replicas already agree.

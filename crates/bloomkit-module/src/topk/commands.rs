@@ -93,8 +93,7 @@ pub fn incrby(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let mut sketch = existing(&key)?;
     // SAFETY: the keyspace owns the sketch; commands run one at a time.
     let sketch = unsafe { sketch.as_mut() };
-    // SAFETY: valid context; the length is set below.
-    unsafe { api!(RedisModule_ReplyWithArray)(ctx.0, raw::REDISMODULE_POSTPONED_LEN as _) };
+    let array = ctx.postponed_array();
     let (mut sent, mut ran, mut units, mut expelled) = (0usize, 0usize, 0u64, 0u64);
     // As in `add`: heap items come and go.
     sketch.write(|sketch| {
@@ -115,8 +114,7 @@ pub fn incrby(ctx: Ctx, argv: &[Arg]) -> Outcome {
             }
         }
     });
-    // SAFETY: closes the postponed array opened above.
-    unsafe { api!(RedisModule_ReplySetArrayLength)(ctx.0, sent as _) };
+    array.close(sent);
     counters::added(units, expelled);
     // The replica stops at the same bad pair; nothing to send if none ran.
     if ran > 0 {

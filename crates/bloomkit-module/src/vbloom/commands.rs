@@ -23,11 +23,10 @@ use bloomkit_core::common::fmt::format_g;
 use bloomkit_core::vbloom::args::arity;
 use bloomkit_core::vbloom::{self, Creation, InfoField, Object, ValkeyError, FIXED_SEED};
 use bloomkit_core::{Limits, Reply, ReplyError};
-use redis_module::raw;
 
 use super::counters::{self, Tally};
 use crate::command::Outcome;
-use crate::ffi::{api, random_bytes, Arg, Ctx, Key};
+use crate::ffi::{random_bytes, Arg, Ctx, Key};
 use crate::keys::Stored;
 use crate::{config, keys};
 
@@ -190,8 +189,7 @@ fn write(
     let mut completed = 0usize;
     let mut failed = None;
     if multi {
-        // SAFETY: valid context; the length is set below.
-        unsafe { api!(RedisModule_ReplyWithArray)(ctx.0, raw::REDISMODULE_POSTPONED_LEN as _) };
+        let array = ctx.postponed_array();
         let mut replied = 0usize;
         // A scale-out allocates: `write` keeps INFO's bytes current.
         o.write(|o| {
@@ -211,8 +209,7 @@ fn write(
                 }
             });
         });
-        // SAFETY: closes the postponed array opened above.
-        unsafe { api!(RedisModule_ReplySetArrayLength)(ctx.0, replied as _) };
+        array.close(replied);
     } else {
         match o.write(|o| o.add(items[0].bytes(), limits)) {
             Ok(new) => {
