@@ -4,7 +4,6 @@
 pub mod population;
 pub mod window;
 pub mod xf;
-mod xf_model;
 
 use anyhow::Result;
 use bloomkit_core::common::sizing::{

@@ -16,7 +16,7 @@
 use std::time::{Duration, Instant};
 
 use bloomkit_core::bf::{Chain, ChainParams};
-use bloomkit_core::xf::block::alloc_class;
+use bloomkit_core::common::memory::alloc_class;
 use bloomkit_core::xf::XfFilter;
 use bloomkit_core::Limits;
 

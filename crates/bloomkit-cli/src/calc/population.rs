@@ -19,7 +19,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use bloomkit_core::common::sizing::{options, Shape};
-use bloomkit_core::xf::filter::XfParams;
+use bloomkit_core::xf::XfParams;
 use bloomkit_core::xf::{MAX_ERROR_RATE, MIN_ERROR_RATE};
 use serde_json::json;
 

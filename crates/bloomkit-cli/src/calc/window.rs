@@ -8,7 +8,7 @@ use std::io::Write;
 
 use anyhow::Result;
 use bloomkit_core::apbf::{Apbf, ApbfShape, Window, MAX_WINDOW_SECONDS};
-use bloomkit_core::xf::block::alloc_class;
+use bloomkit_core::common::memory::alloc_class;
 use serde_json::json;
 
 use crate::units::{human_bytes, human_bytes_exact};

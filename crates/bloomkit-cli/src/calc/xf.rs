@@ -1,15 +1,14 @@
 //! `bloomkit calc --xf`: an expandable filter's (`XF.*`) memory at n items,
 //! the items that fit under a byte limit, and what its starting capacity
-//! changes, from [`xf_model`](super::xf_model)'s simulation.
+//! changes, from core's simulation ([`XfModel`]).
 
 use std::io::Write;
 
 use anyhow::Result;
-use bloomkit_core::xf::filter::{XfParams, GROW_QBITS};
+use bloomkit_core::xf::{XfModel, XfParams};
 use bloomkit_core::xf::{MAX_CAPACITY_LIMIT, MAX_ERROR_RATE, MIN_ERROR_RATE};
 use serde_json::json;
 
-use super::xf_model::XfModel;
 use crate::units::{human_bytes, human_bytes_exact};
 
 /// `bf.max-filter-bytes`' default (`crates/bloomkit-module/src/config.rs`;
@@ -166,7 +165,7 @@ pub(super) fn simulate(params: XfParams, points: &[u64], max_bytes: f64, until_f
     // The others, made when first needed: as many as fit in 2^16 blocks
     // at the start (a filter laid out in thousands of blocks has a few
     // items in each by AVERAGED_UP_TO, and its bytes hardly vary).
-    let first_blocks = 1u64 << (params.first_level() - params.first_level().min(GROW_QBITS));
+    let first_blocks = XfModel::first_blocks(params);
     let realizations = (REALIZATIONS.min((1 << 16) / first_blocks)).max(1);
     let mut others: Option<Vec<XfModel>> = None;
     let empty = main.bytes();

@@ -269,7 +269,7 @@ fn population(a: &CalcArgs) -> Result<()> {
         items: None,
     };
     inputs.check()?;
-    let params = bloomkit_core::xf::filter::XfParams {
+    let params = bloomkit_core::xf::XfParams {
         error_rate: inputs.error_rate,
         capacity: inputs.start_capacity,
         max_capacity: inputs.max_capacity,

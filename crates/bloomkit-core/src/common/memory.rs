@@ -304,6 +304,22 @@ impl Relocate for TestMover {
     }
 }
 
+/// The bytes the allocator hands out for a request of `bytes` (jemalloc's
+/// size classes: 8, 16, then multiples of 16 to 128, then four classes per
+/// doubling). Blocks are sized to whole classes, so their room is what the
+/// allocator would round to anyway, and the bytes counted are the bytes held.
+pub fn alloc_class(bytes: u64) -> u64 {
+    if bytes <= 8 {
+        return 8;
+    }
+    if bytes <= 128 {
+        return bytes.div_ceil(16) * 16;
+    }
+    let lg = 63 - (bytes - 1).leading_zeros(); // 2^lg < bytes <= 2^(lg+1)
+    let step = 1u64 << (lg - 2);
+    bytes.div_ceil(step) * step
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,7 +25,7 @@
 //! Every write that needs more room or a wider field builds a new block
 //! ([`Block::build`]) before it changes anything: the caller swaps it in.
 
-use crate::common::memory::{OutOfMemory, Relocate};
+use crate::common::memory::{alloc_class, OutOfMemory, Relocate};
 
 /// The longest fingerprint (bits) an entry keeps.
 pub const MAX_F: u32 = 52;
@@ -225,22 +225,6 @@ pub fn reserve_list(list: &mut Vec<Block>, len: usize) -> Result<(), OutOfMemory
 /// Words of `bits` bits.
 fn words_for(bits: u64) -> u64 {
     bits.div_ceil(64)
-}
-
-/// The bytes the allocator hands out for a request of `bytes` (jemalloc's
-/// size classes: 8, 16, then multiples of 16 to 128, then four classes per
-/// doubling). Blocks are sized to whole classes, so their room is what the
-/// allocator would round to anyway, and the bytes counted are the bytes held.
-pub fn alloc_class(bytes: u64) -> u64 {
-    if bytes <= 8 {
-        return 8;
-    }
-    if bytes <= 128 {
-        return bytes.div_ceil(16) * 16;
-    }
-    let lg = 63 - (bytes - 1).leading_zeros(); // 2^lg < bytes <= 2^(lg+1)
-    let step = 1u64 << (lg - 2);
-    bytes.div_ceil(step) * step
 }
 
 // ---- bit access over words (bits past the end read as 0) ----
@@ -804,10 +788,6 @@ impl Block {
         self.record_of(i).map_or(0, |r| (self.records()[r] >> 32) as u32)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     pub fn depth(&self) -> u32 {
         self.meta().depth
     }
@@ -823,7 +803,8 @@ impl Block {
         alloc_class(self.words.len() as u64 * 8)
     }
 
-    /// The words (for the formats).
+    /// The words (for tests).
+    #[cfg(test)]
     pub fn words(&self) -> &[u64] {
         &self.words
     }

@@ -8,14 +8,13 @@ use std::hash::Hasher;
 use siphasher::sip128::{Hasher128, SipHasher13};
 
 use super::block::{
-    alloc_class, list_room, max_entries, reserve_list, Block, Entry, Rebuild, MAX_F, MAX_STORED_ENTRIES,
-    MIN_QBITS,
+    list_room, max_entries, reserve_list, Block, Entry, Rebuild, MAX_F, MAX_STORED_ENTRIES, MIN_QBITS,
 };
 use super::errors::XfError;
 use super::undo::{Forget, Journal, Split, Undo};
 use super::{MAX_CAPACITY_LIMIT, MAX_ERROR_RATE, MIN_ERROR_RATE};
 use crate::common::hash::murmur3_128;
-use crate::common::memory::{Limits, OutOfMemory, Relocate};
+use crate::common::memory::{alloc_class, Limits, OutOfMemory, Relocate};
 
 /// A single-block filter doubles its quotients in place up to this many
 /// quotient bits; past it, blocks split.

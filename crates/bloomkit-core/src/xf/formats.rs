@@ -243,6 +243,21 @@ impl Take for Blocks {
 }
 
 /// Little-endian bytes as words (a whole number of them).
+/// The blocks a data chunk of `XF.SCANDUMP` holds, in order: each one's
+/// bytes and depth (what a client needs to cut a load into smaller pieces
+/// at block boundaries); `None` if a block's metadata is out of range.
+pub fn chunk_blocks(data: &[u8]) -> Option<Vec<(usize, u32)>> {
+    let words = bytes_to_words(data).ok()?;
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while at < words.len() {
+        let len = Block::canonical_len(words[at]).filter(|&len| len > 0 && at + len <= words.len())?;
+        out.push((len * 8, super::block::Meta::depth_of(words[at])));
+        at += len;
+    }
+    Some(out)
+}
+
 fn bytes_to_words(data: &[u8]) -> Result<Vec<u64>, XfError> {
     if !data.len().is_multiple_of(8) {
         return Err(XfError::BadChunk("a chunk is not a whole number of 8-byte words"));

@@ -5,8 +5,9 @@
 
 use std::any::Any;
 
-use super::block::{alloc_class, list_room, reserve_list, Block};
+use super::block::{list_room, reserve_list, Block};
 use super::errors::XfError;
+use crate::common::memory::alloc_class;
 use crate::common::memory::OutOfMemory;
 
 /// Blocks received by a chunked load of encoding 1.

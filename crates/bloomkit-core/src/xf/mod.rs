@@ -23,14 +23,15 @@
 
 pub mod args;
 mod batch;
-pub mod block;
+mod block;
 pub mod errors;
-pub mod filter;
+mod filter;
 pub mod formats;
 mod legacy;
 mod legacy_table;
 mod loading;
 mod merge;
+mod model;
 mod undo;
 
 pub use args::XfDefaults;
@@ -41,6 +42,11 @@ pub use filter::{
     HASH_SEED_VAR,
 };
 pub use formats::{HEADER_LEN, MODULE_ID};
+pub use model::XfModel;
+
+/// The most distinct entries a block takes from adds and merges: past it,
+/// items that fall on that block are refused as crowded.
+pub const MAX_BLOCK_ENTRIES: u32 = block::max_entries(0);
 
 /// The data type's name and encoding version.
 pub const TYPE_NAME: &str = "bkit-xflt";

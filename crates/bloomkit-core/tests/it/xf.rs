@@ -15,7 +15,6 @@
 use std::collections::HashMap;
 
 use bloomkit_core::common::fields::FieldStream;
-use bloomkit_core::xf::block::max_entries;
 use bloomkit_core::xf::{Seed, XfError, XfFilter, XfHash, XfParams, MAX_ERROR_RATE};
 use bloomkit_core::Limits;
 use proptest::prelude::*;
@@ -578,14 +577,14 @@ fn a_crafted_crowd_is_bounded_and_refused() {
             Err(e) => panic!("{e:?}"),
         }
     }
-    assert_eq!(f.info().largest_block, u64::from(max_entries(0)));
+    assert_eq!(f.info().largest_block, u64::from(bloomkit_core::xf::MAX_BLOCK_ENTRIES));
     assert!(f.guaranteed_rate() <= 0.01);
     for _ in 0..2000 {
         let h = next(&f, 1, 1);
         f.insert_hash(h, NONE).unwrap();
     }
     assert!(f.block_count() > 1);
-    assert!(f.info().largest_block <= u64::from(max_entries(0)));
+    assert!(f.info().largest_block <= u64::from(bloomkit_core::xf::MAX_BLOCK_ENTRIES));
     let back = load(saved(&f)).unwrap();
     assert_eq!(saved(&back), saved(&f));
 }
@@ -664,7 +663,7 @@ fn crowds_of_every_shape_keep_their_members_and_the_bound() {
         ("64 equal bits", &|r, _| base ^ (r >> 64)),
         ("three hot items", &|_, i| base ^ u128::from(i % 3)),
     ];
-    let bound = u64::from(max_entries(0));
+    let bound = u64::from(bloomkit_core::xf::MAX_BLOCK_ENTRIES);
     for (shape, crowd) in shapes {
         let mut f = seeded(0.01, 100, 1 << 30);
         let (mut taken, mut random_refused) = (Vec::new(), 0);

@@ -74,17 +74,14 @@ pub fn scandump(c: &mut Conn, key: &str) -> Vec<(i64, Vec<u8>)> {
 /// one): the smallest pieces a load can take, so that a fixture can stop a
 /// load after any block.
 pub fn block_chunks(chunks: &[(i64, Vec<u8>)]) -> Vec<(i64, Vec<u8>)> {
-    use bloomkit_core::xf::block::{Block, Meta};
     let header = &chunks[0].1;
     let depth = u64::from_le_bytes(header[8 + 8 * 8..8 + 9 * 8].try_into().unwrap()) as u32;
     let mut out = vec![chunks[0].clone()];
     let mut slot = 0u64;
     for (_, data) in &chunks[1..] {
         let mut at = 0;
-        while at < data.len() {
-            let meta = u64::from_le_bytes(data[at..at + 8].try_into().unwrap());
-            let len = Block::canonical_len(meta).unwrap() * 8;
-            slot += 1u64 << (depth - Meta::depth_of(meta));
+        for (len, block_depth) in bloomkit_core::xf::formats::chunk_blocks(data).unwrap() {
+            slot += 1u64 << (depth - block_depth);
             out.push(((slot + 1) as i64, data[at..at + len].to_vec()));
             at += len;
         }

@@ -4,7 +4,7 @@
 //! fill (each at its own threshold), fingerprint lengths follow a schedule
 //! that depends on the rate already spent, and the allocator rounds every
 //! block to a size class. So this module grows a model of the filter,
-//! block by block, with core's own rules (`bloomkit_core::xf::filter`):
+//! block by block, with the filter's own rules ([`super::filter`]):
 //! `grow_threshold`, `doubles`, `grows` and `deepest_level` for when and
 //! how a block grows, `entry_at`, `give_bit` and `fbits_at_level` for each
 //! entry, `units` for the mass that feeds back into the schedule,
@@ -33,8 +33,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use bloomkit_core::xf::block::{max_entries, Block, Entry};
-use bloomkit_core::xf::filter::{
+use super::block::{max_entries, Block, Entry};
+use super::filter::{
     deepest_level, directory_bytes, doubles, entry_at, fbits_at_level, fbits_within, give_bit,
     grow_threshold, grows, held_by_voids, own_bytes, rate_units, units, XfParams, GROW_QBITS, MASS_BITS,
 };
@@ -142,6 +142,12 @@ impl XfModel {
     }
 
     /// Items the model stands for.
+    /// The blocks a filter of `params` starts with (one below a lone
+    /// block's quotients, 2^k blocks of [`GROW_QBITS`] above).
+    pub fn first_blocks(params: XfParams) -> u64 {
+        1u64 << (params.first_level() - params.first_level().min(GROW_QBITS))
+    }
+
     pub fn items(&self) -> u64 {
         self.items
     }
@@ -401,9 +407,30 @@ impl Hasher for Mix {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calc::xf::tests::{points, real};
-    use bloomkit_core::xf::{Seed, XfFilter};
-    use bloomkit_core::Limits;
+    use crate::xf::{Seed, XfFilter};
+    use crate::Limits;
+
+    /// 16 points per doubling up to `n`.
+    fn points(n: u64) -> Vec<u64> {
+        let mut out: Vec<u64> =
+            (0..).map(|j| 2f64.powf(f64::from(j) / 16.0).round() as u64).take_while(|&c| c <= n).collect();
+        out.dedup();
+        out
+    }
+
+    /// A real filter's bytes at each of `points`.
+    fn real(params: XfParams, seed: u64, points: &[u64]) -> Vec<f64> {
+        let mut f = XfFilter::with_seed(params, Seed([seed, !seed]), Limits::NONE).unwrap();
+        let mut i = 0u64;
+        let mut at = |p: u64| {
+            while i < p {
+                f.insert(&i.to_le_bytes(), Limits::NONE).unwrap();
+                i += 1;
+            }
+            f.size_bytes() as f64
+        };
+        points.iter().map(|&p| at(p)).collect()
+    }
 
     /// Kept to a part of the hash space from 4,096 entries on (halved five
     /// times by 2^17 items), the model's bytes, averaged over 16 of them,
