@@ -4,6 +4,7 @@
 //! redis-cli honours it, and a missing or refused password says where to
 //! give one.
 
+use crate::stderr;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -50,10 +51,6 @@ fn clean(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
 
 /// One run: its arguments and environment.
 type Run = (Vec<String>, Vec<(&'static str, &'static str)>);
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// A server whose default user needs `default-topsecret`, an `admin` user
 /// with `admin-topsecret` and an `enc` user whose password holds an `@`;

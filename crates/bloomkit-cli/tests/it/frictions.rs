@@ -3,6 +3,7 @@
 //! closed pipes, terminals, JSON numbers, columns, plurals, one error
 //! style, `-V` on subcommands.
 
+use crate::stderr;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -22,10 +23,6 @@ fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> Outp
 
 fn run(args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> Output {
     run_in(&std::env::temp_dir(), args, env, stdin)
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// A shell line, for pipes and pseudo-terminals.

@@ -12,3 +12,8 @@ mod migration;
 mod second_round;
 mod sizing;
 mod ttl;
+
+/// What a run of the CLI wrote to its error stream, as text.
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}

@@ -3,6 +3,7 @@
 //! capacity, messages that name the type a key holds, sizes for people,
 //! and a closed pipe that must not lose a state file silently.
 
+use crate::stderr;
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -11,10 +12,6 @@ fn run(args: &[&str], stdin: &[u8]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_bloomkit"));
     cmd.args(args).env_remove("BLOOMKIT_URL").env_remove("REDIS_URL").env_remove("REDISCLI_AUTH");
     bloomkit_testkit::output_within(&mut cmd, stdin, Duration::from_secs(300))
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// `dedup --capacity 100000` on 2.1 million distinct lines grows past its

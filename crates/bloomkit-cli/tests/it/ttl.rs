@@ -3,6 +3,7 @@
 //! records it (files without it, older ones included, restore as before),
 //! and `--no-ttl` drops it.
 
+use crate::stderr;
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -18,10 +19,6 @@ fn ok(args: &[&str], stdin: &[u8]) -> Output {
     let o = run(args, stdin);
     assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
     o
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// A day, the TTL of a daily dedup key.
