@@ -206,16 +206,7 @@ fn no_dialect(_: Compat, _: &CStr) -> Option<&'static Dialect> {
     None
 }
 
-/// Adds an ACL category, where the server lets modules add one.
-pub fn add_acl_category(ctx: *mut raw::RedisModuleCtx, name: &CStr) -> Result<(), String> {
-    if has_api!(RedisModule_AddACLCategory) {
-        // SAFETY: valid context during OnLoad.
-        if unsafe { api!(RedisModule_AddACLCategory)(ctx, name.as_ptr()) } != raw::REDISMODULE_OK as c_int {
-            return Err(format!("could not add the ACL category {}", name.to_string_lossy()));
-        }
-    }
-    Ok(())
-}
+pub use crate::ffi::add_acl_category;
 
 /// Where a command's keys are, read from its argument tree (its `Key`
 /// arguments are the one place a command declares them). The key specs,
@@ -364,11 +355,10 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, c: &Command, dialect: Option<&Dia
     if status != raw::REDISMODULE_OK as c_int {
         return Err(format!("could not register {name}"));
     }
-    if !has_api!(RedisModule_SetCommandInfo) {
+    if !crate::ffi::has_command_info() {
         return Ok(());
     }
-    // SAFETY: the command was just created.
-    let command = unsafe { api!(RedisModule_GetCommand)(ctx, registered.as_ptr()) };
+    let command = crate::ffi::get_command(ctx, registered);
     set_info(command, c, dialect, &shape, &name)?;
     if has_api!(RedisModule_SetCommandACLCategories) && has_api!(RedisModule_AddACLCategory) {
         // SAFETY: a command of this module and a category it added.

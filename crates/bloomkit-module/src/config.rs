@@ -28,7 +28,7 @@ use bloomkit_core::common::sizing::is_rate;
 use bloomkit_core::Limits;
 use redis_module::raw;
 
-use crate::ffi::{api, cstring, has_api, Arg, Ctx, ServerKind};
+use crate::ffi::{api, cstring, Arg, Ctx, ServerKind};
 
 /// The compatibility level, as an index into [`Compat::ALL`]; -1 until the
 /// load sets it from the server (or a load argument does).
@@ -324,7 +324,7 @@ pub fn limits(ctx: Ctx) -> Limits {
     }
     let guarded = MAXMEMORY.load(Relaxed) > 0
         && MAXMEMORY_GUARD.load(Relaxed)
-        && has_api!(RedisModule_GetUsedMemoryRatio);
+        && crate::ffi::used_memory_ratio().is_some();
     let headroom = guarded.then_some(memory_headroom as fn() -> u64);
     Limits { headroom, ..Limits::at_most(MAX_FILTER_BYTES.load(Relaxed) as u64) }
 }
@@ -333,8 +333,7 @@ pub fn limits(ctx: Ctx) -> Limits {
 /// scale-out is about to allocate (see [`limits`] for when it is asked at all).
 fn memory_headroom() -> u64 {
     let maxmemory = MAXMEMORY.load(Relaxed);
-    // SAFETY: no arguments; reads the allocator's counter (checked present by `limits`).
-    let ratio = f64::from(unsafe { api!(RedisModule_GetUsedMemoryRatio)() });
+    let ratio = crate::ffi::used_memory_ratio().unwrap_or(0.0);
     let used = (ratio * maxmemory as f64) as u64;
     maxmemory.saturating_sub(used)
 }
@@ -342,24 +341,8 @@ fn memory_headroom() -> u64 {
 /// Reads the server's `maxmemory` into [`MAXMEMORY`] (0 unless its policy is
 /// `noeviction`).
 fn refresh_maxmemory(ctx: *mut raw::RedisModuleCtx) {
-    if !has_api!(RedisModule_GetServerInfo) {
-        return;
-    }
-    // SAFETY: a valid (or null, which the call allows) context; the data is
-    // freed before returning.
-    unsafe {
-        let info = api!(RedisModule_GetServerInfo)(ctx, c"memory".as_ptr());
-        if info.is_null() {
-            return;
-        }
-        let mut err: c_int = 0;
-        let value = api!(RedisModule_ServerInfoGetFieldUnsigned)(info, c"maxmemory".as_ptr(), &mut err);
-        let policy = api!(RedisModule_ServerInfoGetFieldC)(info, c"maxmemory_policy".as_ptr());
-        let noeviction = !policy.is_null() && CStr::from_ptr(policy).to_bytes() == b"noeviction";
-        if err == 0 {
-            MAXMEMORY.store(if noeviction { value } else { 0 }, Relaxed);
-        }
-        api!(RedisModule_FreeServerInfo)(ctx, info);
+    if let Some((maxmemory, noeviction)) = crate::ffi::maxmemory(ctx) {
+        MAXMEMORY.store(if noeviction { maxmemory } else { 0 }, Relaxed);
     }
 }
 
@@ -634,10 +617,8 @@ fn setting_of(privdata: *mut c_void) -> Option<&'static Setting> {
 }
 
 fn error_string(err: *mut *mut raw::RedisModuleString, message: &str) -> c_int {
-    // SAFETY: the server takes ownership of the error string.
-    unsafe {
-        *err = api!(RedisModule_CreateString)(std::ptr::null_mut(), message.as_ptr().cast(), message.len())
-    };
+    // SAFETY: the server passes a valid slot and takes ownership of the error string.
+    unsafe { *err = crate::ffi::new_string(message) };
     raw::REDISMODULE_ERR as c_int
 }
 
@@ -763,8 +744,8 @@ extern "C" fn get_rate(_name: *const c_char, privdata: *mut c_void) -> *mut raw:
     let mut cap = CAPPED_RATE_TEXT.load(Relaxed);
     if cap.is_null() {
         let t = format!("{ERROR_RATE_CAP_8}");
-        // SAFETY: a new string whose one reference the module keeps for good.
-        cap = unsafe { api!(RedisModule_CreateString)(std::ptr::null_mut(), t.as_ptr().cast(), t.len()) };
+        // A new string whose one reference the module keeps for good.
+        cap = crate::ffi::new_string(&t);
         CAPPED_RATE_TEXT.store(cap, Relaxed);
     }
     cap
@@ -797,13 +778,9 @@ extern "C" fn set_rate(
                 return error_string(err, &message);
             }
             store(setting.value, bits);
-            // SAFETY: retaining the server's string keeps it valid for our getter.
-            unsafe { api!(RedisModule_RetainString)(std::ptr::null_mut(), value) };
-            let old = text.swap(value, Relaxed);
-            if !old.is_null() {
-                // SAFETY: our own retained reference, released once.
-                unsafe { api!(RedisModule_FreeString)(std::ptr::null_mut(), old) };
-            }
+            // Retaining the server's string keeps it valid for our getter.
+            crate::ffi::retain_string(value);
+            crate::ffi::free_string(text.swap(value, Relaxed));
             raw::REDISMODULE_OK as c_int
         }
         Err(message) => error_string(err, &message),
@@ -814,14 +791,10 @@ extern "C" fn set_rate(
 fn int_text(setting: &Setting, cell: &AtomicI64) -> *mut raw::RedisModuleString {
     let slot = &setting.int_text;
     let text = cell.load(Relaxed).to_string();
-    // SAFETY: a new string the module owns; the previous one is released once.
-    let fresh =
-        unsafe { api!(RedisModule_CreateString)(std::ptr::null_mut(), text.as_ptr().cast(), text.len()) };
-    let old = slot.swap(fresh, Relaxed);
-    if !old.is_null() {
-        // SAFETY: our own string, no longer reachable from the slot.
-        unsafe { api!(RedisModule_FreeString)(std::ptr::null_mut(), old) };
-    }
+    // A new string the module owns; the previous one, no longer reachable
+    // from the slot, is released once.
+    let fresh = crate::ffi::new_string(&text);
+    crate::ffi::free_string(slot.swap(fresh, Relaxed));
     fresh
 }
 
@@ -925,10 +898,7 @@ fn register_rate(
     // SAFETY: as in `register_one`.
     unsafe {
         if cell_text.load(Relaxed).is_null() {
-            cell_text.store(
-                api!(RedisModule_CreateString)(std::ptr::null_mut(), text.as_ptr().cast(), text.len()),
-                Relaxed,
-            );
+            cell_text.store(crate::ffi::new_string(&text), Relaxed);
         }
         api!(RedisModule_RegisterStringConfig)(
             ctx.0,
@@ -989,12 +959,8 @@ pub fn register(ctx: Ctx) -> Result<(), String> {
         COMPAT.store(level, Relaxed);
     }
     refresh_maxmemory(ctx.0);
-    if has_api!(RedisModule_SubscribeToServerEvent) {
-        let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_CONFIG, dataver: 1 };
-        // SAFETY: valid context during OnLoad; a callback of the declared signature.
-        unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx.0, event, Some(on_config_change)) };
-    }
-    if !has_api!(RedisModule_RegisterNumericConfig) {
+    crate::ffi::subscribe(ctx.0, raw::REDISMODULE_EVENT_CONFIG, on_config_change);
+    if !crate::ffi::has_module_configs() {
         return Ok(()); // servers before 7.0: load arguments only
     }
     let split = if redis_8 { named_twice_in_file(ctx) } else { Vec::new() };
@@ -1019,10 +985,10 @@ pub fn register(ctx: Ctx) -> Result<(), String> {
         }
     }
     LOADING_CONFIGS.store(true, Relaxed);
-    // SAFETY: valid context; applies values from the config file / command line.
-    let status = unsafe { api!(RedisModule_LoadConfigs)(ctx.0) };
+    // Applies values from the config file / command line.
+    let loaded = crate::ffi::load_configs(ctx.0);
     LOADING_CONFIGS.store(false, Relaxed);
-    if status != raw::REDISMODULE_OK as c_int {
+    if !loaded {
         return Err("invalid bf.* value in the server configuration".into());
     }
     let conflicts = std::mem::take(&mut *FILE_CONFLICTS.lock().unwrap_or_else(|e| e.into_inner()));

@@ -272,9 +272,7 @@ static FREER: std::sync::Mutex<Option<std::sync::mpsc::Sender<Box<dyn Send>>>> =
 
 /// Whether the server is at or past `maxmemory` (and so may be evicting).
 fn memory_pressure() -> bool {
-    crate::ffi::has_api!(RedisModule_GetUsedMemoryRatio)
-        // SAFETY: no arguments; reads the server's memory state.
-        && unsafe { api!(RedisModule_GetUsedMemoryRatio)() } >= 1.0
+    crate::ffi::used_memory_ratio().is_some_and(|ratio| ratio >= 1.0)
 }
 
 /// Declares a core type's data type (the `static` the server's handle is
@@ -349,10 +347,9 @@ pub fn lookup_either<A: Stored, B: Stored>(key: &Key) -> Result<Option<Either<A,
 /// Stores a new value in an empty key opened for writing.
 pub fn store<T: Stored>(key: &Key, value: T) -> Result<NonNull<T>, Reply> {
     let value = value.into_value();
-    // SAFETY: a key opened for writing and a value of T's type; on success
-    // the keyspace owns it and frees it through the type's free callback.
-    let status = unsafe { api!(RedisModule_ModuleTypeSetValue)(key.raw(), T::data_type(), value) };
-    if status != raw::REDISMODULE_OK as i32 {
+    // A value of T's type: on success the keyspace owns it and frees it
+    // through the type's free callback.
+    if !key.set_module_value(T::data_type(), value) {
         // SAFETY: refused, so still ours.
         unsafe { T::free_value(value) };
         return Err(OutOfMemory.into());

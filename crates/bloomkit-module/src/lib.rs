@@ -15,7 +15,6 @@ mod alloc;
 mod command;
 mod config;
 mod ffi;
-mod io;
 mod keys;
 mod stats;
 mod value;
@@ -26,7 +25,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use redis_module::raw;
 
 use command::Family;
-use ffi::{api, guard, Arg, Ctx, RawArgv};
+use ffi::{guard, Arg, Ctx, RawArgv};
 
 #[cfg(not(test))]
 #[global_allocator]
@@ -95,11 +94,7 @@ extern "C" fn on_fork_child(
 }
 
 fn subscribe_to_forks(ctx: *mut raw::RedisModuleCtx) {
-    if ffi::has_api!(RedisModule_SubscribeToServerEvent) {
-        let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_FORK_CHILD, dataver: 1 };
-        // SAFETY: valid context during OnLoad; a callback of the declared signature.
-        unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx, event, Some(on_fork_child)) };
-    }
+    ffi::subscribe(ctx, raw::REDISMODULE_EVENT_FORK_CHILD, on_fork_child);
 }
 
 /// Panics are caught at every entry point; this puts their message and
@@ -113,8 +108,7 @@ fn log_panics() {
 fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
     log_panics();
     // A corrupt value in RESTORE or an RDB file must be an error, not an exit.
-    // SAFETY: valid context during OnLoad.
-    unsafe { api!(RedisModule_SetModuleOptions)(ctx, raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int) };
+    ffi::handle_io_errors(ctx);
     config::init(FAMILIES.iter().flat_map(|f| f.settings.iter().copied()));
     config::apply_load_args(args, &[xf::secret::LOAD_ARG])?;
     xf::secret::apply_load_args(args)?;
@@ -138,8 +132,7 @@ fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
             command::register(ctx, c, (family.dialect)(compat, c.name))?;
         }
     }
-    // SAFETY: valid context during OnLoad.
-    if unsafe { api!(RedisModule_RegisterInfoFunc)(ctx, Some(info)) } != raw::REDISMODULE_OK as c_int {
+    if !ffi::register_info(ctx, Some(info)) {
         return Err("could not register the INFO section".into());
     }
     Ok(())

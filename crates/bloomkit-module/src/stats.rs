@@ -37,12 +37,10 @@
 //! freed, as `used_memory` does: finding its values at once would mean
 //! walking the database on the main thread, which is what it exists to avoid.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use redis_module::raw;
-
-use crate::ffi::api;
 
 /// The most fields one type's section has.
 pub const MAX_FIELDS: usize = 9;
@@ -255,24 +253,7 @@ pub const fn position(fields: &[&str], name: &str) -> usize {
     panic!("no such field")
 }
 
-/// Starts a section of `INFO bf`.
-pub fn add_section(ctx: *mut raw::RedisModuleInfoCtx, name: &CStr) {
-    // SAFETY: valid info context; NUL-terminated name.
-    unsafe { api!(RedisModule_InfoAddSection)(ctx, name.as_ptr()) };
-}
-
-/// Adds a field to the current section.
-pub fn add_field(ctx: *mut raw::RedisModuleInfoCtx, name: &CStr, value: u64) {
-    // SAFETY: valid info context; NUL-terminated name.
-    unsafe { api!(RedisModule_InfoAddFieldULongLong)(ctx, name.as_ptr(), value) };
-}
-
-/// Adds a text field to the current section.
-pub fn add_text(ctx: *mut raw::RedisModuleInfoCtx, name: &CStr, value: &str) {
-    let Ok(value) = CString::new(value) else { return };
-    // SAFETY: valid info context; NUL-terminated name and value.
-    unsafe { api!(RedisModule_InfoAddFieldCString)(ctx, name.as_ptr(), value.as_ptr().cast_mut()) };
-}
+pub use crate::ffi::{add_field, add_section, add_text};
 
 /// Arrays of 1 MiB or more never offered to active defrag.
 pub static DEFRAG_LARGE_KEPT: AtomicU64 = AtomicU64::new(0);
@@ -294,14 +275,7 @@ pub fn get(counter: &AtomicU64) -> u64 {
 /// `stats`, where monitoring has always read them).
 pub fn write_module_fields(ctx: *mut raw::RedisModuleInfoCtx) {
     add_field(ctx, c"maxmemory_refusals", get(&crate::ffi::MAXMEMORY_REFUSALS));
-    // SAFETY: valid info context; NUL-terminated name and value.
-    unsafe {
-        api!(RedisModule_InfoAddFieldCString)(
-            ctx,
-            c"bloomkit_version".as_ptr(),
-            concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast(),
-        );
-    }
+    add_text(ctx, c"bloomkit_version", env!("CARGO_PKG_VERSION"));
 }
 
 /// Flushes of every database, and telling the main thread from the others
@@ -313,7 +287,6 @@ pub mod flush {
     use redis_module::raw;
 
     use super::Counters;
-    use crate::ffi::api;
 
     /// The server's main thread (`pthread_self`), recorded at load, where
     /// the server runs commands, loads, keyspace changes and synchronous frees.
@@ -375,10 +348,6 @@ pub mod flush {
     pub fn subscribe(ctx: *mut raw::RedisModuleCtx, all: impl IntoIterator<Item = &'static Counters>) {
         record_main_thread();
         ALL.lock().unwrap_or_else(|e| e.into_inner()).extend(all);
-        if crate::ffi::has_api!(RedisModule_SubscribeToServerEvent) {
-            let event = raw::RedisModuleEvent { id: raw::REDISMODULE_EVENT_FLUSHDB, dataver: 1 };
-            // SAFETY: valid context during OnLoad; a callback of the declared signature.
-            unsafe { api!(RedisModule_SubscribeToServerEvent)(ctx, event, Some(on_flush)) };
-        }
+        crate::ffi::subscribe(ctx, raw::REDISMODULE_EVENT_FLUSHDB, on_flush);
     }
 }

@@ -15,8 +15,8 @@ use bloomkit_core::common::memory::Limits;
 use redis_module::raw;
 
 use crate::config;
-use crate::ffi::{api, digest_buffers, emit_aof_chunk, emit_aof_command, guard, log};
-use crate::io::{self, IoReader, IoWriter};
+use crate::ffi::io::{self, IoReader, IoWriter};
+use crate::ffi::{emit_aof_chunk, emit_aof_command, guard, log};
 use crate::keys::Stored;
 
 /// What a loader gets: the server's RDB reader (a file at startup or a
@@ -47,33 +47,7 @@ impl Load {
     }
 }
 
-/// Where `DEBUG DIGEST-VALUE` goes: buffers, integers, then the end of the
-/// value's sequence (added once, after [`Value::digest`]).
-pub struct DigestOut(*mut raw::RedisModuleDigest);
-
-impl DigestOut {
-    /// Each buffer, then the end of the sequence (what most types need).
-    pub fn buffers(&mut self, buffers: &[&[u8]]) {
-        digest_buffers(self.0, buffers);
-    }
-
-    /// One buffer of the sequence (end it with [`DigestOut::end`]).
-    pub fn buffer(&mut self, b: &[u8]) {
-        // SAFETY: a valid digest handle; the server only reads the bytes.
-        unsafe { api!(RedisModule_DigestAddStringBuffer)(self.0, b.as_ptr().cast_mut().cast(), b.len()) };
-    }
-
-    /// One integer of the sequence.
-    pub fn long(&mut self, v: i64) {
-        // SAFETY: a valid digest handle.
-        unsafe { api!(RedisModule_DigestAddLongLong)(self.0, v) };
-    }
-
-    pub fn end(&mut self) {
-        // SAFETY: a valid digest handle.
-        unsafe { api!(RedisModule_DigestEndSequence)(self.0) };
-    }
-}
+pub use crate::ffi::DigestOut;
 
 /// Where an AOF rewrite writes a value: commands naming its key.
 pub struct Rewrite {
@@ -164,7 +138,7 @@ macro_rules! plain_value {
                 $ty::load(&mut from.reader(), from.encver, from.limits()).map_err(|e| e.to_string())
             }
 
-            fn save(&mut self, to: &mut $crate::io::IoWriter) {
+            fn save(&mut self, to: &mut $crate::ffi::io::IoWriter) {
                 $ty::save(self, to)
             }
 

@@ -18,11 +18,10 @@ use bloomkit_core::apbf::{self, Apbf, ApbfError, Window};
 use bloomkit_core::common::fmt::format_g;
 use bloomkit_core::common::parse::parse_long_long;
 use bloomkit_core::{Limits, Reply};
-use redis_module::raw;
 
 use super::counters::{self, COUNTERS};
 use crate::command::Outcome;
-use crate::ffi::{api, Arg, Ctx, Key};
+use crate::ffi::{Arg, Ctx, Key};
 use crate::{config, keys};
 
 fn lookup(key: &Key) -> Result<Option<NonNull<Apbf>>, Reply> {
@@ -31,8 +30,7 @@ fn lookup(key: &Key) -> Result<Option<NonNull<Apbf>>, Reply> {
 
 /// The clock time decisions are made with (plus the test offset).
 fn now_ms() -> u64 {
-    // SAFETY: callable from any command.
-    let ms = unsafe { api!(RedisModule_Milliseconds)() };
+    let ms = crate::ffi::milliseconds();
     (ms.max(0) as u64).saturating_add(super::settings::clock_offset_ms())
 }
 

@@ -7,7 +7,7 @@ use std::ffi::c_int;
 use bloomkit_core::apbf::{Apbf, TYPE_NAME};
 use bloomkit_core::common::fields::{FieldReader, FieldWriter};
 
-use crate::io::IoWriter;
+use crate::ffi::io::IoWriter;
 use crate::keys::stored;
 use crate::value::{DigestOut, Load, Rewrite, Value};
 

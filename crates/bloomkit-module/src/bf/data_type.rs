@@ -9,8 +9,8 @@ use std::ffi::c_int;
 
 use bloomkit_core::bf::{check_counts, rdb, scandump as dump, Chain, Counts};
 
+use crate::ffi::io::IoWriter;
 use crate::ffi::log;
-use crate::io::IoWriter;
 use crate::keys::stored;
 use crate::value::{DigestOut, Load, Rewrite, Value};
 

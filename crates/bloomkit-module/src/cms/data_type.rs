@@ -11,7 +11,7 @@ use std::ffi::c_int;
 
 use bloomkit_core::cms::{CellSize, CountMinSketch, ENCODING_VERSION, TYPE_NAME};
 
-use crate::io::IoWriter;
+use crate::ffi::io::IoWriter;
 use crate::keys::stored;
 use crate::value::{DigestOut, Load, Rewrite, Value};
 

@@ -11,7 +11,7 @@ use bloomkit_core::common::payload::MODULE_VALUE_RDB_VERSION;
 use bloomkit_core::tdigest::{TDigest, ENCODING_VERSION, TYPE_NAME};
 use redis_module::raw;
 
-use crate::io::IoWriter;
+use crate::ffi::io::IoWriter;
 use crate::keys::stored;
 use crate::value::{self, DigestOut, Load, Rewrite, Value};
 

@@ -19,11 +19,10 @@ use bloomkit_core::topk::args::{
 };
 use bloomkit_core::topk::{TopK, TopkError};
 use bloomkit_core::{Reply, ReplyError};
-use redis_module::raw;
 
 use super::counters::{self, COUNTERS};
 use crate::command::Outcome;
-use crate::ffi::{api, Arg, Ctx, Key};
+use crate::ffi::{Arg, Ctx, Key};
 use crate::keys::Stored;
 use crate::{config, keys};
 
@@ -37,8 +36,7 @@ fn existing(key: &Key) -> Result<NonNull<TopK>, Reply> {
 pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_reserve_arity(argv)?;
     let key = Key::open(ctx, &argv[1], true);
-    // SAFETY: an open key; the type does not matter, only whether it is empty.
-    if unsafe { api!(RedisModule_KeyType)(key.raw()) } != raw::REDISMODULE_KEYTYPE_EMPTY as i32 {
+    if !key.is_empty() {
         return Err(TopkError::KeyExists.into());
     }
     let params = parse_reserve(argv)?;

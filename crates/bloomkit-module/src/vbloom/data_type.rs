@@ -7,8 +7,8 @@ use std::ffi::c_int;
 
 use bloomkit_core::vbloom::{Object, ENCODING_VERSION, TYPE_NAME};
 
+use crate::ffi::io::IoWriter;
 use crate::ffi::log;
-use crate::io::IoWriter;
 use crate::keys::{DataType, Stored};
 use crate::stats::Counters;
 use crate::value::{DigestOut, Load, Rewrite, Value};

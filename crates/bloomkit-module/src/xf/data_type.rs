@@ -9,7 +9,7 @@ use bloomkit_core::xf::{XfFilter, ENCODING_VERSION, TYPE_NAME};
 use bloomkit_core::common::fields::{FieldReader, FieldWriter};
 use redis_module::raw;
 
-use crate::io::{IoReader, IoWriter};
+use crate::ffi::io::{IoReader, IoWriter};
 use crate::keys::stored;
 use crate::value::{DigestOut, Load, Rewrite, Value};
 

@@ -1,9 +1,13 @@
-//! The few module-API calls bloomkit makes, behind small safe wrappers.
+//! The few module-API calls bloomkit makes, behind small safe wrappers:
+//! every raw call of the module's runtime is here ([`io`]: the RDB fields);
+//! registration (commands, configs, data types) keeps its own.
 //!
 //! Handlers see argv as `&[Arg]` (a view, no copy) and a `Ctx` that replies;
 //! nothing here allocates on the hot path.
 
-use std::ffi::{c_int, CString};
+pub mod io;
+
+use std::ffi::{c_int, CStr, CString};
 use std::ptr::NonNull;
 
 use redis_module::raw;
@@ -31,6 +35,107 @@ macro_rules! has_api {
     }};
 }
 pub(crate) use has_api;
+
+/// A callback for a server event ([`subscribe`]).
+pub type EventCallback =
+    extern "C" fn(*mut raw::RedisModuleCtx, raw::RedisModuleEvent, u64, *mut std::ffi::c_void);
+
+/// Calls `callback` on every server event `id` (`REDISMODULE_EVENT_*`), on
+/// servers that have events (all but the oldest); whether it subscribed.
+pub fn subscribe(ctx: *mut raw::RedisModuleCtx, id: u64, callback: EventCallback) -> bool {
+    if !has_api!(RedisModule_SubscribeToServerEvent) {
+        return false;
+    }
+    let event = raw::RedisModuleEvent { id, dataver: 1 };
+    // SAFETY: a valid context during OnLoad; a callback of the declared signature.
+    unsafe {
+        api!(RedisModule_SubscribeToServerEvent)(ctx, event, Some(callback)) == raw::REDISMODULE_OK as c_int
+    }
+}
+
+/// The server's used memory over its `maxmemory`, where the server says
+/// (Redis 7+, Valkey).
+pub fn used_memory_ratio() -> Option<f64> {
+    // SAFETY: no arguments; reads the allocator's counter.
+    has_api!(RedisModule_GetUsedMemoryRatio)
+        .then(|| f64::from(unsafe { api!(RedisModule_GetUsedMemoryRatio)() }))
+}
+
+/// The server's `maxmemory`, and whether its policy is `noeviction` (from
+/// `INFO memory`), where the server can say (Redis 6.2+, Valkey).
+pub fn maxmemory(ctx: *mut raw::RedisModuleCtx) -> Option<(u64, bool)> {
+    if !has_api!(RedisModule_GetServerInfo) {
+        return None;
+    }
+    // SAFETY: a valid (or null, which the call allows) context; the data is
+    // freed before returning.
+    unsafe {
+        let info = api!(RedisModule_GetServerInfo)(ctx, c"memory".as_ptr());
+        if info.is_null() {
+            return None;
+        }
+        let mut err: c_int = 0;
+        let value = api!(RedisModule_ServerInfoGetFieldUnsigned)(info, c"maxmemory".as_ptr(), &mut err);
+        let policy = api!(RedisModule_ServerInfoGetFieldC)(info, c"maxmemory_policy".as_ptr());
+        let noeviction = !policy.is_null() && CStr::from_ptr(policy).to_bytes() == b"noeviction";
+        api!(RedisModule_FreeServerInfo)(ctx, info);
+        (err == 0).then_some((value, noeviction))
+    }
+}
+
+/// Adds an ACL category, where the server lets modules add one.
+pub fn add_acl_category(ctx: *mut raw::RedisModuleCtx, name: &CStr) -> Result<(), String> {
+    if has_api!(RedisModule_AddACLCategory) {
+        // SAFETY: valid context during OnLoad.
+        if unsafe { api!(RedisModule_AddACLCategory)(ctx, name.as_ptr()) } != raw::REDISMODULE_OK as c_int {
+            return Err(format!("could not add the ACL category {}", name.to_string_lossy()));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the server takes command metadata (`COMMAND DOCS`, key specs:
+/// Redis 7+, Valkey).
+pub fn has_command_info() -> bool {
+    has_api!(RedisModule_SetCommandInfo)
+}
+
+/// The command this module registered as `name`.
+pub fn get_command(ctx: *mut raw::RedisModuleCtx, name: &CStr) -> *mut raw::RedisModuleCommand {
+    // SAFETY: valid context during OnLoad; the server only reads the name.
+    unsafe { api!(RedisModule_GetCommand)(ctx, name.as_ptr()) }
+}
+
+/// Whether the server has module configs (`CONFIG SET bf.*`: Redis 7+, Valkey).
+pub fn has_module_configs() -> bool {
+    has_api!(RedisModule_RegisterNumericConfig)
+}
+
+/// Applies the configs registered so far from the configuration file and
+/// command line; whether the server accepted every value.
+pub fn load_configs(ctx: *mut raw::RedisModuleCtx) -> bool {
+    // SAFETY: valid context during OnLoad.
+    unsafe { api!(RedisModule_LoadConfigs)(ctx) == raw::REDISMODULE_OK as c_int }
+}
+
+/// Asks the server to hand load errors back (a corrupt value in RESTORE or
+/// an RDB file is then an error, not an exit).
+pub fn handle_io_errors(ctx: *mut raw::RedisModuleCtx) {
+    // SAFETY: valid context during OnLoad.
+    unsafe { api!(RedisModule_SetModuleOptions)(ctx, raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int) };
+}
+
+/// Registers the module's `INFO` sections' writer; whether it was taken.
+pub fn register_info(ctx: *mut raw::RedisModuleCtx, info: raw::RedisModuleInfoFunc) -> bool {
+    // SAFETY: valid context during OnLoad; a callback of the declared signature.
+    unsafe { api!(RedisModule_RegisterInfoFunc)(ctx, info) == raw::REDISMODULE_OK as c_int }
+}
+
+/// The server's clock, in milliseconds (the one its expirations use).
+pub fn milliseconds() -> i64 {
+    // SAFETY: no arguments.
+    unsafe { api!(RedisModule_Milliseconds)() }
+}
 
 /// One command argument; `&[Arg]` is a view of the server's argv.
 #[repr(transparent)]
@@ -421,8 +526,18 @@ impl Key {
         }
     }
 
-    pub fn raw(&self) -> *mut raw::RedisModuleKey {
-        self.ptr
+    /// Makes `value` (of module type `ty`) the key's value; the keyspace owns
+    /// it when this answers true (false: refused, still the caller's).
+    pub fn set_module_value(&self, ty: *mut raw::RedisModuleType, value: *mut std::ffi::c_void) -> bool {
+        // SAFETY: a key opened for writing; the type's callbacks own the value from here.
+        unsafe { api!(RedisModule_ModuleTypeSetValue)(self.ptr, ty, value) == raw::REDISMODULE_OK as c_int }
+    }
+
+    /// Whether the key holds nothing (of any type).
+    pub fn is_empty(&self) -> bool {
+        // SAFETY: an open key (or null, which `slot` treats as empty).
+        self.ptr.is_null()
+            || unsafe { api!(RedisModule_KeyType)(self.ptr) } == raw::REDISMODULE_KEYTYPE_EMPTY as c_int
     }
 }
 
@@ -488,14 +603,77 @@ pub fn emit_aof_command(
     };
 }
 
-/// Adds buffers to a DEBUG DIGEST, then ends the value's sequence.
-pub fn digest_buffers(md: *mut raw::RedisModuleDigest, buffers: &[&[u8]]) {
-    for bytes in buffers {
-        // SAFETY: a valid digest handle; the server only reads the bytes.
-        unsafe { api!(RedisModule_DigestAddStringBuffer)(md, bytes.as_ptr().cast_mut().cast(), bytes.len()) };
+/// Where `DEBUG DIGEST-VALUE` goes: buffers, integers, then the end of the
+/// value's sequence (added once, after [`Value::digest`]).
+pub struct DigestOut(pub(crate) *mut raw::RedisModuleDigest);
+
+impl DigestOut {
+    /// Each buffer, then the end of the sequence (what most types need).
+    pub fn buffers(&mut self, buffers: &[&[u8]]) {
+        for b in buffers {
+            self.buffer(b);
+        }
+        self.end();
     }
-    // SAFETY: a valid digest handle.
-    unsafe { api!(RedisModule_DigestEndSequence)(md) };
+
+    /// One buffer of the sequence (end it with [`DigestOut::end`]).
+    pub fn buffer(&mut self, b: &[u8]) {
+        // SAFETY: a valid digest handle; the server only reads the bytes.
+        unsafe { api!(RedisModule_DigestAddStringBuffer)(self.0, b.as_ptr().cast_mut().cast(), b.len()) };
+    }
+
+    /// One integer of the sequence.
+    pub fn long(&mut self, v: i64) {
+        // SAFETY: a valid digest handle.
+        unsafe { api!(RedisModule_DigestAddLongLong)(self.0, v) };
+    }
+
+    pub fn end(&mut self) {
+        // SAFETY: a valid digest handle.
+        unsafe { api!(RedisModule_DigestEndSequence)(self.0) };
+    }
+}
+
+/// A new string with no context (kept past any command); the caller owns
+/// its one reference ([`free_string`]) or hands it to the server.
+pub fn new_string(text: &str) -> *mut raw::RedisModuleString {
+    // SAFETY: a null context is allowed; the server copies the bytes.
+    unsafe { api!(RedisModule_CreateString)(std::ptr::null_mut(), text.as_ptr().cast(), text.len()) }
+}
+
+/// Takes a reference to a string the server passed (it stays valid until
+/// [`free_string`]).
+pub fn retain_string(s: *mut raw::RedisModuleString) {
+    // SAFETY: a valid string; a null context retains it for good.
+    unsafe { api!(RedisModule_RetainString)(std::ptr::null_mut(), s) };
+}
+
+/// Releases one reference the module holds (from [`new_string`] or
+/// [`retain_string`]); null is nothing.
+pub fn free_string(s: *mut raw::RedisModuleString) {
+    if !s.is_null() {
+        // SAFETY: a reference the module owns, released once.
+        unsafe { api!(RedisModule_FreeString)(std::ptr::null_mut(), s) };
+    }
+}
+
+/// Starts a section of `INFO bf`.
+pub fn add_section(ctx: *mut raw::RedisModuleInfoCtx, name: &CStr) {
+    // SAFETY: valid info context; NUL-terminated name.
+    unsafe { api!(RedisModule_InfoAddSection)(ctx, name.as_ptr()) };
+}
+
+/// Adds a field to the current section.
+pub fn add_field(ctx: *mut raw::RedisModuleInfoCtx, name: &CStr, value: u64) {
+    // SAFETY: valid info context; NUL-terminated name.
+    unsafe { api!(RedisModule_InfoAddFieldULongLong)(ctx, name.as_ptr(), value) };
+}
+
+/// Adds a text field to the current section.
+pub fn add_text(ctx: *mut raw::RedisModuleInfoCtx, name: &CStr, value: &str) {
+    let Ok(value) = CString::new(value) else { return };
+    // SAFETY: valid info context; NUL-terminated name and value.
+    unsafe { api!(RedisModule_InfoAddFieldCString)(ctx, name.as_ptr(), value.as_ptr().cast_mut()) };
 }
 
 /// Runs a callback, turning a panic into `fallback` so that it never unwinds
