@@ -1627,3 +1627,66 @@ impl XfFilter {
         (used / 8, alloc / 8, self.size_bytes() - alloc / 8)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// DESIGN.md, invariant 4: a block grows at its threshold, between 0.72
+    /// and 1.44 entries per quotient, spread over that whole range by its
+    /// place, never at one value for all blocks.
+    #[test]
+    fn split_thresholds_spread_from_0_72_to_1_44_per_quotient() {
+        for qbits in [GROW_QBITS, 10, 12] {
+            let q = f64::from(1u32 << qbits);
+            let (mut low, mut high) = (f64::MAX, 0f64);
+            for depth in 1..30 {
+                for prefix in 0..200u64 {
+                    let t = f64::from(split_at(qbits, depth, prefix)) / q;
+                    assert!((0.718..=1.44).contains(&t), "{qbits} {depth} {prefix}: {t}");
+                    (low, high) = (low.min(t), high.max(t));
+                }
+            }
+            assert!(low < 0.74 && high > 1.39, "{qbits}: {low}..{high}");
+        }
+        // A lone block doubles at one entry per quotient.
+        assert_eq!(grow_threshold(true, 5, 0, 0), 32);
+    }
+
+    /// Invariant 5: a new entry's fingerprint length is the schedule's
+    /// length rounded down or up (never further), in the proportion that
+    /// makes its expected mass the schedule's budget exactly.
+    #[test]
+    fn fingerprint_lengths_round_either_way_to_the_budget() {
+        for (error, k, last) in [(0.01, 0, 10), (0.01, 3, 10), (1e-4, 7, 20), (0.3, 2, 5)] {
+            let per_quotient = if k == 0 { 1.0 } else { 0.52 };
+            let budget = error / harmonic(last + 1) / f64::from(k + 1);
+            let exact = (per_quotient / budget).log2();
+            let steps = 100_000;
+            let mut mass = 0.0;
+            for i in 0..steps {
+                let f = fingerprint_bits(error, k, last, 0.0, (f64::from(i) + 0.5) / f64::from(steps));
+                assert!(
+                    f == exact.floor() as u32 || f == exact.ceil() as u32,
+                    "{error} {k}: {f} for {exact}"
+                );
+                mass += per_quotient * 2f64.powi(-(f as i32));
+            }
+            let mean = mass / f64::from(steps);
+            assert!((mean / budget - 1.0).abs() < 0.001, "{error} {k}: {mean} against {budget}");
+        }
+    }
+
+    /// Invariant 6: the directory is at most 16 slots per block (1,024
+    /// below that), and blocks grow at most three levels past the schedule's
+    /// last, within MAX_DEPTH.
+    #[test]
+    fn the_directory_cap_and_the_deepest_level() {
+        for blocks in [1u64, 2, 100, 1 << 20] {
+            assert!(directory_fits(blocks * 16 + 1024, blocks));
+            assert!(!directory_fits(blocks * 16 + 1025, blocks));
+        }
+        assert_eq!(deepest_level(20, GROW_QBITS), 23);
+        assert_eq!(deepest_level(MAX_DEPTH + GROW_QBITS, GROW_QBITS), MAX_DEPTH + GROW_QBITS);
+    }
+}

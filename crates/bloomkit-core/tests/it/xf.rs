@@ -1197,3 +1197,34 @@ fn a_deployment_key_never_leaves_the_process() {
     let seeded = XfFilter::with_seed(params, key, NONE).unwrap();
     assert_eq!(XfFilter::merged(Some(&f), &[&seeded], false, NONE).err(), Some(XfError::MergeIncompatible));
 }
+
+/// DESIGN.md's invariants each name the tests that check them: every name
+/// there (in backquotes, in words joined by `_`) is a test of this crate,
+/// so that renaming or deleting one shows up here, not as a stale document.
+#[test]
+fn every_invariant_names_tests_that_exist() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let design = std::fs::read_to_string(root.join("src/xf/DESIGN.md")).unwrap();
+    let section = design.split("## Invariants").nth(1).unwrap().split("\n## ").next().unwrap();
+    let mut sources = String::new();
+    for dir in ["src/xf", "tests/it"] {
+        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "rs") {
+                sources += &std::fs::read_to_string(path).unwrap();
+            }
+        }
+    }
+    let names: Vec<&str> = section
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|n| {
+            n.contains('_') && n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        })
+        .collect();
+    assert!(names.len() >= 25, "{names:?}");
+    for name in names {
+        assert!(sources.contains(&format!("fn {name}(")), "DESIGN.md names `{name}`, which is no test");
+    }
+}
