@@ -202,7 +202,7 @@ extern "C" fn rdb_load<T: Value>(io: *mut raw::RedisModuleIO, encver: c_int) -> 
         match T::load(&mut from) {
             Ok(v) => {
                 if from.loading {
-                    io::warn_if_over_limit(io, v.memory() as u64);
+                    warn_if_over_limit(io, v.memory() as u64);
                 }
                 v.into_value()
             }
@@ -316,4 +316,22 @@ extern "C" fn copy<T: Value>(
         Some(v) => v.into_value(),
         None => std::ptr::null_mut(),
     })
+}
+
+/// A filter above `bf.max-filter-bytes` in the RDB file is kept at startup
+/// (refusing it would stop the server or lose the data), and said so.
+fn warn_if_over_limit(io: *mut raw::RedisModuleIO, size: u64) {
+    let Some(limit) = config::limits_for_load(false).max_bytes else { return };
+    if size <= limit {
+        return;
+    }
+    let key = io::key_name(io);
+    log(
+        std::ptr::null_mut(),
+        c"warning",
+        &format!(
+            "bloomkit: loaded filter '{key}' of {size} bytes, above bf.max-filter-bytes ({limit}); \
+             kept, since refusing it at load would lose it; it cannot grow until the limit is raised"
+        ),
+    );
 }

@@ -5,8 +5,7 @@
 use bloomkit_core::common::fields::{FieldError, FieldReader, FieldWriter};
 use redis_module::raw;
 
-use crate::config;
-use crate::ffi::{api, log};
+use crate::ffi::api;
 
 pub(crate) struct IoReader(pub(crate) *mut raw::RedisModuleIO);
 
@@ -96,22 +95,4 @@ pub(crate) fn key_name(io: *mut raw::RedisModuleIO) -> String {
         let ptr = api!(RedisModule_StringPtrLen)(name, &mut len);
         String::from_utf8_lossy(std::slice::from_raw_parts(ptr.cast::<u8>(), len)).into_owned()
     }
-}
-
-/// A filter above `bf.max-filter-bytes` in the RDB file is kept at startup
-/// (refusing it would stop the server or lose the data), and said so.
-pub(crate) fn warn_if_over_limit(io: *mut raw::RedisModuleIO, size: u64) {
-    let Some(limit) = config::limits_for_load(false).max_bytes else { return };
-    if size <= limit {
-        return;
-    }
-    let key = key_name(io);
-    log(
-        std::ptr::null_mut(),
-        c"warning",
-        &format!(
-            "bloomkit: loaded filter '{key}' of {size} bytes, above bf.max-filter-bytes ({limit}); \
-             kept, since refusing it at load would lose it; it cannot grow until the limit is raised"
-        ),
-    );
 }
