@@ -64,23 +64,11 @@ pub fn used_memory_ratio() -> Option<f64> {
 /// The server's `maxmemory`, and whether its policy is `noeviction` (from
 /// `INFO memory`), where the server can say (Redis 6.2+, Valkey).
 pub fn maxmemory(ctx: *mut raw::RedisModuleCtx) -> Option<(u64, bool)> {
-    if !has_api!(RedisModule_GetServerInfo) {
-        return None;
-    }
-    // SAFETY: a valid (or null, which the call allows) context; the data is
-    // freed before returning.
-    unsafe {
-        let info = api!(RedisModule_GetServerInfo)(ctx, c"memory".as_ptr());
-        if info.is_null() {
-            return None;
-        }
-        let mut err: c_int = 0;
-        let value = api!(RedisModule_ServerInfoGetFieldUnsigned)(info, c"maxmemory".as_ptr(), &mut err);
-        let policy = api!(RedisModule_ServerInfoGetFieldC)(info, c"maxmemory_policy".as_ptr());
-        let noeviction = !policy.is_null() && CStr::from_ptr(policy).to_bytes() == b"noeviction";
-        api!(RedisModule_FreeServerInfo)(ctx, info);
-        (err == 0).then_some((value, noeviction))
-    }
+    server_info(ctx, c"memory", |info| {
+        let noeviction = info.text(c"maxmemory_policy").is_some_and(|p| p == "noeviction");
+        info.unsigned(c"maxmemory").map(|m| (m, noeviction))
+    })
+    .flatten()
 }
 
 /// Adds an ACL category, where the server lets modules add one.
@@ -422,31 +410,17 @@ pub enum ServerKind {
 /// Valkey, which also reports a Redis-compatible one; `None` when the
 /// server does not say (before `RedisModule_GetServerInfo`).
 pub fn server_version(ctx: *mut raw::RedisModuleCtx) -> Option<(ServerKind, u32, u32)> {
-    if !has_api!(RedisModule_GetServerInfo) {
-        return None;
-    }
-    // SAFETY: valid context; the fields are copied out before the data is freed.
-    unsafe {
-        let info = api!(RedisModule_GetServerInfo)(ctx, c"server".as_ptr());
-        if info.is_null() {
-            return None;
-        }
-        let field = |name: &std::ffi::CStr| {
-            let p = api!(RedisModule_ServerInfoGetFieldC)(info, name.as_ptr());
-            (!p.is_null()).then(|| std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned())
-        };
-        let valkey = field(c"valkey_version");
-        let named_valkey = field(c"server_name").is_some_and(|n| n == "valkey");
-        let redis = field(c"redis_version");
-        api!(RedisModule_FreeServerInfo)(ctx, info);
-        let (kind, version) = match valkey {
-            Some(v) => (ServerKind::Valkey, v),
-            None if named_valkey => (ServerKind::Valkey, String::new()),
-            None => (ServerKind::Redis, redis.unwrap_or_default()),
-        };
-        let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-        Some((kind, parts.next().unwrap_or(0), parts.next().unwrap_or(0)))
-    }
+    let (valkey, named_valkey, redis) = server_info(ctx, c"server", |info| {
+        let named_valkey = info.text(c"server_name").is_some_and(|n| n == "valkey");
+        (info.text(c"valkey_version"), named_valkey, info.text(c"redis_version"))
+    })?;
+    let (kind, version) = match valkey {
+        Some(v) => (ServerKind::Valkey, v),
+        None if named_valkey => (ServerKind::Valkey, String::new()),
+        None => (ServerKind::Redis, redis.unwrap_or_default()),
+    };
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    Some((kind, parts.next().unwrap_or(0), parts.next().unwrap_or(0)))
 }
 
 /// One field of one INFO section, as text (`None` before
@@ -459,17 +433,52 @@ pub fn server_info_field(
     if !has_api!(RedisModule_GetServerInfo) {
         return None;
     }
-    // SAFETY: valid context; the field is copied out before the data is freed.
-    unsafe {
-        let info = api!(RedisModule_GetServerInfo)(ctx, section.as_ptr());
-        if info.is_null() {
-            return None;
+    server_info(ctx, section, |info| info.text(name)).flatten().filter(|v| !v.is_empty())
+}
+
+/// One INFO section of the server while [`server_info`] holds it.
+struct InfoFields(*mut raw::RedisModuleServerInfoData);
+
+impl InfoFields {
+    /// A field as text, copied out.
+    fn text(&self, name: &CStr) -> Option<String> {
+        // SAFETY: held data; the text is copied before the data is freed.
+        unsafe {
+            let p = api!(RedisModule_ServerInfoGetFieldC)(self.0, name.as_ptr());
+            (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
         }
-        let p = api!(RedisModule_ServerInfoGetFieldC)(info, name.as_ptr());
-        let value = (!p.is_null()).then(|| std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned());
-        api!(RedisModule_FreeServerInfo)(ctx, info);
-        value.filter(|v| !v.is_empty())
     }
+
+    /// A field as an unsigned number, if it is one.
+    fn unsigned(&self, name: &CStr) -> Option<u64> {
+        let mut err: c_int = 0;
+        // SAFETY: held data; `err` is written by the call.
+        let value = unsafe { api!(RedisModule_ServerInfoGetFieldUnsigned)(self.0, name.as_ptr(), &mut err) };
+        (err == 0).then_some(value)
+    }
+}
+
+/// Reads one INFO section with `read` (`None` before
+/// `RedisModule_GetServerInfo`, or when the server gives no data): the one
+/// place the section is asked for and freed.
+fn server_info<T>(
+    ctx: *mut raw::RedisModuleCtx,
+    section: &CStr,
+    read: impl FnOnce(&InfoFields) -> T,
+) -> Option<T> {
+    if !has_api!(RedisModule_GetServerInfo) {
+        return None;
+    }
+    // SAFETY: a valid (or null, which the call allows) context.
+    let info = unsafe { api!(RedisModule_GetServerInfo)(ctx, section.as_ptr()) };
+    if info.is_null() {
+        return None;
+    }
+    let fields = InfoFields(info);
+    let out = read(&fields);
+    // SAFETY: the data the call above gave, freed once.
+    unsafe { api!(RedisModule_FreeServerInfo)(ctx, info) };
+    Some(out)
 }
 
 /// Writes to the server log (`ctx` may be null).
