@@ -5,6 +5,8 @@
 //! when one of them misses a family: a new family is its two folders and
 //! one entry here.
 
+use crate::common::value::FamilyValue;
+
 /// How a key of a family moves between servers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Moves {
@@ -41,56 +43,56 @@ impl Kind {
 pub const BF: Kind = Kind {
     prefix: "BF",
     name: "Bloom filter",
-    type_name: crate::bf::rdb::TYPE_NAME,
+    type_name: <crate::bf::Chain as FamilyValue>::TYPE_NAME,
     info_command: "BF.INFO",
     moves: Moves::Chunks,
 };
 pub const CF: Kind = Kind {
     prefix: "CF",
     name: "cuckoo filter",
-    type_name: crate::cf::TYPE_NAME,
+    type_name: <crate::cf::CuckooFilter as FamilyValue>::TYPE_NAME,
     info_command: "CF.INFO",
     moves: Moves::Chunks,
 };
 pub const APBF: Kind = Kind {
     prefix: "APBF",
     name: "sliding-window filter (APBF)",
-    type_name: crate::apbf::TYPE_NAME,
+    type_name: <crate::apbf::Apbf as FamilyValue>::TYPE_NAME,
     info_command: "APBF.INFO",
     moves: Moves::Chunks,
 };
 pub const VBLOOM: Kind = Kind {
     prefix: "BF",
     name: "valkey-bloom filter",
-    type_name: crate::vbloom::TYPE_NAME,
+    type_name: <crate::vbloom::Object as FamilyValue>::TYPE_NAME,
     info_command: "BF.INFO",
     moves: Moves::Whole,
 };
 pub const CMS: Kind = Kind {
     prefix: "CMS",
     name: "Count-Min Sketch",
-    type_name: crate::cms::TYPE_NAME,
+    type_name: <crate::cms::CountMinSketch as FamilyValue>::TYPE_NAME,
     info_command: "CMS.INFO",
     moves: Moves::Whole,
 };
 pub const TOPK: Kind = Kind {
     prefix: "TOPK",
     name: "Top-K",
-    type_name: crate::topk::TYPE_NAME,
+    type_name: <crate::topk::TopK as FamilyValue>::TYPE_NAME,
     info_command: "TOPK.INFO",
     moves: Moves::Whole,
 };
 pub const TDIGEST: Kind = Kind {
     prefix: "TDIGEST",
     name: "t-digest",
-    type_name: crate::tdigest::TYPE_NAME,
+    type_name: <crate::tdigest::TDigest as FamilyValue>::TYPE_NAME,
     info_command: "TDIGEST.INFO",
     moves: Moves::Whole,
 };
 pub const XF: Kind = Kind {
     prefix: "XF",
     name: "expandable filter (XF)",
-    type_name: crate::xf::TYPE_NAME,
+    type_name: <crate::xf::XfFilter as FamilyValue>::TYPE_NAME,
     info_command: "XF.INFO",
     moves: Moves::Chunks,
 };
@@ -101,6 +103,20 @@ pub const KINDS: [Kind; 8] = [BF, CF, APBF, VBLOOM, CMS, TOPK, TDIGEST, XF];
 /// The family whose data type is `type_name`, if bloomkit serves it.
 pub fn by_type_name(type_name: &str) -> Option<&'static Kind> {
     KINDS.iter().find(|k| k.type_name == type_name)
+}
+
+/// Where the family whose data type is `type_name` stands in [`KINDS`]; a
+/// compile error where it is evaluated as a constant for a type that is in
+/// no entry (the module's registry of data types is indexed by it).
+pub const fn index_of(type_name: &str) -> usize {
+    let mut i = 0;
+    while i < KINDS.len() {
+        if same_name(KINDS[i].type_name, type_name) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("a data type that is in no entry of family::KINDS")
 }
 
 /// Whether two names are the same, where the compiler can check it
@@ -134,5 +150,6 @@ mod tests {
         assert!(same_name(XF.type_name, "bkit-xflt") && !same_name(XF.type_name, CF.type_name));
         assert_eq!(XF.a(), "an expandable filter (XF)");
         assert_eq!(BF.a(), "a Bloom filter");
+        assert_eq!(index_of(XF.type_name), KINDS.len() - 1);
     }
 }

@@ -265,6 +265,39 @@ pub const HEADER_LEN: usize = 8 + 14 * 8;
 /// Bytes of a first-format header.
 pub const HEADER_LEN_V1: usize = 8 + 10 * 8;
 
+/// The state as one string (the RDB value): encoding 1, the first format
+/// (`BKAPBF01`), and 2, burst-safe windows (`BKAPBF02`), both load; 2 is
+/// written.
+impl crate::common::value::FamilyValue for Apbf {
+    const TYPE_NAME: &'static str = super::TYPE_NAME;
+    const ENCODING_VERSION: i32 = 2;
+    type Error = ApbfError;
+
+    fn load(
+        r: &mut dyn crate::common::fields::FieldReader,
+        how: crate::common::value::Loading,
+    ) -> Result<Apbf, ApbfError> {
+        if !(1..=Self::ENCODING_VERSION).contains(&how.encver) {
+            return Err(ApbfError::BadState("its encoding version is unknown"));
+        }
+        let buffer = r.buffer().map_err(|_| ApbfError::BadState("it is cut short"))?;
+        Apbf::decode_owned(buffer.into_vec(), how.limits.max_bytes)
+    }
+    fn save(&mut self, w: &mut dyn crate::common::fields::FieldWriter) {
+        w.buffer(&self.encode())
+    }
+    /// The struct and its state.
+    fn size_bytes(&self) -> u64 {
+        (std::mem::size_of::<Apbf>() + self.bytes()) as u64
+    }
+    fn try_clone(&self) -> Result<Apbf, ApbfError> {
+        Apbf::try_clone(self)
+    }
+    fn relocate(&mut self, from: usize, to: &mut impl crate::common::memory::Relocate) -> Option<usize> {
+        Apbf::relocate(self, from, to)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -86,6 +86,31 @@ fn narrow(v: u64) -> Result<u32, BfError> {
     u32::try_from(v).map_err(|_| BfError::BadData)
 }
 
+/// The server's own data keeps counts a client's `RESTORE` would be refused
+/// ([`Counts::Trusted`]).
+impl crate::common::value::FamilyValue for Chain {
+    const TYPE_NAME: &'static str = TYPE_NAME;
+    const ENCODING_VERSION: i32 = ENCODING_VERSION;
+    type Error = BfError;
+
+    fn load(r: &mut dyn FieldReader, how: crate::common::value::Loading) -> Result<Chain, BfError> {
+        let counts = if how.own_data { Counts::Trusted } else { Counts::Checked };
+        load(r, how.encver, how.limits, counts)
+    }
+    fn save(&mut self, w: &mut dyn FieldWriter) {
+        save(self, w)
+    }
+    fn size_bytes(&self) -> u64 {
+        Chain::size_bytes(self)
+    }
+    fn try_clone(&self) -> Result<Chain, BfError> {
+        Chain::try_clone(self)
+    }
+    fn relocate(&mut self, from: usize, to: &mut impl crate::common::memory::Relocate) -> Option<usize> {
+        Chain::relocate(self, from, to)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

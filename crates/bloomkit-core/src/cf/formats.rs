@@ -173,6 +173,28 @@ impl CuckooFilter {
     }
 }
 
+impl crate::common::value::FamilyValue for CuckooFilter {
+    const TYPE_NAME: &'static str = TYPE_NAME;
+    const ENCODING_VERSION: i32 = ENCODING_VERSION;
+    type Error = CfError;
+
+    fn load(r: &mut dyn FieldReader, how: crate::common::value::Loading) -> Result<CuckooFilter, CfError> {
+        CuckooFilter::load(r, how.encver, how.limits)
+    }
+    fn save(&mut self, w: &mut dyn FieldWriter) {
+        CuckooFilter::save(self, w)
+    }
+    fn size_bytes(&self) -> u64 {
+        CuckooFilter::size_bytes(self)
+    }
+    fn try_clone(&self) -> Result<CuckooFilter, CfError> {
+        CuckooFilter::try_clone(self)
+    }
+    fn relocate(&mut self, from: usize, to: &mut impl crate::common::memory::Relocate) -> Option<usize> {
+        CuckooFilter::relocate(self, from, to)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

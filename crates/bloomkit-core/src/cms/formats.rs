@@ -131,6 +131,28 @@ impl CountMinSketch {
     }
 }
 
+impl crate::common::value::FamilyValue for CountMinSketch {
+    const TYPE_NAME: &'static str = super::TYPE_NAME;
+    const ENCODING_VERSION: i32 = super::ENCODING_VERSION;
+    type Error = CmsError;
+
+    fn load(r: &mut dyn FieldReader, how: crate::common::value::Loading) -> Result<CountMinSketch, CmsError> {
+        CountMinSketch::load(r, how.encver, how.limits)
+    }
+    fn save(&mut self, w: &mut dyn FieldWriter) {
+        CountMinSketch::save(self, w)
+    }
+    fn size_bytes(&self) -> u64 {
+        CountMinSketch::size_bytes(self)
+    }
+    fn try_clone(&self) -> Result<CountMinSketch, CmsError> {
+        CountMinSketch::try_clone(self)
+    }
+    fn relocate(&mut self, from: usize, to: &mut impl crate::common::memory::Relocate) -> Option<usize> {
+        CountMinSketch::relocate(self, from, to)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

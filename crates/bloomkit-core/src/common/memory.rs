@@ -107,7 +107,9 @@ pub fn zeroed_bytes(len: u64) -> Result<Box<[u8]>, OutOfMemory> {
 /// classes round every request up), which is what `used_memory` grows by.
 /// Every block the value frees when dropped is given, once, as its address
 /// and the size it was allocated with; a count that misses one lets the
-/// server's figures drift from the truth.
+/// server's figures drift from the truth. A value that counts its blocks
+/// itself at the allocator's sizes (XF) gives their total once, with a null
+/// address.
 pub trait HeapBlocks {
     fn heap_blocks(&self, each: &mut dyn FnMut(*const u8, usize));
 

@@ -14,6 +14,7 @@ pub mod parse;
 pub mod payload;
 pub mod reply;
 pub mod sizing;
+pub mod value;
 
 /// The largest chunk `*.SCANDUMP` hands out (RedisBloom's, for BF and CF;
 /// bloomkit's APBF uses the same): a client's reply buffer stays bounded

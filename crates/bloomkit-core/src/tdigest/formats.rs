@@ -238,6 +238,28 @@ fn read_centroids(
     Ok((means, weights))
 }
 
+impl crate::common::value::FamilyValue for TDigest {
+    const TYPE_NAME: &'static str = super::TYPE_NAME;
+    const ENCODING_VERSION: i32 = super::ENCODING_VERSION;
+    type Error = TdError;
+
+    fn load(r: &mut dyn FieldReader, how: crate::common::value::Loading) -> Result<TDigest, TdError> {
+        TDigest::load_version(r, how.encver, how.limits)
+    }
+    fn save(&mut self, w: &mut dyn FieldWriter) {
+        TDigest::save(self, w)
+    }
+    fn size_bytes(&self) -> u64 {
+        TDigest::size_bytes(self)
+    }
+    fn try_clone(&self) -> Result<TDigest, TdError> {
+        TDigest::try_clone(self)
+    }
+    fn relocate(&mut self, from: usize, to: &mut impl crate::common::memory::Relocate) -> Option<usize> {
+        TDigest::relocate(self, from, to)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

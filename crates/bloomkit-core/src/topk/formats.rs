@@ -168,6 +168,28 @@ fn canonical_slot(fp: u32, itemlen: u32, count: u32, text: &[u8]) -> bool {
     fits && !(empty_looking && itemlen != 0)
 }
 
+impl crate::common::value::FamilyValue for TopK {
+    const TYPE_NAME: &'static str = super::TYPE_NAME;
+    const ENCODING_VERSION: i32 = super::ENCODING_VERSION;
+    type Error = TopkError;
+
+    fn load(r: &mut dyn FieldReader, how: crate::common::value::Loading) -> Result<TopK, TopkError> {
+        TopK::load(r, how.encver, how.limits)
+    }
+    fn save(&mut self, w: &mut dyn FieldWriter) {
+        TopK::save(self, w)
+    }
+    fn size_bytes(&self) -> u64 {
+        TopK::size_bytes(self)
+    }
+    fn try_clone(&self) -> Result<TopK, TopkError> {
+        TopK::try_clone(self)
+    }
+    fn relocate(&mut self, from: usize, to: &mut impl crate::common::memory::Relocate) -> Option<usize> {
+        TopK::relocate(self, from, to)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

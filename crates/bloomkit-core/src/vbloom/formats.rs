@@ -199,6 +199,28 @@ impl<'a> Cursor<'a> {
     }
 }
 
+impl crate::common::value::FamilyValue for Object {
+    const TYPE_NAME: &'static str = TYPE_NAME;
+    const ENCODING_VERSION: i32 = ENCODING_VERSION;
+    type Error = ValkeyError;
+
+    fn load(r: &mut dyn FieldReader, how: crate::common::value::Loading) -> Result<Object, ValkeyError> {
+        Object::load(r, how.encver, how.limits)
+    }
+    fn save(&mut self, w: &mut dyn FieldWriter) {
+        Object::save(self, w)
+    }
+    fn size_bytes(&self) -> u64 {
+        Object::size(self)
+    }
+    fn try_clone(&self) -> Result<Object, ValkeyError> {
+        Object::try_clone(self)
+    }
+    fn relocate(&mut self, from: usize, to: &mut impl crate::common::memory::Relocate) -> Option<usize> {
+        Object::relocate(self, from, to)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1628,6 +1628,17 @@ impl XfFilter {
     }
 }
 
+/// XF counts its blocks itself, each at the allocator class it was sized to
+/// ([`XfFilter::size_bytes`], kept current by every write), so it gives
+/// them as one total without an address: what the counts of every other
+/// family reach block by block.
+impl crate::common::memory::HeapBlocks for XfFilter {
+    fn heap_blocks(&self, each: &mut dyn FnMut(*const u8, usize)) {
+        let own = std::mem::size_of::<XfFilter>() as u64;
+        each(std::ptr::null(), self.size_bytes().saturating_sub(own) as usize);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

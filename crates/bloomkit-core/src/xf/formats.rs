@@ -668,3 +668,25 @@ impl XfFilter {
 fn canonical_bytes(b: &Block) -> u64 {
     b.canonical_words().map_or(0, |w| w.len() as u64 * 8)
 }
+
+impl crate::common::value::FamilyValue for XfFilter {
+    const TYPE_NAME: &'static str = super::TYPE_NAME;
+    const ENCODING_VERSION: i32 = super::ENCODING_VERSION;
+    type Error = XfError;
+
+    fn load(r: &mut dyn FieldReader, how: crate::common::value::Loading) -> Result<XfFilter, XfError> {
+        XfFilter::load(r, how.encver, how.limits)
+    }
+    fn save(&mut self, w: &mut dyn FieldWriter) {
+        XfFilter::save(self, w)
+    }
+    fn size_bytes(&self) -> u64 {
+        XfFilter::size_bytes(self)
+    }
+    fn try_clone(&self) -> Result<XfFilter, XfError> {
+        XfFilter::try_clone(self)
+    }
+    fn relocate(&mut self, from: usize, to: &mut impl crate::common::memory::Relocate) -> Option<usize> {
+        XfFilter::relocate(self, from, to)
+    }
+}
