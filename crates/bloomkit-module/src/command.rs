@@ -151,9 +151,9 @@ pub fn run(ctx: Ctx, argv: &[Arg], handler: fn(Ctx, &[Arg]) -> Outcome) -> c_int
 /// active defrag's counters, COMMAND DOCS and the settings iterate them.
 pub struct Family {
     /// Its entry in core's list of every family ([`bloomkit_core::family::KINDS`]).
-    pub kind: &'static bloomkit_core::family::Kind,
+    pub kind: bloomkit_core::family::Kind,
     pub commands: &'static [Command],
-    /// Registers the family's data types (before any command).
+    /// Registers the family's data type (before any command).
     pub register: fn(*mut raw::RedisModuleCtx) -> Result<(), String>,
     /// The ACL category the family adds, where the server lets modules add
     /// one (APBF's and valkey-bloom's commands are in BF's `bloom`).
@@ -171,21 +171,20 @@ pub struct Family {
 }
 
 impl Family {
-    /// A family whose sections are its counters', whose commands register as
-    /// bloomkit's, and that has no settings.
-    pub const fn new(
-        kind: &'static bloomkit_core::family::Kind,
+    /// The family whose data type is `T`: its entry in core's list, its
+    /// type registered with the shared callbacks, its counters. Its `INFO
+    /// bf` sections are its counters', its commands register as bloomkit's,
+    /// and it has no settings, unless the family says otherwise.
+    pub const fn of<T: crate::value::Value>(
         commands: &'static [Command],
-        register: fn(*mut raw::RedisModuleCtx) -> Result<(), String>,
         acl_category: Option<&'static CStr>,
-        counters: &'static Counters,
     ) -> Family {
         Family {
-            kind,
+            kind: bloomkit_core::family::KINDS[T::SLOT],
             commands,
-            register,
+            register: crate::data_type::register::<T>,
             acl_category,
-            counters,
+            counters: T::COUNTERS,
             info: None,
             dialect: no_dialect,
             settings: &[],

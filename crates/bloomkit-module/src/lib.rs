@@ -14,6 +14,7 @@
 mod alloc;
 mod command;
 mod config;
+mod data_type;
 mod ffi;
 mod keys;
 mod stats;
@@ -114,14 +115,14 @@ fn load(ctx: *mut raw::RedisModuleCtx, args: &[Arg]) -> Result<(), String> {
     xf::secret::apply_load_args(args)?;
     stats::flush::subscribe(ctx, FAMILIES.iter().map(|f| f.counters));
     subscribe_to_forks(ctx);
-    value::measure_key_wrapper(ctx);
+    data_type::measure_key_wrapper(ctx);
     // The settings first: `bf.compat` (from a load argument or the
     // configuration file) decides how BF.* is registered and the encoding
     // version CMSk-TYPE registers with.
     config::register(Ctx(ctx))?;
     // Every type and ACL category before the commands: commands name the categories.
     for family in FAMILIES {
-        (family.register)(ctx)?;
+        (family.register)(ctx).map_err(|e| format!("{} ({}): {e}", family.kind.prefix, family.kind.name))?;
         if let Some(category) = family.acl_category {
             command::add_acl_category(ctx, category)?;
         }
@@ -174,7 +175,7 @@ mod tests {
     /// other: a family added to one and not the other fails here.
     #[test]
     fn families_are_core_s_kinds() {
-        let served: Vec<_> = super::FAMILIES.iter().map(|f| *f.kind).collect();
+        let served: Vec<_> = super::FAMILIES.iter().map(|f| f.kind).collect();
         assert_eq!(served, bloomkit_core::family::KINDS);
     }
 }

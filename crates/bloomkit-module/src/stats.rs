@@ -15,7 +15,7 @@
 //! `FLUSHDB SYNC`): the types answer a `free_effort` of at most 64, under
 //! which no server hands a value to its lazy-free thread (see
 //! `value::free_effort`; the big buffers of large values are freed on a
-//! thread of ours, after they left their counters: `keys::free_later`).
+//! thread of ours, after they left their counters: `value::free_later`).
 //! MOVE and RENAME unlink a key without freeing its value, and SWAPDB moves
 //! no value, so none of them needs looking at: earlier releases uncounted a
 //! value at its key's `unlink` and subscribed to every generic keyspace
@@ -162,7 +162,7 @@ impl Counters {
     }
 
     /// A stored value's bytes changed by `delta` (what a write allocated
-    /// minus what it freed: `keys::Stored::write`).
+    /// minus what it freed: `value::Value::write`).
     pub fn resized_by(&self, delta: i64) {
         if delta >= 0 {
             self.add(BYTES, delta as u64);

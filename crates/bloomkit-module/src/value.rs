@@ -1,33 +1,169 @@
-//! One data type for every family: the callbacks the server calls for a
-//! module value (RDB load and save, AOF rewrite, `DEBUG DIGEST-VALUE`,
-//! `COPY`, free, `MEMORY USAGE`, lazy-free effort, active defrag), written
-//! once here over [`Value`]. A family's `data_type.rs` implements [`Value`]
-//! (and [`Stored`]) for its core type with only what is its own: its name
-//! and encoding version (from core), how it loads and saves, what it
-//! digests, how it is rewritten into the AOF.
+//! A family's value as the server stores it: one trait, [`Value`], over
+//! core's contract ([`FamilyValue`]: name, encoding version, load, save,
+//! size, copy, relocation). A family declares its type one way, the same
+//! for all eight:
 //!
-//! Every callback runs inside [`guard`]: no panic crosses into the server,
-//! a failed load is logged and refused, a failed copy makes `COPY` fail.
+//! ```ignore
+//! impl Value for CuckooFilter {
+//!     const COUNTERS: &'static Counters = &super::counters::COUNTERS;
+//!     fn digest(&mut self, out: &mut DigestOut) { ... }
+//!     fn rewrite(&mut self, aof: &mut Rewrite) { ... }
+//! }
+//! ```
+//!
+//! which is what is its own: its `INFO bf` counters, what makes two values
+//! differ, and how an AOF rebuilds one. Everything else has a default
+//! (from core, or written once here), which a family overrides only where
+//! it differs (a load that logs, a level that picks the encoding).
+//!
+//! Here too: how a value enters and leaves the keyspace and its counters,
+//! and the registry of the data types' handles. The server's callbacks
+//! over this trait are in [`crate::data_type`].
 
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
 
-use bloomkit_core::common::memory::Limits;
+use bloomkit_core::common::memory::{HeapBlocks, Limits};
+use bloomkit_core::common::value::{FamilyValue, Loading};
+use bloomkit_core::family::{index_of, KINDS};
 use redis_module::raw;
 
-use crate::config;
 use crate::ffi::io::{self, IoReader, IoWriter};
-use crate::ffi::{emit_aof_chunk, emit_aof_command, guard, log};
-use crate::keys::Stored;
+use crate::ffi::{api, cstring, emit_aof_chunk, emit_aof_command};
+use crate::stats::{Counters, Held, BYTES, OBJECTS};
+
+pub use crate::ffi::DigestOut;
+
+/// A family's value as the server stores it. See the file's doc.
+pub trait Value: FamilyValue + Send + 'static {
+    /// The type's `INFO bf` counters (objects, bytes, defrag moves).
+    const COUNTERS: &'static Counters;
+
+    /// Every field that makes two values answer differently, so that equal
+    /// digests mean equal values (replica checks rely on it).
+    fn digest(&mut self, out: &mut DigestOut);
+
+    /// The commands that rebuild the value, for an AOF rewrite without
+    /// RDB preamble. Runs in the rewrite's child process.
+    fn rewrite(&mut self, aof: &mut Rewrite);
+
+    /// Where the type's handle is kept: its family's place in core's list.
+    const SLOT: usize = index_of(Self::TYPE_NAME);
+
+    /// The encoding version the type registers with, read once when the
+    /// module loads (after the settings): core's unless the family's level
+    /// decides it.
+    fn encoding_version() -> c_int {
+        Self::ENCODING_VERSION
+    }
+
+    /// Reads a value, trusting nothing; `Err` says why it was refused.
+    fn from_rdb(from: &mut Load) -> Result<Self, String> {
+        Self::load(&mut from.reader(), from.how()).map_err(|e| e.to_string())
+    }
+
+    /// Writes the value (what [`Value::from_rdb`] reads back).
+    fn to_rdb(&mut self, to: &mut IoWriter) {
+        self.save(to)
+    }
+
+    /// The value's size as its family reckons it: the lazy-free effort (a
+    /// MiB a unit) and what a startup load compares with the size limit.
+    /// `MEMORY USAGE` is the real size ([`real_bytes`]).
+    fn memory(&self) -> usize {
+        self.size_bytes() as usize
+    }
+
+    /// A copy for `COPY`; `None` when it cannot be allocated.
+    fn copy(&self) -> Option<Self> {
+        self.try_clone().ok()
+    }
+
+    /// The bytes the counters hold for this value: its real size
+    /// ([`real_bytes`]), which writes keep current ([`Value::write`]).
+    /// Only for a value in its box (the keyspace's, or one about to be).
+    fn counted_bytes(&self) -> u64 {
+        real_bytes(self)
+    }
+
+    /// Totals beyond objects and bytes that follow the value in and out of
+    /// the keyspace (valkey-bloom's), written into its fields of `held`.
+    fn held_extra(&self, _held: &mut Held) {}
+
+    /// Whether active defrag may move values of this type now (valkey-bloom's
+    /// objects obey `bf.bloom-defrag-enabled`).
+    fn defrag_enabled() -> bool {
+        true
+    }
+
+    /// The registered type (null before the module registered it).
+    fn data_type() -> *mut raw::RedisModuleType {
+        TYPES[Self::SLOT].get()
+    }
+
+    /// What the value adds to its counters' held fields.
+    fn held(&self) -> Held {
+        let mut held = [0; crate::stats::MAX_FIELDS];
+        held[OBJECTS] = 1;
+        held[BYTES] = self.counted_bytes();
+        self.held_extra(&mut held);
+        held
+    }
+
+    /// Runs a write that may change the value's blocks (grow it, shrink it,
+    /// make or drop a cached copy), and keeps its bytes in the counters
+    /// current: what the main thread's allocations changed, at their real
+    /// sizes ([`crate::alloc::track`]). `write` must touch no other value,
+    /// and return nothing it allocated (a reply's text, a result vector):
+    /// that would count as the value's until freed, after the count.
+    fn write<R>(&mut self, write: impl FnOnce(&mut Self) -> R) -> R {
+        Self::track(|| write(self))
+    }
+
+    /// [`Value::write`] for code that reaches values of this type another
+    /// way (several at once: a merge's sources). `f` must make or drop no
+    /// whole value (those count themselves in and out) and touch no value
+    /// of another type.
+    fn track<R>(f: impl FnOnce() -> R) -> R {
+        let (result, delta) = crate::alloc::track(f);
+        Self::COUNTERS.resized_by(delta);
+        result
+    }
+
+    /// Hands the value over as the pointer the keyspace keeps, counting it.
+    fn into_value(self) -> *mut c_void {
+        // Counted in its box: its own block is part of what it takes.
+        let value = Box::new(self);
+        Self::COUNTERS.enter(&value.held());
+        Box::into_raw(value).cast()
+    }
+
+    /// Takes back a value made by `into_value` (freed by the keyspace, or
+    /// refused by it): it leaves its counters, and is freed.
+    ///
+    /// # Safety
+    /// `value` must come from `into_value` and not be used afterwards.
+    unsafe fn free_value(value: *mut c_void) {
+        // SAFETY: the caller's guarantee.
+        let value = unsafe { Box::from_raw(value.cast::<Self>()) };
+        let held = value.held();
+        Self::COUNTERS.leave(&held);
+        free_later(value, held[BYTES]);
+    }
+}
 
 /// What a loader gets: the server's RDB reader (a file at startup or a
 /// full sync, or a `RESTORE` payload), the value's encoding version, and
 /// whether this is the server loading its own data.
 pub struct Load {
-    io: *mut raw::RedisModuleIO,
+    pub(crate) io: *mut raw::RedisModuleIO,
     pub encver: c_int,
     /// True when the server loads its own RDB (startup, a replica's full
     /// sync, `DEBUG RELOAD`): what it holds is kept, within `limits`' ceiling.
     pub loading: bool,
+    /// `RESTORE` obeys `bf.max-filter-bytes`; the server's own data does
+    /// not, so that no file stops it from starting (it is logged instead).
+    pub limits: Limits,
 }
 
 impl Load {
@@ -35,10 +171,9 @@ impl Load {
         IoReader(self.io)
     }
 
-    /// `RESTORE` obeys `bf.max-filter-bytes`; the server's own data does not,
-    /// so that no file stops it from starting (it is logged instead).
-    pub fn limits(&self) -> Limits {
-        config::limits_for_load(self.loading)
+    /// What core's loaders are told.
+    pub fn how(&self) -> Loading {
+        Loading { encver: self.encver, limits: self.limits, own_data: self.loading }
     }
 
     /// The key being loaded, for log lines.
@@ -47,12 +182,10 @@ impl Load {
     }
 }
 
-pub use crate::ffi::DigestOut;
-
 /// Where an AOF rewrite writes a value: commands naming its key.
 pub struct Rewrite {
-    aof: *mut raw::RedisModuleIO,
-    key: *mut raw::RedisModuleString,
+    pub(crate) aof: *mut raw::RedisModuleIO,
+    pub(crate) key: *mut raw::RedisModuleString,
 }
 
 impl Rewrite {
@@ -67,271 +200,103 @@ impl Rewrite {
     }
 }
 
-/// A family's value as the server stores it. See the file's doc.
-pub trait Value: Stored {
-    /// The registered type name (nine characters, never changed once
-    /// released) and the encoding version new values are saved at: core's.
-    const TYPE_NAME: &'static str;
-    const ENCODING_VERSION: c_int;
+/// A module data type: registered once at load, its handle kept for key
+/// type checks.
+pub struct DataType(AtomicPtr<raw::RedisModuleType>);
 
-    /// The encoding version the type registers with, read once when the
-    /// module loads (after the settings): [`Value::ENCODING_VERSION`]
-    /// unless the family's level decides it.
-    fn encoding_version() -> c_int {
-        Self::ENCODING_VERSION
+impl DataType {
+    const fn new() -> DataType {
+        DataType(AtomicPtr::new(std::ptr::null_mut()))
     }
 
-    /// Reads a value, trusting nothing; `Err` says why it was refused.
-    fn load(from: &mut Load) -> Result<Self, String>;
-
-    /// Writes the value (what [`Value::load`] reads back).
-    fn save(&mut self, to: &mut IoWriter);
-
-    /// The value's size as its family reckons it (RedisBloom's `Size` for
-    /// its types): the lazy-free effort (a MiB a unit) and what a startup
-    /// load compares with the size limit. `MEMORY USAGE` is the real size
-    /// (`keys::real_bytes`), which needs the value in its box.
-    fn memory(&self) -> usize;
-
-    /// Every field that makes two values answer differently, so that equal
-    /// digests mean equal values (replica checks rely on it).
-    fn digest(&mut self, out: &mut DigestOut);
-
-    /// A copy for `COPY`; `None` when it cannot be allocated.
-    fn copy(&self) -> Option<Self>;
-
-    /// The commands that rebuild the value, for an AOF rewrite without
-    /// RDB preamble. Runs in the rewrite's child process.
-    fn rewrite(&mut self, aof: &mut Rewrite);
-}
-
-/// What a family whose data type is declared with [`plain_value!`] writes
-/// itself: what makes two values differ, and how an AOF rebuilds one.
-pub trait Own {
-    /// See [`Value::digest`].
-    fn digest(&mut self, out: &mut DigestOut);
-    /// See [`Value::rewrite`].
-    fn rewrite(&mut self, aof: &mut Rewrite);
-}
-
-/// Declares the data type of a core type with the usual shape (core's
-/// `TYPE_NAME` and `ENCODING_VERSION` beside it; `load(reader, encver,
-/// limits)`, `save(writer)`, `size_bytes()`, `try_clone()`, `relocate()`)
-/// counted in `$counters`: everything but its [`Own`] parts, which the
-/// family implements beside this line.
-macro_rules! plain_value {
-    ($core:path, $ty:ident, $counters:path) => {
-        $crate::keys::stored!($ty, $counters);
-
-        impl $crate::value::Value for $ty {
-            const TYPE_NAME: &'static str = {
-                use $core as core;
-                core::TYPE_NAME
-            };
-            const ENCODING_VERSION: std::ffi::c_int = {
-                use $core as core;
-                core::ENCODING_VERSION
-            };
-
-            /// A value that does not describe one is refused, never trusted.
-            fn load(from: &mut $crate::value::Load) -> Result<Self, String> {
-                $ty::load(&mut from.reader(), from.encver, from.limits()).map_err(|e| e.to_string())
-            }
-
-            fn save(&mut self, to: &mut $crate::ffi::io::IoWriter) {
-                $ty::save(self, to)
-            }
-
-            fn memory(&self) -> usize {
-                self.size_bytes() as usize
-            }
-
-            fn digest(&mut self, out: &mut $crate::value::DigestOut) {
-                <$ty as $crate::value::Own>::digest(self, out)
-            }
-
-            fn copy(&self) -> Option<Self> {
-                self.try_clone().ok()
-            }
-
-            fn rewrite(&mut self, aof: &mut $crate::value::Rewrite) {
-                <$ty as $crate::value::Own>::rewrite(self, aof)
-            }
-        }
-    };
-}
-pub(crate) use plain_value;
-
-/// Registers `T` under its name and version with the shared callbacks.
-pub fn register<T: Value>(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    register_with::<T>(ctx, |_| ())
-}
-
-/// [`register`], with callbacks of the type's own (`more`: aux fields).
-pub fn register_with<T: Value>(
-    ctx: *mut raw::RedisModuleCtx,
-    more: impl FnOnce(&mut raw::RedisModuleTypeMethods),
-) -> Result<(), String> {
-    T::TYPE.register(ctx, T::TYPE_NAME, T::encoding_version(), |m| {
-        more(m);
-        m.rdb_load = Some(rdb_load::<T>);
-        m.rdb_save = Some(rdb_save::<T>);
-        m.aof_rewrite = Some(aof_rewrite::<T>);
-        m.mem_usage = Some(mem_usage::<T>);
-        m.digest = Some(digest::<T>);
-        m.free = Some(crate::keys::free_callback::<T>);
-        m.free_effort = Some(free_effort::<T>);
-        m.copy = Some(copy::<T>);
-        if crate::ffi::defrag_supported() {
-            m.defrag = Some(crate::keys::defrag_callback::<T>);
-        }
-    })
-}
-
-/// # Safety
-/// `value` must be a `T` stored by `T`'s type, used by nothing else meanwhile.
-unsafe fn value_mut<'a, T>(value: *mut c_void) -> &'a mut T {
-    &mut *value.cast::<T>()
-}
-
-/// RDB files and RESTORE. What does not describe a value is refused and
-/// logged; the server's own data past the size limit is kept, and logged.
-extern "C" fn rdb_load<T: Value>(io: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
-    guard(std::ptr::null_mut(), || {
-        let mut from = Load { io, encver, loading: io::is_loading(io) };
-        match T::load(&mut from) {
-            Ok(v) => {
-                if from.loading {
-                    warn_if_over_limit(io, v.memory() as u64);
-                }
-                v.into_value()
-            }
-            Err(e) => {
-                log(
-                    std::ptr::null_mut(),
-                    c"warning",
-                    &format!("bloomkit: refused a {} value (encoding version {encver}): {e}", T::TYPE_NAME),
-                );
-                std::ptr::null_mut()
-            }
-        }
-    })
-}
-
-/// A save may change what a value holds beside itself (a t-digest's
-/// compressed copy): `write` keeps INFO's bytes current (SAVE, DUMP and
-/// DEBUG RELOAD run here, on the main thread).
-extern "C" fn rdb_save<T: Value>(io: *mut raw::RedisModuleIO, value: *mut c_void) {
-    // SAFETY: the server passes a value of this type.
-    guard((), || unsafe { value_mut::<T>(value) }.write(|v| v.save(&mut IoWriter(io))))
-}
-
-extern "C" fn aof_rewrite<T: Value>(
-    aof: *mut raw::RedisModuleIO,
-    key: *mut raw::RedisModuleString,
-    value: *mut c_void,
-) {
-    // SAFETY: the server passes a value of this type (the child's copy).
-    guard((), || unsafe { value_mut::<T>(value) }.rewrite(&mut Rewrite { aof, key }))
-}
-
-/// `MEMORY USAGE`'s figure for the value: what it really takes
-/// ([`crate::keys::real_bytes`], as `INFO bf` counts it) and what the server
-/// allocates for a module key that its own part of `MEMORY USAGE` (the
-/// key's name and table entry) leaves out ([`key_wrapper`]), so that the
-/// reply is what the key really costs (within 5%: `tests/it/memory.rs`).
-extern "C" fn mem_usage<T: Value>(value: *const c_void) -> usize {
-    // SAFETY: the server passes a value of this type.
-    guard(0, || crate::keys::real_bytes(unsafe { &*value.cast::<T>() }) as usize + key_wrapper())
-}
-
-static KEY_WRAPPER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-fn key_wrapper() -> usize {
-    KEY_WRAPPER.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// Works out, at load, what a module key costs the server beyond what its
-/// `MEMORY USAGE` counts for the key itself: the 16-byte module-value block
-/// every module key has; before Redis 8, also the key's 16-byte object and
-/// the allocator's rounding of the 24-byte table entry (counted as 24);
-/// from Redis 8 and on Valkey, whose key objects embed the name and are
-/// counted with it, the 8 bytes a key adds to its hash table beyond what is
-/// counted. Each block at the server's allocator's size for it (asked of a
-/// block of that size). Measured against `used_memory` per key
-/// (`bench/memory.py`, bench/MEMORY-RESULTS.md): with it, `MEMORY USAGE`
-/// of every bloomkit type is within 3% of the key's real cost on Redis 7.0
-/// and 8.2 and Valkey 8.1 and 9.1, down to values of 100 bytes; without
-/// it, 20% under for those.
-pub fn measure_key_wrapper(ctx: *mut raw::RedisModuleCtx) {
-    let usable = |size: usize| {
-        // SAFETY: a block allocated and freed here; the API table is filled.
-        unsafe {
-            match (raw::RedisModule_Alloc, raw::RedisModule_Free) {
-                (Some(alloc), Some(free)) => {
-                    let p = alloc(size);
-                    let n = crate::alloc::usable_size(p.cast(), size);
-                    free(p);
-                    n
-                }
-                _ => size,
-            }
-        }
-    };
-    let wrapper = match crate::ffi::server_version(ctx) {
-        Some((crate::ffi::ServerKind::Valkey, ..)) => usable(16) + 8,
-        Some((crate::ffi::ServerKind::Redis, major, _)) if major >= 8 => usable(16) + 8,
-        _ => 2 * usable(16) + usable(24) - 24,
-    };
-    KEY_WRAPPER.store(wrapper, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// As [`rdb_save`], a digest may make a t-digest's compressed copy.
-extern "C" fn digest<T: Value>(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
-    // SAFETY: the server passes a value of this type and a digest handle.
-    guard((), || unsafe { value_mut::<T>(value) }.write(|v| v.digest(&mut DigestOut(md))))
-}
-
-/// A value's size in MiB, from 1 to 64. Never above 64 (the servers' lazy
-/// free threshold): every value is then freed on the server's main thread
-/// when its key leaves, so that it leaves `INFO bf` right then, with no
-/// keyspace event to follow (see `crate::stats`); a large value's memory is
-/// returned on a thread of ours instead (`keys::free_later`). Never 0,
-/// which the servers read as "always in the background". Active defrag
-/// reads it too: a value above `active-defrag-max-scan-fields` is walked
-/// later, resumably.
-extern "C" fn free_effort<T: Value>(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
-    // SAFETY: the server passes a value of this type.
-    guard(1, || (unsafe { &*value.cast::<T>() }.memory() >> 20).clamp(1, 64))
-}
-
-/// COPY (RedisBloom has none): a failed allocation makes COPY fail, not the server.
-extern "C" fn copy<T: Value>(
-    _from: *mut raw::RedisModuleString,
-    _to: *mut raw::RedisModuleString,
-    value: *const c_void,
-) -> *mut c_void {
-    // SAFETY: the server passes a value of this type.
-    guard(std::ptr::null_mut(), || match unsafe { &*value.cast::<T>() }.copy() {
-        Some(v) => v.into_value(),
-        None => std::ptr::null_mut(),
-    })
-}
-
-/// A filter above `bf.max-filter-bytes` in the RDB file is kept at startup
-/// (refusing it would stop the server or lose the data), and said so.
-fn warn_if_over_limit(io: *mut raw::RedisModuleIO, size: u64) {
-    let Some(limit) = config::limits_for_load(false).max_bytes else { return };
-    if size <= limit {
-        return;
+    fn get(&self) -> *mut raw::RedisModuleType {
+        self.0.load(Relaxed)
     }
-    let key = io::key_name(io);
-    log(
-        std::ptr::null_mut(),
-        c"warning",
-        &format!(
-            "bloomkit: loaded filter '{key}' of {size} bytes, above bf.max-filter-bytes ({limit}); \
-             kept, since refusing it at load would lose it; it cannot grow until the limit is raised"
-        ),
-    );
+
+    /// Registers the type under `name` (nine characters, never changed once
+    /// released) and `encver`, with the callbacks `set` fills in.
+    pub fn register(
+        &self,
+        ctx: *mut raw::RedisModuleCtx,
+        name: &str,
+        encver: c_int,
+        set: impl FnOnce(&mut raw::RedisModuleTypeMethods),
+    ) -> Result<(), String> {
+        // SAFETY: all-zero is "no callback" for every optional field.
+        let mut methods: raw::RedisModuleTypeMethods = unsafe { std::mem::zeroed() };
+        methods.version = raw::REDISMODULE_TYPE_METHOD_VERSION as u64;
+        set(&mut methods);
+        let c_name = cstring(name);
+        // SAFETY: valid context during OnLoad; the server copies the methods.
+        let ty = unsafe { api!(RedisModule_CreateDataType)(ctx, c_name.as_ptr(), encver, &mut methods) };
+        if ty.is_null() {
+            return Err(format!("could not register data type {name}"));
+        }
+        self.0.store(ty, Relaxed);
+        Ok(())
+    }
+}
+
+/// Every family's data type handle, in core's order ([`Value::SLOT`]).
+pub static TYPES: [DataType; KINDS.len()] = [const { DataType::new() }; KINDS.len()];
+
+/// What a value really takes: its own block and every block it owns, each
+/// at its usable size as the server's allocator reports it (what
+/// `used_memory` grew by when they were allocated). The bytes `INFO bf`
+/// counts, and `MEMORY USAGE`'s part for the value.
+pub fn real_bytes<T: HeapBlocks>(value: &T) -> u64 {
+    let mut total = crate::alloc::usable_size((value as *const T).cast(), std::mem::size_of::<T>()) as u64;
+    value.heap_blocks(&mut |ptr, len| total += crate::alloc::usable_size(ptr, len) as u64);
+    total
+}
+
+/// Values of at least this many bytes are freed on a thread of ours when the
+/// server frees them on its main thread (see [`free_later`]).
+const FREE_LATER_FROM: u64 = 1 << 20;
+
+/// Frees a value that left its counters. The server frees our values on its
+/// main thread (their `free_effort` keeps them off its lazy-free thread, so
+/// that they leave `INFO bf` exactly when their keys leave: `crate::stats`),
+/// so a large one (at least [`FREE_LATER_FROM`]) goes to a thread of ours,
+/// as the server's lazy free would take it: returning hundreds of MB to the
+/// kernel would hold every client for milliseconds. Not under memory
+/// pressure (`used_memory` at or past `maxmemory`): eviction measures what a
+/// deletion freed by `used_memory` right after it, and memory freed later
+/// would make it evict more keys than it needs to. Nor off the main thread
+/// (a flush the server frees in the background already). Should no thread
+/// start, the value is freed here.
+fn free_later<T: Send + 'static>(value: Box<T>, bytes: u64) {
+    if bytes < FREE_LATER_FROM || !crate::stats::flush::on_main_thread() || memory_pressure() {
+        return drop(value);
+    }
+    let mut freer = FREER.lock().unwrap_or_else(|e| e.into_inner());
+    if freer.is_none() {
+        let (tx, rx) = std::sync::mpsc::channel::<Box<dyn Send>>();
+        let started = std::thread::Builder::new().name("bloomkit-free".into()).spawn(move || {
+            for value in rx {
+                drop(value);
+            }
+        });
+        if started.is_ok() {
+            *freer = Some(tx);
+        }
+    }
+    match freer.as_ref() {
+        Some(tx) => {
+            // The thread never ends, so the channel stays open; should it
+            // have, the value comes back and is freed here.
+            if let Err(returned) = tx.send(value) {
+                drop(returned.0);
+            }
+        }
+        None => drop(value),
+    }
+}
+
+/// The thread [`free_later`] hands large values to, started at the first.
+static FREER: std::sync::Mutex<Option<std::sync::mpsc::Sender<Box<dyn Send>>>> = std::sync::Mutex::new(None);
+
+/// Whether the server is at or past `maxmemory` (and so may be evicting).
+fn memory_pressure() -> bool {
+    crate::ffi::used_memory_ratio().is_some_and(|ratio| ratio >= 1.0)
 }

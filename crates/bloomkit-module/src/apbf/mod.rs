@@ -8,22 +8,8 @@ pub mod settings;
 use crate::command::docs::{Arg, KEY, KEY_ITEM, KEY_ITEMS, LOADCHUNK, SCANDUMP};
 use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
 
-pub const FAMILY: Family = Family {
-    settings: &settings::SETTINGS,
-    ..Family::new(
-        &bloomkit_core::family::APBF,
-        COMMANDS,
-        crate::value::register::<bloomkit_core::apbf::Apbf>,
-        None,
-        &counters::COUNTERS,
-    )
-};
-
-// The data type this family registers is the one its entry in core's list names.
-const _: () = assert!(bloomkit_core::family::same_name(
-    <bloomkit_core::apbf::Apbf as crate::value::Value>::TYPE_NAME,
-    FAMILY.kind.type_name
-));
+pub const FAMILY: Family =
+    Family { settings: &settings::SETTINGS, ..Family::of::<bloomkit_core::apbf::Apbf>(COMMANDS, None) };
 
 /// bloomkit's own commands, all in its first release. k is the number of
 /// hash functions, l the number of slices a lookup may walk past.

@@ -26,7 +26,7 @@ use super::counters;
 use super::lookup::{lookup_bloom as lookup, BloomFilter as Filter, Found};
 use crate::command::Outcome;
 use crate::ffi::{Arg, Ctx, Key};
-use crate::keys::Stored;
+use crate::value::Value;
 use crate::vbloom;
 use crate::{config, keys};
 

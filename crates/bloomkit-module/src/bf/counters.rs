@@ -11,7 +11,7 @@ counters! {
 }
 
 /// A write ran on a filter: items newly added, and the scale-outs it made
-/// (its bytes are kept by `keys::Stored::write`).
+/// (its bytes are kept by `value::Value::write`).
 pub fn wrote(new_items: u64, chain: &bloomkit_core::bf::Chain, filters_before: usize) {
     COUNTERS.add(ITEMS_ADDED, new_items);
     COUNTERS.add(SCALE_OUTS, (chain.filters().len() - filters_before) as u64);

@@ -15,20 +15,8 @@ pub const FAMILY: Family = Family {
     info: Some(info),
     dialect: crate::vbloom::dialect,
     settings: &settings::SETTINGS,
-    ..Family::new(
-        &bloomkit_core::family::BF,
-        COMMANDS,
-        crate::value::register::<bloomkit_core::bf::Chain>,
-        Some(c"bloom"),
-        &counters::COUNTERS,
-    )
+    ..Family::of::<bloomkit_core::bf::Chain>(COMMANDS, Some(c"bloom"))
 };
-
-// The data type this family registers is the one its entry in core's list names.
-const _: () = assert!(bloomkit_core::family::same_name(
-    <bloomkit_core::bf::Chain as crate::value::Value>::TYPE_NAME,
-    FAMILY.kind.type_name
-));
 
 /// `INFO bf`'s `stats` section: every `BF.*` filter, RedisBloom's and
 /// valkey-bloom's (whose own sections count only theirs), then the

@@ -23,7 +23,7 @@ use bloomkit_core::{Limits, Reply, ReplyError};
 use super::counters::{self, COUNTERS};
 use crate::command::Outcome;
 use crate::ffi::{Arg, Ctx, Key, Slot};
-use crate::keys::Stored;
+use crate::value::Value;
 use crate::{config, keys};
 
 fn lookup(key: &Key) -> Result<Option<NonNull<CuckooFilter>>, Reply> {
@@ -172,7 +172,7 @@ fn insert_items(
 /// type reads as empty (RedisBloom answers 0 there, never an error).
 fn with_filter_for_read<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&CuckooFilter>) -> T) -> T {
     let key = Key::open(ctx, name, false);
-    match key.slot::<CuckooFilter>(<CuckooFilter as crate::keys::Stored>::data_type()) {
+    match key.slot::<CuckooFilter>(<CuckooFilter as Value>::data_type()) {
         // SAFETY: owned by the keyspace, read only while the key is open.
         Slot::Ours(p) => f(Some(unsafe { p.as_ref() })),
         _ => f(None),
@@ -215,7 +215,7 @@ pub fn count(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// The filter in a key opened for writing, or `missing` when the key is
 /// empty or holds another type (as `CF.DEL` and `CF.COMPACT` answer).
 fn writable(key: &Key, missing: CfError) -> Result<NonNull<CuckooFilter>, Reply> {
-    match key.slot::<CuckooFilter>(<CuckooFilter as crate::keys::Stored>::data_type()) {
+    match key.slot::<CuckooFilter>(<CuckooFilter as Value>::data_type()) {
         Slot::Ours(p) => Ok(p),
         _ => Err(missing.into()),
     }

@@ -8,7 +8,7 @@ counters! {
     refused_creations => REFUSED
 }
 
-/// A write ran: items added and deleted (bytes are kept by `keys::Stored::write`).
+/// A write ran: items added and deleted (bytes are kept by `value::Value::write`).
 pub fn wrote(added: u64, deleted: u64) {
     COUNTERS.add(ITEMS_ADDED, added);
     COUNTERS.add(ITEMS_DELETED, deleted);

@@ -7,11 +7,12 @@
 
 use bloomkit_core::cf::CuckooFilter;
 
-use crate::value::{plain_value, DigestOut, Own, Rewrite};
+use crate::stats::Counters;
+use crate::value::{DigestOut, Rewrite, Value};
 
-plain_value!(bloomkit_core::cf, CuckooFilter, super::counters::COUNTERS);
+impl Value for CuckooFilter {
+    const COUNTERS: &'static Counters = &super::counters::COUNTERS;
 
-impl Own for CuckooFilter {
     /// The header and every sub-filter.
     fn digest(&mut self, out: &mut DigestOut) {
         let header = self.encode_header();

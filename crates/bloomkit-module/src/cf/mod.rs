@@ -10,20 +10,8 @@ use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDAT
 
 pub const FAMILY: Family = Family {
     settings: &settings::SETTINGS,
-    ..Family::new(
-        &bloomkit_core::family::CF,
-        COMMANDS,
-        crate::value::register::<bloomkit_core::cf::CuckooFilter>,
-        Some(c"cuckoo"),
-        &counters::COUNTERS,
-    )
+    ..Family::of::<bloomkit_core::cf::CuckooFilter>(COMMANDS, Some(c"cuckoo"))
 };
-
-// The data type this family registers is the one its entry in core's list names.
-const _: () = assert!(bloomkit_core::family::same_name(
-    <bloomkit_core::cf::CuckooFilter as crate::value::Value>::TYPE_NAME,
-    FAMILY.kind.type_name
-));
 
 /// `CF.INSERT` and `CF.INSERTNX`: `key [CAPACITY capacity] [NOCREATE] ITEMS item [item ...]`.
 const INSERT_ARGS: &[Arg] = &[

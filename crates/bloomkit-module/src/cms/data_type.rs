@@ -9,17 +9,14 @@
 
 use std::ffi::c_int;
 
-use bloomkit_core::cms::{CellSize, CountMinSketch, ENCODING_VERSION, TYPE_NAME};
+use bloomkit_core::cms::{CellSize, CountMinSketch};
 
 use crate::ffi::io::IoWriter;
-use crate::keys::stored;
+use crate::stats::Counters;
 use crate::value::{DigestOut, Load, Rewrite, Value};
 
-stored!(CountMinSketch, super::counters::COUNTERS);
-
 impl Value for CountMinSketch {
-    const TYPE_NAME: &'static str = TYPE_NAME;
-    const ENCODING_VERSION: c_int = ENCODING_VERSION;
+    const COUNTERS: &'static Counters = &super::counters::COUNTERS;
 
     /// 1 at `redisbloom-8.12`, else 0 (the level is fixed once loaded).
     fn encoding_version() -> c_int {
@@ -29,19 +26,13 @@ impl Value for CountMinSketch {
     /// A value that does not describe a sketch is refused (2.8.2 took it
     /// unchecked), and so is what Redis 8.12 refuses; a version-1 sketch
     /// loads at the older levels in 4-byte cells.
-    fn load(from: &mut Load) -> Result<Self, String> {
-        CountMinSketch::load_with(&mut from.reader(), from.encver, from.limits(), super::rules())
+    fn from_rdb(from: &mut Load) -> Result<Self, String> {
+        CountMinSketch::load_with(&mut from.reader(), from.encver, from.limits, super::rules())
             .map_err(|e| e.to_string())
     }
 
-    fn save(&mut self, to: &mut IoWriter) {
+    fn to_rdb(&mut self, to: &mut IoWriter) {
         CountMinSketch::save_with(self, to, super::rules())
-    }
-
-    /// `32 + n * width * depth` for cells of n bytes, as RedisBloom 8.6
-    /// reports for 4 (2.8.2 counted the array twice).
-    fn memory(&self) -> usize {
-        self.size_bytes() as usize
     }
 
     /// Dimensions, total, cell size (when not 4, so that 4-byte sketches
@@ -54,10 +45,6 @@ impl Value for CountMinSketch {
         header[24] = self.cell_size().bytes() as u8;
         let header = if self.cell_size() == CellSize::Four { &header[..24] } else { &header[..] };
         out.buffers(&[header, &self.counter_bytes()]);
-    }
-
-    fn copy(&self) -> Option<Self> {
-        self.try_clone().ok()
     }
 
     /// As RedisBloom rewrites it: `RESTORE key 0 <payload>`, the payload

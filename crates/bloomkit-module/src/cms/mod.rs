@@ -17,19 +17,7 @@ pub fn rules() -> bloomkit_core::cms::Rules {
     }
 }
 
-pub const FAMILY: Family = Family::new(
-    &bloomkit_core::family::CMS,
-    COMMANDS,
-    crate::value::register::<bloomkit_core::cms::CountMinSketch>,
-    Some(c"cms"),
-    &counters::COUNTERS,
-);
-
-// The data type this family registers is the one its entry in core's list names.
-const _: () = assert!(bloomkit_core::family::same_name(
-    <bloomkit_core::cms::CountMinSketch as crate::value::Value>::TYPE_NAME,
-    FAMILY.kind.type_name
-));
+pub const FAMILY: Family = Family::of::<bloomkit_core::cms::CountMinSketch>(COMMANDS, Some(c"cms"));
 
 use crate::command::Declared;
 

@@ -39,7 +39,7 @@ use redis_module::raw;
 use super::counters::{self, COUNTERS};
 use crate::command::Outcome;
 use crate::ffi::{Arg, Ctx, Key};
-use crate::keys::Stored;
+use crate::value::Value;
 use crate::{config, keys};
 
 /// Values of up to this many arguments are parsed onto the stack: no

@@ -4,16 +4,13 @@
 //! DUMP payloads load here and ours load there. The field order lives in
 //! `bloomkit_core::tdigest`; this file only connects it to the module IO calls.
 
-use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use bloomkit_core::common::payload::MODULE_VALUE_RDB_VERSION;
-use bloomkit_core::tdigest::{TDigest, ENCODING_VERSION, TYPE_NAME};
-use redis_module::raw;
+use bloomkit_core::tdigest::TDigest;
 
-use crate::ffi::io::IoWriter;
-use crate::keys::stored;
-use crate::value::{self, DigestOut, Load, Rewrite, Value};
+use crate::stats::Counters;
+use crate::value::{DigestOut, Rewrite, Value};
 
 /// How many snapshots (forks: BGSAVE, full syncs, AOF rewrites) this
 /// process has started. A snapshot writes each digest compressed; a digest
@@ -33,10 +30,6 @@ pub fn forked() {
     SNAPSHOT_EPOCH.fetch_add(1, Relaxed);
 }
 
-pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    value::register::<TDigest>(ctx)
-}
-
 /// What a t-digest's memory figures (`TDIGEST.INFO`'s "Memory usage",
 /// `MEMORY USAGE`) add to its arrays: RedisBloom 8 counts 72 bytes more
 /// than 2.8.2 at every compression.
@@ -48,24 +41,8 @@ pub fn memory_extra() -> u64 {
     }
 }
 
-stored!(TDigest, super::counters::COUNTERS);
-
 impl Value for TDigest {
-    const TYPE_NAME: &'static str = TYPE_NAME;
-    const ENCODING_VERSION: c_int = ENCODING_VERSION;
-
-    /// Encoding versions other than RedisBloom's 0 are refused, not misread.
-    fn load(from: &mut Load) -> Result<Self, String> {
-        TDigest::load_version(&mut from.reader(), from.encver, from.limits()).map_err(|e| e.to_string())
-    }
-
-    /// The compressed form, as RedisBloom saves it, without changing the
-    /// digest (`DUMP`, `SAVE` and `DEBUG RELOAD` are reads): the compression
-    /// RedisBloom would have made here is owed to the next write, which
-    /// announces it (see `commands.rs`). In a fork child the copy is the child's.
-    fn save(&mut self, to: &mut IoWriter) {
-        TDigest::save(self, to)
-    }
+    const COUNTERS: &'static Counters = &super::counters::COUNTERS;
 
     fn memory(&self) -> usize {
         (self.size_bytes() + memory_extra()) as usize
@@ -97,10 +74,6 @@ impl Value for TDigest {
         let means: Vec<u8> = means.iter().flat_map(|m| m.to_bits().to_le_bytes()).collect();
         let weights: Vec<u8> = weights.iter().flat_map(|w| w.to_le_bytes()).collect();
         out.buffers(&[&header, &means, &weights]);
-    }
-
-    fn copy(&self) -> Option<Self> {
-        self.try_clone().ok()
     }
 
     /// As RedisBloom rewrites it: `RESTORE key 0 <payload>` of its

@@ -7,19 +7,7 @@ pub mod data_type;
 use crate::command::docs::{Arg, KEY};
 use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
 
-pub const FAMILY: Family = Family::new(
-    &bloomkit_core::family::TDIGEST,
-    COMMANDS,
-    data_type::register,
-    Some(c"tdigest"),
-    &counters::COUNTERS,
-);
-
-// The data type this family registers is the one its entry in core's list names.
-const _: () = assert!(bloomkit_core::family::same_name(
-    <bloomkit_core::tdigest::TDigest as crate::value::Value>::TYPE_NAME,
-    FAMILY.kind.type_name
-));
+pub const FAMILY: Family = Family::of::<bloomkit_core::tdigest::TDigest>(COMMANDS, Some(c"tdigest"));
 
 const KEY_VALUES: &[Arg] = &[Arg::key(c"key"), Arg::double(c"value").multiple()];
 

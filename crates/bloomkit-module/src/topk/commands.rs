@@ -23,7 +23,7 @@ use bloomkit_core::{Reply, ReplyError};
 use super::counters::{self, COUNTERS};
 use crate::command::Outcome;
 use crate::ffi::{Arg, Ctx, Key};
-use crate::keys::Stored;
+use crate::value::Value;
 use crate::{config, keys};
 
 /// The sketch in a key: `TopK: key does not exist` when it is empty,

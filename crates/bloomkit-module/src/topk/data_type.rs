@@ -7,14 +7,15 @@
 
 use bloomkit_core::topk::TopK;
 
-use crate::value::{plain_value, DigestOut, Own, Rewrite};
+use crate::stats::Counters;
+use crate::value::{DigestOut, Rewrite, Value};
 
 // Loading refuses a value that does not describe a sketch (RedisBloom
 // 2.8.2 asserts and aborts the server); `MEMORY USAGE` is RedisBloom's
 // figure, `2088 + 8 x width x depth + 24 x k`.
-plain_value!(bloomkit_core::topk, TopK, super::counters::COUNTERS);
+impl Value for TopK {
+    const COUNTERS: &'static Counters = &super::counters::COUNTERS;
 
-impl Own for TopK {
     /// The parameters, every bucket, every slot (item included) and the
     /// draw counter.
     fn digest(&mut self, out: &mut DigestOut) {

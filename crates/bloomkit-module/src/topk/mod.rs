@@ -7,19 +7,7 @@ pub mod data_type;
 use crate::command::docs::{Arg, KEY, KEY_ITEMS};
 use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDATE};
 
-pub const FAMILY: Family = Family::new(
-    &bloomkit_core::family::TOPK,
-    COMMANDS,
-    crate::value::register::<bloomkit_core::topk::TopK>,
-    Some(c"topk"),
-    &counters::COUNTERS,
-);
-
-// The data type this family registers is the one its entry in core's list names.
-const _: () = assert!(bloomkit_core::family::same_name(
-    <bloomkit_core::topk::TopK as crate::value::Value>::TYPE_NAME,
-    FAMILY.kind.type_name
-));
+pub const FAMILY: Family = Family::of::<bloomkit_core::topk::TopK>(COMMANDS, Some(c"topk"));
 
 use crate::command::Declared;
 

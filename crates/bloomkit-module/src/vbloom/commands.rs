@@ -27,7 +27,7 @@ use bloomkit_core::{Limits, Reply, ReplyError};
 use super::counters::{self, Tally};
 use crate::command::Outcome;
 use crate::ffi::{random_bytes, Arg, Ctx, Key};
-use crate::keys::Stored;
+use crate::value::Value;
 use crate::{config, keys};
 
 /// What a `bloomfltr` operation may allocate.

@@ -4,7 +4,7 @@
 //! (`bloom_total_memory_bytes` is the sum of `BF.INFO`'s `Size`, as
 //! valkey-bloom's is). Reported under every `bf.compat`: they count only
 //! valkey-bloom's type, so they are right under each. The objects' real
-//! bytes, counted as every type's are (`keys::Stored`), go to BF's `stats`
+//! bytes, counted as every type's are (`value::Value`), go to BF's `stats`
 //! section (`bf_bytes`), which counts every `BF.*` filter.
 //!
 //! Relaxed atomics, as in [`crate::stats`]: lazy-free may drop an object on
@@ -48,7 +48,7 @@ pub const SCALE_OUTS: usize = 7;
 pub const REFUSED: usize = 8;
 
 /// What one object adds to the totals (its real bytes are counted as every
-/// type's are: `keys::Stored`).
+/// type's are: `value::Value`).
 #[derive(Clone, Copy)]
 pub struct Tally {
     pub size: u64,

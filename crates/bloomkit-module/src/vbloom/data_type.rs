@@ -3,22 +3,16 @@
 //! rewrite as `BF.LOAD key blob`), so that its files load here and ours
 //! load there. The formats live in `bloomkit_core::vbloom`.
 
-use std::ffi::c_int;
+use bloomkit_core::common::value::{FamilyValue, Loading};
+use bloomkit_core::vbloom::Object;
 
-use bloomkit_core::vbloom::{Object, ENCODING_VERSION, TYPE_NAME};
-
-use crate::ffi::io::IoWriter;
 use crate::ffi::log;
-use crate::keys::{DataType, Stored};
 use crate::stats::Counters;
 use crate::value::{DigestOut, Load, Rewrite, Value};
 
 use super::counters;
 
-static VBLOOM_TYPE: DataType = DataType::new();
-
-impl Stored for Object {
-    const TYPE: &'static DataType = &VBLOOM_TYPE;
+impl Value for Object {
     const COUNTERS: &'static Counters = &super::counters::COUNTERS;
 
     /// valkey-bloom's totals.
@@ -30,26 +24,10 @@ impl Stored for Object {
         super::settings::defrag()
     }
 
-    fn relocate_buffers(&mut self, from: usize, to: &mut crate::ffi::Defrag) -> Option<usize> {
-        Object::relocate(self, from, to)
-    }
-}
-
-impl Value for Object {
-    const TYPE_NAME: &'static str = TYPE_NAME;
-    const ENCODING_VERSION: c_int = ENCODING_VERSION;
-
-    fn load(from: &mut Load) -> Result<Self, String> {
-        let limits = super::settings::limits(from.limits());
-        Object::load(&mut from.reader(), from.encver, limits).map_err(|e| e.to_string())
-    }
-
-    fn save(&mut self, to: &mut IoWriter) {
-        Object::save(self, to)
-    }
-
-    fn memory(&self) -> usize {
-        self.size() as usize
+    /// Within valkey-bloom's own limits too.
+    fn from_rdb(from: &mut Load) -> Result<Self, String> {
+        let how = Loading { limits: super::settings::limits(from.limits), ..from.how() };
+        <Object as FamilyValue>::load(&mut from.reader(), how).map_err(|e| e.to_string())
     }
 
     /// valkey-bloom's sequence (parameters, then each sub-filter's bytes,
@@ -65,10 +43,6 @@ impl Value for Object {
             out.long(f.capacity() as i64);
         }
         out.end();
-    }
-
-    fn copy(&self) -> Option<Self> {
-        self.try_clone().ok()
     }
 
     /// As valkey-bloom rewrites it: one `BF.LOAD key blob`, so that its AOF

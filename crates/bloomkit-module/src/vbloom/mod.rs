@@ -20,20 +20,8 @@ pub const FAMILY: Family = Family {
     info: Some(counters::info),
     dialect,
     settings: &settings::SETTINGS,
-    ..Family::new(
-        &bloomkit_core::family::VBLOOM,
-        COMMANDS,
-        crate::value::register::<bloomkit_core::vbloom::Object>,
-        None,
-        &counters::COUNTERS,
-    )
+    ..Family::of::<bloomkit_core::vbloom::Object>(COMMANDS, None)
 };
-
-// The data type this family registers is the one its entry in core's list names.
-const _: () = assert!(bloomkit_core::family::same_name(
-    <bloomkit_core::vbloom::Object as crate::value::Value>::TYPE_NAME,
-    FAMILY.kind.type_name
-));
 
 /// valkey-bloom 1.0's nine commands as it registers them: upper-case names
 /// (what `COMMAND INFO`, `INFO commandstats` and the arity error show),

@@ -4,38 +4,27 @@
 
 use std::ffi::c_int;
 
-use bloomkit_core::xf::{XfFilter, ENCODING_VERSION, TYPE_NAME};
-
 use bloomkit_core::common::fields::{FieldReader, FieldWriter};
+use bloomkit_core::common::value::FamilyValue;
+use bloomkit_core::xf::XfFilter;
 use redis_module::raw;
 
 use crate::ffi::io::{IoReader, IoWriter};
-use crate::keys::stored;
+use crate::stats::Counters;
 use crate::value::{DigestOut, Load, Rewrite, Value};
 
-stored!(XfFilter, super::counters::COUNTERS);
-
 impl Value for XfFilter {
-    const TYPE_NAME: &'static str = TYPE_NAME;
-    const ENCODING_VERSION: c_int = ENCODING_VERSION;
+    const COUNTERS: &'static Counters = &super::counters::COUNTERS;
 
     /// A value that does not describe a filter is refused, never trusted.
     /// One made under a secret the key ring lacks loads sealed from the
     /// server's own data (so that it always starts), and is refused from a
     /// client's `RESTORE`; nothing loaded changes the ring (see `secret`).
-    fn load(from: &mut Load) -> Result<Self, String> {
+    fn from_rdb(from: &mut Load) -> Result<Self, String> {
         let mut f =
-            XfFilter::load(&mut from.reader(), from.encver, from.limits()).map_err(|e| e.to_string())?;
+            <XfFilter as FamilyValue>::load(&mut from.reader(), from.how()).map_err(|e| e.to_string())?;
         super::secret::admit(&mut f, from.loading).map_err(|e| e.to_string())?;
         Ok(f)
-    }
-
-    fn save(&mut self, to: &mut IoWriter) {
-        XfFilter::save(self, to)
-    }
-
-    fn memory(&self) -> usize {
-        self.size_bytes() as usize
     }
 
     /// The SCANDUMP stream (header, then the blocks; what a load under way
@@ -46,10 +35,6 @@ impl Value for XfFilter {
             out.buffer(&data);
         }
         out.end();
-    }
-
-    fn copy(&self) -> Option<Self> {
-        self.try_clone().ok()
     }
 
     /// The SCANDUMP stream as `XF.LOADCHUNK`s, which rebuild it exactly (a
@@ -74,7 +59,7 @@ impl Value for XfFilter {
 /// 7.0 has only `aux_save`, which writes the field into every RDB.
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
     super::secret::init();
-    crate::value::register_with::<XfFilter>(ctx, |m| {
+    crate::data_type::register_with::<XfFilter>(ctx, |m| {
         m.aux_load = Some(aux_load);
         m.aux_save = Some(aux_save);
         m.aux_save2 = Some(aux_save2);

@@ -17,14 +17,9 @@ use crate::command::{entry, Command, Family, DONT_CACHE, RO, RW_INSERT, RW_UPDAT
 pub const FAMILY: Family = Family {
     settings: &settings::SETTINGS,
     info: Some(info),
-    ..Family::new(&bloomkit_core::family::XF, COMMANDS, data_type::register, Some(c"xf"), &counters::COUNTERS)
+    register: data_type::register,
+    ..Family::of::<bloomkit_core::xf::XfFilter>(COMMANDS, Some(c"xf"))
 };
-
-// The data type this family registers is the one its entry in core's list names.
-const _: () = assert!(bloomkit_core::family::same_name(
-    <bloomkit_core::xf::XfFilter as crate::value::Value>::TYPE_NAME,
-    FAMILY.kind.type_name
-));
 
 /// `INFO bf`'s `xf` section: the counters, then the key ring (`secret`):
 /// the current secret's id (what `XF.RESERVE ... KEYID` and every format
