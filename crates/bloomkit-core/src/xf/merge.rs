@@ -448,6 +448,27 @@ impl Built {
     }
 }
 
+impl Built {
+    /// The blocks of a later part of the same merge, built apart, after
+    /// these: the byte limit checked block by block as [`Built::push`]
+    /// checks it, so that it refuses where a sequential merge would.
+    fn append(&mut self, part: Built, limits: Limits) -> Result<(), XfError> {
+        self.blocks.try_reserve(part.blocks.len()).map_err(|_| OutOfMemory)?;
+        for block in part.blocks {
+            let bytes = self.bytes + block.bytes();
+            if let Some(limit) = limits.max_bytes {
+                if bytes > limit {
+                    return Err(XfError::TooLarge { bytes, limit });
+                }
+            }
+            self.blocks.push(block);
+            self.bytes = bytes;
+        }
+        self.mass = self.mass.saturating_add(part.mass);
+        Ok(())
+    }
+}
+
 /// A filter of `blocks` (in address order, covering the hash space): its
 /// directory, mass and counts derived and checked. `mass`: the entries'
 /// mass when the caller summed it while building them (else counted here).
@@ -563,6 +584,20 @@ impl XfFilter {
         raise_rate: bool,
         limits: Limits,
     ) -> Result<XfFilter, XfError> {
+        XfFilter::merged_on(dest, sources, raise_rate, limits, 1)
+    }
+
+    /// [`XfFilter::merged`] on up to `threads` threads (the calling one
+    /// included; merges of fewer than [`PARALLEL_FROM`] entries take one):
+    /// the same result, byte for byte, and the same refusals, in less time
+    /// where cores are free. `XF.MERGE` runs on `bf.xf-merge-threads`.
+    pub fn merged_on(
+        dest: Option<&XfFilter>,
+        sources: &[&XfFilter],
+        raise_rate: bool,
+        limits: Limits,
+        threads: usize,
+    ) -> Result<XfFilter, XfError> {
         let inputs: Vec<&XfFilter> = dest.into_iter().chain(sources.iter().copied()).collect();
         let first = *inputs.first().ok_or(XfError::BadNumKeys)?;
         for f in &inputs {
@@ -599,7 +634,7 @@ impl XfFilter {
             if multi { GROW_QBITS } else { inputs.iter().map(|f| u32::from(f.qbits)).max().unwrap_or(3) };
         let depth = inputs.iter().map(|f| f.dir_depth()).max().unwrap_or(0);
         let mut built = loop {
-            let built = merge_blocks(&inputs, depth, qbits, limits)?;
+            let built = merge_blocks(&inputs, depth, qbits, limits, threads)?;
             // A lone block holds at most one entry per quotient: double its
             // quotients until it does (up to where blocks split instead).
             if built.blocks.len() == 1 && qbits < GROW_QBITS && built.blocks[0].len() > 1 << qbits {
@@ -725,19 +760,95 @@ impl Cursor<'_> {
     }
 }
 
-/// The result's blocks, slot by slot at depth `depth`.
-fn merge_blocks(inputs: &[&XfFilter], depth: u32, qbits: u32, limits: Limits) -> Result<Built, XfError> {
+/// The result's blocks, slot by slot at depth `depth`, on up to `threads`
+/// threads: the slots split into parts of equal ranges (a region never
+/// crosses one: it is an aligned block of slots no larger than a part),
+/// each built apart, then put together in address order, so that the
+/// blocks are the same whatever the number of threads. What a sequential
+/// merge would refuse is refused the same way: the first part that fails
+/// is built again after the parts before it, which finds the error the
+/// sequential merge meets first (the limit counts every earlier part's
+/// blocks); a limit passed only by the parts together is found as they
+/// are put together.
+fn merge_blocks(
+    inputs: &[&XfFilter],
+    depth: u32,
+    qbits: u32,
+    limits: Limits,
+    threads: usize,
+) -> Result<Built, XfError> {
+    let fast = fast_merges() && inputs.iter().all(|f| u32::from(f.qbits) == qbits);
+    let items: u64 = inputs.iter().map(|f| f.items).fold(0, u64::saturating_add);
+    let parts = match items >= parallel_from() {
+        true => 1u64 << threads.max(1).ilog2().min(depth).min(MAX_PARTS_LOG),
+        false => 1,
+    };
+    let step = (1u64 << depth) / parts;
+    let part = |k: u64, out: &mut Built| {
+        merge_slots(inputs, depth, qbits, limits, fast, k * step..(k + 1) * step, out)
+    };
+    let mut out = Built::merged();
+    if parts == 1 {
+        part(0, &mut out)?;
+        return Ok(out);
+    }
+    let built: Vec<Result<Built, XfError>> = std::thread::scope(|scope| {
+        let alone = |k: u64| {
+            let mut built = Built::merged();
+            part(k, &mut built).map(|()| built)
+        };
+        // Parts 1.. on threads of their own (on this one should a thread
+        // not start), part 0 here meanwhile.
+        let spawned: Vec<_> = (1..parts)
+            .map(|k| {
+                let worker = std::thread::Builder::new().name("bloomkit-merge".into());
+                (k, worker.spawn_scoped(scope, move || alone(k)).ok())
+            })
+            .collect();
+        let first = alone(0);
+        let rest = spawned.into_iter().map(|(k, handle)| match handle {
+            Some(h) => h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            None => alone(k),
+        });
+        std::iter::once(first).chain(rest).collect()
+    });
+    for (k, built) in (0..parts).zip(built) {
+        match built {
+            Ok(built) => out.append(built, limits)?,
+            // Built again after the parts before it: the error a sequential
+            // merge meets first.
+            Err(_) => part(k, &mut out)?,
+        }
+    }
+    Ok(out)
+}
+
+/// Merges of fewer input items run on one thread: a thread costs tens of
+/// microseconds to start, a merge of this many items milliseconds.
+const PARALLEL_FROM: u64 = 1 << 19;
+/// At most 2^this parts.
+const MAX_PARTS_LOG: u32 = 3;
+
+/// The result's blocks for `slots` (of depth `depth`), after those `out`
+/// holds (the byte limit counts them).
+fn merge_slots(
+    inputs: &[&XfFilter],
+    depth: u32,
+    qbits: u32,
+    limits: Limits,
+    fast: bool,
+    slots: std::ops::Range<u64>,
+    out: &mut Built,
+) -> Result<(), XfError> {
     let mut cursors: Vec<Cursor> =
         inputs.iter().map(|f| Cursor { f, block: usize::MAX, entries: Vec::new() }).collect();
-    let mut out = Built::merged();
     let (mut lists, mut cover, mut merged): (Vec<Vec<Abs>>, Vec<Abs>, Vec<Abs>) =
         (vec![Vec::new(); inputs.len()], Vec::new(), Vec::new());
-    let fast = fast_merges() && inputs.iter().all(|f| u32::from(f.qbits) == qbits);
     let mut region = Region::default();
-    let mut s = 0;
-    while s < 1u64 << depth {
+    let mut s = slots.start;
+    while s < slots.end {
         let (span, built) = match fast {
-            true => region.build(&mut cursors, depth, s, qbits, &mut out, limits)?,
+            true => region.build(&mut cursors, depth, s, qbits, out, limits)?,
             false => (1, false),
         };
         if !built {
@@ -749,12 +860,12 @@ fn merge_blocks(inputs: &[&XfFilter], depth: u32, qbits: u32, limits: Limits) ->
                 }
                 merged.clear();
                 merge_sorted(&lists, &mut merged);
-                build_region(depth, depth, qbits, &merged, &cover, &mut out, limits)?;
+                build_region(depth, depth, qbits, &merged, &cover, out, limits)?;
             }
         }
         s += span;
     }
-    Ok(out)
+    Ok(())
 }
 
 // Tests turn the block-coordinate path off to compare it with the other,
@@ -763,6 +874,19 @@ fn merge_blocks(inputs: &[&XfFilter], depth: u32, qbits: u32, limits: Limits) ->
 thread_local! {
     static FAST_MERGES: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
     static PATHS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+#[cfg(test)]
+thread_local! {
+    static PARALLEL: std::cell::Cell<u64> = const { std::cell::Cell::new(PARALLEL_FROM) };
+}
+
+/// [`PARALLEL_FROM`]; tests lower it to run small merges on threads.
+fn parallel_from() -> u64 {
+    #[cfg(test)]
+    return PARALLEL.with(std::cell::Cell::get);
+    #[cfg(not(test))]
+    PARALLEL_FROM
 }
 
 fn fast_merges() -> bool {
@@ -977,6 +1101,46 @@ mod tests {
             f.insert(&(i ^ (salt << 40)).to_le_bytes(), Limits::NONE).unwrap();
         }
         f
+    }
+
+    /// A merge on threads is the same bytes as on one, for any number of
+    /// them (parts that do not divide the slots evenly included), and
+    /// refuses the same way: at a byte limit that parts pass only together
+    /// or alone, with the same figure, and where a block is crowded.
+    #[test]
+    fn merges_on_threads_are_the_same_bytes_and_refusals() {
+        use super::{merge_blocks, GROW_QBITS, PARALLEL};
+        PARALLEL.with(|p| p.set(0));
+        let (a, b) = (filled(40_000, 1), filled(25_000, 2));
+        let one = XfFilter::merged(None, &[&a, &b], true, Limits::NONE).unwrap();
+        for threads in [2, 3, 4, 8, 64] {
+            let m = XfFilter::merged_on(None, &[&a, &b], true, Limits::NONE, threads).unwrap();
+            assert_eq!(m.dump_payload(), one.dump_payload(), "{threads} threads");
+        }
+        let depth = a.dir_depth().max(b.dir_depth());
+        assert!(depth >= 3, "the test needs parts: depth {depth}");
+        let outcome = |limits: Limits, threads: usize| match merge_blocks(
+            &[&a, &b],
+            depth,
+            GROW_QBITS,
+            limits,
+            threads,
+        ) {
+            Ok(built) => format!("{} blocks, {} bytes, mass {}", built.blocks.len(), built.bytes, built.mass),
+            Err(e) => format!("{e:?}"),
+        };
+        let total = one.size_bytes();
+        for limit in [1, total / 8, total / 3, total / 2, total * 2 / 3, total - 1, total * 2] {
+            let sequential = outcome(Limits::at_most(limit), 1);
+            for threads in [2, 4, 8] {
+                assert_eq!(
+                    outcome(Limits::at_most(limit), threads),
+                    sequential,
+                    "limit {limit}, {threads} threads"
+                );
+            }
+        }
+        PARALLEL.with(|p| p.set(super::PARALLEL_FROM));
     }
 
     /// A region of 3,000 distinct entries and one void with 20,000 copies is
