@@ -24,7 +24,7 @@ use bloomkit_core::xf::{Hashing, Seed, XfError, XfFilter, XfHash, XfParams};
 use bloomkit_core::{Limits, Reply};
 
 use super::counters::*;
-use super::settings::{defaults, max_merge_entries};
+use super::settings::{defaults, max_merge_entries, merge_threads};
 use crate::command::Outcome;
 use crate::ffi::{Arg, Ctx, Key};
 use crate::{config, keys};
@@ -434,8 +434,8 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
             return Err(XfError::MergeTooLong { entries, limit }.into());
         }
     }
-    let merged =
-        XfFilter::merged(dest_ref, &sources, parsed.raise_rate, limits).inspect_err(count_refusal)?;
+    let merged = XfFilter::merged_on(dest_ref, &sources, parsed.raise_rate, limits, merge_threads())
+        .inspect_err(count_refusal)?;
     drop(source_keys);
     let blocks_before = dest_ref.map_or(merged.block_count(), XfFilter::block_count);
     COUNTERS.add(EXPANSIONS, merged.block_count().saturating_sub(blocks_before));

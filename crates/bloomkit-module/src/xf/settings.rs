@@ -8,12 +8,18 @@
 //! | `bf.xf-capacity` | `XF_CAPACITY` | 100 | [1, 2^40] |
 //! | `bf.xf-max-capacity` | `XF_MAX_CAPACITY` | 2^36 | [1, 2^40] |
 //! | `bf.xf-max-merge-entries` | `XF_MAX_MERGE_ENTRIES` | 2^24 | [1, 2^48] |
+//! | `bf.xf-merge-threads` | `XF_MERGE_THREADS` | 2 | [1, 8] |
 //!
 //! The capacity is where a filter starts (it grows past it); the maximum
 //! capacity is where the rate guarantee ends and new items are refused. A
 //! default capacity above a `MAXCAPACITY` a command gives shrinks to it.
 //! The most entries one `XF.MERGE` reads bounds how long it holds the
 //! server (replicas and AOF replays never refuse what the primary did).
+//! A merge of at least 2^19 items runs on up to `bf.xf-merge-threads`
+//! threads (the server's own included, and no more than it has cores):
+//! the server waits for it half as long on two, with the same result byte
+//! for byte, so replicas that merge on another number still agree; 1 keeps
+//! merges on the server's thread alone.
 
 use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, Ordering::Relaxed};
 
@@ -31,6 +37,7 @@ static ERROR_RATE_TEXT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::
 static CAPACITY: AtomicI64 = AtomicI64::new(DEFAULT_CAPACITY as i64);
 static MAX_CAPACITY: AtomicI64 = AtomicI64::new(DEFAULT_MAX_CAPACITY as i64);
 static MAX_MERGE_ENTRIES: AtomicI64 = AtomicI64::new(DEFAULT_MAX_MERGE_ENTRIES as i64);
+static MERGE_THREADS: AtomicI64 = AtomicI64::new(2);
 
 /// XF's own range (not the open interval other rates take), and its message.
 fn xf_rate(text: &[u8]) -> Result<f64, String> {
@@ -55,11 +62,21 @@ static XF_MAX_MERGE_ENTRIES: Setting = Setting::new(
     int(&MAX_MERGE_ENTRIES, 1, MAX_MERGE_ENTRIES_LIMIT as i64),
 );
 
-pub static SETTINGS: [&Setting; 4] = [&XF_ERROR_RATE, &XF_CAPACITY, &XF_MAX_CAPACITY, &XF_MAX_MERGE_ENTRIES];
+static XF_MERGE_THREADS: Setting =
+    Setting::new("xf-merge-threads", Naming::Prefixed, int(&MERGE_THREADS, 1, 8));
+
+pub static SETTINGS: [&Setting; 5] =
+    [&XF_ERROR_RATE, &XF_CAPACITY, &XF_MAX_CAPACITY, &XF_MAX_MERGE_ENTRIES, &XF_MERGE_THREADS];
 
 /// `bf.xf-max-merge-entries`.
 pub fn max_merge_entries() -> u64 {
     MAX_MERGE_ENTRIES.load(Relaxed) as u64
+}
+
+/// `bf.xf-merge-threads`, at most the cores the server may run on.
+pub fn merge_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    (MERGE_THREADS.load(Relaxed).max(1) as usize).min(cores)
 }
 
 /// What a write creates a missing key with, and what `XF.RESERVE` leaves

@@ -8,7 +8,7 @@
 use crate::xf_support;
 
 use bloomkit_testkit::persistence::Family;
-use bloomkit_testkit::{per_server, Conn, Reply, Server, TestServer};
+use bloomkit_testkit::{per_server, Conn, Module, Reply, Server, TestServer};
 use xf_support::{found, guaranteed, info, items, ok, scandump, Xf};
 
 /// A seed for keys whose exact answers a test checks (see `XF.RESERVE ... SEED`).
@@ -302,6 +302,38 @@ fn merges_keep_the_destinations_promise(server: Server) {
     items(&mut c, "other2", "p", 0..100);
     c.ok("XF.MERGE other 1 other2");
     assert_eq!(found(&mut c, "other", "p", 0..100), 100);
+}
+
+per_server!(merges_on_threads_are_the_same_bytes_on_every_node: redis7, valkey9);
+/// A merge large enough to run on threads (2^19 items) gives the bytes it
+/// gives on the server's thread alone, and a replica that merges it on
+/// another number of threads holds the same value (`bf.xf-merge-threads`).
+fn merges_on_threads_are_the_same_bytes_on_every_node(server: Server) {
+    let primary = TestServer::with_bloomkit(server);
+    let mut p = primary.conn();
+    let port = primary.port.to_string();
+    let replica =
+        TestServer::start(server, &[Module::Bloomkit(Vec::new())], &["--replicaof", "127.0.0.1", &port]);
+    let mut r = replica.conn();
+    r.wait_for_sync(std::time::Duration::from_secs(30));
+    r.ok("CONFIG SET bf.xf-merge-threads 1");
+    items(&mut p, "a", "a", 0..262_144);
+    items(&mut p, "b", "b", 0..262_144);
+    p.ok("CONFIG SET bf.xf-merge-threads 1");
+    p.ok("XF.MERGE alone 2 a b RAISERATE");
+    p.ok("CONFIG SET bf.xf-merge-threads 8");
+    p.ok("XF.MERGE threads 2 a b RAISERATE");
+    assert_eq!(p.cmd("DUMP threads"), p.cmd("DUMP alone"), "on threads and on one");
+    assert_eq!(p.cmd("WAIT 1 10000"), Reply::Int(1));
+    assert_eq!(
+        r.cmd("DEBUG DIGEST-VALUE threads"),
+        p.cmd("DEBUG DIGEST-VALUE threads"),
+        "the replica, on one thread"
+    );
+    for refused in ["0", "9", "two"] {
+        assert!(p.cmd(&format!("CONFIG SET bf.xf-merge-threads {refused}")).is_error(), "{refused}");
+    }
+    assert_eq!(p.cmd("CONFIG GET bf.xf-merge-threads").as_array()[1], Reply::Bulk(b"8".to_vec()));
 }
 
 per_server!(settings_set_what_writes_create);
