@@ -11,7 +11,8 @@ replica that receives it by replication, per input entry (XF.INFO's
 Entries of both sources), at N = 1M, 2M, 4M and 6M; the median of
 --rounds merges; and the ratio of each size's time per entry to 1M's
 (linear merges keep it near 1). The primary runs at default settings
-(bf.max-filter-bytes 8 GiB, bf.xf-max-merge-entries 2^24).
+(bf.max-filter-bytes 8 GiB, bf.xf-max-merge-entries 2^24, bf.xf-merge-threads
+2), each merge measured again on one thread (bf.xf-merge-threads 1).
 
 Usage: bench/xf-merge.sh [--quick] [--rounds R] [--sizes 1000000,...] [--output FILE]
 """
@@ -63,9 +64,15 @@ def wait_replica(primary, replica):
         time.sleep(0.01)
 
 
+# bf.xf-merge-threads: the default, then the server's thread alone.
+THREADS = (2, 1)
+
+
 def one_server(label, binary, sizes, rounds):
-    primary = Server("primary", MODULE, binary=binary, cpu=0)
-    replica = Server("replica", MODULE, binary=binary, cpu=1,
+    # Both servers may run on both cores (no load generator here; they merge
+    # one after the other): a merge runs on bf.xf-merge-threads threads.
+    primary = Server("primary", MODULE, binary=binary, cpu="0,1")
+    replica = Server("replica", MODULE, binary=binary, cpu="0,1",
                      extra_args=["--replicaof", "127.0.0.1", str(primary.port)])
     rows = []
     try:
@@ -76,22 +83,25 @@ def one_server(label, binary, sizes, rounds):
                 fill(primary, "XF.MADD", key, 0 if key == "a" else 10**9, n)
             total = entries(primary.conn, "a") + entries(primary.conn, "b")
             wait_replica(primary, replica)
-            times = {"primary": [], "replica": []}
+            times = {(side, t): [] for side in ("primary", "replica") for t in THREADS}
             for _ in range(rounds):
-                primary.conn.call("DEL", "m")
-                wait_replica(primary, replica)
-                for s in (primary, replica):
-                    s.conn.call("CONFIG", "RESETSTAT")
-                primary.conn.call("XF.MERGE", "m", 2, "a", "b", "RAISERATE")
-                wait_replica(primary, replica)
-                times["primary"].append(merge_usec(primary.conn))
-                times["replica"].append(merge_usec(replica.conn))
+                for t in THREADS:
+                    primary.conn.call("DEL", "m")
+                    wait_replica(primary, replica)
+                    for s in (primary, replica):
+                        s.conn.call("CONFIG", "SET", "bf.xf-merge-threads", t)
+                        s.conn.call("CONFIG", "RESETSTAT")
+                    primary.conn.call("XF.MERGE", "m", 2, "a", "b", "RAISERATE")
+                    wait_replica(primary, replica)
+                    times[("primary", t)].append(merge_usec(primary.conn))
+                    times[("replica", t)].append(merge_usec(replica.conn))
             row = {"n": n, "entries": total}
-            for side in ("primary", "replica"):
-                row[side] = statistics.median(times[side]) * 1000 / total
+            for key, usec in times.items():
+                row[key] = statistics.median(usec) * 1000 / total
             rows.append(row)
-            print("%s: %d + %d items, %d entries: primary %.1f ns/entry, replica %.1f" %
-                  (label, n, n, total, row["primary"], row["replica"]), flush=True)
+            print("%s: %d + %d items, %d entries: primary %.1f ns/entry, replica %.1f (one thread: %.1f, %.1f)" %
+                  (label, n, n, total, row[("primary", 2)], row[("replica", 2)], row[("primary", 1)],
+                   row[("replica", 1)]), flush=True)
     finally:
         replica.stop()
         primary.stop()
@@ -110,10 +120,13 @@ def main():
     lines = ["# XF.MERGE by size, primary and replica", "",
              "Made by `bench/xf-merge.sh%s` on %s." % (" --quick" if opts.quick else "", machine()), "",
              "Server time of `XF.MERGE m 2 a b RAISERATE` (INFO commandstats) per input entry, median of %d merges; "
-             "the replica's is the same merge received by replication. Ratio: ns per entry against the "
+             "the replica's is the same merge received by replication. Both servers may run on both cores; "
+             "the merge runs on `bf.xf-merge-threads` threads: 2 (the default) in the first columns, 1 in the "
+             "last two (the server's thread alone: what the merge costs in CPU). Ratio: ns per entry against the "
              "smallest size's, on the same node. Target (issue 47): at most 25 ns per entry and 1.3x." % rounds, "",
              "| server | items per source | input entries | primary ns/entry | replica ns/entry | "
-             "primary ratio | replica ratio |", "|---|---|---|---|---|---|---|"]
+             "primary ratio | replica ratio | primary, 1 thread | replica, 1 thread |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for label, binary in SERVERS:
         if not os.path.exists(binary) and binary != "redis-server":
             print("%s: %s missing (scripts/test-servers.sh), skipped" % (label, binary), file=sys.stderr)
@@ -121,9 +134,10 @@ def main():
         rows = one_server(label, binary, sizes, rounds)
         base = rows[0]
         for r in rows:
-            lines.append("| %s | %d | %d | %.1f | %.1f | %.2f | %.2f |" % (
-                label, r["n"], r["entries"], r["primary"], r["replica"],
-                r["primary"] / base["primary"], r["replica"] / base["replica"]))
+            p, q = r[("primary", 2)], r[("replica", 2)]
+            lines.append("| %s | %d | %d | %.1f | %.1f | %.2f | %.2f | %.1f | %.1f |" % (
+                label, r["n"], r["entries"], p, q, p / base[("primary", 2)], q / base[("replica", 2)],
+                r[("primary", 1)], r[("replica", 1)]))
     with open(opts.output, "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
