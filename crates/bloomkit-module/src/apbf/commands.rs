@@ -10,7 +10,6 @@
 //! to the byte. Creation replicates as `APBF.LOADCHUNK key 0 <header>`.
 
 use std::ffi::CStr;
-use std::ptr::NonNull;
 
 use bloomkit_core::apbf::args::arity;
 use bloomkit_core::apbf::args::{parse_advance, parse_chunk_iter, parse_reserve};
@@ -24,8 +23,8 @@ use crate::command::Outcome;
 use crate::ffi::{Arg, Ctx, Key};
 use crate::{config, keys};
 
-fn lookup(key: &Key) -> Result<Option<NonNull<Apbf>>, Reply> {
-    keys::lookup(key)
+fn lookup(key: &mut Key) -> Result<Option<&mut Apbf>, Reply> {
+    keys::lookup_mut(key)
 }
 
 /// The clock time decisions are made with (plus the test offset).
@@ -37,15 +36,15 @@ fn now_ms() -> u64 {
 /// `APBF.RESERVE key error_rate capacity COUNT | TIME seconds`
 pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let params = parse_reserve(argv)?;
-    let key = Key::open(ctx, &argv[1], true);
-    if lookup(&key)?.is_some() {
+    let mut key = Key::open(ctx, &argv[1], true);
+    if lookup(&mut key)?.is_some() {
         return Err(ApbfError::ItemExists.into());
     }
     // Sized and checked against the limit before anything is allocated.
     let f = Apbf::new(params, now_ms(), config::limits(ctx))
         .inspect_err(|_| COUNTERS.add(counters::REFUSED, 1))?;
     let header = f.encode_header();
-    keys::store(&key, f)?;
+    keys::store(&mut key, f)?;
     ctx.reply_simple(c"OK");
     ctx.replicate_chunk(c"APBF.LOADCHUNK", &argv[1], 0, &header);
     ctx.notify(c"apbf.reserve", &argv[1]);
@@ -54,10 +53,8 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// `APBF.ADD key item` and `APBF.MADD key item...`: 1 new within the window, 0 seen.
 fn add_items(ctx: Ctx, argv: &[Arg], multi: bool) -> Outcome {
-    let key = Key::open(ctx, &argv[1], true);
-    let Some(mut f) = lookup(&key)? else { return Err(ApbfError::AddToMissing.into()) };
-    // SAFETY: owned by the keyspace; commands run one at a time.
-    let f = unsafe { f.as_mut() };
+    let mut key = Key::open(ctx, &argv[1], true);
+    let Some(f) = lookup(&mut key)? else { return Err(ApbfError::AddToMissing.into()) };
     let now = if f.window() == Window::Count {
         0
     } else if ctx.is_replaying() {
@@ -98,8 +95,7 @@ pub fn madd(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// Reads see generations due by now as passed, without changing anything.
 fn with_filter<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&Apbf>) -> T) -> Result<T, Reply> {
     let key = Key::open(ctx, name, false);
-    // SAFETY: owned by the keyspace, read only while the key is open.
-    Ok(f(lookup(&key)?.map(|p| unsafe { &*p.as_ptr() })))
+    Ok(f(keys::lookup(&key)?))
 }
 
 /// `APBF.EXISTS key item` (0 for a missing key).
@@ -196,10 +192,9 @@ pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `APBF.ADVANCE key n started_ms [now_ms]`: ends n generations, as the primary did.
 pub fn advance(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let a = parse_advance(argv)?;
-    let key = Key::open(ctx, &argv[1], true);
-    let Some(mut f) = lookup(&key)? else { return Err(ApbfError::NotFound.into()) };
-    // SAFETY: owned by the keyspace; commands run one at a time.
-    unsafe { f.as_mut() }.advance(a.generations, a.started_ms, a.now_ms);
+    let mut key = Key::open(ctx, &argv[1], true);
+    let Some(f) = lookup(&mut key)? else { return Err(ApbfError::NotFound.into()) };
+    f.advance(a.generations, a.started_ms, a.now_ms);
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
     Ok(())
@@ -211,8 +206,8 @@ pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::LOADCHUNK.check(argv)?;
     let offset = parse_chunk_iter(argv[2].bytes())?;
     let data = argv[3].bytes();
-    let key = Key::open(ctx, &argv[1], true);
-    match (lookup(&key)?, offset) {
+    let mut key = Key::open(ctx, &argv[1], true);
+    match (lookup(&mut key)?, offset) {
         (None, None) => {
             // Checked against both limits before the body is allocated: the
             // server's memory here, bf.max-filter-bytes by the decoder.
@@ -220,13 +215,12 @@ pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
             let memory = Limits { max_bytes: None, ..limits };
             memory.check(apbf::state_body_len(data)?).map_err(ApbfError::from)?;
             let f = Apbf::from_header(data, limits.max_bytes)?;
-            keys::store(&key, f)?;
+            keys::store(&mut key, f)?;
         }
         (Some(_), None) => return Err(ApbfError::ItemExists.into()),
         (None, Some(_)) => return Err(ApbfError::NotFound.into()),
-        (Some(mut f), Some(offset)) => {
-            // SAFETY: owned by the keyspace; commands run one at a time.
-            unsafe { f.as_mut() }.load_bits(offset, data)?;
+        (Some(f), Some(offset)) => {
+            f.load_bits(offset, data)?;
         }
     }
     ctx.reply_simple(c"OK");

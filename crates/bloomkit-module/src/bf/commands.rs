@@ -11,7 +11,6 @@
 //! command, readers included, as in valkey-bloom.
 
 use std::ffi::CStr;
-use std::ptr::NonNull;
 
 use bloomkit_core::bf::args::arity;
 use bloomkit_core::bf::args::{parse_insert, parse_reserve, InfoField};
@@ -23,7 +22,7 @@ use bloomkit_core::vbloom::ValkeyError;
 use bloomkit_core::{Limits, Reply, ReplyError};
 
 use super::counters;
-use super::lookup::{lookup_bloom as lookup, BloomFilter as Filter, Found};
+use super::lookup::{lookup_bloom as lookup, lookup_bloom_mut as lookup_mut, Found, FoundMut as Filter};
 use crate::command::Outcome;
 use crate::ffi::{Arg, Ctx, Key};
 use crate::value::Value;
@@ -32,10 +31,10 @@ use crate::{config, keys};
 
 /// A new chain stored in an empty key opened for writing.
 fn create(
-    key: &Key,
+    key: &mut Key,
     ctx: Ctx,
     make: impl FnOnce(Limits) -> Result<Chain, BfError>,
-) -> Result<NonNull<Chain>, Reply> {
+) -> Result<&mut Chain, Reply> {
     let chain = make(config::limits(ctx)).map_err(|e| {
         counters::COUNTERS.add(counters::REFUSED, 1);
         // RedisBloom 8 words an allocation failure its own way.
@@ -52,13 +51,12 @@ fn create(
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
 pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::RESERVE.check(argv)?;
-    let key = Key::open(ctx, &argv[1], true);
-    let found = lookup(&key);
+    let mut key = Key::open(ctx, &argv[1], true);
+    // Whether the key holds valkey-bloom's object (`Some(true)`) or a chain.
+    let found = lookup(&key).map(|found| found.map(|f| matches!(f, Found::Valkey(_))));
     match found {
-        Ok(Some(Filter::Valkey(_))) => {
-            return vbloom::commands::reserve_refused(argv, ValkeyError::ItemExists.into())
-        }
-        Ok(None) if valkey_bloom() => return vbloom::commands::reserve_new(ctx, argv, &key),
+        Ok(Some(true)) => return vbloom::commands::reserve_refused(argv, ValkeyError::ItemExists.into()),
+        Ok(None) if valkey_bloom() => return vbloom::commands::reserve_new(ctx, argv, &mut key),
         Err(e) if valkey_bloom() => return vbloom::commands::reserve_refused(argv, e),
         _ => {}
     }
@@ -66,10 +64,9 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
     if found?.is_some() {
         return Err(BfError::ItemExists.into());
     }
-    let chain = create(&key, ctx, |limits| Chain::new(params, limits))?;
+    let chain = create(&mut key, ctx, |limits| Chain::new(params, limits))?;
     ctx.reply_simple(c"OK");
-    // SAFETY: just stored in the key, which is still open.
-    replicate_creation(ctx, &argv[1], unsafe { chain.as_ref() });
+    replicate_creation(ctx, &argv[1], chain);
     ctx.notify(c"bf.reserve", &argv[1]);
     Ok(())
 }
@@ -77,88 +74,68 @@ pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `BF.ADD key item` → 1 new, 0 probably present.
 pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::ADD.check(argv)?;
-    let key = Key::open(ctx, &argv[1], true);
-    match lookup(&key)? {
+    let mut key = Key::open(ctx, &argv[1], true);
+    match lookup_mut(&mut key)? {
         Some(Filter::Valkey(o)) => vbloom::commands::add(ctx, argv, o, 2, false),
-        Some(Filter::Chain(c)) => insert_items(ctx, argv, key, Some(c), 2, None, false, c"bf.add"),
-        None if valkey_bloom() => vbloom::commands::add_new(ctx, argv, &key, false),
-        None => insert_items(
-            ctx,
-            argv,
-            key,
-            None,
-            2,
-            Some(super::settings::defaults().params()),
-            false,
-            c"bf.add",
-        ),
+        Some(Filter::Chain(_)) => insert_items(ctx, argv, &mut key, 2, None, false, c"bf.add"),
+        None if valkey_bloom() => vbloom::commands::add_new(ctx, argv, &mut key, false),
+        None => {
+            insert_items(ctx, argv, &mut key, 2, Some(super::settings::defaults().params()), false, c"bf.add")
+        }
     }
 }
 
 /// `BF.MADD key item...` → one reply per item.
 pub fn madd(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::MADD.check(argv)?;
-    let key = Key::open(ctx, &argv[1], true);
-    match lookup(&key)? {
+    let mut key = Key::open(ctx, &argv[1], true);
+    match lookup_mut(&mut key)? {
         Some(Filter::Valkey(o)) => vbloom::commands::add(ctx, argv, o, 2, true),
-        Some(Filter::Chain(c)) => insert_items(ctx, argv, key, Some(c), 2, None, true, c"bf.madd"),
-        None if valkey_bloom() => vbloom::commands::add_new(ctx, argv, &key, true),
-        None => insert_items(
-            ctx,
-            argv,
-            key,
-            None,
-            2,
-            Some(super::settings::defaults().params()),
-            true,
-            c"bf.madd",
-        ),
+        Some(Filter::Chain(_)) => insert_items(ctx, argv, &mut key, 2, None, true, c"bf.madd"),
+        None if valkey_bloom() => vbloom::commands::add_new(ctx, argv, &mut key, true),
+        None => {
+            insert_items(ctx, argv, &mut key, 2, Some(super::settings::defaults().params()), true, c"bf.madd")
+        }
     }
 }
 
 /// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...`
 pub fn insert(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::INSERT.check(argv)?;
-    let key = Key::open(ctx, &argv[1], true);
-    let found = lookup(&key);
+    let mut key = Key::open(ctx, &argv[1], true);
+    // Whether the key holds valkey-bloom's object (`Some(true)`) or a chain.
+    let found = lookup(&key).map(|found| found.map(|f| matches!(f, Found::Valkey(_))));
     match found {
-        Ok(Some(Filter::Valkey(o))) => return vbloom::commands::insert(ctx, argv, &key, Some(o)),
+        Ok(Some(true)) => return vbloom::commands::insert(ctx, argv, &mut key),
         Ok(None) if valkey_bloom() || (ctx.is_replaying() && names_seed(argv)) => {
-            return vbloom::commands::insert(ctx, argv, &key, None)
+            return vbloom::commands::insert(ctx, argv, &mut key)
         }
         Err(e) if valkey_bloom() => return vbloom::commands::insert_refused(ctx, argv, e),
         _ => {}
     }
     let parsed = parse_insert(argv, &super::settings::defaults(), config::redisbloom_level())?;
-    let chain = match found? {
-        Some(Filter::Chain(c)) => Some(c),
-        _ => None,
-    };
+    // Another type is WRONGTYPE after the arguments' own errors, as in RedisBloom.
+    found?;
     let create_with = parsed.create.then_some(parsed.params);
-    insert_items(ctx, argv, key, chain, parsed.items_from, create_with, true, c"bf.insert")
+    insert_items(ctx, argv, &mut key, parsed.items_from, create_with, true, c"bf.insert")
 }
 
-/// The body of ADD, MADD and INSERT on a chain (`existing`) or an empty key:
-/// RedisBloom's `bfInsertCommon`.
-#[allow(clippy::too_many_arguments)]
+/// The body of ADD, MADD and INSERT on a key that holds a chain or is
+/// empty: RedisBloom's `bfInsertCommon`.
 fn insert_items(
     ctx: Ctx,
     argv: &[Arg],
-    key: Key,
-    existing: Option<NonNull<Chain>>,
+    key: &mut Key,
     items_from: usize,
     create_with: Option<ChainParams>,
     multi: bool,
     event: &'static CStr,
 ) -> Outcome {
-    let (mut chain, created) = match (existing, create_with) {
+    let (chain, created) = match (keys::lookup_mut::<Chain>(key)?, create_with) {
         (Some(chain), _) => (chain, false),
-        (None, Some(params)) => (create(&key, ctx, |limits| Chain::new(params, limits))?, true),
+        (None, Some(params)) => (create(key, ctx, |limits| Chain::new(params, limits))?, true),
         (None, None) => return Err(BfError::NotFound.into()),
     };
-    // SAFETY: the keyspace owns the chain and nothing else touches it while
-    // this command runs (commands run one at a time on the main thread).
-    let chain = unsafe { chain.as_mut() };
     if created {
         replicate_creation(ctx, &argv[1], chain);
     }
@@ -244,8 +221,7 @@ fn valkey_bloom() -> bool {
 fn with_filter_for_read<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<Found>) -> T) -> Result<T, Reply> {
     let key = Key::open(ctx, name, false);
     match lookup(&key) {
-        // SAFETY: owned by the keyspace, read only while the key is open.
-        Ok(Some(filter)) => Ok(f(Some(unsafe { filter.get() }))),
+        Ok(Some(filter)) => Ok(f(Some(filter))),
         Err(e) if valkey_bloom() => Err(e),
         _ => Ok(f(None)),
     }
@@ -297,8 +273,7 @@ pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
 fn with_existing<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Found) -> T) -> Result<T, Reply> {
     let key = Key::open(ctx, name, false);
     match lookup(&key)? {
-        // SAFETY: owned by the keyspace, read only while the key is open.
-        Some(filter) => Ok(f(unsafe { filter.get() })),
+        Some(filter) => Ok(f(filter)),
         None => Err(BfError::NotFound.into()),
     }
 }
@@ -316,8 +291,7 @@ fn with_chain<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(&Chain) -> T) -> Result<T,
 pub fn card(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::CARD.check(argv)?;
     let key = Key::open(ctx, &argv[1], false);
-    // SAFETY: owned by the keyspace, read only while the key is open.
-    let items = lookup(&key)?.map_or(0, |f| match unsafe { f.get() } {
+    let items = lookup(&key)?.map_or(0, |f| match f {
         Found::Chain(c) => c.items(),
         Found::Valkey(o) => o.items(),
     });
@@ -422,17 +396,14 @@ pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::LOADCHUNK.check(argv)?;
     let iter = parse_long_long(argv[2].bytes()).ok_or(BfError::LoadChunkIterNotNumeric)?;
     let data = argv[3].bytes();
-    let key = Key::open(ctx, &argv[1], true);
-    match lookup(&key)? {
+    let mut key = Key::open(ctx, &argv[1], true);
+    match lookup_mut(&mut key)? {
         Some(Filter::Valkey(_)) => return Err(ValkeyError::NoChunks.into()),
         None if iter == 1 => {
-            create(&key, ctx, |limits| dump::decode_header(data, limits))?;
+            create(&mut key, ctx, |limits| dump::decode_header(data, limits))?;
         }
         None => return Err(BfError::NotFound.into()),
-        Some(Filter::Chain(mut chain)) => {
-            // SAFETY: owned by the keyspace; commands run one at a time.
-            dump::load_chunk(unsafe { chain.as_mut() }, iter, data)?;
-        }
+        Some(Filter::Chain(chain)) => dump::load_chunk(chain, iter, data)?,
     }
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();

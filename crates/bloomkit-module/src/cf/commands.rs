@@ -13,7 +13,6 @@
 //! error is sent as the part that ran.
 
 use std::ffi::CStr;
-use std::ptr::NonNull;
 
 use bloomkit_core::cf::args::arity;
 use bloomkit_core::cf::args::{parse_insert, parse_loadchunk_pos, parse_reserve, parse_scandump_pos};
@@ -22,17 +21,22 @@ use bloomkit_core::{Limits, Reply, ReplyError};
 
 use super::counters::{self, COUNTERS};
 use crate::command::Outcome;
-use crate::ffi::{Arg, Ctx, Key, Slot};
+use crate::ffi::{Arg, Ctx, Key};
 use crate::value::Value;
 use crate::{config, keys};
 
-fn lookup(key: &Key) -> Result<Option<NonNull<CuckooFilter>>, Reply> {
-    keys::lookup(key)
+fn lookup(key: &mut Key) -> Result<Option<&mut CuckooFilter>, Reply> {
+    keys::lookup_mut(key)
 }
 
 /// A new filter stored in an empty key opened for writing, and sent to
 /// replicas with its exact parameters.
-fn create(ctx: Ctx, key: &Key, name: &Arg, params: CuckooParams) -> Result<NonNull<CuckooFilter>, Reply> {
+fn create<'k>(
+    ctx: Ctx,
+    key: &'k mut Key,
+    name: &Arg,
+    params: CuckooParams,
+) -> Result<&'k mut CuckooFilter, Reply> {
     let f = CuckooFilter::new(params, config::limits(ctx))
         .inspect_err(|_| counters::COUNTERS.add(counters::REFUSED, 1))?;
     let header = f.encode_header();
@@ -44,11 +48,11 @@ fn create(ctx: Ctx, key: &Key, name: &Arg, params: CuckooParams) -> Result<NonNu
 /// `CF.RESERVE key capacity [BUCKETSIZE n] [MAXITERATIONS n] [EXPANSION n]`
 pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let params = parse_reserve(argv, &super::settings::defaults(), config::redisbloom_level())?;
-    let key = Key::open(ctx, &argv[1], true);
-    if lookup(&key)?.is_some() {
+    let mut key = Key::open(ctx, &argv[1], true);
+    if lookup(&mut key)?.is_some() {
         return Err(CfError::ItemExists.into());
     }
-    create(ctx, &key, &argv[1], params)?;
+    create(ctx, &mut key, &argv[1], params)?;
     ctx.reply_simple(c"OK");
     ctx.notify(c"cf.reserve", &argv[1]);
     Ok(())
@@ -104,17 +108,14 @@ fn insert_items(
     shape: Shape,
     event: &'static CStr,
 ) -> Outcome {
-    let key = Key::open(ctx, &argv[1], true);
-    let (mut f, created) = match (lookup(&key)?, create_with) {
+    let mut key = Key::open(ctx, &argv[1], true);
+    let (f, created) = match (lookup(&mut key)?, create_with) {
         (Some(f), _) => (f, false),
         (None, Some(capacity)) => {
-            (create(ctx, &key, &argv[1], super::settings::defaults().params(capacity))?, true)
+            (create(ctx, &mut key, &argv[1], super::settings::defaults().params(capacity))?, true)
         }
         (None, None) => return Err(CfError::NotFound.into()),
     };
-    // SAFETY: the keyspace owns the filter and nothing else touches it while
-    // this command runs (commands run one at a time on the main thread).
-    let f = unsafe { f.as_mut() };
     f.check_writable(super::settings::defaults().max_expansions)?;
     let limits: Limits = config::limits(ctx);
     let items = &argv[items_from..];
@@ -172,11 +173,7 @@ fn insert_items(
 /// type reads as empty (RedisBloom answers 0 there, never an error).
 fn with_filter_for_read<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&CuckooFilter>) -> T) -> T {
     let key = Key::open(ctx, name, false);
-    match key.slot::<CuckooFilter>(<CuckooFilter as Value>::data_type()) {
-        // SAFETY: owned by the keyspace, read only while the key is open.
-        Slot::Ours(p) => f(Some(unsafe { p.as_ref() })),
-        _ => f(None),
-    }
+    f(keys::ours(&key))
 }
 
 /// `CF.EXISTS key item`
@@ -214,20 +211,15 @@ pub fn count(ctx: Ctx, argv: &[Arg]) -> Outcome {
 
 /// The filter in a key opened for writing, or `missing` when the key is
 /// empty or holds another type (as `CF.DEL` and `CF.COMPACT` answer).
-fn writable(key: &Key, missing: CfError) -> Result<NonNull<CuckooFilter>, Reply> {
-    match key.slot::<CuckooFilter>(<CuckooFilter as Value>::data_type()) {
-        Slot::Ours(p) => Ok(p),
-        _ => Err(missing.into()),
-    }
+fn writable(key: &mut Key, missing: CfError) -> Result<&mut CuckooFilter, Reply> {
+    keys::ours_mut(key).ok_or_else(|| missing.into())
 }
 
 /// `CF.DEL key item` → 1 deleted one copy, 0 not found.
 pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::DEL.check(argv)?;
-    let key = Key::open(ctx, &argv[1], true);
-    let mut f = writable(&key, CfError::DelNotFound)?;
-    // SAFETY: owned by the keyspace; commands run one at a time.
-    let f = unsafe { f.as_mut() };
+    let mut key = Key::open(ctx, &argv[1], true);
+    let f = writable(&mut key, CfError::DelNotFound)?;
     // A delete may compact, freeing sub-filters.
     let deleted = f.write(|f| f.delete(&Lookup::new(argv[2].bytes())));
     counters::wrote(0, u64::from(deleted));
@@ -242,10 +234,8 @@ pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `CF.COMPACT key`: moves fingerprints into older sub-filters, frees emptied ones.
 pub fn compact(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::COMPACT.check(argv)?;
-    let key = Key::open(ctx, &argv[1], true);
-    let mut f = writable(&key, CfError::CompactNotFound)?;
-    // SAFETY: owned by the keyspace; commands run one at a time.
-    let f = unsafe { f.as_mut() };
+    let mut key = Key::open(ctx, &argv[1], true);
+    let f = writable(&mut key, CfError::CompactNotFound)?;
     f.write(|f| f.compact(true));
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
@@ -257,9 +247,8 @@ pub fn compact(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// missing, WRONGTYPE for another type.
 fn with_existing<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(&CuckooFilter) -> T) -> Result<T, Reply> {
     let key = Key::open(ctx, name, false);
-    match lookup(&key)? {
-        // SAFETY: owned by the keyspace, read only while the key is open.
-        Some(p) => Ok(f(unsafe { p.as_ref() })),
+    match keys::lookup(&key)? {
+        Some(filter) => Ok(f(filter)),
         None => Err(CfError::NotFound.into()),
     }
 }
@@ -328,22 +317,21 @@ pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `CF.LOADCHUNK key pos data`: pos 1 on an empty key is the header.
 pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::LOADCHUNK.check(argv)?;
-    let key = Key::open(ctx, &argv[1], true);
+    let mut key = Key::open(ctx, &argv[1], true);
     let pos = parse_loadchunk_pos(argv[2].bytes())?;
     let data = argv[3].bytes();
-    match (lookup(&key)?, pos) {
+    match (lookup(&mut key)?, pos) {
         (None, 1) => {
             if data.len() != bloomkit_core::cf::HEADER_LEN {
                 return Err(CfError::InvalidHeader.into());
             }
             let f = CuckooFilter::from_header(data, config::limits(ctx))
                 .inspect_err(|_| counters::COUNTERS.add(counters::REFUSED, 1))?;
-            keys::store(&key, f)?;
+            keys::store(&mut key, f)?;
         }
         (Some(_), 1) => return Err(CfError::ItemExists.into()),
         (None, _) => return Err(CfError::NotFound.into()),
-        // SAFETY: owned by the keyspace; commands run one at a time.
-        (Some(mut f), _) => unsafe { f.as_mut() }.load_chunk(pos, data)?,
+        (Some(f), _) => f.load_chunk(pos, data)?,
     }
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();

@@ -10,8 +10,6 @@
 //! and AOF replays skip the size limits, so they do exactly what the
 //! primary did.
 
-use std::ptr::NonNull;
-
 use bloomkit_core::cms::args::arity;
 use bloomkit_core::cms::args::{
     check_incrby_arity, check_init_arity_with, check_merge_arity, parse_incrby_into,
@@ -22,14 +20,18 @@ use bloomkit_core::{Reply, ReplyError};
 
 use super::counters::{self, COUNTERS};
 use crate::command::Outcome;
-use crate::ffi::{Arg, Ctx, Key, Slot};
-use crate::value::Value;
+use crate::ffi::{Arg, Ctx, Key};
 use crate::{config, keys};
 
 /// The sketch in an open key: `CMS: key does not exist` when it is empty,
 /// WRONGTYPE when it holds anything else.
-fn existing(key: &Key) -> Result<NonNull<CountMinSketch>, Reply> {
+fn existing(key: &Key) -> Result<&CountMinSketch, Reply> {
     keys::lookup::<CountMinSketch>(key)?.ok_or_else(|| CmsError::KeyMissing.into())
+}
+
+/// [`existing`] for a write.
+fn existing_mut(key: &mut Key) -> Result<&mut CountMinSketch, Reply> {
+    keys::lookup_mut::<CountMinSketch>(key)?.ok_or_else(|| CmsError::KeyMissing.into())
 }
 
 /// `CMS.INITBYDIM key width depth [CELL_SIZE n]` (`CELL_SIZE` at `redisbloom-8.12`)
@@ -53,15 +55,15 @@ fn create(
 ) -> Outcome {
     let rules = super::rules();
     check_init_arity_with(argv, rules)?;
-    let key = Key::open(ctx, &argv[1], true);
-    if !matches!(key.slot::<CountMinSketch>(CountMinSketch::data_type()), Slot::Empty) {
+    let mut key = Key::open(ctx, &argv[1], true);
+    if !key.is_empty() {
         return Err(CmsError::KeyExists.into());
     }
     let Init { dims, cell } = parse(argv, rules)?;
     let sketch = CountMinSketch::with_cell_size(dims, cell, config::limits(ctx)).inspect_err(|_| {
         COUNTERS.add(counters::REFUSED, 1);
     })?;
-    keys::store(&key, sketch)?;
+    keys::store(&mut key, sketch)?;
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
     ctx.notify(event, &argv[1]);
@@ -80,8 +82,8 @@ fn create(
 /// see the change (2.8.2 opened it read-only; RedisBloom 2.8.5 and 8.1 fixed it).
 pub fn incrby(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_incrby_arity(argv)?;
-    let key = Key::open(ctx, &argv[1], true);
-    let mut sketch = existing(&key)?;
+    let mut key = Key::open(ctx, &argv[1], true);
+    let sketch = existing_mut(&mut key)?;
     // The increments of up to ON_STACK pairs live on the stack: no
     // allocation for the common command.
     const ON_STACK: usize = 32;
@@ -92,9 +94,6 @@ pub fn incrby(ctx: Ctx, argv: &[Arg]) -> Outcome {
             let increments = on_stack_or_heap(&mut stack, &mut heap, pairs);
             parse_incrby_into(argv, increments)?;
             let increments = &*increments;
-            // SAFETY: the keyspace owns the sketch and nothing else touches it
-            // while this command runs (commands run one at a time on the main thread).
-            let sketch = unsafe { sketch.as_mut() };
             let max = sketch.cell_size().max();
             ctx.reply_array(increments.len());
             for (pair, &by) in argv[2..].chunks_exact(2).zip(increments) {
@@ -109,9 +108,6 @@ pub fn incrby(ctx: Ctx, argv: &[Arg]) -> Outcome {
             let increments = on_stack_or_heap(&mut stack, &mut heap, pairs);
             parse_incrby_signed_into(argv, increments)?;
             let increments = &*increments;
-            // SAFETY: the keyspace owns the sketch and nothing else touches it
-            // while this command runs (commands run one at a time on the main thread).
-            let sketch = unsafe { sketch.as_mut() };
             ctx.reply_array(increments.len());
             for (pair, &by) in argv[2..].chunks_exact(2).zip(increments) {
                 match sketch.add(pair[0].bytes(), by) {
@@ -146,8 +142,7 @@ fn on_stack_or_heap<'a, T: Copy + Default>(
 pub fn query(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::QUERY.check(argv)?;
     let key = Key::open(ctx, &argv[1], false);
-    // SAFETY: owned by the keyspace, read only while the key is open.
-    let sketch = unsafe { existing(&key)?.as_ref() };
+    let sketch = existing(&key)?;
     let items = &argv[2..];
     ctx.reply_array(items.len());
     for item in items {
@@ -165,47 +160,37 @@ pub fn query(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// its sources.
 pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_merge_arity(argv)?;
-    let dest_key = Key::open(ctx, &argv[1], true);
-    let mut dest = existing(&dest_key)?;
+    let mut dest_key = Key::open(ctx, &argv[1], true);
+    existing(&dest_key)?;
     let shape = parse_merge(argv)?;
-    let mut source_keys = Vec::with_capacity(shape.sources.min(1024));
+    // Every source's key first (opening one checks nothing), then each
+    // source in turn: its weight, its key, its dimensions, its cell size.
+    let source_keys: Vec<Key> = (0..shape.sources).map(|i| Key::open(ctx, &argv[3 + i], false)).collect();
+    let dest = existing(&dest_key)?;
     let mut sources = Vec::with_capacity(shape.sources.min(1024));
-    for i in 0..shape.sources {
+    for (i, key) in source_keys.iter().enumerate() {
         let weight = shape.weight(argv, i)?;
-        let key = Key::open(ctx, &argv[3 + i], false);
-        let found = existing(&key)?;
-        if found == dest {
-            sources.push((None, weight));
-        } else {
-            // SAFETY: owned by the keyspace and not the destination: only read.
-            let other = unsafe { found.as_ref() };
-            // SAFETY: the destination is only read here.
-            let dest = unsafe { dest.as_ref() };
-            if !dest.same_dimensions(other) {
-                return Err(CmsError::DimensionsDiffer.into());
-            }
-            if dest.cell_size() != other.cell_size() {
-                return Err(CmsError::CellSizeDiffers.into());
-            }
-            sources.push((Some(found), weight));
+        let found = existing(key)?;
+        if std::ptr::eq(found, dest) {
+            sources.push((Source::Destination, weight));
+            continue;
         }
-        source_keys.push(key);
+        if !dest.same_dimensions(found) {
+            return Err(CmsError::DimensionsDiffer.into());
+        }
+        if dest.cell_size() != found.cell_size() {
+            return Err(CmsError::CellSizeDiffers.into());
+        }
+        sources.push((Source::Other(found), weight));
     }
-    // SAFETY: every source pointer is a distinct value from the destination
-    // (equal pointers became `Source::Destination`), owned by the keyspace,
-    // whose keys stay open until the end of the command; commands run one
-    // at a time, so nothing else touches them.
-    let sources: Vec<(Source<'_>, i64)> = sources
-        .into_iter()
-        .map(|(s, w)| (s.map_or(Source::Destination, |p| Source::Other(unsafe { p.as_ref() })), w))
-        .collect();
-    // SAFETY: as above; the only mutable reference to the destination.
-    unsafe { dest.as_mut() }.merge(&sources)?;
+    // The destination among its sources is `Source::Destination`: the
+    // other sources are other values, read through their own keys while
+    // the destination is written.
+    existing_mut(&mut dest_key)?.merge(&sources)?;
     COUNTERS.add(counters::MERGES, 1);
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
     ctx.notify(c"cms.merge", &argv[1]);
-    drop(source_keys);
     Ok(())
 }
 
@@ -215,8 +200,7 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
 pub fn info(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::INFO.check(argv)?;
     let key = Key::open(ctx, &argv[1], false);
-    // SAFETY: owned by the keyspace, read only while the key is open.
-    let sketch = unsafe { existing(&key)?.as_ref() };
+    let sketch = existing(&key)?;
     let mut fields = vec![(c"width", sketch.width()), (c"depth", sketch.depth()), (c"count", sketch.count())];
     if super::rules() == Rules::CellSized {
         fields.push((c"cell_size", sketch.cell_size().bytes()));

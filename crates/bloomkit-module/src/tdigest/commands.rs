@@ -25,7 +25,6 @@
 //! part that ran).
 
 use std::ffi::CStr;
-use std::ptr::NonNull;
 
 use bloomkit_core::tdigest::args::arity;
 use bloomkit_core::tdigest::args::{
@@ -78,26 +77,27 @@ impl Values {
     }
 }
 
-fn lookup(key: &Key) -> Result<Option<NonNull<TDigest>>, Reply> {
-    keys::lookup(key)
+/// The digest in a key, `ERR T-Digest: key does not exist` when there is none.
+fn existing(key: &Key) -> Result<&TDigest, Reply> {
+    keys::lookup(key)?.ok_or_else(|| TdError::KeyMissing.into())
 }
 
-/// The digest in a key, `ERR T-Digest: key does not exist` when there is none.
-fn existing(key: &Key) -> Result<NonNull<TDigest>, Reply> {
-    lookup(key)?.ok_or_else(|| TdError::KeyMissing.into())
+/// [`existing`] for a write, or for a read that makes the compressed copy.
+fn existing_mut(key: &mut Key) -> Result<&mut TDigest, Reply> {
+    keys::lookup_mut(key)?.ok_or_else(|| TdError::KeyMissing.into())
 }
 
 /// `TDIGEST.CREATE key [COMPRESSION compression]`
 pub fn create(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::CREATE.check(argv)?;
-    let key = Key::open(ctx, &argv[1], true);
-    if lookup(&key)?.is_some() {
+    let mut key = Key::open(ctx, &argv[1], true);
+    if keys::lookup::<TDigest>(&key)?.is_some() {
         return Err(TdError::KeyExists.into());
     }
     let compression = parse_create(argv)?;
     let t = TDigest::new(compression as f64, config::limits(ctx))
         .inspect_err(|_| counters::COUNTERS.add(counters::REFUSED, 1))?;
-    keys::store(&key, t)?;
+    keys::store(&mut key, t)?;
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
     ctx.notify(c"tdigest.create", &argv[1]);
@@ -107,10 +107,8 @@ pub fn create(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `TDIGEST.RESET key`
 pub fn reset(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::RESET.check(argv)?;
-    let key = Key::open(ctx, &argv[1], true);
-    let mut t = existing(&key)?;
-    // SAFETY: owned by the keyspace; commands run one at a time.
-    unsafe { t.as_mut() }.write(TDigest::reset);
+    let mut key = Key::open(ctx, &argv[1], true);
+    existing_mut(&mut key)?.write(TDigest::reset);
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
     ctx.notify(c"tdigest.reset", &argv[1]);
@@ -120,12 +118,10 @@ pub fn reset(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// `TDIGEST.ADD key value [value ...]`: every value is parsed before any is added.
 pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::ADD.check(argv)?;
-    let key = Key::open(ctx, &argv[1], true);
-    let mut t = existing(&key)?;
+    let mut key = Key::open(ctx, &argv[1], true);
+    let t = existing_mut(&mut key)?;
     let values = Values::parse(&argv[2..], parse_add_values_into)?;
     let values = values.get();
-    // SAFETY: owned by the keyspace; commands run one at a time.
-    let t = unsafe { t.as_mut() };
     // Settling takes or drops the compressed copy a read made, and so does
     // the first add: `write` keeps INFO's bytes current.
     let mut ran = 0usize;
@@ -166,30 +162,30 @@ pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// a new digest replaces the destination (its TTL goes, as in RedisBloom).
 pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::MERGE.check(argv)?;
-    let dest_key = Key::open(ctx, &argv[1], true);
-    let dest = lookup(&dest_key)?;
+    let mut dest_key = Key::open(ctx, &argv[1], true);
+    let has_dest = keys::lookup::<TDigest>(&dest_key)?.is_some();
     let parsed = parse_merge(argv)?;
-    let mut source_keys = Vec::with_capacity(parsed.numkeys);
-    let mut sources: Vec<NonNull<TDigest>> = Vec::with_capacity(parsed.numkeys);
+    // Each source's own key; `None` where it is the destination.
+    let mut source_keys: Vec<Option<Key>> = Vec::with_capacity(parsed.numkeys);
     for name in &argv[3..3 + parsed.numkeys] {
         if name.bytes() == argv[1].bytes() {
-            sources.push(dest.ok_or(TdError::KeyMissing)?);
+            if !has_dest {
+                return Err(TdError::KeyMissing.into());
+            }
+            source_keys.push(None);
             continue;
         }
         let key = Key::open(ctx, name, false);
-        sources.push(existing(&key)?);
-        source_keys.push(key);
+        existing(&key)?;
+        source_keys.push(Some(key));
     }
-    // SAFETY (every dereference below): the digests belong to the keyspace,
-    // whose keys stay open until the end; commands run one at a time, and
-    // no two references to one digest are alive at once (a digest named
-    // twice is read through shared references only, after its estimates
-    // were made).
-    let compression_of = |p: &NonNull<TDigest>| unsafe { p.as_ref() }.compression() as i64;
-    let compression = match (parsed.compression, parsed.overwrite, dest) {
+    let compression = match (parsed.compression, parsed.overwrite, has_dest) {
         (Some(c), _, _) => c,
-        (None, false, Some(d)) => compression_of(&d),
-        _ => sources.iter().map(compression_of).fold(0, i64::max),
+        (None, false, true) => existing(&dest_key)?.compression() as i64,
+        _ => source_keys
+            .iter()
+            .map(|k| existing(k.as_ref().unwrap_or(&dest_key)).map(|t| t.compression() as i64))
+            .try_fold(0, |most, c| c.map(|c| most.max(c)))?,
     };
     let mut merged = TDigest::new(compression as f64, config::limits(ctx))
         .map_err(|e| match e {
@@ -199,30 +195,37 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
         .inspect_err(|_| counters::COUNTERS.add(counters::REFUSED, 1))?;
     // Every digest read is read compressed, as RedisBloom reads it; unlike
     // RedisBloom, reading compresses none of them in place: each owes it
-    // to its next write (see the file's doc).
-    let old_dest = dest.filter(|_| !parsed.overwrite);
-    let read: Vec<NonNull<TDigest>> = old_dest.into_iter().chain(sources.iter().copied()).collect();
+    // to its next write (see the file's doc). A digest named twice is
+    // reached through two keys, one at a time.
+    let old_dest = has_dest && !parsed.overwrite;
     let primary = from_client_on_primary(ctx);
+    let prepare = |t: &mut TDigest| {
+        if primary {
+            t.owe_compression();
+        }
+        t.estimates().map(|_| ()).map_err(|_| Reply::from(TdError::MergeAllocationFailed))
+    };
     // Each read digest makes its compressed copy: `track` keeps INFO's bytes current.
     TDigest::track(|| {
-        for p in &read {
-            let t = unsafe { &mut *p.as_ptr() };
-            if primary {
-                t.owe_compression();
-            }
-            t.estimates().map_err(|_| TdError::MergeAllocationFailed)?;
+        if old_dest {
+            prepare(existing_mut(&mut dest_key)?)?;
         }
-        Ok::<(), TdError>(())
+        for key in source_keys.iter_mut() {
+            prepare(existing_mut(key.as_mut().unwrap_or(&mut dest_key))?)?;
+        }
+        Ok::<(), Reply>(())
     })?;
-    for (i, p) in read.iter().enumerate() {
-        let poured = merged.merge_compressed(unsafe { p.as_ref() }.estimated());
+    let dest = old_dest.then(|| existing(&dest_key)).transpose()?;
+    let sources = source_keys.iter().map(|k| existing(k.as_ref().unwrap_or(&dest_key)));
+    for (i, t) in dest.map(Ok).into_iter().chain(sources).enumerate() {
+        let poured = merged.merge_compressed(t?.estimated());
         // RedisBloom ignores a failure to pour the old destination and goes on.
-        if i > 0 || old_dest.is_none() {
+        if i > 0 || !old_dest {
             poured?;
         }
     }
     drop(source_keys);
-    keys::store(&dest_key, merged)?;
+    keys::store(&mut dest_key, merged)?;
     COUNTERS.add(counters::MERGES, 1);
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
@@ -284,12 +287,10 @@ fn read<P, T>(
     parse: impl FnOnce() -> Result<P, TdError>,
     run: impl FnOnce(&mut Reading, P) -> Result<T, TdError>,
 ) -> Result<T, Reply> {
-    let key = Key::open(ctx, &argv[1], false);
-    let mut p = existing(&key)?;
+    let mut key = Key::open(ctx, &argv[1], false);
+    let t = existing_mut(&mut key)?;
     let parsed = parse()?;
     COUNTERS.add(counters::QUERIES, 1);
-    // SAFETY: owned by the keyspace; commands run one at a time.
-    let t = unsafe { p.as_mut() };
     if ctx.is_replaying() {
         // From the primary's stream or the AOF: the compression the primary
         // announced (`TDIGEST.CDF key 0`), at the same point. It drops the
@@ -418,11 +419,9 @@ pub fn byrevrank(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// compressed copy), as RedisBloom would show it.
 fn with_digest<T>(ctx: Ctx, argv: &[Arg], f: impl FnOnce(&TDigest) -> T) -> Result<T, Reply> {
     arity::ONE_KEY.check(argv)?;
-    let key = Key::open(ctx, &argv[1], false);
-    let mut p = existing(&key)?;
+    let mut key = Key::open(ctx, &argv[1], false);
+    let t = existing_mut(&mut key)?;
     COUNTERS.add(counters::QUERIES, 1);
-    // SAFETY: owned by the keyspace, used only while the key is open.
-    let t = unsafe { p.as_mut() };
     if from_client_on_primary(ctx) && t.owes_compression(super::data_type::snapshot_epoch()) {
         // The compressed copy may be made here: `write` keeps INFO's bytes current.
         t.write(|t| t.estimates().map(|_| ()))?;

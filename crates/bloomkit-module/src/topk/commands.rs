@@ -11,7 +11,6 @@
 //! the same command leaves a replica or an AOF replay identical.
 
 use std::ffi::CStr;
-use std::ptr::NonNull;
 
 use bloomkit_core::topk::args::{
     check_incrby_arity, check_info_arity, check_items_arity, check_reserve_arity, parse_increment,
@@ -28,21 +27,26 @@ use crate::{config, keys};
 
 /// The sketch in a key: `TopK: key does not exist` when it is empty,
 /// WRONGTYPE when it holds anything else.
-fn existing(key: &Key) -> Result<NonNull<TopK>, Reply> {
+fn existing(key: &Key) -> Result<&TopK, Reply> {
     keys::lookup::<TopK>(key)?.ok_or_else(|| TopkError::KeyMissing.into())
+}
+
+/// [`existing`] for a write.
+fn existing_mut(key: &mut Key) -> Result<&mut TopK, Reply> {
+    keys::lookup_mut::<TopK>(key)?.ok_or_else(|| TopkError::KeyMissing.into())
 }
 
 /// `TOPK.RESERVE key topk [width depth decay]`
 pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_reserve_arity(argv)?;
-    let key = Key::open(ctx, &argv[1], true);
+    let mut key = Key::open(ctx, &argv[1], true);
     if !key.is_empty() {
         return Err(TopkError::KeyExists.into());
     }
     let params = parse_reserve(argv)?;
     let sketch = TopK::new(params, config::limits(ctx))
         .inspect_err(|_| counters::COUNTERS.add(counters::REFUSED, 1))?;
-    keys::store(&key, sketch)?;
+    keys::store(&mut key, sketch)?;
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
     Ok(())
@@ -59,10 +63,8 @@ fn reply_expelled(ctx: Ctx, expelled: Option<Box<[u8]>>) {
 /// `TOPK.ADD key item [item ...]` → per item, the item it expelled or null.
 pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_items_arity(argv)?;
-    let key = Key::open(ctx, &argv[1], true);
-    let mut sketch = existing(&key)?;
-    // SAFETY: the keyspace owns the sketch; commands run one at a time.
-    let sketch = unsafe { sketch.as_mut() };
+    let mut key = Key::open(ctx, &argv[1], true);
+    let sketch = existing_mut(&mut key)?;
     let items = &argv[2..];
     ctx.reply_array(items.len());
     let mut expelled = 0;
@@ -87,10 +89,8 @@ pub fn add(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// the connection's protocol).
 pub fn incrby(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_incrby_arity(argv)?;
-    let key = Key::open(ctx, &argv[1], true);
-    let mut sketch = existing(&key)?;
-    // SAFETY: the keyspace owns the sketch; commands run one at a time.
-    let sketch = unsafe { sketch.as_mut() };
+    let mut key = Key::open(ctx, &argv[1], true);
+    let sketch = existing_mut(&mut key)?;
     let array = ctx.postponed_array();
     let (mut sent, mut ran, mut units, mut expelled) = (0usize, 0usize, 0u64, 0u64);
     // As in `add`: heap items come and go.
@@ -124,9 +124,7 @@ pub fn incrby(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// Runs `f` on the key's sketch for a read.
 fn with_sketch<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(&TopK) -> T) -> Result<T, Reply> {
     let key = Key::open(ctx, name, false);
-    let sketch = existing(&key)?;
-    // SAFETY: owned by the keyspace, read only while the key is open.
-    Ok(f(unsafe { sketch.as_ref() }))
+    Ok(f(existing(&key)?))
 }
 
 /// `TOPK.QUERY key item [item ...]` → per item, whether it is in the top k.

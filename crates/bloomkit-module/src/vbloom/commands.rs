@@ -17,8 +17,6 @@
 //! since a replica or a replay applies no limit and would go further;
 //! `BF.LOAD` replicates verbatim rather than as a `BF.INSERT`.
 
-use std::ptr::NonNull;
-
 use bloomkit_core::common::fmt::format_g;
 use bloomkit_core::vbloom::args::arity;
 use bloomkit_core::vbloom::{self, Creation, InfoField, Object, ValkeyError, FIXED_SEED};
@@ -38,14 +36,14 @@ fn limits(ctx: Ctx) -> Limits {
 /// `BF.LOAD key blob`: creates the object valkey-bloom's AOF rewrite wrote.
 pub fn load(ctx: Ctx, argv: &[Arg]) -> Outcome {
     arity::LOAD.check(argv)?;
-    let key = Key::open(ctx, &argv[1], true);
+    let mut key = Key::open(ctx, &argv[1], true);
     // A Bloom filter of either type is there already; another type is WRONGTYPE.
     if keys::lookup_either::<Object, bloomkit_core::bf::Chain>(&key)?.is_some() {
         return Err(ValkeyError::KeyExists.into());
     }
     // Checked and compared with the limit before anything is allocated.
     let object = Object::decode_blob(argv[2].bytes(), limits(ctx))?;
-    keys::store(&key, object)?;
+    keys::store(&mut key, object)?;
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
     ctx.notify(c"bloom.reserve", &argv[1]);
@@ -68,13 +66,12 @@ pub fn insert_refused(ctx: Ctx, argv: &[Arg], taken: Reply) -> Outcome {
 }
 
 /// `BF.RESERVE` on an empty key under `bf.compat valkey-bloom`.
-pub fn reserve_new(ctx: Ctx, argv: &[Arg], key: &Key) -> Outcome {
+pub fn reserve_new(ctx: Ctx, argv: &[Arg], key: &mut Key) -> Outcome {
     let creation = vbloom::parse_reserve(argv, &super::settings::defaults())?;
     let object = create(ctx, &creation)?;
     let stored = keys::store(key, object)?;
     ctx.reply_simple(c"OK");
-    // SAFETY: just stored in the key, which is still open.
-    replicate_creation(ctx, &argv[1], unsafe { stored.as_ref() }, &[]);
+    replicate_creation(ctx, &argv[1], stored, &[]);
     ctx.notify(c"bloom.reserve", &argv[1]);
     Ok(())
 }
@@ -112,12 +109,12 @@ fn replayable_seed(fixed: bloomkit_core::xf::Seed) -> [u8; 32] {
     seed
 }
 
-/// `BF.INSERT` on a `bloomfltr` key (`object`), or on an empty key under
-/// `bf.compat valkey-bloom`: the options are checked (they change nothing
-/// on an existing object), then the items are added.
-pub fn insert(ctx: Ctx, argv: &[Arg], key: &Key, object: Option<NonNull<Object>>) -> Outcome {
+/// `BF.INSERT` on a `bloomfltr` key, or on an empty key under `bf.compat
+/// valkey-bloom`: the options are checked (they change nothing on an
+/// existing object), then the items are added.
+pub fn insert(ctx: Ctx, argv: &[Arg], key: &mut Key) -> Outcome {
     let parsed = vbloom::parse_insert(argv, &super::settings::defaults(), limits(ctx))?;
-    match object {
+    match keys::lookup_mut::<Object>(key)? {
         Some(o) => add(ctx, argv, o, parsed.items_from, true),
         None if parsed.nocreate => Err(ValkeyError::NotFound.into()),
         None => create_with_items(ctx, argv, key, &parsed.creation, parsed.items_from, true),
@@ -126,7 +123,7 @@ pub fn insert(ctx: Ctx, argv: &[Arg], key: &Key, object: Option<NonNull<Object>>
 
 /// `BF.ADD` / `BF.MADD` on an empty key under `bf.compat valkey-bloom`:
 /// an object with the configured defaults, then the items.
-pub fn add_new(ctx: Ctx, argv: &[Arg], key: &Key, multi: bool) -> Outcome {
+pub fn add_new(ctx: Ctx, argv: &[Arg], key: &mut Key, multi: bool) -> Outcome {
     let creation = Creation::from_defaults(&super::settings::defaults());
     create_with_items(ctx, argv, key, &creation, 2, multi)
 }
@@ -136,7 +133,7 @@ pub fn add_new(ctx: Ctx, argv: &[Arg], key: &Key, multi: bool) -> Outcome {
 fn create_with_items(
     ctx: Ctx,
     argv: &[Arg],
-    key: &Key,
+    key: &mut Key,
     creation: &Creation,
     items_from: usize,
     multi: bool,
@@ -151,10 +148,9 @@ fn create_with_items(
 /// `BF.INSERT` (an array; the first error ends it, as its last element)
 /// on an existing object. A non-scaling object that cannot take the batch
 /// refuses all of it.
-pub fn add(ctx: Ctx, argv: &[Arg], object: NonNull<Object>, items_from: usize, multi: bool) -> Outcome {
+pub fn add(ctx: Ctx, argv: &[Arg], object: &mut Object, items_from: usize, multi: bool) -> Outcome {
     if multi {
-        // SAFETY: the keyspace owns the object; commands run one at a time.
-        check_room(ctx, unsafe { object.as_ref() }, &argv[items_from..])?;
+        check_room(ctx, object, &argv[items_from..])?;
     }
     write(ctx, argv, object, items_from, multi, false)
 }
@@ -171,17 +167,7 @@ fn check_room(ctx: Ctx, o: &Object, items: &[Arg]) -> Result<(), ValkeyError> {
 
 /// Adds the items to an object in the keyspace (`created` by this
 /// command, or not), replies, replicates and notifies.
-fn write(
-    ctx: Ctx,
-    argv: &[Arg],
-    mut object: NonNull<Object>,
-    items_from: usize,
-    multi: bool,
-    created: bool,
-) -> Outcome {
-    // SAFETY: the keyspace owns the object and nothing else touches it while
-    // this command runs (commands run one at a time on the main thread).
-    let o = unsafe { object.as_mut() };
+fn write(ctx: Ctx, argv: &[Arg], o: &mut Object, items_from: usize, multi: bool, created: bool) -> Outcome {
     let limits = limits(ctx);
     let items = &argv[items_from..];
     let before = Tally::of(o);

@@ -15,7 +15,6 @@
 //! that replicas do not have).
 
 use std::ffi::CStr;
-use std::ptr::NonNull;
 
 use bloomkit_core::xf::args::{
     check_items, check_key_only, check_single_item, parse_insert, parse_loadchunk, parse_merge, parse_reserve,
@@ -29,19 +28,17 @@ use crate::command::Outcome;
 use crate::ffi::{Arg, Ctx, Key};
 use crate::{config, keys};
 
-fn lookup(key: &Key) -> Result<Option<NonNull<XfFilter>>, Reply> {
+fn lookup(key: &Key) -> Result<Option<&XfFilter>, Reply> {
     keys::lookup(key)
 }
 
 /// The filter in a key for a command that hashes items: one made under a
 /// secret the key ring does not hold (sealed) is refused, once the ring
 /// has been asked again (it may have learnt the secret since the load).
-fn lookup_hashing(ctx: Ctx, key: &Key) -> Result<Option<NonNull<XfFilter>>, Reply> {
-    let found = lookup(key)?;
-    if let Some(mut f) = found {
-        // SAFETY: the keyspace owns the filter; commands run one at a time.
-        // Unsealing changes no byte the filter saves.
-        let f = unsafe { f.as_mut() };
+/// Unsealing changes no byte the filter saves.
+fn lookup_hashing(ctx: Ctx, key: &mut Key) -> Result<Option<&mut XfFilter>, Reply> {
+    let found = keys::lookup_mut::<XfFilter>(key)?;
+    if let Some(f) = found {
         if !super::secret::unseal(f) {
             let id = f.hashing().key_id().unwrap_or(0);
             if ctx.is_replaying() {
@@ -53,8 +50,9 @@ fn lookup_hashing(ctx: Ctx, key: &Key) -> Result<Option<NonNull<XfFilter>>, Repl
             }
             return Err(XfError::Sealed { id }.into());
         }
+        return Ok(Some(f));
     }
-    Ok(found)
+    Ok(None)
 }
 
 /// The error rate as a word that parses back to the same double.
@@ -65,13 +63,13 @@ fn rate_word(rate: f64) -> Vec<u8> {
 /// A new filter stored in an empty key opened for writing, sent to
 /// replicas as `XF.RESERVE key rate CAPACITY c MAXCAPACITY m SEED s` (or
 /// `KEYID id`).
-fn create(
+fn create<'k>(
     ctx: Ctx,
-    key: &Key,
+    key: &'k mut Key,
     name: &Arg,
     params: XfParams,
     hashing: Hashing,
-) -> Result<NonNull<XfFilter>, Reply> {
+) -> Result<&'k mut XfFilter, Reply> {
     let f = XfFilter::with_hashing(params, hashing, config::limits(ctx)).inspect_err(|_| refused())?;
     store_new(ctx, key, name, f)
 }
@@ -101,7 +99,7 @@ fn reserve_hashing(ctx: Ctx, seed: Option<Seed>, key_id: Option<u64>) -> Result<
 /// as `XF.RESERVE` with its exact parameters and its seed, or its secret's
 /// id (then after the ring, `XF.KEYRING`, which replicas and the AOF need
 /// to hash for it).
-fn store_new(ctx: Ctx, key: &Key, name: &Arg, f: XfFilter) -> Result<NonNull<XfFilter>, Reply> {
+fn store_new<'k>(ctx: Ctx, key: &'k mut Key, name: &Arg, f: XfFilter) -> Result<&'k mut XfFilter, Reply> {
     let (params, hashing) = (f.params(), f.hashing());
     let stored = keys::store(key, f)?;
     let (word, how): (&[u8], String) = match (hashing, hashing.key_id()) {
@@ -134,12 +132,12 @@ fn count_refusal(e: &XfError) {
 /// `XF.RESERVE key error_rate [CAPACITY initial] [MAXCAPACITY limit] [SEED hex]`
 pub fn reserve(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let r = parse_reserve(argv, &defaults())?;
-    let key = Key::open(ctx, &argv[1], true);
+    let mut key = Key::open(ctx, &argv[1], true);
     if lookup(&key)?.is_some() {
         return Err(XfError::ItemExists.into());
     }
     let hashing = reserve_hashing(ctx, r.seed, r.key_id)?;
-    create(ctx, &key, &argv[1], r.params, hashing)?;
+    create(ctx, &mut key, &argv[1], r.params, hashing)?;
     ctx.reply_simple(c"OK");
     ctx.notify(c"xf.reserve", &argv[1]);
     Ok(())
@@ -209,14 +207,13 @@ fn add_items(
     repeat: Repeat,
     event: &'static CStr,
 ) -> Outcome {
-    let key = Key::open(ctx, &argv[1], true);
+    let mut key = Key::open(ctx, &argv[1], true);
     let items = &argv[items_from..];
     // A filter this command creates is filled before it is stored: a
     // refused batch then leaves no key behind, and sends nothing.
     let mut fresh = None;
-    let f = match (lookup_hashing(ctx, &key)?, create_with) {
-        // SAFETY: the keyspace owns the filter; commands run one at a time.
-        (Some(mut f), _) => unsafe { f.as_mut() },
+    let f = match (lookup_hashing(ctx, &mut key)?, create_with) {
+        (Some(f), _) => f,
         (None, Some(params)) => fresh.insert(new_filter(ctx, params)?),
         (None, None) => return Err(XfError::NotFound.into()),
     };
@@ -243,7 +240,7 @@ fn add_items(
     let (size_after, blocks_after) = (f.size_bytes(), f.block_count());
     match fresh {
         // Counted whole as it is stored.
-        Some(f) => drop(store_new(ctx, &key, &argv[1], f)?),
+        Some(f) => drop(store_new(ctx, &mut key, &argv[1], f)?),
         None => COUNTERS.resized(size_before, size_after),
     }
     COUNTERS.add(EXPANSIONS, blocks_after.saturating_sub(blocks_before));
@@ -317,15 +314,13 @@ fn run_batch<'a>(
 /// The filter in a key for a read (`None`: a missing key).
 fn with_filter<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&XfFilter>) -> T) -> Result<T, Reply> {
     let key = Key::open(ctx, name, false);
-    // SAFETY: owned by the keyspace, read only while the key is open.
-    Ok(f(lookup(&key)?.map(|p| unsafe { &*p.as_ptr() })))
+    Ok(f(lookup(&key)?))
 }
 
 /// The filter in a key for a read of items (refused if sealed).
 fn with_hashing_filter<T>(ctx: Ctx, name: &Arg, f: impl FnOnce(Option<&XfFilter>) -> T) -> Result<T, Reply> {
-    let key = Key::open(ctx, name, false);
-    // SAFETY: owned by the keyspace, read only while the key is open.
-    Ok(f(lookup_hashing(ctx, &key)?.map(|p| unsafe { &*p.as_ptr() })))
+    let mut key = Key::open(ctx, name, false);
+    Ok(f(lookup_hashing(ctx, &mut key)?.map(|f| &*f)))
 }
 
 /// `XF.EXISTS key item`: 1 if probably present, 0 if surely not (or no key).
@@ -382,13 +377,11 @@ pub fn card(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// the item was not in (or the key is missing).
 pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_single_item(argv)?;
-    let key = Key::open(ctx, &argv[1], true);
-    let Some(mut f) = lookup_hashing(ctx, &key)? else {
+    let mut key = Key::open(ctx, &argv[1], true);
+    let Some(f) = lookup_hashing(ctx, &mut key)? else {
         ctx.reply_bool(false);
         return Ok(());
     };
-    // SAFETY: the keyspace owns the filter; commands run one at a time.
-    let f = unsafe { f.as_mut() };
     let size_before = f.size_bytes();
     let removed = f.delete(argv[2].bytes())?;
     COUNTERS.resized(size_before, f.size_bytes());
@@ -409,38 +402,41 @@ pub fn del(ctx: Ctx, argv: &[Arg]) -> Outcome {
 /// error rate. All or nothing: an error leaves the destination as it was.
 pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let parsed = parse_merge(argv)?;
-    let dest_key = Key::open(ctx, &argv[1], true);
-    let dest = lookup_hashing(ctx, &dest_key)?;
-    let mut source_keys = Vec::with_capacity(parsed.sources.len());
-    let mut filters: Vec<NonNull<XfFilter>> = Vec::with_capacity(parsed.sources.len());
+    let mut dest_key = Key::open(ctx, &argv[1], true);
+    let has_dest = lookup_hashing(ctx, &mut dest_key)?.is_some();
+    // Each source's own key; `None` where it is the destination.
+    let mut source_keys: Vec<Option<Key>> = Vec::with_capacity(parsed.sources.len());
     for name in &argv[parsed.sources] {
         if name.bytes() == argv[1].bytes() {
-            filters.push(dest.ok_or(XfError::NotFound)?);
+            if !has_dest {
+                return Err(XfError::NotFound.into());
+            }
+            source_keys.push(None);
             continue;
         }
-        let key = Key::open(ctx, name, false);
-        filters.push(lookup_hashing(ctx, &key)?.ok_or(XfError::NotFound)?);
-        source_keys.push(key);
+        let mut key = Key::open(ctx, name, false);
+        lookup_hashing(ctx, &mut key)?.ok_or(XfError::NotFound)?;
+        source_keys.push(Some(key));
     }
     let limits = config::limits(ctx);
-    // SAFETY (every dereference below): the filters belong to the keyspace,
-    // whose keys stay open until the end; commands run one at a time; they
-    // are only read until the result replaces the destination.
-    let sources: Vec<&XfFilter> = filters.iter().map(|f| unsafe { f.as_ref() }).collect();
-    let dest_ref = dest.map(|d| unsafe { &*d.as_ptr() });
+    // Only read until the result replaces the destination.
+    let dest = lookup(&dest_key)?;
+    let sources =
+        source_keys.iter().map(|k| lookup(k.as_ref().unwrap_or(&dest_key))?.ok_or(XfError::NotFound.into()));
+    let sources = sources.collect::<Result<Vec<&XfFilter>, Reply>>()?;
     if !ctx.is_replaying() {
-        let (entries, limit) = (XfFilter::merge_entries(dest_ref, &sources), max_merge_entries());
+        let (entries, limit) = (XfFilter::merge_entries(dest, &sources), max_merge_entries());
         if entries > u128::from(limit) {
             return Err(XfError::MergeTooLong { entries, limit }.into());
         }
     }
-    let merged = XfFilter::merged_on(dest_ref, &sources, parsed.raise_rate, limits, merge_threads())
+    let merged = XfFilter::merged_on(dest, &sources, parsed.raise_rate, limits, merge_threads())
         .inspect_err(count_refusal)?;
+    let blocks_before = dest.map_or(merged.block_count(), XfFilter::block_count);
     drop(source_keys);
-    let blocks_before = dest_ref.map_or(merged.block_count(), XfFilter::block_count);
     COUNTERS.add(EXPANSIONS, merged.block_count().saturating_sub(blocks_before));
     // The merged filter replaces the destination (its TTL goes, as with SUNIONSTORE).
-    keys::store(&dest_key, merged)?;
+    keys::store(&mut dest_key, merged)?;
     COUNTERS.add(MERGES, 1);
     ctx.reply_simple(c"OK");
     ctx.replicate_verbatim();
@@ -497,18 +493,16 @@ pub fn scandump(ctx: Ctx, argv: &[Arg]) -> Outcome {
 pub fn loadchunk(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let iter = parse_loadchunk(argv)?;
     let data = argv[3].bytes();
-    let key = Key::open(ctx, &argv[1], true);
+    let mut key = Key::open(ctx, &argv[1], true);
     let limits = config::limits(ctx);
-    match lookup(&key)? {
+    match keys::lookup_mut::<XfFilter>(&mut key)? {
         None if iter == 1 => {
             let mut f = XfFilter::from_header(data, limits).inspect_err(|_| refused())?;
             super::secret::admit(&mut f, ctx.is_replaying())?;
-            keys::store(&key, f)?;
+            keys::store(&mut key, f)?;
         }
         None => return Err(XfError::NotFound.into()),
-        Some(mut f) => {
-            // SAFETY: the keyspace owns the filter; commands run one at a time.
-            let f = unsafe { f.as_mut() };
+        Some(f) => {
             let before = f.size_bytes();
             f.load_chunk(iter, data, limits).inspect_err(count_refusal)?;
             COUNTERS.resized(before, f.size_bytes());
