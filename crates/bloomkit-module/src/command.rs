@@ -45,6 +45,37 @@ pub struct Command {
     pub redisbloom8: Option<Declared>,
 }
 
+impl Command {
+    /// The fields a family's rows share, each row stating the rest: the
+    /// release that added the family's commands (`since`), no tips, no
+    /// RedisBloom 8 declaration. Its name, handler, flags, ACL categories,
+    /// key flags, summary, complexity and arguments are placeholders every
+    /// row replaces (`rows_state_what_defaults_cannot` checks that each
+    /// registered row has a name, a summary and a handler of its own).
+    pub const fn row(since: &'static CStr) -> Command {
+        Command {
+            name: c"",
+            handler: no_handler,
+            flags: c"",
+            acl: c"",
+            key_flags: 0,
+            summary: c"",
+            complexity: c"",
+            since,
+            tips: None,
+            args: &[],
+            redisbloom8: None,
+        }
+    }
+}
+
+/// The handler of [`Command::row`]'s placeholder, which no registered row
+/// keeps: an error, should one ever be called.
+extern "C" fn no_handler(ctx: *mut raw::RedisModuleCtx, _argv: RawArgv, _argc: c_int) -> c_int {
+    crate::ffi::Ctx(ctx).reply_error("ERR bloomkit: this command has no handler");
+    raw::REDISMODULE_OK as c_int
+}
+
 /// A command's metadata as RedisBloom 8 declares it (`COMMAND INFO` of
 /// RedisBloom 8 on Redis 8.2, `../shared/vectors/redisbloom-8-command-info.tsv`),
 /// registered at the `redisbloom-8` and `redisbloom-8.12` levels. Where
@@ -487,6 +518,20 @@ mod tests {
 
     fn positions(keys: Keys, line: &str) -> Vec<usize> {
         keys.positions(&line.split(' ').collect::<Vec<_>>())
+    }
+
+    /// Every registered row replaced [`Command::row`]'s placeholders.
+    #[test]
+    fn rows_state_what_defaults_cannot() {
+        for c in crate::FAMILIES.iter().flat_map(|f| f.commands) {
+            let name = c.name.to_string_lossy();
+            assert!(!c.name.is_empty() && !c.summary.is_empty() && !c.flags.is_empty(), "{name}");
+            assert!(!c.acl.is_empty() && !c.complexity.is_empty() && !c.since.is_empty(), "{name}");
+            assert_ne!(
+                c.handler as *const () as usize, no_handler as *const () as usize,
+                "{name} has no handler"
+            );
+        }
     }
 
     #[test]

@@ -15,6 +15,9 @@ pub const FAMILY: Family =
 /// hash functions, l the number of slices a lookup may walk past.
 const SINCE: &std::ffi::CStr = c"0.1.0";
 
+/// What most of the family's rows share (see [`Command::row`]).
+const ROW: Command = Command::row(SINCE);
+
 const COMMANDS: &[Command] = &[
     Command {
         name: c"apbf.reserve",
@@ -24,15 +27,13 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Creates a sliding-window filter: COUNT (the last capacity items) or TIME seconds",
         complexity: c"O(1)",
-        since: SINCE,
-        tips: None,
         args: &[
             Arg::key(c"key"),
             Arg::double(c"error_rate"),
             Arg::integer(c"capacity"),
             Arg::one_of(c"window", &[Arg::word(c"count", c"COUNT"), Arg::integer(c"seconds").token(c"TIME")]),
         ],
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"apbf.add",
@@ -42,10 +43,8 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Adds an item; 1 if it was not seen within the window",
         complexity: c"O(k + l)",
-        since: SINCE,
-        tips: None,
         args: KEY_ITEM,
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"apbf.madd",
@@ -55,10 +54,8 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Adds items; one reply per item",
         complexity: c"O((k + l) * n), n the number of items",
-        since: SINCE,
-        tips: None,
         args: KEY_ITEMS,
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"apbf.exists",
@@ -68,10 +65,8 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Checks whether an item was seen within the window",
         complexity: c"O(k + l)",
-        since: SINCE,
-        tips: None,
         args: KEY_ITEM,
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"apbf.mexists",
@@ -81,10 +76,8 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Checks items; one reply per item",
         complexity: c"O((k + l) * n), n the number of items",
-        since: SINCE,
-        tips: None,
         args: KEY_ITEMS,
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"apbf.info",
@@ -94,10 +87,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns a sliding-window filter's parameters and state",
         complexity: c"O(1)",
-        since: SINCE,
         tips: DONT_CACHE,
         args: KEY,
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"apbf.scandump",
@@ -107,10 +99,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns the next chunk of a sliding-window filter's state",
         complexity: c"O(c), c the chunk size",
-        since: SINCE,
         tips: DONT_CACHE,
         args: SCANDUMP,
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"apbf.advance",
@@ -120,8 +111,6 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Ends generations as the primary decided (replication and AOF)",
         complexity: c"O(n) slices cleared",
-        since: SINCE,
-        tips: None,
         args: &[
             Arg::key(c"key"),
             Arg::integer(c"generations"),
@@ -129,7 +118,7 @@ const COMMANDS: &[Command] = &[
             // Left out by the first format, which wrote at `started_ms`.
             Arg::integer(c"now_ms").optional(),
         ],
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"apbf.loadchunk",
@@ -139,9 +128,7 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Restores a sliding-window filter's state (replication and AOF rewrite)",
         complexity: c"O(c), c the chunk size",
-        since: SINCE,
-        tips: None,
         args: LOADCHUNK,
-        redisbloom8: None,
+        ..ROW
     },
 ];

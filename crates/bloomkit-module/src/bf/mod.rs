@@ -46,6 +46,9 @@ use crate::command::Declared;
 // `since` is RedisBloom's: 1.0.0 for every command but BF.CARD (2.4.4), as
 // its command docs give them (BF.DEBUG, undocumented there, is 1.0.0 in its
 // command info).
+/// What most of the family's rows share (see [`Command::row`]).
+const ROW: Command = Command::row(c"1.0.0");
+
 const COMMANDS: &[Command] = &[
     Command {
         name: c"bf.reserve",
@@ -55,8 +58,6 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Creates an empty Bloom filter with an error rate and initial capacity",
         complexity: c"O(1)",
-        since: c"1.0.0",
-        tips: None,
         args: &[
             Arg::key(c"key"),
             Arg::double(c"error_rate"),
@@ -65,6 +66,7 @@ const COMMANDS: &[Command] = &[
             Arg::word(c"nonscaling", c"NONSCALING").optional(),
         ],
         redisbloom8: Some(Declared::new(-4, c"write deny-oom", c"bloom write fast", RW_INSERT)),
+        ..ROW
     },
     Command {
         name: c"bf.add",
@@ -74,10 +76,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Adds an item, creating the filter if needed",
         complexity: c"O(k), k the number of hash functions",
-        since: c"1.0.0",
-        tips: None,
         args: KEY_ITEM,
         redisbloom8: Some(Declared::new(3, c"write deny-oom", c"bloom write", RW_INSERT)),
+        ..ROW
     },
     Command {
         name: c"bf.madd",
@@ -87,10 +88,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Adds items, creating the filter if needed",
         complexity: c"O(k * n), k the number of hash functions, n the number of items",
-        since: c"1.0.0",
-        tips: None,
         args: KEY_ITEMS,
         redisbloom8: Some(Declared::new(-3, c"write deny-oom", c"bloom write", RW_INSERT)),
+        ..ROW
     },
     Command {
         name: c"bf.insert",
@@ -100,8 +100,6 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Adds items, creating the filter with the given parameters if needed",
         complexity: c"O(k * n), k the number of hash functions, n the number of items",
-        since: c"1.0.0",
-        tips: None,
         args: &[
             Arg::key(c"key"),
             Arg::integer(c"capacity").token(c"CAPACITY").optional(),
@@ -113,6 +111,7 @@ const COMMANDS: &[Command] = &[
             Arg::string(c"item").multiple(),
         ],
         redisbloom8: Some(Declared::new(-4, c"write deny-oom", c"bloom write", RW_INSERT)),
+        ..ROW
     },
     Command {
         name: c"bf.exists",
@@ -122,10 +121,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Checks whether an item may have been added",
         complexity: c"O(k), k the number of hash functions",
-        since: c"1.0.0",
-        tips: None,
         args: KEY_ITEM,
         redisbloom8: Some(Declared::new(3, c"readonly fast", c"bloom read", RO)),
+        ..ROW
     },
     Command {
         name: c"bf.mexists",
@@ -135,10 +133,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Checks whether items may have been added",
         complexity: c"O(k * n), k the number of hash functions, n the number of items",
-        since: c"1.0.0",
-        tips: None,
         args: KEY_ITEMS,
         redisbloom8: Some(Declared::new(-3, c"readonly fast", c"bloom read", RO)),
+        ..ROW
     },
     Command {
         name: c"bf.info",
@@ -148,7 +145,6 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns a Bloom filter's capacity, size, sub-filters, items and expansion, or one of them",
         complexity: c"O(1)",
-        since: c"1.0.0",
         tips: DONT_CACHE,
         args: &[
             Arg::key(c"key"),
@@ -165,6 +161,7 @@ const COMMANDS: &[Command] = &[
             .optional(),
         ],
         redisbloom8: Some(Declared::new(-2, c"readonly fast", c"bloom read fast", RO).dont_cache()),
+        ..ROW
     },
     Command {
         name: c"bf.card",
@@ -175,9 +172,9 @@ const COMMANDS: &[Command] = &[
         summary: c"Returns the number of items added to a Bloom filter",
         complexity: c"O(1)",
         since: c"2.4.4",
-        tips: None,
         args: KEY,
         redisbloom8: Some(Declared::new(2, c"readonly fast", c"bloom read fast", RO)),
+        ..ROW
     },
     Command {
         name: c"bf.debug",
@@ -187,10 +184,10 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns the layout of a Bloom filter's sub-filters",
         complexity: c"O(s), s the number of sub-filters",
-        since: c"1.0.0",
         tips: DONT_CACHE,
         args: KEY,
         redisbloom8: Some(Declared::new(2, c"readonly fast", c"bloom read", RO).dont_cache()),
+        ..ROW
     },
     Command {
         name: c"bf.scandump",
@@ -200,10 +197,10 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns the next chunk of a Bloom filter's dump",
         complexity: c"O(c), c the chunk size",
-        since: c"1.0.0",
         tips: DONT_CACHE,
         args: SCANDUMP,
         redisbloom8: Some(Declared::new(3, c"readonly fast", c"bloom read", RO).dont_cache()),
+        ..ROW
     },
     Command {
         name: c"bf.loadchunk",
@@ -213,9 +210,8 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Restores a Bloom filter from chunks returned by BF.SCANDUMP",
         complexity: c"O(c), c the chunk size",
-        since: c"1.0.0",
-        tips: None,
         args: LOADCHUNK,
         redisbloom8: Some(Declared::new(4, c"write deny-oom", c"bloom write", RW_UPDATE)),
+        ..ROW
     },
 ];

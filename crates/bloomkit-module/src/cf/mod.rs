@@ -26,6 +26,9 @@ use crate::command::{Declared, RW_ACCESS_UPDATE};
 
 // `since` is RedisBloom's: 1.0.0 for every CF command its command docs list;
 // CF.COMPACT and CF.DEBUG, undocumented there, date from the same release.
+/// What most of the family's rows share (see [`Command::row`]).
+const ROW: Command = Command::row(c"1.0.0");
+
 const COMMANDS: &[Command] = &[
     Command {
         name: c"cf.reserve",
@@ -35,8 +38,6 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Creates an empty cuckoo filter with a capacity and optional bucket size, max iterations and expansion",
         complexity: c"O(1)",
-        since: c"1.0.0",
-        tips: None,
         args: &[
             Arg::key(c"key"),
             Arg::integer(c"capacity"),
@@ -45,6 +46,7 @@ const COMMANDS: &[Command] = &[
             Arg::integer(c"expansion").token(c"EXPANSION").optional(),
         ],
         redisbloom8: Some(Declared::new(-3, c"write deny-oom", c"cuckoo write fast", RW_INSERT)),
+        ..ROW
     },
     Command {
         name: c"cf.add",
@@ -54,10 +56,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Adds an item (a copy if already present), creating the filter if needed",
         complexity: c"O(k + i), k the number of sub-filters, i the max iterations",
-        since: c"1.0.0",
-        tips: None,
         args: KEY_ITEM,
         redisbloom8: Some(Declared::new(3, c"write deny-oom", c"cuckoo write", RW_INSERT)),
+        ..ROW
     },
     Command {
         name: c"cf.addnx",
@@ -67,10 +68,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Adds an item unless it may already be present, creating the filter if needed",
         complexity: c"O(k + i), k the number of sub-filters, i the max iterations",
-        since: c"1.0.0",
-        tips: None,
         args: KEY_ITEM,
         redisbloom8: Some(Declared::new(3, c"write deny-oom", c"cuckoo write", RW_INSERT)),
+        ..ROW
     },
     Command {
         name: c"cf.insert",
@@ -80,10 +80,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Adds items, creating the filter with the given capacity if needed",
         complexity: c"O(n * (k + i)), n the number of items, k the number of sub-filters, i the max iterations",
-        since: c"1.0.0",
-        tips: None,
         args: INSERT_ARGS,
         redisbloom8: Some(Declared::new(-4, c"write deny-oom", c"cuckoo write", RW_INSERT)),
+        ..ROW
     },
     Command {
         name: c"cf.insertnx",
@@ -93,10 +92,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Adds items unless they may already be present, creating the filter if needed",
         complexity: c"O(n * (k + i)), n the number of items, k the number of sub-filters, i the max iterations",
-        since: c"1.0.0",
-        tips: None,
         args: INSERT_ARGS,
         redisbloom8: Some(Declared::new(-4, c"write deny-oom", c"cuckoo write", RW_INSERT)),
+        ..ROW
     },
     Command {
         name: c"cf.exists",
@@ -106,10 +104,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Checks whether an item may be in a cuckoo filter",
         complexity: c"O(k), k the number of sub-filters",
-        since: c"1.0.0",
-        tips: None,
         args: KEY_ITEM,
         redisbloom8: Some(Declared::new(3, c"readonly fast", c"cuckoo read", RO)),
+        ..ROW
     },
     Command {
         name: c"cf.mexists",
@@ -119,10 +116,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Checks whether items may be in a cuckoo filter",
         complexity: c"O(k * n), k the number of sub-filters, n the number of items",
-        since: c"1.0.0",
-        tips: None,
         args: KEY_ITEMS,
         redisbloom8: Some(Declared::new(-3, c"readonly fast", c"cuckoo read", RO)),
+        ..ROW
     },
     Command {
         name: c"cf.count",
@@ -132,10 +128,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns how many copies of an item may be in a cuckoo filter",
         complexity: c"O(k), k the number of sub-filters",
-        since: c"1.0.0",
-        tips: None,
         args: KEY_ITEM,
         redisbloom8: Some(Declared::new(3, c"readonly fast", c"cuckoo read", RO)),
+        ..ROW
     },
     Command {
         name: c"cf.del",
@@ -145,10 +140,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Deletes one copy of an item from a cuckoo filter",
         complexity: c"O(k), k the number of sub-filters; more when it compacts",
-        since: c"1.0.0",
-        tips: None,
         args: KEY_ITEM,
         redisbloom8: Some(Declared::new(3, c"write fast", c"cuckoo write", RW_UPDATE)),
+        ..ROW
     },
     Command {
         name: c"cf.compact",
@@ -158,10 +152,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Moves items into older sub-filters and frees emptied ones",
         complexity: c"O(s), s the number of slots",
-        since: c"1.0.0",
-        tips: None,
         args: KEY,
         redisbloom8: Some(Declared::new(-1, c"write", c"cuckoo write", RW_ACCESS_UPDATE)),
+        ..ROW
     },
     Command {
         name: c"cf.info",
@@ -171,10 +164,10 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns a cuckoo filter's size, buckets, sub-filters, items and parameters",
         complexity: c"O(1)",
-        since: c"1.0.0",
         tips: DONT_CACHE,
         args: KEY,
         redisbloom8: Some(Declared::new(2, c"readonly fast", c"cuckoo read fast", RO).dont_cache()),
+        ..ROW
     },
     Command {
         name: c"cf.debug",
@@ -184,10 +177,10 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns a cuckoo filter's parameters and counters on one line",
         complexity: c"O(1)",
-        since: c"1.0.0",
         tips: DONT_CACHE,
         args: KEY,
         redisbloom8: Some(Declared::new(2, c"readonly fast", c"cuckoo read", RO).dont_cache()),
+        ..ROW
     },
     Command {
         name: c"cf.scandump",
@@ -197,10 +190,10 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns the next chunk of a cuckoo filter's dump",
         complexity: c"O(c), c the chunk size",
-        since: c"1.0.0",
         tips: DONT_CACHE,
         args: SCANDUMP,
         redisbloom8: Some(Declared::new(3, c"readonly fast", c"cuckoo read", RO).dont_cache()),
+        ..ROW
     },
     Command {
         name: c"cf.loadchunk",
@@ -210,9 +203,8 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Restores a cuckoo filter from chunks returned by CF.SCANDUMP",
         complexity: c"O(c), c the chunk size",
-        since: c"1.0.0",
-        tips: None,
         args: LOADCHUNK,
         redisbloom8: Some(Declared::new(4, c"write deny-oom", c"cuckoo write", RW_UPDATE)),
+        ..ROW
     },
 ];

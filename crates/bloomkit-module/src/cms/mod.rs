@@ -25,6 +25,9 @@ use crate::command::Declared;
 // `readonly` for the readers, none `fast`); `since` is RedisBloom's 2.0.0
 // for every CMS command; the ACL categories are RedisBloom 8's `cms` plus
 // the server's read/write ones.
+/// What most of the family's rows share (see [`Command::row`]).
+const ROW: Command = Command::row(c"2.0.0");
+
 const COMMANDS: &[Command] = &[
     Command {
         name: c"cms.initbydim",
@@ -34,12 +37,11 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Creates a Count-Min Sketch of the given width and depth",
         complexity: c"O(1)",
-        since: c"2.0.0",
-        tips: None,
         args: &[Arg::key(c"key"), Arg::integer(c"width"), Arg::integer(c"depth")],
         redisbloom8: Some(
             Declared::new(4, c"write deny-oom", c"cms write fast", RW_INSERT).at_8_12(INITBYDIM_8_12),
         ),
+        ..ROW
     },
     Command {
         name: c"cms.initbyprob",
@@ -49,12 +51,11 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Creates a Count-Min Sketch sized for an error rate and a probability of exceeding it",
         complexity: c"O(1)",
-        since: c"2.0.0",
-        tips: None,
         args: &[Arg::key(c"key"), Arg::double(c"error"), Arg::double(c"probability")],
         redisbloom8: Some(
             Declared::new(4, c"write deny-oom", c"cms write fast", RW_INSERT).at_8_12(INITBYPROB_8_12),
         ),
+        ..ROW
     },
     Command {
         name: c"cms.incrby",
@@ -64,10 +65,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Increases the counts of one or more items",
         complexity: c"O(n * d), n the number of items, d the depth",
-        since: c"2.0.0",
-        tips: None,
         args: &[Arg::key(c"key"), Arg::block(c"items", INCREMENT).multiple()],
         redisbloom8: Some(Declared::new(-4, c"write deny-oom", c"cms write", RW_UPDATE)),
+        ..ROW
     },
     Command {
         name: c"cms.query",
@@ -77,10 +77,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns the estimated counts of one or more items",
         complexity: c"O(n * d), n the number of items, d the depth",
-        since: c"2.0.0",
-        tips: None,
         args: &[Arg::key(c"key"), Arg::string(c"item").multiple()],
         redisbloom8: Some(Declared::new(-3, c"readonly", c"cms read", RO)),
+        ..ROW
     },
     Command {
         name: c"cms.merge",
@@ -90,8 +89,6 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Replaces a sketch by the weighted sum of sketches of the same dimensions",
         complexity: c"O(n * w * d), n the number of sources, w the width, d the depth",
-        since: c"2.0.0",
-        tips: None,
         args: &[
             Arg::key(c"destination"),
             Arg::integer(c"numkeys"),
@@ -99,6 +96,7 @@ const COMMANDS: &[Command] = &[
             Arg::integer(c"weight").token(c"WEIGHTS").multiple().optional(),
         ],
         redisbloom8: Some(Declared::new(-4, c"write deny-oom", c"cms write", RW_UPDATE)),
+        ..ROW
     },
     Command {
         name: c"cms.info",
@@ -108,10 +106,10 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns a sketch's width, depth and total count",
         complexity: c"O(1)",
-        since: c"2.0.0",
         tips: DONT_CACHE,
         args: &[Arg::key(c"key")],
         redisbloom8: Some(Declared::new(2, c"readonly", c"cms read fast", RO).dont_cache()),
+        ..ROW
     },
 ];
 

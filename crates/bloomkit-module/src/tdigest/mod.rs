@@ -17,6 +17,9 @@ use crate::command::Declared;
 // RedisBloom's command docs give it (RANK/REVRANK/BYRANK/BYREVRANK too).
 // Flags are 2.8.2's (none is `fast`); RedisBloom 8's ACL categories add
 // `fast` on most readers (`redisbloom8`).
+/// What most of the family's rows share (see [`Command::row`]).
+const ROW: Command = Command::row(c"2.4.0");
+
 const COMMANDS: &[Command] = &[
     Command {
         name: c"tdigest.create",
@@ -26,10 +29,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Creates an empty t-digest with the given compression (default 100)",
         complexity: c"O(1)",
-        since: c"2.4.0",
-        tips: None,
         args: &[Arg::key(c"key"), Arg::integer(c"compression").token(c"COMPRESSION").optional()],
         redisbloom8: Some(Declared::new(-2, c"write deny-oom", c"tdigest write fast", RW_INSERT)),
+        ..ROW
     },
     Command {
         name: c"tdigest.reset",
@@ -39,10 +41,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Empties a t-digest, keeping its compression",
         complexity: c"O(1)",
-        since: c"2.4.0",
-        tips: None,
         args: KEY,
         redisbloom8: Some(Declared::new(2, c"write deny-oom", c"tdigest write fast", RW_UPDATE)),
+        ..ROW
     },
     Command {
         name: c"tdigest.add",
@@ -52,10 +53,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Adds observations (finite numbers) to a t-digest",
         complexity: c"O(n) for n values, plus a compression when the buffer fills",
-        since: c"2.4.0",
-        tips: None,
         args: KEY_VALUES,
         redisbloom8: Some(Declared::new(-3, c"write deny-oom", c"tdigest write", RW_UPDATE)),
+        ..ROW
     },
     Command {
         name: c"tdigest.merge",
@@ -65,8 +65,6 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Replaces the destination with a t-digest of the sources' observations (and its own, unless OVERRIDE)",
         complexity: c"O(k * c), k the number of sources, c their capacity",
-        since: c"2.4.0",
-        tips: None,
         args: &[
             Arg::key(c"destination-key"),
             Arg::integer(c"numkeys"),
@@ -75,6 +73,7 @@ const COMMANDS: &[Command] = &[
             Arg::word(c"override", c"OVERRIDE").optional(),
         ],
         redisbloom8: Some(Declared::new(-4, c"write deny-oom", c"tdigest write", RW_INSERT)),
+        ..ROW
     },
     Command {
         name: c"tdigest.min",
@@ -84,10 +83,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns the smallest observation, or nan for an empty t-digest",
         complexity: c"O(1)",
-        since: c"2.4.0",
-        tips: None,
         args: KEY,
         redisbloom8: Some(Declared::new(2, c"readonly", c"tdigest read fast", RO)),
+        ..ROW
     },
     Command {
         name: c"tdigest.max",
@@ -97,10 +95,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns the largest observation, or nan for an empty t-digest",
         complexity: c"O(1)",
-        since: c"2.4.0",
-        tips: None,
         args: KEY,
         redisbloom8: Some(Declared::new(2, c"readonly", c"tdigest read fast", RO)),
+        ..ROW
     },
     Command {
         name: c"tdigest.quantile",
@@ -110,10 +107,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Estimates the value at each given quantile",
         complexity: c"O(n + c), n the quantiles, c the capacity",
-        since: c"2.4.0",
-        tips: None,
         args: &[Arg::key(c"key"), Arg::double(c"quantile").multiple()],
         redisbloom8: Some(Declared::new(-3, c"readonly", c"tdigest read fast", RO)),
+        ..ROW
     },
     Command {
         name: c"tdigest.cdf",
@@ -123,10 +119,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Estimates, for each value, the fraction of observations below it (counting half of those equal)",
         complexity: c"O(n * c), n the values, c the capacity",
-        since: c"2.4.0",
-        tips: None,
         args: KEY_VALUES,
         redisbloom8: Some(Declared::new(-3, c"readonly", c"tdigest read fast", RO)),
+        ..ROW
     },
     Command {
         name: c"tdigest.trimmed_mean",
@@ -136,10 +131,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Estimates the mean of the observations between two quantiles",
         complexity: c"O(c), c the capacity",
-        since: c"2.4.0",
-        tips: None,
         args: &[Arg::key(c"key"), Arg::double(c"low_cut_quantile"), Arg::double(c"high_cut_quantile")],
         redisbloom8: Some(Declared::new(4, c"readonly", c"tdigest read", RO)),
+        ..ROW
     },
     Command {
         name: c"tdigest.rank",
@@ -149,10 +143,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Estimates, for each value, how many observations lie below it (counting half of those equal)",
         complexity: c"O(n * c), n the values, c the capacity",
-        since: c"2.4.0",
-        tips: None,
         args: KEY_VALUES,
         redisbloom8: Some(Declared::new(-3, c"readonly", c"tdigest read fast", RO)),
+        ..ROW
     },
     Command {
         name: c"tdigest.revrank",
@@ -162,10 +155,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Estimates, for each value, how many observations lie above it (counting half of those equal)",
         complexity: c"O(n * c), n the values, c the capacity",
-        since: c"2.4.0",
-        tips: None,
         args: KEY_VALUES,
         redisbloom8: Some(Declared::new(-3, c"readonly", c"tdigest read fast", RO)),
+        ..ROW
     },
     Command {
         name: c"tdigest.byrank",
@@ -175,10 +167,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Estimates the value of the observation at each rank, from the smallest",
         complexity: c"O(n * c), n the ranks, c the capacity",
-        since: c"2.4.0",
-        tips: None,
         args: &[Arg::key(c"key"), Arg::integer(c"rank").multiple()],
         redisbloom8: Some(Declared::new(-3, c"readonly", c"tdigest read fast", RO)),
+        ..ROW
     },
     Command {
         name: c"tdigest.byrevrank",
@@ -188,10 +179,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Estimates the value of the observation at each rank, from the largest",
         complexity: c"O(n * c), n the ranks, c the capacity",
-        since: c"2.4.0",
-        tips: None,
         args: &[Arg::key(c"key"), Arg::integer(c"reverse_rank").multiple()],
         redisbloom8: Some(Declared::new(-3, c"readonly", c"tdigest read fast", RO)),
+        ..ROW
     },
     Command {
         name: c"tdigest.info",
@@ -201,9 +191,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns a t-digest's compression, capacity, node and weight counts, compressions and memory",
         complexity: c"O(1)",
-        since: c"2.4.0",
         tips: DONT_CACHE,
         args: KEY,
         redisbloom8: Some(Declared::new(2, c"readonly", c"tdigest read fast", RO).dont_cache()),
+        ..ROW
     },
 ];

@@ -15,6 +15,9 @@ use crate::command::Declared;
 // readers, none `fast`), except TOPK.COUNT: 2.8.2 registers it `write`, so
 // replicas refuse it; it is `readonly` here, as in RedisBloom 8.
 // `since` is RedisBloom's: 2.0.0, the release that added Top-K.
+/// What most of the family's rows share (see [`Command::row`]).
+const ROW: Command = Command::row(c"2.0.0");
+
 const COMMANDS: &[Command] = &[
     Command {
         name: c"topk.reserve",
@@ -24,10 +27,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Creates a Top-K sketch keeping the k heaviest items, with optional width, depth and decay",
         complexity: c"O(1)",
-        since: c"2.0.0",
-        tips: None,
         args: &[Arg::key(c"key"), Arg::integer(c"topk"), Arg::block(c"params", PARAMS).optional()],
         redisbloom8: Some(Declared::new(-3, c"write deny-oom", c"topk write fast", RW_INSERT)),
+        ..ROW
     },
     Command {
         name: c"topk.add",
@@ -37,10 +39,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Counts one occurrence of each item; replies the items pushed out of the top k",
         complexity: c"O(n * d), n the number of items, d the depth",
-        since: c"2.0.0",
-        tips: None,
         args: KEY_ITEMS,
         redisbloom8: Some(Declared::new(-3, c"write deny-oom", c"topk write", RW_UPDATE)),
+        ..ROW
     },
     Command {
         name: c"topk.incrby",
@@ -51,10 +52,9 @@ const COMMANDS: &[Command] = &[
         summary: c"Counts each item by its increment; replies the items pushed out of the top k",
         complexity:
             c"O(n * d * i), n the number of items, d the depth, i the increment where buckets collide",
-        since: c"2.0.0",
-        tips: None,
         args: &[Arg::key(c"key"), Arg::block(c"item_increment", INCREMENT).multiple()],
         redisbloom8: Some(Declared::new(-4, c"write deny-oom", c"topk write", RW_UPDATE)),
+        ..ROW
     },
     Command {
         name: c"topk.query",
@@ -64,10 +64,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Checks whether items are among the top k",
         complexity: c"O(n * k), n the number of items",
-        since: c"2.0.0",
-        tips: None,
         args: KEY_ITEMS,
         redisbloom8: Some(Declared::new(-3, c"readonly", c"topk read", RO)),
+        ..ROW
     },
     Command {
         name: c"topk.count",
@@ -77,10 +76,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns the estimated counts of items (deprecated in RedisBloom's docs)",
         complexity: c"O(n * (d + k)), n the number of items, d the depth",
-        since: c"2.0.0",
-        tips: None,
         args: KEY_ITEMS,
         redisbloom8: Some(Declared::new(-3, c"readonly", c"topk read", RO)),
+        ..ROW
     },
     Command {
         name: c"topk.list",
@@ -90,10 +88,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns the top k items, heaviest first, optionally with their counts",
         complexity: c"O(k log k)",
-        since: c"2.0.0",
-        tips: None,
         args: &[Arg::key(c"key"), Arg::word(c"withcount", c"WITHCOUNT").optional()],
         redisbloom8: Some(Declared::new(-2, c"readonly", c"topk read", RO)),
+        ..ROW
     },
     Command {
         name: c"topk.info",
@@ -103,10 +100,10 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns a Top-K sketch's k, width, depth and decay",
         complexity: c"O(1)",
-        since: c"2.0.0",
         tips: DONT_CACHE,
         args: KEY,
         redisbloom8: Some(Declared::new(2, c"readonly", c"topk read fast", RO)),
+        ..ROW
     },
 ];
 

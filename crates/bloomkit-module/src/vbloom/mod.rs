@@ -64,8 +64,6 @@ const COMMANDS: &[Command] = &[Command {
     summary: c"Creates a valkey-bloom filter from the blob its AOF rewrite wrote",
     complexity: c"O(n), n the blob's size",
     // valkey-bloom's, whose first release has it, with its argument names.
-    since: c"1.0.0",
-    tips: None,
     args: &[Arg::key(c"key"), Arg::string(c"dump")],
-    redisbloom8: None,
+    ..Command::row(c"1.0.0")
 }];

@@ -45,6 +45,9 @@ const SEED: Arg = Arg::string(c"seed").token(c"SEED").optional();
 
 // Single-item commands are `fast`: a write touches one block (and splits
 // it at most, a microsecond's work), never the whole filter.
+/// What most of the family's rows share (see [`Command::row`]).
+const ROW: Command = Command::row(SINCE);
+
 const COMMANDS: &[Command] = &[
     Command {
         name: c"xf.reserve",
@@ -54,10 +57,8 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_INSERT,
         summary: c"Creates an expandable filter: an error rate it keeps at every size, a first size (a hint), an optional item limit and an optional 128-bit hash seed (32 hex digits)",
         complexity: c"O(n), n the capacity's blocks",
-        since: SINCE,
-        tips: None,
         args: &[Arg::key(c"key"), Arg::double(c"error_rate"), CAPACITY, MAXCAPACITY, SEED],
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"xf.add",
@@ -67,10 +68,8 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Adds an occurrence of an item; 1 if it was not in the filter, 0 if it probably was",
         complexity: c"O(1)",
-        since: SINCE,
-        tips: None,
         args: KEY_ITEM,
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"xf.madd",
@@ -80,10 +79,8 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Adds an occurrence of each item; per item 1 if it was not in the filter",
         complexity: c"O(n), n the number of items",
-        since: SINCE,
-        tips: None,
         args: KEY_ITEMS,
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"xf.addnx",
@@ -94,9 +91,8 @@ const COMMANDS: &[Command] = &[
         summary: c"Adds an item only when it is not probably in the filter; 1 if added, 0 if it was (nothing stored)",
         complexity: c"O(1)",
         since: SINCE_ADDNX,
-        tips: None,
         args: KEY_ITEM,
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"xf.maddnx",
@@ -107,9 +103,8 @@ const COMMANDS: &[Command] = &[
         summary: c"Adds each item only when it is not probably in the filter; per item 1 if added, 0 if it was",
         complexity: c"O(n), n the number of items",
         since: SINCE_ADDNX,
-        tips: None,
         args: KEY_ITEMS,
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"xf.insert",
@@ -119,8 +114,6 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Adds items, creating the filter with the options given unless NOCREATE; with NX only the items not probably in",
         complexity: c"O(n), n the number of items",
-        since: SINCE,
-        tips: None,
         args: &[
             Arg::key(c"key"),
             Arg::double(c"error").token(c"ERROR").optional(),
@@ -131,7 +124,7 @@ const COMMANDS: &[Command] = &[
             Arg::word(c"items", c"ITEMS"),
             Arg::string(c"item").multiple(),
         ],
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"xf.exists",
@@ -141,10 +134,8 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"1 if the item is probably in the filter, 0 if it surely is not",
         complexity: c"O(1)",
-        since: SINCE,
-        tips: None,
         args: KEY_ITEM,
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"xf.mexists",
@@ -154,10 +145,8 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"For each item, 1 if it is probably in the filter, 0 if it surely is not",
         complexity: c"O(n), n the number of items",
-        since: SINCE,
-        tips: None,
         args: KEY_ITEMS,
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"xf.del",
@@ -167,10 +156,8 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Removes one occurrence of an item; 1 if one was removed",
         complexity: c"O(1)",
-        since: SINCE,
-        tips: None,
         args: KEY_ITEM,
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"xf.count",
@@ -180,10 +167,8 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"How many times an item was added and not deleted (never below the true count)",
         complexity: c"O(1)",
-        since: SINCE,
-        tips: None,
         args: KEY_ITEM,
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"xf.card",
@@ -193,10 +178,8 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"The number of items added and not deleted",
         complexity: c"O(1)",
-        since: SINCE,
-        tips: None,
         args: KEY,
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"xf.merge",
@@ -206,15 +189,13 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Adds every item of the sources to the destination (a missing destination starts as a copy of the first); refused if the result would guarantee a rate above the destination's, unless RAISERATE (which raises the destination's rate to one it can keep growing at)",
         complexity: c"O(n), n the entries of the filters",
-        since: SINCE,
-        tips: None,
         args: &[
             Arg::key(c"destination"),
             Arg::integer(c"numkeys"),
             Arg::key(c"source").multiple(),
             Arg::word(c"raiserate", c"RAISERATE").optional(),
         ],
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"xf.info",
@@ -226,10 +207,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"The filter's parameters, items, size, blocks, fingerprint length, hashing and the rate it guarantees now",
         complexity: c"O(n), n the filter's blocks",
-        since: SINCE,
         tips: DONT_CACHE,
         args: KEY,
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"xf.scandump",
@@ -239,10 +219,9 @@ const COMMANDS: &[Command] = &[
         key_flags: RO,
         summary: c"Returns a chunk of the filter: iterator 0 gives the header, then its blocks, then [0, \"\"]",
         complexity: c"O(n), n the size of the chunk",
-        since: SINCE,
         tips: DONT_CACHE,
         args: SCANDUMP,
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"xf.loadchunk",
@@ -252,10 +231,8 @@ const COMMANDS: &[Command] = &[
         key_flags: RW_UPDATE,
         summary: c"Restores a filter from its XF.SCANDUMP chunks, in order (iterator 1, the header, creates it)",
         complexity: c"O(n), n the size of the chunk",
-        since: SINCE,
-        tips: None,
         args: LOADCHUNK,
-        redisbloom8: None,
+        ..ROW
     },
     Command {
         name: c"xf.keyring",
@@ -268,9 +245,8 @@ const COMMANDS: &[Command] = &[
         summary: c"Replication and the AOF only: the primary's key ring, ahead of the filter (the key) that needs it; refused from clients",
         complexity: c"O(1)",
         since: SINCE_KEYRING,
-        tips: None,
         args: KEYRING,
-        redisbloom8: None,
+        ..ROW
     },
 ];
 
