@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::units::{human_bytes, human_bytes_exact};
 
-/// `bf.max-filter-bytes`' default (`crates/bloomkit-module/src/config.rs`;
+/// `bf.max-filter-bytes`' default (`crates/bloomkit-module/src/config/limits.rs`;
 /// the CLI tests read it back from a server's CONFIG GET).
 pub const MAX_FILTER_BYTES: u64 = 8 << 30;
 

@@ -714,7 +714,7 @@ pub struct Defrag {
     /// The cursor the server keeps for a late defrag, `None` otherwise.
     cursor: Option<u64>,
     /// Which block sizes the allocator lets move (`alloc::defrag_may_move`,
-    /// passed in: alloc.rs imports this file through config.rs).
+    /// passed in: alloc.rs imports this file through config/).
     may_move: fn(usize) -> bool,
     pub hits: u64,
     pub misses: u64,
