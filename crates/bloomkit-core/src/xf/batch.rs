@@ -52,7 +52,7 @@ impl XfFilter {
     /// last split recorded, for [`Undo::Split`].
     fn undo(&mut self, undo: Undo, split: Option<Split>) {
         match (undo, split, &mut self.store) {
-            (Undo::Inserted { block, ql, at }, ..) => self.blocks_mut()[block].remove(ql, at),
+            (Undo::Inserted { block, quotient, at }, ..) => self.blocks_mut()[block].remove(quotient, at),
             (Undo::Replaced { block, old }, ..) => drop(self.replace_block(block, old)),
             (Undo::Lone { old, qbits }, ..) => {
                 self.store = Store::One(old);

@@ -61,7 +61,7 @@ pub const MAX_STORED_ENTRIES: u32 = 60_000;
 /// `f`-bit fingerprint `fp` (the hash bits after the quotient's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Entry {
-    pub ql: u32,
+    pub quotient: u32,
     pub f: u32,
     pub fp: u64,
 }
@@ -71,20 +71,20 @@ impl Entry {
     /// compare every neighbour).
     #[inline]
     pub fn same(&self, other: &Entry) -> bool {
-        (u64::from(self.ql ^ other.ql) | u64::from(self.f ^ other.f) | (self.fp ^ other.fp)) == 0
+        (u64::from(self.quotient ^ other.quotient) | u64::from(self.f ^ other.f) | (self.fp ^ other.fp)) == 0
     }
 
     /// The order of a quotient's entries: the fingerprint zero-padded, then
     /// its length (an entry before the longer ones it contains).
     #[inline]
     pub fn key(&self) -> (u32, u64, u32) {
-        (self.ql, padded(self.f, self.fp), self.f)
+        (self.quotient, padded(self.f, self.fp), self.f)
     }
 
-    /// Whether a hash whose 64 bits after the quotient are `q64` matches.
+    /// Whether a hash whose 64 bits after the quotient are `rest` matches.
     #[inline]
-    pub fn matches(&self, q64: u64) -> bool {
-        self.f == 0 || q64 >> (64 - self.f) == self.fp
+    pub fn matches(&self, rest: u64) -> bool {
+        self.f == 0 || rest >> (64 - self.f) == self.fp
     }
 }
 
@@ -157,18 +157,18 @@ impl Meta {
     }
 
     /// Bit offset of the header.
-    fn h0(&self) -> u64 {
+    fn header_at(&self) -> u64 {
         64 + self.index_bits()
     }
 
     /// Bit offset of the fields.
-    fn f0(&self) -> u64 {
-        self.h0() + u64::from(self.q()) + u64::from(self.cap)
+    fn fields_at(&self) -> u64 {
+        self.header_at() + u64::from(self.q()) + u64::from(self.cap)
     }
 
     /// Bits in use up to the end of the fields' room.
     fn bits(&self) -> u64 {
-        self.f0() + u64::from(self.cap) * u64::from(self.w)
+        self.fields_at() + u64::from(self.cap) * u64::from(self.w)
     }
 
     /// The word where the count list starts: its length, then its records.
@@ -637,23 +637,29 @@ impl Block {
         let mut words = zeroed(len + counts_len(records))?;
         words[0] = grown.pack();
         let head = u64::from(meta.q()) + u64::from(meta.n);
-        copy_bits(&mut words, 64, &self.words, 64, meta.h0() - 64 + head);
-        copy_bits(&mut words, grown.f0(), &self.words, meta.f0(), u64::from(meta.n) * u64::from(meta.w));
+        copy_bits(&mut words, 64, &self.words, 64, meta.header_at() - 64 + head);
+        copy_bits(
+            &mut words,
+            grown.fields_at(),
+            &self.words,
+            meta.fields_at(),
+            u64::from(meta.n) * u64::from(meta.w),
+        );
         write_counts(&mut words, &grown, records);
         Ok(Block { words: Words::new(words) })
     }
 
-    /// Removes entry `i` of quotient `ql`, keeping the block in the one
+    /// Removes entry `i` of `quotient`, keeping the block in the one
     /// form its entries have in memory (narrowest width, the allocator
     /// class's room), so that a block's bytes never depend on its history:
     /// in place when that form does not change, else rebuilt (allocated
     /// first: on failure nothing changed).
     /// True when the entry went; false when it stays with one copy less.
-    pub fn remove_canonical(&mut self, ql: u32, i: u32) -> Result<bool, OutOfMemory> {
+    pub fn remove_canonical(&mut self, quotient: u32, i: u32) -> Result<bool, OutOfMemory> {
         let meta = self.meta();
         match self.record_of(i).map(|r| self.records()[r] >> 32) {
             Some(extra) if extra >= u64::from(FOLD_AT) => {
-                self.remove(ql, i);
+                self.remove(quotient, i);
                 return Ok(false);
             }
             Some(_) => {
@@ -664,10 +670,10 @@ impl Block {
             }
             None => {}
         }
-        let e = self.entry(ql, i);
-        let run = self.run(ql);
-        let stays =
-            (i > run.start && self.entry(ql, i - 1) == e) || (i + 1 < run.end && self.entry(ql, i + 1) == e);
+        let e = self.entry(quotient, i);
+        let run = self.run(quotient);
+        let stays = (i > run.start && self.entry(quotient, i - 1) == e)
+            || (i + 1 < run.end && self.entry(quotient, i + 1) == e);
         let mut lengths = Vec::with_capacity(meta.n as usize);
         self.for_each(|e| lengths.push(e.f));
         lengths.remove(i as usize);
@@ -675,7 +681,7 @@ impl Block {
         let shape = Meta { n: meta.n - 1, cap: meta.n - 1, w, uniform, ..meta };
         let cap = room_for(shape, meta.n - 1, counts_len(self.records()));
         if (w, uniform, cap) == (meta.w, meta.uniform, meta.cap) {
-            self.remove(ql, i);
+            self.remove(quotient, i);
             return Ok(!stays);
         }
         let all = self.occurrences_but(i)?;
@@ -778,7 +784,7 @@ impl Block {
         let half = self.meta().q() / 2;
         let mut halves = [0u64; 2];
         self.for_each_counted(|e, copies| {
-            halves[usize::from(e.ql >= half)] += u64::from(copies) << u32::from(e.f == 0);
+            halves[usize::from(e.quotient >= half)] += u64::from(copies) << u32::from(e.f == 0);
         });
         halves
     }
@@ -809,34 +815,34 @@ impl Block {
         &self.words
     }
 
-    /// The range of entries of quotient `ql` (indexes into the fields).
+    /// The range of entries of `quotient` (indexes into the fields).
     #[inline]
-    pub fn run(&self, ql: u32) -> std::ops::Range<u32> {
+    pub fn run(&self, quotient: u32) -> std::ops::Range<u32> {
         let meta = self.meta();
-        run_of(&self.words, &meta, ql)
+        run_of(&self.words, &meta, quotient)
     }
 
-    /// Entry `i` (of quotient `ql`).
+    /// Entry `i` (of `quotient`).
     #[inline]
-    pub fn entry(&self, ql: u32, i: u32) -> Entry {
+    pub fn entry(&self, quotient: u32, i: u32) -> Entry {
         let meta = self.meta();
-        let v = get(&self.words, meta.f0() + u64::from(i) * u64::from(meta.w), meta.w);
+        let v = get(&self.words, meta.fields_at() + u64::from(i) * u64::from(meta.w), meta.w);
         let (f, fp) = meta.unfield(v);
-        Entry { ql, f, fp }
+        Entry { quotient, f, fp }
     }
 
-    /// Entries of quotient `ql` that match a hash whose next 64 bits are `q64`.
+    /// Entries of `quotient` that match a hash whose next 64 bits are `rest`.
     #[inline]
-    pub fn count(&self, ql: u32, q64: u64) -> u32 {
+    pub fn count(&self, quotient: u32, rest: u64) -> u32 {
         let words: &[u64] = &self.words;
         let meta = Meta::unpack(words[0]);
-        prefetch_run(words, &meta, ql);
-        let run = run_of(words, &meta, ql);
+        prefetch_run(words, &meta, quotient);
+        let run = run_of(words, &meta, quotient);
         let copies = |i: u32| if meta.counted { self.copies_of(i) } else { 0 };
         if run.len() > LONG_RUN {
-            return Long { words, meta: &meta, ql }.count(run, q64, copies);
+            return Long { words, meta: &meta, quotient }.count(run, rest, copies);
         }
-        run.filter(|&i| entry_in(words, &meta, ql, i).matches(q64)).map(|i| 1 + copies(i)).sum()
+        run.filter(|&i| entry_in(words, &meta, quotient, i).matches(rest)).map(|i| 1 + copies(i)).sum()
     }
 
     /// Asks for the block's first cache line (metadata and group index)
@@ -846,41 +852,41 @@ impl Block {
         self.words.prefetch_first();
     }
 
-    /// Asks for the lines a lookup of quotient `ql` will read after the
+    /// Asks for the lines a lookup of `quotient` will read after the
     /// metadata ([`prefetch_run`]); reads the metadata, so it is issued
     /// once the head has arrived.
     #[inline]
-    pub fn prefetch_run(&self, ql: u32) {
+    pub fn prefetch_run(&self, quotient: u32) {
         let words: &[u64] = &self.words;
-        prefetch_run(words, &Meta::unpack(words[0]), ql);
+        prefetch_run(words, &Meta::unpack(words[0]), quotient);
     }
 
     #[inline]
-    pub fn contains(&self, ql: u32, q64: u64) -> bool {
+    pub fn contains(&self, quotient: u32, rest: u64) -> bool {
         let words: &[u64] = &self.words;
         let meta = Meta::unpack(words[0]);
-        prefetch_run(words, &meta, ql);
-        let run = run_of(words, &meta, ql);
+        prefetch_run(words, &meta, quotient);
+        let run = run_of(words, &meta, quotient);
         if run.len() > LONG_RUN {
-            return Long { words, meta: &meta, ql }.longest(run, q64).is_some();
+            return Long { words, meta: &meta, quotient }.longest(run, rest).is_some();
         }
-        run.into_iter().any(|i| entry_in(words, &meta, ql, i).matches(q64))
+        run.into_iter().any(|i| entry_in(words, &meta, quotient, i).matches(rest))
     }
 
     /// The most specific (longest) matching entry and its index.
-    pub fn best(&self, ql: u32, q64: u64) -> Option<(Entry, u32)> {
+    pub fn best(&self, quotient: u32, rest: u64) -> Option<(Entry, u32)> {
         let meta = self.meta();
-        let run = run_of(&self.words, &meta, ql);
+        let run = run_of(&self.words, &meta, quotient);
         if run.len() > LONG_RUN {
-            let long = Long { words: &self.words, meta: &meta, ql };
-            let i = long.longest(run.clone(), q64)?;
+            let long = Long { words: &self.words, meta: &meta, quotient };
+            let i = long.longest(run.clone(), rest)?;
             let first = long.after(run.start, i, long.key(i), false);
-            return Some((entry_in(&self.words, &meta, ql, first), first));
+            return Some((entry_in(&self.words, &meta, quotient, first), first));
         }
         let mut best: Option<(Entry, u32)> = None;
         for i in run {
-            let e = self.entry_with(&meta, ql, i);
-            if e.matches(q64) && best.is_none_or(|(b, _)| e.f > b.f) {
+            let e = self.entry_with(&meta, quotient, i);
+            if e.matches(rest) && best.is_none_or(|(b, _)| e.f > b.f) {
                 best = Some((e, i));
             }
         }
@@ -888,8 +894,8 @@ impl Block {
     }
 
     #[inline]
-    fn entry_with(&self, meta: &Meta, ql: u32, i: u32) -> Entry {
-        entry_in(&self.words, meta, ql, i)
+    fn entry_with(&self, meta: &Meta, quotient: u32, i: u32) -> Entry {
+        entry_in(&self.words, meta, quotient, i)
     }
 
     /// Whether `e` has a field in this block's width (room aside).
@@ -911,21 +917,21 @@ impl Block {
     /// The index after the last entry of `e`'s run at or below it, and
     /// how many entries before that index are `e` itself (its copies).
     fn place(&self, meta: &Meta, e: &Entry) -> (u32, u32) {
-        let run = run_of(&self.words, meta, e.ql);
+        let run = run_of(&self.words, meta, e.quotient);
         let key = e.key();
         let mut at = run.end;
         if run.len() > LONG_RUN {
-            let long = Long { words: &self.words, meta, ql: e.ql };
+            let long = Long { words: &self.words, meta, quotient: e.quotient };
             at = long.after(run.start, run.end, (key.1, key.2), true);
         } else {
             for i in run.clone() {
-                if self.entry_with(meta, e.ql, i).key() > key {
+                if self.entry_with(meta, e.quotient, i).key() > key {
                     at = i;
                     break;
                 }
             }
         }
-        let same = (run.start..at).rev().take_while(|&i| self.entry_with(meta, e.ql, i) == *e).count();
+        let same = (run.start..at).rev().take_while(|&i| self.entry_with(meta, e.quotient, i) == *e).count();
         (at, same as u32)
     }
 
@@ -952,15 +958,15 @@ impl Block {
         if !self.fits(&e) {
             return Err(Rebuild);
         }
-        let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
-        let hpos = h0 + u64::from(e.ql) + u64::from(at);
-        let hend = h0 + u64::from(meta.q()) + u64::from(meta.n);
+        let (header_at, fields_at, w) = (meta.header_at(), meta.fields_at(), u64::from(meta.w));
+        let hpos = header_at + u64::from(e.quotient) + u64::from(at);
+        let hend = header_at + u64::from(meta.q()) + u64::from(meta.n);
         shift_up(&mut self.words, hpos, hend, 1);
         set(&mut self.words, hpos, 1, 1);
-        let fpos = f0 + u64::from(at) * w;
-        shift_up(&mut self.words, fpos, f0 + u64::from(meta.n) * w, w);
+        let fpos = fields_at + u64::from(at) * w;
+        shift_up(&mut self.words, fpos, fields_at + u64::from(meta.n) * w, w);
         set(&mut self.words, fpos, meta.w, meta.field(e.f, e.fp));
-        bump_index(&mut self.words, &meta, e.ql, true);
+        bump_index(&mut self.words, &meta, e.quotient, true);
         self.renumber(&meta, at, true);
         meta.n += 1;
         self.words[0] = meta.pack();
@@ -982,27 +988,27 @@ impl Block {
         }
     }
 
-    /// Removes one occurrence of entry `i` of quotient `ql`: a copy when it
+    /// Removes one occurrence of entry `i` of `quotient`: a copy when it
     /// has a record, else the entry. A record keeps `FOLD_AT - 1` copies at
     /// least here: its callers ([`Block::remove_canonical`], and a batch
     /// undoing a copy it counted) never take it lower, below which the
     /// copies are entries again (a rebuild, which this never does).
-    pub fn remove(&mut self, ql: u32, i: u32) {
+    pub fn remove(&mut self, quotient: u32, i: u32) {
         let mut meta = self.meta();
-        debug_assert!(i < meta.n && self.run(ql).contains(&i));
+        debug_assert!(i < meta.n && self.run(quotient).contains(&i));
         if let Some(r) = self.record_of(i) {
             let at = meta.counts_at() + 1 + r;
             debug_assert!(self.words[at] >> 32 >= u64::from(FOLD_AT));
             self.words[at] -= 1 << 32;
             return;
         }
-        let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
-        let hpos = h0 + u64::from(ql) + u64::from(i);
-        let hend = h0 + u64::from(meta.q()) + u64::from(meta.n);
+        let (header_at, fields_at, w) = (meta.header_at(), meta.fields_at(), u64::from(meta.w));
+        let hpos = header_at + u64::from(quotient) + u64::from(i);
+        let hend = header_at + u64::from(meta.q()) + u64::from(meta.n);
         shift_down(&mut self.words, hpos + 1, hend, 1);
-        let fpos = f0 + u64::from(i) * w;
-        shift_down(&mut self.words, fpos + w, f0 + u64::from(meta.n) * w, w);
-        bump_index(&mut self.words, &meta, ql, false);
+        let fpos = fields_at + u64::from(i) * w;
+        shift_down(&mut self.words, fpos + w, fields_at + u64::from(meta.n) * w, w);
+        bump_index(&mut self.words, &meta, quotient, false);
         self.renumber(&meta, i, false);
         meta.n -= 1;
         self.words[0] = meta.pack();
@@ -1039,14 +1045,14 @@ impl Block {
     }
 
     /// Every entry, in order, after those of `out`: what [`Block::for_each`]
-    /// gives, a set bit of the header at a time (entry `i` of quotient `ql`
-    /// is the header's bit `ql + i`), since merges decode every block.
+    /// gives, a set bit of the header at a time (entry `i` of `quotient`
+    /// is the header's bit `quotient + i`), since merges decode every block.
     pub fn decode_into(&self, out: &mut Vec<Entry>) {
         let meta = self.meta();
         if meta.counted {
             return self.for_each_occurrence(|e| out.push(e));
         }
-        let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
+        let (header_at, fields_at, w) = (meta.header_at(), meta.fields_at(), u64::from(meta.w));
         let end = u64::from(meta.q()) + u64::from(meta.n);
         out.reserve(meta.n as usize);
         // The slice once: each deref of `Words` reads the metadata again
@@ -1056,11 +1062,11 @@ impl Block {
         let mut i = 0u64;
         let mut base = 0u64;
         while base < end {
-            let mut ones = get(words, h0 + base, (end - base).min(64) as u32);
+            let mut ones = get(words, header_at + base, (end - base).min(64) as u32);
             while ones != 0 {
                 let p = base + u64::from(ones.trailing_zeros());
-                let (f, fp) = meta.unfield(get(words, f0 + i * w, meta.w));
-                out.push(Entry { ql: (p - i) as u32, f, fp });
+                let (f, fp) = meta.unfield(get(words, fields_at + i * w, meta.w));
+                out.push(Entry { quotient: (p - i) as u32, f, fp });
                 i += 1;
                 ones &= ones - 1;
             }
@@ -1071,30 +1077,30 @@ impl Block {
     /// Calls `each` on every entry, in order.
     pub fn for_each(&self, mut each: impl FnMut(Entry)) {
         let meta = self.meta();
-        let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
-        let mut ql = 0u32;
+        let (header_at, fields_at, w) = (meta.header_at(), meta.fields_at(), u64::from(meta.w));
+        let mut quotient = 0u32;
         let mut i = 0u32;
-        let mut pos = h0;
-        let end = h0 + u64::from(meta.q()) + u64::from(meta.n);
+        let mut pos = header_at;
+        let end = header_at + u64::from(meta.q()) + u64::from(meta.n);
         let words: &[u64] = &self.words; // once: as in `decode_into`
         while pos < end {
             let len = (end - pos).min(64) as u32;
             let mut chunk = get(words, pos, len);
             let mut left = len;
             while left > 0 {
-                // Ones: entries of `ql`; a zero ends the quotient.
+                // Ones: entries of `quotient`; a zero ends the quotient.
                 let ones = chunk.trailing_ones().min(left);
                 for _ in 0..ones {
-                    let v = get(words, f0 + u64::from(i) * w, meta.w);
+                    let v = get(words, fields_at + u64::from(i) * w, meta.w);
                     let (f, fp) = meta.unfield(v);
-                    each(Entry { ql, f, fp });
+                    each(Entry { quotient, f, fp });
                     i += 1;
                 }
                 left -= ones;
                 chunk = if ones == 64 { 0 } else { chunk >> ones };
                 if left > 0 {
                     let zeros = chunk.trailing_zeros().min(left);
-                    ql += zeros;
+                    quotient += zeros;
                     left -= zeros;
                     chunk = if zeros == 64 { 0 } else { chunk >> zeros };
                 }
@@ -1213,19 +1219,19 @@ impl Block {
     /// them a zero; no bit set between the header and the fields, nor past
     /// the fields.
     fn check_header(&self, meta: &Meta) -> Result<(), &'static str> {
-        let (h0, f0, w) = (meta.h0(), meta.f0(), u64::from(meta.w));
+        let (header_at, fields_at, w) = (meta.header_at(), meta.fields_at(), u64::from(meta.w));
         let hlen = u64::from(meta.q()) + u64::from(meta.n);
         let mut zeros = 0u64;
         let mut at = 0;
         while at < hlen {
             let len = (hlen - at).min(64) as u32;
-            zeros += u64::from(len - get(&self.words, h0 + at, len).count_ones());
+            zeros += u64::from(len - get(&self.words, header_at + at, len).count_ones());
             at += u64::from(len);
         }
         if zeros != u64::from(meta.q()) {
             return Err("a block's header does not end each quotient once");
         }
-        if get(&self.words, h0 + hlen - 1, 1) != 0 {
+        if get(&self.words, header_at + hlen - 1, 1) != 0 {
             return Err("a block's header does not end with its last quotient");
         }
         let zero_from = |from: u64, to: u64| {
@@ -1239,7 +1245,9 @@ impl Block {
             }
             true
         };
-        if !zero_from(h0 + hlen, f0) || !zero_from(f0 + u64::from(meta.n) * w, self.words.len() as u64 * 64) {
+        if !zero_from(header_at + hlen, fields_at)
+            || !zero_from(fields_at + u64::from(meta.n) * w, self.words.len() as u64 * 64)
+        {
             return Err("a block has bits set past its entries");
         }
         Ok(())
@@ -1270,7 +1278,7 @@ impl Block {
             return Ok(());
         }
         let mut counts = vec![0u32; (meta.q() / GROUP) as usize];
-        self.for_each(|e| counts[(e.ql / GROUP) as usize] += 1);
+        self.for_each(|e| counts[(e.quotient / GROUP) as usize] += 1);
         let mut before = 0;
         for g in 1..counts.len() {
             before += counts[g - 1];
@@ -1309,12 +1317,12 @@ const LONG_RUN: usize = 32;
 struct Long<'a> {
     words: &'a [u64],
     meta: &'a Meta,
-    ql: u32,
+    quotient: u32,
 }
 
 impl Long<'_> {
     fn key(&self, i: u32) -> (u64, u32) {
-        let e = entry_in(self.words, self.meta, self.ql, i);
+        let e = entry_in(self.words, self.meta, self.quotient, i);
         (padded(e.f, e.fp), e.f)
     }
 
@@ -1334,49 +1342,49 @@ impl Long<'_> {
         lo
     }
 
-    /// The last of the longest entries matching `q64`, in O(64 log n)
-    /// reads. Every matching entry is a prefix of `q64`, so at or before
-    /// the last key at or below `(q64, 64)`; if that one does not match,
-    /// it first differs from `q64` at some bit `c` (a 0 where `q64` has a
+    /// The last of the longest entries matching `rest`, in O(64 log n)
+    /// reads. Every matching entry is a prefix of `rest`, so at or before
+    /// the last key at or below `(rest, 64)`; if that one does not match,
+    /// it first differs from `rest` at some bit `c` (a 0 where `rest` has a
     /// 1), and an entry after it would be above it there: only prefixes of
     /// at most `c` bits are left, at or before the last key at or below
-    /// `q64`'s first `c` bits. `c` falls every round.
-    fn longest(&self, run: std::ops::Range<u32>, q64: u64) -> Option<u32> {
-        self.search(run.start, &mut run.end.clone(), &mut (q64, 64), q64)
+    /// `rest`'s first `c` bits. `c` falls every round.
+    fn longest(&self, run: std::ops::Range<u32>, rest: u64) -> Option<u32> {
+        self.search(run.start, &mut run.end.clone(), &mut (rest, 64), rest)
     }
 
     /// [`Long::longest`]'s rounds among `start..end` for keys at or below
     /// `target`, both narrowed as it goes, so that a caller can go on.
-    fn search(&self, start: u32, end: &mut u32, target: &mut (u64, u32), q64: u64) -> Option<u32> {
+    fn search(&self, start: u32, end: &mut u32, target: &mut (u64, u32), rest: u64) -> Option<u32> {
         loop {
             let n = self.after(start, *end, *target, true);
             if n == start {
                 return None;
             }
-            let e = entry_in(self.words, self.meta, self.ql, n - 1);
-            if e.matches(q64) {
+            let e = entry_in(self.words, self.meta, self.quotient, n - 1);
+            if e.matches(rest) {
                 return Some(n - 1);
             }
-            let c = (padded(e.f, e.fp) ^ q64).leading_zeros();
-            *target = (prefix_of(q64, c), c);
+            let c = (padded(e.f, e.fp) ^ rest).leading_zeros();
+            *target = (prefix_of(rest, c), c);
             *end = n - 1;
         }
     }
 
-    /// How many entries match `q64`: each matching key found as in
+    /// How many entries match `rest`: each matching key found as in
     /// [`Long::longest`], its copies counted by bisection, then the search
     /// goes on below it for shorter prefixes: at most 64 rounds in all,
     /// plus one per matching length.
-    fn count(&self, run: std::ops::Range<u32>, q64: u64, copies: impl Fn(u32) -> u32) -> u32 {
-        let (mut total, mut end, mut target) = (0, run.end, (q64, 64u32));
-        while let Some(last) = self.search(run.start, &mut end, &mut target, q64) {
+    fn count(&self, run: std::ops::Range<u32>, rest: u64, copies: impl Fn(u32) -> u32) -> u32 {
+        let (mut total, mut end, mut target) = (0, run.end, (rest, 64u32));
+        while let Some(last) = self.search(run.start, &mut end, &mut target, rest) {
             let key = self.key(last);
             let first = self.after(run.start, last, key, false);
             total += (first..=last).map(|i| 1 + copies(i)).sum::<u32>();
             if key.1 == 0 {
                 break;
             }
-            (end, target) = (first, (prefix_of(q64, key.1 - 1), key.1 - 1));
+            (end, target) = (first, (prefix_of(rest, key.1 - 1), key.1 - 1));
         }
         total
     }
@@ -1391,14 +1399,14 @@ fn prefix_of(x: u64, c: u32) -> u64 {
     }
 }
 
-/// Entry `i` (of quotient `ql`) of a block's words.
+/// Entry `i` (of `quotient`) of a block's words.
 #[inline]
-fn entry_in(words: &[u64], meta: &Meta, ql: u32, i: u32) -> Entry {
+fn entry_in(words: &[u64], meta: &Meta, quotient: u32, i: u32) -> Entry {
     #[cfg(test)]
     ENTRIES_READ.with(|n| n.set(n.get() + 1));
-    let v = get(words, meta.f0() + u64::from(i) * u64::from(meta.w), meta.w);
+    let v = get(words, meta.fields_at() + u64::from(i) * u64::from(meta.w), meta.w);
     let (f, fp) = meta.unfield(v);
-    Entry { ql, f, fp }
+    Entry { quotient, f, fp }
 }
 
 /// The room (entries) a block of `meta`'s shape gets for at least `need`
@@ -1445,22 +1453,22 @@ fn zeroed(len: usize) -> Result<Box<[u64]>, OutOfMemory> {
 /// Writes `entries` (sorted) into a zeroed block of `meta`'s shape.
 fn write_entries(words: &mut [u64], meta: &Meta, entries: &[Entry]) {
     debug_assert!(words[1..].iter().all(|&w| w == 0), "written into zeroed words only");
-    let h0 = meta.h0();
+    let header_at = meta.header_at();
     let mut group_counts = [0u32; (1 << MAX_QBITS) / GROUP as usize];
     // Fields first, whole words at a time, then the header's bits over
     // them: an or into memory per entry waited on the one before it (each
     // word takes several), a third of building a block.
-    let mut fields = BitWriter::at(words, meta.f0());
+    let mut fields = BitWriter::at(words, meta.fields_at());
     for e in entries {
         fields.put(meta.field(e.f, e.fp), meta.w);
-        group_counts[(e.ql / GROUP) as usize] += 1;
+        group_counts[(e.quotient / GROUP) as usize] += 1;
     }
     fields.finish();
-    // The header is unary: entry `i` of quotient `ql` has a one for each
+    // The header is unary: entry `i` of `quotient` has a one for each
     // entry before it and a zero for each quotient before its own.
-    let (mut at, mut bits) = ((h0 / 64) as usize, 0u64);
+    let (mut at, mut bits) = ((header_at / 64) as usize, 0u64);
     for (i, e) in entries.iter().enumerate() {
-        let pos = h0 + u64::from(e.ql) + i as u64;
+        let pos = header_at + u64::from(e.quotient) + i as u64;
         let word = (pos / 64) as usize;
         if word != at {
             words[at] |= bits;
@@ -1519,42 +1527,42 @@ impl<'a> BitWriter<'a> {
     }
 }
 
-/// Adds (or takes) one to the index of every group after `ql`'s.
-fn bump_index(words: &mut [u64], meta: &Meta, ql: u32, up: bool) {
+/// Adds (or takes) one to the index of every group after `quotient`'s.
+fn bump_index(words: &mut [u64], meta: &Meta, quotient: u32, up: bool) {
     if meta.index_bits() == 0 {
         return;
     }
-    for g in (ql / GROUP + 1)..(meta.q() / GROUP) {
+    for g in (quotient / GROUP + 1)..(meta.q() / GROUP) {
         let at = 64 + 16 * u64::from(g - 1);
         let v = get(words, at, 16);
         set(words, at, 16, if up { v + 1 } else { v - 1 });
     }
 }
 
-/// Quotient `ql`'s group and the entries before the group (the index).
+/// Quotient `quotient`'s group and the entries before the group (the index).
 #[inline]
-fn group_of(words: &[u64], meta: &Meta, ql: u32) -> (u32, u32) {
-    if meta.index_bits() > 0 && ql >= GROUP {
-        let g = ql / GROUP;
+fn group_of(words: &[u64], meta: &Meta, quotient: u32) -> (u32, u32) {
+    if meta.index_bits() > 0 && quotient >= GROUP {
+        let g = quotient / GROUP;
         (g, get(words, 64 + 16 * u64::from(g - 1), 16) as u32)
     } else {
         (0, 0)
     }
 }
 
-/// Asks for the cache lines a lookup of quotient `ql` reads after the
+/// Asks for the cache lines a lookup of `quotient` reads after the
 /// metadata: its header bits and the fields where its run most likely
 /// starts (the group's entries before it, plus its offset in the group at
 /// the block's mean fill). Issued together, the two misses overlap instead
 /// of following each other (header, then fields): a lookup in a filter
 /// larger than the cache waits for two memory loads instead of three.
 #[inline]
-fn prefetch_run(words: &[u64], meta: &Meta, ql: u32) {
-    let (g, before) = group_of(words, meta, ql);
-    let offset = ql - g * GROUP;
+fn prefetch_run(words: &[u64], meta: &Meta, quotient: u32) {
+    let (g, before) = group_of(words, meta, quotient);
+    let offset = quotient - g * GROUP;
     let within = (u64::from(offset) * u64::from(meta.n)) >> meta.qbits;
-    let header = meta.h0() + u64::from(g * GROUP) + u64::from(before) + u64::from(offset) + within;
-    let fields = meta.f0() + (u64::from(before) + within) * u64::from(meta.w);
+    let header = meta.header_at() + u64::from(g * GROUP) + u64::from(before) + u64::from(offset) + within;
+    let fields = meta.fields_at() + (u64::from(before) + within) * u64::from(meta.w);
     prefetch(words, header / 64);
     prefetch(words, fields / 64);
 }
@@ -1573,15 +1581,15 @@ fn prefetch(words: &[u64], i: u64) {
     let _ = (words, i);
 }
 
-/// The entries of quotient `ql`: start from its group (the index), skip
+/// The entries of `quotient`: start from its group (the index), skip
 /// the zeros of the quotients before it in the group, count its ones.
 #[inline]
-fn run_of(words: &[u64], meta: &Meta, ql: u32) -> std::ops::Range<u32> {
-    let h0 = meta.h0();
-    let (g, before) = group_of(words, meta, ql);
+fn run_of(words: &[u64], meta: &Meta, quotient: u32) -> std::ops::Range<u32> {
+    let header_at = meta.header_at();
+    let (g, before) = group_of(words, meta, quotient);
     // Bit position of the group's first quotient.
-    let mut pos = h0 + u64::from(g * GROUP) + u64::from(before);
-    let mut skip = ql - g * GROUP;
+    let mut pos = header_at + u64::from(g * GROUP) + u64::from(before);
+    let mut skip = quotient - g * GROUP;
     while skip > 0 {
         let chunk = !get(words, pos, 64);
         let c = chunk.count_ones();
@@ -1592,9 +1600,9 @@ fn run_of(words: &[u64], meta: &Meta, ql: u32) -> std::ops::Range<u32> {
         skip -= c;
         pos += 64;
     }
-    // `pos` is where quotient `ql`'s ones begin: entries before it are the
+    // `pos` is where `quotient`'s ones begin: entries before it are the
     // ones before `pos`.
-    let start = (pos - h0 - u64::from(ql)) as u32;
+    let start = (pos - header_at - u64::from(quotient)) as u32;
     let mut len = 0u32;
     loop {
         let ones = get(words, pos + u64::from(len), 64).trailing_ones();
@@ -1632,7 +1640,7 @@ mod tests {
     fn random_entry(r: &mut Rng, qbits: u32, fmax: u32) -> Entry {
         let f = (r.next() % u64::from(fmax + 1)) as u32;
         let fp = if f == 0 { 0 } else { r.next() >> (64 - f) };
-        Entry { ql: (r.next() % (1 << qbits)) as u32, f, fp }
+        Entry { quotient: (r.next() % (1 << qbits)) as u32, f, fp }
     }
 
     fn model_sorted(mut v: Vec<Entry>) -> Vec<Entry> {
@@ -1749,15 +1757,16 @@ mod tests {
                 let mut v: Vec<Entry> = (0..n).map(|_| random_entry(&mut r, qbits, 20)).collect();
                 let b = Block::build(qbits, 3, &mut v, 0).unwrap();
                 assert_eq!(b.entries(), model_sorted(v.clone()), "q{qbits} n{n}");
-                let mut decoded = vec![Entry { ql: 1, f: 2, fp: 3 }];
+                let mut decoded = vec![Entry { quotient: 1, f: 2, fp: 3 }];
                 b.decode_into(&mut decoded);
                 assert_eq!(decoded[1..], b.entries()[..], "decoded, q{qbits} n{n}");
                 let back = Block::from_words(b.canonical_words().unwrap(), qbits, 3).unwrap();
                 assert_eq!(back.entries(), b.entries());
-                for ql in 0..(1u32 << qbits) {
-                    let run: Vec<Entry> = back.run(ql).map(|i| back.entry(ql, i)).collect();
-                    let want: Vec<Entry> = model_sorted(v.iter().copied().filter(|e| e.ql == ql).collect());
-                    assert_eq!(run, want, "q{qbits} n{n} ql{ql}");
+                for quotient in 0..(1u32 << qbits) {
+                    let run: Vec<Entry> = back.run(quotient).map(|i| back.entry(quotient, i)).collect();
+                    let want: Vec<Entry> =
+                        model_sorted(v.iter().copied().filter(|e| e.quotient == quotient).collect());
+                    assert_eq!(run, want, "q{qbits} n{n} quotient{quotient}");
                 }
             }
         }
@@ -1783,10 +1792,10 @@ mod tests {
             let (mut lo, mut hi) = (Vec::new(), Vec::new());
             b.for_each_occurrence(|e| {
                 crate::xf::filter::give_bit(e, &mut |c| {
-                    if c.ql < 1 << qbits {
+                    if c.quotient < 1 << qbits {
                         lo.push(c)
                     } else {
-                        hi.push(Entry { ql: c.ql - (1 << qbits), ..c })
+                        hi.push(Entry { quotient: c.quotient - (1 << qbits), ..c })
                     }
                 })
             });
@@ -1824,9 +1833,12 @@ mod tests {
 
     #[test]
     fn copies_fold_into_a_count_and_back() {
-        let e = Entry { ql: 5, f: 7, fp: 0x55 };
-        let others =
-            [Entry { ql: 1, f: 3, fp: 1 }, Entry { ql: 5, f: 9, fp: 3 }, Entry { ql: 6, f: 0, fp: 0 }];
+        let e = Entry { quotient: 5, f: 7, fp: 0x55 };
+        let others = [
+            Entry { quotient: 1, f: 3, fp: 1 },
+            Entry { quotient: 5, f: 9, fp: 3 },
+            Entry { quotient: 6, f: 0, fp: 0 },
+        ];
         let built = |copies: usize| {
             let mut v = others.to_vec();
             v.extend(std::iter::repeat_n(e, copies));
@@ -1889,9 +1901,9 @@ mod tests {
                     model.push(e);
                 } else {
                     let pick = model[(r.next() % model.len() as u64) as usize];
-                    let run = b.run(pick.ql);
-                    let i = run.clone().find(|&i| b.entry(pick.ql, i) == pick).expect("in the run");
-                    b.remove_canonical(pick.ql, i).unwrap();
+                    let run = b.run(pick.quotient);
+                    let i = run.clone().find(|&i| b.entry(pick.quotient, i) == pick).expect("in the run");
+                    b.remove_canonical(pick.quotient, i).unwrap();
                     let at = model.iter().position(|e| *e == pick).unwrap();
                     model.remove(at);
                 }
@@ -1920,18 +1932,18 @@ mod tests {
             }
             let mut b = Block::build(qbits, 0, &mut v, 0).unwrap();
             for _ in 0..300 {
-                let (ql, q64) = ((r.next() % 8) as u32, r.next() >> (r.next() % 8));
-                let run: Vec<Entry> = v.iter().copied().filter(|e| e.ql == ql).collect();
+                let (quotient, rest) = ((r.next() % 8) as u32, r.next() >> (r.next() % 8));
+                let run: Vec<Entry> = v.iter().copied().filter(|e| e.quotient == quotient).collect();
                 assert!(run.len() > LONG_RUN, "round {round}: the run is long");
-                let matching: Vec<&Entry> = run.iter().filter(|e| e.matches(q64)).collect();
-                assert_eq!(b.contains(ql, q64), !matching.is_empty(), "round {round}");
-                assert_eq!(b.count(ql, q64) as usize, matching.len(), "round {round}");
+                let matching: Vec<&Entry> = run.iter().filter(|e| e.matches(rest)).collect();
+                assert_eq!(b.contains(quotient, rest), !matching.is_empty(), "round {round}");
+                assert_eq!(b.count(quotient, rest) as usize, matching.len(), "round {round}");
                 let longest = matching.iter().map(|e| e.f).max();
-                let best = b.best(ql, q64);
+                let best = b.best(quotient, rest);
                 assert_eq!(best.map(|(e, _)| e.f), longest, "round {round}");
                 if let Some((e, i)) = best {
                     // The first copy of that entry, as the scan picks.
-                    let first = b.run(ql).find(|&j| b.entry(ql, j) == e).unwrap();
+                    let first = b.run(quotient).find(|&j| b.entry(quotient, j) == e).unwrap();
                     assert_eq!(i, first, "round {round}");
                 }
             }
@@ -1962,17 +1974,17 @@ mod tests {
             .map(|_| {
                 let f = 24 + (r.next() % 28) as u32;
                 let fp = (0xabcde << (f - 20)) | (r.next() >> (64 - (f - 20)));
-                Entry { ql: 3, f, fp }
+                Entry { quotient: 3, f, fp }
             })
             .collect();
         let b = Block::build(4, 0, &mut v, 0).unwrap();
         let mut most = 0;
         for _ in 0..2_000 {
-            let q64 = (0xabcde << 44) | (r.next() >> 20);
+            let rest = (0xabcde << 44) | (r.next() >> 20);
             ENTRIES_READ.with(|n| n.set(0));
-            let (c, n) = (b.contains(3, q64), b.count(3, q64));
+            let (c, n) = (b.contains(3, rest), b.count(3, rest));
             assert_eq!(c, n > 0);
-            b.best(3, q64);
+            b.best(3, rest);
             most = most.max(ENTRIES_READ.with(|n| n.get()));
         }
         // Three searches (contains, count, best), each of at most 64 rounds
@@ -1984,10 +1996,10 @@ mod tests {
     #[test]
     fn lookups_match_prefixes_and_prefer_the_longest() {
         let mut v = vec![
-            Entry { ql: 5, f: 0, fp: 0 },
-            Entry { ql: 5, f: 1, fp: 1 },
-            Entry { ql: 5, f: 3, fp: 0b101 },
-            Entry { ql: 6, f: 2, fp: 0b11 },
+            Entry { quotient: 5, f: 0, fp: 0 },
+            Entry { quotient: 5, f: 1, fp: 1 },
+            Entry { quotient: 5, f: 3, fp: 0b101 },
+            Entry { quotient: 6, f: 2, fp: 0b11 },
         ];
         let b = Block::build(4, 0, &mut v, 0).unwrap();
         let q = |bits: u64, len: u32| bits << (64 - len);
@@ -2015,7 +2027,7 @@ mod tests {
         assert!(b.meta().uniform && b.meta().w == 9);
         assert!(b.bytes() <= 160, "{}", b.bytes());
         let mut b2 = b.try_clone().unwrap();
-        assert_eq!(b2.insert(Entry { ql: 3, f: 8, fp: 1 }), Err(Rebuild));
+        assert_eq!(b2.insert(Entry { quotient: 3, f: 8, fp: 1 }), Err(Rebuild));
         assert_eq!(b2.entries(), b.entries());
     }
 

@@ -483,8 +483,8 @@ pub struct XfFilter {
 #[derive(Clone, Copy, Debug)]
 struct Spot {
     block: usize,
-    ql: u32,
-    q64: u64,
+    quotient: u32,
+    rest: u64,
     level: u32,
     /// The block's prefix: the hash's top `depth` bits.
     prefix: u64,
@@ -539,16 +539,16 @@ pub fn directory_bytes(dir_len: u64, blocks: usize) -> u64 {
 /// `qbits` of them its quotient): the quotient and the 64 bits after the
 /// address, from which an entry's fingerprint is taken.
 pub fn position(h: u128, level: u32, qbits: u32) -> (u32, u64) {
-    let ql = ((h >> (128 - level)) as u64 & ((1u64 << qbits) - 1)) as u32;
-    let q64 = ((h << level) >> 64) as u64;
-    (ql, q64)
+    let quotient = ((h >> (128 - level)) as u64 & ((1u64 << qbits) - 1)) as u32;
+    let rest = ((h << level) >> 64) as u64;
+    (quotient, rest)
 }
 
 /// The entry of `f` fingerprint bits (at least 1) that hash `h` makes in a
 /// block of `level`.
 pub fn entry_at(h: u128, level: u32, qbits: u32, f: u32) -> Entry {
-    let (ql, q64) = position(h, level, qbits);
-    Entry { ql, f, fp: q64 >> (64 - f) }
+    let (quotient, rest) = position(h, level, qbits);
+    Entry { quotient, f, fp: rest >> (64 - f) }
 }
 
 /// The fingerprint length of an entry added now to the block at `level`
@@ -949,9 +949,9 @@ impl XfFilter {
             Store::Loading(_) => return None,
         };
         let level = depth + q;
-        let (ql, q64) = position(h.0, level, q);
+        let (quotient, rest) = position(h.0, level, q);
         let prefix = if depth == 0 { 0 } else { (h.0 >> (128 - depth)) as u64 };
-        Some(Spot { block, ql, q64, level, prefix })
+        Some(Spot { block, quotient, rest, level, prefix })
     }
 
     fn block(&self, i: usize) -> &Block {
@@ -967,7 +967,7 @@ impl XfFilter {
     }
 
     pub fn contains_hash(&self, h: XfHash) -> bool {
-        self.spot(h).is_some_and(|s| self.block(s.block).contains(s.ql, s.q64))
+        self.spot(h).is_some_and(|s| self.block(s.block).contains(s.quotient, s.rest))
     }
 
     /// [`XfFilter::contains_hash`] of each hash in turn, with the memory
@@ -1013,7 +1013,7 @@ impl XfFilter {
     #[inline]
     fn prefetch_run(&self, h: XfHash) {
         if let Some(s) = self.spot(h) {
-            self.block(s.block).prefetch_run(s.ql);
+            self.block(s.block).prefetch_run(s.quotient);
         }
     }
 
@@ -1034,7 +1034,7 @@ impl XfFilter {
     }
 
     pub fn count_hash(&self, h: XfHash) -> u64 {
-        self.spot(h).map_or(0, |s| u64::from(self.block(s.block).count(s.ql, s.q64)))
+        self.spot(h).map_or(0, |s| u64::from(self.block(s.block).count(s.quotient, s.rest)))
     }
 
     /// Cache lines a lookup of the item reads: the directory word, the
@@ -1044,12 +1044,12 @@ impl XfFilter {
         let Some(s) = self.spot(self.hash(item)) else { return LookupCost { cache_lines: 0 } };
         let b = self.block(s.block);
         let meta = b.meta();
-        let run = b.run(s.ql);
+        let run = b.run(s.quotient);
         let dir = u64::from(matches!(self.store, Store::Many(_)));
         // Metadata and index share the first line; the header bits from the
         // group's start to the run; the run's fields.
         let group_start = 64 + if meta.qbits >= 8 { 16 * ((1u64 << meta.qbits) / 64 - 1) } else { 0 };
-        let h_at = group_start + u64::from(s.ql) + u64::from(run.end);
+        let h_at = group_start + u64::from(s.quotient) + u64::from(run.end);
         let f_from = group_start
             + (1u64 << meta.qbits)
             + u64::from(meta.cap)
@@ -1163,10 +1163,10 @@ impl XfFilter {
             return Err(XfError::Crowded);
         }
         let f = self.fbits_at(s.level, s.prefix)?;
-        let e = Entry { ql: s.ql, f, fp: s.q64 >> (64 - f) };
+        let e = Entry { quotient: s.quotient, f, fp: s.rest >> (64 - f) };
         let copy = match self.blocks_mut()[s.block].insert(e) {
             Ok(done) => {
-                journal.record(Undo::Inserted { block: s.block, ql: e.ql, at: done.at });
+                journal.record(Undo::Inserted { block: s.block, quotient: e.quotient, at: done.at });
                 done.copy
             }
             Err(Rebuild) => self.rebuild_with(s.block, e, limits, journal)?,
@@ -1420,9 +1420,9 @@ impl XfFilter {
     pub fn delete_hash(&mut self, h: XfHash) -> Result<bool, XfError> {
         self.ready()?;
         let Some(s) = self.spot(h) else { return Ok(false) };
-        let Some((e, i)) = self.block(s.block).best(s.ql, s.q64) else { return Ok(false) };
+        let Some((e, i)) = self.block(s.block).best(s.quotient, s.rest) else { return Ok(false) };
         let was = self.block(s.block).bytes();
-        let gone = self.blocks_mut()[s.block].remove_canonical(s.ql, i)?;
+        let gone = self.blocks_mut()[s.block].remove_canonical(s.quotient, i)?;
         if let Store::Many(d) = &mut self.store {
             d.block_bytes = d.block_bytes - was + d.blocks[s.block].bytes();
         }
@@ -1570,10 +1570,10 @@ fn split(b: &Block, extra: Entry, to_high: bool) -> Result<(Block, Block), OutOf
     let (mut lo, mut hi) = (Vec::with_capacity(q as usize / 2 + 8), Vec::with_capacity(q as usize / 2 + 8));
     b.for_each_occurrence(|e| {
         give_bit(e, &mut |c| {
-            if c.ql < q {
+            if c.quotient < q {
                 lo.push(c);
             } else {
-                hi.push(Entry { ql: c.ql - q, ..c });
+                hi.push(Entry { quotient: c.quotient - q, ..c });
             }
         })
     });
@@ -1601,12 +1601,12 @@ fn place_sorted(list: &mut Vec<Entry>, e: Entry) {
 #[inline]
 pub fn give_bit(e: Entry, out: &mut impl FnMut(Entry)) {
     if e.f == 0 {
-        out(Entry { ql: 2 * e.ql, f: 0, fp: 0 });
-        out(Entry { ql: 2 * e.ql + 1, f: 0, fp: 0 });
+        out(Entry { quotient: 2 * e.quotient, f: 0, fp: 0 });
+        out(Entry { quotient: 2 * e.quotient + 1, f: 0, fp: 0 });
     } else {
         let bit = (e.fp >> (e.f - 1)) as u32;
         let rest = e.fp & ((1u64 << (e.f - 1)) - 1);
-        out(Entry { ql: 2 * e.ql + bit, f: e.f - 1, fp: rest });
+        out(Entry { quotient: 2 * e.quotient + bit, f: e.f - 1, fp: rest });
     }
 }
 

@@ -137,18 +137,18 @@ fn build_leaf(
     let mut copies = false;
     for _ in cover {
         copies = true;
-        list.extend((0..q as u32).map(|ql| Entry { ql, f: 0, fp: 0 }));
+        list.extend((0..q as u32).map(|quotient| Entry { quotient, f: 0, fp: 0 }));
     }
     for e in entries {
         let inner = e.start << d; // the bits after the region's prefix, left-aligned
-        let ql = (inner >> (128 - qbits)) as u32;
+        let quotient = (inner >> (128 - qbits)) as u32;
         if e.t >= a {
             let f = e.t - a;
             let fp = if f == 0 { 0 } else { ((inner << qbits) >> (128 - f)) as u64 };
-            list.push(Entry { ql, f, fp });
+            list.push(Entry { quotient, f, fp });
         } else {
             copies = true;
-            list.extend((0..1u32 << (a - e.t)).map(|k| Entry { ql: ql + k, f: 0, fp: 0 }));
+            list.extend((0..1u32 << (a - e.t)).map(|k| Entry { quotient: quotient + k, f: 0, fp: 0 }));
         }
     }
     if copies {
@@ -161,7 +161,7 @@ fn build_leaf(
 
 /// In [`build_entries`], an entry whose `f` is at least this is *coarse*:
 /// a void (`f = 0`) split `f - COARSE` times since, which covers that many
-/// doublings of quotients from its `ql` (`build_region`'s entries coarser
+/// doublings of quotients from its `quotient` (`build_region`'s entries coarser
 /// than their level, kept as one until a block is built).
 const COARSE: u32 = 64;
 
@@ -209,7 +209,7 @@ struct Counter {
 
 impl Counter {
     fn new() -> Counter {
-        Counter { c: Counts::default(), last: Entry { ql: u32::MAX, f: u32::MAX, fp: u64::MAX } }
+        Counter { c: Counts::default(), last: Entry { quotient: u32::MAX, f: u32::MAX, fp: u64::MAX } }
     }
 
     #[inline]
@@ -254,7 +254,7 @@ fn build_entries(
     let (q, a) = (1u64 << qbits, d + qbits);
     let half = 1u32 << (qbits - 1);
     let count = c.fine + c.copies;
-    let mid = entries.partition_point(|e| e.ql < half);
+    let mid = entries.partition_point(|e| e.quotient < half);
     // `build_region`'s rule: more entries than quotients, precise ones
     // making the count, and each half an eighth of them.
     let least = c.kinds / 8;
@@ -304,11 +304,15 @@ fn build_counted(at: Place, entries: &mut [Entry], out: &mut Built, limits: Limi
 fn split_half(entries: &mut [Entry], half: u32) -> Counts {
     let mut counter = Counter::new();
     for e in entries.iter_mut() {
-        let low = (e.ql & (half - 1)) << 1;
+        let low = (e.quotient & (half - 1)) << 1;
         *e = match e.f {
-            0 => Entry { ql: low, f: COARSE + 1, fp: 0 },
-            f if f >= COARSE => Entry { ql: low, f: f + 1, fp: 0 },
-            f => Entry { ql: low | (e.fp >> (f - 1)) as u32, f: f - 1, fp: e.fp & ((1u64 << (f - 1)) - 1) },
+            0 => Entry { quotient: low, f: COARSE + 1, fp: 0 },
+            f if f >= COARSE => Entry { quotient: low, f: f + 1, fp: 0 },
+            f => Entry {
+                quotient: low | (e.fp >> (f - 1)) as u32,
+                f: f - 1,
+                fp: e.fp & ((1u64 << (f - 1)) - 1),
+            },
         };
         counter.add(e);
     }
@@ -351,8 +355,8 @@ fn build_through_abs(at: Place, entries: &[Entry], out: &mut Built, limits: Limi
     let Place { d, min_depth, prefix, qbits } = at;
     let a = d + qbits;
     let abs = entries.iter().map(|e| match e.f.checked_sub(COARSE) {
-        Some(k) => Abs { start: ((prefix << qbits) | u128::from(e.ql)) << (128 - a), t: a - k },
-        None => Abs::of((prefix << qbits) | u128::from(e.ql), a, e.f, e.fp),
+        Some(k) => Abs { start: ((prefix << qbits) | u128::from(e.quotient)) << (128 - a), t: a - k },
+        None => Abs::of((prefix << qbits) | u128::from(e.quotient), a, e.f, e.fp),
     });
     let mut list = Vec::new();
     list.try_reserve_exact(entries.len()).map_err(|_| OutOfMemory)?;
@@ -368,22 +372,22 @@ fn expand(entries: &[Entry], voids: &mut Vec<u32>, list: &mut Vec<Entry>) {
     voids.clear();
     for e in entries {
         if let Some(k) = e.f.checked_sub(COARSE) {
-            voids.extend(e.ql..e.ql + (1 << k));
+            voids.extend(e.quotient..e.quotient + (1 << k));
         }
     }
     voids.sort_unstable();
-    let void = |ql: u32| Entry { ql, f: 0, fp: 0 };
+    let void = |quotient: u32| Entry { quotient, f: 0, fp: 0 };
     // One walk of both lists: a search of the voids for each entry was a
     // tenth of a merge (old filters' first entries are voids by now).
     let mut v = 0;
     for e in entries.iter().filter(|e| e.f < COARSE) {
-        while v < voids.len() && voids[v] <= e.ql {
+        while v < voids.len() && voids[v] <= e.quotient {
             list.push(void(voids[v]));
             v += 1;
         }
         list.push(*e);
     }
-    list.extend(voids[v..].iter().map(|&ql| void(ql)));
+    list.extend(voids[v..].iter().map(|&quotient| void(quotient)));
 }
 
 /// Blocks built so far, in address order, with their bytes kept as they
@@ -702,12 +706,12 @@ struct Cursor<'a> {
 }
 
 impl Cursor<'_> {
-    /// The input's block at slot `s` of depth `dd` (`>=` the input's own
+    /// The input's block at slot `s` of depth `slot_depth` (`>=` the input's own
     /// directory depth), and its depth.
-    fn block_at(&self, dd: u32, s: u64) -> (usize, u32) {
+    fn block_at(&self, slot_depth: u32, s: u64) -> (usize, u32) {
         match &self.f.store {
             Store::Many(d) => {
-                let b = d.dir[(s >> (dd - d.depth)) as usize] as usize;
+                let b = d.dir[(s >> (slot_depth - d.depth)) as usize] as usize;
                 (b, d.blocks[b].depth())
             }
             _ => (0, 0),
@@ -723,37 +727,37 @@ impl Cursor<'_> {
         }
     }
 
-    /// The input's entries in slot `s` of depth `dd` (`>=` the input's own
+    /// The input's entries in slot `s` of depth `slot_depth` (`>=` the input's own
     /// directory depth): those inside it to `within`, in order; those that
     /// contain it to `cover`.
-    fn gather(&mut self, dd: u32, s: u64, within: &mut Vec<Abs>, cover: &mut Vec<Abs>) {
+    fn gather(&mut self, slot_depth: u32, s: u64, within: &mut Vec<Abs>, cover: &mut Vec<Abs>) {
         let q = u32::from(self.f.qbits);
-        let (bi, depth) = self.block_at(dd, s);
+        let (bi, depth) = self.block_at(slot_depth, s);
         self.load(bi);
         let level = depth + q;
-        let l = dd - depth;
+        let l = slot_depth - depth;
         let prefix = u128::from(s >> l);
         let r = s & ((1u64 << l) - 1);
-        let addr = |ql: u32| (prefix << q) | u128::from(ql);
+        let addr = |quotient: u32| (prefix << q) | u128::from(quotient);
         if l <= q {
             let lo = (r << (q - l)) as u32;
             let hi = ((r + 1) << (q - l)) as u32;
-            let a = self.entries.partition_point(|e| e.ql < lo);
-            let b = self.entries.partition_point(|e| e.ql < hi);
-            within.extend(self.entries[a..b].iter().map(|e| Abs::of(addr(e.ql), level, e.f, e.fp)));
+            let a = self.entries.partition_point(|e| e.quotient < lo);
+            let b = self.entries.partition_point(|e| e.quotient < hi);
+            within.extend(self.entries[a..b].iter().map(|e| Abs::of(addr(e.quotient), level, e.f, e.fp)));
         } else {
             let extra = l - q;
             let ql0 = (r >> extra) as u32;
             let x = r & ((1u64 << extra) - 1);
-            let a = self.entries.partition_point(|e| e.ql < ql0);
-            let b = self.entries.partition_point(|e| e.ql <= ql0);
+            let a = self.entries.partition_point(|e| e.quotient < ql0);
+            let b = self.entries.partition_point(|e| e.quotient <= ql0);
             for e in &self.entries[a..b] {
                 if e.f >= extra {
                     if e.fp >> (e.f - extra) == x {
-                        within.push(Abs::of(addr(e.ql), level, e.f, e.fp));
+                        within.push(Abs::of(addr(e.quotient), level, e.f, e.fp));
                     }
                 } else if e.f == 0 || e.fp == x >> (extra - e.f) {
-                    cover.push(Abs::of(addr(e.ql), level, e.f, e.fp));
+                    cover.push(Abs::of(addr(e.quotient), level, e.f, e.fp));
                 }
             }
         }
@@ -913,7 +917,7 @@ const _: () = assert!(super::block::MAX_F + MAX_LIFT < 64);
 
 impl Region {
     /// Builds the result's blocks for the region of the coarsest input
-    /// block at slot `s` of depth `dd` ([`build_entries`]): every input's
+    /// block at slot `s` of depth `slot_depth` ([`build_entries`]): every input's
     /// entries there taken to that block's coordinates (a deeper block's
     /// extra address bits go back to the front of its fingerprints, which
     /// keeps their order) and merged, each block decoded once. Inputs of
@@ -924,20 +928,20 @@ impl Region {
     fn build(
         &mut self,
         cursors: &mut [Cursor],
-        dd: u32,
+        slot_depth: u32,
         s: u64,
         qbits: u32,
         out: &mut Built,
         limits: Limits,
     ) -> Result<(u64, bool), XfError> {
-        let r = cursors.iter().map(|c| c.block_at(dd, s).1).min().unwrap_or(dd);
-        let span = 1u64 << (dd - r);
+        let r = cursors.iter().map(|c| c.block_at(slot_depth, s).1).min().unwrap_or(slot_depth);
+        let span = 1u64 << (slot_depth - r);
         #[cfg(test)]
         PATHS.with(|p| p.set((p.get().0 + 1, p.get().1)));
         self.lifted.resize_with(cursors.len(), Vec::new);
         for (c, lifted) in cursors.iter_mut().zip(&mut self.lifted) {
             lifted.clear();
-            let (bi, bd) = c.block_at(dd, s);
+            let (bi, bd) = c.block_at(slot_depth, s);
             if bd == r {
                 // The region is this input's block: its entries as decoded.
                 c.load(bi);
@@ -945,27 +949,27 @@ impl Region {
             }
             let mut t = s;
             while t < s + span {
-                let (bi, bd) = c.block_at(dd, t);
+                let (bi, bd) = c.block_at(slot_depth, t);
                 if bd - r > MAX_LIFT {
                     return Ok((span, false));
                 }
                 c.load(bi);
                 // The block's address bits below the region's, and how many.
-                let (l, x) = (bd - r, (t >> (dd - bd)) & ((1u64 << (bd - r)) - 1));
+                let (l, x) = (bd - r, (t >> (slot_depth - bd)) & ((1u64 << (bd - r)) - 1));
                 lifted.try_reserve(c.entries.len()).map_err(|_| OutOfMemory)?;
                 lifted.extend(c.entries.iter().map(|e| lift(e, l, x, qbits)));
-                t += 1u64 << (dd - bd);
+                t += 1u64 << (slot_depth - bd);
             }
         }
         let sources = cursors.iter().zip(&self.lifted).map(|(c, lifted)| {
-            if c.block_at(dd, s).1 == r {
+            if c.block_at(slot_depth, s).1 == r {
                 &c.entries[..]
             } else {
                 &lifted[..]
             }
         });
         let mut sources = sources.filter(|e| !e.is_empty());
-        let at = u128::from(s >> (dd - r));
+        let at = u128::from(s >> (slot_depth - r));
         let (first, second) = (sources.next().unwrap_or(&[]), sources.next().unwrap_or(&[]));
         self.merged.clear();
         merge_two(first, second, &mut self.keys, &mut self.merged)?;
@@ -974,7 +978,7 @@ impl Region {
             merge_two(&self.merged, more, &mut self.keys, &mut self.spare)?;
             std::mem::swap(&mut self.merged, &mut self.spare);
         }
-        let place = Place { d: r, min_depth: dd, prefix: at, qbits };
+        let place = Place { d: r, min_depth: slot_depth, prefix: at, qbits };
         build_counted(place, &mut self.merged, out, limits)?;
         Ok((span, true))
     }
@@ -982,18 +986,18 @@ impl Region {
 
 /// Entry `e` of a block `l` levels below a region (`0 < l`, `x` its address
 /// bits below the region's), in the region's coordinates: the lowest `l`
-/// bits of its address, `x` then the top of `ql`, become the front of its
+/// bits of its address, `x` then the top of `quotient`, become the front of its
 /// fingerprint.
 fn lift(e: &Entry, l: u32, x: u64, qbits: u32) -> Entry {
-    // Address bits under the region: x (l bits) then ql (qbits bits); the
+    // Address bits under the region: x (l bits) then quotient (qbits bits); the
     // region's quotient is the top qbits of them, the rest goes to the
     // fingerprint, before its own bits.
     // All of it fits 64 bits: `l <= MAX_LIFT`, and `f + l < 64`.
     debug_assert!(l <= MAX_LIFT && qbits <= super::block::MAX_QBITS && e.f + l < 64);
-    let under = (x << qbits) | u64::from(e.ql);
-    let ql = (under >> l) as u32;
+    let under = (x << qbits) | u64::from(e.quotient);
+    let quotient = (under >> l) as u32;
     let moved = under & ((1u64 << l) - 1);
-    Entry { ql, f: e.f + l, fp: (moved << e.f) | e.fp }
+    Entry { quotient, f: e.f + l, fp: (moved << e.f) | e.fp }
 }
 
 /// Two sorted lists of one block's entries merged into `out`, `keys` a
@@ -1014,7 +1018,7 @@ fn merge_two(
     // every key after each list, so that neither index runs past its end.
     let key = |e: &Entry| {
         let padded = if e.f == 0 { 0 } else { e.fp << (64 - e.f) };
-        (u128::from(e.ql) << 72) | (u128::from(padded) << 8) | u128::from(e.f)
+        (u128::from(e.quotient) << 72) | (u128::from(padded) << 8) | u128::from(e.f)
     };
     keys.clear();
     keys.try_reserve(a.len() + b.len() + 2).map_err(|_| OutOfMemory)?;
@@ -1039,7 +1043,7 @@ fn merge_two(
         i += usize::from(!from_b);
         let (f, padded) = ((k & 0xff) as u32, (k >> 8) as u64);
         // `padded >> (64 - f)`, 0 for `f = 0` (then `padded` is 0).
-        Entry { ql: (k >> 72) as u32, f, fp: (padded >> 1) >> (63 - f) }
+        Entry { quotient: (k >> 72) as u32, f, fp: (padded >> 1) >> (63 - f) }
     }));
     Ok(())
 }
@@ -1156,11 +1160,11 @@ mod tests {
         let mut entries = Vec::new();
         for _ in 0..3000 {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            entries.push(Entry { ql: (x >> 40) as u32 & 511, f: 10, fp: (x >> 20) & 1023 });
+            entries.push(Entry { quotient: (x >> 40) as u32 & 511, f: 10, fp: (x >> 20) & 1023 });
         }
-        entries.extend(std::iter::repeat_n(Entry { ql: 5, f: 0, fp: 0 }, 20_000));
+        entries.extend(std::iter::repeat_n(Entry { quotient: 5, f: 0, fp: 0 }, 20_000));
         entries.sort_by_key(Entry::key);
-        let abs: Vec<Abs> = entries.iter().map(|e| Abs::of(u128::from(e.ql), 9, e.f, e.fp)).collect();
+        let abs: Vec<Abs> = entries.iter().map(|e| Abs::of(u128::from(e.quotient), 9, e.f, e.fp)).collect();
         let mut out = Built::merged();
         build_region(0, 0, 9, &abs, &[], &mut out, Limits::NONE).unwrap();
         let mut again = Built::merged();
@@ -1231,11 +1235,11 @@ mod tests {
             let mut v: Vec<Entry> = (0..200 + next(700))
                 .map(|_| {
                     let f = next(7) as u32;
-                    Entry { ql: next(512) as u32, f, fp: if f == 0 { 0 } else { next(1 << f) } }
+                    Entry { quotient: next(512) as u32, f, fp: if f == 0 { 0 } else { next(1 << f) } }
                 })
                 .collect();
             v.sort_by_key(Entry::key);
-            let abs: Vec<Abs> = v.iter().map(|e| Abs::of(u128::from(e.ql), qbits, e.f, e.fp)).collect();
+            let abs: Vec<Abs> = v.iter().map(|e| Abs::of(u128::from(e.quotient), qbits, e.f, e.fp)).collect();
             let (mut a, mut b) = (Built::merged(), Built::merged());
             let at = Place { d: 0, min_depth, prefix: 0, qbits };
             let ra = build_counted(at, &mut v, &mut a, Limits::NONE);

@@ -212,7 +212,7 @@ impl XfModel {
         let b = &mut self.blocks[i];
         (b.lower, b.voids, b.min_f, b.max_f) = (0, 0, u32::MAX, 0);
         for e in &b.entries {
-            b.lower += u32::from(e.ql < half);
+            b.lower += u32::from(e.quotient < half);
             b.voids += u32::from(e.f == 0);
             b.min_f = b.min_f.min(e.f);
             b.max_f = b.max_f.max(e.f);
@@ -262,7 +262,7 @@ impl XfModel {
         let e = entry_at(h, level, qbits, f);
         let b = &mut self.blocks[i];
         (b.min_f, b.max_f) = if b.entries.is_empty() { (f, f) } else { (b.min_f.min(f), b.max_f.max(f)) };
-        b.lower += u32::from(e.ql < (1 << qbits) / 2);
+        b.lower += u32::from(e.quotient < (1 << qbits) / 2);
         b.voids += u32::from(f == 0);
         b.entries.push(e);
         let before = b.bytes;
@@ -309,7 +309,13 @@ impl XfModel {
         let before = old.len() as u64;
         let (mut lo, mut hi) = (Vec::with_capacity(q as usize), Vec::with_capacity(q as usize));
         for x in old {
-            give_bit(x, &mut |c| if c.ql < q { lo.push(c) } else { hi.push(Entry { ql: c.ql - q, ..c }) });
+            give_bit(x, &mut |c| {
+                if c.quotient < q {
+                    lo.push(c)
+                } else {
+                    hi.push(Entry { quotient: c.quotient - q, ..c })
+                }
+            });
         }
         if bit == 1 { &mut hi } else { &mut lo }.push(e);
         self.entries = self.entries - before + (lo.len() + hi.len()) as u64;
@@ -376,7 +382,7 @@ fn block_bytes(qbits: u32, n: u32, min_f: u32, max_f: u32) -> u64 {
             // In order (quotients rising, the shorter first), as a block keeps them.
             let entries: Vec<Entry> = (0..n)
                 .map(|i| Entry {
-                    ql: (u64::from(i) * q / u64::from(n)) as u32,
+                    quotient: (u64::from(i) * q / u64::from(n)) as u32,
                     f: if i == 0 { min_f } else { max_f },
                     fp: 0,
                 })

@@ -7,9 +7,9 @@ use crate::common::memory::OutOfMemory;
 
 /// How to undo one change an add made.
 pub(super) enum Undo {
-    /// Entry `at` of quotient `ql` was inserted in place into block `block`,
+    /// Entry `at` of `quotient` was inserted in place into block `block`,
     /// or one more copy of it counted in place (its record's count).
-    Inserted { block: usize, ql: u32, at: u32 },
+    Inserted { block: usize, quotient: u32, at: u32 },
     /// Block `block` was replaced by a rebuilt one.
     Replaced { block: usize, old: Block },
     /// The lone block `old` (of `qbits` quotient bits) was doubled, or
