@@ -783,10 +783,18 @@ fn merge_blocks(
 ) -> Result<Built, XfError> {
     let fast = fast_merges() && inputs.iter().all(|f| u32::from(f.qbits) == qbits);
     let items: u64 = inputs.iter().map(|f| f.items).fold(0, u64::saturating_add);
-    let parts = match items >= parallel_from() {
-        true => 1u64 << threads.max(1).ilog2().min(depth).min(MAX_PARTS_LOG),
-        false => 1,
+    // A region spans the slots of the shallowest input block there, so no
+    // part may be smaller than the shallowest block of any input (a lone
+    // block is at depth 0: one part).
+    let parts_log = match items >= parallel_from() {
+        true => threads.max(1).ilog2().min(MAX_PARTS_LOG),
+        false => 0,
     };
+    let parts_log = match parts_log {
+        0 => 0,
+        log => inputs.iter().map(|f| shallowest(f)).fold(log.min(depth), u32::min),
+    };
+    let parts = 1u64 << parts_log;
     let step = (1u64 << depth) / parts;
     let part = |k: u64, out: &mut Built| {
         merge_slots(inputs, depth, qbits, limits, fast, k * step..(k + 1) * step, out)
@@ -825,6 +833,14 @@ fn merge_blocks(
         }
     }
     Ok(out)
+}
+
+/// The depth of a filter's shallowest block (0 for a lone block).
+fn shallowest(f: &XfFilter) -> u32 {
+    match &f.store {
+        Store::Many(_) => f.blocks().iter().map(Block::depth).min().unwrap_or(0),
+        _ => 0,
+    }
 }
 
 /// Merges of fewer input items run on one thread: a thread costs tens of
@@ -1120,6 +1136,21 @@ mod tests {
         for threads in [2, 3, 4, 8, 64] {
             let m = XfFilter::merged_on(None, &[&a, &b], true, Limits::NONE, threads).unwrap();
             assert_eq!(m.dump_payload(), one.dump_payload(), "{threads} threads");
+        }
+        // Inputs whose shallowest block covers more than a part would (a
+        // lone block, two blocks, a few): the parts are no smaller than it
+        // (found in review: a region crossed a part, and the merge failed on
+        // threads where it succeeds on one).
+        for small in [1, 300, 2_000, 6_000] {
+            let c = filled(small, 3);
+            let one = XfFilter::merged(None, &[&a, &c], true, Limits::NONE).unwrap();
+            for threads in [2, 4, 8] {
+                let m = XfFilter::merged_on(None, &[&a, &c], true, Limits::NONE, threads).unwrap();
+                assert_eq!(m.dump_payload(), one.dump_payload(), "{small} items, {threads} threads");
+                let m = XfFilter::merged_on(Some(&c), &[&a], true, Limits::NONE, threads).unwrap();
+                let one = XfFilter::merged(Some(&c), &[&a], true, Limits::NONE).unwrap();
+                assert_eq!(m.dump_payload(), one.dump_payload(), "into {small} items, {threads} threads");
+            }
         }
         let depth = a.dir_depth().max(b.dir_depth());
         assert!(depth >= 3, "the test needs parts: depth {depth}");

@@ -75,8 +75,16 @@ pub fn max_merge_entries() -> u64 {
 
 /// `bf.xf-merge-threads`, at most the cores the server may run on.
 pub fn merge_threads() -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    (MERGE_THREADS.load(Relaxed).max(1) as usize).min(cores)
+    (MERGE_THREADS.load(Relaxed).max(1) as usize).min(*CORES.get_or_init(cores))
+}
+
+/// The cores the server may run on, asked once (on Linux the question
+/// reads the cgroup's files): a server's affinity and quota do not change
+/// under it in practice, and a restart asks again.
+static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 /// What a write creates a missing key with, and what `XF.RESERVE` leaves
