@@ -163,25 +163,30 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
     let mut dest_key = Key::open(ctx, &argv[1], true);
     existing(&dest_key)?;
     let shape = parse_merge(argv)?;
-    // Every source's key first (opening one checks nothing), then each
-    // source in turn: its weight, its key, its dimensions, its cell size.
-    let source_keys: Vec<Key> = (0..shape.sources).map(|i| Key::open(ctx, &argv[3 + i], false)).collect();
+    // Each source in turn: its weight, its key, its dimensions, its cell
+    // size (a key is opened only once the sources before it passed).
+    let mut source_keys: Vec<Key> = Vec::with_capacity(shape.sources.min(1024));
+    let mut weights = Vec::with_capacity(shape.sources.min(1024));
+    for i in 0..shape.sources {
+        weights.push(shape.weight(argv, i)?);
+        let key = Key::open(ctx, &argv[3 + i], false);
+        let (found, dest) = (existing(&key)?, existing(&dest_key)?);
+        if !std::ptr::eq(found, dest) {
+            if !dest.same_dimensions(found) {
+                return Err(CmsError::DimensionsDiffer.into());
+            }
+            if dest.cell_size() != found.cell_size() {
+                return Err(CmsError::CellSizeDiffers.into());
+            }
+        }
+        source_keys.push(key);
+    }
     let dest = existing(&dest_key)?;
-    let mut sources = Vec::with_capacity(shape.sources.min(1024));
-    for (i, key) in source_keys.iter().enumerate() {
-        let weight = shape.weight(argv, i)?;
+    let mut sources = Vec::with_capacity(source_keys.len());
+    for (key, weight) in source_keys.iter().zip(weights) {
         let found = existing(key)?;
-        if std::ptr::eq(found, dest) {
-            sources.push((Source::Destination, weight));
-            continue;
-        }
-        if !dest.same_dimensions(found) {
-            return Err(CmsError::DimensionsDiffer.into());
-        }
-        if dest.cell_size() != found.cell_size() {
-            return Err(CmsError::CellSizeDiffers.into());
-        }
-        sources.push((Source::Other(found), weight));
+        let source = if std::ptr::eq(found, dest) { Source::Destination } else { Source::Other(found) };
+        sources.push((source, weight));
     }
     // The destination among its sources is `Source::Destination`: the
     // other sources are other values, read through their own keys while
