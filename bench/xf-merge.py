@@ -77,30 +77,36 @@ def one_server(label, binary, sizes, rounds):
     rows = []
     try:
         wait_replica(primary, replica)
+        # Every size's sources first, then the merges of every size in each
+        # round: a slow minute of a shared machine then falls on every size
+        # alike instead of on one, whose ratio to the smallest it would bend.
+        totals = {}
         for n in sizes:
             for key in ("a", "b"):
-                primary.conn.call("DEL", key)
-                fill(primary, "XF.MADD", key, 0 if key == "a" else 10**9, n)
-            total = entries(primary.conn, "a") + entries(primary.conn, "b")
-            wait_replica(primary, replica)
-            times = {(side, t): [] for side in ("primary", "replica") for t in THREADS}
-            for _ in range(rounds):
+                fill(primary, "XF.MADD", "%s%d" % (key, n), 0 if key == "a" else 10**9, n)
+            totals[n] = entries(primary.conn, "a%d" % n) + entries(primary.conn, "b%d" % n)
+        wait_replica(primary, replica)
+        times = {(n, side, t): [] for n in sizes for side in ("primary", "replica") for t in THREADS}
+        for _ in range(rounds):
+            for n in sizes:
                 for t in THREADS:
                     primary.conn.call("DEL", "m")
                     wait_replica(primary, replica)
                     for s in (primary, replica):
                         s.conn.call("CONFIG", "SET", "bf.xf-merge-threads", t)
                         s.conn.call("CONFIG", "RESETSTAT")
-                    primary.conn.call("XF.MERGE", "m", 2, "a", "b", "RAISERATE")
+                    primary.conn.call("XF.MERGE", "m", 2, "a%d" % n, "b%d" % n, "RAISERATE")
                     wait_replica(primary, replica)
-                    times[("primary", t)].append(merge_usec(primary.conn))
-                    times[("replica", t)].append(merge_usec(replica.conn))
-            row = {"n": n, "entries": total}
-            for key, usec in times.items():
-                row[key] = statistics.median(usec) * 1000 / total
+                    times[(n, "primary", t)].append(merge_usec(primary.conn))
+                    times[(n, "replica", t)].append(merge_usec(replica.conn))
+        for n in sizes:
+            row = {"n": n, "entries": totals[n]}
+            for side in ("primary", "replica"):
+                for t in THREADS:
+                    row[(side, t)] = statistics.median(times[(n, side, t)]) * 1000 / totals[n]
             rows.append(row)
             print("%s: %d + %d items, %d entries: primary %.1f ns/entry, replica %.1f (one thread: %.1f, %.1f)" %
-                  (label, n, n, total, row[("primary", 2)], row[("replica", 2)], row[("primary", 1)],
+                  (label, n, n, totals[n], row[("primary", 2)], row[("replica", 2)], row[("primary", 1)],
                    row[("replica", 1)]), flush=True)
     finally:
         replica.stop()
@@ -119,7 +125,8 @@ def main():
     rounds = 1 if opts.quick else opts.rounds
     lines = ["# XF.MERGE by size, primary and replica", "",
              "Made by `bench/xf-merge.sh%s` on %s." % (" --quick" if opts.quick else "", machine()), "",
-             "Server time of `XF.MERGE m 2 a b RAISERATE` (INFO commandstats) per input entry, median of %d merges; "
+             "Server time of `XF.MERGE m 2 a b RAISERATE` (INFO commandstats) per input entry, median of %d merges, "
+             "every size's sources filled first and the sizes merged in turn in each round; "
              "the replica's is the same merge received by replication. Both servers may run on both cores; "
              "the merge runs on `bf.xf-merge-threads` threads: 2 (the default) in the first columns, 1 in the "
              "last two (the server's thread alone: what the merge costs in CPU). Ratio: ns per entry against the "
