@@ -21,6 +21,10 @@ pub enum Moves {
 /// One family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Kind {
+    /// The family's folder in every crate (`crates/bloomkit-core/src/<folder>`,
+    /// `crates/bloomkit-module/src/<folder>`), the start of its test
+    /// files' names, and its name in `INFO bf`'s defrag rows.
+    pub folder: &'static str,
     /// The commands' prefix (`BF` for `BF.ADD`); valkey-bloom's are `BF`.
     pub prefix: &'static str,
     /// What to call a key of it in messages, after "a" or "an" ([`Kind::a`]).
@@ -41,6 +45,7 @@ impl Kind {
 }
 
 pub const BF: Kind = Kind {
+    folder: "bf",
     prefix: "BF",
     name: "Bloom filter",
     type_name: <crate::bf::Chain as FamilyValue>::TYPE_NAME,
@@ -48,6 +53,7 @@ pub const BF: Kind = Kind {
     moves: Moves::Chunks,
 };
 pub const CF: Kind = Kind {
+    folder: "cf",
     prefix: "CF",
     name: "cuckoo filter",
     type_name: <crate::cf::CuckooFilter as FamilyValue>::TYPE_NAME,
@@ -55,6 +61,7 @@ pub const CF: Kind = Kind {
     moves: Moves::Chunks,
 };
 pub const APBF: Kind = Kind {
+    folder: "apbf",
     prefix: "APBF",
     name: "sliding-window filter (APBF)",
     type_name: <crate::apbf::Apbf as FamilyValue>::TYPE_NAME,
@@ -62,6 +69,7 @@ pub const APBF: Kind = Kind {
     moves: Moves::Chunks,
 };
 pub const VBLOOM: Kind = Kind {
+    folder: "vbloom",
     prefix: "BF",
     name: "valkey-bloom filter",
     type_name: <crate::vbloom::Object as FamilyValue>::TYPE_NAME,
@@ -69,6 +77,7 @@ pub const VBLOOM: Kind = Kind {
     moves: Moves::Whole,
 };
 pub const CMS: Kind = Kind {
+    folder: "cms",
     prefix: "CMS",
     name: "Count-Min Sketch",
     type_name: <crate::cms::CountMinSketch as FamilyValue>::TYPE_NAME,
@@ -76,6 +85,7 @@ pub const CMS: Kind = Kind {
     moves: Moves::Whole,
 };
 pub const TOPK: Kind = Kind {
+    folder: "topk",
     prefix: "TOPK",
     name: "Top-K",
     type_name: <crate::topk::TopK as FamilyValue>::TYPE_NAME,
@@ -83,6 +93,7 @@ pub const TOPK: Kind = Kind {
     moves: Moves::Whole,
 };
 pub const TDIGEST: Kind = Kind {
+    folder: "tdigest",
     prefix: "TDIGEST",
     name: "t-digest",
     type_name: <crate::tdigest::TDigest as FamilyValue>::TYPE_NAME,
@@ -90,6 +101,7 @@ pub const TDIGEST: Kind = Kind {
     moves: Moves::Whole,
 };
 pub const XF: Kind = Kind {
+    folder: "xf",
     prefix: "XF",
     name: "expandable filter (XF)",
     type_name: <crate::xf::XfFilter as FamilyValue>::TYPE_NAME,
@@ -151,5 +163,9 @@ mod tests {
         assert_eq!(XF.a(), "an expandable filter (XF)");
         assert_eq!(BF.a(), "a Bloom filter");
         assert_eq!(index_of(XF.type_name), KINDS.len() - 1);
+        for k in KINDS {
+            let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(k.folder);
+            assert!(src.is_dir(), "{k:?}: no folder {}", src.display());
+        }
     }
 }

@@ -23,6 +23,7 @@
 //! printed, not asserted; core's unit tests resume every walk at every
 //! buffer.
 
+use bloomkit_core::family::{same_name, KINDS, VBLOOM};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -261,9 +262,21 @@ fn server_defrag_stats(c: &mut Conn) -> String {
     out.join(", ")
 }
 
-/// Every family's name in `INFO bf`'s defrag section, valkey-bloom's last
-/// (its own switch is tried apart).
-const TYPES: [&str; 8] = ["bf", "cf", "apbf", "cms", "topk", "tdigest", "xf", "vbloom"];
+/// Every family's name in `INFO bf`'s defrag section (core's list),
+/// valkey-bloom's last (its own switch is tried apart).
+const TYPES: [&str; KINDS.len()] = {
+    let mut names = [""; KINDS.len()];
+    let (mut i, mut at) = (0, 0);
+    while i < KINDS.len() {
+        if !same_name(KINDS[i].folder, VBLOOM.folder) {
+            names[at] = KINDS[i].folder;
+            at += 1;
+        }
+        i += 1;
+    }
+    names[at] = VBLOOM.folder;
+    names
+};
 
 /// Turns active defrag on and waits until it moved every type: first
 /// with valkey-bloom's own switch off (its objects must not move), then on;

@@ -15,7 +15,7 @@ use bloomkit_testkit::{wait_until, Conn, Module, Reply, Server, TestServer};
 /// Each family's objects fields, and a command that makes a value of it.
 /// Under `bf.compat valkey-bloom`, BF.ADD makes valkey-bloom's objects,
 /// counted in BF's section and in valkey-bloom's own.
-fn families(valkey_bloom: bool) -> Vec<(&'static [&'static str], &'static str)> {
+pub fn families(valkey_bloom: bool) -> Vec<(&'static [&'static str], &'static str)> {
     vec![
         (if valkey_bloom { &["bf_filters", "bf_bloom_num_objects"] } else { &["bf_filters"] }, "BF.ADD {} x"),
         (&["bf_cf_filters"], "CF.ADD {} x"),

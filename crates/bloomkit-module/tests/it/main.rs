@@ -29,6 +29,7 @@ mod command_docs;
 mod command_info;
 mod config_levels;
 mod defrag;
+mod families;
 mod info_counts;
 mod maxmemory;
 mod memory;
