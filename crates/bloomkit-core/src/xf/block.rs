@@ -1539,7 +1539,7 @@ fn bump_index(words: &mut [u64], meta: &Meta, quotient: u32, up: bool) {
     }
 }
 
-/// Quotient `quotient`'s group and the entries before the group (the index).
+/// The group of `quotient` and the entries before the group (the index).
 #[inline]
 fn group_of(words: &[u64], meta: &Meta, quotient: u32) -> (u32, u32) {
     if meta.index_bits() > 0 && quotient >= GROUP {
@@ -1766,7 +1766,7 @@ mod tests {
                     let run: Vec<Entry> = back.run(quotient).map(|i| back.entry(quotient, i)).collect();
                     let want: Vec<Entry> =
                         model_sorted(v.iter().copied().filter(|e| e.quotient == quotient).collect());
-                    assert_eq!(run, want, "q{qbits} n{n} quotient{quotient}");
+                    assert_eq!(run, want, "q{qbits} n{n} quotient {quotient}");
                 }
             }
         }

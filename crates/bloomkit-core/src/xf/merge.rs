@@ -592,7 +592,8 @@ impl XfFilter {
     }
 
     /// [`XfFilter::merged`] on up to `threads` threads (the calling one
-    /// included; merges of fewer than [`PARALLEL_FROM`] entries take one):
+    /// included; merges of fewer than 2^19 items, or with an input of one block,
+    /// take one):
     /// the same result, byte for byte, and the same refusals, in less time
     /// where cores are free. `XF.MERGE` runs on `bf.xf-merge-threads`.
     pub fn merged_on(
@@ -747,10 +748,10 @@ impl Cursor<'_> {
             within.extend(self.entries[a..b].iter().map(|e| Abs::of(addr(e.quotient), level, e.f, e.fp)));
         } else {
             let extra = l - q;
-            let ql0 = (r >> extra) as u32;
+            let first = (r >> extra) as u32;
             let x = r & ((1u64 << extra) - 1);
-            let a = self.entries.partition_point(|e| e.quotient < ql0);
-            let b = self.entries.partition_point(|e| e.quotient <= ql0);
+            let a = self.entries.partition_point(|e| e.quotient < first);
+            let b = self.entries.partition_point(|e| e.quotient <= first);
             for e in &self.entries[a..b] {
                 if e.f >= extra {
                     if e.fp >> (e.f - extra) == x {
@@ -1002,11 +1003,11 @@ impl Region {
 
 /// Entry `e` of a block `l` levels below a region (`0 < l`, `x` its address
 /// bits below the region's), in the region's coordinates: the lowest `l`
-/// bits of its address, `x` then the top of `quotient`, become the front of its
-/// fingerprint.
+/// bits of its address, `x` then the top of `e.quotient`, become the front
+/// of its fingerprint.
 fn lift(e: &Entry, l: u32, x: u64, qbits: u32) -> Entry {
-    // Address bits under the region: x (l bits) then quotient (qbits bits); the
-    // region's quotient is the top qbits of them, the rest goes to the
+    // Address bits under the region: x (l bits) then e.quotient (qbits
+    // bits); the region's quotient is the top qbits of them, the rest goes to the
     // fingerprint, before its own bits.
     // All of it fits 64 bits: `l <= MAX_LIFT`, and `f + l < 64`.
     debug_assert!(l <= MAX_LIFT && qbits <= super::block::MAX_QBITS && e.f + l < 64);

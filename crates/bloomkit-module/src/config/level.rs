@@ -31,7 +31,7 @@ pub fn redisbloom_level() -> Compat {
 /// Sketch) answer as there: under `redisbloom-8.12`, or under
 /// `valkey-bloom` on a Redis 8.12 or later. Fixed once the module is
 /// loaded: `bf.compat` cannot enter or leave `redisbloom-8.12` at run time
-/// (see [`set_compat`]), since it decides an encoding version.
+/// (see `register::set_compat`), since it decides an encoding version.
 pub fn level_8_12() -> bool {
     match compat() {
         Compat::RedisBloom812 => true,
