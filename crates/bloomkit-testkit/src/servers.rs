@@ -141,7 +141,53 @@ pub fn bloomkit_module() -> PathBuf {
     // Test binaries live in target/<profile>/deps; the cdylib one level up.
     let exe = std::env::current_exe().expect("current exe");
     let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
-    require(profile_dir.join("libbloomkit.so"), "libbloomkit.so (cargo build -p bloomkit-module)")
+    let module =
+        require(profile_dir.join("libbloomkit.so"), "libbloomkit.so (cargo build -p bloomkit-module)");
+    static CHECKED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    if let Err(why) = CHECKED.get_or_init(|| not_older_than_sources(&module)) {
+        panic!("{why}");
+    }
+    module
+}
+
+/// The module built here must be newer than every source it is built from:
+/// a `cargo test -p bloomkit-module --test it` builds the test program,
+/// not the cdylib the servers load, so after an edit it would test the
+/// module as it was (as cargo itself decides, by modification times).
+fn not_older_than_sources(module: &Path) -> Result<(), String> {
+    let built = std::fs::metadata(module)
+        .and_then(|m| m.modified())
+        .map_err(|e| format!("{}: {e}", module.display()))?;
+    let mut newer = None;
+    for crate_dir in ["crates/bloomkit-module", "crates/bloomkit-core"] {
+        let dir = workspace_root().join(crate_dir);
+        newest_source(&dir.join("src"), &mut newer);
+        newest_source(&dir.join("Cargo.toml"), &mut newer);
+    }
+    match newer {
+        Some((when, path)) if when > built => Err(format!(
+            "{} is older than {}: the tests would run the module as it was before that change. Run \
+             `cargo build -p bloomkit-module` first (a filtered `cargo test -p bloomkit-module --test it` \
+             builds the tests, not the module the servers load), or set BLOOMKIT_MODULE",
+            module.display(),
+            path.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The newest modification time of `path` (a file, or every file under a folder).
+fn newest_source(path: &Path, newest: &mut Option<(std::time::SystemTime, PathBuf)>) {
+    let Ok(meta) = std::fs::metadata(path) else { return };
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+            newest_source(&entry.path(), newest);
+        }
+    } else if let Ok(when) = meta.modified() {
+        if newest.as_ref().is_none_or(|(t, _)| when > *t) {
+            *newest = Some((when, path.to_path_buf()));
+        }
+    }
 }
 
 pub fn redisbloom_module() -> PathBuf {
