@@ -161,7 +161,7 @@ pub fn query(ctx: Ctx, argv: &[Arg]) -> Outcome {
 pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
     check_merge_arity(argv)?;
     let mut dest_key = Key::open(ctx, &argv[1], true);
-    existing(&dest_key)?;
+    let dest = existing(&dest_key)?;
     let shape = parse_merge(argv)?;
     // Each source in turn: its weight, its key, its dimensions, its cell
     // size (a key is opened only once the sources before it passed).
@@ -170,7 +170,7 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
     for i in 0..shape.sources {
         weights.push(shape.weight(argv, i)?);
         let key = Key::open(ctx, &argv[3 + i], false);
-        let (found, dest) = (existing(&key)?, existing(&dest_key)?);
+        let found = existing(&key)?;
         if !std::ptr::eq(found, dest) {
             if !dest.same_dimensions(found) {
                 return Err(CmsError::DimensionsDiffer.into());
@@ -181,7 +181,6 @@ pub fn merge(ctx: Ctx, argv: &[Arg]) -> Outcome {
         }
         source_keys.push(key);
     }
-    let dest = existing(&dest_key)?;
     let mut sources = Vec::with_capacity(source_keys.len());
     for (key, weight) in source_keys.iter().zip(weights) {
         let found = existing(key)?;
