@@ -18,6 +18,7 @@ use bloomkit_core::local::{BlockedError, BlockedFilter};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use bloomkit_client::transfer::{self, describe, log10_estimated_rate, Server};
+use bloomkit_client::Place;
 
 use crate::units::{human_bytes_exact, plural};
 
@@ -51,7 +52,7 @@ pub struct Options {
     pub field: Option<usize>,
     pub delimiter: u8,
     /// Shard the filter over this many keys (`{key:0}`, ...); on a cluster
-    /// it is always sharded ([`crate::cluster::DEFAULT_SHARDS`] without it).
+    /// it is always sharded ([`bloomkit_client::DEFAULT_SHARDS`] without it).
     pub shards: Option<u32>,
 }
 
@@ -61,9 +62,11 @@ enum Backend {
     /// cache-line-blocked one (one memory access per line).
     Ephemeral(BlockedFilter),
     Local(LocalFilter),
-    /// The module, with a second connection for BF.DEBUG at the end.
-    Module(RedisFilter<redis::Connection>, Server),
-    Bitmap(RedisFilter<redis::Connection>, String),
+    /// The module: a Bloom or sliding-window filter over the connection
+    /// that also reads its state at the end (BF.DEBUG, APBF.INFO), and
+    /// the server's address as messages show it.
+    Module(RedisFilter<Server>, String),
+    Bitmap(RedisFilter<Server>, String),
     /// bloomkit's expandable filter on the server (`XF.*`): one key, or
     /// sharded over keys (`--shards`, and always on a cluster, over the
     /// cluster connection).
@@ -89,9 +92,7 @@ impl Backend {
             Backend::Local(filter) => {
                 filter.add_many(keys).map_err(|e| anyhow!("the filter cannot take more items: {e}"))
             }
-            Backend::Module(filter, server) => {
-                filter.add_many(keys).map_err(|e| explain(e, &server.url, Kind::Bloom))
-            }
+            Backend::Module(filter, url) => filter.add_many(keys).map_err(|e| explain(e, url, Kind::Bloom)),
             Backend::Bitmap(filter, url) => filter.add_many(keys).map_err(|e| explain(e, url, Kind::Bitmap)),
             Backend::Expandable(filter, url) => {
                 filter.add_slice(keys).map_err(|e| explain(e, url, Kind::Expandable))
@@ -109,9 +110,9 @@ impl Backend {
                     .map_or(0, |d| d.as_millis() as u64);
                 (w.items_in_window(now), w.early_losses(), w.shape().capacity())
             }),
-            Backend::Module(filter, server) if filter.layout().options().window.is_some() => {
+            Backend::Module(filter, _) if filter.layout().options().window.is_some() => {
                 let key = filter.layout().name().to_string();
-                let info = match transfer::window_info(server, &key) {
+                let info = match transfer::window_info(filter.connection(), &key) {
                     Ok(info) => info,
                     // Empty input never created the key.
                     Err(ClientError::NotFound(_)) => {
@@ -146,10 +147,10 @@ impl Backend {
             Backend::Module(filter, _) if filter.layout().options().window.is_some() => {
                 filter.layout().options().error_rate.log10()
             }
-            Backend::Module(filter, server) => {
+            Backend::Module(filter, _) => {
                 let key = filter.layout().name().to_string();
                 // Empty input never created the key: an empty filter.
-                match describe(server, &key) {
+                match describe(filter.connection(), &key) {
                     Ok((_, subs)) => log10_estimated_rate(&subs),
                     Err(ClientError::NotFound(_)) => f64::NEG_INFINITY,
                     Err(e) => return Err(e.into()),
@@ -232,29 +233,43 @@ fn open_backend(o: &Options) -> Result<Backend> {
     if o.shards.is_some() && o.redis.is_none() {
         return Err(usage!("--shards spreads the filter over keys on a server: give it with --redis"));
     }
-    if let Some(url) = &o.redis {
-        let cluster = crate::cluster::is_cluster(url)?;
-        if cluster || o.shards.is_some() {
-            return open_sharded(o, url, cluster, xf_options(o));
-        }
-    }
     match (&o.redis, &o.state) {
         (Some(_), Some(_)) => {
             Err(usage!("--state keeps an in-process filter; with --redis the filter lives on the server"))
         }
+        (Some(url), None) => open_on_server(o, url, options, expandable),
         (None, _) if o.bitmap => {
             Err(usage!("--bitmap keeps the filter in Redis bitmaps: give the server with --redis"))
         }
-        (Some(url), None) if o.bitmap => {
-            options.shape = o.shape;
-            open_bitmap(o, url, options)
-        }
-        (Some(url), None) if expandable => open_growing(o, url, options),
-        (Some(url), None) => open_module(o, url, options),
         (None, Some(path)) if path.exists() => open_state(o, path),
         (None, _) if expandable => Ok(Backend::Local(LocalFilter::expandable(xf_options(o))?)),
         (None, None) if o.window.is_none() => open_ephemeral(o, capacity),
         (None, _) => Ok(Backend::Local(LocalFilter::new(options).map_err(|e| anyhow!("{e}"))?)),
+    }
+}
+
+/// The filter on the server at `url`, set up over one connection
+/// ([`Place::open`]): it finds whether the server is a cluster node and
+/// what the key holds, and then runs the filter (on a cluster, the
+/// sharded filter runs over a cluster connection).
+fn open_on_server(
+    o: &Options,
+    url: &str,
+    mut options: bloomkit_client::Options,
+    expandable: bool,
+) -> Result<Backend> {
+    let place = Place::open(url)?;
+    let server = match place {
+        Place::Single(server) if o.shards.is_none() => server,
+        place => return open_sharded(o, place, xf_options(o)),
+    };
+    if o.bitmap {
+        options.shape = o.shape;
+        open_bitmap(o, server, options)
+    } else if expandable {
+        open_growing(o, server, options)
+    } else {
+        open_module(o, server, options)
     }
 }
 
@@ -268,35 +283,34 @@ fn xf_options(o: &Options) -> bloomkit_client::Options {
 }
 
 /// `--bitmap`: the filter in plain Redis bitmaps, allocated whole now.
-fn open_bitmap(o: &Options, url: &str, options: bloomkit_client::Options) -> Result<Backend> {
+fn open_bitmap(o: &Options, server: Server, options: bloomkit_client::Options) -> Result<Backend> {
     let layout = Layout::bitmap_with(o.key.as_str(), o.layout, options).map_err(|e| usage!("{e}"))?;
-    let mut filter = RedisFilter::new(transfer::connect(url)?, layout);
+    let url = server.url.clone();
+    let mut filter = RedisFilter::new(server, layout);
     // Allocate the whole bitmap now rather than growing it bit by bit
     // (a Redisson filter writes its config hash, as tryInit does).
     match filter.reserve() {
         Ok(()) | Err(ClientError::AlreadyExists(_)) => {}
-        Err(e) => return Err(explain(e, &bloomkit_client::redact_url(url), Kind::Bitmap)),
+        Err(e) => return Err(explain(e, &url, Kind::Bitmap)),
     }
-    Ok(Backend::Bitmap(filter, bloomkit_client::redact_url(url)))
+    Ok(Backend::Bitmap(filter, url))
 }
 
 /// No `--capacity` on a server: the expandable filter (`XF.*`), or the
 /// Bloom filter already in the key, which goes on as one.
-fn open_growing(o: &Options, url: &str, options: bloomkit_client::Options) -> Result<Backend> {
-    let mut server = Server::connect(url)?;
+fn open_growing(o: &Options, mut server: Server, options: bloomkit_client::Options) -> Result<Backend> {
     // A Bloom filter already there goes on as one (BF.INSERT).
     match transfer::kind(&mut server, &o.key)? {
         transfer::Kind::Bloom | transfer::Kind::ValkeyBloom => {
             let layout = Layout::module(o.key.as_str(), options).map_err(|e| anyhow!("{e}"))?;
-            Ok(Backend::Module(RedisFilter::new(transfer::connect(url)?, layout), server))
+            let url = server.url.clone();
+            Ok(Backend::Module(RedisFilter::new(server, layout), url))
         }
         transfer::Kind::Missing | transfer::Kind::Xf => {
             // Created on the first batch (XF.RESERVE) with our error rate.
             let layout = Layout::expandable(o.key.as_str(), xf_options(o))?;
-            Ok(Backend::Expandable(
-                Box::new(RedisFilter::new(transfer::connect(url)?, layout)),
-                server.url.clone(),
-            ))
+            let url = server.url.clone();
+            Ok(Backend::Expandable(Box::new(RedisFilter::new(server, layout)), url))
         }
         other => Err(holds(&o.key, &server, &other, "dedup keeps a Bloom or expandable filter there")),
     }
@@ -305,8 +319,7 @@ fn open_growing(o: &Options, url: &str, options: bloomkit_client::Options) -> Re
 /// `--capacity` or a window on a server: a Bloom filter (`BF.*`) or a
 /// sliding-window one (`APBF.*`) of the module, in a key that is empty or
 /// holds the same kind.
-fn open_module(o: &Options, url: &str, options: bloomkit_client::Options) -> Result<Backend> {
-    let mut server = Server::connect(url)?;
+fn open_module(o: &Options, mut server: Server, options: bloomkit_client::Options) -> Result<Backend> {
     // Checked before any input is read, so that the error names
     // what the key holds rather than answering a batch WRONGTYPE.
     let kind = transfer::kind(&mut server, &o.key)?;
@@ -326,7 +339,8 @@ fn open_module(o: &Options, url: &str, options: bloomkit_client::Options) -> Res
     }
     // Created on the first batch (BF.INSERT or APBF.RESERVE) with our capacity and error rate.
     let layout = Layout::module(o.key.as_str(), options).map_err(|e| anyhow!("{e}"))?;
-    Ok(Backend::Module(RedisFilter::new(transfer::connect(url)?, layout), server))
+    let url = server.url.clone();
+    Ok(Backend::Module(RedisFilter::new(server, layout), url))
 }
 
 /// An existing `--state` file, whose window (or none) must be the one asked for.
@@ -364,30 +378,20 @@ fn open_ephemeral(o: &Options, capacity: u64) -> Result<Backend> {
 /// (`Layout::sharded(.., Over::Expandable, ..)`): over the cluster
 /// connection on a cluster, so that each batch reaches every master at
 /// once, or over one connection with `--shards` on a single server.
-fn open_sharded(o: &Options, url: &str, cluster: bool, options: bloomkit_client::Options) -> Result<Backend> {
-    let place = if cluster { "on a cluster" } else { "with --shards" };
-    if o.state.is_some() {
-        return Err(usage!(
-            "--state keeps an in-process filter; with --redis the filter lives on the server"
-        ));
-    }
+fn open_sharded(o: &Options, place: Place, options: bloomkit_client::Options) -> Result<Backend> {
+    let place_words = if place.is_cluster() { "on a cluster" } else { "with --shards" };
     if o.bitmap || o.window.is_some() || o.capacity.is_some() {
         return Err(usage!(
-            "{place}, dedup keeps a sharded expandable filter (XF, over keys {{KEY:0}}, {{KEY:1}}, ...), which \
-             needs no --capacity; --capacity, --bitmap and the windows are for a filter in one key (the \
+            "{place_words}, dedup keeps a sharded expandable filter (XF, over keys {{KEY:0}}, {{KEY:1}}, ...), \
+             which needs no --capacity; --capacity, --bitmap and the windows are for a filter in one key (the \
              client library shards Bloom filters and bitmaps too: Layout::sharded)"
         ));
     }
-    let shards = o.shards.unwrap_or(crate::cluster::DEFAULT_SHARDS);
+    let shards = o.shards.unwrap_or(bloomkit_client::DEFAULT_SHARDS);
     let layout = Layout::sharded(o.key.as_str(), shards, bloomkit_client::Over::Expandable, options)
         .map_err(|e| usage!("{e}"))?;
-    let shown = bloomkit_client::redact_url(&bloomkit_client::server_url(url)?);
-    let filter: Box<dyn Filter> = if cluster {
-        Box::new(RedisFilter::new(crate::cluster::connect(url)?, layout))
-    } else {
-        Box::new(RedisFilter::new(transfer::connect(url)?, layout))
-    };
-    Ok(Backend::Expandable(filter, shown))
+    let shown = place.url().to_string();
+    Ok(Backend::Expandable(place.into_filter(layout)?, shown))
 }
 
 /// A block of whole lines and what the reader thread found in it.

@@ -14,7 +14,6 @@
 mod output;
 
 mod calc;
-mod cluster;
 mod commands;
 mod dedup;
 mod interrupt;

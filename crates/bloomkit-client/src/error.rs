@@ -208,6 +208,10 @@ impl From<std::io::Error> for Error {
     }
 }
 
+/// The detail of the error a connection gives for a command it did not
+/// send because its transfer was interrupted ([`crate::transfer::Server`]).
+pub(crate) const INTERRUPTED: &str = "interrupted before this command was sent";
+
 impl Error {
     /// The redis crate's kind of the error behind this one, if it came
     /// from the server or the connection.
@@ -227,6 +231,9 @@ impl Error {
     /// reply's code and detail, taken from the reply itself (the first of
     /// a pipeline's), never from the wrapper's text; `key` names the filter.
     pub(crate) fn from_redis(e: redis::RedisError, key: &str) -> Error {
+        if e.kind() == redis::ErrorKind::Client && e.detail() == Some(INTERRUPTED) {
+            return Error::Interrupted;
+        }
         if e.is_timeout() {
             return Error::Timeout(Failure::from_redis(e.to_string(), e));
         }

@@ -50,6 +50,7 @@ mod layout;
 mod local;
 mod operations;
 mod options;
+mod place;
 mod plan;
 mod remote;
 pub mod transfer;
@@ -64,6 +65,7 @@ pub use error::{Error, Failure, Result};
 pub use layout::{has_hash_tag, Layout, Over};
 pub use local::LocalFilter;
 pub use options::{Info, Options, Window, MAX_STRING_BITS};
+pub use place::{shard_key, shard_keys, Nodes, Place, DEFAULT_SHARDS};
 pub use remote::{AsyncRedisFilter, RedisFilter};
 
 #[cfg(feature = "blocking-cluster")]

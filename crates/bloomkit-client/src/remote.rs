@@ -76,6 +76,11 @@ impl<C: Transport> RedisFilter<C> {
     pub fn into_connection(self) -> C {
         self.conn
     }
+
+    /// The connection, for commands of the caller's own between the filter's.
+    pub fn connection(&mut self) -> &mut C {
+        &mut self.conn
+    }
 }
 
 impl<C: Transport> Filter for RedisFilter<C> {

@@ -5,13 +5,13 @@
 use std::io::{self, IsTerminal};
 
 use anyhow::{bail, Result};
-use bloomkit_client::transfer;
+use bloomkit_client::{transfer, Place};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{bitmap_params, report_leftovers, BitmapArgs};
 use crate::output::{describe, progress_bar};
-use crate::{cluster, interrupt, server, units};
+use crate::{interrupt, server, units};
 
 #[derive(Args)]
 pub struct CopyArgs {
@@ -61,8 +61,8 @@ pub fn run(a: CopyArgs) -> Result<()> {
     let to_url = server::resolve(a.to.as_deref(), "--to")?;
     // Either side may be a cluster: each key is then read from, or
     // written to, the master that serves its slot.
-    let mut from = cluster::Place::open(&a.from)?;
-    let mut to = cluster::Place::open(&to_url)?;
+    let mut from = Place::open(&a.from)?;
+    let mut to = Place::open(&to_url)?;
     from.interrupt_on(flag.clone());
     to.interrupt_on(flag);
     if a.no_ttl {
@@ -99,7 +99,7 @@ pub fn run(a: CopyArgs) -> Result<()> {
 /// The keys `copy` copies: every filter and sketch on the source's masters
 /// with --all (and how many other keys it left alone, said), each shard of
 /// each key with --shards, else the keys named.
-fn keys_to_copy(a: &CopyArgs, from: &mut cluster::Place) -> Result<Vec<String>> {
+fn keys_to_copy(a: &CopyArgs, from: &mut Place) -> Result<Vec<String>> {
     Ok(if a.all {
         let (mut keys, mut others) = (Vec::new(), 0);
         for server in from.masters()? {
@@ -115,7 +115,7 @@ fn keys_to_copy(a: &CopyArgs, from: &mut cluster::Place) -> Result<Vec<String>> 
         );
         keys
     } else if let Some(shards) = a.shards {
-        a.keys.iter().flat_map(|k| cluster::shard_keys(k, shards)).collect()
+        a.keys.iter().flat_map(|k| bloomkit_client::shard_keys(k, shards)).collect()
     } else {
         a.keys.clone()
     })
@@ -137,8 +137,8 @@ enum Outcome {
 /// and a line saying how it went (a failure is said, not returned: the
 /// other keys are still copied).
 fn copy_one(
-    from: &mut cluster::Place,
-    to: &mut cluster::Place,
+    from: &mut Place,
+    to: &mut Place,
     key: &str,
     bitmap: Option<transfer::BitmapParams>,
     replace: bool,
@@ -147,7 +147,7 @@ fn copy_one(
     let (source, to) = match (from.server_for(key), to.server_for(key)) {
         (Ok(source), Ok(to)) => (source, to),
         (Err(e), _) | (_, Err(e)) => {
-            say!("bloomkit copy: {key}: {}", describe(&e));
+            say!("bloomkit copy: {key}: {}", describe(&e.into()));
             return Outcome::Failed;
         }
     };
@@ -184,12 +184,12 @@ fn copy_one(
 /// keys left for the key-by-key copy (large values, and whatever the
 /// destination refused: that copy then says why).
 fn copy_small_first(
-    from: &mut cluster::Place,
-    to: &mut cluster::Place,
+    from: &mut Place,
+    to: &mut Place,
     keys: &[String],
     replace: bool,
 ) -> Result<(usize, Vec<String>)> {
-    let (cluster::Place::Single(source), cluster::Place::Single(dest)) = (from, to) else {
+    let (Place::Single(source), Place::Single(dest)) = (from, to) else {
         return Ok((0, keys.to_vec()));
     };
     let bar =

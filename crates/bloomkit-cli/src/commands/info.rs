@@ -5,12 +5,12 @@
 use std::io::{self, Write};
 
 use anyhow::{bail, Result};
-use bloomkit_client::transfer;
+use bloomkit_client::{transfer, Place};
 use clap::Args;
 
 use super::{bitmap_params, BitmapArgs};
 use crate::output::Scrubbed;
-use crate::{cluster, server, units};
+use crate::{server, units};
 
 #[derive(Args)]
 pub struct InfoArgs {
@@ -36,7 +36,7 @@ pub struct InfoArgs {
 /// `info`: one key (and the staging keys beside it, said on standard
 /// error), or with --shards each shard of a sharded filter.
 pub fn run(a: InfoArgs) -> Result<()> {
-    let mut place = cluster::Place::open(&server::resolve(a.redis.as_deref(), "--redis")?)?;
+    let mut place = Place::open(&server::resolve(a.redis.as_deref(), "--redis")?)?;
     if let Some(shards) = a.shards {
         return sharded_info(&mut place, &a.key, shards, &a.bitmap, a.json);
     }
@@ -124,22 +124,13 @@ fn key_info(server: &mut transfer::Server, key: &str, bitmap: &BitmapArgs) -> Re
 /// items, bytes and capacity summed over the shards, and each rate the
 /// largest shard's (an item is looked up in its own shard alone, so the
 /// largest bound holds for any item).
-fn sharded_info(
-    place: &mut cluster::Place,
-    key: &str,
-    shards: u32,
-    bitmap: &BitmapArgs,
-    json: bool,
-) -> Result<()> {
+fn sharded_info(place: &mut Place, key: &str, shards: u32, bitmap: &BitmapArgs, json: bool) -> Result<()> {
     let mut total = serde_json::Map::new();
     let mut kinds = Vec::new();
     let mut rows = Vec::new();
     let mut missing = 0;
-    for shard in cluster::shard_keys(key, shards) {
-        let node = match place {
-            cluster::Place::Cluster(nodes) => bloomkit_client::redact_url(&nodes.node_for(&shard)?),
-            cluster::Place::Single(server) => server.url.clone(),
-        };
+    for shard in bloomkit_client::shard_keys(key, shards) {
+        let node = place.node_of(&shard)?;
         let server = place.server_for(&shard)?;
         if !server.exists(&shard)? {
             missing += 1;
@@ -160,7 +151,7 @@ fn sharded_info(
         bail!(
             "none of {} on {} exists: '{key}' is not a sharded filter of {shards} shards there (`bloomkit info \
              {key}` without --shards reads one key)",
-            cluster::shard_keys(key, shards.min(2)).join(", ") + if shards > 2 { ", ..." } else { "" },
+            bloomkit_client::shard_keys(key, shards.min(2)).join(", ") + if shards > 2 { ", ..." } else { "" },
             place.url()
         );
     }

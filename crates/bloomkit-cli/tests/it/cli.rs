@@ -197,7 +197,20 @@ fn dedup_against_servers() {
     let url = redis_arg(&with_module);
     let (input, first) = stream(20_000, "srv-");
     let bloom = ["dedup", "--redis", &url, "--key", "seen", "--capacity", "10M"];
+    let connections = |c: &mut bloomkit_testkit::Conn| {
+        let info = String::from_utf8_lossy(c.cmd("INFO stats").as_bytes()).into_owned();
+        let line = info.lines().find_map(|l| l.strip_prefix("total_connections_received:")).unwrap();
+        line.trim().parse::<u64>().unwrap()
+    };
+    let mut watcher = with_module.conn();
+    let before = connections(&mut watcher);
     assert_dedup(&ok(&bloom, &input), &first, 2);
+    // One connection finds the server's mode and the key's type, runs the
+    // filter and reads its rate at the end.
+    assert_eq!(connections(&mut watcher) - before, 1, "dedup sets up and runs over one connection");
+    let before = connections(&mut watcher);
+    ok(&["dedup", "--redis", &url, "--key", "grows"], b"a\nb\na\n");
+    assert_eq!(connections(&mut watcher) - before, 1, "and so does an expandable filter");
     // A second run remembers.
     assert!(ok(&bloom, &input).is_empty());
     // Without a capacity, a Bloom filter already there is used as it is.

@@ -282,7 +282,7 @@ impl Layout {
         };
         let shards = (0..shards)
             .map(|s| {
-                let key = format!("{{{name}:{s}}}");
+                let key = crate::shard_key(&name, s);
                 match over {
                     Over::Module => Layout::module(key, per_shard.clone()),
                     Over::Bitmap => Layout::bitmap(key, per_shard.clone()),

@@ -105,7 +105,11 @@ impl Server {
     /// Connects, or says what to check: a malformed URL, or a server that
     /// does not answer within five seconds.
     pub fn connect(url: &str) -> Result<Server> {
-        let con = connect(url)?;
+        Server::over(connect(url)?, url)
+    }
+
+    /// A connection already open to `url` ([`crate::Place::open`]'s).
+    pub(crate) fn over(con: redis::Connection, url: &str) -> Result<Server> {
         let url = crate::redact_url(&crate::server_url(url)?);
         Ok(Server {
             url,
@@ -172,6 +176,22 @@ impl Server {
 
     pub fn exists(&mut self, key: &str) -> Result<bool> {
         self.call(redis::cmd("EXISTS").arg(key), key)
+    }
+}
+
+/// A filter over a transfer connection ([`crate::Place::into_filter`]), so
+/// that one connection finds a key's kind, runs the filter and reads its
+/// state at the end. An interruption stops it as it stops transfers.
+impl crate::Transport for Server {
+    fn run(&mut self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<redis::Value>> {
+        if self.interrupted() {
+            return Err(redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "interrupted",
+                crate::error::INTERRUPTED.into(),
+            )));
+        }
+        self.con.run(cmds)
     }
 }
 
