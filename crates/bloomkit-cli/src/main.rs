@@ -19,6 +19,7 @@ mod dedup;
 mod interrupt;
 mod manual;
 mod redact;
+mod rules;
 mod server;
 mod units;
 
@@ -26,7 +27,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use output::describe;
 
@@ -144,13 +145,21 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 fn main() -> ExitCode {
     redact::init();
-    let cli = match Cli::try_parse() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let parsed = rules::declare(Cli::command()).try_get_matches_from(&args);
+    let cli = match parsed.and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind;
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
                 let _ = e.print();
                 return ExitCode::SUCCESS;
+            }
+            if matches!(e.kind(), ErrorKind::ArgumentConflict | ErrorKind::MissingRequiredArgument) {
+                if let Some(why) = rules::broken(Cli::command(), &args) {
+                    say!("bloomkit: error: {why}");
+                    return ExitCode::from(2);
+                }
             }
             // One style for every error: clap's usage errors get the
             // prefix the CLI's own have ("bloomkit: error: ...").

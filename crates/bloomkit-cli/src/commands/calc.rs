@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::Args;
 
 use crate::{calc, units};
@@ -132,21 +132,13 @@ fn parse_old_flow(text: &str) -> Result<calc::population::OldFlow, String> {
     Ok(flow)
 }
 
-/// `calc`: which kind of filter the options size, then that sizing. The
-/// checks come in one order (the kind, a population, then the kind's own
-/// options), so a command line with two mistakes is told of the same one
-/// first every time.
+/// `calc`: which kind of filter the options size, then that sizing. Which
+/// flags go with which is declared in [`crate::rules`], so that the flags
+/// given here always describe one kind.
 pub fn run(a: CalcArgs) -> Result<()> {
-    check_kind(&a)?;
     let max_bytes = a.max_bytes.map_or(calc::xf::MAX_FILTER_BYTES, |b| b.ceil() as u64);
     if a.population.is_some() || a.population_range.is_some() {
         return population(&a);
-    }
-    if a.keys.is_some() || a.like_bf.is_some() || a.ttl {
-        return Err(usage!(
-            "--keys, --like-bf and --ttl size a population of keys: give --population FILE or \
-             --population-range LO..HI (with --xf)"
-        ));
     }
     if a.xf {
         xf(&a, max_bytes)
@@ -159,30 +151,6 @@ pub fn run(a: CalcArgs) -> Result<()> {
         calc::print(&sizing, a.json)?;
         Ok(())
     }
-}
-
-/// The options that say which kind of filter is sized (--xf, a window, a
-/// Bloom filter by default) against those only another kind takes.
-fn check_kind(a: &CalcArgs) -> Result<()> {
-    let window = a.window.is_some() || a.window_count.is_some();
-    if a.xf || window {
-        let what = if a.xf { "an expandable filter (--xf)" } else { "a sliding-window filter" };
-        if a.m.is_some() || a.k.is_some() || a.table {
-            return Err(usage!(
-                "--bits, --hashes and --table shape a Bloom filter; {what} is sized from --capacity \
-                 and --error-rate (its memory limit: --max-bytes)"
-            ));
-        }
-        if a.xf && window {
-            return Err(usage!("--xf and --window/--window-count size different filters: give one"));
-        }
-    } else if a.max_bytes.is_some() {
-        return Err(usage!("--max-bytes is the limit of --xf and --window/--window-count sizings"));
-    }
-    if !a.xf && (a.start_capacity.is_some() || a.max_capacity.is_some()) {
-        return Err(usage!("--start-capacity and --max-capacity size an expandable filter: add --xf"));
-    }
-    Ok(())
 }
 
 /// `calc --xf`: an expandable filter's memory and growth.
@@ -201,22 +169,11 @@ fn xf(a: &CalcArgs, max_bytes: u64) -> Result<()> {
 /// `calc --window` / `--window-count`: a sliding-window filter as
 /// APBF.RESERVE sizes it.
 fn window(a: &CalcArgs, max_bytes: u64) -> Result<()> {
-    let capacity = match (a.window_count, a.n) {
-        (Some(_), Some(_)) => {
-            return Err(usage!(
-                "--window-count N is the window's capacity (its last N adds): leave out --capacity"
-            ))
-        }
-        (Some(c), None) | (None, Some(c)) => c as u64,
-        (None, None) => {
-            return Err(usage!(
-                "--window needs --capacity: the most adds within any one window, bursts included"
-            ))
-        }
+    // (The rules give a window one capacity and a rate.)
+    let (Some(capacity), Some(error_rate)) = (a.window_count.or(a.n), a.p) else {
+        bail!("a window without its capacity or rate passed the flag rules");
     };
-    let error_rate = a.p.ok_or_else(|| {
-        usage!("a sliding-window filter needs --error-rate (APBF.RESERVE has no default rate)")
-    })?;
+    let capacity = capacity as u64;
     let sizing = calc::window::solve(calc::window::WindowInputs {
         error_rate,
         capacity,
@@ -229,7 +186,7 @@ fn window(a: &CalcArgs, max_bytes: u64) -> Result<()> {
 
 /// `calc --table`: a grid over bits per item and hash counts.
 fn table(a: &CalcArgs) -> Result<()> {
-    let n = a.n.ok_or_else(|| usage!("--table needs --capacity"))?;
+    let Some(n) = a.n else { bail!("--table without --capacity passed the flag rules") };
     if let Some(b) = a.bits_per_item.iter().find(|b| !(**b > 0.0 && b.is_finite())) {
         return Err(usage!("--bits-per-item takes positive numbers, got {b}"));
     }
@@ -242,24 +199,12 @@ fn table(a: &CalcArgs) -> Result<()> {
 
 /// `calc --xf --population FILE` or `--population-range LO..HI --keys N`.
 fn population(a: &CalcArgs) -> Result<()> {
-    if !a.xf {
-        return Err(usage!("--population and --population-range size expandable filters: add --xf"));
-    }
-    if a.n.is_some() {
-        return Err(usage!("a population gives each key's items: leave out --capacity"));
-    }
-    if a.max_bytes.is_some() {
-        return Err(usage!("--max-bytes is one filter's limit: a population is sized whole, without it"));
-    }
     let population = match (&a.population, a.population_range, a.keys) {
         (Some(file), None, None) => calc::population::Population::read(file)?,
         (None, Some((lo, hi)), Some(keys)) => {
             calc::population::Population::range(lo, hi, keys as u64, a.shape == Shape::LogUniform)?
         }
-        (Some(_), _, Some(_)) => {
-            return Err(usage!("--keys goes with --population-range; a file lists its keys"))
-        }
-        _ => return Err(usage!("--population-range needs --keys (how many keys)")),
+        _ => bail!("a population's flags passed the flag rules in a combination they refuse"),
     };
     let inputs = calc::xf::XfInputs {
         error_rate: a.p.unwrap_or(bloomkit_core::xf::DEFAULT_ERROR_RATE),
