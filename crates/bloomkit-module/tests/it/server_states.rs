@@ -1104,6 +1104,27 @@ fn sigterm_with_replica(server: Server, group: Group) {
     stop_with_replica(server, group, Stop::Sigterm)
 }
 
+/// Every family in core's list has a key in one of the groups, so that a
+/// family added to the list and not to the matrix fails here, named.
+#[test]
+fn every_family_has_a_key_in_a_group() {
+    let mut types = Vec::new();
+    for group in [Group::Others, Group::Tdigest, Group::Cells] {
+        let n = Node::start(Server::Redis, group, &[], "primary");
+        let mut c = n.conn();
+        group.fill(&n, &mut c);
+        for key in group.keys() {
+            types.push(n.call(&mut c, &words(&format!("TYPE {key}"))));
+        }
+    }
+    let missing: Vec<&str> = bloomkit_core::family::KINDS
+        .iter()
+        .filter(|k| !types.contains(&Reply::Simple(k.type_name.into())))
+        .map(|k| k.name)
+        .collect();
+    assert!(missing.is_empty(), "families with no key in the server-state matrix: {missing:?}");
+}
+
 // ---------------------------------------------------------------------------
 // The matrix: one test per (scenario, server, group)
 
