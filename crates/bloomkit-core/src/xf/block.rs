@@ -445,17 +445,22 @@ impl Words {
         Words(unsafe { std::ptr::NonNull::new_unchecked(ptr) })
     }
 
-    /// A prefetch of the first word, through the pointer: the slice would
-    /// read the metadata (the length) first, the very load to be hidden.
+    /// Prefetches `lines` cache lines from the block's start, without
+    /// reading its metadata (past the allocation a prefetch reads nothing).
     #[inline]
-    fn prefetch_first(&self) {
+    fn prefetch_lines(&self, lines: usize) {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            // SAFETY: SSE is part of x86-64; the pointer is this block's
-            // live allocation, and a prefetch reads nothing the program sees.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(self.0.as_ptr().cast::<i8>().cast_const()) }
+            // Addresses past the allocation are computed, never read.
+            let base = self.0.as_ptr().cast::<i8>().cast_const();
+            for l in 0..lines {
+                // SAFETY: a prefetch of any address reads nothing and cannot fault.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(l * 64)) }
+            }
         }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = lines;
     }
 
     #[inline]
@@ -845,20 +850,11 @@ impl Block {
         run.filter(|&i| entry_in(words, &meta, quotient, i).matches(rest)).map(|i| 1 + copies(i)).sum()
     }
 
-    /// Asks for the block's first cache line (metadata and group index)
-    /// without reading it: a batch issues this a few items ahead.
+    /// Asks for `lines` cache lines from the block's start, without
+    /// reading its metadata ([`super::filter::XfFilter`]'s lookups).
     #[inline]
-    pub fn prefetch_head(&self) {
-        self.words.prefetch_first();
-    }
-
-    /// Asks for the lines a lookup of `quotient` will read after the
-    /// metadata ([`prefetch_run`]); reads the metadata, so it is issued
-    /// once the head has arrived.
-    #[inline]
-    pub fn prefetch_run(&self, quotient: u32) {
-        let words: &[u64] = &self.words;
-        prefetch_run(words, &Meta::unpack(words[0]), quotient);
+    pub fn prefetch_lines(&self, lines: usize) {
+        self.words.prefetch_lines(lines);
     }
 
     #[inline]
@@ -1554,8 +1550,10 @@ fn group_of(words: &[u64], meta: &Meta, quotient: u32) -> (u32, u32) {
 /// metadata: its header bits and the fields where its run most likely
 /// starts (the group's entries before it, plus its offset in the group at
 /// the block's mean fill). Issued together, the two misses overlap instead
-/// of following each other (header, then fields): a lookup in a filter
-/// larger than the cache waits for two memory loads instead of three.
+/// of following each other (header, then fields). The filter asks for the
+/// block's first lines before the metadata is read
+/// ([`super::filter::XfFilter`]'s `prefetch_block`); this reaches the lines
+/// of a block larger than those.
 #[inline]
 fn prefetch_run(words: &[u64], meta: &Meta, quotient: u32) {
     let (g, before) = group_of(words, meta, quotient);

@@ -19,6 +19,11 @@ use crate::common::memory::{alloc_class, Limits, OutOfMemory, Relocate};
 /// A single-block filter doubles its quotients in place up to this many
 /// quotient bits; past it, blocks split.
 pub const GROW_QBITS: u32 = 9;
+
+/// The most cache lines a lookup or an insert asks for ahead
+/// ([`XfFilter::prefetch_block`]): a block of [`GROW_QBITS`] quotients at
+/// the longest fingerprints takes about this many.
+const MAX_PREFETCH_LINES: u64 = 24;
 /// The deepest a block may be (the metadata's 8 bits, and far past any
 /// size: 2^48 blocks).
 pub const MAX_DEPTH: u32 = 48;
@@ -967,6 +972,7 @@ impl XfFilter {
     }
 
     pub fn contains_hash(&self, h: XfHash) -> bool {
+        self.prefetch_block(h);
         self.spot(h).is_some_and(|s| self.block(s.block).contains(s.quotient, s.rest))
     }
 
@@ -980,50 +986,42 @@ impl XfFilter {
         }
     }
 
-    /// Called before item `i` of a batch of lookups of `hashes`: starts the
-    /// memory loads of later items. (Batches of adds gained nothing from it
-    /// in xf-inproc: an add's time is its shift.) A lookup in a filter larger
-    /// than the cache waits on two dependent loads (the block's first line,
-    /// then its header and fields); `PREFETCH_AHEAD` items ahead this asks
-    /// for the block's head and, half as far, once that has arrived, for the
-    /// lines of the item's run, so the waits overlap with the work on the
-    /// items before. Hints only: they never change an answer.
+    /// Called before item `i` of a batch of lookups of `hashes`: asks for
+    /// the block of the item `PREFETCH_AHEAD` places on
+    /// ([`XfFilter::prefetch_block`]), so that its lines arrive while the
+    /// items before it are looked up. (A second hint half as far, for the
+    /// lines of the item's run once the metadata was in, measured no gain
+    /// once the whole block is asked for; batches of adds gained nothing
+    /// from either in xf-inproc: an add's time is its shift.) Hints only:
+    /// they never change an answer.
     #[inline]
     pub fn prefetch_for(&self, hashes: &[XfHash], i: usize) {
         const AHEAD: usize = PREFETCH_AHEAD;
         if i == 0 {
-            hashes.iter().take(AHEAD).for_each(|&h| self.prefetch_head(h));
-            hashes.iter().take(AHEAD / 2).for_each(|&h| self.prefetch_run(h));
+            hashes.iter().take(AHEAD).for_each(|&h| self.prefetch_block(h));
         }
         if let Some(&h) = hashes.get(i + AHEAD) {
-            self.prefetch_head(h);
-        }
-        if let Some(&h) = hashes.get(i + AHEAD / 2) {
-            self.prefetch_run(h);
+            self.prefetch_block(h);
         }
     }
 
+    /// Asks for the lines of the block `h` falls in, as many as a block of
+    /// the filter holds on average, from the directory alone: a lookup's
+    /// loads (the metadata, then the header and the fields it locates)
+    /// would otherwise follow one another, and an insert's shift reads
+    /// half the block line after line. Blind (the block's own size is in
+    /// the metadata, the very load to be hidden), so a large block's last
+    /// lines may come later and a small one's neighbour may come too.
     #[inline]
-    fn prefetch_head(&self, h: XfHash) {
-        if let Some(b) = self.block_of(h) {
-            self.block(b).prefetch_head();
-        }
-    }
-
-    #[inline]
-    fn prefetch_run(&self, h: XfHash) {
-        if let Some(s) = self.spot(h) {
-            self.block(s.block).prefetch_run(s.quotient);
-        }
-    }
-
-    /// The block an item falls in, from the directory alone.
-    #[inline]
-    fn block_of(&self, h: XfHash) -> Option<usize> {
+    fn prefetch_block(&self, h: XfHash) {
         match &self.store {
-            Store::One(_) => Some(0),
-            Store::Many(d) => Some(d.dir[(h.0 >> (128 - d.depth)) as usize] as usize),
-            Store::Loading(_) => None,
+            Store::Many(d) => {
+                let lines = d.block_bytes / (d.blocks.len() as u64 * 64) + 1;
+                d.blocks[d.dir[(h.0 >> (128 - d.depth)) as usize] as usize]
+                    .prefetch_lines(lines.min(MAX_PREFETCH_LINES) as usize);
+            }
+            Store::One(b) => b.prefetch_lines(1),
+            Store::Loading(_) => {}
         }
     }
 
