@@ -1770,6 +1770,31 @@ mod tests {
         }
     }
 
+    /// Inserts and removes in place keep the group index equal to the
+    /// header's, at every block size that has one.
+    #[test]
+    fn in_place_writes_keep_the_index() {
+        let mut r = Rng(48);
+        for qbits in [8, 9, 10, 12] {
+            let mut v: Vec<Entry> = (0..40).map(|_| random_entry(&mut r, qbits, 12)).collect();
+            let mut b = Block::build(qbits, 0, &mut v, 400).unwrap();
+            let (mut inserted, mut removed) = (0, 0);
+            for _ in 0..300 {
+                let e = random_entry(&mut r, qbits, 12);
+                if r.next().is_multiple_of(3) && b.len() > 0 {
+                    let quotient = b.entries()[(r.next() % u64::from(b.len())) as usize].quotient;
+                    b.remove(quotient, b.run(quotient).start);
+                    removed += 1;
+                } else if b.insert(e).is_ok() {
+                    inserted += 1;
+                }
+                let meta = b.meta();
+                assert_eq!(b.check_index(&meta), Ok(()), "q{qbits}");
+            }
+            assert!(inserted > 100 && removed > 30, "q{qbits}: {inserted} inserts, {removed} removes");
+        }
+    }
+
     /// Copies of an entry: up to FOLD_AT - 1 of them entries, from FOLD_AT
     /// on one entry and a count; in place or rebuilt, a block of the same
     /// occurrences has the same words, and its stored form writes every copy.

@@ -114,18 +114,18 @@ pub fn ceil_log2(x: f64) -> u32 {
 /// `H(n) = 1 + 1/2 + ... + 1/n`, summed in one order so that every machine
 /// gets the same bits.
 pub(super) fn harmonic(n: u32) -> f64 {
-    static TABLE: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
-    let t = TABLE.get_or_init(|| {
-        let mut v = Vec::with_capacity(130);
-        let mut sum = 0.0;
-        v.push(0.0);
-        for j in 1..130u32 {
-            sum += 1.0 / f64::from(j);
-            v.push(sum);
+    // Computed by the compiler, whose floating point is IEEE's, step for
+    // step as a loop at run time would: an add reads it with no lock.
+    const TABLE: [f64; 130] = {
+        let mut t = [0.0; 130];
+        let mut j = 1;
+        while j < 130 {
+            t[j] = t[j - 1] + 1.0 / j as f64;
+            j += 1;
         }
-        v
-    });
-    t[n.min(129) as usize]
+        t
+    };
+    TABLE[n.min(129) as usize]
 }
 
 /// The mass of an entry with `t` total bits (address and fingerprint), in
@@ -1094,8 +1094,8 @@ impl XfFilter {
         journal: &mut impl Journal,
     ) -> Result<Added, XfError> {
         self.ready()?;
-        let was_in = self.contains_hash(h);
-        match self.add(h, limits, journal) {
+        let (s, was_in) = self.spot_and_contains(h)?;
+        match self.add(s, h, limits, journal) {
             Ok(()) => Ok(Added { new: !was_in, stored: true }),
             Err(e) if was_in && e.is_limit() => Ok(Added { new: false, stored: false }),
             Err(e) => Err(e),
@@ -1118,23 +1118,33 @@ impl XfFilter {
         journal: &mut impl Journal,
     ) -> Result<bool, XfError> {
         self.ready()?;
-        if self.contains_hash(h) {
+        let (s, was_in) = self.spot_and_contains(h)?;
+        if was_in {
             return Ok(false);
         }
-        self.add(h, limits, journal).map(|()| true)
+        self.add(s, h, limits, journal).map(|()| true)
     }
 
-    /// Stores one entry for `h`: in place when its block has room, else the
+    /// Where `h` goes, and whether the filter (probably) holds it: one
+    /// lookup for an add, which needs both.
+    #[inline]
+    fn spot_and_contains(&self, h: XfHash) -> Result<(Spot, bool), XfError> {
+        self.prefetch_block(h);
+        let s = self.spot(h).ok_or(XfError::Loading)?;
+        let found = self.block(s.block).contains(s.quotient, s.rest);
+        Ok((s, found))
+    }
+
+    /// Stores one entry for `h` at its spot `s`: in place when its block has room, else the
     /// block is rebuilt, its quotients doubled or it is split, every new
     /// allocation made (and checked against `limits`) before anything
     /// changes, so that an error leaves the filter as it was. What it
     /// changed goes to `journal` (a batch undoes it: `batch.rs`).
-    fn add(&mut self, h: XfHash, limits: Limits, journal: &mut impl Journal) -> Result<(), XfError> {
+    fn add(&mut self, s: Spot, h: XfHash, limits: Limits, journal: &mut impl Journal) -> Result<(), XfError> {
         if self.items >= self.params.max_capacity {
             return Err(XfError::Full { max_capacity: self.params.max_capacity });
         }
         journal.make_room()?;
-        let s = self.spot(h).ok_or(XfError::Loading)?;
         let qbits = u32::from(self.qbits);
         let len = self.block(s.block).len();
         let one = matches!(self.store, Store::One(_));
@@ -1640,6 +1650,20 @@ impl crate::common::memory::HeapBlocks for XfFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The harmonic numbers the compiler summed are the bits a loop at run
+    /// time sums (fingerprint lengths, and so stored values, rest on them).
+    #[test]
+    fn harmonic_numbers_are_the_run_time_sums() {
+        let mut sum = 0.0f64;
+        assert_eq!(harmonic(0).to_bits(), 0f64.to_bits());
+        for n in 1..200u32 {
+            if n < 130 {
+                sum += 1.0 / f64::from(n);
+            }
+            assert_eq!(harmonic(n).to_bits(), sum.to_bits(), "H({n})");
+        }
+    }
 
     /// DESIGN.md, invariant 4: a block grows at its threshold, between 0.72
     /// and 1.44 entries per quotient, spread over that whole range by its
