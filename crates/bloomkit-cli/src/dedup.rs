@@ -258,18 +258,31 @@ fn open_on_server(
     mut options: bloomkit_client::Options,
     expandable: bool,
 ) -> Result<Backend> {
+    // What the options alone decide is refused before anything is connected.
+    if o.shards.is_some() {
+        sharded_layout(o, "with --shards")?;
+    }
+    let bitmap = match o.bitmap {
+        true => {
+            options.shape = o.shape;
+            Some(Layout::bitmap_with(o.key.as_str(), o.layout, options.clone()).map_err(|e| usage!("{e}"))?)
+        }
+        false => None,
+    };
     let place = Place::open(url)?;
     let server = match place {
         Place::Single(server) if o.shards.is_none() => server,
-        place => return open_sharded(o, place, xf_options(o)),
+        place => {
+            let layout =
+                sharded_layout(o, if place.is_cluster() { "on a cluster" } else { "with --shards" })?;
+            let shown = place.url().to_string();
+            return Ok(Backend::Expandable(place.into_filter(layout)?, shown));
+        }
     };
-    if o.bitmap {
-        options.shape = o.shape;
-        open_bitmap(o, server, options)
-    } else if expandable {
-        open_growing(o, server, options)
-    } else {
-        open_module(o, server, options)
+    match bitmap {
+        Some(layout) => open_bitmap(server, layout),
+        None if expandable => open_growing(o, server, options),
+        None => open_module(o, server, options),
     }
 }
 
@@ -283,8 +296,7 @@ fn xf_options(o: &Options) -> bloomkit_client::Options {
 }
 
 /// `--bitmap`: the filter in plain Redis bitmaps, allocated whole now.
-fn open_bitmap(o: &Options, server: Server, options: bloomkit_client::Options) -> Result<Backend> {
-    let layout = Layout::bitmap_with(o.key.as_str(), o.layout, options).map_err(|e| usage!("{e}"))?;
+fn open_bitmap(server: Server, layout: Layout) -> Result<Backend> {
     let url = server.url.clone();
     let mut filter = RedisFilter::new(server, layout);
     // Allocate the whole bitmap now rather than growing it bit by bit
@@ -375,11 +387,11 @@ fn open_ephemeral(o: &Options, capacity: u64) -> Result<Backend> {
 }
 
 /// An expandable filter sharded over keys in distinct hash slots
-/// (`Layout::sharded(.., Over::Expandable, ..)`): over the cluster
-/// connection on a cluster, so that each batch reaches every master at
-/// once, or over one connection with `--shards` on a single server.
-fn open_sharded(o: &Options, place: Place, options: bloomkit_client::Options) -> Result<Backend> {
-    let place_words = if place.is_cluster() { "on a cluster" } else { "with --shards" };
+/// (`Layout::sharded(.., Over::Expandable, ..)`), with `--shards` on one
+/// server or on a cluster (`place_words` says which, for the message; there
+/// each batch reaches every master at once over the cluster connection):
+/// the options it refuses are refused here.
+fn sharded_layout(o: &Options, place_words: &str) -> Result<Layout> {
     if o.bitmap || o.window.is_some() || o.capacity.is_some() {
         return Err(usage!(
             "{place_words}, dedup keeps a sharded expandable filter (XF, over keys {{KEY:0}}, {{KEY:1}}, ...), \
@@ -388,10 +400,8 @@ fn open_sharded(o: &Options, place: Place, options: bloomkit_client::Options) ->
         ));
     }
     let shards = o.shards.unwrap_or(bloomkit_client::DEFAULT_SHARDS);
-    let layout = Layout::sharded(o.key.as_str(), shards, bloomkit_client::Over::Expandable, options)
-        .map_err(|e| usage!("{e}"))?;
-    let shown = place.url().to_string();
-    Ok(Backend::Expandable(place.into_filter(layout)?, shown))
+    Layout::sharded(o.key.as_str(), shards, bloomkit_client::Over::Expandable, xf_options(o))
+        .map_err(|e| usage!("{e}"))
 }
 
 /// A block of whole lines and what the reader thread found in it.

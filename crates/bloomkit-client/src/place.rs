@@ -161,7 +161,10 @@ impl Nodes {
         let Value::Array(ranges) = reply else {
             return Err(Error::Protocol(format!("{shown}: CLUSTER SLOTS answered no array")));
         };
-        let slots: Vec<_> = ranges.iter().filter_map(|r| slot_range(r, &host_of(&seed))).collect();
+        let slots = ranges.iter().map(|r| slot_range(r, &host_of(&seed))).collect::<Option<Vec<_>>>();
+        let Some(slots) = slots else {
+            return Err(Error::Protocol(format!("{shown}: CLUSTER SLOTS answered a range that is not one")));
+        };
         if slots.is_empty() {
             return Err(Error::Transfer(format!(
                 "{shown}: the cluster serves no slots (CLUSTER SLOTS is empty)"
@@ -170,8 +173,9 @@ impl Nodes {
         Ok(Nodes { seed, shown, seed_con, slots, servers: HashMap::new(), interrupt: None, drop_ttls: false })
     }
 
-    /// The URL of the master that serves `key`'s slot.
-    pub fn node_for(&mut self, key: &str) -> Result<String> {
+    /// The URL of the master that serves `key`'s slot, with the address's
+    /// credentials (for connections, never for messages: [`Place::node_of`]).
+    fn node_for(&mut self, key: &str) -> Result<String> {
         let slot: i64 = redis::cmd("CLUSTER")
             .arg("KEYSLOT")
             .arg(key)
@@ -217,6 +221,7 @@ impl Nodes {
 
 /// One range of a `CLUSTER SLOTS` answer: (first, last, master's host,
 /// port); an empty host is the node's own, the one reached (`seed_host`).
+/// `None`: not a range (a port out of range, a field missing).
 fn slot_range(range: &Value, seed_host: &str) -> Option<(i64, i64, String, u16)> {
     let Value::Array(r) = range else { return None };
     let (Some(Value::Int(first)), Some(Value::Int(last)), Some(Value::Array(master))) =

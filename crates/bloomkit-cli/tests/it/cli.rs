@@ -224,6 +224,12 @@ fn dedup_against_servers() {
     let plain = TestServer::start(Server::Redis, &[], &[]);
     fails(&["dedup", "--redis", &redis_arg(&plain)], b"a\n", "has no Bloom filter module");
     fails(&["dedup", "--redis", "redis://127.0.0.1:1"], b"a\n", "cannot talk to the server");
+    // What the options alone rule out is said before any server is asked
+    // (this one does not answer).
+    let down = "redis://127.0.0.1:1";
+    usage_error(&["dedup", "--redis", down, "--shards", "4", "--capacity", "10"], b"a\n", "with --shards");
+    usage_error(&["dedup", "--redis", down, "--shards", "4", "--key", "a{b"], b"a\n", "braces");
+    usage_error(&["dedup", "--redis", down, "--layout", "php-bkdr"], b"a\n", "give its bits and hashes");
     usage_error(&["dedup", "--redis", &url, "--state", "x"], b"a\n", "--state keeps an in-process filter");
     // Empty input creates no key, and that is an empty filter, not an error.
     assert!(ok(&["dedup", "--redis", &url, "--key", "never-written"], b"").is_empty());
