@@ -291,20 +291,30 @@ fn run_batch<'a>(
         return Ok((answers, stored));
     }
     let mut batch = f.batch();
-    for (i, item) in items.iter().enumerate() {
-        let h = batch.filter().hash(item.bytes());
-        let new = match repeat {
-            Repeat::Count => batch.add_occurrence(h, limits).map(|a| (a.new, a.stored)),
-            Repeat::Skip => batch.insert_if_absent(h, limits).map(|new| (new, true)),
-        };
-        match new {
-            Ok((new, was_stored)) => {
-                answers.push(new);
-                if was_stored {
-                    stored.push(item.bytes());
+    // Hashed a chunk at a time (no allocation), so that each add can ask
+    // for the block of an item a few places on while it shifts its own
+    // (`prefetch_for`; a block that splits meanwhile makes it a wasted hint).
+    let mut hashes = [XfHash(0); 64];
+    for (c, chunk) in items.chunks(hashes.len()).enumerate() {
+        for (h, item) in hashes.iter_mut().zip(chunk) {
+            *h = batch.filter().hash(item.bytes());
+        }
+        let hashes = &hashes[..chunk.len()];
+        for (j, (&h, item)) in hashes.iter().zip(chunk).enumerate() {
+            batch.filter().prefetch_for(hashes, j);
+            let new = match repeat {
+                Repeat::Count => batch.add_occurrence(h, limits).map(|a| (a.new, a.stored)),
+                Repeat::Skip => batch.insert_if_absent(h, limits).map(|new| (new, true)),
+            };
+            match new {
+                Ok((new, was_stored)) => {
+                    answers.push(new);
+                    if was_stored {
+                        stored.push(item.bytes());
+                    }
                 }
+                Err(e) => return Err((c * 64 + j, e)),
             }
-            Err(e) => return Err((i, e)),
         }
     }
     batch.commit();

@@ -122,6 +122,18 @@ fn refusals(c: &mut Conn) {
     let refused = text(c.cmd("XF.MADDNX small a d"));
     assert!(refused.contains("item 2 of 2"), "{refused}");
     assert_eq!(c.cmd("XF.CARD small"), Reply::Int(3));
+    // Batches are hashed 64 items at a time: the item named is counted
+    // from the command's first, past the first chunk too.
+    assert_eq!(reserve(c, "wide 0.01 MAXCAPACITY 100"), ok());
+    let mut madd = vec!["XF.MADD".to_string(), "wide".to_string()];
+    madd.extend((0..150).map(|i| format!("w-{i}")));
+    let refused = text(c.call(&madd));
+    // Item 101, or a later one when item 101 is a false positive (already
+    // in, it answers 0 and is not stored: not refused), for any secret.
+    let item: u64 = refused.split("item ").nth(1).and_then(|r| r.split(' ').next()?.parse().ok()).unwrap();
+    assert!((101..=150).contains(&item) && refused.contains("of 150"), "{refused}");
+    assert!(refused.contains("nothing was stored"), "{refused}");
+    assert_eq!(c.cmd("XF.CARD wide"), Reply::Int(0));
     // A refused batch that would have created its key leaves none (one of
     // three items past MAXCAPACITY that is not a false positive suffices).
     let refused = text(c.cmd("XF.INSERT tiny MAXCAPACITY 2 ITEMS x y z w v"));
