@@ -259,9 +259,10 @@ fn open_on_server(
     expandable: bool,
 ) -> Result<Backend> {
     // What the options alone decide is refused before anything is connected.
-    if o.shards.is_some() {
-        sharded_layout(o, "with --shards")?;
-    }
+    let sharded = match o.shards {
+        Some(_) => Some(sharded_layout(o, "with --shards")?),
+        None => None,
+    };
     let bitmap = match o.bitmap {
         true => {
             options.shape = o.shape;
@@ -270,11 +271,13 @@ fn open_on_server(
         false => None,
     };
     let place = Place::open(url)?;
-    let server = match place {
-        Place::Single(server) if o.shards.is_none() => server,
-        place => {
-            let layout =
-                sharded_layout(o, if place.is_cluster() { "on a cluster" } else { "with --shards" })?;
+    let server = match (place, sharded) {
+        (Place::Single(server), None) => server,
+        (place, sharded) => {
+            let layout = match sharded {
+                Some(layout) => layout,
+                None => sharded_layout(o, "on a cluster")?,
+            };
             let shown = place.url().to_string();
             return Ok(Backend::Expandable(place.into_filter(layout)?, shown));
         }

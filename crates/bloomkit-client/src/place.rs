@@ -18,7 +18,7 @@ use std::sync::Arc;
 use redis::Value;
 
 use crate::error::{Error, Result};
-use crate::transfer::{self, Kind, Server};
+use crate::transfer::{self, Server};
 use crate::{Filter, Layout, RedisFilter};
 
 /// The default number of shards of a sharded filter made on a cluster:
@@ -66,12 +66,6 @@ impl Place {
             Place::Single(server) => Ok(server),
             Place::Cluster(nodes) => nodes.server_for(key),
         }
-    }
-
-    /// What `key` holds ([`transfer::kind`]), asked of the node that
-    /// serves it.
-    pub fn kind(&mut self, key: &str) -> Result<Kind> {
-        transfer::kind(self.server_for(key)?, key)
     }
 
     /// The server, or a connection to every master (for SCAN).

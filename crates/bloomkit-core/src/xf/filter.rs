@@ -1143,11 +1143,12 @@ impl XfFilter {
         Ok((s, found))
     }
 
-    /// Stores one entry for `h` at its spot `s`: in place when its block has room, else the
-    /// block is rebuilt, its quotients doubled or it is split, every new
-    /// allocation made (and checked against `limits`) before anything
-    /// changes, so that an error leaves the filter as it was. What it
-    /// changed goes to `journal` (a batch undoes it: `batch.rs`).
+    /// Stores one entry for `h` at its spot `s`: in place when its block
+    /// has room, else the block is rebuilt, its quotients doubled or it is
+    /// split, every new allocation made (and checked against `limits`)
+    /// before anything changes, so that an error leaves the filter as it
+    /// was. What it changed goes to `journal` (a batch undoes it:
+    /// `batch.rs`).
     fn add(&mut self, s: Spot, h: XfHash, limits: Limits, journal: &mut impl Journal) -> Result<(), XfError> {
         if self.items >= self.params.max_capacity {
             return Err(XfError::Full { max_capacity: self.params.max_capacity });

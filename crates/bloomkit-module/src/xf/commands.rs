@@ -267,6 +267,10 @@ fn add_items(
 /// The items added in one batch, all or none (core's `Batch`): the answers
 /// and the items stored; or the index of the item refused and why, with
 /// the filter as it was.
+/// Items a batch hashes before it looks them up or adds them, on the
+/// stack: enough for the hints of `XfFilter::prefetch_for` to run ahead.
+const HASHED_AT_ONCE: usize = 64;
+
 #[allow(clippy::type_complexity)]
 fn run_batch<'a>(
     f: &mut XfFilter,
@@ -294,8 +298,8 @@ fn run_batch<'a>(
     // Hashed a chunk at a time (no allocation), so that each add can ask
     // for the block of an item a few places on while it shifts its own
     // (`prefetch_for`; a block that splits meanwhile makes it a wasted hint).
-    let mut hashes = [XfHash(0); 64];
-    for (c, chunk) in items.chunks(hashes.len()).enumerate() {
+    let mut hashes = [XfHash(0); HASHED_AT_ONCE];
+    for (c, chunk) in items.chunks(HASHED_AT_ONCE).enumerate() {
         for (h, item) in hashes.iter_mut().zip(chunk) {
             *h = batch.filter().hash(item.bytes());
         }
@@ -313,7 +317,7 @@ fn run_batch<'a>(
                         stored.push(item.bytes());
                     }
                 }
-                Err(e) => return Err((c * 64 + j, e)),
+                Err(e) => return Err((c * HASHED_AT_ONCE + j, e)),
             }
         }
     }
@@ -353,8 +357,8 @@ pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
         };
         // Hashed a chunk at a time (no allocation), looked up with the
         // memory loads of later items started early (`contains_each`).
-        let mut hashes = [XfHash(0); 64];
-        for chunk in argv[2..].chunks(hashes.len()) {
+        let mut hashes = [XfHash(0); HASHED_AT_ONCE];
+        for chunk in argv[2..].chunks(HASHED_AT_ONCE) {
             for (h, item) in hashes.iter_mut().zip(chunk) {
                 *h = f.hash(item.bytes());
             }
