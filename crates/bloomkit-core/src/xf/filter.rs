@@ -11,6 +11,7 @@ use super::block::{
     list_room, max_entries, reserve_list, Block, Entry, Rebuild, MAX_F, MAX_STORED_ENTRIES, MIN_QBITS,
 };
 use super::errors::XfError;
+use super::plans::{Lengths, Plan, Plans};
 use super::undo::{Forget, Journal, Split, Undo};
 use super::{MAX_CAPACITY_LIMIT, MAX_ERROR_RATE, MIN_ERROR_RATE};
 use crate::common::hash::murmur3_128;
@@ -24,6 +25,12 @@ pub const GROW_QBITS: u32 = 9;
 /// ([`XfFilter::prefetch_block`]): a block of [`GROW_QBITS`] quotients at
 /// the longest fingerprints takes about this many.
 const MAX_PREFETCH_LINES: u64 = 24;
+fn pf_max() -> u64 {
+    static M: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *M.get_or_init(|| {
+        std::env::var("XF_PF_MAX").ok().and_then(|v| v.parse().ok()).unwrap_or(MAX_PREFETCH_LINES)
+    })
+}
 /// The deepest a block may be (the metadata's 8 bits, and far past any
 /// size: 2^48 blocks).
 pub const MAX_DEPTH: u32 = 48;
@@ -42,6 +49,11 @@ pub const MASS_BITS: u32 = 63;
 /// enough to cover a memory load's latency with the work of the items
 /// before (about 100 ns each), few enough that the lines stay in L1.
 pub const PREFETCH_AHEAD: usize = 8;
+
+/// Items a batch hashes before it looks them up or adds them (on the
+/// stack, by `XF.MADD`, `XF.MEXISTS` and the client's in-process filter):
+/// enough for the hints of [`XfFilter::prefetch_for`] to run ahead.
+pub const HASHED_AT_ONCE: usize = 64;
 
 /// What `XF.RESERVE` (or a creating write) asks for.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -158,25 +170,66 @@ pub fn units(t: u32) -> u64 {
 /// that the expected mass is the budget's: half a bit per entry less, on
 /// average, than rounding every length up.
 pub fn fingerprint_bits(error: f64, k: u32, last: u32, mass: f64, u: f64) -> u32 {
+    let budget = planned_budget(error, k, last).min(budget_left(error, k, last, mass));
+    lengths_for(budget, k).pick(u)
+}
+
+/// The budget of an entry of rank `k` as planned ([`fingerprint_bits`]).
+#[inline]
+fn planned_budget(error: f64, k: u32, last: u32) -> f64 {
     let last = last.max(k);
-    let all = harmonic(last + 1);
-    let rest = all - harmonic(k);
-    let planned = error / all / f64::from(k + 1);
-    let left = (error - mass) / rest / f64::from(k + 1);
-    let budget = planned.min(left);
+    error / harmonic(last + 1) / f64::from(k + 1)
+}
+
+/// `H(last + 1) - H(k)`: the ranks from `k` on, over which what is left of
+/// the rate is shared.
+#[inline]
+fn ranks_left(k: u32, last: u32) -> f64 {
+    let last = last.max(k);
+    harmonic(last + 1) - harmonic(k)
+}
+
+/// The budget of an entry of rank `k` from what is left of the rate once
+/// `mass` (a probability) is spent ([`fingerprint_bits`]).
+#[inline]
+fn budget_left(error: f64, k: u32, last: u32, mass: f64) -> f64 {
+    (error - mass) / ranks_left(k, last) / f64::from(k + 1)
+}
+
+/// The lengths for `budget` at rank `k` ([`fingerprint_bits`]).
+fn lengths_for(budget: f64, k: u32) -> Lengths {
+    let fixed = |f: u32| Lengths { p: 0.0, down: f as u8, up: f as u8 };
     if budget <= 0.0 {
-        return MAX_F;
+        return fixed(MAX_F);
     }
     let per_quotient = if k == 0 { 1.0 } else { 0.52 };
     let x = per_quotient / budget; // 2^F*
     let up = ceil_log2(x);
     if up == 0 || up == u32::MAX {
-        return up.clamp(1, MAX_F);
+        return fixed(up.clamp(1, MAX_F));
     }
     let down = up - 1; // 2^down < x <= 2^up
     let p = (1u64 << up.min(63)) as f64 / x - 1.0;
-    let f = if u < p { down } else { up };
-    f.clamp(1, MAX_F)
+    Lengths { p, down: down.clamp(1, MAX_F) as u8, up: up.clamp(1, MAX_F) as u8 }
+}
+
+/// The plan of rank `k` (`plans.rs`) in a filter of rate `error`, hashing
+/// `hashing` and last rank `last`: the planned budget's lengths, and a mass
+/// up to which they are the schedule's, because the budget left there is
+/// not below the plan. That budget falls as the mass grows (each float
+/// operation is monotonic), so checking it at one mass vouches for every
+/// mass below. The mass where it meets the plan is solved for, lowered by
+/// a millionth to stay clear of rounding, then checked.
+fn plan_of(k: u32, error: f64, hashing: Hashing, last: u32) -> Plan {
+    let planned = planned_budget(error, k, last);
+    let holds = |mass: u64| budget_left(error, k, last, mass_rate(mass, hashing)) >= planned;
+    // budget_left = planned where the mass, as a rate, is this.
+    let rate = error - planned * ranks_left(k, last) * f64::from(k + 1);
+    let units = rate.max(0.0) * (1u64 << MASS_BITS) as f64 / mass_rate(1u64 << MASS_BITS, hashing);
+    let meets = units as u64; // saturating
+    let below = meets - meets / (1 << 20);
+    let holds_to = [below, 0].into_iter().find(|&m| holds(m));
+    Plan::new(k, holds_to.map(|m| (lengths_for(planned, k), m)))
 }
 
 /// The fingerprint length an entry of `f` bits at `level` takes so that
@@ -383,6 +436,25 @@ impl Hashing {
         }
     }
 
+    /// An item's position in a filter that hashes this way
+    /// ([`XfFilter::hash`]): a copy of the hashing can hash items on
+    /// another thread while the filter takes the hashes of earlier ones
+    /// (`bloomkit dedup`'s reader).
+    pub fn hash(&self, item: &[u8]) -> XfHash {
+        match *self {
+            Hashing::Murmur { m0 } => {
+                let (a, b) = murmur3_128(item);
+                XfHash(scale((u128::from(a) << 64) | u128::from(b), m0))
+            }
+            keyed => {
+                let [k0, k1] = keyed.sip_key();
+                let mut h = SipHasher13::new_with_keys(k0, k1);
+                h.write(item);
+                XfHash(h.finish128().as_u128())
+            }
+        }
+    }
+
     /// `c` for the murmur root (0 for keyed hashing).
     pub fn root_bits(&self) -> u32 {
         match self {
@@ -454,6 +526,8 @@ pub(super) struct Dir {
     pub dir: Vec<u32>,
     pub blocks: Vec<Block>,
     pub depth: u32,
+    /// The fingerprint lengths of the ranks adds are filling (`plans.rs`).
+    pub plans: Plans,
 }
 
 /// What a filter holds.
@@ -493,6 +567,9 @@ struct Spot {
     level: u32,
     /// The block's prefix: the hash's top `depth` bits.
     prefix: u64,
+    /// The entries of `quotient` (indexes in the block), once a lookup
+    /// found them: the insert that follows it reuses them.
+    run: Option<(u32, u32)>,
 }
 
 /// `2^(k/64)` in units of `2^-16`, `k` in `0..64`: a block's split
@@ -730,7 +807,7 @@ impl XfFilter {
             dir.try_reserve_exact(count as usize).map_err(|_| OutOfMemory)?;
             dir.extend(0..count as u32);
             let block_bytes = blocks.iter().map(Block::bytes).sum();
-            Store::Many(Box::new(Dir { block_bytes, dir, blocks, depth }))
+            Store::Many(Box::new(Dir { block_bytes, dir, blocks, depth, plans: Plans::default() }))
         };
         Ok(XfFilter {
             params,
@@ -888,6 +965,25 @@ impl XfFilter {
         self.fbits_at_q(level, prefix, u32::from(self.qbits))
     }
 
+    /// [`XfFilter::fbits_at`] for an add to a filter of more than one
+    /// block, from the lengths planned for its rank (`plans.rs`) while the
+    /// plan holds: the same answer, with no float division.
+    fn fbits_for_add(&mut self, level: u32, prefix: u64) -> Result<u32, XfError> {
+        let (first, last, qbits) =
+            (u32::from(self.first_level), u32::from(self.last_level), u32::from(self.qbits));
+        let (error, hashing, last) = (self.params.error_rate, self.hashing(), last.saturating_sub(first));
+        let (k, mass) = (level.saturating_sub(first), self.mass);
+        let Store::Many(d) = &mut self.store else { return self.fbits_at(level, prefix) };
+        let Some(lengths) = d.plans.lengths(k, mass, || plan_of(k, error, hashing, last)) else {
+            return self.fbits_at(level, prefix);
+        };
+        let f = lengths.pick(place_hash(level.saturating_sub(qbits), prefix));
+        let f = fbits_within(f, level, u128::from(mass), u128::from(self.ceiling()))
+            .ok_or(XfError::RateSpent { rate: self.params.error_rate });
+        debug_assert_eq!(f, self.fbits_at(level, prefix));
+        f
+    }
+
     fn fbits_at_q(&self, level: u32, prefix: u64, qbits: u32) -> Result<u32, XfError> {
         let (first, last) = (u32::from(self.first_level), u32::from(self.last_level));
         let f = fbits_at_level(
@@ -916,18 +1012,7 @@ impl XfFilter {
 
     /// An item's position.
     pub fn hash(&self, item: &[u8]) -> XfHash {
-        match self.hashing() {
-            Hashing::Murmur { m0 } => {
-                let (a, b) = murmur3_128(item);
-                XfHash(scale((u128::from(a) << 64) | u128::from(b), m0))
-            }
-            keyed => {
-                let [k0, k1] = keyed.sip_key();
-                let mut h = SipHasher13::new_with_keys(k0, k1);
-                h.write(item);
-                XfHash(h.finish128().as_u128())
-            }
-        }
+        self.hashing().hash(item)
     }
 
     /// The position of any `Hash` value (in-process use), keyed like items.
@@ -956,7 +1041,7 @@ impl XfFilter {
         let level = depth + q;
         let (quotient, rest) = position(h.0, level, q);
         let prefix = if depth == 0 { 0 } else { (h.0 >> (128 - depth)) as u64 };
-        Some(Spot { block, quotient, rest, level, prefix })
+        Some(Spot { block, quotient, rest, level, prefix, run: None })
     }
 
     fn block(&self, i: usize) -> &Block {
@@ -1026,7 +1111,7 @@ impl XfFilter {
             Store::Many(d) => {
                 let lines = d.block_bytes / (d.blocks.len() as u64 * 64) + 1;
                 d.blocks[d.dir[(h.0 >> (128 - d.depth)) as usize] as usize]
-                    .prefetch_lines(lines.min(MAX_PREFETCH_LINES) as usize);
+                    .prefetch_lines(lines.min(pf_max()) as usize);
             }
             Store::One(b) => b.prefetch_lines(1),
             Store::Loading(_) => {}
@@ -1133,14 +1218,32 @@ impl XfFilter {
         self.add(s, h, limits, journal).map(|()| true)
     }
 
+    /// [`XfFilter::insert_if_absent_hash`] of each hash in turn, with the
+    /// blocks of later items asked for early ([`XfFilter::prefetch_for`]),
+    /// answering each. Not a batch: at an error (a limit) the items before
+    /// stay added, and the error says how many were ([`Batch`](super::Batch)
+    /// is all or nothing, for commands that must be).
+    pub fn insert_if_absent_each(
+        &mut self,
+        hashes: &[XfHash],
+        limits: Limits,
+        mut answer: impl FnMut(bool),
+    ) -> Result<(), (usize, XfError)> {
+        for (i, &h) in hashes.iter().enumerate() {
+            self.prefetch_for(hashes, i);
+            answer(self.insert_if_absent_with(h, limits, &mut Forget).map_err(|e| (i, e))?);
+        }
+        Ok(())
+    }
+
     /// Where `h` goes, and whether the filter (probably) holds it: one
     /// lookup for an add, which needs both.
     #[inline]
     fn spot_and_contains(&self, h: XfHash) -> Result<(Spot, bool), XfError> {
         self.prefetch_block(h);
         let s = self.spot(h).ok_or(XfError::Loading)?;
-        let found = self.block(s.block).contains(s.quotient, s.rest);
-        Ok((s, found))
+        let (found, run) = self.block(s.block).probe(s.quotient, s.rest);
+        Ok((Spot { run: Some((run.start, run.end)), ..s }, found))
     }
 
     /// Stores one entry for `h` at its spot `s`: in place when its block
@@ -1179,9 +1282,9 @@ impl XfFilter {
         if len >= bound || b.occurrences() >= u64::from(MAX_STORED_ENTRIES) {
             return Err(XfError::Crowded);
         }
-        let f = self.fbits_at(s.level, s.prefix)?;
+        let f = self.fbits_for_add(s.level, s.prefix)?;
         let e = Entry { quotient: s.quotient, f, fp: s.rest >> (64 - f) };
-        let copy = match self.blocks_mut()[s.block].insert(e) {
+        let copy = match self.blocks_mut()[s.block].insert_in(e, s.run.map(|(a, b)| a..b)) {
             Ok(done) => {
                 journal.record(Undo::Inserted { block: s.block, quotient: e.quotient, at: done.at });
                 done.copy
@@ -1306,16 +1409,17 @@ impl XfFilter {
         if !grown_storable(self.block(s.block), doubling, bit) {
             return Ok(None);
         }
-        let was = mass_of(self.block(s.block), s.level);
         if doubling {
+            let was = mass_of(self.block(s.block), s.level);
             return Ok(Some((was, self.double_lone(h, limits, journal)?)));
         }
         let child_level = s.level + 1;
         let child_prefix = (s.prefix << 1) | bit;
         let e = self.entry_for(h, child_level, child_prefix, qbits)?;
-        let (lo, hi) = split(self.block(s.block), e, bit == 1)?;
+        let Halves { lo, hi, was, now } = split(self.block(s.block), e, bit == 1, s.level)?;
         debug_assert!(storable(&lo) && storable(&hi));
-        let now = mass_of(&lo, child_level) + mass_of(&hi, child_level);
+        debug_assert_eq!(was, mass_of(self.block(s.block), s.level));
+        debug_assert_eq!(now, mass_of(&lo, child_level) + mass_of(&hi, child_level));
         let placed = match self.store {
             Store::One(_) => self.split_lone(lo, hi, limits, journal),
             Store::Many(_) => self.split_in_directory(s, depth, lo, hi, limits, journal),
@@ -1362,7 +1466,7 @@ impl XfFilter {
         blocks.push(hi);
         dir.extend([0, 1]);
         let block_bytes = blocks.iter().map(Block::bytes).sum();
-        let dir = Store::Many(Box::new(Dir { block_bytes, dir, blocks, depth: 1 }));
+        let dir = Store::Many(Box::new(Dir { block_bytes, dir, blocks, depth: 1, plans: Plans::default() }));
         let Store::One(old) = std::mem::replace(&mut self.store, dir) else { unreachable!() };
         journal.record(Undo::Lone { old, qbits: self.qbits });
         Ok(true)
@@ -1573,19 +1677,36 @@ impl Dir {
         let mut dir = Vec::new();
         dir.try_reserve_exact(self.dir.len()).map_err(|_| OutOfMemory)?;
         dir.extend_from_slice(&self.dir);
-        Ok(Dir { block_bytes: self.block_bytes, dir, blocks, depth: self.depth })
+        Ok(Dir { block_bytes: self.block_bytes, dir, blocks, depth: self.depth, plans: self.plans })
     }
 }
 
-/// Splits a block in two of one more depth: the lower half of its
-/// quotients goes to the first, the upper to the second, each entry giving
-/// its first fingerprint bit to its quotient; `extra` (already at the new
-/// level) joins the second when `to_high`, else the first.
-fn split(b: &Block, extra: Entry, to_high: bool) -> Result<(Block, Block), OutOfMemory> {
+/// A block split in two ([`split`]), with the masses before and after.
+struct Halves {
+    lo: Block,
+    hi: Block,
+    /// The split block's mass at its level, and its halves' at theirs.
+    was: u64,
+    now: u64,
+}
+
+/// Splits a block of `level` in two of one more depth: the lower half of
+/// its quotients goes to the first, the upper to the second, each entry
+/// giving its first fingerprint bit to its quotient; `extra` (already at
+/// the new level) joins the second when `to_high`, else the first. The
+/// masses ([`mass_of`]) are summed from the entries the split walks and
+/// sorts anyway: a split used to decode the block and its halves once more
+/// for them, a fifth of an insert's time amortized.
+fn split(b: &Block, extra: Entry, to_high: bool, level: u32) -> Result<Halves, OutOfMemory> {
     let meta = b.meta();
     let q = 1u32 << meta.qbits;
     let (mut lo, mut hi) = (Vec::with_capacity(q as usize / 2 + 8), Vec::with_capacity(q as usize / 2 + 8));
+    let (mut was, mut last) = (0u64, None);
     b.for_each_occurrence(|e| {
+        if last != Some(e) {
+            was = was.saturating_add(units(level + e.f));
+        }
+        last = Some(e);
         give_bit(e, &mut |c| {
             if c.quotient < q {
                 lo.push(c);
@@ -1599,10 +1720,24 @@ fn split(b: &Block, extra: Entry, to_high: bool) -> Result<(Block, Block), OutOf
     } else {
         lo.push(extra);
     }
-    Ok((
-        Block::build(meta.qbits, meta.depth + 1, &mut lo, 0)?,
-        Block::build(meta.qbits, meta.depth + 1, &mut hi, 0)?,
-    ))
+    // `build` sorts the lists in place: copies are then neighbours.
+    let lo_block = Block::build(meta.qbits, meta.depth + 1, &mut lo, 0)?;
+    let hi_block = Block::build(meta.qbits, meta.depth + 1, &mut hi, 0)?;
+    let now = mass_of_sorted(&lo, level + 1).saturating_add(mass_of_sorted(&hi, level + 1));
+    Ok(Halves { lo: lo_block, hi: hi_block, was, now })
+}
+
+/// [`mass_of`] of a block built from `entries` (in order) at `level`.
+fn mass_of_sorted(entries: &[Entry], level: u32) -> u64 {
+    let mut mass = 0u64;
+    let mut last = None;
+    for e in entries {
+        if last != Some(e) {
+            mass = mass.saturating_add(units(level + e.f));
+        }
+        last = Some(e);
+    }
+    mass
 }
 
 /// Inserts `e` where it belongs in `list`, which is in order (or nearly:

@@ -552,7 +552,7 @@ fn store_of(blocks: &mut Vec<Block>, depth: u32, block_bytes: u64) -> Result<Sto
     super::block::reserve_list(&mut taken, blocks.len())?;
     taken.append(blocks);
     debug_assert_eq!(block_bytes, taken.iter().map(Block::bytes).sum::<u64>());
-    Ok(Store::Many(Box::new(Dir { block_bytes, dir, blocks: taken, depth })))
+    Ok(Store::Many(Box::new(Dir { block_bytes, dir, blocks: taken, depth, plans: Default::default() })))
 }
 
 impl XfFilter {

@@ -32,6 +32,7 @@ mod legacy_table;
 mod loading;
 mod merge;
 mod model;
+mod plans;
 mod undo;
 
 pub use args::XfDefaults;
@@ -39,7 +40,7 @@ pub use batch::Batch;
 pub use errors::XfError;
 pub use filter::{
     deployment_key, key_id, Added, Hashing, LookupCost, Seed, XfFilter, XfHash, XfInfo, XfParams,
-    HASH_SEED_VAR,
+    HASHED_AT_ONCE, HASH_SEED_VAR,
 };
 pub use formats::{HEADER_LEN, MODULE_ID};
 pub use model::XfModel;

@@ -19,7 +19,7 @@ use std::ffi::CStr;
 use bloomkit_core::xf::args::{
     check_items, check_key_only, check_single_item, parse_insert, parse_loadchunk, parse_merge, parse_reserve,
 };
-use bloomkit_core::xf::{Hashing, Seed, XfError, XfFilter, XfHash, XfParams};
+use bloomkit_core::xf::{Hashing, Seed, XfError, XfFilter, XfHash, XfParams, HASHED_AT_ONCE};
 use bloomkit_core::{Limits, Reply};
 
 use super::counters::*;
@@ -267,10 +267,6 @@ fn add_items(
 /// The items added in one batch, all or none (core's `Batch`): the answers
 /// and the items stored; or the index of the item refused and why, with
 /// the filter as it was.
-/// Items a batch hashes before it looks them up or adds them, on the
-/// stack: enough for the hints of `XfFilter::prefetch_for` to run ahead.
-const HASHED_AT_ONCE: usize = 64;
-
 #[allow(clippy::type_complexity)]
 fn run_batch<'a>(
     f: &mut XfFilter,

@@ -1,0 +1,104 @@
+//! The fingerprint lengths adds take, worked out once per rank rather than
+//! once per add.
+//!
+//! Why: [`fingerprint_bits`](super::filter::fingerprint_bits) is a chain of
+//! floating-point divisions (the rank's planned budget, the budget left by
+//! the filter's mass, the lengths either side of the exact one and the
+//! chance of the shorter), 6-8% of an insert's time in a profile. Its
+//! answer changes with the mass only once the mass passes the point where
+//! what is left of the rate, shared over the ranks still to come, is less
+//! than the plan: an honest filter is far below that point for most of its
+//! life. So a filter of more than one block keeps, for the two ranks its
+//! adds are filling (blocks are at two depths at a time, and the slot is
+//! the rank's parity), the lengths of the planned budget and the mass up to
+//! which they hold (worked out by `filter.rs`'s `plan_of`); an add past
+//! that mass, or of a rank with no plan, computes the lengths as before.
+//! The answers are the function's own, bit for bit (debug builds check
+//! every one), so replicas and older releases agree.
+
+/// A fingerprint length's two candidates for one budget: `down` bits for
+/// blocks whose place hashes below `p`, `up` for the others (both the same
+/// length when the budget leaves no choice).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Lengths {
+    pub p: f64,
+    pub down: u8,
+    pub up: u8,
+}
+
+impl Lengths {
+    /// The length for a block whose place hashes to `u`.
+    #[inline]
+    pub(super) fn pick(&self, u: f64) -> u32 {
+        u32::from(if u < self.p { self.down } else { self.up })
+    }
+}
+
+/// The lengths planned for rank `k` (`u8::MAX`: no plan yet), and the mass
+/// (in units) up to which they are what the schedule gives. 24 bytes.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Plan {
+    p: f64,
+    holds_to: u64,
+    k: u8,
+    /// 0: no mass keeps to the plan (a filter far past its rate), so adds
+    /// at this rank do not ask again.
+    down: u8,
+    up: u8,
+}
+
+impl Plan {
+    /// `lengths` for rank `k` (below 255) while the mass is at most
+    /// `holds_to`, or, with `None`, none at any mass.
+    pub(super) fn new(k: u32, lengths: Option<(Lengths, u64)>) -> Plan {
+        let k = k as u8;
+        match lengths {
+            Some((Lengths { p, down, up }, holds_to)) => Plan { p, holds_to, k, down, up },
+            None => Plan { p: 0.0, holds_to: 0, k, down: 0, up: 0 },
+        }
+    }
+}
+
+/// The plans of the two ranks a filter's adds are filling (slot: the
+/// rank's parity), kept in the directory, so a filter of one block (most
+/// per-user keys) pays no byte for them.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Plans([Plan; 2]);
+
+impl Default for Plans {
+    fn default() -> Plans {
+        Plans([Plan { p: 0.0, holds_to: 0, k: u8::MAX, down: 0, up: 0 }; 2])
+    }
+}
+
+impl Plans {
+    /// The lengths at rank `k` for a filter whose mass is `mass` units, if
+    /// its plan (made by `plan` the first time) holds there; `None`:
+    /// compute them.
+    #[inline]
+    pub(super) fn lengths(&mut self, k: u32, mass: u64, plan: impl FnOnce() -> Plan) -> Option<Lengths> {
+        if k >= u32::from(u8::MAX) {
+            return None;
+        }
+        let slot = &mut self.0[(k & 1) as usize];
+        if u32::from(slot.k) != k {
+            *slot = plan();
+        }
+        (slot.down != 0 && mass <= slot.holds_to).then_some(Lengths {
+            p: slot.p,
+            down: slot.down,
+            up: slot.up,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_are_small() {
+        // Counted in every directory's bytes (`directory_bytes`).
+        assert_eq!(std::mem::size_of::<Plans>(), 48);
+    }
+}
