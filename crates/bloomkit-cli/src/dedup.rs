@@ -15,6 +15,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use bloomkit_client::{Error as ClientError, Filter, Layout, LocalFilter, RedisFilter};
 use bloomkit_core::bitmap::BitmapLayout;
 use bloomkit_core::local::{BlockedError, BlockedFilter};
+use bloomkit_core::xf::{Hashing, XfHash};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use bloomkit_client::transfer::{self, describe, log10_estimated_rate, Server};
@@ -90,7 +91,16 @@ impl Backend {
                 Ok(new)
             }
             Backend::Local(filter) => {
-                filter.add_many(keys).map_err(|e| anyhow!("the filter cannot take more items: {e}"))
+                let added = if filter.expandable_hashing().is_some() {
+                    let hashes: Vec<XfHash> = hashes
+                        .iter()
+                        .map(|&(hi, lo)| XfHash(u128::from(hi) << 64 | u128::from(lo)))
+                        .collect();
+                    filter.add_hashes(&hashes)
+                } else {
+                    filter.add_many(keys)
+                };
+                added.map_err(|e| anyhow!("the filter cannot take more items: {e}"))
             }
             Backend::Module(filter, url) => filter.add_many(keys).map_err(|e| explain(e, url, Kind::Bloom)),
             Backend::Bitmap(filter, url) => filter.add_many(keys).map_err(|e| explain(e, url, Kind::Bitmap)),
@@ -407,6 +417,44 @@ fn sharded_layout(o: &Options, place_words: &str) -> Result<Layout> {
         .map_err(|e| usage!("{e}"))
 }
 
+/// How the reader thread hashes each key for the filter in this process,
+/// so that the main thread, which the filter keeps busy, only probes and
+/// writes: the Bloom filter's hashes, or the expandable filter's (by a copy
+/// of its hashing, the secret's own function).
+#[derive(Clone, Copy)]
+enum PreHash {
+    /// A filter on a server, which takes the keys.
+    No,
+    Blocked,
+    Expandable(Hashing),
+}
+
+impl PreHash {
+    fn of(backend: &Backend) -> PreHash {
+        match backend {
+            Backend::Ephemeral(_) => PreHash::Blocked,
+            Backend::Local(filter) => filter.expandable_hashing().map_or(PreHash::No, PreHash::Expandable),
+            _ => PreHash::No,
+        }
+    }
+
+    fn hashes(self) -> bool {
+        !matches!(self, PreHash::No)
+    }
+
+    /// The key's hash as two words (an expandable filter's 128 bits, high first).
+    fn push(self, key: &[u8], to: &mut Vec<(u64, u64)>) {
+        match self {
+            PreHash::No => {}
+            PreHash::Blocked => to.push(BlockedFilter::hash(key)),
+            PreHash::Expandable(hashing) => {
+                let h = hashing.hash(key).0;
+                to.push(((h >> 64) as u64, h as u64));
+            }
+        }
+    }
+}
+
 /// A block of whole lines and what the reader thread found in it.
 #[derive(Default)]
 struct Parsed {
@@ -433,7 +481,7 @@ impl Parsed {
         }
     }
 
-    fn fill(&mut self, block: &[u8], field: Option<usize>, delimiter: u8, pre_hash: bool) {
+    fn fill(&mut self, block: &[u8], field: Option<usize>, delimiter: u8, pre_hash: PreHash) {
         self.buf.clear();
         self.buf.extend_from_slice(block);
         self.ends.clear();
@@ -446,8 +494,8 @@ impl Parsed {
         let mut from = 0;
         for &end in &self.ends {
             let key = key_of(&self.buf[from..end], field, delimiter);
-            if let (Some(k), true) = (key, pre_hash) {
-                self.hashes.push(BlockedFilter::hash(k));
+            if let Some(k) = key {
+                pre_hash.push(k, &mut self.hashes);
             }
             self.keys.push(key.map(|k| {
                 let start = k.as_ptr() as usize - self.buf.as_ptr() as usize;
@@ -473,7 +521,7 @@ fn read_all(
     paths: Vec<Option<PathBuf>>,
     field: Option<usize>,
     delimiter: u8,
-    pre_hash: bool,
+    pre_hash: PreHash,
     to_main: mpsc::SyncSender<Message>,
     recycled: mpsc::Receiver<Parsed>,
 ) {
@@ -485,7 +533,7 @@ fn read_inputs(
     paths: Vec<Option<PathBuf>>,
     field: Option<usize>,
     delimiter: u8,
-    pre_hash: bool,
+    pre_hash: PreHash,
     to_main: &mpsc::SyncSender<Message>,
     recycled: mpsc::Receiver<Parsed>,
 ) {
@@ -776,7 +824,7 @@ pub fn run(o: &Options) -> Result<()> {
     let paths = input_paths(o);
     // A reader thread reads, splits and (for the in-process filter) hashes
     // the next block while this one probes the filter and writes.
-    let pre_hash = matches!(backend, Backend::Ephemeral(_));
+    let pre_hash = PreHash::of(&backend);
     let (from_reader, to_reader) = start_reader(o, paths, pre_hash);
     let stream = Stream { o, pre_hash, started, progress: &progress };
     let interrupted = stream.all(&mut backend, &from_reader, &to_reader, &mut out, &mut counts)?;
@@ -835,7 +883,7 @@ fn input_paths(o: &Options) -> Vec<Option<PathBuf>> {
 fn start_reader(
     o: &Options,
     paths: Vec<Option<PathBuf>>,
-    pre_hash: bool,
+    pre_hash: PreHash,
 ) -> (mpsc::Receiver<Message>, mpsc::Sender<Parsed>) {
     let (to_main, from_reader) = mpsc::sync_channel::<Message>(1);
     // SIGINT/SIGTERM: the main thread stops after the block it is on (or
@@ -864,8 +912,8 @@ fn start_reader(
 /// counts it changes.
 struct Stream<'a> {
     o: &'a Options,
-    /// The reader hashed the keys (the in-process filter takes hashes).
-    pre_hash: bool,
+    /// How the reader hashed the keys (the in-process filters take hashes).
+    pre_hash: PreHash,
     started: Instant,
     progress: &'a ProgressBar,
 }
@@ -927,11 +975,11 @@ impl Stream<'_> {
             let line_keys = &parsed.keys[first * BATCH..first * BATCH + ends.len()];
             let keyed_here = line_keys.iter().filter(|k| k.is_some()).count();
             keys.clear();
-            if !pre_hash {
+            if !pre_hash.hashes() {
                 keys.extend(line_keys.iter().flatten().map(|&(a, b)| &block[a..b]));
             }
             let hashes: &[(u64, u64)] =
-                if pre_hash { &parsed.hashes[hashed..hashed + keyed_here] } else { &[] };
+                if pre_hash.hashes() { &parsed.hashes[hashed..hashed + keyed_here] } else { &[] };
             hashed += hashes.len();
             let new = backend.add(&keys, hashes)?;
             counts.without_field += (ends.len() - keyed_here) as u64;

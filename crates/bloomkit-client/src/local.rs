@@ -12,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bloomkit_core::apbf::{self, Apbf};
 use bloomkit_core::bf::args::Defaults;
 use bloomkit_core::bf::{file, Chain, ChainParams};
-use bloomkit_core::xf::XfFilter;
+use bloomkit_core::xf::{Hashing, XfFilter, XfHash, HASHED_AT_ONCE};
 use bloomkit_core::Limits;
 
 use crate::error::{Error, Result};
@@ -200,6 +200,27 @@ impl LocalFilter {
         self.xf.as_deref()
     }
 
+    /// How an expandable filter hashes its items (`None` for the others):
+    /// a copy hashes items on another thread for [`LocalFilter::add_hashes`].
+    pub fn expandable_hashing(&self) -> Option<Hashing> {
+        self.xf.as_ref().map(|xf| xf.hashing())
+    }
+
+    /// [`Filter::add_slice`] of items an expandable filter's hashing
+    /// ([`LocalFilter::expandable_hashing`]) already hashed: true for each
+    /// one that was new. At an error the items before it stay added, as
+    /// with `add_slice`. Other local filters answer [`Error::Unsupported`].
+    pub fn add_hashes(&mut self, hashes: &[XfHash]) -> Result<Vec<bool>> {
+        let Some(xf) = &mut self.xf else {
+            return Err(Error::Unsupported(
+                "adding hashes: only expandable filters (LocalFilter::expandable) take them",
+            ));
+        };
+        let mut answers = Vec::with_capacity(hashes.len());
+        add_each(xf, hashes, &mut answers)?;
+        Ok(answers)
+    }
+
     /// How many copies of the item an expandable filter holds (never fewer
     /// than were added and not removed); other local filters answer
     /// [`Error::Unsupported`].
@@ -211,6 +232,11 @@ impl LocalFilter {
             )),
         }
     }
+}
+
+/// Adds each hash not in yet, answering whether it was new.
+fn add_each(xf: &mut XfFilter, hashes: &[XfHash], answers: &mut Vec<bool>) -> Result<()> {
+    xf.insert_if_absent_each(hashes, Limits::NONE, |new| answers.push(new)).map_err(|(_, e)| Error::from(e))
 }
 
 /// A chain's own parameters, so that `clear` makes the same filter again.
@@ -236,8 +262,18 @@ impl Filter for LocalFilter {
 
     fn add_slice(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
         if let Some(xf) = &mut self.xf {
-            // As the server's script does: an item already in is not added again.
-            return items.iter().map(|i| xf.insert_if_absent(i, Limits::NONE).map_err(Error::from)).collect();
+            // As the server's script does: an item already in is not added
+            // again. Hashed a chunk at a time, so that each add can ask for
+            // the block of an item a few places on.
+            let mut answers = Vec::with_capacity(items.len());
+            let mut hashes = [XfHash(0); HASHED_AT_ONCE];
+            for chunk in items.chunks(HASHED_AT_ONCE) {
+                for (h, item) in hashes.iter_mut().zip(chunk) {
+                    *h = xf.hash(item);
+                }
+                add_each(xf, &hashes[..chunk.len()], &mut answers)?;
+            }
+            return Ok(answers);
         }
         if let Some(w) = &mut self.window {
             let now = now_ms();
@@ -263,7 +299,15 @@ impl Filter for LocalFilter {
 
     fn contains_slice(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
         if let Some(xf) = &self.xf {
-            return Ok(items.iter().map(|i| xf.contains(i)).collect());
+            let mut answers = Vec::with_capacity(items.len());
+            let mut hashes = [XfHash(0); HASHED_AT_ONCE];
+            for chunk in items.chunks(HASHED_AT_ONCE) {
+                for (h, item) in hashes.iter_mut().zip(chunk) {
+                    *h = xf.hash(item);
+                }
+                xf.contains_each(&hashes[..chunk.len()], |found| answers.push(found));
+            }
+            return Ok(answers);
         }
         if let Some(w) = &self.window {
             let now = now_ms();

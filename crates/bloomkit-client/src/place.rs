@@ -19,6 +19,7 @@ use redis::Value;
 
 use crate::error::{Error, Result};
 use crate::transfer::{self, Server};
+#[cfg(feature = "blocking-cluster")]
 use crate::{Filter, Layout, RedisFilter};
 
 /// The default number of shards of a sharded filter made on a cluster:
