@@ -1715,12 +1715,12 @@ fn split(b: &Block, extra: Entry, to_high: bool, level: u32) -> Result<Halves, O
             }
         })
     });
-    if to_high {
-        hi.push(extra);
-    } else {
-        lo.push(extra);
-    }
-    // `build` sorts the lists in place: copies are then neighbours.
+    // In its place, so that the lists stay in order (the halves of a block
+    // in order are in order, voids' copies aside) and `build` need not
+    // sort them: a sort of every split's entries was 2% of an insert.
+    place_sorted(if to_high { &mut hi } else { &mut lo }, extra);
+    // `build` sorts a list that voids left out of order, in place: copies
+    // are then neighbours.
     let lo_block = Block::build(meta.qbits, meta.depth + 1, &mut lo, 0)?;
     let hi_block = Block::build(meta.qbits, meta.depth + 1, &mut hi, 0)?;
     let now = mass_of_sorted(&lo, level + 1).saturating_add(mass_of_sorted(&hi, level + 1));
