@@ -25,12 +25,6 @@ pub const GROW_QBITS: u32 = 9;
 /// ([`XfFilter::prefetch_block`]): a block of [`GROW_QBITS`] quotients at
 /// the longest fingerprints takes about this many.
 const MAX_PREFETCH_LINES: u64 = 24;
-fn pf_max() -> u64 {
-    static M: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *M.get_or_init(|| {
-        std::env::var("XF_PF_MAX").ok().and_then(|v| v.parse().ok()).unwrap_or(MAX_PREFETCH_LINES)
-    })
-}
 /// The deepest a block may be (the metadata's 8 bits, and far past any
 /// size: 2^48 blocks).
 pub const MAX_DEPTH: u32 = 48;
@@ -228,8 +222,11 @@ fn plan_of(k: u32, error: f64, hashing: Hashing, last: u32) -> Plan {
     let units = rate.max(0.0) * (1u64 << MASS_BITS) as f64 / mass_rate(1u64 << MASS_BITS, hashing);
     let meets = units as u64; // saturating
     let below = meets - meets / (1 << 20);
-    let holds_to = [below, 0].into_iter().find(|&m| holds(m));
-    Plan::new(k, holds_to.map(|m| (lengths_for(planned, k), m)))
+    // At mass 0 the budget left is the rate over fewer ranks than the
+    // plan's: never below it.
+    let holds_to = if holds(below) { below } else { 0 };
+    debug_assert!(holds(holds_to));
+    Plan::new(k, lengths_for(planned, k), holds_to)
 }
 
 /// The fingerprint length an entry of `f` bits at `level` takes so that
@@ -1111,7 +1108,7 @@ impl XfFilter {
             Store::Many(d) => {
                 let lines = d.block_bytes / (d.blocks.len() as u64 * 64) + 1;
                 d.blocks[d.dir[(h.0 >> (128 - d.depth)) as usize] as usize]
-                    .prefetch_lines(lines.min(pf_max()) as usize);
+                    .prefetch_lines(lines.min(MAX_PREFETCH_LINES) as usize);
             }
             Store::One(b) => b.prefetch_lines(1),
             Store::Loading(_) => {}
@@ -1851,6 +1848,51 @@ mod tests {
             }
             let mean = mass / f64::from(steps);
             assert!((mean / budget - 1.0).abs() < 0.001, "{error} {k}: {mean} against {budget}");
+        }
+    }
+
+    /// A plan's lengths (`plans.rs`) are the schedule's own wherever the
+    /// plan says it holds: at masses from 0 to the rate, and at the last
+    /// mass where it holds (found by bisection), for keyed and murmur3
+    /// hashing and every rank; and a plan holds somewhere past the first
+    /// rank, or it would save nothing.
+    #[test]
+    fn plans_give_the_schedule_s_lengths_where_they_hold() {
+        let us: Vec<f64> = (0..200).map(|i| (f64::from(i) + 0.5) / 200.0).collect();
+        for hashing in [Hashing::Keyed(Seed([1, 2])), Hashing::Murmur { m0: 1000 }] {
+            for (error, last) in [(0.01, 12u32), (1e-6, 30), (0.3, 5), (1e-9, 44)] {
+                for k in 0..=last + 2 {
+                    let mut plans = Plans::default();
+                    let mut lengths = |mass: u64| plans.lengths(k, mass, || plan_of(k, error, hashing, last));
+                    let agree = |l: Lengths, mass: u64| {
+                        for &u in &us {
+                            let slow = fingerprint_bits(error, k, last, mass_rate(mass, hashing), u);
+                            assert_eq!(l.pick(u), slow, "{error} rank {k} of {last} at mass {mass}, u {u}");
+                        }
+                    };
+                    let top = rate_units(error);
+                    for step in 0..=64u64 {
+                        let mass = (top as u128 * u128::from(step) / 64) as u64;
+                        if let Some(l) = lengths(mass) {
+                            agree(l, mass);
+                        }
+                    }
+                    let (mut lo, mut hi) = (0u64, top);
+                    assert!(lengths(lo).is_some(), "a plan holds at mass 0");
+                    while hi - lo > 1 {
+                        let mid = lo + (hi - lo) / 2;
+                        if lengths(mid).is_some() {
+                            lo = mid;
+                        } else {
+                            hi = mid;
+                        }
+                    }
+                    agree(lengths(lo).expect("held"), lo);
+                    if k > 0 {
+                        assert!(lo > top / 100, "{error} rank {k}: the plan holds only to {lo} of {top}");
+                    }
+                }
+            }
         }
     }
 

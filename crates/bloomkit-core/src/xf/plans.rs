@@ -7,14 +7,18 @@
 //! chance of the shorter), 6-8% of an insert's time in a profile. Its
 //! answer changes with the mass only once the mass passes the point where
 //! what is left of the rate, shared over the ranks still to come, is less
-//! than the plan: an honest filter is far below that point for most of its
-//! life. So a filter of more than one block keeps, for the two ranks its
-//! adds are filling (blocks are at two depths at a time, and the slot is
-//! the rank's parity), the lengths of the planned budget and the mass up to
-//! which they hold (worked out by `filter.rs`'s `plan_of`); an add past
-//! that mass, or of a rank with no plan, computes the lengths as before.
-//! The answers are the function's own, bit for bit (debug builds check
-//! every one), so replicas and older releases agree.
+//! than the plan. Past the first rank (whose plan is what is left at mass
+//! 0: a filter laid out large, whose blocks all start at the first level,
+//! keeps computing there), an honest filter is far below that point for
+//! most of its life. So a filter of more than one block keeps, for the two
+//! ranks its adds are filling (blocks are at two depths at a time, and the
+//! slot is the rank's parity; a third depth at once, rare, makes two ranks
+//! take turns in a slot), the lengths of the planned budget and the mass up
+//! to which they hold (worked out by `filter.rs`'s `plan_of`); an add past
+//! that mass computes the lengths as before. The answers are the
+//! function's own, bit for bit (a unit test compares them around the mass
+//! where a plan stops, and debug builds check every add), so replicas and
+//! older releases agree.
 
 /// A fingerprint length's two candidates for one budget: `down` bits for
 /// blocks whose place hashes below `p`, `up` for the others (both the same
@@ -41,21 +45,14 @@ pub(super) struct Plan {
     p: f64,
     holds_to: u64,
     k: u8,
-    /// 0: no mass keeps to the plan (a filter far past its rate), so adds
-    /// at this rank do not ask again.
     down: u8,
     up: u8,
 }
 
 impl Plan {
-    /// `lengths` for rank `k` (below 255) while the mass is at most
-    /// `holds_to`, or, with `None`, none at any mass.
-    pub(super) fn new(k: u32, lengths: Option<(Lengths, u64)>) -> Plan {
-        let k = k as u8;
-        match lengths {
-            Some((Lengths { p, down, up }, holds_to)) => Plan { p, holds_to, k, down, up },
-            None => Plan { p: 0.0, holds_to: 0, k, down: 0, up: 0 },
-        }
+    /// `lengths` for rank `k` (below 255) while the mass is at most `holds_to`.
+    pub(super) fn new(k: u32, Lengths { p, down, up }: Lengths, holds_to: u64) -> Plan {
+        Plan { p, holds_to, k: k as u8, down, up }
     }
 }
 
@@ -84,11 +81,7 @@ impl Plans {
         if u32::from(slot.k) != k {
             *slot = plan();
         }
-        (slot.down != 0 && mass <= slot.holds_to).then_some(Lengths {
-            p: slot.p,
-            down: slot.down,
-            up: slot.up,
-        })
+        (mass <= slot.holds_to).then_some(Lengths { p: slot.p, down: slot.down, up: slot.up })
     }
 }
 
