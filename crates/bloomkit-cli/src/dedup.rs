@@ -75,8 +75,10 @@ enum Backend {
 }
 
 impl Backend {
-    /// For each key: true when it was new. The in-process filter takes the
-    /// keys' hashes, made by the reader thread; the others take the keys.
+    /// For each key: true when it was new. The filters in this process
+    /// without a state file (a Bloom filter sized for the lines) or with an
+    /// expandable one take the keys' hashes, made by the reader thread
+    /// ([`PreHash`]); the others take the keys.
     fn add(&mut self, keys: &[&[u8]], hashes: &[(u64, u64)]) -> Result<Vec<bool>> {
         match self {
             Backend::Ephemeral(filter) => {

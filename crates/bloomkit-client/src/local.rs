@@ -202,14 +202,19 @@ impl LocalFilter {
 
     /// How an expandable filter hashes its items (`None` for the others):
     /// a copy hashes items on another thread for [`LocalFilter::add_hashes`].
+    /// It stays this filter's through [`Filter::clear`]; a filter opened
+    /// from a file has its own.
     pub fn expandable_hashing(&self) -> Option<Hashing> {
         self.xf.as_ref().map(|xf| xf.hashing())
     }
 
-    /// [`Filter::add_slice`] of items an expandable filter's hashing
+    /// [`Filter::add_slice`] of items this filter's hashing
     /// ([`LocalFilter::expandable_hashing`]) already hashed: true for each
-    /// one that was new. At an error the items before it stay added, as
-    /// with `add_slice`. Other local filters answer [`Error::Unsupported`].
+    /// one that was new. Hashes made by another filter's hashing would be
+    /// other positions, and their items would not be found. At an error
+    /// (only a filter at its `max_capacity` or out of rate refuses) the
+    /// items before it stay added, as with `add_slice`. Other local
+    /// filters answer [`Error::Unsupported`].
     pub fn add_hashes(&mut self, hashes: &[XfHash]) -> Result<Vec<bool>> {
         let Some(xf) = &mut self.xf else {
             return Err(Error::Unsupported(
@@ -368,7 +373,15 @@ impl Filter for LocalFilter {
 
     fn clear(&mut self) -> Result<()> {
         if let Some(xf) = &mut self.xf {
-            **xf = XfFilter::with_params(xf.params(), Limits::NONE)?;
+            // The same hashing, so that a copy taken for `add_hashes` stays
+            // right (bloomkit 0.1's murmur3 hashing, which a new filter
+            // cannot take, gives way to a new key).
+            let hashing = xf.hashing();
+            **xf = if hashing.is_murmur() {
+                XfFilter::with_params(xf.params(), Limits::NONE)?
+            } else {
+                XfFilter::with_hashing(xf.params(), hashing, Limits::NONE)?
+            };
             return Ok(());
         }
         if let Some(w) = &mut self.window {

@@ -33,7 +33,7 @@ pub fn shard_key(name: &str, shard: u32) -> String {
     format!("{{{name}:{shard}}}")
 }
 
-/// The keys of a sharded filter, as [`Layout::sharded`] names them.
+/// The keys of a sharded filter, as [`crate::Layout::sharded`] names them.
 pub fn shard_keys(name: &str, shards: u32) -> Vec<String> {
     (0..shards).map(|s| shard_key(name, s)).collect()
 }

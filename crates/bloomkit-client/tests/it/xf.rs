@@ -79,3 +79,45 @@ fn without_bloomkit_the_error_says_to_load_it() {
         assert!(matches!(r, Err(Error::ModuleMissing(_))), "{r:?}");
     }
 }
+
+/// In process, items hashed elsewhere (`bloomkit dedup`'s reader thread)
+/// answer as the items themselves do, in batches across the chunks the
+/// filter hashes at once (64), and after a clear: a filter given the
+/// hashes and one of the same hashing given the items end with the same
+/// bytes. A filter that takes no hashes says so.
+#[test]
+fn hashes_made_elsewhere_answer_as_their_items() {
+    let dir = tempfile::tempdir().unwrap();
+    let (empty, by_items, by_hashes) =
+        (dir.path().join("empty"), dir.path().join("items"), dir.path().join("hashes"));
+    let mut by_hash = LocalFilter::expandable(Options::new(100, 0.001)).unwrap();
+    by_hash.save(&empty).unwrap();
+    // The same hashing: its file holds the seed.
+    let mut by_item = LocalFilter::open(&empty).unwrap();
+    for round in 0..2 {
+        let hashing = by_hash.expandable_hashing().expect("an expandable filter's hashing");
+        assert_eq!(by_item.expandable_hashing(), Some(hashing));
+        for n in [0usize, 1, 63, 64, 65, 130, 1000] {
+            // Every batch repeats its first half (lines seen twice).
+            let mut batch = items(&format!("h{round}-{n}"), n);
+            batch.extend_from_within(..n / 2);
+            let hashes: Vec<_> = batch.iter().map(|i| hashing.hash(i)).collect();
+            let answers = by_item.add_slice(&slices(&batch)).unwrap();
+            assert!(answers[n..].iter().all(|&new| !new), "a repeat taken for new");
+            assert_eq!(by_hash.add_hashes(&hashes).unwrap(), answers, "{n} items");
+            assert!(by_hash.contains_slice(&slices(&batch)).unwrap().iter().all(|&p| p), "{n}");
+        }
+        by_item.save(&by_items).unwrap();
+        by_hash.save(&by_hashes).unwrap();
+        assert_eq!(std::fs::read(&by_items).unwrap(), std::fs::read(&by_hashes).unwrap(), "the same bytes");
+        // A clear keeps the hashing, so a copy taken before stays right.
+        by_hash.clear().unwrap();
+        by_item.clear().unwrap();
+        assert_eq!(by_hash.expandable_hashing(), Some(hashing));
+        assert_eq!(by_hash.count().unwrap(), Some(0));
+    }
+    let mut bloom = LocalFilter::new(Options::new(100, 0.001)).unwrap();
+    assert!(bloom.expandable_hashing().is_none());
+    let e = bloom.add_hashes(&[]).unwrap_err();
+    assert!(matches!(e, Error::Unsupported(_)) && e.to_string().contains("expandable"), "{e}");
+}
