@@ -15,8 +15,10 @@
 //!
 //! Here: [`block`] (one block: its layout, lookups, in-place writes, the
 //! checks of a loaded one), [`filter`] (the filter: hashing, the schedule,
-//! growth, reads and writes), `batch` and `undo` (all-or-nothing batches
-//! of adds and the records that undo them), `merge` (building blocks in hash order:
+//! growth, reads and writes), `plans` (the fingerprint lengths of the
+//! ranks adds fill, kept so that an add does no float division), `batch`
+//! and `undo` (all-or-nothing batches of adds and the records that undo
+//! them), `merge` (building blocks in hash order:
 //! merges and the conversion of old values), [`args`] (`XF.*` arguments),
 //! [`errors`] (every error and its reply text), [`formats`] (RDB, DUMP and
 //! `XF.SCANDUMP`/`XF.LOADCHUNK`), `legacy` (bloomkit 0.1's encoding, read).
