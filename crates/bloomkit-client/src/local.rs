@@ -12,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bloomkit_core::apbf::{self, Apbf};
 use bloomkit_core::bf::args::Defaults;
 use bloomkit_core::bf::{file, Chain, ChainParams};
-use bloomkit_core::xf::{Hashing, XfFilter, XfHash, HASHED_AT_ONCE};
+use bloomkit_core::xf::{Hashing, XfFilter, XfHash};
 use bloomkit_core::Limits;
 
 use crate::error::{Error, Result};
@@ -271,13 +271,7 @@ impl Filter for LocalFilter {
             // again. Hashed a chunk at a time, so that each add can ask for
             // the block of an item a few places on.
             let mut answers = Vec::with_capacity(items.len());
-            let mut hashes = [XfHash(0); HASHED_AT_ONCE];
-            for chunk in items.chunks(HASHED_AT_ONCE) {
-                for (h, item) in hashes.iter_mut().zip(chunk) {
-                    *h = xf.hash(item);
-                }
-                add_each(xf, &hashes[..chunk.len()], &mut answers)?;
-            }
+            xf.hashing().hash_chunks(items, |i| i, |_, _, hashes| add_each(xf, hashes, &mut answers))?;
             return Ok(answers);
         }
         if let Some(w) = &mut self.window {
@@ -305,13 +299,15 @@ impl Filter for LocalFilter {
     fn contains_slice(&mut self, items: &[&[u8]]) -> Result<Vec<bool>> {
         if let Some(xf) = &self.xf {
             let mut answers = Vec::with_capacity(items.len());
-            let mut hashes = [XfHash(0); HASHED_AT_ONCE];
-            for chunk in items.chunks(HASHED_AT_ONCE) {
-                for (h, item) in hashes.iter_mut().zip(chunk) {
-                    *h = xf.hash(item);
-                }
-                xf.contains_each(&hashes[..chunk.len()], |found| answers.push(found));
-            }
+            let looked_up: Result<()> = xf.hashing().hash_chunks(
+                items,
+                |i| i,
+                |_, _, hashes| {
+                    xf.contains_each(hashes, |found| answers.push(found));
+                    Ok(())
+                },
+            );
+            looked_up?;
             return Ok(answers);
         }
         if let Some(w) = &self.window {

@@ -452,6 +452,27 @@ impl Hashing {
         }
     }
 
+    /// `items` hashed [`HASHED_AT_ONCE`] at a time into one array on the
+    /// stack, `each` called on every chunk with the index of its first
+    /// item, its items and their hashes (in order), until it fails: how
+    /// batches hash ahead of the lookups and adds that prefetch from the
+    /// hashes ([`XfFilter::prefetch_for`]), with no allocation.
+    pub fn hash_chunks<'t, T, E>(
+        &self,
+        items: &'t [T],
+        bytes: impl Fn(&T) -> &[u8],
+        mut each: impl FnMut(usize, &'t [T], &[XfHash]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut hashes = [XfHash(0); HASHED_AT_ONCE];
+        for (c, chunk) in items.chunks(HASHED_AT_ONCE).enumerate() {
+            for (h, item) in hashes.iter_mut().zip(chunk) {
+                *h = self.hash(bytes(item));
+            }
+            each(c * HASHED_AT_ONCE, chunk, &hashes[..chunk.len()])?;
+        }
+        Ok(())
+    }
+
     /// `c` for the murmur root (0 for keyed hashing).
     pub fn root_bits(&self) -> u32 {
         match self {
@@ -1698,12 +1719,9 @@ fn split(b: &Block, extra: Entry, to_high: bool, level: u32) -> Result<Halves, O
     let meta = b.meta();
     let q = 1u32 << meta.qbits;
     let (mut lo, mut hi) = (Vec::with_capacity(q as usize / 2 + 8), Vec::with_capacity(q as usize / 2 + 8));
-    let (mut was, mut last) = (0u64, None);
+    let mut was = DistinctMass::at(level);
     b.for_each_occurrence(|e| {
-        if last != Some(e) {
-            was = was.saturating_add(units(level + e.f));
-        }
-        last = Some(e);
+        was.add(e);
         give_bit(e, &mut |c| {
             if c.quotient < q {
                 lo.push(c);
@@ -1720,21 +1738,35 @@ fn split(b: &Block, extra: Entry, to_high: bool, level: u32) -> Result<Halves, O
     // are then neighbours.
     let lo_block = Block::build(meta.qbits, meta.depth + 1, &mut lo, 0)?;
     let hi_block = Block::build(meta.qbits, meta.depth + 1, &mut hi, 0)?;
-    let now = mass_of_sorted(&lo, level + 1).saturating_add(mass_of_sorted(&hi, level + 1));
-    Ok(Halves { lo: lo_block, hi: hi_block, was, now })
+    // Each half on its own: an entry of one may equal one of the other.
+    let mass = |half: &[Entry]| {
+        let mut m = DistinctMass::at(level + 1);
+        half.iter().for_each(|&e| m.add(e));
+        m.mass
+    };
+    let now = mass(&lo).saturating_add(mass(&hi));
+    Ok(Halves { lo: lo_block, hi: hi_block, was: was.mass, now })
 }
 
-/// [`mass_of`] of a block built from `entries` (in order) at `level`.
-fn mass_of_sorted(entries: &[Entry], level: u32) -> u64 {
-    let mut mass = 0u64;
-    let mut last = None;
-    for e in entries {
-        if last != Some(e) {
-            mass = mass.saturating_add(units(level + e.f));
-        }
-        last = Some(e);
+/// [`mass_of`] of entries a walk meets in order (copies are neighbours,
+/// counted once), summed as it goes rather than by decoding a block again.
+struct DistinctMass {
+    level: u32,
+    mass: u64,
+    last: Option<Entry>,
+}
+
+impl DistinctMass {
+    fn at(level: u32) -> DistinctMass {
+        DistinctMass { level, mass: 0, last: None }
     }
-    mass
+
+    fn add(&mut self, e: Entry) {
+        if self.last != Some(e) {
+            self.mass = self.mass.saturating_add(units(self.level + e.f));
+        }
+        self.last = Some(e);
+    }
 }
 
 /// Inserts `e` where it belongs in `list`, which is in order (or nearly:

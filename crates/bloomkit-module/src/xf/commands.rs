@@ -14,12 +14,13 @@
 //! the items answered without being stored (an item already in, at a limit
 //! that replicas do not have).
 
+use std::convert::Infallible;
 use std::ffi::CStr;
 
 use bloomkit_core::xf::args::{
     check_items, check_key_only, check_single_item, parse_insert, parse_loadchunk, parse_merge, parse_reserve,
 };
-use bloomkit_core::xf::{Hashing, Seed, XfError, XfFilter, XfHash, XfParams, HASHED_AT_ONCE};
+use bloomkit_core::xf::{Hashing, Seed, XfError, XfFilter, XfParams};
 use bloomkit_core::{Limits, Reply};
 
 use super::counters::*;
@@ -290,33 +291,26 @@ fn run_batch<'a>(
         }
         return Ok((answers, stored));
     }
+    let hashing = f.hashing();
     let mut batch = f.batch();
-    // Hashed a chunk at a time (no allocation), so that each add can ask
-    // for the block of an item a few places on while it shifts its own
-    // (`prefetch_for`; a block that splits meanwhile makes it a wasted hint).
-    let mut hashes = [XfHash(0); HASHED_AT_ONCE];
-    for (c, chunk) in items.chunks(HASHED_AT_ONCE).enumerate() {
-        for (h, item) in hashes.iter_mut().zip(chunk) {
-            *h = batch.filter().hash(item.bytes());
-        }
-        let hashes = &hashes[..chunk.len()];
+    // Hashed a chunk at a time, so that each add can ask for the block of
+    // an item a few places on while it shifts its own (`prefetch_for`; a
+    // block that splits meanwhile makes it a wasted hint).
+    hashing.hash_chunks(items, Arg::bytes, |first, chunk, hashes| {
         for (j, (&h, item)) in hashes.iter().zip(chunk).enumerate() {
             batch.filter().prefetch_for(hashes, j);
             let new = match repeat {
                 Repeat::Count => batch.add_occurrence(h, limits).map(|a| (a.new, a.stored)),
                 Repeat::Skip => batch.insert_if_absent(h, limits).map(|new| (new, true)),
             };
-            match new {
-                Ok((new, was_stored)) => {
-                    answers.push(new);
-                    if was_stored {
-                        stored.push(item.bytes());
-                    }
-                }
-                Err(e) => return Err((c * HASHED_AT_ONCE + j, e)),
+            let (new, was_stored) = new.map_err(|e| (first + j, e))?;
+            answers.push(new);
+            if was_stored {
+                stored.push(item.bytes());
             }
         }
-    }
+        Ok(())
+    })?;
     batch.commit();
     Ok((answers, stored))
 }
@@ -351,15 +345,14 @@ pub fn mexists(ctx: Ctx, argv: &[Arg]) -> Outcome {
             argv[2..].iter().for_each(|_| ctx.reply_bool(false));
             return;
         };
-        // Hashed a chunk at a time (no allocation), looked up with the
-        // memory loads of later items started early (`contains_each`).
-        let mut hashes = [XfHash(0); HASHED_AT_ONCE];
-        for chunk in argv[2..].chunks(HASHED_AT_ONCE) {
-            for (h, item) in hashes.iter_mut().zip(chunk) {
-                *h = f.hash(item.bytes());
-            }
-            f.contains_each(&hashes[..chunk.len()], |found| ctx.reply_bool(found));
-        }
+        // Hashed a chunk at a time, looked up with the memory loads of
+        // later items started early (`contains_each`).
+        let looked_up: Result<(), Infallible> =
+            f.hashing().hash_chunks(&argv[2..], Arg::bytes, |_, _, hashes| {
+                f.contains_each(hashes, |found| ctx.reply_bool(found));
+                Ok(())
+            });
+        let Ok(()) = looked_up;
     })?;
     COUNTERS.add(LOOKUPS, (argv.len() - 2) as u64);
     Ok(())
