@@ -12,10 +12,8 @@
 //!   less;
 //! - a block rebuilt (more room, a wider field): the old block is kept;
 //! - a lone block doubled, or split into the first two: the old block is kept;
-//! - a block split in a directory: the old block is kept, the new upper
-//!   half is the last of the list, a doubled directory's old slots are
-//!   kept (else the slots the split took are pointed back), and a list
-//!   moved into a larger one keeps its old allocation to move back into.
+//! - a block split in a directory: the old block is kept, and a doubled
+//!   directory's old allocation, to put the slots back into (`slots.rs`).
 //!
 //! Records are undone last first, so each finds the filter as it left it.
 //! What the batch replaced is freed at commit (a single add frees it at
@@ -52,30 +50,18 @@ impl XfFilter {
     /// last split recorded, for [`Undo::Split`].
     fn undo(&mut self, undo: Undo, split: Option<Split>) {
         match (undo, split, &mut self.store) {
-            (Undo::Inserted { block, quotient, at }, ..) => self.blocks_mut()[block].remove(quotient, at),
-            (Undo::Replaced { block, old }, ..) => drop(self.replace_block(block, old)),
+            (Undo::Inserted { slot, quotient, at }, ..) => {
+                self.update_block(slot, |b| b.remove(quotient, at));
+            }
+            (Undo::Replaced { slot, old }, ..) => drop(self.replace_block(slot, old)),
             (Undo::Lone { old, qbits }, ..) => {
                 self.store = Store::One(old);
                 self.qbits = qbits;
             }
             (Undo::Split, Some(split), Store::Many(d)) => {
-                let Split { block, old, old_dir, slots, old_list } = split;
-                let hi = d.blocks.pop().expect("the split's upper half is the last block");
-                let lo = std::mem::replace(&mut d.blocks[block], old);
-                d.block_bytes = d.block_bytes - lo.bytes() - hi.bytes() + d.blocks[block].bytes();
-                match old_dir {
-                    Some(dir) => {
-                        d.dir = dir;
-                        d.depth -= 1;
-                    }
-                    None => d.dir[slots].iter_mut().for_each(|s| *s = block as u32),
-                }
-                // Back into the list they came from, whose room holds them.
-                if let Some(mut list) = old_list {
-                    debug_assert!(list.capacity() >= d.blocks.len());
-                    list.append(&mut d.blocks);
-                    d.blocks = list;
-                }
+                let (lo, hi) = (d.slots.at(split.range.start), d.slots.at(split.range.end - 1));
+                d.block_bytes = d.block_bytes - lo.bytes() - hi.bytes() + split.old.bytes();
+                d.slots.unsplit(split);
             }
             (Undo::Split, ..) => debug_assert!(false, "a split is undone in a directory, from its record"),
         }
@@ -128,15 +114,26 @@ mod tests {
     use super::*;
 
     /// Everything a filter holds in memory, bit for bit: each block's
-    /// words (room and width included), the directory, the list's room,
-    /// the counters. Equal states answer, save and count bytes alike.
-    fn state(f: &XfFilter) -> (Vec<u64>, Vec<u32>, usize, [u64; 4]) {
-        let words = f.blocks().iter().flat_map(|b| b.words().iter().copied()).collect();
-        let (dir, room) = match &f.store {
-            Store::Many(d) => (d.dir.clone(), d.blocks.capacity()),
-            _ => (Vec::new(), 0),
+    /// words (room and width included), the directory (each slot's block
+    /// by its place in address order, its depth and allocation), the
+    /// counters. Equal states answer,
+    /// save and count bytes alike.
+    fn state(f: &XfFilter) -> (Vec<u64>, Vec<u32>, [usize; 2], [u64; 4]) {
+        let words = f.blocks().flat_map(|b| b.words().iter().copied()).collect();
+        let (dir, depth) = match &f.store {
+            Store::Many(d) => {
+                let mut n = 0u32;
+                let dir = (0..d.slots.len())
+                    .map(|i| {
+                        n += u32::from(i > 0 && !d.slots.at(i).is(d.slots.at(i - 1)));
+                        n
+                    })
+                    .collect();
+                (dir, [d.slots.depth() as usize, d.slots.room()])
+            }
+            _ => (Vec::new(), [0, 0]),
         };
-        (words, dir, room, [f.items, f.mass, u64::from(f.qbits), f.size_bytes()])
+        (words, dir, depth, [f.items, f.mass, u64::from(f.qbits), f.size_bytes()])
     }
 
     fn filter(capacity: u64, max_capacity: u64) -> XfFilter {
@@ -163,7 +160,7 @@ mod tests {
     #[test]
     fn a_dropped_batch_undoes_everything_and_a_committed_one_is_the_adds() {
         let mut kinds = [0usize; 4];
-        let (mut moved_lists, mut counted_copies) = (0, 0);
+        let (mut deepened, mut in_place, mut counted_copies) = (0, 0, 0);
         for (capacity, held, batch) in
             [(1, 0, 1), (1, 3, 40), (8, 0, 700), (100, 50, 2_000), (100, 3_000, 5_000)]
         {
@@ -193,8 +190,10 @@ mod tests {
                         Undo::Split => 3,
                     }] += 1;
                 }
-                moved_lists += b.log.splits.iter().filter(|s| s.old_list.is_some()).count();
-                counted_copies += b.filter().blocks().iter().filter(|b| b.meta().counted).count();
+                let doubled = b.log.splits.iter().filter(|s| s.old_slots.is_some()).count();
+                deepened += doubled;
+                in_place += b.log.splits.len() - doubled;
+                counted_copies += b.filter().blocks().filter(|b| b.meta().counted).count();
                 let after = state(b.filter());
                 drop(b);
                 assert_eq!(state(&f), before, "capacity {capacity}, {held} held, a batch of {batch} dropped");
@@ -214,7 +213,10 @@ mod tests {
         }
         assert!(kinds.iter().all(|&k| k > 0), "every kind of change was undone: {kinds:?}");
         assert!(counted_copies > 0, "copies counted in place were undone");
-        assert!(moved_lists > 0, "splits that moved the list to a larger one were undone");
+        assert!(
+            deepened > 0 && in_place > 0,
+            "splits that doubled the directory and that did not were undone"
+        );
         assert!(std::mem::size_of::<Undo>() <= 32, "a record per item stays small");
     }
 

@@ -213,7 +213,8 @@ pub fn list_room(len: usize) -> usize {
     room
 }
 
-/// A list of blocks with the room [`list_room`] gives its length.
+/// A list of blocks with the room [`list_room`] gives its length (a chunked
+/// load's blocks, before they are placed in a directory).
 pub fn reserve_list(list: &mut Vec<Block>, len: usize) -> Result<(), OutOfMemory> {
     let room = list_room(len);
     if list.capacity() < room {
@@ -455,15 +456,17 @@ pub struct Inserted {
 }
 
 /// A block's words behind one thin pointer: 8 bytes where a boxed slice
-/// takes 16, in every block list and in the filter itself (a small key's
+/// takes 16, in every directory slot and in the filter itself (a small key's
 /// whole value is the filter and one block). The length is the metadata's
 /// (`words_for(meta.bits())`, plus a count list's room when it has one),
 /// which in-place writes never change: they change `n` and the records in
 /// use only, and the room, width, quotients and list room make the length.
 struct Words(std::ptr::NonNull<u64>);
 
-// SAFETY: `Words` owns its allocation exclusively, like the `Box<[u64]>` it
-// is made from; sharing `&Words` only reads it.
+// SAFETY: `Words` owns its allocation, like the `Box<[u64]>` it is made
+// from; sharing `&Words` only reads it. The only other handles on it are a
+// directory's aliases (`Block::alias`), kept inside `Slots` and written
+// only through `&mut Slots`, as the owner is.
 unsafe impl Send for Words {}
 // SAFETY: as above.
 unsafe impl Sync for Words {}
@@ -892,6 +895,22 @@ impl Block {
     #[inline]
     pub fn prefetch_lines(&self, lines: usize) {
         self.words.prefetch_lines(lines);
+    }
+
+    /// A second handle on the same words that owns nothing: a directory
+    /// holds one in each slot of a block but its first (`slots.rs`).
+    ///
+    /// # Safety
+    /// The alias reads the words: they must outlive every use of it, and
+    /// only one handle may free them.
+    pub(super) unsafe fn alias(&self) -> std::mem::ManuallyDrop<Block> {
+        std::mem::ManuallyDrop::new(Block { words: Words(self.words.0) })
+    }
+
+    /// Whether two handles hold the same words (their addresses compared,
+    /// neither read).
+    pub(super) fn is(&self, other: &Block) -> bool {
+        self.words.0 == other.words.0
     }
 
     #[inline]

@@ -7,12 +7,11 @@ use std::hash::Hasher;
 
 use siphasher::sip128::{Hasher128, SipHasher13};
 
-use super::block::{
-    list_room, max_entries, reserve_list, Block, Entry, Rebuild, MAX_F, MAX_STORED_ENTRIES, MIN_QBITS,
-};
+use super::block::{max_entries, Block, Entry, Rebuild, MAX_F, MAX_STORED_ENTRIES, MIN_QBITS};
 use super::errors::XfError;
 use super::plans::{Lengths, Plan, Plans};
-use super::undo::{Forget, Journal, Split, Undo};
+use super::slots::{Slots, Taken};
+use super::undo::{Forget, Journal, Undo};
 use super::{MAX_CAPACITY_LIMIT, MAX_ERROR_RATE, MIN_ERROR_RATE};
 use crate::common::hash::murmur3_128;
 use crate::common::memory::{alloc_class, Limits, OutOfMemory, Relocate};
@@ -540,10 +539,8 @@ pub(super) struct Dir {
     /// The blocks' bytes, kept as they change: a write asks the filter's
     /// size (limits, counters) and must not walk every block for it.
     pub block_bytes: u64,
-    /// `2^depth` block numbers, by the hash's top `depth` bits.
-    pub dir: Vec<u32>,
-    pub blocks: Vec<Block>,
-    pub depth: u32,
+    /// The blocks, by the hash's top bits (`slots.rs`).
+    pub slots: Slots,
     /// The fingerprint lengths of the ranks adds are filling (`plans.rs`).
     pub plans: Plans,
 }
@@ -579,7 +576,8 @@ pub struct XfFilter {
 /// quotient, and the block's level.
 #[derive(Clone, Copy, Debug)]
 struct Spot {
-    block: usize,
+    /// The block's directory slot (0 for a lone block).
+    slot: usize,
     quotient: u32,
     rest: u64,
     level: u32,
@@ -627,11 +625,10 @@ pub fn own_bytes() -> u64 {
 }
 
 /// Bytes counted for a filter of more than one block besides its blocks:
-/// the directory of `dir_len` slots, the list of `blocks` blocks (with
-/// the room [`list_room`] gives it) and their holder.
-pub fn directory_bytes(dir_len: u64, blocks: usize) -> u64 {
-    alloc_class(dir_len * 4)
-        + alloc_class(list_room(blocks) as u64 * std::mem::size_of::<Block>() as u64)
+/// the directory of `dir_len` slots (each a block's handle, `slots.rs`)
+/// and its holder.
+pub fn directory_bytes(dir_len: u64) -> u64 {
+    alloc_class(dir_len * std::mem::size_of::<Block>() as u64)
         + alloc_class(std::mem::size_of::<Dir>() as u64)
 }
 
@@ -808,24 +805,20 @@ impl XfFilter {
         let depth = first - qbits;
         let empty = Block::build_sorted(qbits, depth, &[], 0)?;
         let count = 1u64 << depth;
-        let bytes = own_bytes()
-            + count * empty.bytes()
-            + if depth > 0 { directory_bytes(count, count as usize) } else { 0 };
+        let bytes = own_bytes() + count * empty.bytes() + if depth > 0 { directory_bytes(count) } else { 0 };
         limits.check(bytes)?;
         let store = if depth == 0 {
             Store::One(empty)
         } else {
             let mut blocks = Vec::new();
-            reserve_list(&mut blocks, count as usize)?;
+            blocks.try_reserve_exact(count as usize).map_err(|_| OutOfMemory)?;
             blocks.push(empty);
             for _ in 1..count {
                 blocks.push(Block::build_sorted(qbits, depth, &[], 0)?);
             }
-            let mut dir = Vec::new();
-            dir.try_reserve_exact(count as usize).map_err(|_| OutOfMemory)?;
-            dir.extend(0..count as u32);
             let block_bytes = blocks.iter().map(Block::bytes).sum();
-            Store::Many(Box::new(Dir { block_bytes, dir, blocks, depth, plans: Plans::default() }))
+            let slots = Slots::of(&mut blocks, depth)?;
+            Store::Many(Box::new(Dir { block_bytes, slots, plans: Plans::default() }))
         };
         Ok(XfFilter {
             params,
@@ -903,22 +896,27 @@ impl XfFilter {
         matches!(self.store, Store::Loading(_))
     }
 
-    pub(super) fn blocks(&self) -> &[Block] {
+    /// The blocks in address order.
+    pub(super) fn blocks(&self) -> Blocks<'_> {
         match &self.store {
-            Store::One(b) => std::slice::from_ref(b),
-            Store::Many(d) => &d.blocks,
-            Store::Loading(_) => &[],
+            Store::One(b) => Blocks::One(Some(b)),
+            Store::Many(d) => Blocks::Many(d.slots.iter()),
+            Store::Loading(_) => Blocks::One(None),
         }
     }
 
     /// Blocks (and splits so far: blocks less the first layout's).
     pub fn block_count(&self) -> u64 {
-        self.blocks().len() as u64
+        match &self.store {
+            Store::One(_) => 1,
+            Store::Many(d) => d.slots.count() as u64,
+            Store::Loading(_) => 0,
+        }
     }
 
     /// Entries stored (copies included).
     pub fn entries(&self) -> u64 {
-        self.blocks().iter().map(Block::occurrences).sum()
+        self.blocks().map(Block::occurrences).sum()
     }
 
     /// Bytes allocated, as the allocator rounds them (`XF.INFO`, `MEMORY USAGE`).
@@ -960,9 +958,9 @@ impl XfFilter {
             items: self.items,
             entries,
             size_bytes: self.size_bytes(),
-            blocks: blocks.len() as u64,
+            blocks: self.block_count(),
             largest_block: largest,
-            quotients: blocks.len() as u64 * q,
+            quotients: self.block_count() * q,
             deepest_level: deepest,
             shallowest_level: shallowest,
             // 0: the rate is spent, the next new item is refused.
@@ -1048,22 +1046,28 @@ impl XfFilter {
 
     fn spot(&self, h: XfHash) -> Option<Spot> {
         let q = u32::from(self.qbits);
-        let (block, depth) = match &self.store {
+        let (slot, depth) = match &self.store {
             Store::One(_) => (0, 0),
             Store::Many(d) => {
-                let b = d.dir[(h.0 >> (128 - d.depth)) as usize] as usize;
-                (b, d.blocks[b].depth())
+                let slot = d.slots.slot_of(h.0);
+                (slot, d.slots.at(slot).depth())
             }
             Store::Loading(_) => return None,
         };
         let level = depth + q;
         let (quotient, rest) = position(h.0, level, q);
         let prefix = if depth == 0 { 0 } else { (h.0 >> (128 - depth)) as u64 };
-        Some(Spot { block, quotient, rest, level, prefix, run: None })
+        Some(Spot { slot, quotient, rest, level, prefix, run: None })
     }
 
+    /// The block at `i` (a directory slot, 0 for a lone block) of a
+    /// filter not being loaded: what [`XfFilter::spot`] found.
     fn block(&self, i: usize) -> &Block {
-        &self.blocks()[i]
+        match &self.store {
+            Store::One(b) => b,
+            Store::Many(d) => d.slots.at(i),
+            Store::Loading(_) => unreachable!("a filter being loaded has no spot"),
+        }
     }
 
     // ---- reads ----
@@ -1082,7 +1086,7 @@ impl XfFilter {
     /// [`XfFilter::contains_hash`] once its block was asked for.
     #[inline]
     fn contains_asked(&self, h: XfHash) -> bool {
-        self.spot(h).is_some_and(|s| self.block(s.block).contains(s.quotient, s.rest))
+        self.spot(h).is_some_and(|s| self.block(s.slot).contains(s.quotient, s.rest))
     }
 
     /// [`XfFilter::contains_hash`] of each hash in turn, with the memory
@@ -1127,9 +1131,8 @@ impl XfFilter {
     fn prefetch_block(&self, h: XfHash) {
         match &self.store {
             Store::Many(d) => {
-                let lines = d.block_bytes / (d.blocks.len() as u64 * 64) + 1;
-                d.blocks[d.dir[(h.0 >> (128 - d.depth)) as usize] as usize]
-                    .prefetch_lines(lines.min(MAX_PREFETCH_LINES) as usize);
+                let lines = d.block_bytes / (d.slots.count() as u64 * 64) + 1;
+                d.slots.prefetch(h.0, lines.min(MAX_PREFETCH_LINES) as usize);
             }
             Store::One(b) => b.prefetch_lines(1),
             Store::Loading(_) => {}
@@ -1143,7 +1146,7 @@ impl XfFilter {
     }
 
     pub fn count_hash(&self, h: XfHash) -> u64 {
-        self.spot(h).map_or(0, |s| u64::from(self.block(s.block).count(s.quotient, s.rest)))
+        self.spot(h).map_or(0, |s| u64::from(self.block(s.slot).count(s.quotient, s.rest)))
     }
 
     /// Cache lines a lookup of the item reads: the directory word, the
@@ -1151,7 +1154,7 @@ impl XfFilter {
     /// run's fields (for the constant-time test and benchmarks).
     pub fn lookup_cost(&self, item: &[u8]) -> LookupCost {
         let Some(s) = self.spot(self.hash(item)) else { return LookupCost { cache_lines: 0 } };
-        let b = self.block(s.block);
+        let b = self.block(s.slot);
         let meta = b.meta();
         let run = b.run(s.quotient);
         let dir = u64::from(matches!(self.store, Store::Many(_)));
@@ -1260,7 +1263,7 @@ impl XfFilter {
     fn spot_and_contains(&self, h: XfHash) -> Result<(Spot, bool), XfError> {
         self.prefetch_block(h);
         let s = self.spot(h).ok_or(XfError::Loading)?;
-        let (found, run) = self.block(s.block).probe(s.quotient, s.rest);
+        let (found, run) = self.block(s.slot).probe(s.quotient, s.rest);
         Ok((Spot { run: Some((run.start, run.end)), ..s }, found))
     }
 
@@ -1276,38 +1279,39 @@ impl XfFilter {
         }
         journal.make_room()?;
         let qbits = u32::from(self.qbits);
-        let len = self.block(s.block).len();
+        let len = self.block(s.slot).len();
         let one = matches!(self.store, Store::One(_));
         let full = grow_threshold(one, qbits, s.level - qbits, s.prefix);
         let (mut bound, doubling) = (max_entries(qbits), doubles(one, qbits));
-        if len >= full && self.grows_for(s.block, h, doubling) {
+        if len >= full && self.grows_for(s.slot, h, doubling) {
             if let Some((was, now)) = self.grow_with(s, h, limits, journal)? {
                 self.mass = self.mass.saturating_sub(was).saturating_add(now);
                 self.items += 1;
                 return Ok(());
             }
-            if self.held_by_copies(s.block, h, doubling) {
+            if self.held_by_copies(s.slot, h, doubling) {
                 bound = MAX_STORED_ENTRIES;
             }
         }
         // The bound on entries keeps every write's work bounded; copies
         // count in a block's occurrences, which its stored form writes one
         // by one (16 bits of them).
-        if len >= bound && block_held_by_voids(self.block(s.block)) {
+        if len >= bound && block_held_by_voids(self.block(s.slot)) {
             bound = MAX_STORED_ENTRIES;
         }
-        let b = self.block(s.block);
+        let b = self.block(s.slot);
         if len >= bound || b.occurrences() >= u64::from(MAX_STORED_ENTRIES) {
             return Err(XfError::Crowded);
         }
         let f = self.fbits_for_add(s.level, s.prefix)?;
         let e = Entry { quotient: s.quotient, f, fp: s.rest >> (64 - f) };
-        let copy = match self.blocks_mut()[s.block].insert_in(e, s.run.map(|(a, b)| a..b)) {
+        let inserted = self.update_block(s.slot, |b| b.insert_in(e, s.run.map(|(a, b)| a..b)));
+        let copy = match inserted.ok_or(XfError::Loading)? {
             Ok(done) => {
-                journal.record(Undo::Inserted { block: s.block, quotient: e.quotient, at: done.at });
+                journal.record(Undo::Inserted { slot: s.slot, quotient: e.quotient, at: done.at });
                 done.copy
             }
-            Err(Rebuild) => self.rebuild_with(s.block, e, limits, journal)?,
+            Err(Rebuild) => self.rebuild_with(s.slot, e, limits, journal)?,
         };
         if !copy {
             self.mass = self.mass.saturating_add(units(s.level + f));
@@ -1316,7 +1320,7 @@ impl XfFilter {
         Ok(())
     }
 
-    /// Block `i` rebuilt with `e` in it, in a larger allocation (room is
+    /// The block at slot `i` rebuilt with `e` in it, in a larger allocation (room is
     /// short) or anew (a wider field, or the first copy of an entry):
     /// allocated and checked against `limits` before it replaces the old
     /// one. True when `e` was a copy.
@@ -1344,7 +1348,7 @@ impl XfFilter {
         let after = before - old.bytes() + rebuilt.bytes();
         limits.check_growth(before, after)?;
         let old = self.replace_block(i, rebuilt);
-        journal.record(Undo::Replaced { block: i, old });
+        journal.record(Undo::Replaced { slot: i, old });
         Ok(copy)
     }
 
@@ -1353,7 +1357,7 @@ impl XfFilter {
         Ok(entry_at(h.0, level, qbits, self.fbits_at_q(level, prefix, qbits)?))
     }
 
-    /// Whether full block `i` grows for `h` ([`grows`]): its halves, the
+    /// Whether the full block at slot `i` grows for `h` ([`grows`]): its halves, the
     /// side `h` falls on, and its voids, counted by a walk only when the
     /// halves alone would let it grow.
     fn grows_for(&self, i: usize, h: XfHash, doubling: bool) -> bool {
@@ -1363,7 +1367,7 @@ impl XfFilter {
         grows(n, lower, side, doubling, || b.voids())
     }
 
-    /// Whether block `i`, which would grow for `h`, is held whole only by
+    /// Whether the block at slot `i`, which would grow for `h`, is held whole only by
     /// its copies: growth would double a void's copies past what its stored
     /// form counts ([`grown_storable`]). Such a block (an honest item added
     /// tens of thousands of times, whose entry ran out of bits as the filter
@@ -1377,31 +1381,34 @@ impl XfFilter {
         !grown_storable(b, doubling, half_of(h, b.depth()))
     }
 
-    /// Puts `b` in place of block `i`, keeping the byte count; gives back
+    /// Puts `b` in place of the block at slot `i`, keeping the byte count; gives back
     /// the block it replaced.
     pub(super) fn replace_block(&mut self, i: usize, b: Block) -> Block {
         match &mut self.store {
             Store::One(one) => std::mem::replace(one, b),
             Store::Many(d) => {
-                d.block_bytes = d.block_bytes - d.blocks[i].bytes() + b.bytes();
-                std::mem::replace(&mut d.blocks[i], b)
+                d.block_bytes = d.block_bytes - d.slots.at(i).bytes() + b.bytes();
+                d.slots.replace(i, b)
             }
             Store::Loading(_) => b,
         }
     }
 
-    pub(super) fn blocks_mut(&mut self) -> &mut [Block] {
+    /// `write` on the block at `i` (a directory slot, 0 for a lone block);
+    /// `None` for a filter being loaded. A write that changes the block's
+    /// bytes counts them itself (in-place writes do not change them).
+    pub(super) fn update_block<R>(&mut self, i: usize, write: impl FnOnce(&mut Block) -> R) -> Option<R> {
         match &mut self.store {
-            Store::One(b) => std::slice::from_mut(b),
-            Store::Many(d) => &mut d.blocks,
-            Store::Loading(_) => &mut [],
+            Store::One(b) => Some(write(b)),
+            Store::Many(d) => Some(d.slots.update(i, write)),
+            Store::Loading(_) => None,
         }
     }
 
     /// Makes room in a full block and places `h` in it in one step: doubles
     /// a lone block's quotients, or splits the block, with `h`'s entry
     /// built into the new block(s) at their level. Every allocation (the
-    /// blocks, a doubled directory, room in the block list) is made and
+    /// blocks, a doubled directory) is made and
     /// checked against `limits` before anything changes, so a refusal leaves
     /// the filter as it was (a replica, which never sees the refused write,
     /// stays identical). `Some((was, now))`: placed, the block's mass before
@@ -1422,21 +1429,21 @@ impl XfFilter {
             return Ok(None);
         }
         let doubling = matches!(self.store, Store::One(_)) && doubles(true, qbits);
-        let depth = self.block(s.block).depth();
+        let depth = self.block(s.slot).depth();
         let bit = half_of(h, depth);
-        if !grown_storable(self.block(s.block), doubling, bit) {
+        if !grown_storable(self.block(s.slot), doubling, bit) {
             return Ok(None);
         }
         if doubling {
-            let was = mass_of(self.block(s.block), s.level);
+            let was = mass_of(self.block(s.slot), s.level);
             return Ok(Some((was, self.double_lone(h, limits, journal)?)));
         }
         let child_level = s.level + 1;
         let child_prefix = (s.prefix << 1) | bit;
         let e = self.entry_for(h, child_level, child_prefix, qbits)?;
-        let Halves { lo, hi, was, now } = split(self.block(s.block), e, bit == 1, s.level)?;
+        let Halves { lo, hi, was, now } = split(self.block(s.slot), e, bit == 1, s.level)?;
         debug_assert!(storable(&lo) && storable(&hi));
-        debug_assert_eq!(was, mass_of(self.block(s.block), s.level));
+        debug_assert_eq!(was, mass_of(self.block(s.slot), s.level));
         debug_assert_eq!(now, mass_of(&lo, child_level) + mass_of(&hi, child_level));
         let placed = match self.store {
             Store::One(_) => self.split_lone(lo, hi, limits, journal),
@@ -1474,25 +1481,22 @@ impl XfFilter {
         journal: &mut impl Journal,
     ) -> Result<bool, XfError> {
         let before = self.size_bytes();
-        let added = lo.bytes() + hi.bytes() + directory_bytes(2, 2);
+        let added = lo.bytes() + hi.bytes() + directory_bytes(2);
         limits.check_growth(before, before - self.block(0).bytes() + added)?;
-        let mut blocks = Vec::new();
-        reserve_list(&mut blocks, 2)?;
-        let mut dir = Vec::new();
-        dir.try_reserve_exact(2).map_err(|_| OutOfMemory)?;
-        blocks.push(lo);
-        blocks.push(hi);
-        dir.extend([0, 1]);
-        let block_bytes = blocks.iter().map(Block::bytes).sum();
-        let dir = Store::Many(Box::new(Dir { block_bytes, dir, blocks, depth: 1, plans: Plans::default() }));
+        let block_bytes = lo.bytes() + hi.bytes();
+        let mut two = Vec::new();
+        two.try_reserve_exact(2).map_err(|_| OutOfMemory)?;
+        two.extend([lo, hi]);
+        let slots = Slots::of(&mut two, 1)?;
+        let dir = Store::Many(Box::new(Dir { block_bytes, slots, plans: Plans::default() }));
         let Store::One(old) = std::mem::replace(&mut self.store, dir) else { unreachable!() };
         journal.record(Undo::Lone { old, qbits: self.qbits });
         Ok(true)
     }
 
-    /// Block `s.block` (of `depth`) of the directory split into `lo` (in its
-    /// place) and `hi` (a new block), the directory doubled if the block was
-    /// at its depth. False: the directory may not double ([`directory_fits`]).
+    /// The block at slot `s.slot` (of `depth`) split into `lo` and `hi`,
+    /// the directory doubled if the block was at its depth. False: the
+    /// directory may not double ([`directory_fits`]).
     fn split_in_directory(
         &mut self,
         s: Spot,
@@ -1504,47 +1508,21 @@ impl XfFilter {
     ) -> Result<bool, XfError> {
         let before = self.size_bytes();
         let Store::Many(d) = &mut self.store else { return Err(XfError::Loading) };
-        let deeper = depth + 1 > d.depth;
-        if deeper && !directory_fits(d.dir.len() as u64 * 2, d.blocks.len() as u64 + 1) {
+        let slots = d.slots.len();
+        let deeper = depth + 1 > d.slots.depth();
+        if deeper && !directory_fits(slots as u64 * 2, d.slots.count() as u64 + 1) {
             return Ok(false);
         }
-        let new_dir_len = if deeper { d.dir.len() * 2 } else { d.dir.len() };
-        let added = lo.bytes() + hi.bytes() + directory_bytes(new_dir_len as u64, d.blocks.len() + 1);
-        let removed = d.blocks[s.block].bytes() + directory_bytes(d.dir.len() as u64, d.blocks.len());
+        let new_len = if deeper { slots * 2 } else { slots };
+        let added = lo.bytes() + hi.bytes() + directory_bytes(new_len as u64);
+        let removed = d.slots.at(s.slot).bytes() + directory_bytes(slots as u64);
         limits.check_growth(before, before - removed + added)?;
-        let mut dir = Vec::new();
-        if deeper {
-            dir.try_reserve_exact(new_dir_len).map_err(|_| OutOfMemory)?;
-        }
-        // A list with room for one more block, made now: a batch keeps the
-        // old one to move the blocks back into (see `undo.rs`).
-        let grown = d.blocks.len() + 1;
-        let mut larger = Vec::new();
-        if d.blocks.capacity() < list_room(grown) {
-            reserve_list(&mut larger, grown)?;
-        }
+        let room = if deeper { Some(d.slots.room_to_deepen()?) } else { None };
         journal.make_room_for_split()?;
         // Nothing fails past here.
-        let old_list = (larger.capacity() > 0).then(|| {
-            larger.append(&mut d.blocks);
-            std::mem::replace(&mut d.blocks, larger)
-        });
-        let old_dir = deeper.then(|| {
-            dir.extend(d.dir.iter().flat_map(|&b| [b, b]));
-            d.depth += 1;
-            std::mem::replace(&mut d.dir, dir)
-        });
-        // The block's slots in the directory: `2^(D - depth)` from its
-        // prefix on; the lower half keeps its number.
-        let span = 1usize << (d.depth - depth);
-        let first = s.prefix as usize * span;
-        let slots = first + span / 2..first + span;
-        let hi_index = d.blocks.len() as u32;
-        d.block_bytes = d.block_bytes - d.blocks[s.block].bytes() + lo.bytes() + hi.bytes();
-        let old = std::mem::replace(&mut d.blocks[s.block], lo);
-        d.blocks.push(hi);
-        d.dir[slots.clone()].iter_mut().for_each(|slot| *slot = hi_index);
-        journal.record_split(Split { block: s.block, old, old_dir, slots, old_list });
+        d.block_bytes = d.block_bytes - d.slots.at(s.slot).bytes() + lo.bytes() + hi.bytes();
+        let taken: Taken = d.slots.split(s.slot, lo, hi, room);
+        journal.record_split(taken);
         Ok(true)
     }
 
@@ -1559,11 +1537,12 @@ impl XfFilter {
     pub fn delete_hash(&mut self, h: XfHash) -> Result<bool, XfError> {
         self.ready()?;
         let Some(s) = self.spot(h) else { return Ok(false) };
-        let Some((e, i)) = self.block(s.block).best(s.quotient, s.rest) else { return Ok(false) };
-        let was = self.block(s.block).bytes();
-        let gone = self.blocks_mut()[s.block].remove_canonical(s.quotient, i)?;
+        let Some((e, i)) = self.block(s.slot).best(s.quotient, s.rest) else { return Ok(false) };
+        let was = self.block(s.slot).bytes();
+        let gone =
+            self.update_block(s.slot, |b| b.remove_canonical(s.quotient, i)).ok_or(XfError::Loading)??;
         if let Store::Many(d) = &mut self.store {
-            d.block_bytes = d.block_bytes - was + d.blocks[s.block].bytes();
+            d.block_bytes = d.block_bytes - was + d.slots.at(s.slot).bytes();
         }
         if gone {
             self.mass = self.mass.saturating_sub(units(s.level + e.f));
@@ -1573,7 +1552,8 @@ impl XfFilter {
     }
 
     /// Offers the buffers to a server's defragmentation from buffer `from`
-    /// on (0: the directory, then each block); `Some(next)` when cut short.
+    /// on (0: the directory, then `1 + s` the block whose first slot is
+    /// `s`: [`Slots::relocate`]); `Some(next)` when cut short.
     pub fn relocate(&mut self, from: usize, to: &mut impl Relocate) -> Option<usize> {
         match &mut self.store {
             Store::One(b) => {
@@ -1582,20 +1562,7 @@ impl XfFilter {
                 }
                 None
             }
-            Store::Many(d) => {
-                let total = d.blocks.len() + 2;
-                for i in from..total {
-                    if i > from && to.should_stop() {
-                        return Some(i);
-                    }
-                    match i {
-                        0 => to.vec(&mut d.dir),
-                        1 => to.vec(&mut d.blocks),
-                        i => d.blocks[i - 2].relocate(to),
-                    }
-                }
-                None
-            }
+            Store::Many(d) => d.slots.relocate(from, to),
             Store::Loading(_) => None,
         }
     }
@@ -1682,20 +1649,30 @@ pub fn scale(h: u128, m0: u64) -> u128 {
 
 impl Dir {
     fn bytes(&self) -> u64 {
-        debug_assert_eq!(self.block_bytes, self.blocks.iter().map(Block::bytes).sum::<u64>());
-        self.block_bytes + directory_bytes(self.dir.len() as u64, self.blocks.len())
+        debug_assert_eq!(self.block_bytes, self.slots.iter().map(Block::bytes).sum::<u64>());
+        self.block_bytes + directory_bytes(self.slots.len() as u64)
     }
 
     fn try_clone(&self) -> Result<Dir, OutOfMemory> {
-        let mut blocks = Vec::new();
-        reserve_list(&mut blocks, self.blocks.len())?;
-        for b in &self.blocks {
-            blocks.push(b.try_clone()?);
+        let slots = self.slots.try_clone()?;
+        Ok(Dir { block_bytes: self.block_bytes, slots, plans: self.plans })
+    }
+}
+
+/// [`XfFilter::blocks`]: a lone block, or a directory's.
+pub(super) enum Blocks<'a> {
+    One(Option<&'a Block>),
+    Many(super::slots::Iter<'a>),
+}
+
+impl<'a> Iterator for Blocks<'a> {
+    type Item = &'a Block;
+
+    fn next(&mut self) -> Option<&'a Block> {
+        match self {
+            Blocks::One(b) => b.take(),
+            Blocks::Many(it) => it.next(),
         }
-        let mut dir = Vec::new();
-        dir.try_reserve_exact(self.dir.len()).map_err(|_| OutOfMemory)?;
-        dir.extend_from_slice(&self.dir);
-        Ok(Dir { block_bytes: self.block_bytes, dir, blocks, depth: self.depth, plans: self.plans })
     }
 }
 
@@ -1794,7 +1771,7 @@ pub fn give_bit(e: Entry, out: &mut impl FnMut(Entry)) {
 impl XfFilter {
     /// Where the bytes go (benchmarks): the blocks' bits in use (metadata,
     /// index, header and fields of their entries), their allocations, and
-    /// the directory and lists.
+    /// the directory.
     pub fn breakdown(&self) -> (u64, u64, u64) {
         let mut used = 0u64;
         let mut alloc = 0u64;

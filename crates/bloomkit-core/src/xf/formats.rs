@@ -272,7 +272,9 @@ impl XfFilter {
     fn header(&self) -> Header {
         let (depth, blocks, data_bytes) = match &self.store {
             Store::One(b) => (0, 1, canonical_bytes(b)),
-            Store::Many(d) => (d.depth, d.blocks.len() as u64, d.blocks.iter().map(canonical_bytes).sum()),
+            Store::Many(d) => {
+                (d.slots.depth(), d.slots.count() as u64, d.slots.iter().map(canonical_bytes).sum())
+            }
             Store::Loading(l) => match &**l {
                 Loading::V1(b) => (b.depth, b.total, b.data_bytes),
                 Loading::V0 { .. } => (0, 1, 0),
@@ -480,16 +482,20 @@ impl XfFilter {
     /// Chunks of whole blocks from directory slot `slot` on, in address
     /// order: `(next slot, bytes)`, `None` at the end or off a block's start.
     fn blocks_from(&self, slot: u64) -> Option<(u64, Vec<u8>)> {
-        let (depth, dir, blocks): (u32, &[u32], &[Block]) = match &self.store {
-            Store::One(b) => (0, &[0], std::slice::from_ref(b)),
-            Store::Many(d) => (d.depth, &d.dir, &d.blocks),
+        let depth = match &self.store {
+            Store::One(_) => 0,
+            Store::Many(d) => d.slots.depth(),
             Store::Loading(_) => return None,
         };
         let all = 1u64 << depth;
         let mut at = slot;
         let mut out: Vec<u8> = Vec::new();
         while at < all {
-            let b = &blocks[dir[at as usize] as usize];
+            let b = match &self.store {
+                Store::Many(d) => d.slots.at(at as usize),
+                Store::One(b) => b,
+                Store::Loading(_) => return None,
+            };
             let span = 1u64 << (depth - b.depth());
             if !at.is_multiple_of(span) {
                 return None;

@@ -16,6 +16,7 @@ use super::filter::{
     block_held_by_voids, harmonic, mass_of, mass_rate, units, Dir, Hashing, Store, XfFilter, XfParams,
     GROW_QBITS, MAX_DEPTH,
 };
+use super::slots::Slots;
 use super::MAX_ERROR_RATE;
 use crate::common::memory::{Limits, OutOfMemory};
 
@@ -535,24 +536,9 @@ fn store_of(blocks: &mut Vec<Block>, depth: u32, block_bytes: u64) -> Result<Sto
     {
         return Err(XfError::Crowded);
     }
-    let slots = 1usize << depth;
-    let mut dir = Vec::new();
-    dir.try_reserve_exact(slots).map_err(|_| OutOfMemory)?;
-    for (i, b) in blocks.iter().enumerate() {
-        let span = 1usize << (depth - b.depth());
-        if dir.len() % span != 0 || dir.len() + span > slots {
-            return Err(XfError::BadData("a block is not where its depth places it"));
-        }
-        dir.extend(std::iter::repeat_n(i as u32, span));
-    }
-    if dir.len() != slots {
-        return Err(XfError::BadData("the blocks do not cover every hash"));
-    }
-    let mut taken = Vec::new();
-    super::block::reserve_list(&mut taken, blocks.len())?;
-    taken.append(blocks);
-    debug_assert_eq!(block_bytes, taken.iter().map(Block::bytes).sum::<u64>());
-    Ok(Store::Many(Box::new(Dir { block_bytes, dir, blocks: taken, depth, plans: Default::default() })))
+    debug_assert_eq!(block_bytes, blocks.iter().map(Block::bytes).sum::<u64>());
+    let slots = Slots::of(blocks, depth)?;
+    Ok(Store::Many(Box::new(Dir { block_bytes, slots, plans: Default::default() })))
 }
 
 impl XfFilter {
@@ -676,7 +662,7 @@ impl XfFilter {
     /// The directory's depth (0 for one block).
     pub(super) fn dir_depth(&self) -> u32 {
         match &self.store {
-            Store::Many(d) => d.depth,
+            Store::Many(d) => d.slots.depth(),
             _ => 0,
         }
     }
@@ -702,29 +688,32 @@ fn room_to_grow(rate: f64, out: &XfFilter) -> f64 {
 /// address order, so each block is decoded once).
 struct Cursor<'a> {
     f: &'a XfFilter,
-    block: usize,
+    /// The block decoded last ([`Block::is`]).
+    block: Option<&'a Block>,
     entries: Vec<Entry>,
 }
 
-impl Cursor<'_> {
+impl<'a> Cursor<'a> {
     /// The input's block at slot `s` of depth `slot_depth` (`>=` the input's own
     /// directory depth), and its depth.
-    fn block_at(&self, slot_depth: u32, s: u64) -> (usize, u32) {
-        match &self.f.store {
+    fn block_at(&self, slot_depth: u32, s: u64) -> (&'a Block, u32) {
+        let f: &'a XfFilter = self.f;
+        match &f.store {
             Store::Many(d) => {
-                let b = d.dir[(s >> (slot_depth - d.depth)) as usize] as usize;
-                (b, d.blocks[b].depth())
+                let b = d.slots.at(d.slots.slot_at(slot_depth, s));
+                (b, b.depth())
             }
-            _ => (0, 0),
+            Store::One(b) => (b, 0),
+            Store::Loading(_) => unreachable!("a merge's inputs are loaded"),
         }
     }
 
-    /// Block `bi`'s entries in `entries`, decoded once.
-    fn load(&mut self, bi: usize) {
-        if self.block != bi {
-            self.block = bi;
+    /// Block `b`'s entries in `entries`, decoded once.
+    fn load(&mut self, b: &'a Block) {
+        if !self.block.is_some_and(|last| last.is(b)) {
+            self.block = Some(b);
             self.entries.clear();
-            self.f.blocks()[bi].decode_into(&mut self.entries);
+            b.decode_into(&mut self.entries);
         }
     }
 
@@ -839,7 +828,7 @@ fn merge_blocks(
 /// The depth of a filter's shallowest block (0 for a lone block).
 fn shallowest(f: &XfFilter) -> u32 {
     match &f.store {
-        Store::Many(_) => f.blocks().iter().map(Block::depth).min().unwrap_or(0),
+        Store::Many(_) => f.blocks().map(Block::depth).min().unwrap_or(0),
         _ => 0,
     }
 }
@@ -862,7 +851,7 @@ fn merge_slots(
     out: &mut Built,
 ) -> Result<(), XfError> {
     let mut cursors: Vec<Cursor> =
-        inputs.iter().map(|f| Cursor { f, block: usize::MAX, entries: Vec::new() }).collect();
+        inputs.iter().map(|f| Cursor { f, block: None, entries: Vec::new() }).collect();
     let (mut lists, mut cover, mut merged): (Vec<Vec<Abs>>, Vec<Abs>, Vec<Abs>) =
         (vec![Vec::new(); inputs.len()], Vec::new(), Vec::new());
     let mut region = Region::default();

@@ -16,7 +16,8 @@
 //! Here: [`block`] (one block: its layout, lookups, in-place writes, the
 //! checks of a loaded one), [`filter`] (the filter: hashing, the schedule,
 //! growth, reads and writes), `plans` (the fingerprint lengths of the
-//! ranks adds fill, kept so that an add does no float division), `batch`
+//! ranks adds fill, kept so that an add does no float division), `slots`
+//! (the directory: each slot holds its block, and owns the blocks), `batch`
 //! and `undo` (all-or-nothing batches of adds and the records that undo
 //! them), `merge` (building blocks in hash order:
 //! merges and the conversion of old values), [`args`] (`XF.*` arguments),
@@ -35,6 +36,7 @@ mod loading;
 mod merge;
 mod model;
 mod plans;
+mod slots;
 mod undo;
 
 pub use args::XfDefaults;

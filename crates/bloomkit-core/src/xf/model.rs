@@ -20,8 +20,7 @@
 //! (its bytes times the halvings). Two things are global and are kept for
 //! the whole filter rather than the part: the mass (every add counts as
 //! the adds it stands for, so the schedule sees the rate the real filter
-//! would have spent) and the directory and block list (from the deepest
-//! block and the block count). Memory then stays under a few tens of MB
+//! would have spent) and the directory (from the deepest block). Memory then stays under a few tens of MB
 //! and time grows with log n: a filter of 10^10 items takes about
 //! 4 million adds.
 //!
@@ -178,9 +177,8 @@ impl XfModel {
             return (own_bytes() + self.blocks[0].bytes) as f64;
         }
         let scale = 2f64.powi(self.shift as i32);
-        let blocks = (self.blocks.len() as f64 * scale).round() as usize;
         let depth = self.blocks.iter().map(|b| b.depth).max().unwrap_or(0);
-        let rest = own_bytes() + directory_bytes(1 << depth, blocks);
+        let rest = own_bytes() + directory_bytes(1 << depth);
         self.block_bytes as f64 * scale + rest as f64
     }
 

@@ -7,11 +7,13 @@ use crate::common::memory::OutOfMemory;
 
 /// How to undo one change an add made.
 pub(super) enum Undo {
-    /// Entry `at` of `quotient` was inserted in place into block `block`,
-    /// or one more copy of it counted in place (its record's count).
-    Inserted { block: usize, quotient: u32, at: u32 },
-    /// Block `block` was replaced by a rebuilt one.
-    Replaced { block: usize, old: Block },
+    /// Entry `at` of `quotient` was inserted in place into the block at
+    /// directory slot `slot` (0 for a lone block), or one more copy of it
+    /// counted in place (its record's count). Records are undone last
+    /// first, so a slot names the block it named when recorded.
+    Inserted { slot: usize, quotient: u32, at: u32 },
+    /// The block at slot `slot` was replaced by a rebuilt one.
+    Replaced { slot: usize, old: Block },
     /// The lone block `old` (of `qbits` quotient bits) was doubled, or
     /// split into a directory of two.
     Lone { old: Block, qbits: u8 },
@@ -20,19 +22,13 @@ pub(super) enum Undo {
     Split,
 }
 
-/// How to undo a split in a directory.
-pub(super) struct Split {
-    /// The block split, now its lower half; the upper half was pushed last.
-    pub block: usize,
-    pub old: Block,
-    /// The directory before it doubled, or `None` and the `slots` that were
-    /// pointed at the upper half.
-    pub old_dir: Option<Vec<u32>>,
-    pub slots: std::ops::Range<usize>,
-    /// The list of blocks before it was moved into a larger one (now
-    /// empty, its room kept: moving back allocates nothing).
-    pub old_list: Option<Vec<Block>>,
-}
+/// How to undo a split in a directory: what [`Slots::split`] took (the
+/// block split, its slots, the slots before they doubled), which
+/// [`Slots::unsplit`] puts back.
+///
+/// [`Slots::split`]: super::slots::Slots::split
+/// [`Slots::unsplit`]: super::slots::Slots::unsplit
+pub(super) type Split = super::slots::Taken;
 
 /// Where an add leaves the record of what it changed.
 pub(super) trait Journal {
