@@ -1102,7 +1102,11 @@ impl XfFilter {
     /// Called before item `i` of a batch of lookups or adds of `hashes`:
     /// asks for the block of the item `PREFETCH_AHEAD` places on
     /// ([`XfFilter::prefetch_block`]), so that its lines arrive while the
-    /// items before it are looked up or shift their blocks. (A second hint
+    /// items before it are looked up or shift their blocks, and for the
+    /// directory slot of the item twice as far on, so that the block's
+    /// hint finds its slot in cache (since the slot holds the block, D:
+    /// batches of 100 lookups at 4M items 5-14% faster in alternation,
+    /// adds unchanged). (A second hint
     /// half as far, for the lines of the item's run once the metadata was
     /// in, measured no gain once the whole block is asked for. Adds gained
     /// nothing from the earlier hints, which asked for a block's first line
@@ -1113,10 +1117,22 @@ impl XfFilter {
     pub fn prefetch_for(&self, hashes: &[XfHash], i: usize) {
         const AHEAD: usize = PREFETCH_AHEAD;
         if i == 0 {
+            hashes.iter().take(2 * AHEAD).for_each(|&h| self.prefetch_slot(h));
             hashes.iter().take(AHEAD).for_each(|&h| self.prefetch_block(h));
+        }
+        if let Some(&h) = hashes.get(i + 2 * AHEAD) {
+            self.prefetch_slot(h);
         }
         if let Some(&h) = hashes.get(i + AHEAD) {
             self.prefetch_block(h);
+        }
+    }
+
+    /// Asks for the directory slot `h` falls in.
+    #[inline]
+    fn prefetch_slot(&self, h: XfHash) {
+        if let Store::Many(d) = &self.store {
+            d.slots.prefetch_slot(h.0);
         }
     }
 

@@ -282,6 +282,20 @@ impl Slots {
         None
     }
 
+    /// Asks for the slot of `h`.
+    #[inline]
+    pub fn prefetch_slot(&self, h: u128) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let at = self.slots.as_ptr().wrapping_add(self.slot_of(h)).cast::<i8>();
+            // SAFETY: a prefetch of any address reads nothing and cannot fault.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(at) }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = h;
+    }
+
     /// Asks for `lines` lines of the block `h` falls in.
     #[inline]
     pub fn prefetch(&self, h: u128, lines: usize) {
