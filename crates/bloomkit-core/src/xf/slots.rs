@@ -451,6 +451,93 @@ mod tests {
         aliases_agree(&copy);
     }
 
+    #[derive(Clone, Debug)]
+    enum Op {
+        Split(usize),
+        Unsplit,
+        Replace(usize),
+        Move(usize),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            3 => (0usize..1 << 12).prop_map(Op::Split),
+            2 => Just(Op::Unsplit),
+            1 => (0usize..1 << 12).prop_map(Op::Replace),
+            1 => (0usize..1 << 12).prop_map(Op::Move),
+        ]
+    }
+
+    /// The directory against a list of names per slot, through random
+    /// splits (doubling the directory or not), their undoing last first,
+    /// replacements and moves between them; then a copy, and every block
+    /// freed once (run under a sanitizer, a double free or a leak fails).
+    fn follows_its_model(ops: &[Op]) {
+        let mut list = vec![named(1, 0), named(1, 1)];
+        let mut s = Slots::of(&mut list, 1).unwrap();
+        let (mut model, mut next, mut undo): (Vec<u64>, u64, Vec<(Taken, u64)>) = (vec![0, 1], 2, Vec::new());
+        for op in ops {
+            match *op {
+                Op::Split(x) => {
+                    let slot = x % s.len();
+                    let depth = s.at(slot).depth();
+                    if depth >= 6 {
+                        continue;
+                    }
+                    let room = (depth == s.depth()).then(|| s.room_to_deepen().unwrap());
+                    let old = model[slot];
+                    let taken = s.split(slot, named(depth + 1, next), named(depth + 1, next + 1), room);
+                    if taken.old_slots.is_some() {
+                        model = model.iter().flat_map(|&m| [m, m]).collect();
+                    }
+                    let mid = taken.range.start + taken.range.len() / 2;
+                    model[taken.range.start..mid].fill(next);
+                    model[mid..taken.range.end].fill(next + 1);
+                    undo.push((taken, old));
+                    next += 2;
+                }
+                Op::Unsplit => {
+                    let Some((taken, old)) = undo.pop() else { continue };
+                    model[taken.range.clone()].fill(old);
+                    if taken.old_slots.is_some() {
+                        model = model.iter().step_by(2).copied().collect();
+                    }
+                    s.unsplit(taken);
+                }
+                Op::Replace(x) => {
+                    let slot = x % s.len();
+                    let r = s.range_of(slot);
+                    let old = s.replace(slot, named(s.at(slot).depth(), next));
+                    assert_eq!(name(&old), model[slot]);
+                    model[r].fill(next);
+                    next += 1;
+                }
+                Op::Move(x) => {
+                    let slot = x % s.len();
+                    s.update(slot, |b| b.relocate(&mut Mover { budget: usize::MAX, offered: 0 }));
+                }
+            }
+            assert_eq!(layout(&s).0, model);
+            aliases_agree(&s);
+            let mut distinct = model.clone();
+            distinct.dedup();
+            assert_eq!(layout(&s).1, distinct);
+            assert_eq!(s.count(), distinct.len());
+        }
+        let copy = s.try_clone().unwrap();
+        assert_eq!(layout(&copy), layout(&s));
+        // Splits left undone keep their old blocks, freed with the record.
+        drop(undo);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn slots_follow_their_model(ops in proptest::collection::vec(op(), 1..80)) {
+            follows_its_model(&ops);
+        }
+    }
+
     #[test]
     fn defragmentation_offers_every_block_once_in_short_calls() {
         for budget in [1, 2, 3, 100] {
