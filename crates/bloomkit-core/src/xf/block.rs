@@ -29,6 +29,9 @@ use crate::common::memory::{alloc_class, OutOfMemory, Relocate};
 
 /// The longest fingerprint (bits) an entry keeps.
 pub const MAX_F: u32 = 52;
+/// The deepest a block may be (the metadata's 8 bits, and far past any
+/// size: 2^48 blocks); a directory is as deep as its deepest block.
+pub const MAX_DEPTH: u32 = 48;
 /// Quotient bits of the smallest and largest block.
 pub const MIN_QBITS: u32 = 3;
 pub const MAX_QBITS: u32 = 12;

@@ -7,7 +7,7 @@ use std::hash::Hasher;
 
 use siphasher::sip128::{Hasher128, SipHasher13};
 
-use super::block::{max_entries, Block, Entry, Rebuild, MAX_F, MAX_STORED_ENTRIES, MIN_QBITS};
+use super::block::{max_entries, Block, Entry, Rebuild, MAX_DEPTH, MAX_F, MAX_STORED_ENTRIES, MIN_QBITS};
 use super::errors::XfError;
 use super::plans::{Lengths, Plan, Plans};
 use super::slots::{Slots, Taken};
@@ -24,9 +24,6 @@ pub const GROW_QBITS: u32 = 9;
 /// ([`XfFilter::prefetch_block`]): a block of [`GROW_QBITS`] quotients at
 /// the longest fingerprints takes about this many.
 const MAX_PREFETCH_LINES: u64 = 24;
-/// The deepest a block may be (the metadata's 8 bits, and far past any
-/// size: 2^48 blocks).
-pub const MAX_DEPTH: u32 = 48;
 /// The deepest first level: 2^16 blocks of 2^9 quotients (about 33 million
 /// items, a few MB laid out).
 pub const MAX_FIRST_LEVEL: u32 = 25;

@@ -31,11 +31,9 @@
 //! directory, its slots aligned), so that only states the operations make
 //! load, and what loads saves to the same bytes.
 
-use super::block::Block;
+use super::block::{Block, MAX_DEPTH};
 use super::errors::XfError;
-use super::filter::{
-    ceil_log2_u64, own_bytes, HashKind, Hashing, Seed, Store, XfFilter, XfParams, MAX_DEPTH,
-};
+use super::filter::{ceil_log2_u64, own_bytes, HashKind, Hashing, Seed, Store, XfFilter, XfParams};
 use super::legacy;
 use super::loading::{Blocks, Loading};
 use super::merge::assemble;

@@ -10,11 +10,11 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::block::{max_entries, Block, Entry, Survey, MAX_STORED_ENTRIES};
+use super::block::{max_entries, Block, Entry, Survey, MAX_DEPTH, MAX_STORED_ENTRIES};
 use super::errors::XfError;
 use super::filter::{
     block_held_by_voids, harmonic, mass_of, mass_rate, units, Dir, Hashing, Store, XfFilter, XfParams,
-    GROW_QBITS, MAX_DEPTH,
+    GROW_QBITS,
 };
 use super::slots::Slots;
 use super::MAX_ERROR_RATE;

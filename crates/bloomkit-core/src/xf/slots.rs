@@ -10,7 +10,7 @@
 //! slot grows from 4 bytes to 8 and the list's 8 bytes per block (and its
 //! room) go: less memory for any filter of under about 2.2 slots per block
 //! (honest items keep 1 to 2), more for a directory deepened by a crafted
-//! crowd (up to 16 per block, [`super::filter::directory_fits`]).
+//! crowd (up to 16 per block, `directory_fits` in `filter.rs`).
 //!
 //! A block of depth `k` fills the `2^(depth - k)` slots of its prefix, from
 //! a multiple of that span on, so the blocks are found from the slots in
@@ -27,7 +27,7 @@
 use std::mem::ManuallyDrop;
 use std::ops::Range;
 
-use super::block::Block;
+use super::block::{Block, MAX_DEPTH};
 use super::errors::XfError;
 use crate::common::memory::{OutOfMemory, Relocate};
 
@@ -58,7 +58,7 @@ impl Slots {
     /// `depth`), which it takes when they cover every slot, each where its
     /// depth places it; else an error, and `blocks` are left as they were.
     pub fn of(blocks: &mut Vec<Block>, depth: u32) -> Result<Slots, XfError> {
-        if depth == 0 || depth > super::filter::MAX_DEPTH {
+        if depth == 0 || depth > MAX_DEPTH {
             return Err(XfError::BadData("a directory is 1 to 48 levels deep"));
         }
         let all = 1usize << depth;
@@ -469,10 +469,24 @@ mod tests {
         ]
     }
 
+    /// A block's slots in the model: the run of its name around `slot`,
+    /// which must be aligned and a power of two long.
+    fn model_range(model: &[u64], slot: usize) -> Range<usize> {
+        let name = model[slot];
+        let start = (0..=slot).rev().take_while(|&i| model[i] == name).last().unwrap_or(slot);
+        let end = (slot..model.len()).take_while(|&i| model[i] == name).last().unwrap_or(slot) + 1;
+        let len = end - start;
+        assert!(len.is_power_of_two() && start % len == 0, "slots {start}..{end} of {name}");
+        start..end
+    }
+
     /// The directory against a list of names per slot, through random
     /// splits (doubling the directory or not), their undoing last first,
-    /// replacements and moves between them; then a copy, and every block
-    /// freed once (run under a sanitizer, a double free or a leak fails).
+    /// replacements and writes that move a block's words or not between
+    /// them; every range and depth worked out from the model alone; then a
+    /// copy, and every block freed (a double free aborts the test; a leak
+    /// shows only under a sanitizer, such as nightly's
+    /// `-Zsanitizer=address`).
     fn follows_its_model(ops: &[Op]) {
         let mut list = vec![named(1, 0), named(1, 1)];
         let mut s = Slots::of(&mut list, 1).unwrap();
@@ -485,11 +499,19 @@ mod tests {
                     if depth >= 6 {
                         continue;
                     }
-                    let room = (depth == s.depth()).then(|| s.room_to_deepen().unwrap());
+                    let range = model_range(&model, slot);
+                    let deepens = range.len() == 1;
+                    assert_eq!(deepens, depth == s.depth());
+                    let room = deepens.then(|| s.room_to_deepen().unwrap());
                     let old = model[slot];
                     let taken = s.split(slot, named(depth + 1, next), named(depth + 1, next + 1), room);
-                    if taken.old_slots.is_some() {
+                    assert_eq!(name(&taken.old), old);
+                    assert_eq!(taken.old_slots.is_some(), deepens);
+                    if deepens {
                         model = model.iter().flat_map(|&m| [m, m]).collect();
+                        assert_eq!(taken.range, range.start * 2..range.end * 2);
+                    } else {
+                        assert_eq!(taken.range, range);
                     }
                     let mid = taken.range.start + taken.range.len() / 2;
                     model[taken.range.start..mid].fill(next);
@@ -507,7 +529,7 @@ mod tests {
                 }
                 Op::Replace(x) => {
                     let slot = x % s.len();
-                    let r = s.range_of(slot);
+                    let r = model_range(&model, slot);
                     let old = s.replace(slot, named(s.at(slot).depth(), next));
                     assert_eq!(name(&old), model[slot]);
                     model[r].fill(next);
@@ -515,10 +537,20 @@ mod tests {
                 }
                 Op::Move(x) => {
                     let slot = x % s.len();
-                    s.update(slot, |b| b.relocate(&mut Mover { budget: usize::MAX, offered: 0 }));
+                    if x % 2 == 0 {
+                        s.update(slot, |b| b.relocate(&mut Mover { budget: usize::MAX, offered: 0 }));
+                    } else {
+                        s.update(slot, |b| b.depth());
+                    }
                 }
             }
             assert_eq!(layout(&s).0, model);
+            let depth = model.len().trailing_zeros();
+            assert_eq!((s.depth(), s.len()), (depth, model.len()));
+            for i in 0..model.len() {
+                let span = model_range(&model, i).len().trailing_zeros();
+                assert_eq!(s.at(i).depth(), depth - span, "slot {i}");
+            }
             aliases_agree(&s);
             let mut distinct = model.clone();
             distinct.dedup();
