@@ -801,8 +801,8 @@ impl XfFilter {
         let qbits = first.min(GROW_QBITS);
         let depth = first - qbits;
         let empty = Block::build_sorted(qbits, depth, &[], 0)?;
-        let count = 1u64 << depth;
-        let bytes = own_bytes() + count * empty.bytes() + if depth > 0 { directory_bytes(count) } else { 0 };
+        let (count, empty_bytes) = (1u64 << depth, empty.bytes());
+        let bytes = own_bytes() + count * empty_bytes + if depth > 0 { directory_bytes(count) } else { 0 };
         limits.check(bytes)?;
         let store = if depth == 0 {
             Store::One(empty)
@@ -813,9 +813,7 @@ impl XfFilter {
             for _ in 1..count {
                 blocks.push(Block::build_sorted(qbits, depth, &[], 0)?);
             }
-            let block_bytes = blocks.iter().map(Block::bytes).sum();
-            let slots = Slots::of(&mut blocks, depth)?;
-            Store::Many(Box::new(Dir { block_bytes, slots, plans: Plans::default() }))
+            Store::Many(Dir::of(&mut blocks, depth, count * empty_bytes)?)
         };
         Ok(XfFilter {
             params,
@@ -1059,7 +1057,7 @@ impl XfFilter {
 
     /// The block at `i` (a directory slot, 0 for a lone block) of a
     /// filter not being loaded: what [`XfFilter::spot`] found.
-    fn block(&self, i: usize) -> &Block {
+    pub(super) fn block(&self, i: usize) -> &Block {
         match &self.store {
             Store::One(b) => b,
             Store::Many(d) => d.slots.at(i),
@@ -1114,7 +1112,8 @@ impl XfFilter {
     pub fn prefetch_for(&self, hashes: &[XfHash], i: usize) {
         const AHEAD: usize = PREFETCH_AHEAD;
         if i == 0 {
-            hashes.iter().take(2 * AHEAD).for_each(|&h| self.prefetch_slot(h));
+            // The first items' slots are read by their blocks' hints at once.
+            hashes.iter().skip(AHEAD).take(AHEAD).for_each(|&h| self.prefetch_slot(h));
             hashes.iter().take(AHEAD).for_each(|&h| self.prefetch_block(h));
         }
         if let Some(&h) = hashes.get(i + 2 * AHEAD) {
@@ -1500,8 +1499,7 @@ impl XfFilter {
         let mut two = Vec::new();
         two.try_reserve_exact(2).map_err(|_| OutOfMemory)?;
         two.extend([lo, hi]);
-        let slots = Slots::of(&mut two, 1)?;
-        let dir = Store::Many(Box::new(Dir { block_bytes, slots, plans: Plans::default() }));
+        let dir = Store::Many(Dir::of(&mut two, 1, block_bytes)?);
         let Store::One(old) = std::mem::replace(&mut self.store, dir) else { unreachable!() };
         journal.record(Undo::Lone { old, qbits: self.qbits });
         Ok(true)
@@ -1661,6 +1659,14 @@ pub fn scale(h: u128, m0: u64) -> u128 {
 }
 
 impl Dir {
+    /// The directory of `blocks` (in address order, `block_bytes` in all)
+    /// at `depth`, which it takes when they cover every slot ([`Slots::of`]).
+    pub(super) fn of(blocks: &mut Vec<Block>, depth: u32, block_bytes: u64) -> Result<Box<Dir>, XfError> {
+        debug_assert_eq!(block_bytes, blocks.iter().map(Block::bytes).sum::<u64>());
+        let slots = Slots::of(blocks, depth)?;
+        Ok(Box::new(Dir { block_bytes, slots, plans: Plans::default() }))
+    }
+
     fn bytes(&self) -> u64 {
         debug_assert_eq!(self.block_bytes, self.slots.iter().map(Block::bytes).sum::<u64>());
         self.block_bytes + directory_bytes(self.slots.len() as u64)

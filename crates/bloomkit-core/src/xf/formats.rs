@@ -480,20 +480,15 @@ impl XfFilter {
     /// Chunks of whole blocks from directory slot `slot` on, in address
     /// order: `(next slot, bytes)`, `None` at the end or off a block's start.
     fn blocks_from(&self, slot: u64) -> Option<(u64, Vec<u8>)> {
-        let depth = match &self.store {
-            Store::One(_) => 0,
-            Store::Many(d) => d.slots.depth(),
-            Store::Loading(_) => return None,
-        };
+        if self.is_loading() {
+            return None;
+        }
+        let depth = self.dir_depth();
         let all = 1u64 << depth;
         let mut at = slot;
         let mut out: Vec<u8> = Vec::new();
         while at < all {
-            let b = match &self.store {
-                Store::Many(d) => d.slots.at(at as usize),
-                Store::One(b) => b,
-                Store::Loading(_) => return None,
-            };
+            let b = self.block(at as usize);
             let span = 1u64 << (depth - b.depth());
             if !at.is_multiple_of(span) {
                 return None;

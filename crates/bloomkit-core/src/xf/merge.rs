@@ -16,7 +16,6 @@ use super::filter::{
     block_held_by_voids, harmonic, mass_of, mass_rate, units, Dir, Hashing, Store, XfFilter, XfParams,
     GROW_QBITS,
 };
-use super::slots::Slots;
 use super::MAX_ERROR_RATE;
 use crate::common::memory::{Limits, OutOfMemory};
 
@@ -536,9 +535,7 @@ fn store_of(blocks: &mut Vec<Block>, depth: u32, block_bytes: u64) -> Result<Sto
     {
         return Err(XfError::Crowded);
     }
-    debug_assert_eq!(block_bytes, blocks.iter().map(Block::bytes).sum::<u64>());
-    let slots = Slots::of(blocks, depth)?;
-    Ok(Store::Many(Box::new(Dir { block_bytes, slots, plans: Default::default() })))
+    Ok(Store::Many(Dir::of(blocks, depth, block_bytes)?))
 }
 
 impl XfFilter {
