@@ -1161,28 +1161,13 @@ impl XfFilter {
         self.spot(h).map_or(0, |s| u64::from(self.block(s.slot).count(s.quotient, s.rest)))
     }
 
-    /// Cache lines a lookup of the item reads: the directory word, the
-    /// block's metadata and group index, the header bits it walks and the
-    /// run's fields (for the constant-time test and benchmarks).
+    /// Cache lines a lookup of the item reads: the directory word, then
+    /// the block's ([`Block::lookup_lines`]; for the constant-time test and
+    /// benchmarks).
     pub fn lookup_cost(&self, item: &[u8]) -> LookupCost {
         let Some(s) = self.spot(self.hash(item)) else { return LookupCost { cache_lines: 0 } };
-        let b = self.block(s.slot);
-        let meta = b.meta();
-        let run = b.run(s.quotient);
         let dir = u64::from(matches!(self.store, Store::Many(_)));
-        // Metadata and index share the first line; the header bits from the
-        // group's start to the run; the run's fields.
-        let group_start = 64 + if meta.qbits >= 8 { 16 * ((1u64 << meta.qbits) / 64 - 1) } else { 0 };
-        let h_at = group_start + u64::from(s.quotient) + u64::from(run.end);
-        let f_from = group_start
-            + (1u64 << meta.qbits)
-            + u64::from(meta.cap)
-            + u64::from(run.start) * u64::from(meta.w);
-        let f_to = f_from + u64::from(run.len() as u32) * u64::from(meta.w);
-        let lines = |from: u64, to: u64| (to.max(from + 1) - 1) / 512 - from / 512 + 1;
-        let header = lines(h_at.saturating_sub(128), h_at);
-        let fields = if run.is_empty() { 0 } else { lines(f_from, f_to) };
-        LookupCost { cache_lines: dir + 1 + header + fields }
+        LookupCost { cache_lines: dir + self.block(s.slot).lookup_lines(s.quotient) }
     }
 
     // ---- writes ----

@@ -30,6 +30,7 @@ mod block;
 pub mod errors;
 mod filter;
 pub mod formats;
+mod kernel;
 mod legacy;
 mod legacy_table;
 mod loading;

@@ -1,0 +1,99 @@
+//! The bit instructions a block's rank and select run on, chosen once per
+//! process from what the CPU has.
+//!
+//! Why: the release build targets baseline x86-64, which has no `popcnt`,
+//! so every rank is a dozen instructions of software popcount and every
+//! select a broadword sequence of two dozen; a lookup does two ranks and a
+//! select or two (`block.rs`'s `run_of`). Building for a newer CPU would
+//! lock out older servers, so the lookups are compiled twice more, inside
+//! functions with `#[target_feature]`, and the one the CPU can run is
+//! picked here. `pdep` (BMI2) makes a select two instructions, but AMD
+//! before Zen 3 (family 0x17 and older) runs it in microcode, some 250
+//! cycles, slower than the broadword select: those CPUs get `popcnt`
+//! alone.
+//!
+//! `BLOOMKIT_XF_KERNEL=portable` or `=popcnt` asks for less than the CPU
+//! has (for benchmarks: every kernel answers the same); anything more than
+//! the CPU has is never chosen.
+
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+
+/// What a block's lookups are compiled for, from least to most.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kernel {
+    /// Baseline instructions: software popcounts, the broadword select.
+    Portable,
+    /// `popcnt`, `lzcnt`, `tzcnt` (x86-64 since about 2013), the
+    /// broadword select.
+    Popcnt,
+    /// And BMI2's `pdep`: a select is `tzcnt(pdep(1 << k, x))`.
+    Pdep,
+}
+
+impl Kernel {
+    /// The kernel this process uses: the CPU's best unless the
+    /// environment asked for less, decided on the first call.
+    #[inline]
+    pub fn get() -> Kernel {
+        static CHOSEN: AtomicU8 = AtomicU8::new(0);
+        match CHOSEN.load(Relaxed) {
+            1 => Kernel::Portable,
+            2 => Kernel::Popcnt,
+            3 => Kernel::Pdep,
+            _ => {
+                let k = Kernel::chosen(std::env::var("BLOOMKIT_XF_KERNEL").ok().as_deref());
+                CHOSEN.store(k as u8 + 1, Relaxed);
+                k
+            }
+        }
+    }
+
+    /// What the environment's `BLOOMKIT_XF_KERNEL` makes of the CPU's best.
+    fn chosen(asked: Option<&str>) -> Kernel {
+        let best = Kernel::detected();
+        match asked {
+            Some("portable") => Kernel::Portable,
+            Some("popcnt") => best.min(Kernel::Popcnt),
+            _ => best,
+        }
+    }
+
+    /// The most this CPU runs well.
+    pub fn detected() -> Kernel {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("popcnt") && has!("lzcnt") && has!("bmi1") {
+                return if has!("bmi2") && !slow_pdep() { Kernel::Pdep } else { Kernel::Popcnt };
+            }
+        }
+        Kernel::Portable
+    }
+}
+
+/// AMD before Zen 3 (family 0x19) runs `pdep` in microcode.
+#[cfg(target_arch = "x86_64")]
+fn slow_pdep() -> bool {
+    use std::arch::x86_64::__cpuid;
+    // Leaves 0 (vendor) and 1 (family) exist on every x86-64.
+    let (vendor, signature) = (__cpuid(0), __cpuid(1));
+    let amd = (vendor.ebx, vendor.edx, vendor.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163); // "AuthenticAMD"
+    let base = (signature.eax >> 8) & 0xf;
+    let family = if base == 0xf { base + ((signature.eax >> 20) & 0xff) } else { base };
+    amd && family < 0x19
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_environment_asks_for_less_never_more() {
+        let best = Kernel::detected();
+        assert_eq!(Kernel::chosen(None), best);
+        assert_eq!(Kernel::chosen(Some("pdep")), best);
+        assert_eq!(Kernel::chosen(Some("portable")), Kernel::Portable);
+        assert_eq!(Kernel::chosen(Some("popcnt")), best.min(Kernel::Popcnt));
+        assert!(Kernel::get() <= best);
+    }
+}
