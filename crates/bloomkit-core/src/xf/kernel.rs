@@ -58,8 +58,14 @@ impl Kernel {
         }
     }
 
-    /// The most this CPU runs well.
+    /// The most this CPU runs well, found on the first call (`cpuid`
+    /// traps to the hypervisor in a virtual machine: microseconds).
     pub fn detected() -> Kernel {
+        static DETECTED: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
+        *DETECTED.get_or_init(Kernel::detect)
+    }
+
+    fn detect() -> Kernel {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::is_x86_feature_detected as has;
