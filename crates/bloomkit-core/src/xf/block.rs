@@ -1829,14 +1829,24 @@ impl<'a> BitWriter<'a> {
 }
 
 /// Adds (or takes) one to the index of every group after `quotient`'s.
+/// The index's 16-bit counts never cross a word (they start at bit 64, 16
+/// bits each) and never carry into each other (at most 65,535: a block
+/// holds fewer entries), so each word of them takes one addition: an
+/// insert used to read and write them one at a time, each waiting on the
+/// store before it (an eighth of `insert_in` in a profile).
 fn bump_index(words: &mut [u64], meta: &Meta, quotient: u32, up: bool) {
     if meta.index_bits() == 0 {
         return;
     }
-    for g in (quotient / GROUP + 1)..(meta.q() / GROUP) {
-        let at = 64 + 16 * u64::from(g - 1);
-        let v = get(words, at, 16);
-        set(words, at, 16, if up { v + 1 } else { v - 1 });
+    // Group `g`'s count is lane `g - 1` (from word 1, four to a word).
+    let (first, end) = ((quotient / GROUP) as usize, (meta.q() / GROUP - 1) as usize);
+    let mut lane = first;
+    while lane < end {
+        let (word, from) = (1 + lane / 4, lane % 4);
+        let to = (end - (lane - from)).min(4);
+        let ones = (0x0001_0001_0001_0001u64 >> (16 * (4 - to))) & (u64::MAX << (16 * from));
+        words[word] = if up { words[word].wrapping_add(ones) } else { words[word].wrapping_sub(ones) };
+        lane += to - from;
     }
 }
 
