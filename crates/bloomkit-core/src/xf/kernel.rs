@@ -48,6 +48,15 @@ impl Kernel {
         }
     }
 
+    /// Its name, as `BLOOMKIT_XF_KERNEL` takes it and `INFO bf` says it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Portable => "portable",
+            Kernel::Popcnt => "popcnt",
+            Kernel::Pdep => "pdep",
+        }
+    }
+
     /// What the environment's `BLOOMKIT_XF_KERNEL` makes of the CPU's best.
     fn chosen(asked: Option<&str>) -> Kernel {
         let best = Kernel::detected();
@@ -101,5 +110,8 @@ mod tests {
         assert_eq!(Kernel::chosen(Some("portable")), Kernel::Portable);
         assert_eq!(Kernel::chosen(Some("popcnt")), best.min(Kernel::Popcnt));
         assert!(Kernel::get() <= best);
+        for k in [Kernel::Portable, Kernel::Popcnt, Kernel::Pdep] {
+            assert_eq!(Kernel::chosen(Some(k.name())), best.min(k), "{k:?} by its name");
+        }
     }
 }

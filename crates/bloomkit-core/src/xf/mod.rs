@@ -30,7 +30,7 @@ mod block;
 pub mod errors;
 mod filter;
 pub mod formats;
-mod kernel;
+pub mod kernel;
 mod legacy;
 mod legacy_table;
 mod loading;
@@ -48,6 +48,7 @@ pub use filter::{
     HASHED_AT_ONCE, HASH_SEED_VAR,
 };
 pub use formats::{HEADER_LEN, MODULE_ID};
+pub use kernel::Kernel;
 pub use model::XfModel;
 
 /// The most distinct entries a block takes from adds and merges: past it,

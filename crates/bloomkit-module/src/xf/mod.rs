@@ -23,13 +23,16 @@ pub const FAMILY: Family = Family {
 
 /// `INFO bf`'s `xf` section: the counters, then the key ring (`secret`):
 /// the current secret's id (what `XF.RESERVE ... KEYID` and every format
-/// carry; `none` before the first filter) and how many secrets it holds.
+/// carry; `none` before the first filter) and how many secrets it holds;
+/// then the bit instructions lookups run on (`portable`, `popcnt` or
+/// `pdep`: the CPU's, or what `BLOOMKIT_XF_KERNEL` asked for).
 fn info(ctx: *mut redis_module::raw::RedisModuleInfoCtx) {
     counters::COUNTERS.write_info(ctx);
     let (current, held) = secret::summary();
     let id = current.map_or_else(|| String::from("none"), |id| format!("{id:016x}"));
     crate::stats::add_text(ctx, c"xf_secret_id", &id);
     crate::stats::add_field(ctx, c"xf_secrets", held as u64);
+    crate::stats::add_text(ctx, c"xf_kernel", bloomkit_core::xf::Kernel::get().name());
 }
 
 /// bloomkit's own commands: XF.* came with 0.1.0 (encoding 0), add-if-absent

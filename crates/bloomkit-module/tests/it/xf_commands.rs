@@ -21,6 +21,8 @@ fn commands_answer_and_refuse(server: Server) {
     answers(&mut c);
     refusals(&mut c);
     limits(&mut c);
+    // The server runs on this CPU with this environment: the same kernel.
+    assert_eq!(c.info_field("bf", "bf_xf_kernel"), bloomkit_core::xf::Kernel::get().name(), "{server:?}");
 }
 
 /// `XF.RESERVE {args}` with the pinned SEED: the keys whose answers are
