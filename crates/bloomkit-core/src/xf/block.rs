@@ -1272,6 +1272,22 @@ impl Block {
         Block::stored_form(meta.qbits, meta.depth, &self.entries())
     }
 
+    /// The length in words of [`Block::canonical_words`], counted without
+    /// building it: every occurrence at the narrowest width of the
+    /// entries' lengths. A save's header and `XF.SCANDUMP`'s first chunk
+    /// sum it over every block (building each block's stored form for its
+    /// length made a large filter's first chunk as slow as a save).
+    pub fn canonical_word_count(&self) -> Option<usize> {
+        let meta = self.meta();
+        let n = u32::try_from(self.occurrences()).ok().filter(|&n| n <= 0xffff)?;
+        let words: &[u64] = &self.words;
+        let (fields_at, w) = (meta.fields_at(), u64::from(meta.w));
+        let lengths = (0..u64::from(meta.n)).map(|i| meta.unfield(get(words, fields_at + i * w, meta.w)).0);
+        let (w, uniform) = Block::shape_of(lengths);
+        let stored = Meta { n, cap: n, w, uniform, counted: false, ..meta };
+        usize::try_from(words_for(stored.bits())).ok()
+    }
+
     /// The stored form of `entries` (in order, copies as entries).
     fn stored_form(qbits: u32, depth: u32, entries: &[Entry]) -> Result<Box<[u64]>, OutOfMemory> {
         let shape = Block::shape_of(entries.iter().map(|e| e.f));
@@ -2151,6 +2167,7 @@ mod tests {
                 let mut decoded = vec![Entry { quotient: 1, f: 2, fp: 3 }];
                 b.decode_into(&mut decoded);
                 assert_eq!(decoded[1..], b.entries()[..], "decoded, q{qbits} n{n}");
+                assert_eq!(b.canonical_word_count(), Some(b.canonical_words().unwrap().len()));
                 let back = Block::from_words(b.canonical_words().unwrap(), qbits, 3).unwrap();
                 assert_eq!(back.entries(), b.entries());
                 for quotient in 0..(1u32 << qbits) {
@@ -2279,6 +2296,7 @@ mod tests {
             let want = built(copies);
             assert_eq!(b.entries(), want.entries(), "{copies} copies");
             assert_eq!(b.canonical_words().unwrap(), want.canonical_words().unwrap());
+            assert_eq!(b.canonical_word_count(), Some(want.canonical_words().unwrap().len()));
             assert_eq!(b.records(), want.records());
             assert_eq!(b.count(5, 0x55 << 57), copies as u32);
             assert_eq!(b.occurrences(), copies as u64 + 3);
@@ -2331,7 +2349,9 @@ mod tests {
                 }
                 if step % 7 == 0 {
                     assert_eq!(b.entries(), model_sorted(model.clone()), "q{qbits} step {step}");
-                    Block::from_words(b.canonical_words().unwrap(), qbits, 0).unwrap();
+                    let stored = b.canonical_words().unwrap();
+                    assert_eq!(b.canonical_word_count(), Some(stored.len()), "q{qbits} step {step}");
+                    Block::from_words(stored, qbits, 0).unwrap();
                 }
             }
         }
@@ -2448,6 +2468,7 @@ mod tests {
         let b = Block::build(7, 0, &mut v, 0).unwrap();
         assert!(b.meta().uniform && b.meta().w == 9);
         assert!(b.bytes() <= 160, "{}", b.bytes());
+        assert_eq!(b.canonical_word_count(), Some(b.canonical_words().unwrap().len()));
         let mut b2 = b.try_clone().unwrap();
         assert_eq!(b2.insert(Entry { quotient: 3, f: 8, fp: 1 }), Err(Rebuild));
         assert_eq!(b2.entries(), b.entries());

@@ -665,7 +665,7 @@ impl XfFilter {
 
 /// Bytes of a block's canonical form.
 fn canonical_bytes(b: &Block) -> u64 {
-    b.canonical_words().map_or(0, |w| w.len() as u64 * 8)
+    b.canonical_word_count().map_or(0, |w| w as u64 * 8)
 }
 
 impl crate::common::value::FamilyValue for XfFilter {
