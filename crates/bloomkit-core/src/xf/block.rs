@@ -922,15 +922,20 @@ impl Block {
     }
 
     /// Cache lines a lookup of `quotient` reads in this block: the
-    /// metadata's (with the index), the occupied bit's, and, when the
-    /// quotient has entries, the runends from its group's first entry to
-    /// its run's end and the run's fields (for the constant-time test).
+    /// metadata's and the index's, the occupied bits' from its group's
+    /// start to its own, and, when the quotient has entries, the runends
+    /// from its group's first entry to its run's end and the run's fields
+    /// (for the constant-time test).
     pub fn lookup_lines(&self, quotient: u32) -> u64 {
         let meta = self.meta();
         let words: &[u64] = &self.words;
-        let mut lines = vec![0u64, (meta.header_at() + u64::from(quotient)) / 512];
-        if bit(words, meta.header_at() + u64::from(quotient)) {
-            let (_, before) = group_of(words, &meta, quotient);
+        let (g, before) = group_of(words, &meta, quotient);
+        // The metadata and index; the occupied bits from the group's start
+        // to the quotient's (the popcount's).
+        let occupied = meta.header_at() + u64::from(quotient);
+        let mut lines: Vec<u64> = (0..=(meta.header_at() - 1) / 512).collect();
+        lines.extend((meta.header_at() + u64::from(g * GROUP)) / 512..=occupied / 512);
+        if bit(words, occupied) {
             let run = run_of::<false>(words, &meta, quotient);
             let (ends_at, fields_at, w) = (meta.ends_at(), meta.fields_at(), u64::from(meta.w));
             lines.extend((ends_at + u64::from(before)) / 512..=(ends_at + u64::from(run.end) - 1) / 512);
@@ -979,16 +984,19 @@ impl Block {
     /// instructions of the process's [`Kernel`].
     #[inline]
     pub fn probe(&self, quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
-        self.probe_as(Kernel::get(), quotient, rest)
+        // SAFETY: `Kernel::get` is never more than the CPU has.
+        unsafe { self.probe_as(Kernel::get(), quotient, rest) }
     }
 
-    /// [`Block::probe`] compiled for `kernel`, which must be at most
-    /// [`Kernel::detected`].
+    /// [`Block::probe`] compiled for `kernel`.
+    ///
+    /// # Safety
+    /// The CPU must have `kernel`'s instructions (`popcnt`, `lzcnt` and
+    /// `bmi1` for [`Kernel::Popcnt`], and `bmi2` for [`Kernel::Pdep`]).
     #[inline]
-    fn probe_as(&self, kernel: Kernel, quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
-        debug_assert!(kernel <= Kernel::detected());
+    unsafe fn probe_as(&self, kernel: Kernel, quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
         match kernel {
-            // SAFETY: the kernel is at most what the CPU has (`Kernel::get`).
+            // SAFETY: the caller's promise.
             #[cfg(target_arch = "x86_64")]
             Kernel::Pdep => unsafe { self.probe_pdep(quotient, rest) },
             // SAFETY: as above.
@@ -1460,11 +1468,11 @@ fn check_fields_and_index(words: &[u64], meta: &Meta) -> Result<(), &'static str
     let mut bad = None;
     let mut counts = [0u32; (1 << MAX_QBITS) / GROUP as usize];
     for_each_stored(words, meta, |e| {
-        if !meta.uniform && e.f >= meta.w {
-            bad = bad.or(Some("a block's field has no stop bit"));
-        }
-        if prev.is_some_and(|p| p.key() > e.key()) {
-            bad = bad.or(Some("a block's entries are out of order"));
+        // The first bad entry's message; its order's when both are wrong.
+        if bad.is_none() && prev.is_some_and(|p| p.key() > e.key()) {
+            bad = Some("a block's entries are out of order");
+        } else if bad.is_none() && !meta.uniform && e.f >= meta.w {
+            bad = Some("a block's field has no stop bit");
         }
         counts[(e.quotient / GROUP) as usize] += 1;
         prev = Some(e);
@@ -1538,7 +1546,7 @@ fn write_unary_header(words: &mut [u64], meta: &Meta, quotients: impl Iterator<I
 fn write_header(words: &mut [u64], meta: &Meta, quotients: impl Iterator<Item = u32>) {
     let (header_at, ends_at) = (meta.header_at(), meta.ends_at());
     clear(words, header_at, ends_at + u64::from(meta.n));
-    // Two passes of increasing positions, each or-ed a word at a time.
+    // Both kinds of bits at increasing positions, each or-ed a word at a time.
     let mut occupied = Ors::new();
     let mut ends = Ors::new();
     let mut last: Option<u32> = None;
@@ -2110,45 +2118,72 @@ mod tests {
         }
     }
 
+    /// The kernels whose instructions this CPU has (`pdep` too where it is
+    /// slow and `Kernel::detected` would not pick it: still correct).
+    fn runnable_kernels() -> Vec<Kernel> {
+        let mut k = vec![Kernel::Portable];
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("popcnt") && has!("lzcnt") && has!("bmi1") {
+                k.push(Kernel::Popcnt);
+                if has!("bmi2") {
+                    k.push(Kernel::Pdep);
+                }
+            }
+        }
+        k
+    }
+
+    /// Whether every kernel finds `b`'s runs where `model` (its entries,
+    /// sorted) has them, and answers as it does, for every quotient, with a
+    /// rest that matches one of its entries about half the time.
+    fn kernels_agree_with(b: &Block, model: &[Entry], r: &mut Rng, at: &str) {
+        let mut start = 0u32;
+        for quotient in 0..(1u32 << b.qbits()) {
+            let run: Vec<Entry> = model.iter().copied().filter(|e| e.quotient == quotient).collect();
+            let want = start..start + run.len() as u32;
+            start = want.end;
+            let rest = match run.get((r.next() % (run.len() as u64).max(1)) as usize) {
+                Some(e) if r.next().is_multiple_of(2) => padded(e.f, e.fp) | r.next() >> e.f.max(1),
+                _ => r.next(),
+            };
+            let found = run.iter().any(|e| e.matches(rest));
+            for k in runnable_kernels() {
+                // SAFETY: the CPU has the kernel's instructions.
+                let got = unsafe { b.probe_as(k, quotient, rest) };
+                assert_eq!(got, (found, want.clone()), "{k:?} {at} quotient {quotient}");
+            }
+            assert_eq!(b.contains(quotient, rest), found, "{at} quotient {quotient}");
+            assert_eq!(b.run(quotient), want, "{at} quotient {quotient}");
+        }
+    }
+
     /// Every kernel the CPU runs (`kernel.rs`) finds the runs and answers
     /// the model does: blocks of every size, sparse and crowded (runs of
-    /// hundreds span several words of runends, groups with no run, runs
-    /// before and after empty quotients), every quotient, hits and misses.
+    /// hundreds span several words of runends, after other runs of their
+    /// group and before others, groups with no run, runs before and after
+    /// empty quotients), every quotient, hits and misses.
     #[test]
     fn every_kernel_finds_the_model_runs() {
-        let kernels = [Kernel::Portable, Kernel::Popcnt, Kernel::Pdep];
         let mut r = Rng(64);
         for qbits in MIN_QBITS..=MAX_QBITS {
             for n in [0usize, 1, 3, 40, 300, 1000, 3000] {
-                let spread = [qbits, qbits.min(2), 0][r.next() as usize % 3];
+                // Quotients in a window of `width` at a random place: runs
+                // of about n / width entries, anywhere in a group.
+                let width = [1u32 << qbits, 1, 3, 17][r.next() as usize % 4].min(1 << qbits);
+                let from = (r.next() % u64::from((1u32 << qbits) - width + 1)) as u32;
                 let mut v: Vec<Entry> = (0..n)
                     .map(|_| {
                         let mut e = random_entry(&mut r, qbits, 20);
-                        e.quotient &= (1 << spread) - 1; // crowd the first quotients
-                        e.quotient <<= qbits - spread;
+                        e.quotient = from + e.quotient % width;
                         e
                     })
                     .collect();
                 v.sort_unstable_by_key(Entry::key);
                 v.dedup(); // no copies: no count list, one entry each
                 let b = Block::build(qbits, 0, &mut v, 0).unwrap();
-                let mut start = 0u32;
-                for quotient in 0..(1u32 << qbits) {
-                    let run: Vec<Entry> = v.iter().copied().filter(|e| e.quotient == quotient).collect();
-                    let want = start..start + run.len() as u32;
-                    start = want.end;
-                    let rest = match run.first() {
-                        Some(e) if r.next().is_multiple_of(2) => padded(e.f, e.fp) | r.next() >> e.f.max(1),
-                        _ => r.next(),
-                    };
-                    let found = run.iter().any(|e| e.matches(rest));
-                    for k in kernels.into_iter().filter(|&k| k <= Kernel::detected()) {
-                        let at = format!("{k:?} q{qbits} n{n} quotient {quotient}");
-                        assert_eq!(b.probe_as(k, quotient, rest), (found, want.clone()), "{at}");
-                    }
-                    assert_eq!(b.contains(quotient, rest), found);
-                    assert_eq!(b.run(quotient), want);
-                }
+                kernels_agree_with(&b, &v, &mut r, &format!("q{qbits} n{n} width {width} from {from}"));
             }
         }
     }
@@ -2324,7 +2359,7 @@ mod tests {
     #[test]
     fn inserts_and_removes_follow_a_model() {
         let mut r = Rng(2);
-        for qbits in [3, 6, 8, 9] {
+        for qbits in [3, 6, 8, 9, 10, 12] {
             let mut model: Vec<Entry> = Vec::new();
             let mut b = Block::build(qbits, 0, &mut [], 0).unwrap();
             for step in 0..3000 {
@@ -2351,6 +2386,12 @@ mod tests {
                     assert_eq!(b.entries(), model_sorted(model.clone()), "q{qbits} step {step}");
                     let stored = b.canonical_words().unwrap();
                     assert_eq!(b.canonical_word_count(), Some(stored.len()), "q{qbits} step {step}");
+                    if step % 70 == 0 {
+                        // The model's entries, as checked above, a folded entry once.
+                        let mut held = Vec::new();
+                        b.for_each(|e| held.push(e));
+                        kernels_agree_with(&b, &held, &mut r, &format!("q{qbits} step {step}"));
+                    }
                     Block::from_words(stored, qbits, 0).unwrap();
                 }
             }

@@ -8,9 +8,9 @@
 //! lock out older servers, so the lookups are compiled twice more, inside
 //! functions with `#[target_feature]`, and the one the CPU can run is
 //! picked here. `pdep` (BMI2) makes a select two instructions, but AMD
-//! before Zen 3 (family 0x17 and older) runs it in microcode, some 250
-//! cycles, slower than the broadword select: those CPUs get `popcnt`
-//! alone.
+//! before Zen 3 (family 0x17 and older) and Hygon (0x18) run it in
+//! microcode, some 250 cycles, slower than the broadword select: those CPUs
+//! get `popcnt` alone.
 //!
 //! `BLOOMKIT_XF_KERNEL=portable` or `=popcnt` asks for less than the CPU
 //! has (for benchmarks: every kernel answers the same); anything more than
@@ -86,16 +86,21 @@ impl Kernel {
     }
 }
 
-/// AMD before Zen 3 (family 0x19) runs `pdep` in microcode.
+/// AMD before Zen 3 (family 0x19), and Hygon's Dhyana (Zen 1, family
+/// 0x18), run `pdep` in microcode.
 #[cfg(target_arch = "x86_64")]
 fn slow_pdep() -> bool {
     use std::arch::x86_64::__cpuid;
-    // Leaves 0 (vendor) and 1 (family) exist on every x86-64.
-    let (vendor, signature) = (__cpuid(0), __cpuid(1));
-    let amd = (vendor.ebx, vendor.edx, vendor.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163); // "AuthenticAMD"
+    // `__cpuid` is safe from Rust 1.94 on, `unsafe` before (the MSRV).
+    // SAFETY: leaves 0 (vendor) and 1 (family) exist on every x86-64.
+    #[allow(unused_unsafe)]
+    let (vendor, signature) = unsafe { (__cpuid(0), __cpuid(1)) };
+    let name = (vendor.ebx, vendor.edx, vendor.ecx);
+    let amd = name == (0x6874_7541, 0x6974_6e65, 0x444d_4163); // "AuthenticAMD"
+    let hygon = name == (0x6f67_7948, 0x6e65_476e, 0x656e_6975); // "HygonGenuine"
     let base = (signature.eax >> 8) & 0xf;
     let family = if base == 0xf { base + ((signature.eax >> 20) & 0xff) } else { base };
-    amd && family < 0x19
+    (amd || hygon) && family < 0x19
 }
 
 #[cfg(test)]
