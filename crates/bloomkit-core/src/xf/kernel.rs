@@ -16,7 +16,7 @@
 //! has (for benchmarks: every kernel answers the same); anything more than
 //! the CPU has is never chosen.
 
-use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::OnceLock;
 
 /// What a block's lookups are compiled for, from least to most.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -35,17 +35,8 @@ impl Kernel {
     /// environment asked for less, decided on the first call.
     #[inline]
     pub fn get() -> Kernel {
-        static CHOSEN: AtomicU8 = AtomicU8::new(0);
-        match CHOSEN.load(Relaxed) {
-            1 => Kernel::Portable,
-            2 => Kernel::Popcnt,
-            3 => Kernel::Pdep,
-            _ => {
-                let k = Kernel::chosen(std::env::var("BLOOMKIT_XF_KERNEL").ok().as_deref());
-                CHOSEN.store(k as u8 + 1, Relaxed);
-                k
-            }
-        }
+        static CHOSEN: OnceLock<Kernel> = OnceLock::new();
+        *CHOSEN.get_or_init(|| Kernel::chosen(std::env::var("BLOOMKIT_XF_KERNEL").ok().as_deref()))
     }
 
     /// Its name, as `BLOOMKIT_XF_KERNEL` takes it and `INFO bf` says it.
@@ -70,7 +61,7 @@ impl Kernel {
     /// The most this CPU runs well, found on the first call (`cpuid`
     /// traps to the hypervisor in a virtual machine: microseconds).
     pub fn detected() -> Kernel {
-        static DETECTED: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
+        static DETECTED: OnceLock<Kernel> = OnceLock::new();
         *DETECTED.get_or_init(Kernel::detect)
     }
 
