@@ -18,7 +18,10 @@
 //! once, then again) and reported as medians with same-run ratios to qfilter.
 //! Memory is what one counting allocator says each filter holds, at 16
 //! points per doubling as it grows, with the mean and the worst reported, and
-//! the peak during growth (a filter that doubles by copying holds both).
+//! the peak during growth (a filter that doubles by copying holds both). The
+//! same growth times the inserts between points and a sample of hits and
+//! misses at each point: speed over the whole range, mean and worst, beside
+//! the one size the first table measures.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
@@ -335,7 +338,7 @@ fn print_timings(rows: &[Row], rate: f64, n: u64, runs: u64) {
     }
 }
 
-// ---- memory ----
+// ---- growth: memory, and speed at every size ----
 
 /// 16 points per doubling from 10,000 to `max`.
 fn points(max: u64) -> Vec<u64> {
@@ -347,32 +350,61 @@ fn points(max: u64) -> Vec<u64> {
     v
 }
 
-/// Bits per item at each point, and the peak bytes held during growth over
-/// the bytes held at the end.
+/// Lookups timed at each point of a growth, hits and misses alike.
+const SAMPLE: usize = 8192;
+
+/// One filter grown through the points: bits per item at each, thread CPU
+/// ns per item at each (inserts since the point before, [`SAMPLE`] hits and
+/// misses at the point; none for a filter sized per point, which does not
+/// grow), and the peak bytes held during growth over the bytes held at the
+/// end.
 struct Growth {
     bits: Vec<f64>,
+    speed: Vec<[f64; 3]>,
     peak_over_final: f64,
 }
 
+/// Why speed is sampled while growing, as memory is: a filter that grows is
+/// as fast as it is at every size it passes, not at the one size the table
+/// above measures (a block about to split, a directory just doubled, a
+/// table half full).
 fn grow_subject<S: Subject>(make: impl FnOnce() -> S, at: &[u64]) -> Growth {
     // Everything but the filter is allocated before the count starts.
     let stream = items(99, *at.last().unwrap_or(&0));
-    let mut bits = Vec::with_capacity(at.len());
+    let absent = items(98, SAMPLE as u64);
+    let mut hits = vec![0u64; SAMPLE];
+    let (mut bits, mut speed) = (Vec::with_capacity(at.len()), Vec::with_capacity(at.len()));
     let mut next = 0u64;
     let before = live();
     PEAK.store(before, Relaxed);
     let mut s = make();
     for &n in at {
+        let t = cpu_seconds();
         for &x in &stream[next as usize..n as usize] {
             s.insert(x);
         }
+        let insert = (cpu_seconds() - t) * 1e9 / (n - next) as f64;
         next = n;
         bits.push((live() - before) as f64 * 8.0 / n as f64);
+        // Hits of every age, the first items added to the last.
+        for (i, h) in hits.iter_mut().enumerate() {
+            *h = stream[(i as u64 * n / SAMPLE as u64) as usize];
+        }
+        speed.push([insert, lookups(&s, &hits, true), lookups(&s, &absent, false)]);
     }
     let peak = (PEAK.load(Relaxed) - before) as f64;
     let peak_over_final = peak / (live() - before) as f64;
     drop(s);
-    Growth { bits, peak_over_final }
+    Growth { bits, speed, peak_over_final }
+}
+
+/// Thread CPU ns per lookup of `items`, all of which are in when `all_in`.
+fn lookups<S: Subject>(s: &S, items: &[u64], all_in: bool) -> f64 {
+    let t = cpu_seconds();
+    let found = items.iter().filter(|&&x| s.contains(black_box(x))).count();
+    let ns = (cpu_seconds() - t) * 1e9 / items.len() as f64;
+    assert!(!all_in || found == items.len(), "a filter lost an item it was given");
+    ns
 }
 
 /// A Bloom filter sized for each point, empty (its size does not change).
@@ -387,7 +419,7 @@ fn sized_growth(rate: f64, at: &[u64]) -> Growth {
             b
         })
         .collect();
-    Growth { bits, peak_over_final: 1.0 }
+    Growth { bits, speed: Vec::new(), peak_over_final: 1.0 }
 }
 
 fn growth(row: Row, rate: f64, at: &[u64]) -> Growth {
@@ -400,16 +432,18 @@ fn growth(row: Row, rate: f64, at: &[u64]) -> Growth {
     }
 }
 
-fn print_memory(rows: &[Row], rate: f64, max: u64) {
+/// Every row grown once through 16 points per doubling: the memory table,
+/// then the speed table from the same growths.
+fn print_growth(rows: &[Row], rate: f64, max: u64) {
     let at = points(max);
+    let grown: Vec<Growth> = rows.iter().map(|&row| growth(row, rate, &at)).collect();
     println!(
         "\n### Memory at {rate}: bits per item at {} points (16 per doubling, 10,000 to {max})\n",
         at.len()
     );
     println!("| filter | mean | min | max | max / min | peak while growing / final |");
     println!("|---|---|---|---|---|---|");
-    for &row in rows {
-        let g = growth(row, rate, &at);
+    for (row, g) in rows.iter().zip(&grown) {
         let mean = g.bits.iter().sum::<f64>() / g.bits.len() as f64;
         let lo = g.bits.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = g.bits.iter().copied().fold(0.0, f64::max);
@@ -419,6 +453,47 @@ fn print_memory(rows: &[Row], rate: f64, max: u64) {
             hi / lo,
             g.peak_over_final
         );
+    }
+    let q = rows.iter().position(|&r| r == Row::Qfilter).expect("qfilter row");
+    print_speed(rows, &grown, q, rate, &at);
+}
+
+/// The speed table: per row and operation, the mean ns over the points and
+/// the mean and worst (highest, with the point where it was) of the
+/// per-point ratios to qfilter.
+fn print_speed(rows: &[Row], grown: &[Growth], q: usize, rate: f64, at: &[u64]) {
+    println!(
+        "\n### Speed while growing at {rate}: thread CPU ns per item at the same {} points, one growth each\n",
+        at.len()
+    );
+    println!(
+        "Inserts: those since the point before (from 0 at the first point); hits and misses: {SAMPLE} lookups \
+         at each point, the hits drawn from every age of the items in. One pass, so each point is noisier than \
+         the medians above: read the mean and the worst, over every point."
+    );
+    println!();
+    println!(
+        "| filter | insert | hit | miss | insert / qfilter, mean | worst | hit / qfilter, mean | worst \
+         | miss / qfilter, mean | worst |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for (row, g) in rows.iter().zip(grown).filter(|(_, g)| !g.speed.is_empty()) {
+        let cells: Vec<String> = (0..3)
+            .map(|op| format!("{:.0}", g.speed.iter().map(|s| s[op]).sum::<f64>() / g.speed.len() as f64))
+            .chain((0..3).flat_map(|op| {
+                let ratios: Vec<f64> =
+                    g.speed.iter().zip(&grown[q].speed).map(|(a, b)| a[op] / b[op]).collect();
+                let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
+                let (at_worst, worst) =
+                    ratios
+                        .iter()
+                        .copied()
+                        .enumerate()
+                        .fold((0, 0.0), |w, (i, r)| if r > w.1 { (i, r) } else { w });
+                [format!("{mean:.2}"), format!("{worst:.2} (at {})", at[at_worst])]
+            }))
+            .collect();
+        println!("| {} | {} |", row.name(), cells.join(" | "));
     }
 }
 
@@ -506,7 +581,7 @@ fn main() {
         print_timings(&a.rows, rate, a.items, a.runs);
     }
     for &rate in a.rates.iter().filter(|_| a.memory) {
-        print_memory(&a.rows, rate, a.items);
+        print_growth(&a.rows, rate, a.items);
     }
     if !a.merges.is_empty() {
         print_merges(&a.merges, a.rates[0], a.runs);
