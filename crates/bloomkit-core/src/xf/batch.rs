@@ -60,8 +60,9 @@ impl XfFilter {
             }
             (Undo::Split, Some(split), Store::Many(d)) => {
                 let (lo, hi) = (d.slots.at(split.range.start), d.slots.at(split.range.end - 1));
-                d.block_bytes = d.block_bytes - lo.bytes() - hi.bytes() + split.old.bytes();
+                let (was, now) = (lo.bytes() + hi.bytes(), split.old.bytes());
                 d.slots.unsplit(split);
+                d.resized(was, now);
             }
             (Undo::Split, ..) => debug_assert!(false, "a split is undone in a directory, from its record"),
         }

@@ -536,6 +536,9 @@ pub(super) struct Dir {
     /// The blocks' bytes, kept as they change: a write asks the filter's
     /// size (limits, counters) and must not walk every block for it.
     pub block_bytes: u64,
+    /// Lines a batch's hint asks for per block ([`XfFilter::prefetch_block`]):
+    /// the blocks' average, kept with `block_bytes` so that no lookup divides.
+    hint_lines: u32,
     /// The blocks, by the hash's top bits (`slots.rs`).
     pub slots: Slots,
     /// The fingerprint lengths of the ranks adds are filling (`plans.rs`).
@@ -989,8 +992,11 @@ impl XfFilter {
             return self.fbits_at(level, prefix);
         };
         let f = lengths.pick(place_hash(level.saturating_sub(qbits), prefix));
-        let f = fbits_within(f, level, u128::from(mass), u128::from(self.ceiling()))
-            .ok_or(XfError::RateSpent { rate: self.params.error_rate });
+        // A match, not `ok_or`: no error is made (and dropped) per add.
+        let f = match fbits_within(f, level, u128::from(mass), u128::from(self.ceiling())) {
+            Some(f) => Ok(f),
+            None => Err(XfError::RateSpent { rate: self.params.error_rate }),
+        };
         debug_assert_eq!(f, self.fbits_at(level, prefix));
         f
     }
@@ -1143,8 +1149,7 @@ impl XfFilter {
     fn prefetch_block(&self, h: XfHash) {
         match &self.store {
             Store::Many(d) => {
-                let lines = d.block_bytes / (d.slots.count() as u64 * 64) + 1;
-                d.slots.prefetch(h.0, lines.min(MAX_PREFETCH_LINES) as usize);
+                d.slots.prefetch(h.0, d.hint_lines as usize);
             }
             Store::One(b) => b.prefetch_lines(1),
             Store::Loading(_) => {}
@@ -1259,7 +1264,7 @@ impl XfFilter {
     #[inline]
     fn spot_and_contains(&self, h: XfHash) -> Result<(Spot, bool), XfError> {
         self.prefetch_block(h);
-        let s = self.spot(h).ok_or(XfError::Loading)?;
+        let Some(s) = self.spot(h) else { return Err(XfError::Loading) };
         let (found, run) = self.block(s.slot).probe(s.quotient, s.rest);
         Ok((Spot { run: Some((run.start, run.end)), ..s }, found))
     }
@@ -1303,7 +1308,8 @@ impl XfFilter {
         let f = self.fbits_for_add(s.level, s.prefix)?;
         let e = Entry { quotient: s.quotient, f, fp: s.rest >> (64 - f) };
         let inserted = self.update_block(s.slot, |b| b.insert_in(e, s.run.map(|(a, b)| a..b)));
-        let copy = match inserted.ok_or(XfError::Loading)? {
+        let Some(inserted) = inserted else { return Err(XfError::Loading) };
+        let copy = match inserted {
             Ok(done) => {
                 journal.record(Undo::Inserted { slot: s.slot, quotient: e.quotient, at: done.at });
                 done.copy
@@ -1384,7 +1390,8 @@ impl XfFilter {
         match &mut self.store {
             Store::One(one) => std::mem::replace(one, b),
             Store::Many(d) => {
-                d.block_bytes = d.block_bytes - d.slots.at(i).bytes() + b.bytes();
+                let was = d.slots.at(i).bytes();
+                d.resized(was, b.bytes());
                 d.slots.replace(i, b)
             }
             Store::Loading(_) => b,
@@ -1516,8 +1523,9 @@ impl XfFilter {
         let room = if deeper { Some(d.slots.room_to_deepen()?) } else { None };
         journal.make_room_for_split()?;
         // Nothing fails past here.
-        d.block_bytes = d.block_bytes - d.slots.at(s.slot).bytes() + lo.bytes() + hi.bytes();
+        let (was, now) = (d.slots.at(s.slot).bytes(), lo.bytes() + hi.bytes());
         let taken: Taken = d.slots.split(s.slot, lo, hi, room);
+        d.resized(was, now);
         journal.record_split(taken);
         Ok(true)
     }
@@ -1538,7 +1546,8 @@ impl XfFilter {
         let gone =
             self.update_block(s.slot, |b| b.remove_canonical(s.quotient, i)).ok_or(XfError::Loading)??;
         if let Store::Many(d) = &mut self.store {
-            d.block_bytes = d.block_bytes - was + d.slots.at(s.slot).bytes();
+            let now = d.slots.at(s.slot).bytes();
+            d.resized(was, now);
         }
         if gone {
             self.mass = self.mass.saturating_sub(units(s.level + e.f));
@@ -1643,23 +1652,38 @@ pub fn scale(h: u128, m0: u64) -> u128 {
     }
 }
 
+/// The lines of a block of the average size, `block_bytes` over `blocks`,
+/// at most [`MAX_PREFETCH_LINES`].
+fn hint_lines(block_bytes: u64, blocks: usize) -> u32 {
+    (block_bytes / (blocks.max(1) as u64 * 64) + 1).min(MAX_PREFETCH_LINES) as u32
+}
+
 impl Dir {
     /// The directory of `blocks` (in address order, `block_bytes` in all)
     /// at `depth`, which it takes when they cover every slot ([`Slots::of`]).
     pub(super) fn of(blocks: &mut Vec<Block>, depth: u32, block_bytes: u64) -> Result<Box<Dir>, XfError> {
         debug_assert_eq!(block_bytes, blocks.iter().map(Block::bytes).sum::<u64>());
         let slots = Slots::of(blocks, depth)?;
-        Ok(Box::new(Dir { block_bytes, slots, plans: Plans::default() }))
+        let hint_lines = hint_lines(block_bytes, slots.count());
+        Ok(Box::new(Dir { block_bytes, hint_lines, slots, plans: Plans::default() }))
+    }
+
+    /// A block of `was` bytes became `now` bytes (or two blocks, or one of
+    /// two: the slots already say how many blocks there are).
+    pub(super) fn resized(&mut self, was: u64, now: u64) {
+        self.block_bytes = self.block_bytes - was + now;
+        self.hint_lines = hint_lines(self.block_bytes, self.slots.count());
     }
 
     fn bytes(&self) -> u64 {
         debug_assert_eq!(self.block_bytes, self.slots.iter().map(Block::bytes).sum::<u64>());
+        debug_assert_eq!(self.hint_lines, hint_lines(self.block_bytes, self.slots.count()));
         self.block_bytes + directory_bytes(self.slots.len() as u64)
     }
 
     fn try_clone(&self) -> Result<Dir, OutOfMemory> {
         let slots = self.slots.try_clone()?;
-        Ok(Dir { block_bytes: self.block_bytes, slots, plans: self.plans })
+        Ok(Dir { block_bytes: self.block_bytes, hint_lines: self.hint_lines, slots, plans: self.plans })
     }
 }
 
@@ -1699,7 +1723,14 @@ struct Halves {
 fn split(b: &Block, extra: Entry, to_high: bool, level: u32) -> Result<Halves, OutOfMemory> {
     let meta = b.meta();
     let q = 1u32 << meta.qbits;
-    let (mut lo, mut hi) = (Vec::with_capacity(q as usize / 2 + 8), Vec::with_capacity(q as usize / 2 + 8));
+    // Room for every occurrence in either half (a void gives each half one;
+    // the new entry goes to one), taken and checked before the walk, so
+    // that no list grows while it is filled: allocations the walk would
+    // otherwise make, unchecked, per split.
+    let most = usize::try_from(b.occurrences() + 1).map_err(|_| OutOfMemory)?;
+    let (mut lo, mut hi) = (Vec::new(), Vec::new());
+    lo.try_reserve_exact(most).map_err(|_| OutOfMemory)?;
+    hi.try_reserve_exact(most).map_err(|_| OutOfMemory)?;
     let mut was = DistinctMass::at(level);
     b.for_each_occurrence(|e| {
         was.add(e);
