@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Instructions per item of XF and qfilter, counted by Callgrind (issue 48):
+# the same figure on every run, where this shared machine's timings move by
+# 30%, so that a change of a few percent to XF's hot paths can be judged.
+# Writes bench/XF-INSTRUCTIONS-RESULTS.md. What is counted and why: the doc
+# comment of crates/bloomkit-bench/src/bin/xf-instructions.rs.
+#   bench/xf-instructions.sh                       25,000 to 1,600,000 items, 1% and 0.1% (about 5 minutes)
+#   bench/xf-instructions.sh --items 200000 --rates 0.01   one size, one rate (an A/B of a change)
+#   bench/xf-instructions.sh --output FILE         elsewhere
+set -euo pipefail
+cd "$(dirname "$0")/.."
+output=bench/XF-INSTRUCTIONS-RESULTS.md
+sizes=25000,50000,100000,200000,400000,800000,1600000
+rates=0.01,0.001
+invocation="bench/xf-instructions.sh"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --items) sizes="$2"; invocation+=" --items $2"; shift 2 ;;
+        --rates) rates="$2"; invocation+=" --rates $2"; shift 2 ;;
+        --output) output="$2"; shift 2 ;;
+        *) echo "xf-instructions.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+command -v valgrind > /dev/null || { echo "needs valgrind (apt-get install -y valgrind)" >&2; exit 2; }
+cargo build --release -p bloomkit-module -p bloomkit-bench -p bloomkit-cli  # one feature set for every release build: no rebuilds
+bin=target/release/xf-instructions
+rev=$(git rev-parse --short HEAD)
+git diff --quiet HEAD -- crates bench/xf-instructions.sh Cargo.toml || rev+=" with uncommitted changes"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+ops=(insert hit miss hit_x100 miss_x100)
+# Instructions per item of each operation of one row: `ops`' order.
+count() {
+    local row=$1 rate=$2 n=$3 out=$work/$1.$2.$3
+    valgrind --tool=callgrind --callgrind-out-file="$out" --collect-atstart=no \
+        --toggle-collect="xf_instructions::${row}_*" "$bin" "$row" "$rate" "$n" > /dev/null 2>&1
+    local report
+    report=$(callgrind_annotate --inclusive=yes "$out")
+    for op in "${ops[@]}"; do
+        awk -v fn="xf_instructions::${row}_${op} " -v n="$n" \
+            'index($0, fn) && !done { gsub(",", "", $1); printf "%d ", $1 / n; done = 1 }' <<< "$report"
+    done
+    echo
+}
+kernel=$(valgrind -q "$bin" kernel)
+{
+    echo "# XF and qfilter: instructions per item, counted"
+    echo
+    echo "Made by \`$invocation\` at $rev with $(valgrind --version) (Callgrind), $(rustc --version);"
+    echo "XF's lookup kernel under Valgrind's CPU: $kernel. Each operation runs in a function of its own"
+    echo "and Callgrind counts the instructions inside it, over the items: hashing included (XF: SipHash-1-3,"
+    echo "keyed; qfilter: its own). XF starts at 100 items and grows, qfilter starts at 100 told the count."
+    echo "Batches: XF.MEXISTS's path (hashed 100 at a time, later items' loads asked for early); qfilter has"
+    echo "none, so its batch columns are its one-by-one lookups again. Instructions, not time: where both"
+    echo "wait on memory the ratio of times is smaller (bench/XF-INPROC-RESULTS.md)."
+    for rate in ${rates//,/ }; do
+        echo
+        echo "### $rate: instructions per item"
+        echo
+        echo "| items | XF insert | hit | miss | hit x100 | miss x100 | qfilter insert | hit | miss \
+| XF / qfilter: insert | hit | miss | hit x100 | miss x100 |"
+        echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        for n in ${sizes//,/ }; do
+            count xf "$rate" "$n" > "$work/xf" &
+            count qfilter "$rate" "$n" > "$work/q"
+            wait
+            read -r -a x < "$work/xf"
+            read -r -a q < "$work/q"
+            ratios=$(for i in 0 1 2 3 4; do awk -v a="${x[$i]}" -v b="${q[$i]}" 'BEGIN { printf "%.2f | ", a / b }'; done)
+            echo "| $n | ${x[0]} | ${x[1]} | ${x[2]} | ${x[3]} | ${x[4]} | ${q[0]} | ${q[1]} | ${q[2]} | ${ratios% }"
+        done
+    done
+} > "$output"
+cat "$output"
