@@ -912,8 +912,9 @@ impl Block {
     pub fn count(&self, quotient: u32, rest: u64) -> u32 {
         let words: &[u64] = &self.words;
         let meta = Meta::unpack(words[0]);
-        prefetch_run(words, &meta, quotient);
-        let run = run_of::<false>(words, &meta, quotient);
+        let group = group_of(words, &meta, quotient);
+        prefetch_run(words, &meta, quotient, group);
+        let run = run_in::<false>(words, &meta, quotient, group);
         let copies = |i: u32| if meta.counted { self.copies_of(i) } else { 0 };
         if run.len() > LONG_RUN {
             return Long { words, meta: &meta, quotient }.count(run, rest, copies);
@@ -1024,8 +1025,9 @@ impl Block {
     fn probe_in<const PDEP: bool>(&self, quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
         let words: &[u64] = &self.words;
         let meta = Meta::unpack(words[0]);
-        prefetch_run(words, &meta, quotient);
-        let run = run_of::<PDEP>(words, &meta, quotient);
+        let group = group_of(words, &meta, quotient);
+        prefetch_run(words, &meta, quotient, group);
+        let run = run_in::<PDEP>(words, &meta, quotient, group);
         let found = if run.len() > LONG_RUN {
             Long { words, meta: &meta, quotient }.longest(run.clone(), rest).is_some()
         } else {
@@ -1894,8 +1896,7 @@ fn group_of(words: &[u64], meta: &Meta, quotient: u32) -> (u32, u32) {
 /// ([`super::filter::XfFilter`]'s `prefetch_block`); this reaches the lines
 /// of a block larger than those.
 #[inline(always)]
-fn prefetch_run(words: &[u64], meta: &Meta, quotient: u32) {
-    let (g, before) = group_of(words, meta, quotient);
+fn prefetch_run(words: &[u64], meta: &Meta, quotient: u32, (g, before): (u32, u32)) {
     let offset = quotient - g * GROUP;
     let within = (u64::from(offset) * u64::from(meta.n)) >> meta.qbits;
     let ends = meta.ends_at() + u64::from(before) + within;
@@ -1905,15 +1906,17 @@ fn prefetch_run(words: &[u64], meta: &Meta, quotient: u32) {
     prefetch(words, fields / 64);
 }
 
-/// A hint that word `i` will be read soon; nothing past the end.
+/// A hint that word `i` will be read soon (past the end: a wasted hint,
+/// which costs less than the check against the end on every lookup).
 #[inline(always)]
 fn prefetch(words: &[u64], i: u64) {
     #[cfg(target_arch = "x86_64")]
-    if let Some(w) = words.get(i as usize) {
+    {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: SSE is part of x86-64, and a prefetch of an address in
-        // the slice reads nothing the program sees and cannot fault.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>((w as *const u64).cast()) }
+        let at = words.as_ptr().wrapping_add(i as usize).cast::<i8>();
+        // SAFETY: SSE is part of x86-64; a prefetch of any address reads
+        // nothing the program sees and cannot fault.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(at) }
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (words, i);
@@ -1932,8 +1935,18 @@ fn bit(words: &[u64], pos: u64) -> bool {
 /// below it; an empty one's would start after the last run before it.
 #[inline(always)]
 fn run_of<const PDEP: bool>(words: &[u64], meta: &Meta, quotient: u32) -> std::ops::Range<u32> {
+    run_in::<PDEP>(words, meta, quotient, group_of(words, meta, quotient))
+}
+
+/// [`run_of`], given [`group_of`] (which a lookup's prefetch reads first).
+#[inline(always)]
+fn run_in<const PDEP: bool>(
+    words: &[u64],
+    meta: &Meta,
+    quotient: u32,
+    (g, before): (u32, u32),
+) -> std::ops::Range<u32> {
     let (header_at, ends_at) = (meta.header_at(), meta.ends_at());
-    let (g, before) = group_of(words, meta, quotient);
     let (mut at, to) = (header_at + u64::from(g * GROUP), header_at + u64::from(quotient));
     let mut runs = 0u32;
     while at < to {
