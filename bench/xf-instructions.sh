@@ -4,13 +4,15 @@
 # 30%, so that a change of a few percent to XF's hot paths can be judged.
 # Writes bench/XF-INSTRUCTIONS-RESULTS.md. What is counted and why: the doc
 # comment of crates/bloomkit-bench/src/bin/xf-instructions.rs.
-#   bench/xf-instructions.sh                       25,000 to 1,600,000 items, 1% and 0.1% (about 5 minutes)
+#   bench/xf-instructions.sh                       25,000 to 1.6M items, 4 points per doubling, 1% and 0.1% (about 6 minutes)
 #   bench/xf-instructions.sh --items 200000 --rates 0.01   one size, one rate (an A/B of a change)
 #   bench/xf-instructions.sh --output FILE         elsewhere
 set -euo pipefail
 cd "$(dirname "$0")/.."
 output=bench/XF-INSTRUCTIONS-RESULTS.md
-sizes=25000,50000,100000,200000,400000,800000,1600000
+# Four points per doubling from 100,000 to 400,000 (a filter that grows is
+# at a different phase of its growth at each), and the ends further out.
+sizes=25000,100000,118921,141421,168179,200000,237841,282843,336359,400000,1600000
 rates=0.01,0.001
 invocation="bench/xf-instructions.sh"
 while [ $# -gt 0 ]; do
@@ -68,7 +70,13 @@ kernel=$(valgrind -q "$bin" kernel)
             read -r -a q < "$work/q"
             ratios=$(for i in 0 1 2 3 4; do awk -v a="${x[$i]}" -v b="${q[$i]}" 'BEGIN { printf "%.2f | ", a / b }'; done)
             echo "| $n | ${x[0]} | ${x[1]} | ${x[2]} | ${x[3]} | ${x[4]} | ${q[0]} | ${q[1]} | ${q[2]} | ${ratios% }"
+            echo "${ratios//|/}" >> "$work/ratios.$rate"
         done
+        # The mean and the worst of each ratio over the sizes.
+        awk '{ for (i = 1; i <= NF; i++) { sum[i] += $i; if ($i > worst[i]) worst[i] = $i } n++ }
+             END { printf "| mean, XF / qfilter | | | | | | | | |"; for (i = 1; i <= 5; i++) printf " %.2f |", sum[i] / n
+                   printf "\n| worst, XF / qfilter | | | | | | | | |"; for (i = 1; i <= 5; i++) printf " %.2f |", worst[i]
+                   printf "\n" }' "$work/ratios.$rate"
     done
 } > "$output"
 cat "$output"
