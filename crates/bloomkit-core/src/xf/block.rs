@@ -525,19 +525,43 @@ impl Words {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
             // Addresses past the allocation are computed, never read.
             let base = self.0.as_ptr().cast::<i8>().cast_const();
-            for l in 0..lines {
-                // SAFETY: a prefetch of any address reads nothing and cannot fault.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(l * 64)) }
+            // Four lines a step, the count rounded up: a loop of single
+            // lines with its remainder cost 40 instructions for 13 lines.
+            for l in (0..lines).step_by(4) {
+                for k in 0..4 {
+                    // SAFETY: a prefetch of any address reads nothing and cannot fault.
+                    unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add((l + k) * 64)) }
+                }
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = lines;
     }
 
+    /// Bit `pos` of the header, read without making the slice.
+    /// `pos` must be below the header's end (`Meta::ends_at`): every
+    /// allocation holds its metadata's bits (`Block`'s invariants).
+    #[inline]
+    fn bit_in_header(&self, pos: u64) -> bool {
+        debug_assert!(pos < Meta::unpack(self.meta_word()).ends_at());
+        debug_assert!(pos < self.len() as u64 * 64);
+        // SAFETY: as said, the word is in the allocation.
+        let word = unsafe { *self.0.as_ptr().add((pos / 64) as usize) };
+        word >> (pos % 64) & 1 == 1
+    }
+
+    /// The metadata word, read without making the slice: the slice's
+    /// length is computed from this word (and a counted block's list), which
+    /// every `meta()` would otherwise pay for.
+    #[inline]
+    fn meta_word(&self) -> u64 {
+        // SAFETY: the allocation holds at least its metadata word.
+        unsafe { *self.0.as_ptr() }
+    }
+
     #[inline]
     fn len(&self) -> usize {
-        // SAFETY: the allocation holds at least its metadata word.
-        let meta = Meta::unpack(unsafe { *self.0.as_ptr() });
+        let meta = Meta::unpack(self.meta_word());
         let fields = words_for(meta.bits()) as usize;
         if !meta.counted {
             return fields;
@@ -808,8 +832,9 @@ impl Block {
         Ok(Block { words: Words::new(words) })
     }
 
+    #[inline]
     pub fn meta(&self) -> Meta {
-        Meta::unpack(self.words[0])
+        Meta::unpack(self.words.meta_word())
     }
 
     /// Entries stored: copies of one entry are one.
@@ -974,9 +999,15 @@ impl Block {
 
     #[inline]
     pub fn contains(&self, quotient: u32, rest: u64) -> bool {
-        let words: &[u64] = &self.words;
-        // An empty quotient (about half of all misses) ends here.
-        bit(words, Meta::unpack(words[0]).header_at() + u64::from(quotient)) && self.probe(quotient, rest).0
+        // An empty quotient (about half of all misses) ends here, its bit
+        // read without making the slice (whose length takes a dozen
+        // instructions to compute).
+        let meta = self.meta();
+        if quotient >= meta.q() || !self.words.bit_in_header(meta.header_at() + u64::from(quotient)) {
+            return false;
+        }
+        // SAFETY: `Kernel::get` is never more than the CPU has.
+        unsafe { probe_as(&self.words, Kernel::get(), quotient, rest) }.0
     }
 
     /// Whether an entry of `quotient` matches `rest`, and the quotient's
@@ -986,54 +1017,7 @@ impl Block {
     #[inline]
     pub fn probe(&self, quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
         // SAFETY: `Kernel::get` is never more than the CPU has.
-        unsafe { self.probe_as(Kernel::get(), quotient, rest) }
-    }
-
-    /// [`Block::probe`] compiled for `kernel`.
-    ///
-    /// # Safety
-    /// The CPU must have `kernel`'s instructions (`popcnt`, `lzcnt` and
-    /// `bmi1` for [`Kernel::Popcnt`], and `bmi2` for [`Kernel::Pdep`]).
-    #[inline]
-    unsafe fn probe_as(&self, kernel: Kernel, quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
-        match kernel {
-            // SAFETY: the caller's promise.
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Pdep => unsafe { self.probe_pdep(quotient, rest) },
-            // SAFETY: as above.
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Popcnt => unsafe { self.probe_popcnt(quotient, rest) },
-            _ => self.probe_in::<false>(quotient, rest),
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "popcnt,lzcnt,bmi1,bmi2")]
-    unsafe fn probe_pdep(&self, quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
-        self.probe_in::<true>(quotient, rest)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "popcnt,lzcnt,bmi1")]
-    unsafe fn probe_popcnt(&self, quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
-        self.probe_in::<false>(quotient, rest)
-    }
-
-    /// [`Block::probe`]'s body, inlined into each kernel's function so
-    /// that it is compiled with its instructions (`PDEP`: select by `pdep`).
-    #[inline(always)]
-    fn probe_in<const PDEP: bool>(&self, quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
-        let words: &[u64] = &self.words;
-        let meta = Meta::unpack(words[0]);
-        let group = group_of(words, &meta, quotient);
-        prefetch_run(words, &meta, quotient, group);
-        let run = run_in::<PDEP>(words, &meta, quotient, group);
-        let found = if run.len() > LONG_RUN {
-            Long { words, meta: &meta, quotient }.longest(run.clone(), rest).is_some()
-        } else {
-            run.clone().any(|i| entry_in(words, &meta, quotient, i).matches(rest))
-        };
-        (found, run)
+        unsafe { probe_as(&self.words, Kernel::get(), quotient, rest) }
     }
 
     /// The most specific (longest) matching entry and its index.
@@ -1876,6 +1860,53 @@ fn bump_index(words: &mut [u64], meta: &Meta, quotient: u32, up: bool) {
     }
 }
 
+/// [`Block::probe`] of the block whose words are `words`, compiled for
+/// `kernel` (free functions, given the slice: a lookup makes it once).
+///
+/// # Safety
+/// The CPU must have `kernel`'s instructions (`popcnt`, `lzcnt` and
+/// `bmi1` for [`Kernel::Popcnt`], and `bmi2` for [`Kernel::Pdep`]).
+#[inline]
+unsafe fn probe_as(words: &[u64], kernel: Kernel, quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
+    match kernel {
+        // SAFETY: the caller's promise.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Pdep => unsafe { probe_pdep(words, quotient, rest) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Popcnt => unsafe { probe_popcnt(words, quotient, rest) },
+        _ => probe_in::<false>(words, quotient, rest),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt,lzcnt,bmi1,bmi2")]
+unsafe fn probe_pdep(words: &[u64], quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
+    probe_in::<true>(words, quotient, rest)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt,lzcnt,bmi1")]
+unsafe fn probe_popcnt(words: &[u64], quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
+    probe_in::<false>(words, quotient, rest)
+}
+
+/// [`Block::probe`]'s body, inlined into each kernel's function so that it
+/// is compiled with its instructions (`PDEP`: select by `pdep`).
+#[inline(always)]
+fn probe_in<const PDEP: bool>(words: &[u64], quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
+    let meta = Meta::unpack(words[0]);
+    let group = group_of(words, &meta, quotient);
+    prefetch_run(words, &meta, quotient, group);
+    let run = run_in::<PDEP>(words, &meta, quotient, group);
+    let found = if run.len() > LONG_RUN {
+        Long { words, meta: &meta, quotient }.longest(run.clone(), rest).is_some()
+    } else {
+        run.clone().any(|i| entry_in(words, &meta, quotient, i).matches(rest))
+    };
+    (found, run)
+}
+
 /// The group of `quotient` and the entries before the group (the index).
 #[inline(always)]
 fn group_of(words: &[u64], meta: &Meta, quotient: u32) -> (u32, u32) {
@@ -2164,7 +2195,7 @@ mod tests {
             let found = run.iter().any(|e| e.matches(rest));
             for k in runnable_kernels() {
                 // SAFETY: the CPU has the kernel's instructions.
-                let got = unsafe { b.probe_as(k, quotient, rest) };
+                let got = unsafe { probe_as(&b.words, k, quotient, rest) };
                 assert_eq!(got, (found, want.clone()), "{k:?} {at} quotient {quotient}");
             }
             assert_eq!(b.contains(quotient, rest), found, "{at} quotient {quotient}");
