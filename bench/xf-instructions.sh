@@ -33,14 +33,19 @@ trap 'rm -rf "$work"' EXIT
 ops=(insert hit miss hit_x100 miss_x100)
 # Instructions per item of each operation of one row: `ops`' order.
 count() {
-    local row=$1 rate=$2 n=$3 out=$work/$1.$2.$3
-    valgrind --tool=callgrind --callgrind-out-file="$out" --collect-atstart=no \
-        --toggle-collect="xf_instructions::${row}_*" "$bin" "$row" "$rate" "$n" > /dev/null 2>&1
+    local row=$1 rate=$2 n=$3 out=$work/$1.$2.$3 toggles=() op
+    # Each operation's function by its whole name: a pattern would also
+    # match a closure, and entering one would switch counting off.
+    for op in "${ops[@]}"; do toggles+=(--toggle-collect="xf_instructions::${row}_${op}"); done
+    valgrind --tool=callgrind --callgrind-out-file="$out" --collect-atstart=no "${toggles[@]}" \
+        "$bin" "$row" "$rate" "$n" > /dev/null 2> "$out.log" || { cat "$out.log" >&2; return 1; }
     local report
-    report=$(callgrind_annotate --inclusive=yes "$out")
+    report=$(callgrind_annotate --inclusive=yes --threshold=100 "$out")
     for op in "${ops[@]}"; do
+        # The trailing space: `hit` must not match `hit_x100`.
         awk -v fn="xf_instructions::${row}_${op} " -v n="$n" \
-            'index($0, fn) && !done { gsub(",", "", $1); printf "%d ", $1 / n; done = 1 }' <<< "$report"
+            'index($0, fn) && !done { gsub(",", "", $1); printf "%d ", $1 / n; done = 1 }
+             END { if (!done) { print "no count for " fn > "/dev/stderr"; exit 1 } }' <<< "$report"
     done
     echo
 }
@@ -65,7 +70,7 @@ kernel=$(valgrind -q "$bin" kernel)
         for n in ${sizes//,/ }; do
             count xf "$rate" "$n" > "$work/xf" &
             count qfilter "$rate" "$n" > "$work/q"
-            wait
+            wait $!
             read -r -a x < "$work/xf"
             read -r -a q < "$work/q"
             ratios=$(for i in 0 1 2 3 4; do awk -v a="${x[$i]}" -v b="${q[$i]}" 'BEGIN { printf "%.2f | ", a / b }'; done)

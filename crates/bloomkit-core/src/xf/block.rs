@@ -522,8 +522,9 @@ impl Words {
         Words(unsafe { std::ptr::NonNull::new_unchecked(ptr) })
     }
 
-    /// Prefetches `lines` cache lines from the block's start, without
-    /// reading its metadata (past the allocation a prefetch reads nothing).
+    /// Prefetches `lines` cache lines from the block's start (more than one
+    /// rounded up to a multiple of four), without reading its metadata
+    /// (past the allocation a prefetch reads nothing).
     #[inline]
     fn prefetch_lines(&self, lines: usize) {
         #[cfg(target_arch = "x86_64")]
@@ -531,8 +532,13 @@ impl Words {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
             // Addresses past the allocation are computed, never read.
             let base = self.0.as_ptr().cast::<i8>().cast_const();
-            // Four lines a step, the count rounded up: a loop of single
-            // lines with its remainder cost 40 instructions for 13 lines.
+            // Four lines a step, the count rounded up (a loop of single
+            // lines with its remainder cost 40 instructions for 13 lines),
+            // but for a single line (a lone block's first).
+            if lines == 1 {
+                // SAFETY: a prefetch of any address reads nothing and cannot fault.
+                return unsafe { _mm_prefetch::<_MM_HINT_T0>(base) };
+            }
             for l in (0..lines).step_by(4) {
                 for k in 0..4 {
                     // SAFETY: a prefetch of any address reads nothing and cannot fault.
@@ -544,14 +550,19 @@ impl Words {
         let _ = lines;
     }
 
-    /// Bit `pos` of the header, read without making the slice.
-    /// `pos` must be below the header's end (`Meta::ends_at`): every
-    /// allocation holds its metadata's bits (`Block`'s invariants).
+    /// Whether `quotient` has entries (its occupied bit), read without
+    /// making the slice; false for a quotient past the block's.
     #[inline]
-    fn bit_in_header(&self, pos: u64) -> bool {
-        debug_assert!(pos < Meta::unpack(self.meta_word()).ends_at());
+    fn occupied(&self, quotient: u32) -> bool {
+        let meta = Meta::unpack(self.meta_word());
+        if quotient >= meta.q() {
+            return false;
+        }
+        let pos = meta.header_at() + u64::from(quotient);
         debug_assert!(pos < self.len() as u64 * 64);
-        // SAFETY: as said, the word is in the allocation.
+        // SAFETY: the occupieds end where the runends start, within the
+        // metadata's bits, and every allocation holds those (`Words::new`
+        // asserts its length against them).
         let word = unsafe { *self.0.as_ptr().add((pos / 64) as usize) };
         word >> (pos % 64) & 1 == 1
     }
@@ -1008,8 +1019,7 @@ impl Block {
         // An empty quotient (about half of all misses) ends here, its bit
         // read without making the slice (whose length takes a dozen
         // instructions to compute).
-        let meta = self.meta();
-        if quotient >= meta.q() || !self.words.bit_in_header(meta.header_at() + u64::from(quotient)) {
+        if !self.words.occupied(quotient) {
             return false;
         }
         // SAFETY: `Kernel::get` is never more than the CPU has.

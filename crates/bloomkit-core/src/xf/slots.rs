@@ -35,6 +35,11 @@ use crate::common::memory::{OutOfMemory, Relocate};
 pub(super) struct Slots {
     slots: Vec<ManuallyDrop<Block>>,
     depth: u32,
+    /// The lines a batch's hint asks for per block, which the directory
+    /// keeps with its blocks' bytes (`Dir::resized` in `filter.rs`): here
+    /// beside `depth`, in what would be padding, so that the directory's
+    /// holder stays in its allocation class.
+    hint_lines: u32,
     /// Blocks (distinct handles).
     count: usize,
 }
@@ -83,11 +88,21 @@ impl Slots {
         let count = blocks.len();
         // The slots own the blocks now: the list forgets them.
         blocks.drain(..).for_each(std::mem::forget);
-        Ok(Slots { slots, depth, count })
+        Ok(Slots { slots, depth, hint_lines: 1, count })
     }
 
     pub fn depth(&self) -> u32 {
         self.depth
+    }
+
+    /// See the field.
+    #[inline]
+    pub fn hint_lines(&self) -> u32 {
+        self.hint_lines
+    }
+
+    pub fn set_hint_lines(&mut self, lines: u32) {
+        self.hint_lines = lines;
     }
 
     /// Slots (`2^depth`).
@@ -240,7 +255,7 @@ impl Slots {
     pub fn try_clone(&self) -> Result<Slots, OutOfMemory> {
         let mut slots = Vec::new();
         slots.try_reserve_exact(self.slots.len()).map_err(|_| OutOfMemory)?;
-        let mut out = Slots { slots, depth: self.depth, count: 0 };
+        let mut out = Slots { slots, depth: self.depth, hint_lines: self.hint_lines, count: 0 };
         for b in self.iter() {
             let copy = b.try_clone()?;
             let span = 1usize << (self.depth - b.depth());
