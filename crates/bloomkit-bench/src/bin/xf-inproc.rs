@@ -477,22 +477,26 @@ fn print_speed(rows: &[Row], grown: &[Growth], q: usize, rate: f64, at: &[u64]) 
          | miss / qfilter, mean | worst |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    for (row, g) in rows.iter().zip(grown).filter(|(_, g)| !g.speed.is_empty()) {
-        let cells: Vec<String> = (0..3)
+    for (i, (row, g)) in rows.iter().zip(grown).enumerate().filter(|(_, (_, g))| !g.speed.is_empty()) {
+        let mut cells: Vec<String> = (0..3)
             .map(|op| format!("{:.0}", g.speed.iter().map(|s| s[op]).sum::<f64>() / g.speed.len() as f64))
-            .chain((0..3).flat_map(|op| {
-                let ratios: Vec<f64> =
-                    g.speed.iter().zip(&grown[q].speed).map(|(a, b)| a[op] / b[op]).collect();
-                let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
-                let (at_worst, worst) =
-                    ratios
-                        .iter()
-                        .copied()
-                        .enumerate()
-                        .fold((0, 0.0), |w, (i, r)| if r > w.1 { (i, r) } else { w });
-                [format!("{mean:.2}"), format!("{worst:.2} (at {})", at[at_worst])]
-            }))
             .collect();
+        for op in 0..3 {
+            if i == q {
+                // The reference: its ratios are 1 by definition.
+                cells.extend(["1".to_string(), String::new()]);
+                continue;
+            }
+            let ratios: Vec<f64> = g.speed.iter().zip(&grown[q].speed).map(|(a, b)| a[op] / b[op]).collect();
+            let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
+            let (at_worst, worst) =
+                ratios
+                    .iter()
+                    .copied()
+                    .enumerate()
+                    .fold((0, 0.0), |w, (i, r)| if r > w.1 { (i, r) } else { w });
+            cells.extend([format!("{mean:.2}"), format!("{worst:.2} (at {})", at[at_worst])]);
+        }
         println!("| {} | {} |", row.name(), cells.join(" | "));
     }
 }
