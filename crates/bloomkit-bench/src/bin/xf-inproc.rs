@@ -27,6 +27,10 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
+#[path = "../items.rs"]
+mod items;
+use items::items;
+
 use bloomkit_core::common::memory::Limits;
 use bloomkit_core::xf::{XfDefaults, XfFilter, XfParams};
 
@@ -207,21 +211,6 @@ fn growable(rate: f64) -> Growable {
 
 fn sized(rate: f64, n: u64) -> Sized {
     Sized(fastbloom::BloomFilter::with_false_pos(rate).expected_items(n as usize))
-}
-
-// ---- items ----
-
-fn splitmix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// `n` random items of stream `stream` (items of two streams never meet but
-/// with probability n^2 / 2^64).
-fn items(stream: u64, n: u64) -> Vec<u64> {
-    (0..n).map(|i| splitmix(splitmix(stream) ^ i)).collect()
 }
 
 // ---- time ----

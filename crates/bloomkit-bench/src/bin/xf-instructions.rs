@@ -19,21 +19,14 @@
 
 use std::hint::black_box;
 
+#[path = "../items.rs"]
+mod items;
+use items::items;
+
 use bloomkit_core::common::memory::Limits;
 use bloomkit_core::xf::{Seed, XfDefaults, XfFilter, XfHash, XfParams};
 
 const BATCH: usize = 100;
-
-fn splitmix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-fn items(stream: u64, n: u64) -> Vec<u64> {
-    (0..n).map(|i| splitmix(splitmix(stream) ^ i)).collect()
-}
 
 #[inline(never)]
 fn xf_insert(f: &mut XfFilter, items: &[u64]) {
