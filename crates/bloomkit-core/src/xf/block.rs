@@ -954,9 +954,7 @@ impl Block {
     pub fn count(&self, quotient: u32, rest: u64) -> u32 {
         let words: &[u64] = &self.words;
         let meta = Meta::unpack(words[0]);
-        let group = group_of(words, &meta, quotient);
-        prefetch_run(words, &meta, quotient, group);
-        let run = run_in::<false>(words, &meta, quotient, group);
+        let run = prefetched_run::<false>(words, &meta, quotient);
         let copies = |i: u32| if meta.counted { self.copies_of(i) } else { 0 };
         if run.len() > LONG_RUN {
             return Long { words, meta: &meta, quotient }.count(run, rest, copies);
@@ -1912,15 +1910,23 @@ unsafe fn probe_popcnt(words: &[u64], quotient: u32, rest: u64) -> (bool, std::o
 #[inline(always)]
 fn probe_in<const PDEP: bool>(words: &[u64], quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
     let meta = Meta::unpack(words[0]);
-    let group = group_of(words, &meta, quotient);
-    prefetch_run(words, &meta, quotient, group);
-    let run = run_in::<PDEP>(words, &meta, quotient, group);
+    let run = prefetched_run::<PDEP>(words, &meta, quotient);
     let found = if run.len() > LONG_RUN {
         Long { words, meta: &meta, quotient }.longest(run.clone(), rest).is_some()
     } else {
         run.clone().any(|i| entry_in(words, &meta, quotient, i).matches(rest))
     };
     (found, run)
+}
+
+/// [`run_of`] for a lookup: the run's lines asked for as soon as the
+/// group's index says where they are, then the run found; the index read
+/// once for both.
+#[inline(always)]
+fn prefetched_run<const PDEP: bool>(words: &[u64], meta: &Meta, quotient: u32) -> std::ops::Range<u32> {
+    let group = group_of(words, meta, quotient);
+    prefetch_run(words, meta, quotient, group);
+    run_in::<PDEP>(words, meta, quotient, group)
 }
 
 /// The group of `quotient` and the entries before the group (the index).
