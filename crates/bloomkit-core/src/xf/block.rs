@@ -49,6 +49,11 @@ pub const MAX_QBITS: u32 = 12;
 const GROUP: u32 = 64;
 /// Blocks of at least this many quotients carry the group index.
 const INDEXED_FROM: u32 = 256;
+/// Where a block's occupieds start in memory: the word after the metadata.
+const OCCUPIEDS_AT: u64 = 64;
+/// Where a stored block's group index starts: right after the metadata,
+/// as encoding 1 has always stored it (then the unary header).
+const STORED_INDEX_AT: u64 = 64;
 /// The most entries a block takes from adds and merges, whatever its
 /// quotients (copies of one entry, kept as a count, are one). Honest
 /// blocks split at 368 to 728 entries; a block that a split would not
@@ -169,19 +174,28 @@ impl Meta {
         }
     }
 
-    /// Bit offset of the header.
-    fn header_at(&self) -> u64 {
-        64 + self.index_bits()
+    /// Bit offset of the group index in memory: after the occupieds, so
+    /// that these start word-aligned (a lookup's bit test and rank read one
+    /// word) and the index's 16-bit lanes never cross a word.
+    fn index_at(&self) -> u64 {
+        OCCUPIEDS_AT + u64::from(self.q())
     }
 
-    /// Bit offset of the runends (after the occupieds), in memory.
+    /// Bit offset of the runends (after the occupieds and the index), in memory.
     fn ends_at(&self) -> u64 {
-        self.header_at() + u64::from(self.q())
+        self.index_at() + self.index_bits()
     }
 
-    /// Bit offset of the fields.
+    /// Bit offset of the unary header in the stored form (after the index,
+    /// which starts right after the metadata there).
+    fn stored_header_at(&self) -> u64 {
+        STORED_INDEX_AT + self.index_bits()
+    }
+
+    /// Bit offset of the fields: in memory and stored alike (the same
+    /// `Q + cap` bits of header, in another order, and the same index).
     fn fields_at(&self) -> u64 {
-        self.header_at() + u64::from(self.q()) + u64::from(self.cap)
+        64 + self.index_bits() + u64::from(self.q()) + u64::from(self.cap)
     }
 
     /// Bits in use up to the end of the fields' room.
@@ -207,15 +221,123 @@ impl Meta {
     /// `(f, fp)` of a stored field.
     #[inline]
     fn unfield(&self, v: u64) -> (u32, u64) {
+        unfield(self.w, self.uniform, v)
+    }
+}
+
+/// `(f, fp)` of a field of a block of width `w`, `uniform` or not.
+#[inline(always)]
+fn unfield(w: u32, uniform: bool, v: u64) -> (u32, u64) {
+    if uniform {
+        (w, v)
+    } else if v == 0 {
+        // No stop bit: not a field any write makes (loads refuse it).
+        (w, 0)
+    } else {
+        let tz = v.trailing_zeros();
+        (w - 1 - tz, v >> (tz + 1))
+    }
+}
+
+/// What a lookup reads of a block's metadata, unpacked once, with the
+/// offsets derived from it: a [`Meta`] unpacked and its offsets derived
+/// again at each use cost a hit about 75 instructions of its 620.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    n: u32,
+    w: u32,
+    uniform: bool,
+    qbits: u32,
+    /// Whether the block has a group index (at [`Meta::index_at`]).
+    indexed: bool,
+    index_at: u64,
+    ends_at: u64,
+    fields_at: u64,
+    /// The end of the fields' room (the count list's word follows).
+    fields_end: u64,
+}
+
+impl Layout {
+    /// The layout a metadata word says.
+    #[inline(always)]
+    fn of(word: u64) -> Layout {
+        let cap = word >> 16 & 0xffff;
+        let w = word >> 32 & 0x3f;
+        let qbits = (word >> 40 & 0xff) as u32;
+        let q = 1u64 << (qbits & 63);
+        let indexed = q >= u64::from(INDEXED_FROM);
+        // 16 bits per group but the first: `16 * (q / 64 - 1)`.
+        let index_at = OCCUPIEDS_AT + q;
+        let ends_at = index_at + if indexed { q / 4 - 16 } else { 0 };
+        let layout = Layout {
+            n: (word & 0xffff) as u32,
+            w: w as u32,
+            uniform: word >> 38 & 1 == 1,
+            qbits,
+            indexed,
+            index_at,
+            ends_at,
+            fields_at: ends_at + cap,
+            fields_end: ends_at + cap + cap * w,
+        };
+        debug_assert!({
+            let meta = Meta::unpack(word);
+            (layout.ends_at, layout.fields_at, layout.fields_end)
+                == (meta.ends_at(), meta.fields_at(), meta.bits())
+        });
+        layout
+    }
+
+    /// [`Layout::of`] a metadata's word.
+    #[inline(always)]
+    fn of_meta(meta: &Meta) -> Layout {
+        Layout::of(meta.pack())
+    }
+
+    /// Whether an entry of `run` matches `rest` (what [`Entry::matches`]
+    /// says of each), with no entry decoded: a field is its fingerprint and
+    /// then, unless the block is uniform, a stop bit and zeros; it matches
+    /// when its bits above the stop bit are `rest`'s first bits (a void's,
+    /// none, always match).
+    #[inline(always)]
+    fn scan(&self, words: &[u64], run: std::ops::Range<u32>, rest: u64) -> bool {
+        #[cfg(test)]
+        ENTRIES_READ.with(|n| n.set(n.get() + u64::from(run.end - run.start)));
+        let w = u64::from(self.w);
+        // `rest`'s first `w` bits (`w` is 1 to 53).
+        let first = rest >> (64 - w);
+        let mut pos = self.fields_at + u64::from(run.start) * w;
+        let end = self.fields_at + u64::from(run.end) * w;
         if self.uniform {
-            (self.w, v)
-        } else if v == 0 {
-            // No stop bit: not a field any write makes (loads refuse it).
-            (self.w, 0)
-        } else {
-            let tz = v.trailing_zeros();
-            (self.w - 1 - tz, v >> (tz + 1))
+            while pos < end {
+                if get_short(words, pos, self.w) == first {
+                    return true;
+                }
+                pos += w;
+            }
+            return false;
         }
+        while pos < end {
+            let v = get_short(words, pos, self.w);
+            // The bits above the stop bit against `rest`'s (the stop bit
+            // and the zeros below it shifted out). No stop bit (`v == 0`)
+            // is no field a write makes; its shift is kept in range.
+            if ((v ^ first) >> (v.trailing_zeros() & 63)) >> 1 == 0 {
+                return true;
+            }
+            pos += w;
+        }
+        false
+    }
+
+    /// Entry `i` (of `quotient`) of a block's words.
+    #[inline(always)]
+    fn entry(&self, words: &[u64], quotient: u32, i: u32) -> Entry {
+        #[cfg(test)]
+        ENTRIES_READ.with(|n| n.set(n.get() + 1));
+        let v = get(words, self.fields_at + u64::from(i) * u64::from(self.w), self.w);
+        let (f, fp) = unfield(self.w, self.uniform, v);
+        Entry { quotient, f, fp }
     }
 }
 
@@ -262,6 +384,30 @@ fn get(words: &[u64], pos: u64, len: u32) -> u64 {
     } else {
         v & ((1u64 << len) - 1)
     }
+}
+
+/// [`get`] of up to 57 bits, by one unaligned load (little-endian: a
+/// word's bits are its bytes' in order), which a field's read is: a
+/// lookup reads a few.
+#[inline(always)]
+fn get_short(words: &[u64], pos: u64, len: u32) -> u64 {
+    debug_assert!(len <= 57);
+    #[cfg(target_endian = "little")]
+    {
+        let bytes = words.len() * 8;
+        if bytes == 0 {
+            return 0;
+        }
+        // The last 8 bytes at most: a field that ends in the last word is
+        // read from there, its shift up to 63.
+        let at = ((pos / 8) as usize).min(bytes - 8);
+        // SAFETY: `at + 8 <= bytes`, within the slice.
+        let v = unsafe { words.as_ptr().cast::<u8>().add(at).cast::<u64>().read_unaligned() };
+        // Bits past the end read as 0, as `get`'s.
+        v.checked_shr((pos - at as u64 * 8) as u32).unwrap_or(0) & ((1u64 << len) - 1)
+    }
+    #[cfg(not(target_endian = "little"))]
+    get(words, pos, len)
 }
 
 #[inline]
@@ -558,13 +704,25 @@ impl Words {
         if quotient >= meta.q() {
             return false;
         }
-        let pos = meta.header_at() + u64::from(quotient);
+        let pos = OCCUPIEDS_AT + u64::from(quotient);
         debug_assert!(pos < self.len() as u64 * 64);
-        // SAFETY: the occupieds end where the runends start, within the
+        // SAFETY: the occupieds end where the index starts, within the
         // metadata's bits, and every allocation holds those (`Words::new`
         // asserts its length against them).
         let word = unsafe { *self.0.as_ptr().add((pos / 64) as usize) };
         word >> (pos % 64) & 1 == 1
+    }
+
+    /// The words a lookup reads (the metadata to the fields' room: not the
+    /// count list), given their layout: the slice made without the
+    /// metadata read again nor the count list's length.
+    #[inline(always)]
+    fn probed(&self, layout: &Layout) -> &[u64] {
+        let len = words_for(layout.fields_end) as usize;
+        debug_assert!(len <= self.len());
+        // SAFETY: `layout` is the metadata's, whose bits the allocation
+        // holds (`Words::new` asserts it), up to the fields' room's end.
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr(), len) }
     }
 
     /// The metadata word, read without making the slice: the slice's
@@ -753,8 +911,8 @@ impl Block {
         let len = usize::try_from(words_for(grown.bits())).map_err(|_| OutOfMemory)?;
         let mut words = zeroed(len + counts_len(records))?;
         words[0] = grown.pack();
-        let head = u64::from(meta.q()) + u64::from(meta.n);
-        copy_bits(&mut words, 64, &self.words, 64, meta.header_at() - 64 + head);
+        // The occupieds, the index and the runends in use: one stretch.
+        copy_bits(&mut words, 64, &self.words, 64, meta.ends_at() + u64::from(meta.n) - 64);
         copy_bits(
             &mut words,
             grown.fields_at(),
@@ -954,12 +1112,13 @@ impl Block {
     pub fn count(&self, quotient: u32, rest: u64) -> u32 {
         let words: &[u64] = &self.words;
         let meta = Meta::unpack(words[0]);
-        let run = prefetched_run::<false>(words, &meta, quotient);
+        let layout = Layout::of(words[0]);
+        let run = prefetched_run::<false>(words, &layout, quotient);
         let copies = |i: u32| if meta.counted { self.copies_of(i) } else { 0 };
         if run.len() > LONG_RUN {
-            return Long { words, meta: &meta, quotient }.count(run, rest, copies);
+            return Long { words, layout: &layout, quotient }.count(run, rest, copies);
         }
-        run.filter(|&i| entry_in(words, &meta, quotient, i).matches(rest)).map(|i| 1 + copies(i)).sum()
+        run.filter(|&i| layout.entry(words, quotient, i).matches(rest)).map(|i| 1 + copies(i)).sum()
     }
 
     /// Cache lines a lookup of `quotient` reads in this block: the
@@ -970,12 +1129,15 @@ impl Block {
     pub fn lookup_lines(&self, quotient: u32) -> u64 {
         let meta = self.meta();
         let words: &[u64] = &self.words;
-        let (g, before) = group_of(words, &meta, quotient);
+        let (g, before) = group_of(words, &Layout::of_meta(&meta), quotient);
         // The metadata and index; the occupied bits from the group's start
         // to the quotient's (the popcount's).
-        let occupied = meta.header_at() + u64::from(quotient);
-        let mut lines: Vec<u64> = (0..=(meta.header_at() - 1) / 512).collect();
-        lines.extend((meta.header_at() + u64::from(g * GROUP)) / 512..=occupied / 512);
+        let occupied = OCCUPIEDS_AT + u64::from(quotient);
+        let mut lines: Vec<u64> = vec![0];
+        if g > 0 {
+            lines.push((meta.index_at() + 16 * u64::from(g - 1)) / 512);
+        }
+        lines.extend((OCCUPIEDS_AT + u64::from(g * GROUP)) / 512..=occupied / 512);
         if bit(words, occupied) {
             let run = run_of::<false>(words, &meta, quotient);
             let (ends_at, fields_at, w) = (meta.ends_at(), meta.fields_at(), u64::from(meta.w));
@@ -1039,10 +1201,11 @@ impl Block {
         let meta = self.meta();
         let run = run_of::<false>(&self.words, &meta, quotient);
         if run.len() > LONG_RUN {
-            let long = Long { words: &self.words, meta: &meta, quotient };
+            let layout = Layout::of_meta(&meta);
+            let long = Long { words: &self.words, layout: &layout, quotient };
             let i = long.longest(run.clone(), rest)?;
             let first = long.after(run.start, i, long.key(i), false);
-            return Some((entry_in(&self.words, &meta, quotient, first), first));
+            return Some((layout.entry(&self.words, quotient, first), first));
         }
         let mut best: Option<(Entry, u32)> = None;
         for i in run {
@@ -1056,7 +1219,7 @@ impl Block {
 
     #[inline]
     fn entry_with(&self, meta: &Meta, quotient: u32, i: u32) -> Entry {
-        entry_in(&self.words, meta, quotient, i)
+        Layout::of_meta(meta).entry(&self.words, quotient, i)
     }
 
     /// Whether `e` has a field in this block's width (room aside).
@@ -1089,7 +1252,8 @@ impl Block {
         let key = e.key();
         let mut at = run.end;
         if run.len() > LONG_RUN {
-            let long = Long { words: &self.words, meta, quotient: e.quotient };
+            let layout = Layout::of_meta(meta);
+            let long = Long { words: &self.words, layout: &layout, quotient: e.quotient };
             at = long.after(run.start, run.end, (key.1, key.2), true);
         } else {
             for i in run.clone() {
@@ -1136,7 +1300,7 @@ impl Block {
         let ends_end = ends_at + u64::from(meta.n);
         if run.is_empty() {
             // A new run: its quotient is occupied, and the entry ends it.
-            set(&mut self.words, meta.header_at() + u64::from(e.quotient), 1, 1);
+            set(&mut self.words, OCCUPIEDS_AT + u64::from(e.quotient), 1, 1);
             shift_up(&mut self.words, ends_at + u64::from(at), ends_end, 1);
             set(&mut self.words, ends_at + u64::from(at), 1, 1);
         } else {
@@ -1190,7 +1354,7 @@ impl Block {
         // The inverse of an insert's: the run's last entry takes its end
         // and its quotient's bit with it; else one of its 0s goes.
         let p = if run.len() == 1 {
-            set(&mut self.words, meta.header_at() + u64::from(quotient), 1, 0);
+            set(&mut self.words, OCCUPIEDS_AT + u64::from(quotient), 1, 0);
             i
         } else {
             i.min(run.end - 2)
@@ -1257,7 +1421,7 @@ impl Block {
         let words: &[u64] = &self.words;
         let mut ends = Ones::new(words, meta.ends_at(), u64::from(meta.n));
         let mut i = 0u64;
-        for quotient in Ones::new(words, meta.header_at(), u64::from(meta.q())) {
+        for quotient in Ones::new(words, OCCUPIEDS_AT, u64::from(meta.q())) {
             let Some(last) = ends.next() else {
                 debug_assert!(false, "an occupied quotient with no runend");
                 return;
@@ -1357,7 +1521,7 @@ impl Block {
         let meta = self.meta();
         let half = meta.q() / 2;
         if meta.index_bits() > 0 && half >= GROUP {
-            return get(&self.words, 64 + 16 * u64::from(half / GROUP - 1), 16) as u32;
+            return get(&self.words, meta.index_at() + 16 * u64::from(half / GROUP - 1), 16) as u32;
         }
         self.run(half).start
     }
@@ -1427,7 +1591,7 @@ fn check_stored(words: &[u64], qbits: u32, depth: u32) -> Result<Meta, &'static 
 /// last of them a zero; no bit set between the header and the fields, nor
 /// past the fields.
 fn check_unary_header(words: &[u64], meta: &Meta) -> Result<(), &'static str> {
-    let (header_at, fields_at, w) = (meta.header_at(), meta.fields_at(), u64::from(meta.w));
+    let (header_at, fields_at, w) = (meta.stored_header_at(), meta.fields_at(), u64::from(meta.w));
     let hlen = u64::from(meta.q()) + u64::from(meta.n);
     let mut zeros = 0u64;
     let mut at = 0;
@@ -1478,18 +1642,18 @@ fn check_fields_and_index(words: &[u64], meta: &Meta) -> Result<(), &'static str
         prev = Some(e);
     });
     bad.map_or(Ok(()), Err)?;
-    check_index(words, meta, &counts)
+    check_index(words, STORED_INDEX_AT, meta, &counts)
 }
 
-/// The group index against the entries of each group.
-fn check_index(words: &[u64], meta: &Meta, counts: &[u32]) -> Result<(), &'static str> {
+/// The group index from bit `at` against the entries of each group.
+fn check_index(words: &[u64], at: u64, meta: &Meta, counts: &[u32]) -> Result<(), &'static str> {
     if meta.index_bits() == 0 {
         return Ok(());
     }
     let mut before = 0;
     for g in 1..(meta.q() / GROUP) as usize {
         before += counts[g - 1];
-        if get(words, 64 + 16 * (g as u64 - 1), 16) != u64::from(before) {
+        if get(words, at + 16 * (g as u64 - 1), 16) != u64::from(before) {
             return Err("a block's index does not match its header");
         }
     }
@@ -1499,7 +1663,7 @@ fn check_index(words: &[u64], meta: &Meta, counts: &[u32]) -> Result<(), &'stati
 /// Calls `each` on every entry of stored words (checked for their unary
 /// header's zeros), in order.
 fn for_each_stored(words: &[u64], meta: &Meta, mut each: impl FnMut(Entry)) {
-    let (header_at, fields_at, w) = (meta.header_at(), meta.fields_at(), u64::from(meta.w));
+    let (header_at, fields_at, w) = (meta.stored_header_at(), meta.fields_at(), u64::from(meta.w));
     let mut quotient = 0u32;
     let mut i = 0u32;
     let mut pos = header_at;
@@ -1529,11 +1693,14 @@ fn for_each_stored(words: &[u64], meta: &Meta, mut each: impl FnMut(Entry)) {
     }
 }
 
-/// Writes the unary header of entries of these `quotients` (in order) over
-/// whatever header `words` held: entry `i` of quotient `x` is bit `x + i`.
-fn write_unary_header(words: &mut [u64], meta: &Meta, quotients: impl Iterator<Item = u32>) {
-    let header_at = meta.header_at();
-    clear(words, header_at, meta.ends_at() + u64::from(meta.n));
+/// Writes the stored form's head of entries of these `quotients` (in
+/// order) over whatever head `words` held (in memory's order or the
+/// stored one): the group index, then the unary header, where entry `i`
+/// of quotient `x` is bit `x + i`.
+fn write_unary_header(words: &mut [u64], meta: &Meta, quotients: impl Iterator<Item = u32> + Clone) {
+    let header_at = meta.stored_header_at();
+    clear(words, 64, meta.fields_at());
+    write_index(words, STORED_INDEX_AT, meta, quotients.clone());
     let mut ors = Ors::new();
     for (i, x) in quotients.enumerate() {
         ors.set(words, header_at + u64::from(x) + i as u64);
@@ -1541,11 +1708,13 @@ fn write_unary_header(words: &mut [u64], meta: &Meta, quotients: impl Iterator<I
     ors.finish(words);
 }
 
-/// Writes the in-memory header (occupieds, runends) of entries of these
-/// `quotients` (in order) over whatever header `words` held.
-fn write_header(words: &mut [u64], meta: &Meta, quotients: impl Iterator<Item = u32>) {
-    let (header_at, ends_at) = (meta.header_at(), meta.ends_at());
-    clear(words, header_at, ends_at + u64::from(meta.n));
+/// Writes the in-memory head (occupieds, group index, runends) of entries
+/// of these `quotients` (in order) over whatever head `words` held (in
+/// memory's order or the stored one).
+fn write_header(words: &mut [u64], meta: &Meta, quotients: impl Iterator<Item = u32> + Clone) {
+    let ends_at = meta.ends_at();
+    clear(words, 64, meta.fields_at());
+    write_index(words, meta.index_at(), meta, quotients.clone());
     // Both kinds of bits at increasing positions, each or-ed a word at a time.
     let mut occupied = Ors::new();
     let mut ends = Ors::new();
@@ -1553,7 +1722,7 @@ fn write_header(words: &mut [u64], meta: &Meta, quotients: impl Iterator<Item = 
     let mut i = 0u64;
     for x in quotients {
         if last != Some(x) {
-            occupied.set(words, header_at + u64::from(x));
+            occupied.set(words, OCCUPIEDS_AT + u64::from(x));
             if i > 0 {
                 ends.set(words, ends_at + i - 1);
             }
@@ -1566,6 +1735,23 @@ fn write_header(words: &mut [u64], meta: &Meta, quotients: impl Iterator<Item = 
     }
     occupied.finish(words);
     ends.finish(words);
+}
+
+/// Writes the group index of entries of these `quotients` from bit `at`
+/// (cleared): group `g`'s lane (from 1) holds the entries before it.
+fn write_index(words: &mut [u64], at: u64, meta: &Meta, quotients: impl Iterator<Item = u32>) {
+    if meta.index_bits() == 0 {
+        return;
+    }
+    let mut group_counts = [0u32; (1 << MAX_QBITS) / GROUP as usize];
+    for x in quotients {
+        group_counts[(x / GROUP) as usize] += 1;
+    }
+    let mut before = 0;
+    for g in 1..(meta.q() / GROUP) as usize {
+        before += group_counts[g - 1];
+        set(words, at + 16 * (g as u64 - 1), 16, u64::from(before));
+    }
 }
 
 /// Sets bits at increasing positions, a word at a time from a register
@@ -1654,13 +1840,13 @@ const LONG_RUN: usize = 32;
 /// zero-padded, f)`, [`Long::key`].
 struct Long<'a> {
     words: &'a [u64],
-    meta: &'a Meta,
+    layout: &'a Layout,
     quotient: u32,
 }
 
 impl Long<'_> {
     fn key(&self, i: u32) -> (u64, u32) {
-        let e = entry_in(self.words, self.meta, self.quotient, i);
+        let e = self.layout.entry(self.words, self.quotient, i);
         (padded(e.f, e.fp), e.f)
     }
 
@@ -1699,7 +1885,7 @@ impl Long<'_> {
             if n == start {
                 return None;
             }
-            let e = entry_in(self.words, self.meta, self.quotient, n - 1);
+            let e = self.layout.entry(self.words, self.quotient, n - 1);
             if e.matches(rest) {
                 return Some(n - 1);
             }
@@ -1735,16 +1921,6 @@ fn prefix_of(x: u64, c: u32) -> u64 {
     } else {
         x & (u64::MAX << (64 - c))
     }
-}
-
-/// Entry `i` (of `quotient`) of a block's words.
-#[inline(always)]
-fn entry_in(words: &[u64], meta: &Meta, quotient: u32, i: u32) -> Entry {
-    #[cfg(test)]
-    ENTRIES_READ.with(|n| n.set(n.get() + 1));
-    let v = get(words, meta.fields_at() + u64::from(i) * u64::from(meta.w), meta.w);
-    let (f, fp) = meta.unfield(v);
-    Entry { quotient, f, fp }
 }
 
 /// The room (entries) a block of `meta`'s shape gets for at least `need`
@@ -1791,24 +1967,15 @@ fn zeroed(len: usize) -> Result<Box<[u64]>, OutOfMemory> {
 /// Writes `entries` (sorted) into a zeroed block of `meta`'s shape.
 fn write_entries(words: &mut [u64], meta: &Meta, entries: &[Entry]) {
     debug_assert!(words[1..].iter().all(|&w| w == 0), "written into zeroed words only");
-    let mut group_counts = [0u32; (1 << MAX_QBITS) / GROUP as usize];
     // Fields first, whole words at a time, then the header's bits over
     // them: an or into memory per entry waited on the one before it (each
     // word takes several), a third of building a block.
     let mut fields = BitWriter::at(words, meta.fields_at());
     for e in entries {
         fields.put(meta.field(e.f, e.fp), meta.w);
-        group_counts[(e.quotient / GROUP) as usize] += 1;
     }
     fields.finish();
     write_header(words, meta, entries.iter().map(|e| e.quotient));
-    if meta.index_bits() > 0 {
-        let mut before = 0;
-        for g in 1..(meta.q() / GROUP) as usize {
-            before += group_counts[g - 1];
-            set(words, 64 + 16 * (g as u64 - 1), 16, u64::from(before));
-        }
-    }
 }
 
 /// Writes fields of up to 64 bits one after another into zeroed words
@@ -1853,8 +2020,8 @@ impl<'a> BitWriter<'a> {
 }
 
 /// Adds (or takes) one to the index of every group after `quotient`'s.
-/// The index's 16-bit counts never cross a word (they start at bit 64, 16
-/// bits each) and never carry into each other (at most 65,535: a block
+/// The index's 16-bit counts never cross a word (they start at a word,
+/// after the occupieds, 16 bits each) and never carry into each other (at most 65,535: a block
 /// holds fewer entries), so each word of them takes one addition: an
 /// insert used to read and write them one at a time, each waiting on the
 /// store before it (an eighth of `insert_in` in a profile).
@@ -1862,11 +2029,12 @@ fn bump_index(words: &mut [u64], meta: &Meta, quotient: u32, up: bool) {
     if meta.index_bits() == 0 {
         return;
     }
-    // Group `g`'s count is lane `g - 1` (from word 1, four to a word).
+    // Group `g`'s count is lane `g - 1` (four to a word).
     let (first, end) = ((quotient / GROUP) as usize, (meta.q() / GROUP - 1) as usize);
+    let base = (meta.index_at() / 64) as usize;
     let mut lane = first;
     while lane < end {
-        let (word, from) = (1 + lane / 4, lane % 4);
+        let (word, from) = (base + lane / 4, lane % 4);
         let to = (end - (lane - from)).min(4);
         let ones = (0x0001_0001_0001_0001u64 >> (16 * (4 - to))) & (u64::MAX << (16 * from));
         words[word] = if up { words[word].wrapping_add(ones) } else { words[word].wrapping_sub(ones) };
@@ -1881,7 +2049,7 @@ fn bump_index(words: &mut [u64], meta: &Meta, quotient: u32, up: bool) {
 /// The CPU must have `kernel`'s instructions (`popcnt`, `lzcnt` and
 /// `bmi1` for [`Kernel::Popcnt`], and `bmi2` for [`Kernel::Pdep`]).
 #[inline]
-unsafe fn probe_as(words: &[u64], kernel: Kernel, quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
+unsafe fn probe_as(words: &Words, kernel: Kernel, quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
     match kernel {
         // SAFETY: the caller's promise.
         #[cfg(target_arch = "x86_64")]
@@ -1895,46 +2063,56 @@ unsafe fn probe_as(words: &[u64], kernel: Kernel, quotient: u32, rest: u64) -> (
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt,lzcnt,bmi1,bmi2")]
-unsafe fn probe_pdep(words: &[u64], quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
+unsafe fn probe_pdep(words: &Words, quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
     probe_in::<true>(words, quotient, rest)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt,lzcnt,bmi1")]
-unsafe fn probe_popcnt(words: &[u64], quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
+unsafe fn probe_popcnt(words: &Words, quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
     probe_in::<false>(words, quotient, rest)
 }
 
 /// [`Block::probe`]'s body, inlined into each kernel's function so that it
 /// is compiled with its instructions (`PDEP`: select by `pdep`).
 #[inline(always)]
-fn probe_in<const PDEP: bool>(words: &[u64], quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
-    let meta = Meta::unpack(words[0]);
-    let run = prefetched_run::<PDEP>(words, &meta, quotient);
+fn probe_in<const PDEP: bool>(words: &Words, quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
+    let layout = Layout::of(words.meta_word());
+    let words = words.probed(&layout);
+    let run = prefetched_run::<PDEP>(words, &layout, quotient);
     let found = if run.len() > LONG_RUN {
-        Long { words, meta: &meta, quotient }.longest(run.clone(), rest).is_some()
+        long_match(words, layout, quotient, run.clone(), rest)
     } else {
-        run.clone().any(|i| entry_in(words, &meta, quotient, i).matches(rest))
+        layout.scan(words, run.clone(), rest)
     };
     (found, run)
+}
+
+/// A long run's match, by bisection: out of the probe's line so that its
+/// registers stay the short run's (a run of more than [`LONG_RUN`] entries
+/// takes crafted items or a crowded quotient).
+#[cold]
+#[inline(never)]
+fn long_match(words: &[u64], layout: Layout, quotient: u32, run: std::ops::Range<u32>, rest: u64) -> bool {
+    Long { words, layout: &layout, quotient }.longest(run, rest).is_some()
 }
 
 /// [`run_of`] for a lookup: the run's lines asked for as soon as the
 /// group's index says where they are, then the run found; the index read
 /// once for both.
 #[inline(always)]
-fn prefetched_run<const PDEP: bool>(words: &[u64], meta: &Meta, quotient: u32) -> std::ops::Range<u32> {
-    let group = group_of(words, meta, quotient);
-    prefetch_run(words, meta, quotient, group);
-    run_in::<PDEP>(words, meta, quotient, group)
+fn prefetched_run<const PDEP: bool>(words: &[u64], layout: &Layout, quotient: u32) -> std::ops::Range<u32> {
+    let group = group_of(words, layout, quotient);
+    prefetch_run(words, layout, quotient, group);
+    run_in::<PDEP>(words, layout, quotient, group)
 }
 
 /// The group of `quotient` and the entries before the group (the index).
 #[inline(always)]
-fn group_of(words: &[u64], meta: &Meta, quotient: u32) -> (u32, u32) {
-    if meta.index_bits() > 0 && quotient >= GROUP {
+fn group_of(words: &[u64], layout: &Layout, quotient: u32) -> (u32, u32) {
+    if layout.indexed && quotient >= GROUP {
         let g = quotient / GROUP;
-        (g, get(words, 64 + 16 * u64::from(g - 1), 16) as u32)
+        (g, get(words, layout.index_at + 16 * u64::from(g - 1), 16) as u32)
     } else {
         (0, 0)
     }
@@ -1949,12 +2127,12 @@ fn group_of(words: &[u64], meta: &Meta, quotient: u32) -> (u32, u32) {
 /// ([`super::filter::XfFilter`]'s `prefetch_block`); this reaches the lines
 /// of a block larger than those.
 #[inline(always)]
-fn prefetch_run(words: &[u64], meta: &Meta, quotient: u32, (g, before): (u32, u32)) {
+fn prefetch_run(words: &[u64], layout: &Layout, quotient: u32, (g, before): (u32, u32)) {
     let offset = quotient - g * GROUP;
-    let within = (u64::from(offset) * u64::from(meta.n)) >> meta.qbits;
-    let ends = meta.ends_at() + u64::from(before) + within;
-    let fields = meta.fields_at() + (u64::from(before) + within) * u64::from(meta.w);
-    prefetch(words, (meta.header_at() + u64::from(quotient)) / 64);
+    let within = (u64::from(offset) * u64::from(layout.n)) >> layout.qbits;
+    let ends = layout.ends_at + u64::from(before) + within;
+    let fields = layout.fields_at + (u64::from(before) + within) * u64::from(layout.w);
+    prefetch(words, (OCCUPIEDS_AT + u64::from(quotient)) / 64);
     prefetch(words, ends / 64);
     prefetch(words, fields / 64);
 }
@@ -1988,27 +2166,41 @@ fn bit(words: &[u64], pos: u64) -> bool {
 /// below it; an empty one's would start after the last run before it.
 #[inline(always)]
 fn run_of<const PDEP: bool>(words: &[u64], meta: &Meta, quotient: u32) -> std::ops::Range<u32> {
-    run_in::<PDEP>(words, meta, quotient, group_of(words, meta, quotient))
+    let layout = Layout::of_meta(meta);
+    run_in::<PDEP>(words, &layout, quotient, group_of(words, &layout, quotient))
 }
 
 /// [`run_of`], given [`group_of`] (which a lookup's prefetch reads first).
 #[inline(always)]
 fn run_in<const PDEP: bool>(
     words: &[u64],
-    meta: &Meta,
+    layout: &Layout,
     quotient: u32,
     (g, before): (u32, u32),
 ) -> std::ops::Range<u32> {
-    let (header_at, ends_at) = (meta.header_at(), meta.ends_at());
-    let (mut at, to) = (header_at + u64::from(g * GROUP), header_at + u64::from(quotient));
+    // The occupieds are word-aligned, a group a word: the quotient's word
+    // gives its bit and its rank in the group; a block with no index (at
+    // most two groups) adds its first word's count.
+    const FIRST: usize = (OCCUPIEDS_AT / 64) as usize;
+    let (first, at) = (FIRST + g as usize, FIRST + (quotient / GROUP) as usize);
     let mut runs = 0u32;
-    while at < to {
-        let len = (to - at).min(64) as u32;
-        runs += get(words, at, len).count_ones();
-        at += u64::from(len);
+    for i in first..at {
+        runs += words.get(i).map_or(0, |w| w.count_ones());
     }
-    let from = ends_at + u64::from(before);
-    if !bit(words, to) {
+    let word = words.get(at).copied().unwrap_or(0);
+    let offset = quotient % GROUP;
+    runs += (word & ((1u64 << offset) - 1)).count_ones();
+    let from = layout.ends_at + u64::from(before);
+    let occupied = word >> offset & 1 == 1;
+    // Most runs end within 64 runends of their group's first: both ends
+    // from one window (the `runs`-th runend, and the one before it).
+    let window = get(words, from, 64);
+    if runs + u32::from(occupied) <= window.count_ones() {
+        let start = if runs == 0 { 0 } else { select::<PDEP>(window, runs - 1) + 1 };
+        let end = if occupied { select::<PDEP>(window, runs) + 1 } else { start };
+        return before + start..before + end;
+    }
+    if !occupied {
         let start = if runs == 0 { before } else { before + nth_one::<PDEP>(words, from, runs - 1) + 1 };
         return start..start;
     }
@@ -2110,6 +2302,25 @@ mod tests {
             set(words, from - by + n as u64, 1, *b);
         }
         clear(words, end - by, end);
+    }
+
+    /// The one-load read of a field is `get`'s, at every position and
+    /// length it is used for, up to the slice's end and past it.
+    #[test]
+    fn short_reads_are_gets() {
+        let mut r = Rng(12);
+        for len in 1..=4usize {
+            let words: Vec<u64> = (0..len).map(|_| r.next()).collect();
+            for pos in 0..len as u64 * 64 + 70 {
+                for bits in 0..=57 {
+                    assert_eq!(
+                        get_short(&words, pos, bits),
+                        get(&words, pos, bits),
+                        "{bits} at {pos} of {len} words"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
@@ -2229,8 +2440,14 @@ mod tests {
             let run: Vec<Entry> = model.iter().copied().filter(|e| e.quotient == quotient).collect();
             let want = start..start + run.len() as u32;
             start = want.end;
-            let rest = match run.get((r.next() % (run.len() as u64).max(1)) as usize) {
-                Some(e) if r.next().is_multiple_of(2) => padded(e.f, e.fp) | r.next() >> e.f.max(1),
+            // An entry's bits and any after them (a hit), the same with one
+            // of its bits turned (a near miss: the scan compares fields
+            // without decoding them), or any bits.
+            let rest = match (run.get((r.next() % (run.len() as u64).max(1)) as usize), r.next() % 3) {
+                (Some(e), 0) => padded(e.f, e.fp) | r.next() >> e.f.max(1),
+                (Some(e), 1) if e.f > 0 => {
+                    (padded(e.f, e.fp) | r.next() >> e.f) ^ 1 << (63 - r.next() % u64::from(e.f))
+                }
                 _ => r.next(),
             };
             let found = run.iter().any(|e| e.matches(rest));
@@ -2252,15 +2469,23 @@ mod tests {
     #[test]
     fn every_kernel_finds_the_model_runs() {
         let mut r = Rng(64);
-        for qbits in MIN_QBITS..=MAX_QBITS {
-            for n in [0usize, 1, 3, 40, 300, 1000, 3000] {
+        for (qbits, n) in
+            (MIN_QBITS..=MAX_QBITS).flat_map(|q| [0usize, 1, 3, 40, 300, 1000, 3000].map(|n| (q, n)))
+        {
+            // Lengths of 0 to 20 bits, one length (a uniform block), and
+            // up to the longest (fields of 53 bits).
+            for lengths in [20, 12, MAX_F] {
                 // Quotients in a window of `width` at a random place: runs
                 // of about n / width entries, anywhere in a group.
                 let width = [1u32 << qbits, 1, 3, 17][r.next() as usize % 4].min(1 << qbits);
                 let from = (r.next() % u64::from((1u32 << qbits) - width + 1)) as u32;
                 let mut v: Vec<Entry> = (0..n)
                     .map(|_| {
-                        let mut e = random_entry(&mut r, qbits, 20);
+                        let mut e = random_entry(&mut r, qbits, lengths);
+                        if lengths == 12 {
+                            e.f = 12;
+                            e.fp = r.next() >> 52;
+                        }
                         e.quotient = from + e.quotient % width;
                         e
                     })
@@ -2268,7 +2493,9 @@ mod tests {
                 v.sort_unstable_by_key(Entry::key);
                 v.dedup(); // no copies: no count list, one entry each
                 let b = Block::build(qbits, 0, &mut v, 0).unwrap();
-                kernels_agree_with(&b, &v, &mut r, &format!("q{qbits} n{n} width {width} from {from}"));
+                assert!(b.meta().uniform || lengths != 12 || n == 0);
+                let at = format!("q{qbits} n{n} lengths {lengths} width {width} from {from}");
+                kernels_agree_with(&b, &v, &mut r, &at);
             }
         }
     }
@@ -2321,7 +2548,7 @@ mod tests {
                 let meta = b.meta();
                 let mut counts = vec![0u32; (meta.q() / GROUP) as usize];
                 b.for_each(|e| counts[(e.quotient / GROUP) as usize] += 1);
-                assert_eq!(check_index(b.words(), &meta, &counts), Ok(()), "q{qbits}");
+                assert_eq!(check_index(b.words(), meta.index_at(), &meta, &counts), Ok(()), "q{qbits}");
                 let mut header = b.words().to_vec();
                 write_header(&mut header, &meta, b.entries().iter().map(|e| e.quotient));
                 assert_eq!(b.words(), &header[..], "q{qbits}: the header is its entries'");
