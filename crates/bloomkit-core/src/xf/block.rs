@@ -1198,28 +1198,23 @@ impl Block {
 
     /// The most specific (longest) matching entry and its index.
     pub fn best(&self, quotient: u32, rest: u64) -> Option<(Entry, u32)> {
-        let meta = self.meta();
-        let run = run_of::<false>(&self.words, &meta, quotient);
+        let (meta, words): (Meta, &[u64]) = (self.meta(), &self.words);
+        let layout = Layout::of_meta(&meta);
+        let run = run_of::<false>(words, &meta, quotient);
         if run.len() > LONG_RUN {
-            let layout = Layout::of_meta(&meta);
-            let long = Long { words: &self.words, layout: &layout, quotient };
+            let long = Long { words, layout: &layout, quotient };
             let i = long.longest(run.clone(), rest)?;
             let first = long.after(run.start, i, long.key(i), false);
-            return Some((layout.entry(&self.words, quotient, first), first));
+            return Some((layout.entry(words, quotient, first), first));
         }
         let mut best: Option<(Entry, u32)> = None;
         for i in run {
-            let e = self.entry_with(&meta, quotient, i);
+            let e = layout.entry(words, quotient, i);
             if e.matches(rest) && best.is_none_or(|(b, _)| e.f > b.f) {
                 best = Some((e, i));
             }
         }
         best
-    }
-
-    #[inline]
-    fn entry_with(&self, meta: &Meta, quotient: u32, i: u32) -> Entry {
-        Layout::of_meta(meta).entry(&self.words, quotient, i)
     }
 
     /// Whether `e` has a field in this block's width (room aside).
@@ -1247,23 +1242,27 @@ impl Block {
         e: &Entry,
         run: Option<std::ops::Range<u32>>,
     ) -> (u32, u32, std::ops::Range<u32>) {
-        let run = run.unwrap_or_else(|| run_of::<false>(&self.words, meta, e.quotient));
-        debug_assert_eq!(run, run_of::<false>(&self.words, meta, e.quotient));
+        // The layout and the slice once: each entry read through `Block`
+        // would derive both again (a fifth of an add's instructions).
+        let layout = Layout::of(self.words.meta_word());
+        debug_assert_eq!(Meta::unpack(self.words.meta_word()), *meta);
+        let words = self.words.probed(&layout);
+        let run = run.unwrap_or_else(|| run_of::<false>(words, meta, e.quotient));
+        debug_assert_eq!(run, run_of::<false>(words, meta, e.quotient));
         let key = e.key();
         let mut at = run.end;
         if run.len() > LONG_RUN {
-            let layout = Layout::of_meta(meta);
-            let long = Long { words: &self.words, layout: &layout, quotient: e.quotient };
+            let long = Long { words, layout: &layout, quotient: e.quotient };
             at = long.after(run.start, run.end, (key.1, key.2), true);
         } else {
             for i in run.clone() {
-                if self.entry_with(meta, e.quotient, i).key() > key {
+                if layout.entry(words, e.quotient, i).key() > key {
                     at = i;
                     break;
                 }
             }
         }
-        let same = (run.start..at).rev().take_while(|&i| self.entry_with(meta, e.quotient, i) == *e).count();
+        let same = (run.start..at).rev().take_while(|&i| layout.entry(words, e.quotient, i) == *e).count();
         (at, same as u32, run)
     }
 
@@ -1298,41 +1297,30 @@ impl Block {
         }
         let (ends_at, fields_at, w) = (meta.ends_at(), meta.fields_at(), u64::from(meta.w));
         let ends_end = ends_at + u64::from(meta.n);
+        // The slice once: each use of `self.words` derives its length from
+        // the metadata again (a sixth of an add's instructions, when each
+        // write below took it).
+        let words: &mut [u64] = &mut self.words;
         if run.is_empty() {
             // A new run: its quotient is occupied, and the entry ends it.
-            set(&mut self.words, OCCUPIEDS_AT + u64::from(e.quotient), 1, 1);
-            shift_up(&mut self.words, ends_at + u64::from(at), ends_end, 1);
-            set(&mut self.words, ends_at + u64::from(at), 1, 1);
+            set(words, OCCUPIEDS_AT + u64::from(e.quotient), 1, 1);
+            shift_up(words, ends_at + u64::from(at), ends_end, 1);
+            set(words, ends_at + u64::from(at), 1, 1);
         } else {
             // One more 0 inside the run (its bits are 0s, then its end's 1),
             // as close to the end of the runends as the run allows.
             let p = ends_at + u64::from(at.min(run.end - 1));
-            shift_up(&mut self.words, p, ends_end, 1);
-            set(&mut self.words, p, 1, 0);
+            shift_up(words, p, ends_end, 1);
+            set(words, p, 1, 0);
         }
         let fpos = fields_at + u64::from(at) * w;
-        shift_up(&mut self.words, fpos, fields_at + u64::from(meta.n) * w, w);
-        set(&mut self.words, fpos, meta.w, meta.field(e.f, e.fp));
-        bump_index(&mut self.words, &meta, e.quotient, true);
-        self.renumber(&meta, at, true);
+        shift_up(words, fpos, fields_at + u64::from(meta.n) * w, w);
+        set(words, fpos, meta.w, meta.field(e.f, e.fp));
+        bump_index(words, &meta, e.quotient, true);
+        renumber(words, &meta, at, true);
         meta.n += 1;
-        self.words[0] = meta.pack();
+        words[0] = meta.pack();
         Ok(Inserted { at, copy })
-    }
-
-    /// The count list's indexes from `from` on, one up or down (an entry
-    /// inserted or removed before them).
-    fn renumber(&mut self, meta: &Meta, from: u32, up: bool) {
-        if !meta.counted {
-            return;
-        }
-        let at = meta.counts_at();
-        let k = (self.words[at] & 0xffff_ffff) as usize;
-        for r in &mut self.words[at + 1..at + 1 + k] {
-            if *r as u32 >= from {
-                *r = if up { *r + 1 } else { *r - 1 };
-            }
-        }
     }
 
     /// Removes one occurrence of entry `i` of `quotient`: a copy when it
@@ -1350,22 +1338,23 @@ impl Block {
             return;
         }
         let (ends_at, fields_at, w) = (meta.ends_at(), meta.fields_at(), u64::from(meta.w));
-        let run = run_of::<false>(&self.words, &meta, quotient);
+        let words: &mut [u64] = &mut self.words;
+        let run = run_of::<false>(words, &meta, quotient);
         // The inverse of an insert's: the run's last entry takes its end
         // and its quotient's bit with it; else one of its 0s goes.
         let p = if run.len() == 1 {
-            set(&mut self.words, OCCUPIEDS_AT + u64::from(quotient), 1, 0);
+            set(words, OCCUPIEDS_AT + u64::from(quotient), 1, 0);
             i
         } else {
             i.min(run.end - 2)
         };
-        shift_down(&mut self.words, ends_at + u64::from(p) + 1, ends_at + u64::from(meta.n), 1);
+        shift_down(words, ends_at + u64::from(p) + 1, ends_at + u64::from(meta.n), 1);
         let fpos = fields_at + u64::from(i) * w;
-        shift_down(&mut self.words, fpos + w, fields_at + u64::from(meta.n) * w, w);
-        bump_index(&mut self.words, &meta, quotient, false);
-        self.renumber(&meta, i, false);
+        shift_down(words, fpos + w, fields_at + u64::from(meta.n) * w, w);
+        bump_index(words, &meta, quotient, false);
+        renumber(words, &meta, i, false);
         meta.n -= 1;
-        self.words[0] = meta.pack();
+        words[0] = meta.pack();
     }
 
     /// Every occurrence, in order: an entry as many times as it was added.
@@ -2019,6 +2008,21 @@ impl<'a> BitWriter<'a> {
     }
 }
 
+/// The count list's indexes from `from` on, one up or down (an entry
+/// inserted or removed before them).
+fn renumber(words: &mut [u64], meta: &Meta, from: u32, up: bool) {
+    if !meta.counted {
+        return;
+    }
+    let at = meta.counts_at();
+    let k = (words[at] & 0xffff_ffff) as usize;
+    for r in &mut words[at + 1..at + 1 + k] {
+        if *r as u32 >= from {
+            *r = if up { *r + 1 } else { *r - 1 };
+        }
+    }
+}
+
 /// Adds (or takes) one to the index of every group after `quotient`'s.
 /// The index's 16-bit counts never cross a word (they start at a word,
 /// after the occupieds, 16 bits each) and never carry into each other (at most 65,535: a block
@@ -2112,7 +2116,7 @@ fn prefetched_run<const PDEP: bool>(words: &[u64], layout: &Layout, quotient: u3
 fn group_of(words: &[u64], layout: &Layout, quotient: u32) -> (u32, u32) {
     if layout.indexed && quotient >= GROUP {
         let g = quotient / GROUP;
-        (g, get(words, layout.index_at + 16 * u64::from(g - 1), 16) as u32)
+        (g, get_short(words, layout.index_at + 16 * u64::from(g - 1), 16) as u32)
     } else {
         (0, 0)
     }
@@ -2192,14 +2196,27 @@ fn run_in<const PDEP: bool>(
     runs += (word & ((1u64 << offset) - 1)).count_ones();
     let from = layout.ends_at + u64::from(before);
     let occupied = word >> offset & 1 == 1;
-    // Most runs end within 64 runends of their group's first: both ends
-    // from one window (the `runs`-th runend, and the one before it).
-    let window = get(words, from, 64);
+    // Most runs end within 57 runends of their group's first: both ends
+    // from one window of them, one load (the `runs`-th runend, and the
+    // one before it). Bits past the runends (fields) may follow in the
+    // window, but only after the last runend, which the selects never
+    // pass: the one they look for is there when the count says so.
+    let window = get_short(words, from, 57);
     if runs + u32::from(occupied) <= window.count_ones() {
         let start = if runs == 0 { 0 } else { select::<PDEP>(window, runs - 1) + 1 };
         let end = if occupied { select::<PDEP>(window, runs) + 1 } else { start };
         return before + start..before + end;
     }
+    run_past(words, from, before, runs, occupied)
+}
+
+/// [`run_in`]'s run when its ends are further than one window from its
+/// group's first runend: out of the probe's line (a run in a crowded
+/// group), with the portable select.
+#[cold]
+#[inline(never)]
+fn run_past(words: &[u64], from: u64, before: u32, runs: u32, occupied: bool) -> std::ops::Range<u32> {
+    const PDEP: bool = false;
     if !occupied {
         let start = if runs == 0 { before } else { before + nth_one::<PDEP>(words, from, runs - 1) + 1 };
         return start..start;
