@@ -1014,7 +1014,7 @@ impl Block {
 
     /// Entries stored: copies of one entry are one.
     pub fn len(&self) -> u32 {
-        (self.words[0] & 0xffff) as u32
+        (self.words.meta_word() & 0xffff) as u32
     }
 
     /// The count list: `index | extra copies << 32` per entry with copies,
