@@ -2,23 +2,28 @@
 //! hashes, `Q = 2^q` quotients, stored Elias-Fano style in one allocation
 //! of `u64` words (see `DESIGN.md`).
 //!
-//! Bit layout, from bit 0 of word 0 on (LSB first):
+//! Bit layout in memory, from bit 0 of word 0 on (LSB first):
 //!
 //! - 64 bits of metadata ([`Meta`]): entries `n`, room `cap`, field width
 //!   `w`, `uniform`, quotient bits `q`, depth;
-//! - for `Q >= 256`, 16 bits per group of 64 quotients after the first:
-//!   the entries before the group, so a lookup starts at its group;
-//! - the header, `Q + cap` bits, in memory as *occupieds* and *runends*
-//!   (the rank-select quotient filter's): `Q` bits, bit `x` set when
-//!   quotient `x` has entries, then `cap` bits, bit `i` set when entry `i`
-//!   is the last of its quotient's; bits past `Q + n` are 0. A lookup of an
-//!   empty quotient (about half of all misses) ends at one bit test, and an
-//!   insert shifts the `n` runend bits after its place rather than all
-//!   `Q + n` bits of a unary header. The *stored* form (RDB, DUMP, chunks:
-//!   [`Block::canonical_words`]) keeps encoding 1's unary header, per
-//!   quotient a 1 per entry, then a 0, in the same `Q + n` bits: a load
-//!   checks that form and converts it ([`Block::from_canonical`]), so no
-//!   format changed and every release reads what this one writes;
+//! - the *occupieds*, `Q` bits from word 1 (word-aligned, a group of 64
+//!   quotients a word): bit `x` set when quotient `x` has entries. A
+//!   lookup of an empty quotient (about half of all misses) ends at this
+//!   one bit, and the rank of an occupied one in its group is a popcount of
+//!   the same word;
+//! - for `Q >= 256`, the *index*, 16 bits per group of 64 quotients after
+//!   the first: the entries before the group, so a lookup starts at its
+//!   group (each lane within one word: it starts at a word);
+//! - the *runends*, `cap` bits, bit `i` set when entry `i` is the last of
+//!   its quotient's (the rank-select quotient filter's header); bits past
+//!   `n` are 0. An insert shifts the `n` runend bits after its place rather
+//!   than all `Q + n` bits of a unary header. The *stored* form (RDB, DUMP,
+//!   chunks: [`Block::canonical_words`]) keeps encoding 1's order, the
+//!   index right after the metadata, then the unary header, per quotient a
+//!   1 per entry, then a 0, in the same `Q + n` bits: a load checks that
+//!   form and converts it ([`Block::from_canonical`]), so no format changed
+//!   and every release reads what this one writes. The fields start at the
+//!   same bit in both forms;
 //! - the fields, `cap` fields of `w` bits, one per entry in header order:
 //!   an `f`-bit fingerprint `fp` as `fp`, a stop bit, then zeros
 //!   (`((fp << 1) | 1) << (w - 1 - f)`), or, in a *uniform* block where
@@ -304,8 +309,10 @@ impl Layout {
         #[cfg(test)]
         ENTRIES_READ.with(|n| n.set(n.get() + u64::from(run.end - run.start)));
         let w = u64::from(self.w);
-        // `rest`'s first `w` bits (`w` is 1 to 53).
-        let first = rest >> (64 - w);
+        // `rest`'s first `w` bits (`w` is 1 to 53 in a block with entries;
+        // 0 only in an empty stand-in, whose runs are empty: two shifts,
+        // so that no shift is by 64).
+        let first = (rest >> 1) >> (63 - w);
         let mut pos = self.fields_at + u64::from(run.start) * w;
         let end = self.fields_at + u64::from(run.end) * w;
         if self.uniform {
@@ -403,8 +410,11 @@ fn get_short(words: &[u64], pos: u64, len: u32) -> u64 {
         let at = ((pos / 8) as usize).min(bytes - 8);
         // SAFETY: `at + 8 <= bytes`, within the slice.
         let v = unsafe { words.as_ptr().cast::<u8>().add(at).cast::<u64>().read_unaligned() };
-        // Bits past the end read as 0, as `get`'s.
-        v.checked_shr((pos - at as u64 * 8) as u32).unwrap_or(0) & ((1u64 << len) - 1)
+        // Bits past the end read as 0, as `get`'s (the shift is 64 or more
+        // there; a block's positions are far below 2^32, so it fits).
+        debug_assert!(pos - (at as u64) * 8 < 1 << 32);
+        let shift = (pos - at as u64 * 8) as u32;
+        v.checked_shr(shift).unwrap_or(0) & ((1u64 << len) - 1)
     }
     #[cfg(not(target_endian = "little"))]
     get(words, pos, len)
@@ -479,12 +489,18 @@ fn shift_up(words: &mut [u64], from: u64, end: u64, by: u64) {
 /// `lo..hi`, from the top down (each source word is read before it is
 /// written), `0 < r < 64`, `lo > k`. The loop of an insert's shift: the
 /// compiler makes the scalar form a double shift with a memory operand,
-/// microcoded on AMD (half of `shift_up`'s time in a profile), so two
-/// words at a time go through SSE2, part of every x86-64.
+/// microcoded on AMD (half of `shift_up`'s time in a profile), so words go
+/// four at a time through AVX2 where the CPU has it, then two at a time
+/// through SSE2, part of every x86-64.
 #[inline]
 fn funnel_down(words: &mut [u64], lo: usize, hi: usize, k: usize, r: u32) {
     assert!(lo > k && lo <= hi && hi <= words.len() && (1..64).contains(&r));
     let mut j = hi;
+    #[cfg(target_arch = "x86_64")]
+    if hi >= lo + 8 && has_avx2() {
+        // SAFETY: the CPU has AVX2; the bounds are the ones asserted above.
+        j = unsafe { funnel_down_avx2(words, lo, hi, k, r) };
+    }
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{
@@ -512,6 +528,48 @@ fn funnel_down(words: &mut [u64], lo: usize, hi: usize, k: usize, r: u32) {
         j -= 1;
         words[j] = (words[j - k] << r) | (words[j - k - 1] >> (64 - r));
     }
+}
+
+/// Whether the CPU runs AVX2 (looked up once per process).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn has_avx2() -> bool {
+    static AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVX2.get_or_init(|| std::arch::is_x86_feature_detected!("avx2"))
+}
+
+/// [`funnel_down`]'s loop four words a step, from `hi` down while four
+/// are left above `lo`; the `j` it stopped at.
+///
+/// # Safety
+/// The CPU must have AVX2, and `lo > k`, `lo <= hi <= words.len()`,
+/// `0 < r < 64`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn funnel_down_avx2(words: &mut [u64], lo: usize, hi: usize, k: usize, r: u32) -> usize {
+    use std::arch::x86_64::{
+        __m256i, _mm256_loadu_si256, _mm256_or_si256, _mm256_sll_epi64, _mm256_srl_epi64,
+        _mm256_storeu_si256, _mm_cvtsi32_si128,
+    };
+    debug_assert!(lo > k && lo <= hi && hi <= words.len() && (1..64).contains(&r));
+    let p = words.as_mut_ptr();
+    let (left, right) = (_mm_cvtsi32_si128(r as i32), _mm_cvtsi32_si128(64 - r as i32));
+    let mut j = hi;
+    while j >= lo + 4 {
+        // SAFETY: while `j - 4 >= lo`, the lowest word read, `j - 5 - k`,
+        // is at least `lo - 1 - k >= 0`, and the highest written, `j - 1`,
+        // is below `hi <= words.len()`; both loads come before the store,
+        // and later steps read only below `j - 4 - k`. Unaligned loads and
+        // stores need no alignment.
+        unsafe {
+            let upper = _mm256_loadu_si256(p.add(j - 4 - k).cast::<__m256i>());
+            let lower = _mm256_loadu_si256(p.add(j - 5 - k).cast::<__m256i>());
+            let v = _mm256_or_si256(_mm256_sll_epi64(upper, left), _mm256_srl_epi64(lower, right));
+            _mm256_storeu_si256(p.add(j - 4).cast::<__m256i>(), v);
+        }
+        j -= 4;
+    }
+    j
 }
 
 /// Moves bits `[from, end)` down by `by`, then zeroes `[end - by, end)`;
@@ -1101,10 +1159,8 @@ impl Block {
     /// Entry `i` (of `quotient`).
     #[inline]
     pub fn entry(&self, quotient: u32, i: u32) -> Entry {
-        let meta = self.meta();
-        let v = get(&self.words, meta.fields_at() + u64::from(i) * u64::from(meta.w), meta.w);
-        let (f, fp) = meta.unfield(v);
-        Entry { quotient, f, fp }
+        let layout = Layout::of(self.words.meta_word());
+        layout.entry(self.words.probed(&layout), quotient, i)
     }
 
     /// Entries of `quotient` that match a hash whose next 64 bits are `rest`.
@@ -2024,8 +2080,8 @@ fn renumber(words: &mut [u64], meta: &Meta, from: u32, up: bool) {
 }
 
 /// Adds (or takes) one to the index of every group after `quotient`'s.
-/// The index's 16-bit counts never cross a word (they start at a word,
-/// after the occupieds, 16 bits each) and never carry into each other (at most 65,535: a block
+/// The index's 16-bit counts never cross a word (they start at a
+/// word, after the occupieds, 16 bits each) and never carry into each other (at most 65,535: a block
 /// holds fewer entries), so each word of them takes one addition: an
 /// insert used to read and write them one at a time, each waiting on the
 /// store before it (an eighth of `insert_in` in a profile).
@@ -2363,7 +2419,9 @@ mod tests {
     fn shifts_move_exactly_their_bits() {
         let mut r = Rng(9);
         for _ in 0..3000 {
-            let len = 1 + (r.next() % 12) as usize;
+            // Up to 40 words: the loop's four-word (AVX2) steps, its
+            // two-word ones and its single words all run.
+            let len = 1 + (r.next() % 40) as usize;
             let words: Vec<u64> = (0..len).map(|_| r.next()).collect();
             let total = len as u64 * 64;
             let by = 1 + r.next() % 70.min(total - 1);

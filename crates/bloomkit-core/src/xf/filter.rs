@@ -1717,9 +1717,9 @@ struct Halves {
 /// its quotients goes to the first, the upper to the second, each entry
 /// giving its first fingerprint bit to its quotient; `extra` (already at
 /// the new level) joins the second when `to_high`, else the first. The
-/// masses ([`mass_of`]) are summed from the entries the split walks and
-/// sorts anyway: a split used to decode the block and its halves once more
-/// for them, a fifth of an insert's time amortized.
+/// masses ([`mass_of`]) are summed from the entries the split walks
+/// anyway: a split used to decode the block and its halves once more for
+/// them, a fifth of an insert's time amortized.
 fn split(b: &Block, extra: Entry, to_high: bool, level: u32) -> Result<Halves, OutOfMemory> {
     let meta = b.meta();
     let q = 1u32 << meta.qbits;
@@ -1729,7 +1729,7 @@ fn split(b: &Block, extra: Entry, to_high: bool, level: u32) -> Result<Halves, O
     // entries, both in the same half, so a half gets at most twice the
     // occurrences, and the new entry.
     let most = b.occurrences().checked_mul(2).and_then(|n| usize::try_from(n + 1).ok()).ok_or(OutOfMemory)?;
-    let mut halves = Halving { lo: Vec::new(), hi: Vec::new(), q, held: 0, held_at: 0 };
+    let mut halves = Halving::new(q);
     halves.lo.try_reserve_exact(most).map_err(|_| OutOfMemory)?;
     halves.hi.try_reserve_exact(most).map_err(|_| OutOfMemory)?;
     let mut was = DistinctMass::at(level);
@@ -1740,10 +1740,12 @@ fn split(b: &Block, extra: Entry, to_high: bool, level: u32) -> Result<Halves, O
     halves.release();
     let Halving { mut lo, mut hi, .. } = halves;
     // In its place, so that the lists stay in order and need no sort (a
-    // sort of every split's entries was 2% of an insert).
+    // sort of every split's entries was 2% of an insert). `build` checks
+    // the order (one pass) and would sort a list out of it: never, by
+    // `Halving`'s test, but a block is never built from one.
     place_sorted(if to_high { &mut hi } else { &mut lo }, extra);
-    let lo_block = Block::build_sorted(meta.qbits, meta.depth + 1, &lo, 0)?;
-    let hi_block = Block::build_sorted(meta.qbits, meta.depth + 1, &hi, 0)?;
+    let lo_block = Block::build(meta.qbits, meta.depth + 1, &mut lo, 0)?;
+    let hi_block = Block::build(meta.qbits, meta.depth + 1, &mut hi, 0)?;
     // Each half on its own: an entry of one may equal one of the other.
     let mass = |half: &[Entry]| {
         let mut m = DistinctMass::at(level + 1);
@@ -1772,6 +1774,10 @@ struct Halving {
 }
 
 impl Halving {
+    fn new(q: u32) -> Halving {
+        Halving { lo: Vec::new(), hi: Vec::new(), q, held: 0, held_at: 0 }
+    }
+
     #[inline]
     fn give(&mut self, e: Entry) {
         if e.f == 0 {
@@ -1904,7 +1910,7 @@ mod tests {
                 })
                 .collect();
             entries.sort_unstable_by_key(Entry::key);
-            let mut halves = Halving { lo: Vec::new(), hi: Vec::new(), q, held: 0, held_at: 0 };
+            let mut halves = Halving::new(q);
             entries.iter().for_each(|&e| halves.give(e));
             halves.release();
             let (mut lo, mut hi) = (Vec::new(), Vec::new());
