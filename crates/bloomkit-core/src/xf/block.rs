@@ -1472,7 +1472,7 @@ impl Block {
                 return;
             };
             while i <= last {
-                let (f, fp) = meta.unfield(get(words, fields_at + i * w, meta.w));
+                let (f, fp) = meta.unfield(get_short(words, fields_at + i * w, meta.w));
                 each(Entry { quotient: quotient as u32, f, fp });
                 i += 1;
             }
@@ -1499,7 +1499,8 @@ impl Block {
         let n = u32::try_from(self.occurrences()).ok().filter(|&n| n <= 0xffff)?;
         let words: &[u64] = &self.words;
         let (fields_at, w) = (meta.fields_at(), u64::from(meta.w));
-        let lengths = (0..u64::from(meta.n)).map(|i| meta.unfield(get(words, fields_at + i * w, meta.w)).0);
+        let lengths =
+            (0..u64::from(meta.n)).map(|i| meta.unfield(get_short(words, fields_at + i * w, meta.w)).0);
         let (w, uniform) = Block::shape_of(lengths);
         let stored = Meta { n, cap: n, w, uniform, counted: false, ..meta };
         usize::try_from(words_for(stored.bits())).ok()
@@ -1550,8 +1551,9 @@ impl Block {
         // walk of the header.
         let (void, w) = (meta.field(0, 0), u64::from(meta.w));
         let words: &[u64] = &self.words;
-        let voids =
-            (0..u64::from(meta.n)).filter(|&i| get(words, meta.fields_at() + i * w, meta.w) == void).count();
+        let voids = (0..u64::from(meta.n))
+            .filter(|&i| get_short(words, meta.fields_at() + i * w, meta.w) == void)
+            .count();
         debug_assert_eq!(voids, {
             let mut walked = 0;
             self.for_each(|e| walked += usize::from(e.f == 0));
@@ -1566,7 +1568,7 @@ impl Block {
         let meta = self.meta();
         let half = meta.q() / 2;
         if meta.index_bits() > 0 && half >= GROUP {
-            return get(&self.words, meta.index_at() + 16 * u64::from(half / GROUP - 1), 16) as u32;
+            return get_short(&self.words, meta.index_at() + 16 * u64::from(half / GROUP - 1), 16) as u32;
         }
         self.run(half).start
     }
@@ -1721,7 +1723,7 @@ fn for_each_stored(words: &[u64], meta: &Meta, mut each: impl FnMut(Entry)) {
             // Ones: entries of `quotient`; a zero ends the quotient.
             let ones = chunk.trailing_ones().min(left);
             for _ in 0..ones {
-                let (f, fp) = meta.unfield(get(words, fields_at + u64::from(i) * w, meta.w));
+                let (f, fp) = meta.unfield(get_short(words, fields_at + u64::from(i) * w, meta.w));
                 each(Entry { quotient, f, fp });
                 i += 1;
             }
