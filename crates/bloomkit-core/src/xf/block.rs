@@ -200,7 +200,13 @@ impl Meta {
     /// Bit offset of the fields: in memory and stored alike (the same
     /// `Q + cap` bits of header, in another order, and the same index).
     fn fields_at(&self) -> u64 {
-        64 + self.index_bits() + u64::from(self.q()) + u64::from(self.cap)
+        self.ends_at() + u64::from(self.cap)
+    }
+
+    /// Field `i` (raw: [`Meta::unfield`] decodes it), by one load.
+    #[inline]
+    fn field_at(&self, words: &[u64], i: u64) -> u64 {
+        get_short(words, self.fields_at() + i * u64::from(self.w), self.w)
     }
 
     /// Bits in use up to the end of the fields' room.
@@ -342,7 +348,7 @@ impl Layout {
     fn entry(&self, words: &[u64], quotient: u32, i: u32) -> Entry {
         #[cfg(test)]
         ENTRIES_READ.with(|n| n.set(n.get() + 1));
-        let v = get(words, self.fields_at + u64::from(i) * u64::from(self.w), self.w);
+        let v = get_short(words, self.fields_at + u64::from(i) * u64::from(self.w), self.w);
         let (f, fp) = unfield(self.w, self.uniform, v);
         Entry { quotient, f, fp }
     }
@@ -1459,7 +1465,6 @@ impl Block {
     /// `k`-th occupied quotient's run ends at the `k`-th runend).
     pub fn for_each(&self, mut each: impl FnMut(Entry)) {
         let meta = self.meta();
-        let (fields_at, w) = (meta.fields_at(), u64::from(meta.w));
         // The slice once: each deref of `Words` reads the metadata again
         // (the compiler cannot hoist it past the calls), a third of a
         // merge's decoding time.
@@ -1472,7 +1477,7 @@ impl Block {
                 return;
             };
             while i <= last {
-                let (f, fp) = meta.unfield(get_short(words, fields_at + i * w, meta.w));
+                let (f, fp) = meta.unfield(meta.field_at(words, i));
                 each(Entry { quotient: quotient as u32, f, fp });
                 i += 1;
             }
@@ -1498,9 +1503,7 @@ impl Block {
         let meta = self.meta();
         let n = u32::try_from(self.occurrences()).ok().filter(|&n| n <= 0xffff)?;
         let words: &[u64] = &self.words;
-        let (fields_at, w) = (meta.fields_at(), u64::from(meta.w));
-        let lengths =
-            (0..u64::from(meta.n)).map(|i| meta.unfield(get_short(words, fields_at + i * w, meta.w)).0);
+        let lengths = (0..u64::from(meta.n)).map(|i| meta.unfield(meta.field_at(words, i)).0);
         let (w, uniform) = Block::shape_of(lengths);
         let stored = Meta { n, cap: n, w, uniform, counted: false, ..meta };
         usize::try_from(words_for(stored.bits())).ok()
@@ -1549,11 +1552,9 @@ impl Block {
         }
         // A void's field is its stop bit alone: the fields say it, with no
         // walk of the header.
-        let (void, w) = (meta.field(0, 0), u64::from(meta.w));
+        let void = meta.field(0, 0);
         let words: &[u64] = &self.words;
-        let voids = (0..u64::from(meta.n))
-            .filter(|&i| get_short(words, meta.fields_at() + i * w, meta.w) == void)
-            .count();
+        let voids = (0..u64::from(meta.n)).filter(|&i| meta.field_at(words, i) == void).count();
         debug_assert_eq!(voids, {
             let mut walked = 0;
             self.for_each(|e| walked += usize::from(e.f == 0));
@@ -1710,7 +1711,7 @@ fn check_index(words: &[u64], at: u64, meta: &Meta, counts: &[u32]) -> Result<()
 /// Calls `each` on every entry of stored words (checked for their unary
 /// header's zeros), in order.
 fn for_each_stored(words: &[u64], meta: &Meta, mut each: impl FnMut(Entry)) {
-    let (header_at, fields_at, w) = (meta.stored_header_at(), meta.fields_at(), u64::from(meta.w));
+    let header_at = meta.stored_header_at();
     let mut quotient = 0u32;
     let mut i = 0u32;
     let mut pos = header_at;
@@ -1723,7 +1724,7 @@ fn for_each_stored(words: &[u64], meta: &Meta, mut each: impl FnMut(Entry)) {
             // Ones: entries of `quotient`; a zero ends the quotient.
             let ones = chunk.trailing_ones().min(left);
             for _ in 0..ones {
-                let (f, fp) = meta.unfield(get_short(words, fields_at + u64::from(i) * w, meta.w));
+                let (f, fp) = meta.unfield(meta.field_at(words, u64::from(i)));
                 each(Entry { quotient, f, fp });
                 i += 1;
             }
@@ -2330,12 +2331,13 @@ thread_local! {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    struct Rng(u64);
+    /// The xf tests' random numbers (`filter.rs`'s use it too).
+    pub(in crate::xf) struct Rng(pub(in crate::xf) u64);
     impl Rng {
-        fn next(&mut self) -> u64 {
+        pub(in crate::xf) fn next(&mut self) -> u64 {
             self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let x = self.0;
             (x ^ (x >> 33)).wrapping_mul(0xff51afd7ed558ccd) ^ (x >> 29)

@@ -1788,8 +1788,7 @@ impl Halving {
             (self.held, self.held_at) = (self.held + 1, 2 * e.quotient + 1);
             return;
         }
-        let bit = (e.fp >> (e.f - 1)) as u32;
-        let c = Entry { quotient: 2 * e.quotient + bit, f: e.f - 1, fp: e.fp & ((1u64 << (e.f - 1)) - 1) };
+        let c = bit_given(e);
         if self.held > 0 && c.quotient >= self.held_at {
             self.release();
         }
@@ -1849,10 +1848,15 @@ pub fn give_bit(e: Entry, out: &mut impl FnMut(Entry)) {
         out(Entry { quotient: 2 * e.quotient, f: 0, fp: 0 });
         out(Entry { quotient: 2 * e.quotient + 1, f: 0, fp: 0 });
     } else {
-        let bit = (e.fp >> (e.f - 1)) as u32;
-        let rest = e.fp & ((1u64 << (e.f - 1)) - 1);
-        out(Entry { quotient: 2 * e.quotient + bit, f: e.f - 1, fp: rest });
+        out(bit_given(e));
     }
+}
+
+/// [`give_bit`] of an entry with bits (`f >= 1`): its one child.
+#[inline]
+fn bit_given(e: Entry) -> Entry {
+    let bit = (e.fp >> (e.f - 1)) as u32;
+    Entry { quotient: 2 * e.quotient + bit, f: e.f - 1, fp: e.fp & ((1u64 << (e.f - 1)) - 1) }
 }
 
 impl XfFilter {
@@ -1894,11 +1898,8 @@ mod tests {
     /// them as they are.
     #[test]
     fn halving_keeps_the_halves_in_order() {
-        let mut seed = 7u64;
-        let mut next = move || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            seed >> 33
-        };
+        let mut r = crate::xf::block::tests::Rng(7);
+        let mut next = move || r.next();
         for round in 0..400 {
             let qbits = 3 + (round % 4) as u32;
             let q = 1u32 << qbits;
