@@ -7,7 +7,9 @@ use std::hash::Hasher;
 
 use siphasher::sip128::{Hasher128, SipHasher13};
 
-use super::block::{max_entries, Block, Entry, Rebuild, MAX_DEPTH, MAX_F, MAX_STORED_ENTRIES, MIN_QBITS};
+use super::block::{
+    max_entries, Block, Entry, Rebuild, Survey, MAX_DEPTH, MAX_F, MAX_STORED_ENTRIES, MIN_QBITS,
+};
 use super::errors::XfError;
 use super::plans::{Lengths, Plan, Plans};
 use super::slots::{Slots, Taken};
@@ -1729,31 +1731,20 @@ fn split(b: &Block, extra: Entry, to_high: bool, level: u32) -> Result<Halves, O
     // entries, both in the same half, so a half gets at most twice the
     // occurrences, and the new entry.
     let most = b.occurrences().checked_mul(2).and_then(|n| usize::try_from(n + 1).ok()).ok_or(OutOfMemory)?;
-    let mut halves = Halving::new(q);
-    halves.lo.try_reserve_exact(most).map_err(|_| OutOfMemory)?;
-    halves.hi.try_reserve_exact(most).map_err(|_| OutOfMemory)?;
+    let extra = Entry { quotient: extra.quotient + if to_high { q } else { 0 }, ..extra };
+    let mut halves = Halving::new(q, level + 1, Some(extra));
+    halves.lo.list.try_reserve_exact(most).map_err(|_| OutOfMemory)?;
+    halves.hi.list.try_reserve_exact(most).map_err(|_| OutOfMemory)?;
     let mut was = DistinctMass::at(level);
     b.for_each_occurrence(|e| {
         was.add(e);
         halves.give(e);
     });
-    halves.release();
-    let Halving { mut lo, mut hi, .. } = halves;
-    // In its place, so that the lists stay in order and need no sort (a
-    // sort of every split's entries was 2% of an insert). `build` checks
-    // the order (one pass) and would sort a list out of it: never, by
-    // `Halving`'s test, but a block is never built from one.
-    place_sorted(if to_high { &mut hi } else { &mut lo }, extra);
-    let lo_block = Block::build(meta.qbits, meta.depth + 1, &mut lo, 0)?;
-    let hi_block = Block::build(meta.qbits, meta.depth + 1, &mut hi, 0)?;
-    // Each half on its own: an entry of one may equal one of the other.
-    let mass = |half: &[Entry]| {
-        let mut m = DistinctMass::at(level + 1);
-        half.iter().for_each(|&e| m.add(e));
-        m.mass
-    };
-    let now = mass(&lo).saturating_add(mass(&hi));
-    Ok(Halves { lo: lo_block, hi: hi_block, was: was.mass, now })
+    halves.finish();
+    let (depth, Halving { lo, hi, .. }) = (meta.depth + 1, halves);
+    // Each half's mass on its own: an entry of one may equal one of the other.
+    let now = lo.mass.saturating_add(hi.mass);
+    Ok(Halves { lo: lo.build(meta.qbits, depth)?, hi: hi.build(meta.qbits, depth)?, was: was.mass, now })
 }
 
 /// A block's entries, met in order, given their first bit ([`give_bit`])
@@ -1762,20 +1753,26 @@ fn split(b: &Block, extra: Entry, to_high: bool, level: u32) -> Result<Halves, O
 /// that go to `2x` come between, so its copy for `2x + 1` is held until
 /// the walk reaches that quotient or passes it. (Pushed at once, voids
 /// left the lists out of order and every split with one sorted both: at
-/// 200,000 items a sixth of a split's instructions.)
+/// 200,000 items a sixth of a split's instructions.) The split's new entry
+/// joins in order too, before the first entry that sorts after it.
 struct Halving {
-    lo: Vec<Entry>,
-    hi: Vec<Entry>,
+    lo: Half,
+    hi: Half,
     /// The split block's quotients (the first of the upper half's).
     q: u32,
+    /// The halves' level (their entries' mass is at it).
+    level: u32,
     /// Voids held for quotient `held_at`.
     held: u32,
     held_at: u32,
+    /// An entry to join in order (its quotient in both halves' range,
+    /// `0..2q`), until it has.
+    extra: Option<Entry>,
 }
 
 impl Halving {
-    fn new(q: u32) -> Halving {
-        Halving { lo: Vec::new(), hi: Vec::new(), q, held: 0, held_at: 0 }
+    fn new(q: u32, level: u32, extra: Option<Entry>) -> Halving {
+        Halving { lo: Half::new(), hi: Half::new(), q, level, held: 0, held_at: 0, extra }
     }
 
     #[inline]
@@ -1801,12 +1798,73 @@ impl Halving {
         (0..std::mem::take(&mut self.held)).for_each(|_| self.push(void));
     }
 
+    /// After the walk: what is held, then the new entry if nothing sorted
+    /// after it.
+    fn finish(&mut self) {
+        self.release();
+        if let Some(x) = self.extra.take() {
+            self.route(x);
+        }
+    }
+
+    /// `c`, after the new entry if that sorts first (after every entry of
+    /// its key: where a search of the list for the last of them puts it).
     #[inline]
     fn push(&mut self, c: Entry) {
+        if self.extra.is_some_and(|x| c.key() > x.key()) {
+            let x = self.extra.take().expect("checked");
+            self.route(x);
+        }
+        self.route(c);
+    }
+
+    #[inline]
+    fn route(&mut self, c: Entry) {
         if c.quotient < self.q {
-            self.lo.push(c);
+            self.lo.push(c, self.level);
         } else {
-            self.hi.push(Entry { quotient: c.quotient - self.q, ..c });
+            self.hi.push(Entry { quotient: c.quotient - self.q, ..c }, self.level);
+        }
+    }
+}
+
+/// One half's list as a split fills it, with what building the half and
+/// its mass need gathered at each push ([`Survey`], the mass of its
+/// distinct entries, the order), where they took three passes over the
+/// list after it (an order check and a survey in [`Block::build`], then
+/// the mass): a sixth of a split's instructions.
+struct Half {
+    list: Vec<Entry>,
+    survey: Survey,
+    mass: u64,
+    in_order: bool,
+}
+
+impl Half {
+    fn new() -> Half {
+        Half { list: Vec::new(), survey: Survey::new(), mass: 0, in_order: true }
+    }
+
+    #[inline]
+    fn push(&mut self, c: Entry, level: u32) {
+        let last = self.list.last();
+        let new = last.is_none_or(|l| !l.same(&c));
+        self.in_order &= last.is_none_or(|l| l.key() <= c.key());
+        if new {
+            self.mass = self.mass.saturating_add(units(level + c.f));
+        }
+        self.survey.add(c.f, new);
+        self.list.push(c);
+    }
+
+    /// The half's block. Its list is in order by [`Halving`]'s test; were
+    /// it not, the block is still built right (sorted first), never wrong.
+    fn build(mut self, qbits: u32, depth: u32) -> Result<Block, OutOfMemory> {
+        if self.in_order {
+            Block::build_surveyed(qbits, depth, &self.list, 0, self.survey)
+        } else {
+            debug_assert!(false, "a split's half out of order");
+            Block::build(qbits, depth, &mut self.list, 0)
         }
     }
 }
@@ -1892,28 +1950,38 @@ impl crate::common::memory::HeapBlocks for XfFilter {
 mod tests {
     use super::*;
 
-    /// A split's walk gives the halves the lists `give_bit` and a sort
-    /// would: voids (with copies, one after another, and quotients whose
-    /// other entries go either way) included, so `build_sorted` may take
-    /// them as they are.
+    /// A split's walk gives the halves the lists `give_bit`, a sort and
+    /// `place_sorted` of the new entry would: voids (with copies, one
+    /// after another, and quotients whose other entries go either way) and
+    /// new entries equal to one there, or between, or past every one,
+    /// included; and each half's block and mass are those of that list.
     #[test]
     fn halving_keeps_the_halves_in_order() {
         let mut r = crate::xf::block::tests::Rng(7);
         let mut next = move || r.next();
-        for round in 0..400 {
+        for round in 0..600 {
             let qbits = 3 + (round % 4) as u32;
             let q = 1u32 << qbits;
-            let mut entries: Vec<Entry> = (0..next() % 60)
-                .map(|_| {
-                    let f = [0, 0, 1, 2, 5][(next() % 5) as usize];
-                    let fp = next() & ((1u64 << f) - 1);
-                    Entry { quotient: (next() % u64::from(q)) as u32, f, fp }
-                })
-                .collect();
+            let mut entry = |q: u32| {
+                let f = [0, 0, 1, 2, 5][(next() % 5) as usize];
+                let fp = next() & ((1u64 << f) - 1);
+                Entry { quotient: (next() % u64::from(q)) as u32, f, fp }
+            };
+            let mut entries: Vec<Entry> = (0..round % 60).map(|_| entry(q)).collect();
             entries.sort_unstable_by_key(Entry::key);
-            let mut halves = Halving::new(q);
+            // The new entry: a random one of the halves, or a child of one
+            // of the block's (an equal key).
+            let extra = match (round % 3, entries.first()) {
+                (0, Some(_)) => {
+                    let mut c = None;
+                    give_bit(entries[round as usize % entries.len()], &mut |x| c = Some(x));
+                    c.expect("a child")
+                }
+                _ => entry(2 * q),
+            };
+            let mut halves = Halving::new(q, 9, Some(extra));
             entries.iter().for_each(|&e| halves.give(e));
-            halves.release();
+            halves.finish();
             let (mut lo, mut hi) = (Vec::new(), Vec::new());
             for &e in &entries {
                 give_bit(e, &mut |c| {
@@ -1926,7 +1994,21 @@ mod tests {
             }
             lo.sort_by_key(Entry::key);
             hi.sort_by_key(Entry::key);
-            assert_eq!((halves.lo, halves.hi), (lo, hi), "round {round}: {entries:?}");
+            if extra.quotient < q {
+                place_sorted(&mut lo, extra);
+            } else {
+                place_sorted(&mut hi, Entry { quotient: extra.quotient - q, ..extra });
+            }
+            let context = format!("round {round}: {entries:?} and {extra:?}");
+            assert_eq!((&halves.lo.list, &halves.hi.list), (&lo, &hi), "{context}");
+            for (half, list) in [(halves.lo, lo), (halves.hi, hi)] {
+                let mut mass = DistinctMass::at(9);
+                list.iter().for_each(|&e| mass.add(e));
+                assert_eq!(half.mass, mass.mass, "{context}");
+                let built = half.build(qbits, 1).expect("memory");
+                let want = Block::build_sorted(qbits, 1, &list, 0).expect("memory");
+                assert_eq!(built.words(), want.words(), "{context}");
+            }
         }
     }
 
