@@ -1344,6 +1344,9 @@ impl XfFilter {
             let mut grown = old.with_more_room()?;
             grown.insert(e).expect("room for one more");
             grown
+        } else if let Some(wide) = if copy { None } else { old.widened_with(e)? } {
+            // Only the width is short: the same entries' fields, wider.
+            wide
         } else {
             let mut all = old.entries();
             let at = all.partition_point(|x| x.key() <= e.key());
