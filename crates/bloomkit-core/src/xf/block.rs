@@ -36,8 +36,11 @@
 //! a block's bytes are a function of its entries, and an entry never
 //! precedes a longer one it contains (merges rely on that order).
 //!
-//! Every write that needs more room or a wider field builds a new block
-//! ([`Block::build`]) before it changes anything: the caller swaps it in.
+//! Every write that needs more room or a wider field makes a new block
+//! before it changes anything (the same bits in a larger allocation,
+//! [`Block::with_more_room`]; the fields re-encoded wider,
+//! [`Block::widened_with`]; or a build, [`Block::build`]): the caller
+//! swaps it in.
 
 use super::kernel::Kernel;
 use crate::common::memory::{alloc_class, OutOfMemory, Relocate};
@@ -1045,21 +1048,11 @@ impl Block {
         write_counts(&mut words, &wide, records);
         let mut block = Block { words: Words::new(words) };
         block.insert(e).expect("room and width for one more");
-        debug_assert!(
-            block.words[..]
-                == *Block::build_sorted(
-                    meta.qbits,
-                    meta.depth,
-                    &{
-                        let mut all = self.entries();
-                        let at = all.partition_point(|x| x.key() <= e.key());
-                        all.insert(at, e);
-                        all
-                    },
-                    0
-                )?
-                .words
-        );
+        debug_assert!({
+            let mut all = self.entries();
+            all.push(e);
+            block.words[..] == *Block::build(meta.qbits, meta.depth, &mut all, 0)?.words
+        });
         Ok(Some(block))
     }
 
@@ -2708,7 +2701,10 @@ pub(super) mod tests {
         let mut r = Rng(52);
         for round in 0..3000u32 {
             let qbits = [3, 5, 8, 9][(round % 4) as usize];
-            let (n, fmax) = (1 + r.next() % 200, 1 + (r.next() % 30) as u32);
+            // Lengths up to the longest in some rounds: a uniform block of
+            // 52 bits gains its stop bit at width 53 with no shift.
+            let longest = if round % 7 == 0 { MAX_F } else { 30 };
+            let (n, fmax) = (1 + r.next() % 200, 1 + (r.next() % u64::from(longest)) as u32);
             let uniform = round % 3 == 0;
             let mut v: Vec<Entry> = (0..n)
                 .map(|_| {
@@ -2725,10 +2721,11 @@ pub(super) mod tests {
                 v.extend(std::iter::repeat_n(v[0], FOLD_AT as usize));
             }
             let b = Block::build(qbits, 2, &mut v, 0).unwrap();
-            let f = match round % 4 {
-                0 => fmax + 1,
+            let f = match round % 5 {
+                0 => (fmax + 1).min(MAX_F),
                 1 => (fmax + 1 + (r.next() % 20) as u32).min(MAX_F),
                 2 => (r.next() % u64::from(MAX_F + 1)) as u32,
+                3 => MAX_F,
                 _ => fmax.saturating_sub(1),
             };
             let fp = if f == 0 { 0 } else { r.next() >> (64 - f) };

@@ -1349,8 +1349,7 @@ impl XfFilter {
             wide
         } else {
             let mut all = old.entries();
-            let at = all.partition_point(|x| x.key() <= e.key());
-            all.insert(at, e);
+            place_sorted(&mut all, e);
             Block::build_sorted(old.qbits(), old.depth(), &all, 0)?
         };
         let after = before - old.bytes() + rebuilt.bytes();
@@ -1735,7 +1734,7 @@ fn split(b: &Block, extra: Entry, to_high: bool, level: u32) -> Result<Halves, O
     // occurrences, and the new entry.
     let most = b.occurrences().checked_mul(2).and_then(|n| usize::try_from(n + 1).ok()).ok_or(OutOfMemory)?;
     let extra = Entry { quotient: extra.quotient + if to_high { q } else { 0 }, ..extra };
-    let mut halves = Halving::new(q, level + 1, Some(extra));
+    let mut halves = Halving::new(q, level + 1, extra);
     halves.lo.list.try_reserve_exact(most).map_err(|_| OutOfMemory)?;
     halves.hi.list.try_reserve_exact(most).map_err(|_| OutOfMemory)?;
     let mut was = DistinctMass::at(level);
@@ -1774,8 +1773,8 @@ struct Halving {
 }
 
 impl Halving {
-    fn new(q: u32, level: u32, extra: Option<Entry>) -> Halving {
-        Halving { lo: Half::new(), hi: Half::new(), q, level, held: 0, held_at: 0, extra }
+    fn new(q: u32, level: u32, extra: Entry) -> Halving {
+        Halving { lo: Half::new(), hi: Half::new(), q, level, held: 0, held_at: 0, extra: Some(extra) }
     }
 
     #[inline]
@@ -1861,7 +1860,9 @@ impl Half {
     }
 
     /// The half's block. Its list is in order by [`Halving`]'s test; were
-    /// it not, the block is still built right (sorted first), never wrong.
+    /// it not, the block would still be right (sorted first), but the mass
+    /// counted at each push (against the entry before only) could count a
+    /// copy twice: over, never under, the rate's side.
     fn build(mut self, qbits: u32, depth: u32) -> Result<Block, OutOfMemory> {
         if self.in_order {
             Block::build_surveyed(qbits, depth, &self.list, 0, self.survey)
@@ -1977,12 +1978,15 @@ mod tests {
             let extra = match (round % 3, entries.first()) {
                 (0, Some(_)) => {
                     let mut c = None;
-                    give_bit(entries[round as usize % entries.len()], &mut |x| c = Some(x));
+                    // The first child: a void's is its copy for `2x`.
+                    give_bit(entries[round as usize % entries.len()], &mut |x| {
+                        c.get_or_insert(x);
+                    });
                     c.expect("a child")
                 }
                 _ => entry(2 * q),
             };
-            let mut halves = Halving::new(q, 9, Some(extra));
+            let mut halves = Halving::new(q, 9, extra);
             entries.iter().for_each(|&e| halves.give(e));
             halves.finish();
             let (mut lo, mut hi) = (Vec::new(), Vec::new());
