@@ -3,15 +3,17 @@
 the server's own time per item (INFO commandstats) of XF.MEXISTS x100
 (hits and misses) and XF.MADD x100 (new items) against BF.MEXISTS x100 and
 BF.MADD x100 on a Bloom filter reserved for exactly the items it will hold,
-at 1%: bloomkit's, and RedisBloom 2.8's in the same run (the module XF's
-users replace). Two sizes: cache-resident (100,000 items, both filters a
-few hundred KB) and DRAM-bound (the Bloom filter 3.5x the last-level cache,
-XF about twice that). Each filter alone on a server of the same binary (and,
-but for RedisBloom's, of the same module), pinned to core 0, the load generator on core 1; rounds alternate
-between the three, medians of 5. XF grows to its size from CAPACITY 1000, as
-a filter that was never sized does.
+at 1%: bloomkit's, and RedisBloom's in the same run (the module XF's users
+replace; its version is read from the server). Two sizes: cache-resident
+(100,000 items, every filter a few hundred KB) and DRAM-bound (bloomkit's
+Bloom filter 3.5x the last-level cache; XF and RedisBloom's are other
+sizes, which the table's heading gives). Each filter alone on a server of
+the same binary (bloomkit's two on the same module), pinned to core 0, the
+load generator on core 1; rounds alternate between the three, medians of
+5. XF grows to its size from CAPACITY 1000, as a filter that was never
+sized does.
 
-Usage: bench/xf-batch.sh [--quick] [--big N] [--output FILE]
+Usage: bench/xf-batch.sh [--quick] [--big N] [--output FILE] [--module SO] [--redisbloom SO]
 """
 import argparse
 import os
@@ -33,6 +35,16 @@ def per_item_ns(server, command, run, items_per_call=100):
     return (us1 - us0) * 1000.0 / max(1, (calls1 - calls0) * items_per_call)
 
 
+def module_version(server, name):
+    """The version `MODULE LIST` gives the module `name` (20802 is 2.8.2)."""
+    for entry in server.conn.call("MODULE", "LIST"):
+        fields = {k.decode() if isinstance(k, bytes) else k: v for k, v in zip(entry[::2], entry[1::2])}
+        if fields.get("name") in (name, name.encode()):
+            v = int(fields["ver"])
+            return "%d.%d.%d" % (v // 10000, v // 100 % 100, v % 100)
+    return "unknown"
+
+
 def measure_size(items, adds_per_round, rounds, module, redisbloom):
     servers = {"XF": Server("XF", module), "BF": Server("BF", module), "RedisBloom": Server("RedisBloom", redisbloom)}
     xf = servers["XF"]
@@ -45,6 +57,7 @@ def measure_size(items, adds_per_round, rounds, module, redisbloom):
             fill(s, "XF.MADD" if s is xf else "BF.MADD", "k", 0, items)
             print("  filled %s with %d items in %.0f s" % (name, items, time.time() - started), flush=True)
         sizes = {name: int(s.conn.call("MEMORY", "USAGE", "k")) for name, s in servers.items()}
+        sizes["RedisBloom version"] = module_version(servers["RedisBloom"], "bf")
         rows = []
         requests = max(200, min(3000, 3_000_000 // max(1, items // 1000)))
         for label, what in (("MEXISTS x100, hits", "hits"), ("MEXISTS x100, misses", "misses"),
@@ -97,11 +110,11 @@ def main():
     out.append("Machine: %s.\n" % machine())
     out.append("The server's own time per item (`INFO commandstats` usec over calls x 100) of 100-item "
                "commands from one client, each filter alone on a server of the same binary (bloomkit's BF and XF "
-               "on the same module, RedisBloom 2.8.2 on its own), medians of %d alternating rounds. XF grows to "
+               "on the same module, RedisBloom %s on its own), medians of %d alternating rounds. XF grows to "
                "its size from `XF.RESERVE k 0.01 CAPACITY 1000`; each Bloom filter is `BF.RESERVE k 0.01 n` for "
                "exactly the items it ends with. Hits are drawn from every "
                "item added; misses are never-added items; adds are new items. Last-level cache: %d MiB.\n"
-               % (rounds, llc >> 20))
+               % (results[0][2]["RedisBloom version"], rounds, llc >> 20))
     for items, rows, bytes_ in results:
         out.append("\n## %d items (XF %.1f MB, BF %.1f MB, RedisBloom's BF %.1f MB: %.1fx / %.1fx / %.1fx the "
                    "last-level cache)\n" % (items, bytes_["XF"] / 1e6, bytes_["BF"] / 1e6, bytes_["RedisBloom"] / 1e6,
