@@ -993,21 +993,28 @@ impl Block {
     /// an insert into a full block costs, every few dozen inserts.
     pub fn with_more_room(&self) -> Result<Block, OutOfMemory> {
         let meta = self.meta();
-        let mut grown = meta;
+        self.relaid(meta, |words, grown| {
+            let bits = u64::from(meta.n) * u64::from(meta.w);
+            copy_bits(words, grown.fields_at(), &self.words, meta.fields_at(), bits);
+        })
+    }
+
+    /// This block's entries in a new allocation of `shape`'s width (and
+    /// uniformity), with room for one more: the metadata, the header's
+    /// bits in use and the count list copied, the fields written by
+    /// `fields` (given the new words and metadata). What
+    /// [`Block::with_more_room`] and [`Block::widened_with`] share.
+    fn relaid(&self, shape: Meta, fields: impl FnOnce(&mut [u64], &Meta)) -> Result<Block, OutOfMemory> {
+        let meta = self.meta();
         let records = self.records();
-        grown.cap = room_for(meta, meta.n + 1, counts_len(records));
+        let mut grown = shape;
+        grown.cap = room_for(shape, meta.n + 1, counts_len(records));
         let len = usize::try_from(words_for(grown.bits())).map_err(|_| OutOfMemory)?;
         let mut words = zeroed(len + counts_len(records))?;
         words[0] = grown.pack();
         // The occupieds, the index and the runends in use: one stretch.
         copy_bits(&mut words, 64, &self.words, 64, meta.ends_at() + u64::from(meta.n) - 64);
-        copy_bits(
-            &mut words,
-            grown.fields_at(),
-            &self.words,
-            meta.fields_at(),
-            u64::from(meta.n) * u64::from(meta.w),
-        );
+        fields(&mut words, &grown);
         write_counts(&mut words, &grown, records);
         Ok(Block { words: Words::new(words) })
     }
@@ -1030,23 +1037,16 @@ impl Block {
         }
         let widest = if meta.uniform { meta.w } else { meta.w - 1 };
         let w = widest.max(e.f) + 1;
-        let (old, records): (&[u64], _) = (&self.words, self.records());
-        let mut wide = Meta { w, uniform: false, ..meta };
-        wide.cap = room_for(wide, meta.n + 1, counts_len(records));
-        let len = usize::try_from(words_for(wide.bits())).map_err(|_| OutOfMemory)?;
-        let mut words = zeroed(len + counts_len(records))?;
-        words[0] = wide.pack();
-        // The occupieds, the index and the runends in use: one stretch.
-        copy_bits(&mut words, 64, old, 64, meta.ends_at() + u64::from(meta.n) - 64);
-        let mut fields = BitWriter::at(&mut words, wide.fields_at());
-        for i in 0..u64::from(meta.n) {
-            let v = meta.field_at(old, i);
-            let v = if meta.uniform { ((v << 1) | 1) << (w - 1 - meta.w) } else { v << (w - meta.w) };
-            fields.put(v, w);
-        }
-        fields.finish();
-        write_counts(&mut words, &wide, records);
-        let mut block = Block { words: Words::new(words) };
+        let old: &[u64] = &self.words;
+        let mut block = self.relaid(Meta { w, uniform: false, ..meta }, |words, wide| {
+            let mut fields = BitWriter::at(words, wide.fields_at());
+            for i in 0..u64::from(meta.n) {
+                let v = meta.field_at(old, i);
+                let v = if meta.uniform { ((v << 1) | 1) << (w - 1 - meta.w) } else { v << (w - meta.w) };
+                fields.put(v, w);
+            }
+            fields.finish();
+        })?;
         block.insert(e).expect("room and width for one more");
         debug_assert!({
             let mut all = self.entries();

@@ -1834,7 +1834,10 @@ impl Halving {
 /// its mass need gathered at each push ([`Survey`], the mass of its
 /// distinct entries, the order), where they took three passes over the
 /// list after it (an order check and a survey in [`Block::build`], then
-/// the mass): a sixth of a split's instructions.
+/// the mass): a sixth of a split's instructions. The mass is
+/// [`DistinctMass`]'s sum, its neighbour taken from the list rather than
+/// from a copy a `DistinctMass` would keep (that copy cost 5 instructions
+/// an add).
 struct Half {
     list: Vec<Entry>,
     survey: Survey,
