@@ -211,20 +211,34 @@ fn lengths_for(budget: f64, k: u32) -> Lengths {
 /// not below the plan. That budget falls as the mass grows (each float
 /// operation is monotonic), so checking it at one mass vouches for every
 /// mass below. The mass where it meets the plan is solved for, lowered by
-/// a millionth to stay clear of rounding, then checked.
-fn plan_of(k: u32, error: f64, hashing: Hashing, last: u32) -> Plan {
+/// a millionth to stay clear of rounding, then checked. The mass is also
+/// kept where the filter's ceiling takes either length as it is
+/// ([`fbits_within`] of an entry at `level`, the rank's), so that an add
+/// under the plan checks neither (30 instructions an add).
+fn plan_of(k: u32, error: f64, hashing: Hashing, last: u32, level: u32) -> Plan {
     let planned = planned_budget(error, k, last);
     let holds = |mass: u64| budget_left(error, k, last, mass_rate(mass, hashing)) >= planned;
     // budget_left = planned where the mass, as a rate, is this.
     let rate = error - planned * ranks_left(k, last) * f64::from(k + 1);
-    let units = rate.max(0.0) * (1u64 << MASS_BITS) as f64 / mass_rate(1u64 << MASS_BITS, hashing);
-    let meets = units as u64; // saturating
+    let meets_units = rate.max(0.0) * (1u64 << MASS_BITS) as f64 / mass_rate(1u64 << MASS_BITS, hashing);
+    let meets = meets_units as u64; // saturating
     let below = meets - meets / (1 << 20);
     // At mass 0 the budget left is the rate over fewer ranks than the
     // plan's: never below it.
     let holds_to = if holds(below) { below } else { 0 };
     debug_assert!(holds(holds_to));
-    Plan::new(k, lengths_for(planned, k), holds_to)
+    let lengths = lengths_for(planned, k);
+    // The shorter length's entry adds the more mass: where it fits, both do.
+    let shorter = u32::from(lengths.down.min(lengths.up));
+    let fits_to = ceiling_of(error, hashing).checked_sub(units(level + shorter));
+    Plan::new(k, lengths, fits_to.map_or(0, |fits_to| fits_to.min(holds_to).saturating_add(1)))
+}
+
+/// The most mass a filter of rate `error` hashing by `hashing` may hold, in
+/// units ([`XfFilter::ceiling`]).
+fn ceiling_of(error: f64, hashing: Hashing) -> u64 {
+    // A murmur3 filter's mass counts for more than its units say.
+    rate_units(error / mass_rate(1u64 << MASS_BITS, hashing))
 }
 
 /// The fingerprint length an entry of `f` bits at `level` takes so that
@@ -611,8 +625,15 @@ pub fn split_at(qbits: u32, depth: u32, prefix: u64) -> u32 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^= x >> 31;
-    let low = (u64::from(SPLIT_LOW_NUM) << qbits) / u64::from(SPLIT_LOW_DEN);
-    ((low * u64::from(SPREAD[(x >> 58) as usize])) >> 16) as u32
+    ((u64::from(least_split_at(qbits)) * u64::from(SPREAD[(x >> 58) as usize])) >> 16) as u32
+}
+
+/// The least [`split_at`] of a block of `2^qbits` quotients, whatever its
+/// place (`SPREAD` starts at 1): below it, no block of them splits, so an
+/// add need not hash its place for its own threshold.
+#[inline]
+pub fn least_split_at(qbits: u32) -> u32 {
+    ((u64::from(SPLIT_LOW_NUM) << qbits) / u64::from(SPLIT_LOW_DEN)) as u32
 }
 
 /// The lowest split threshold, in entries per quotient (`NUM / DEN`).
@@ -680,6 +701,15 @@ pub fn grow_threshold(one_block: bool, qbits: u32, depth: u32, prefix: u64) -> u
     } else {
         split_at(qbits, depth, prefix)
     }
+}
+
+/// Whether a block of `len` entries is at its [`grow_threshold`]. Most adds
+/// find their block below the least threshold of its kind and stop there,
+/// without the hash of its place (20 instructions an add).
+#[inline]
+pub fn at_grow_threshold(len: u32, one_block: bool, qbits: u32, depth: u32, prefix: u64) -> bool {
+    let least = if doubles(one_block, qbits) { 1 << qbits } else { least_split_at(qbits) };
+    len >= least && len >= grow_threshold(one_block, qbits, depth, prefix)
 }
 
 /// Whether a directory of `slots` fits a filter of `blocks` blocks: at most
@@ -989,17 +1019,13 @@ impl XfFilter {
         let (error, hashing, last) = (self.params.error_rate, self.hashing(), last.saturating_sub(first));
         let (k, mass) = (level.saturating_sub(first), self.mass);
         let Store::Many(d) = &mut self.store else { return self.fbits_at(level, prefix) };
-        let Some(lengths) = d.plans.lengths(k, mass, || plan_of(k, error, hashing, last)) else {
+        let Some(lengths) = d.plans.lengths(k, mass, || plan_of(k, error, hashing, last, level)) else {
             return self.fbits_at(level, prefix);
         };
+        // Where the plan holds, the ceiling takes its lengths (`plan_of`).
         let f = lengths.pick(place_hash(level.saturating_sub(qbits), prefix));
-        // A match, not `ok_or`: no error is made (and dropped) per add.
-        let f = match fbits_within(f, level, u128::from(mass), u128::from(self.ceiling())) {
-            Some(f) => Ok(f),
-            None => Err(XfError::RateSpent { rate: self.params.error_rate }),
-        };
-        debug_assert_eq!(f, self.fbits_at(level, prefix));
-        f
+        debug_assert_eq!(Ok(f), self.fbits_at(level, prefix));
+        Ok(f)
     }
 
     fn fbits_at_q(&self, level: u32, prefix: u64, qbits: u32) -> Result<u32, XfError> {
@@ -1021,9 +1047,7 @@ impl XfFilter {
     /// a value that arrives above it (written by 0.2, whose schedule could
     /// overspend) stays above it, its new entries at the longest length.
     pub(super) fn ceiling(&self) -> u64 {
-        // A murmur3 filter's mass counts for more than its units say.
-        let most = mass_rate(1u64 << MASS_BITS, self.hashing());
-        rate_units(self.params.error_rate / most)
+        ceiling_of(self.params.error_rate, self.hashing())
     }
 
     // ---- hashing ----
@@ -1285,9 +1309,10 @@ impl XfFilter {
         let qbits = u32::from(self.qbits);
         let len = self.block(s.slot).len();
         let one = matches!(self.store, Store::One(_));
-        let full = grow_threshold(one, qbits, s.level - qbits, s.prefix);
         let (mut bound, doubling) = (max_entries(qbits), doubles(one, qbits));
-        if len >= full && self.grows_for(s.slot, h, doubling) {
+        if at_grow_threshold(len, one, qbits, s.level - qbits, s.prefix)
+            && self.grows_for(s.slot, h, doubling)
+        {
             if let Some((was, now)) = self.grow_with(s, h, limits, journal)? {
                 self.mass = self.mass.saturating_sub(was).saturating_add(now);
                 self.items += 1;
@@ -2061,6 +2086,19 @@ mod tests {
             }
             assert!(low < 0.74 && high > 1.39, "{qbits}: {low}..{high}");
         }
+        // The least threshold is the least of any place, and met there.
+        for qbits in 1..=16 {
+            let least = least_split_at(qbits);
+            let all = (1..30).flat_map(|depth| (0..500u64).map(move |prefix| split_at(qbits, depth, prefix)));
+            assert_eq!(all.min(), Some(least), "{qbits}");
+            for (len, one) in
+                [(least - 1, false), (least, false), ((1 << qbits) - 1, true), (1 << qbits, true)]
+            {
+                let at = (1..30).any(|depth| at_grow_threshold(len, one, qbits, depth, 7));
+                let full = (1..30).any(|depth| len >= grow_threshold(one, qbits, depth, 7));
+                assert_eq!(at, full, "{qbits} {len} {one}");
+            }
+        }
         // A lone block doubles at one entry per quotient.
         assert_eq!(grow_threshold(true, 5, 0, 0), 32);
     }
@@ -2101,11 +2139,21 @@ mod tests {
             for (error, last) in [(0.01, 12u32), (1e-6, 30), (0.3, 5), (1e-9, 44)] {
                 for k in 0..=last + 2 {
                     let mut plans = Plans::default();
-                    let mut lengths = |mass: u64| plans.lengths(k, mass, || plan_of(k, error, hashing, last));
+                    let level = 9 + k;
+                    let mut lengths =
+                        |mass: u64| plans.lengths(k, mass, || plan_of(k, error, hashing, last, level));
+                    let ceiling = u128::from(ceiling_of(error, hashing));
                     let agree = |l: Lengths, mass: u64| {
                         for &u in &us {
                             let slow = fingerprint_bits(error, k, last, mass_rate(mass, hashing), u);
                             assert_eq!(l.pick(u), slow, "{error} rank {k} of {last} at mass {mass}, u {u}");
+                            // And the ceiling takes it as it is, unchecked by the add.
+                            let within = fbits_within(slow, level, u128::from(mass), ceiling);
+                            assert_eq!(
+                                within,
+                                Some(slow),
+                                "{error} rank {k} at mass {mass}: over the ceiling"
+                            );
                         }
                     };
                     let top = rate_units(error);

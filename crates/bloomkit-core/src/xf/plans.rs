@@ -39,20 +39,21 @@ impl Lengths {
 }
 
 /// The lengths planned for rank `k` (`u8::MAX`: no plan yet), and the mass
-/// (in units) up to which they are what the schedule gives. 24 bytes.
+/// (in units) below which they are what the schedule gives. 24 bytes.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Plan {
     p: f64,
-    holds_to: u64,
+    holds_below: u64,
     k: u8,
     down: u8,
     up: u8,
 }
 
 impl Plan {
-    /// `lengths` for rank `k` (below 255) while the mass is at most `holds_to`.
-    pub(super) fn new(k: u32, Lengths { p, down, up }: Lengths, holds_to: u64) -> Plan {
-        Plan { p, holds_to, k: k as u8, down, up }
+    /// `lengths` for rank `k` (below 255) while the mass is below
+    /// `holds_below` (0: never).
+    pub(super) fn new(k: u32, Lengths { p, down, up }: Lengths, holds_below: u64) -> Plan {
+        Plan { p, holds_below, k: k as u8, down, up }
     }
 }
 
@@ -64,7 +65,7 @@ pub(super) struct Plans([Plan; 2]);
 
 impl Default for Plans {
     fn default() -> Plans {
-        Plans([Plan { p: 0.0, holds_to: 0, k: u8::MAX, down: 0, up: 0 }; 2])
+        Plans([Plan { p: 0.0, holds_below: 0, k: u8::MAX, down: 0, up: 0 }; 2])
     }
 }
 
@@ -81,7 +82,7 @@ impl Plans {
         if u32::from(slot.k) != k {
             *slot = plan();
         }
-        (mass <= slot.holds_to).then_some(Lengths { p: slot.p, down: slot.down, up: slot.up })
+        (mass < slot.holds_below).then_some(Lengths { p: slot.p, down: slot.down, up: slot.up })
     }
 }
 
