@@ -27,6 +27,13 @@ from xf import fill  # noqa: E402
 BF_BITS_PER_ITEM = 9.585  # a Bloom filter sized exactly at 1%
 
 
+# The same command on a key that does not exist: no hash, no probe, so what
+# is left is the server's own per-item cost (the argument, the reply), which
+# every filter pays alike. The lookups' rows less this row are the filters'
+# own work.
+FLOOR = "MEXISTS x100, a key that does not exist"
+
+
 def per_item_ns(server, command, run, items_per_call=100):
     """Runs `run()` and returns the server's ns per item of `command` during it."""
     calls0, us0 = command_stats(server.conn, command)
@@ -61,7 +68,7 @@ def measure_size(items, adds_per_round, rounds, module, redisbloom):
         rows = []
         requests = max(200, min(3000, 3_000_000 // max(1, items // 1000)))
         for label, what in (("MEXISTS x100, hits", "hits"), ("MEXISTS x100, misses", "misses"),
-                            ("MADD x100, new items", "adds")):
+                            ("MADD x100, new items", "adds"), (FLOOR, "floor")):
             def one(server, r, what=what):
                 prefix = "XF" if server is xf else "BF"
                 if what == "adds":
@@ -69,7 +76,8 @@ def measure_size(items, adds_per_round, rounds, module, redisbloom):
                     run = lambda: benchmark(server, cmd, adds_per_round // 100, 1, clients=1,  # noqa: E731
                                             prefix="new%d:" % r, sequence=0)
                     return per_item_ns(server, prefix.lower() + ".madd", run)
-                cmd = "%s.MEXISTS k %s" % (prefix, " ".join(["{item}"] * 100))
+                key = "absent" if what == "floor" else "k"
+                cmd = "%s.MEXISTS %s %s" % (prefix, key, " ".join(["{item}"] * 100))
                 run = lambda: benchmark(server, cmd, requests, 1, clients=1, rand_range=items,  # noqa: E731
                                         prefix="fill:" if what == "hits" else "miss:", seed=700 + r)
                 return per_item_ns(server, prefix.lower() + ".mexists", run)
@@ -81,6 +89,18 @@ def measure_size(items, adds_per_round, rounds, module, redisbloom):
     finally:
         for s in servers.values():
             s.stop()
+
+
+def net_of_floor(rows):
+    """The lookups less the floor row: each filter's own work per item."""
+    by = {label: (a, b, c) for label, a, b, c in rows}
+    fa, fb, fc = by[FLOOR]
+    parts = []
+    for label in ("MEXISTS x100, hits", "MEXISTS x100, misses"):
+        a, b, c = by[label]
+        parts.append("%s XF %.1f, BF %.1f, RedisBloom %.1f ns (XF / BF %.2f)" % (
+            label.split(", ")[1], a - fa, b - fb, c - fc, (a - fa) / max(0.1, b - fb)))
+    return "Each filter's own work per item (the lookup rows less the last row): %s." % "; ".join(parts)
 
 
 def main():
@@ -116,13 +136,15 @@ def main():
                "item added; misses are never-added items; adds are new items. Last-level cache: %d MiB.\n"
                % (results[0][2]["RedisBloom version"], rounds, llc >> 20))
     for items, rows, bytes_ in results:
-        out.append("\n## %d items (XF %.1f MB, BF %.1f MB, RedisBloom's BF %.1f MB: %.1fx / %.1fx / %.1fx the "
+        out.append("\n## %d items (XF %.1f MB, BF %.1f MB, RedisBloom's BF %.1f MB: %.3gx / %.3gx / %.3gx the "
                    "last-level cache)\n" % (items, bytes_["XF"] / 1e6, bytes_["BF"] / 1e6, bytes_["RedisBloom"] / 1e6,
                                             bytes_["XF"] / llc, bytes_["BF"] / llc, bytes_["RedisBloom"] / llc))
         out.append("| batch of 100 | XF ns/item | BF ns/item | RedisBloom BF ns/item | XF / BF | XF / RedisBloom |")
         out.append("|---|---:|---:|---:|---:|---:|")
         for label, a, b, c in rows:
             out.append("| %s | %.1f | %.1f | %.1f | %.2f | %.2f |" % (label, a, b, c, a / b, a / c))
+        out.append("")
+        out.append(net_of_floor(rows))
     with open(opts.output, "w") as f:
         f.write("\n".join(out) + "\n")
     print("wrote %s (%.0f s)" % (opts.output, elapsed))
