@@ -8,7 +8,7 @@ use std::hash::Hasher;
 use siphasher::sip128::{Hasher128, SipHasher13};
 
 use super::block::{
-    max_entries, Block, Entry, Rebuild, Survey, MAX_DEPTH, MAX_F, MAX_STORED_ENTRIES, MIN_QBITS,
+    max_entries, Block, Entry, Rebuild, SplitHalves, Survey, MAX_DEPTH, MAX_F, MAX_STORED_ENTRIES, MIN_QBITS,
 };
 use super::errors::XfError;
 use super::plans::{Lengths, Plan, Plans};
@@ -1750,6 +1750,31 @@ struct Halves {
 /// anyway: a split used to decode the block and its halves once more for
 /// them, a fifth of an insert's time amortized.
 fn split(b: &Block, extra: Entry, to_high: bool, level: u32) -> Result<Halves, OutOfMemory> {
+    let q = 1u32 << b.meta().qbits;
+    let extra = Entry { quotient: extra.quotient + if to_high { q } else { 0 }, ..extra };
+    // From the fields, where the halves' form allows (most splits); else
+    // from the entries. The same bytes and masses either way.
+    let Some(halves) = b.split_fields(extra) else { return split_entries(b, extra, level) };
+    let SplitHalves { lo, hi, was, now } = halves?;
+    let (was, now) = (mass_of_lengths(&was, level), mass_of_lengths(&now, level + 1));
+    debug_assert!(split_entries(b, extra, level)
+        .is_ok_and(|h| { h.lo.same_words(&lo) && h.hi.same_words(&hi) && (h.was, h.now) == (was, now) }));
+    Ok(Halves { lo, hi, was, now })
+}
+
+/// The mass of distinct entries counted by length (`counts[f]`) at `level`
+/// (the same sum, saturated, as adding them one by one).
+fn mass_of_lengths(counts: &[u32; 64], level: u32) -> u64 {
+    let mut mass = 0u64;
+    for (f, &n) in (0u32..).zip(counts) {
+        mass = mass.saturating_add(u64::from(n).saturating_mul(units(level + f)));
+    }
+    mass
+}
+
+/// [`split`] through the block's entries: decoded, given their bit into
+/// two lists, and built.
+fn split_entries(b: &Block, extra: Entry, level: u32) -> Result<Halves, OutOfMemory> {
     let meta = b.meta();
     let q = 1u32 << meta.qbits;
     // Room for all that either half can get, taken and checked before the
@@ -1758,7 +1783,6 @@ fn split(b: &Block, extra: Entry, to_high: bool, level: u32) -> Result<Halves, O
     // entries, both in the same half, so a half gets at most twice the
     // occurrences, and the new entry.
     let most = b.occurrences().checked_mul(2).and_then(|n| usize::try_from(n + 1).ok()).ok_or(OutOfMemory)?;
-    let extra = Entry { quotient: extra.quotient + if to_high { q } else { 0 }, ..extra };
     let mut halves = Halving::new(q, level + 1, extra);
     halves.lo.list.try_reserve_exact(most).map_err(|_| OutOfMemory)?;
     halves.hi.list.try_reserve_exact(most).map_err(|_| OutOfMemory)?;
@@ -2045,6 +2069,62 @@ mod tests {
                 assert_eq!(built.words(), want.words(), "{context}");
             }
         }
+    }
+
+    /// A split written from the fields ([`Block::split_fields`]) makes the
+    /// bytes and the masses the split through entries makes: blocks with
+    /// voids (and their copies), copies up to a fold, uniform blocks,
+    /// lengths up to the longest, and new entries equal to a child, a
+    /// void, a random one, or of the longest lengths; and it is the road
+    /// most splits take.
+    #[test]
+    fn split_fields_makes_what_split_entries_makes() {
+        let mut r = crate::xf::block::tests::Rng(11);
+        let mut next = move || r.next();
+        let mut fast = 0;
+        for round in 0..1500u32 {
+            let qbits = 3 + round % 10;
+            let q = 1u32 << qbits;
+            let uniform = round % 5 == 0;
+            let lengths = [0, 1, 2, 5, 9, 9, 10, 10, 13, 30, 51, 52];
+            let one = [1, 7, 20, 52][(next() % 4) as usize];
+            let mut entries = Vec::new();
+            // Up to the most a block takes before it splits (1.44 a quotient).
+            for _ in 0..(next() % u64::from(q + q / 2)) {
+                let f = if uniform { one } else { lengths[(next() % 12) as usize] };
+                let e = Entry { quotient: (next() % u64::from(q)) as u32, f, fp: next() & ((1u64 << f) - 1) };
+                // Copies now and then; in some rounds, past a fold.
+                let most = if round % 50 == 0 { 6 } else { 4 };
+                let copies = if next() % 6 == 0 { 1 + next() % most } else { 1 };
+                entries.extend(std::iter::repeat_n(e, copies as usize));
+            }
+            let b = Block::build(qbits, 2, &mut entries, 0).expect("memory");
+            let extra = match (round % 4, entries.is_empty()) {
+                (0, false) => {
+                    let mut c = None;
+                    give_bit(entries[next() as usize % entries.len()], &mut |x| {
+                        c.get_or_insert(x);
+                    });
+                    c.expect("a child")
+                }
+                (1, _) => Entry { quotient: (next() % u64::from(2 * q)) as u32, f: 0, fp: 0 },
+                _ => {
+                    let f = [1, 4, 12, 29, 50, 51, 52][(next() % 7) as usize];
+                    Entry { quotient: (next() % u64::from(2 * q)) as u32, f, fp: next() & ((1u64 << f) - 1) }
+                }
+            };
+            let level = qbits + 2;
+            let want = split_entries(&b, extra, level).expect("memory");
+            let Some(got) = b.split_fields(extra) else { continue };
+            let got = got.expect("memory");
+            fast += 1;
+            let context = format!("round {round}: {:?} {extra:?}", b.meta());
+            assert_eq!(got.lo.words(), want.lo.words(), "{context}");
+            assert_eq!(got.hi.words(), want.hi.words(), "{context}");
+            assert_eq!(mass_of_lengths(&got.was, level), want.was, "{context}");
+            assert_eq!(mass_of_lengths(&got.now, level + 1), want.now, "{context}");
+        }
+        assert!(fast > 900, "{fast} of 1,500 splits from the fields");
     }
 
     /// The harmonic numbers the compiler summed are the bits a loop at run
