@@ -76,6 +76,8 @@ impl Batch<'_> {
     }
 
     /// [`XfFilter::add_occurrence`], undone if the batch is not committed.
+    /// The item's block is not asked for here: a batch asks for each a few
+    /// items ahead ([`XfFilter::prefetch_for`]).
     pub fn add_occurrence(&mut self, h: XfHash, limits: Limits) -> Result<Added, XfError> {
         self.filter.add_occurrence_with(h, limits, &mut self.log)
     }

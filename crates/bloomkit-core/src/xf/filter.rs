@@ -1226,6 +1226,7 @@ impl XfFilter {
     /// stored: at a limit an item already in answers false and is not
     /// stored, which a replica (that skips the limits) must be told.
     pub fn add_occurrence(&mut self, h: XfHash, limits: Limits) -> Result<Added, XfError> {
+        self.prefetch_block(h);
         self.add_occurrence_with(h, limits, &mut Forget)
     }
 
@@ -1250,6 +1251,7 @@ impl XfFilter {
     }
 
     pub fn insert_if_absent_hash(&mut self, h: XfHash, limits: Limits) -> Result<bool, XfError> {
+        self.prefetch_block(h);
         self.insert_if_absent_with(h, limits, &mut Forget)
     }
 
@@ -1286,10 +1288,12 @@ impl XfFilter {
     }
 
     /// Where `h` goes, and whether the filter (probably) holds it: one
-    /// lookup for an add, which needs both.
+    /// lookup for an add, which needs both. Its block's lines were asked
+    /// for already: by a single add before it came here, by a batch
+    /// ([`XfFilter::prefetch_for`]) a few items before (asked again, they
+    /// were 20-40 instructions an add of a batch for lines in cache).
     #[inline]
     fn spot_and_contains(&self, h: XfHash) -> Result<(Spot, bool), XfError> {
-        self.prefetch_block(h);
         let Some(s) = self.spot(h) else { return Err(XfError::Loading) };
         let (found, run) = self.block(s.slot).probe(s.quotient, s.rest);
         Ok((Spot { run: Some((run.start, run.end)), ..s }, found))
