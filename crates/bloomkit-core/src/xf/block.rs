@@ -2046,6 +2046,8 @@ struct FieldSplit {
 const VOID_FIELD: u64 = 1 << (PACKED_FIELD_BITS - 1);
 
 impl FieldSplit {
+    /// The split of `b` (of `meta`) with `extra`: the halves' lists taken
+    /// at their most, and the index `extra` goes before.
     fn new(b: &Block, meta: &Meta, extra: Entry) -> Result<FieldSplit, OutOfMemory> {
         // A void of the halves' goes to both quotients: at most twice the
         // entries, and the new one.
@@ -2107,6 +2109,7 @@ impl FieldSplit {
         Ok((!folds).then_some((self.lo, self.hi, was)))
     }
 
+    /// The new entry, in its place.
     fn join_extra(&mut self) {
         let e = self.extra;
         self.give(e.quotient, ((e.fp << 1) | 1) << (PACKED_FIELD_BITS - 1 - e.f), e.f);
@@ -2121,6 +2124,8 @@ impl FieldSplit {
         (self.held, self.held_at) = (self.held + 1, x + 1);
     }
 
+    /// A child of quotient `x` (both halves' range), field `v`, length `f`,
+    /// after the voids held for a quotient at or before it.
     #[inline(always)]
     fn give(&mut self, x: u32, v: u64, f: u32) {
         if self.held > 0 && x >= self.held_at {
@@ -2129,6 +2134,7 @@ impl FieldSplit {
         self.route(x, v, f);
     }
 
+    /// The voids held, now in their place.
     fn release(&mut self) {
         let x = self.held_at;
         for _ in 0..std::mem::take(&mut self.held) {
@@ -2136,6 +2142,7 @@ impl FieldSplit {
         }
     }
 
+    /// The child to its half, its quotient in that half's range.
     #[inline(always)]
     fn route(&mut self, x: u32, v: u64, f: u32) {
         if x < self.q {

@@ -11,11 +11,13 @@
 //! 0: a filter laid out large, whose blocks all start at the first level,
 //! keeps computing there), an honest filter is far below that point for
 //! most of its life. So a filter of more than one block keeps, for the two
-//! ranks its adds are filling (blocks are at two depths at a time, and the
-//! slot is the rank's parity; a third depth at once, rare, makes two ranks
-//! take turns in a slot), the lengths of the planned budget and the mass up
-//! to which they hold (worked out by `filter.rs`'s `plan_of`); an add past
-//! that mass computes the lengths as before. The answers are the
+//! levels its adds are filling (blocks are at two depths at a time, and the
+//! slot is the level's parity; a third depth at once, rare, makes two
+//! levels take turns in a slot), the lengths of the planned budget and the mass
+//! below which they hold (worked out by `filter.rs`'s `plan_of`), which is
+//! also below where the filter's ceiling (its rate as a mass) would take a
+//! longer length, so that an add under the plan checks neither; an add
+//! past that mass computes the lengths as before. The answers are the
 //! function's own, bit for bit (a unit test compares them around the mass
 //! where a plan stops, and debug builds check every add), so replicas and
 //! older releases agree.
@@ -38,22 +40,23 @@ impl Lengths {
     }
 }
 
-/// The lengths planned for rank `k` (`u8::MAX`: no plan yet), and the mass
-/// (in units) below which they are what the schedule gives. 24 bytes.
+/// The lengths planned for entries at `level` (`u8::MAX`: no plan yet;
+/// the level says the rank), and the mass (in units) below which they are
+/// what the schedule gives and the ceiling takes. 24 bytes.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Plan {
     p: f64,
     holds_below: u64,
-    k: u8,
+    level: u8,
     down: u8,
     up: u8,
 }
 
 impl Plan {
-    /// `lengths` for rank `k` (below 255) while the mass is below
+    /// `lengths` for `level` (below 255) while the mass is below
     /// `holds_below` (0: never).
-    pub(super) fn new(k: u32, Lengths { p, down, up }: Lengths, holds_below: u64) -> Plan {
-        Plan { p, holds_below, k: k as u8, down, up }
+    pub(super) fn new(level: u32, Lengths { p, down, up }: Lengths, holds_below: u64) -> Plan {
+        Plan { p, holds_below, level: level as u8, down, up }
     }
 }
 
@@ -65,21 +68,21 @@ pub(super) struct Plans([Plan; 2]);
 
 impl Default for Plans {
     fn default() -> Plans {
-        Plans([Plan { p: 0.0, holds_below: 0, k: u8::MAX, down: 0, up: 0 }; 2])
+        Plans([Plan { p: 0.0, holds_below: 0, level: u8::MAX, down: 0, up: 0 }; 2])
     }
 }
 
 impl Plans {
-    /// The lengths at rank `k` for a filter whose mass is `mass` units, if
+    /// The lengths at `level` for a filter whose mass is `mass` units, if
     /// its plan (made by `plan` the first time) holds there; `None`:
     /// compute them.
     #[inline]
-    pub(super) fn lengths(&mut self, k: u32, mass: u64, plan: impl FnOnce() -> Plan) -> Option<Lengths> {
-        if k >= u32::from(u8::MAX) {
+    pub(super) fn lengths(&mut self, level: u32, mass: u64, plan: impl FnOnce() -> Plan) -> Option<Lengths> {
+        if level >= u32::from(u8::MAX) {
             return None;
         }
-        let slot = &mut self.0[(k & 1) as usize];
-        if u32::from(slot.k) != k {
+        let slot = &mut self.0[(level & 1) as usize];
+        if u32::from(slot.level) != level {
             *slot = plan();
         }
         (mass < slot.holds_below).then_some(Lengths { p: slot.p, down: slot.down, up: slot.up })
