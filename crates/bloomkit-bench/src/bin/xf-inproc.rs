@@ -434,10 +434,15 @@ fn print_growth(rows: &[Row], rate: f64, max: u64) {
     println!("|---|---|---|---|---|---|");
     for (row, g) in rows.iter().zip(&grown) {
         let mean = g.bits.iter().sum::<f64>() / g.bits.len() as f64;
-        let lo = g.bits.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = g.bits.iter().copied().fold(0.0, f64::max);
+        // Where each extreme is, as the speed table says of its worst: a
+        // figure is read with the size it was made at.
+        let at_most = |better: fn(f64, f64) -> bool| {
+            let i = (0..g.bits.len()).reduce(|a, b| if better(g.bits[b], g.bits[a]) { b } else { a });
+            i.map_or((f64::NAN, 0), |i| (g.bits[i], at[i]))
+        };
+        let ((lo, lo_at), (hi, hi_at)) = (at_most(|a, b| a < b), at_most(|a, b| a > b));
         println!(
-            "| {} | {mean:.2} | {lo:.2} | {hi:.2} | {:.3} | {:.2} |",
+            "| {} | {mean:.2} | {lo:.2} (at {lo_at}) | {hi:.2} (at {hi_at}) | {:.3} | {:.2} |",
             row.name(),
             hi / lo,
             g.peak_over_final
