@@ -1202,6 +1202,13 @@ impl Block {
         Meta::unpack(self.words.meta_word())
     }
 
+    /// Whether the block keeps a count list (copies past [`FOLD_AT`]),
+    /// read from the metadata word alone.
+    #[inline]
+    pub fn is_counted(&self) -> bool {
+        Meta::unpack(self.words.meta_word()).counted
+    }
+
     /// Entries stored: copies of one entry are one.
     pub fn len(&self) -> u32 {
         (self.words.meta_word() & 0xffff) as u32

@@ -1334,7 +1334,8 @@ impl XfFilter {
             bound = MAX_STORED_ENTRIES;
         }
         let b = self.block(s.slot);
-        if len >= bound || b.occurrences() >= u64::from(MAX_STORED_ENTRIES) {
+        // Only a count list takes occurrences past the entries (`len < bound` here).
+        if len >= bound || (b.is_counted() && b.occurrences() >= u64::from(MAX_STORED_ENTRIES)) {
             return Err(XfError::Crowded);
         }
         let f = self.fbits_for_add(s.level, s.prefix)?;
