@@ -867,6 +867,18 @@ impl Drop for Words {
     }
 }
 
+/// The narrowest field shape `(w, uniform)` of entries whose longest
+/// fingerprint is `widest` bits (`None`: no entries): uniform, the bare
+/// fingerprint, when they are all of `one_length` and it is at least a bit;
+/// else that length and a stop bit. The one rule every build, survey and
+/// split reads a shape by.
+fn narrowest(widest: Option<u32>, one_length: bool) -> (u32, bool) {
+    match widest {
+        Some(f) if f >= 1 && one_length => (f, true),
+        _ => (widest.unwrap_or(0) + 1, false),
+    }
+}
+
 /// What building a block needs to know of its sorted entries: the field
 /// shape ([`Block::shape_of`]: the widest length, whether all share one)
 /// and whether an entry has [`FOLD_AT`] copies. Gathered an entry at a
@@ -904,10 +916,7 @@ impl Survey {
 
     /// `(w, uniform)`, as [`Block::shape_of`] gives it.
     fn shape(&self) -> (u32, bool) {
-        match self.first {
-            Some(f) if f >= 1 && self.same => (f, true),
-            _ => (self.widest + 1, false),
-        }
+        narrowest(self.first.map(|_| self.widest), self.same)
     }
 
     fn folds(&self) -> bool {
@@ -982,10 +991,8 @@ impl Block {
     /// The narrowest width and whether uniform, for entries of these lengths.
     fn shape_of(lengths: impl Iterator<Item = u32> + Clone) -> (u32, bool) {
         let mut it = lengths.clone();
-        let first = it.next();
-        let uniform = first.is_some_and(|f| f >= 1 && it.all(|g| g == f));
-        let w = if uniform { first.unwrap_or(1) } else { lengths.max().unwrap_or(0) + 1 };
-        (w, uniform)
+        let one_length = it.next().is_some_and(|f| it.all(|g| g == f));
+        narrowest(lengths.max(), one_length)
     }
 
     /// The same block with the room of the next allocator class (it is
@@ -2019,16 +2026,9 @@ impl FieldHalf {
 
     /// `(w, uniform)` as [`Block::shape_of`] gives it for these entries.
     fn shape(&self) -> (u32, bool) {
-        if self.list.is_empty() {
-            return (1, false);
-        }
         let stop = self.any.trailing_zeros();
-        let widest = PACKED_FIELD_BITS - 1 - stop;
-        if widest >= 1 && self.all.trailing_zeros() == stop {
-            (widest, true)
-        } else {
-            (widest + 1, false)
-        }
+        let widest = (!self.list.is_empty()).then(|| PACKED_FIELD_BITS - 1 - stop);
+        narrowest(widest, self.all.trailing_zeros() == stop)
     }
 }
 

@@ -1809,13 +1809,8 @@ fn split_entries(b: &Block, extra: Entry, level: u32) -> Result<Halves, OutOfMem
     let depth = meta.depth + 1;
     let (lo, hi) =
         (Block::build(meta.qbits, depth, &mut lo, 0)?, Block::build(meta.qbits, depth, &mut hi, 0)?);
-    let mass = |b: &Block| {
-        let mut m = DistinctMass::at(level + 1);
-        b.for_each_occurrence(|e| m.add(e));
-        m.mass
-    };
     // Each half's mass on its own: an entry of one may equal one of the other.
-    let now = mass(&lo).saturating_add(mass(&hi));
+    let now = mass_of(&lo, level + 1).saturating_add(mass_of(&hi, level + 1));
     Ok(Halves { lo, hi, was: was.mass, now })
 }
 
@@ -1856,15 +1851,9 @@ pub fn give_bit(e: Entry, out: &mut impl FnMut(Entry)) {
         out(Entry { quotient: 2 * e.quotient, f: 0, fp: 0 });
         out(Entry { quotient: 2 * e.quotient + 1, f: 0, fp: 0 });
     } else {
-        out(bit_given(e));
+        let bit = (e.fp >> (e.f - 1)) as u32;
+        out(Entry { quotient: 2 * e.quotient + bit, f: e.f - 1, fp: e.fp & ((1u64 << (e.f - 1)) - 1) });
     }
-}
-
-/// [`give_bit`] of an entry with bits (`f >= 1`): its one child.
-#[inline]
-fn bit_given(e: Entry) -> Entry {
-    let bit = (e.fp >> (e.f - 1)) as u32;
-    Entry { quotient: 2 * e.quotient + bit, f: e.f - 1, fp: e.fp & ((1u64 << (e.f - 1)) - 1) }
 }
 
 impl XfFilter {
