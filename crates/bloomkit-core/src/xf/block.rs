@@ -169,6 +169,11 @@ impl Meta {
         1 << self.qbits
     }
 
+    /// Whether `e` can be inserted in place (room, width, uniformity).
+    fn fits(&self, e: &Entry) -> bool {
+        self.n < self.cap && if self.uniform { e.f == self.w } else { e.f < self.w }
+    }
+
     /// The depth a metadata word says.
     pub fn depth_of(word: u64) -> u32 {
         Meta::unpack(word).depth
@@ -813,6 +818,16 @@ impl Words {
         unsafe { std::slice::from_raw_parts(self.0.as_ptr(), len) }
     }
 
+    /// [`Words::probed`], writable: every word of a block without a count
+    /// list (which follows the fields' room).
+    #[inline(always)]
+    fn probed_mut(&mut self, layout: &Layout) -> &mut [u64] {
+        let len = words_for(layout.fields_end) as usize;
+        debug_assert!(!Meta::unpack(self.meta_word()).counted && len == self.len());
+        // SAFETY: as in `probed`, and `&mut self` is the only access.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr(), len) }
+    }
+
     /// The metadata word, read without making the slice: the slice's
     /// length is computed from this word (and a counted block's list), which
     /// every `meta()` would otherwise pay for.
@@ -1434,12 +1449,6 @@ impl Block {
         }
     }
 
-    /// Whether `e` can be inserted in place (room, width, uniformity).
-    pub fn fits(&self, e: &Entry) -> bool {
-        let meta = self.meta();
-        meta.n < meta.cap && if meta.uniform { e.f == meta.w } else { e.f < meta.w }
-    }
-
     /// The index after the last entry of `e`'s run at or below it, and
     /// how many entries before that index are `e` itself (its copies).
     /// Also `e`'s run.
@@ -1449,17 +1458,28 @@ impl Block {
         e: &Entry,
         run: Option<std::ops::Range<u32>>,
     ) -> (u32, u32, std::ops::Range<u32>) {
-        // The layout and the slice once: each entry read through `Block`
-        // would derive both again (a fifth of an add's instructions).
-        let layout = Layout::of(self.words.meta_word());
+        self.place_in(meta, &Layout::of(self.words.meta_word()), e, run)
+    }
+
+    /// [`Block::place`], given the metadata's layout.
+    #[inline(always)]
+    fn place_in(
+        &self,
+        meta: &Meta,
+        layout: &Layout,
+        e: &Entry,
+        run: Option<std::ops::Range<u32>>,
+    ) -> (u32, u32, std::ops::Range<u32>) {
+        // The slice once: each entry read through `Block` would derive it
+        // again (a fifth of an add's instructions).
         debug_assert_eq!(Meta::unpack(self.words.meta_word()), *meta);
-        let words = self.words.probed(&layout);
+        let words = self.words.probed(layout);
         let run = run.unwrap_or_else(|| run_of::<false>(words, meta, e.quotient));
         debug_assert_eq!(run, run_of::<false>(words, meta, e.quotient));
         let key = e.key();
         let mut at = run.end;
         if run.len() > LONG_RUN {
-            let long = Long { words, layout: &layout, quotient: e.quotient };
+            let long = Long { words, layout, quotient: e.quotient };
             at = long.after(run.start, run.end, (key.1, key.2), true);
         } else {
             for i in run.clone() {
@@ -1488,26 +1508,31 @@ impl Block {
     /// [`Block::insert`], given `e`'s run if a lookup just found it
     /// ([`Block::probe`], with no change to the block since).
     pub fn insert_in(&mut self, e: Entry, run: Option<std::ops::Range<u32>>) -> Result<Inserted, Rebuild> {
-        let mut meta = self.meta();
-        let (at, same, run) = self.place(&meta, &e, run);
+        // The metadata read and its offsets derived once for the place and
+        // every write (each `meta()`, `fits` and slice of `self.words`
+        // unpacked it again: about 60 instructions of an add).
+        let word = self.words.meta_word();
+        let (mut meta, layout) = (Meta::unpack(word), Layout::of(word));
+        let (at, same, run) = self.place_in(&meta, &layout, &e, run);
         let copy = same > 0;
-        if let Some(r) = self.record_of(at.wrapping_sub(1)).filter(|_| copy) {
-            self.words[meta.counts_at() + 1 + r] += 1 << 32;
-            return Ok(Inserted { at: at - 1, copy: true });
+        if copy && meta.counted {
+            if let Some(r) = self.record_of(at - 1) {
+                self.words[meta.counts_at() + 1 + r] += 1 << 32;
+                return Ok(Inserted { at: at - 1, copy: true });
+            }
         }
         if same + 1 >= FOLD_AT {
             // The copy that makes FOLD_AT: the block folds them.
             return Err(Rebuild);
         }
-        if !self.fits(&e) {
+        if !meta.fits(&e) {
             return Err(Rebuild);
         }
-        let (ends_at, fields_at, w) = (meta.ends_at(), meta.fields_at(), u64::from(meta.w));
+        let (ends_at, fields_at, w) = (layout.ends_at, layout.fields_at, u64::from(layout.w));
         let ends_end = ends_at + u64::from(meta.n);
-        // The slice once: each use of `self.words` derives its length from
-        // the metadata again (a sixth of an add's instructions, when each
-        // write below took it).
-        let words: &mut [u64] = &mut self.words;
+        // The slice once: a block without a count list ends with its
+        // fields' room, which the layout says.
+        let words: &mut [u64] = if meta.counted { &mut self.words } else { self.words.probed_mut(&layout) };
         if run.is_empty() {
             // A new run: its quotient is occupied, and the entry ends it.
             set(words, OCCUPIEDS_AT + u64::from(e.quotient), 1, 1);
@@ -1520,7 +1545,7 @@ impl Block {
         let fpos = fields_at + u64::from(at) * w;
         shift_up(words, fpos, fields_at + u64::from(meta.n) * w, w);
         set(words, fpos, meta.w, meta.field(e.f, e.fp));
-        bump_index(words, &meta, e.quotient, true);
+        bump_index_in(words, &layout, e.quotient, true);
         renumber(words, &meta, at, true);
         meta.n += 1;
         words[0] = meta.pack();
@@ -2429,12 +2454,18 @@ fn renumber(words: &mut [u64], meta: &Meta, from: u32, up: bool) {
 /// insert used to read and write them one at a time, each waiting on the
 /// store before it (an eighth of `insert_in` in a profile).
 fn bump_index(words: &mut [u64], meta: &Meta, quotient: u32, up: bool) {
-    if meta.index_bits() == 0 {
+    bump_index_in(words, &Layout::of_meta(meta), quotient, up);
+}
+
+/// [`bump_index`], given the metadata's layout.
+#[inline(always)]
+fn bump_index_in(words: &mut [u64], layout: &Layout, quotient: u32, up: bool) {
+    if !layout.indexed {
         return;
     }
     // Group `g`'s count is lane `g - 1` (four to a word).
-    let (first, end) = ((quotient / GROUP) as usize, (meta.q() / GROUP - 1) as usize);
-    let base = (meta.index_at() / 64) as usize;
+    let (first, end) = ((quotient / GROUP) as usize, ((1usize << layout.qbits) / GROUP as usize - 1));
+    let base = (layout.index_at / 64) as usize;
     let mut lane = first;
     while lane < end {
         let (word, from) = (base + lane / 4, lane % 4);
