@@ -125,7 +125,11 @@ impl Slots {
     /// The slot of hash `h` (its top `depth` bits; `depth >= 1`).
     #[inline]
     pub fn slot_of(&self, h: u128) -> usize {
-        (h >> (128 - self.depth)) as usize
+        // A directory is at most `MAX_DEPTH` deep: the hash's upper half
+        // by a 64-bit shift (a `u128`'s by a variable is a dozen
+        // instructions).
+        debug_assert!((1..=64).contains(&self.depth));
+        ((h >> 64) as u64 >> ((64 - self.depth) & 63)) as usize
     }
 
     /// The slot of `s`, a slot of a directory `slot_depth >= depth` deep.
@@ -164,11 +168,13 @@ impl Slots {
     #[inline]
     pub fn update<R>(&mut self, slot: usize, write: impl FnOnce(&mut Block) -> R) -> R {
         let range = self.range_of(slot);
-        let depth = self.slots[range.start].depth();
-        let r = write(&mut self.slots[range.start]);
-        assert_eq!(self.slots[range.start].depth(), depth, "a write keeps its block's depth");
-        // Addresses compared, the alias not read.
-        if range.len() > 1 && !self.slots[range.start].is(&self.slots[range.start + 1]) {
+        let owner = &mut self.slots[range.start];
+        let (depth, was) = (owner.depth(), owner.alias_id());
+        let r = write(owner);
+        assert_eq!(owner.depth(), depth, "a write keeps its block's depth");
+        // The words' address before and after (an add in place, most
+        // writes, keeps it): no alias read, no other slot touched.
+        if owner.alias_id() != was {
             self.point(range);
         }
         r
