@@ -11,14 +11,8 @@ const DEADLINE: Duration = Duration::from_secs(60);
 
 /// Sends `commands` pipelined and checks that none failed.
 fn pipeline(c: &mut Conn, commands: &[Vec<String>]) {
-    for batch in commands.chunks(500) {
-        for command in batch {
-            c.send(command).unwrap();
-        }
-        for command in batch {
-            let reply = c.read_raw().unwrap().1;
-            assert!(!reply.is_error(), "{command:?}: {reply:?}");
-        }
+    for (command, reply) in commands.iter().zip(c.pipeline(commands)) {
+        assert!(!reply.is_error(), "{command:?}: {reply:?}");
     }
 }
 

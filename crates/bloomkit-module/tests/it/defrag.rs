@@ -56,20 +56,6 @@ fn counted(c: &mut Conn) -> Vec<u64> {
     fields.iter().map(|f| c.info_field("bf", f).parse().unwrap()).collect()
 }
 
-/// Sends `commands` pipelined, in batches, and returns their replies.
-fn pipeline(c: &mut Conn, commands: &[Vec<Vec<u8>>]) -> Vec<Reply> {
-    let mut replies = Vec::with_capacity(commands.len());
-    for batch in commands.chunks(500) {
-        for command in batch {
-            c.send(command).unwrap();
-        }
-        for _ in batch {
-            replies.push(c.read_raw().unwrap().1);
-        }
-    }
-    replies
-}
-
 fn command(parts: &[&[u8]]) -> Vec<Vec<u8>> {
     parts.iter().map(|p| p.to_vec()).collect()
 }
@@ -181,7 +167,7 @@ fn fragment(c: &mut Conn, rng: &mut Rng) -> Vec<Filter> {
         filters.push(Filter { key: td, exists: "TDIGEST.QUANTILE", items: Vec::new() });
         filters.push(Filter { key: xf, exists: "XF.MEXISTS", items });
     }
-    for (i, reply) in pipeline(c, &commands).iter().enumerate() {
+    for (i, reply) in c.pipeline(&commands).iter().enumerate() {
         assert!(!reply.is_error(), "{:?}: {reply:?}", String::from_utf8_lossy(&commands[i].concat()));
     }
 
@@ -190,7 +176,7 @@ fn fragment(c: &mut Conn, rng: &mut Rng) -> Vec<Filter> {
     // Most strings go, leaving the filters' slabs sparsely and unevenly used.
     let dels: Vec<Vec<Vec<u8>>> =
         strings.iter().filter(|_| rng.chance(90)).map(|k| command(&[b"DEL", k.as_bytes()])).collect();
-    assert!(pipeline(c, &dels).iter().all(|r| *r == Reply::Int(1)));
+    assert!(c.pipeline(&dels).iter().all(|r| *r == Reply::Int(1)));
     filters
 }
 
@@ -210,7 +196,7 @@ fn add_large_ones(c: &mut Conn, filters: &mut Vec<Filter>) {
             cmd
         })
         .collect();
-    assert!(pipeline(c, &adds).iter().all(|r| !r.is_error()));
+    assert!(c.pipeline(&adds).iter().all(|r| !r.is_error()));
     let info = c.cmd("BF.INFO big");
     let info = info.as_array();
     assert_eq!(info[4], Reply::Simple("Number of filters".into()));
@@ -236,13 +222,13 @@ fn add_large_ones(c: &mut Conn, filters: &mut Vec<Filter>) {
 
 /// What the filters look like from outside: every answer and every digest.
 fn observe(c: &mut Conn, filters: &[Filter]) -> (Vec<Reply>, BTreeMap<String, Reply>, Reply) {
-    let answers = pipeline(c, &filters.iter().map(Filter::probe).collect::<Vec<_>>());
+    let answers = c.pipeline(&filters.iter().map(Filter::probe).collect::<Vec<_>>());
     for (f, a) in filters.iter().zip(&answers) {
         assert!(f.holds(a), "{}: an added item is missing: {a:?}", f.key);
     }
     let digest_commands: Vec<_> =
         filters.iter().map(|f| line(&format!("DEBUG DIGEST-VALUE {}", f.key))).collect();
-    let digests = pipeline(c, &digest_commands);
+    let digests = c.pipeline(&digest_commands);
     let digests = filters.iter().map(|f| f.key.clone()).zip(digests).collect();
     (answers, digests, c.digest())
 }
@@ -392,7 +378,7 @@ fn active_defrag_moves_every_type_and_changes_nothing(server: Server) {
                 cmd
             })
             .collect();
-        assert!(pipeline(&mut c, &grows).iter().all(|r| !r.is_error()));
+        assert!(c.pipeline(&grows).iter().all(|r| !r.is_error()));
         let info = c.cmd("BF.INFO bf:0");
         assert!(info.as_array()[5].as_int() > 1, "bf:0 scaled out");
         c.ok("FLUSHALL");

@@ -106,19 +106,6 @@ fn flags_and_acl_categories(server: Server) {
     }
 }
 
-fn pipeline(c: &mut Conn, commands: &[Vec<Vec<u8>>]) -> Vec<Reply> {
-    let mut replies = Vec::with_capacity(commands.len());
-    for batch in commands.chunks(500) {
-        for command in batch {
-            c.send(command).unwrap();
-        }
-        for _ in batch {
-            replies.push(c.read_raw().unwrap().1);
-        }
-    }
-    replies
-}
-
 fn line(text: &str) -> Vec<Vec<u8>> {
     text.split(' ').map(|p| p.as_bytes().to_vec()).collect()
 }
@@ -147,13 +134,13 @@ fn active_defrag_moves_sketches_and_changes_nothing() {
         )));
         commands.push(line(&format!("TOPK.ADD t:{round} a{round} b{round} c a{round} d{round}")));
     }
-    assert!(pipeline(&mut c, &commands).iter().all(|r| !r.is_error()));
+    assert!(c.pipeline(&commands).iter().all(|r| !r.is_error()));
     let dels: Vec<_> = strings.iter().filter(|_| rng.chance(90)).map(|k| line(&format!("DEL {k}"))).collect();
-    pipeline(&mut c, &dels);
+    c.pipeline(&dels);
     let probe = |c: &mut Conn| {
         let cmds: Vec<_> = (0..rounds).map(|r| line(&format!("TOPK.LIST t:{r} WITHCOUNT"))).collect();
         let digests: Vec<_> = (0..rounds).map(|r| line(&format!("DEBUG DIGEST-VALUE t:{r}"))).collect();
-        (pipeline(c, &cmds), pipeline(c, &digests), c.digest())
+        (c.pipeline(&cmds), c.pipeline(&digests), c.digest())
     };
     let before = probe(&mut c);
     c.start_active_defrag();
@@ -166,7 +153,7 @@ fn active_defrag_moves_sketches_and_changes_nothing() {
     assert!(before == probe(&mut c), "a sketch answers differently after defrag");
     // Moved blocks are written to and freed like any other.
     let writes: Vec<_> = (0..rounds).map(|r| line(&format!("TOPK.ADD t:{r} e f g a{r}"))).collect();
-    assert!(pipeline(&mut c, &writes).iter().all(|r| !r.is_error()));
+    assert!(c.pipeline(&writes).iter().all(|r| !r.is_error()));
     c.ok("FLUSHALL");
     assert_eq!(c.cmd("PING"), Reply::Simple("PONG".into()));
 }
