@@ -1083,7 +1083,11 @@ impl XfFilter {
         };
         let level = depth + q;
         let (quotient, rest) = position(h.0, level, q);
-        let prefix = if depth == 0 { 0 } else { (h.0 >> (128 - depth)) as u64 };
+        // The hash's first `depth` bits, by a 64-bit shift of its upper half
+        // (a block is at most `MAX_DEPTH` deep; a `u128`'s shift by a
+        // variable is a dozen instructions).
+        let prefix = if depth == 0 { 0 } else { ((h.0 >> 64) as u64) >> ((64 - depth) & 63) };
+        debug_assert_eq!(prefix, if depth == 0 { 0 } else { (h.0 >> (128 - depth)) as u64 });
         Some(Spot { slot, quotient, rest, level, prefix, run: None })
     }
 
@@ -1312,7 +1316,13 @@ impl XfFilter {
         }
         journal.make_room()?;
         let qbits = u32::from(self.qbits);
-        let len = self.block(s.slot).len();
+        // The block read once for what the checks below ask of it: a
+        // growth that places the entry returns, and one that cannot leaves
+        // the block as it was.
+        let b = self.block(s.slot);
+        // Only a count list takes occurrences past the entries.
+        let (len, counts_full) =
+            (b.len(), b.is_counted() && b.occurrences() >= u64::from(MAX_STORED_ENTRIES));
         let one = matches!(self.store, Store::One(_));
         let (mut bound, doubling) = (max_entries(qbits), doubles(one, qbits));
         if at_grow_threshold(len, one, qbits, s.level - qbits, s.prefix)
@@ -1333,9 +1343,7 @@ impl XfFilter {
         if len >= bound && block_held_by_voids(self.block(s.slot)) {
             bound = MAX_STORED_ENTRIES;
         }
-        let b = self.block(s.slot);
-        // Only a count list takes occurrences past the entries (`len < bound` here).
-        if len >= bound || (b.is_counted() && b.occurrences() >= u64::from(MAX_STORED_ENTRIES)) {
+        if len >= bound || counts_full {
             return Err(XfError::Crowded);
         }
         let f = self.fbits_for_add(s.level, s.prefix)?;
