@@ -13,6 +13,7 @@ pub mod memory;
 pub mod parse;
 pub mod payload;
 pub mod reply;
+pub mod sip4;
 pub mod sizing;
 pub mod value;
 
