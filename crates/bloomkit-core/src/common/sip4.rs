@@ -71,7 +71,8 @@ fn avx2() -> bool {
     *AVX2.get_or_init(|| std::arch::is_x86_feature_detected!("avx2"))
 }
 
-/// The four-lane SipHash-1-3-128.
+/// The four-lane SipHash-1-3-128. Every function here is `unsafe` for its
+/// `#[target_feature]` alone: its caller must have found AVX2 (`avx2`).
 #[cfg(target_arch = "x86_64")]
 mod x4 {
     use std::arch::x86_64::*;
