@@ -5,6 +5,7 @@
 //! family.
 
 pub mod compat;
+pub mod cpu;
 pub mod dump;
 pub mod fields;
 pub mod fmt;

@@ -13,7 +13,8 @@
 //! -> 8.1 ns each, 40-byte ones 22.5 -> 11.2, 8-byte ones 13.3 -> 7.6 (in
 //! process, this machine; one group alone, 9.9 ns for 17 bytes, a third
 //! no faster). The keyed PRF stays: this is the same function, checked
-//! against the crate on every length and every mix of lengths.
+//! against the crate on every length to 41 bytes (and longer ones to
+//! 120) and mixes of lengths in every lane.
 //!
 //! Strings of different lengths share the registers: each lane absorbs its
 //! own words, its last (the length byte and the tail) at its own step, and
@@ -43,36 +44,41 @@ pub fn sip13_128(k0: u64, k1: u64, item: &[u8]) -> u128 {
 /// (then four) at a time where the CPU has AVX2.
 pub fn sip13_128_each(k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) {
     assert_eq!(items.len(), out.len(), "one output per item");
-    let mut done = 0;
-    #[cfg(target_arch = "x86_64")]
-    if items.len() >= 4 && avx2() {
-        // Eight at a time (two groups of four side by side), then four.
-        for (eight, hashes) in items.chunks_exact(8).zip(out.chunks_exact_mut(8)) {
-            // SAFETY: the CPU has AVX2 (checked above).
-            unsafe { x4::hash::<2>(k0, k1, eight, hashes) };
-        }
-        done = items.len() / 8 * 8;
-        if items.len() - done >= 4 {
-            // SAFETY: as above.
-            unsafe { x4::hash::<1>(k0, k1, &items[done..done + 4], &mut out[done..done + 4]) };
-            done += 4;
-        }
-    }
+    let done = in_lanes(k0, k1, items, out);
     for (item, h) in items[done..].iter().zip(&mut out[done..]) {
         *h = sip13_128(k0, k1, item);
     }
 }
 
-/// Whether the CPU runs AVX2 (looked up once per process).
+/// The first items of `items` hashed in AVX2 lanes into `out`: eight at a
+/// time (two groups of four side by side), then four; how many (0 without
+/// AVX2).
 #[cfg(target_arch = "x86_64")]
-#[inline]
-fn avx2() -> bool {
-    static AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AVX2.get_or_init(|| std::arch::is_x86_feature_detected!("avx2"))
+fn in_lanes(k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) -> usize {
+    if items.len() < 4 || !crate::common::cpu::has_avx2() {
+        return 0;
+    }
+    for (eight, hashes) in items.chunks_exact(8).zip(out.chunks_exact_mut(8)) {
+        // SAFETY: the CPU has AVX2 (checked above).
+        unsafe { x4::hash::<2>(k0, k1, eight, hashes) };
+    }
+    let mut done = items.len() / 8 * 8;
+    if items.len() - done >= 4 {
+        // SAFETY: as above.
+        unsafe { x4::hash::<1>(k0, k1, &items[done..done + 4], &mut out[done..done + 4]) };
+        done += 4;
+    }
+    done
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn in_lanes(_: u64, _: u64, _: &[&[u8]], _: &mut [u128]) -> usize {
+    0
 }
 
 /// The four-lane SipHash-1-3-128. Every function here is `unsafe` for its
-/// `#[target_feature]` alone: its caller must have found AVX2 (`avx2`).
+/// `#[target_feature]` alone: its caller must have found AVX2
+/// (`common::cpu::has_avx2`).
 #[cfg(target_arch = "x86_64")]
 mod x4 {
     use std::arch::x86_64::*;
@@ -259,7 +265,7 @@ mod tests {
     /// lengths (so that lanes wait for each other), in groups of eight, of
     /// four and alone, under a few keys: the crate's answer each time.
     #[test]
-    fn four_at_once_is_the_crate_bit_for_bit() {
+    fn many_at_once_is_the_crate_bit_for_bit() {
         let bytes: Vec<u8> = (0..200u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
         for (k0, k1) in [(0, 0), (1, 2), (0x0706_0504_0302_0100, 0x0f0e_0d0c_0b0a_0908), (u64::MAX, 7)] {
             for a in 0..=40usize {

@@ -43,6 +43,8 @@
 //! swaps it in.
 
 use super::kernel::Kernel;
+#[cfg(target_arch = "x86_64")]
+use crate::common::cpu::has_avx2;
 use crate::common::memory::{alloc_class, OutOfMemory, Relocate};
 
 /// The longest fingerprint (bits) an entry keeps.
@@ -460,7 +462,7 @@ fn mask(lo: u64, hi: u64) -> u64 {
 /// `lo..hi`, from the top down (each source word is read before it is
 /// written), `0 < r < 64`, `lo > k`. The loop of an insert's shift: the
 /// compiler makes the scalar form a double shift with a memory operand,
-/// microcoded on AMD (half of `shift_up`'s time in a profile), so words go
+/// microcoded on AMD (half of the insert's shift's time in a profile), so words go
 /// four at a time through AVX2 where the CPU has it, then two at a time
 /// through SSE2, part of every x86-64.
 #[inline]
@@ -501,14 +503,6 @@ fn funnel_down(words: &mut [u64], lo: usize, hi: usize, k: usize, r: u32) {
     }
 }
 
-/// Whether the CPU runs AVX2 (looked up once per process).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn has_avx2() -> bool {
-    static AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AVX2.get_or_init(|| std::arch::is_x86_feature_detected!("avx2"))
-}
-
 /// [`funnel_down`]'s loop four words a step, from `hi` down while four
 /// are left above `lo`; the `j` it stopped at.
 ///
@@ -547,15 +541,18 @@ unsafe fn funnel_down_avx2(words: &mut [u64], lo: usize, hi: usize, k: usize, r:
 /// up by `w` (`0 < w < 64`); the bits from `end` to the end of the word
 /// that `end + w` reaches must be zero, as the fields' room is (its bits
 /// past the last field, and the word's past the room, are always zero).
-/// An insert's field: [`shift_up`] then [`set`] masked both ends of the
+/// An insert's field: a general shift (since gone) then [`set`] masked both ends of the
 /// move and wrote the field after it, about 50 instructions of an add
 /// where the room's zeros need no mask and the field goes into the first
 /// word as that word is moved.
 #[inline]
 fn insert_field(words: &mut [u64], at: u64, end: u64, w: u32, field: u64) {
     debug_assert!((1..64).contains(&w) && at <= end && field >> w == 0);
-    debug_assert!(get(words, end, w) == 0, "the fields' room is zero");
     let (first, last) = ((at / 64) as usize, ((end + u64::from(w) - 1) / 64) as usize);
+    debug_assert!(
+        (end..(last as u64 + 1) * 64).all(|b| words[(b / 64) as usize] >> (b % 64) & 1 == 0),
+        "the fields' room is zero to the end of the word the move reaches"
+    );
     let off = (at % 64) as u32;
     let low = words[first];
     if last > first {
@@ -576,7 +573,7 @@ fn insert_field(words: &mut [u64], at: u64, end: u64, w: u32, field: u64) {
 
 /// Inserts `bit` at `pos`, moving bits `pos..end` up by one (to
 /// `pos + 1..=end`); bits above `end` stay. An insert's runends take one
-/// bit each: [`shift_up`]'s general path (masks at both ends, a funnel
+/// bit each: the general shift's path (masks at both ends, a funnel
 /// for any distance) and a [`set`] after it cost an add about 100
 /// instructions for a move of a few words.
 #[inline]
@@ -1395,7 +1392,7 @@ impl Block {
     /// Whether two handles hold the same words (their addresses compared,
     /// neither read).
     pub(super) fn is(&self, other: &Block) -> bool {
-        self.words.0 == other.words.0
+        self.alias_id() == other.alias_id()
     }
 
     #[inline]
@@ -1479,20 +1476,26 @@ impl Block {
         let run = run.unwrap_or_else(|| run_of::<false>(words, meta, e.quotient));
         debug_assert_eq!(run, run_of::<false>(words, meta, e.quotient));
         let key = e.key();
-        let mut at = run.end;
         if run.len() > LONG_RUN {
             let long = Long { words, layout, quotient: e.quotient };
-            at = long.after(run.start, run.end, (key.1, key.2), true);
-        } else {
-            for i in run.clone() {
-                if layout.entry(words, e.quotient, i).key() > key {
-                    at = i;
-                    break;
-                }
-            }
+            let at = long.after(run.start, run.end, (key.1, key.2), true);
+            let same =
+                (run.start..at).rev().take_while(|&i| layout.entry(words, e.quotient, i) == *e).count();
+            return (at, same as u32, run);
         }
-        let same = (run.start..at).rev().take_while(|&i| layout.entry(words, e.quotient, i) == *e).count();
-        (at, same as u32, run)
+        // One pass: each entry read once. Entries are in key order and an
+        // entry's key says it whole, so `e`'s copies are the entries right
+        // before its place, the last ones counted.
+        let (mut at, mut same) = (run.end, 0u32);
+        for i in run.clone() {
+            let x = layout.entry(words, e.quotient, i);
+            if x.key() > key {
+                at = i;
+                break;
+            }
+            same = if x == *e { same + 1 } else { 0 };
+        }
+        (at, same, run)
     }
 
     /// Whether the block holds `e` itself (an add of it is a copy).

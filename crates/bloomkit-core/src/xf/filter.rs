@@ -12,7 +12,7 @@ use super::block::{
 };
 use super::errors::XfError;
 use super::plans::{Lengths, Plan, Plans};
-use super::slots::{Slots, Taken};
+use super::slots::{top_bits, Slots, Taken};
 use super::undo::{Forget, Journal, Undo};
 use super::{MAX_CAPACITY_LIMIT, MAX_ERROR_RATE, MIN_ERROR_RATE};
 use crate::common::hash::murmur3_128;
@@ -485,7 +485,7 @@ impl Hashing {
                     *h = self.hash(bytes(item));
                 }
             } else {
-                // Keyed: SipHash-1-3 of four items at once (`common::sip4`:
+                // Keyed: SipHash-1-3 of eight items at once (`common::sip4`:
                 // the same hashes as `hash`, checked there bit for bit).
                 let [k0, k1] = self.sip_key();
                 for (s, item) in strings.iter_mut().zip(chunk) {
@@ -1098,11 +1098,7 @@ impl XfFilter {
         };
         let level = depth + q;
         let (quotient, rest) = position(h.0, level, q);
-        // The hash's first `depth` bits, by a 64-bit shift of its upper half
-        // (a block is at most `MAX_DEPTH` deep; a `u128`'s shift by a
-        // variable is a dozen instructions).
-        let prefix = if depth == 0 { 0 } else { ((h.0 >> 64) as u64) >> ((64 - depth) & 63) };
-        debug_assert_eq!(prefix, if depth == 0 { 0 } else { (h.0 >> (128 - depth)) as u64 });
+        let prefix = top_bits(h.0, depth);
         Some(Spot { slot, quotient, rest, level, prefix, run: None })
     }
 
@@ -2056,7 +2052,7 @@ mod tests {
         }
     }
 
-    /// A batch's hashes (`hash_chunks`: keyed ones four at a time, in
+    /// A batch's hashes (`hash_chunks`: keyed ones eight at a time, in
     /// AVX2 where the CPU has it) are `hash`'s, item by item, in order, for
     /// every hashing: chunks of 64 and a remainder, items of every length
     /// from 0 to 70 bytes mixed in each group of four.

@@ -58,6 +58,19 @@ pub(super) struct Taken {
     pub old_slots: Option<SlotRoom>,
 }
 
+/// The first `depth` bits of `h` (0 for none): a block's place, and its
+/// slot in a directory of that depth. By a 64-bit shift of the hash's
+/// upper half: directories and blocks are at most `MAX_DEPTH` (48) deep,
+/// and a `u128`'s shift by a variable is a dozen instructions, which every
+/// lookup and add paid.
+#[inline(always)]
+pub fn top_bits(h: u128, depth: u32) -> u64 {
+    if depth == 0 {
+        return 0;
+    }
+    ((h >> 64) as u64) >> ((64 - depth) & 63)
+}
+
 impl Slots {
     /// The directory of `blocks` (in address order, none deeper than
     /// `depth`), which it takes when they cover every slot, each where its
@@ -125,9 +138,8 @@ impl Slots {
     /// The slot of hash `h` (its top `depth` bits; `depth >= 1`).
     #[inline]
     pub fn slot_of(&self, h: u128) -> usize {
-        // A directory is at most `MAX_DEPTH` deep: the hash's upper half
-        // by a 64-bit shift (a `u128`'s by a variable is a dozen
-        // instructions).
+        // `top_bits` for a depth of at least 1 (a directory's): one shift,
+        // with no test for 0 (lookups pay this twice a batch's item).
         debug_assert!((1..=64).contains(&self.depth));
         ((h >> 64) as u64 >> ((64 - self.depth) & 63)) as usize
     }
@@ -171,12 +183,14 @@ impl Slots {
         let owner = &mut self.slots[range.start];
         let (depth, was) = (owner.depth(), owner.alias_id());
         let r = write(owner);
-        assert_eq!(owner.depth(), depth, "a write keeps its block's depth");
+        let (moved, depth_now) = (self.slots[range.start].alias_id() != was, self.slots[range.start].depth());
         // The words' address before and after (an add in place, most
-        // writes, keeps it): no alias read, no other slot touched.
-        if owner.alias_id() != was {
+        // writes, keeps it): no alias read, no other slot touched. Every
+        // slot points at the words before the check below may panic.
+        if moved {
             self.point(range);
         }
+        assert_eq!(depth_now, depth, "a write keeps its block's depth");
         r
     }
 
@@ -410,6 +424,18 @@ mod tests {
         for i in 0..s.len() {
             let r = s.range_of(i);
             assert!(s.at(i).is(s.at(r.start)), "slot {i} and its block's first slot {}", r.start);
+        }
+    }
+
+    /// A place's bits by the 64-bit shift are the hash's first bits, at
+    /// every depth a directory can have and past it.
+    #[test]
+    fn top_bits_are_the_hash_s_first_bits() {
+        for h in [0u128, u128::MAX, 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210, 1 << 127, (1 << 64) - 1] {
+            assert_eq!(top_bits(h, 0), 0);
+            for depth in 1..=64u32 {
+                assert_eq!(top_bits(h, depth), (h >> (128 - depth)) as u64, "{h:x} at {depth}");
+            }
         }
     }
 
