@@ -95,15 +95,9 @@ fn run_for_keys(server: &TestServer, keys: &[String], commands: &[String]) {
     let mut pipe = server.conn();
     let lines: Vec<String> =
         keys.iter().flat_map(|key| commands.iter().map(move |line| line.replace("{k}", key))).collect();
-    for batch in lines.chunks(200) {
-        for line in batch {
-            let words: Vec<&str> = line.split(' ').collect();
-            pipe.send(&words).unwrap();
-        }
-        for _ in batch {
-            let reply = pipe.read_raw().unwrap().1;
-            assert!(!reply.is_error(), "{reply:?}");
-        }
+    let commands: Vec<Vec<&str>> = lines.iter().map(|line| line.split(' ').collect()).collect();
+    for (command, reply) in commands.iter().zip(pipe.pipeline(&commands)) {
+        assert!(!reply.is_error(), "{command:?}: {reply:?}");
     }
 }
 
@@ -160,10 +154,8 @@ fn measure(server: &TestServer, make: &[&str]) -> PerKey {
     let (used_after, counted_after) = reading(server);
     let c = &mut server.conn();
     assert_eq!(table_sizes(c), vec![size], "the hash table resized during the measurement");
-    for key in &keys {
-        c.send(&["MEMORY", "USAGE", key.as_str(), "SAMPLES", "0"]).unwrap();
-    }
-    let total: i64 = (0..keys.len()).map(|_| c.read_raw().unwrap().1.as_int()).sum();
+    let usage: Vec<Vec<&str>> = keys.iter().map(|key| vec!["MEMORY", "USAGE", key, "SAMPLES", "0"]).collect();
+    let total: i64 = c.pipeline(&usage).iter().map(Reply::as_int).sum();
     PerKey {
         real: (used_after - used_before) as f64 / KEYS as f64,
         memory_usage: total as f64 / keys.len() as f64,
