@@ -19,9 +19,7 @@ use crate::common::hash::murmur3_128;
 use crate::common::memory::{alloc_class, Limits, OutOfMemory, Relocate};
 use crate::common::sip4::{sip13_128, sip13_128_each};
 
-/// A single-block filter doubles its quotients in place up to this many
-/// quotient bits; past it, blocks split.
-pub const GROW_QBITS: u32 = 9;
+pub use super::block::GROW_QBITS;
 
 /// The most cache lines a lookup or an insert asks for ahead
 /// ([`XfFilter::prefetch_block`]): a block of [`GROW_QBITS`] quotients at
@@ -673,9 +671,15 @@ pub fn directory_bytes(dir_len: u64) -> u64 {
 /// Where a hash `h` falls in a block of `level` (address bits, the last
 /// `qbits` of them its quotient): the quotient and the 64 bits after the
 /// address, from which an entry's fingerprint is taken.
+#[inline(always)]
 pub fn position(h: u128, level: u32, qbits: u32) -> (u32, u64) {
-    let quotient = ((h >> (128 - level)) as u64 & ((1u64 << qbits) - 1)) as u32;
-    let rest = ((h << level) >> 64) as u64;
+    // A level is 3 to 60 bits (a depth of 48 at most, 12 quotient bits at
+    // most): the hash's upper half holds the quotient, and each half's
+    // shift is below 64 (a `u128` shift by a variable is a dozen).
+    debug_assert!((1..64).contains(&level) && qbits <= level);
+    let (hi, lo) = ((h >> 64) as u64, h as u64);
+    let quotient = ((hi >> (64 - level)) & ((1u64 << qbits) - 1)) as u32;
+    let rest = (hi << level) | (lo >> (64 - level));
     (quotient, rest)
 }
 
@@ -1086,6 +1090,7 @@ impl XfFilter {
         }
     }
 
+    #[inline(always)]
     fn spot(&self, h: XfHash) -> Option<Spot> {
         let q = u32::from(self.qbits);
         let (slot, depth) = match &self.store {
