@@ -149,13 +149,19 @@ impl Conn {
     /// blocks on a full socket. A test of many commands spends its time in
     /// round trips (system time, both sides) unless they are pipelined.
     pub fn pipeline<A: ToArg>(&mut self, commands: &[Vec<A>]) -> Vec<Reply> {
+        self.pipeline_raw(commands).into_iter().map(|(_, reply)| reply).collect()
+    }
+
+    /// [`Conn::pipeline`], each reply with its bytes as they came (for a
+    /// differential test, which compares bytes).
+    pub fn pipeline_raw<A: ToArg>(&mut self, commands: &[Vec<A>]) -> Vec<(Vec<u8>, Reply)> {
         let mut replies = Vec::with_capacity(commands.len());
         for batch in commands.chunks(500) {
             for command in batch {
                 self.send(command).unwrap_or_else(|e| panic!("I/O error: {e}"));
             }
             for _ in batch {
-                replies.push(self.read_raw().unwrap_or_else(|e| panic!("I/O error: {e}")).1);
+                replies.push(self.read_raw().unwrap_or_else(|e| panic!("I/O error: {e}")));
             }
         }
         replies
