@@ -415,6 +415,60 @@ pub(super) mod tests {
         Apbf::new(ApbfParams { error, capacity, window }, now, Limits::NONE).unwrap()
     }
 
+    /// The sizing as it was first written (every `k`, every rate summed
+    /// whole): what `ApbfShape::new` must still choose, since a replica
+    /// of another release sizes the same `APBF.RESERVE` again.
+    fn sized_the_long_way(error: f64, capacity: u64, window: Window) -> Option<ApbfShape> {
+        let timed = matches!(window, Window::Time { .. });
+        let mut best: Option<(u128, ApbfShape)> = None;
+        for k in 1..=64u32 {
+            let most = if timed { (MAX_SLICES - k).div_ceil(2) } else { MAX_SLICES - k };
+            let most = most.min(capacity.min(u64::from(u32::MAX)) as u32);
+            let shape = |lv: u32| {
+                let generation = capacity.div_ceil(u64::from(lv));
+                let slice_bits = ((f64::from(k) * generation as f64) / LN_2).ceil().max(8.0) as u64;
+                let l = if timed { 2 * lv - 1 } else { lv };
+                ApbfShape { k, l, slice_bits, generation, window_generations: lv }
+            };
+            let fits = |lv: u32| shape(lv).false_positive_rate() <= error;
+            if most == 0 || !fits(1) {
+                continue;
+            }
+            let (mut lo, mut hi) = (1u32, most);
+            if fits(hi) {
+                lo = hi;
+            }
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                if fits(mid) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            let bits = u128::from(shape(lo).slice_bits) * u128::from(shape(lo).slices());
+            if best.is_none_or(|(b, _)| bits < b) {
+                best = Some((bits, shape(lo)));
+            }
+        }
+        best.map(|(_, s)| s)
+    }
+
+    #[test]
+    fn sizing_chooses_the_shape_the_long_way_chose() {
+        for window in [Window::Count, Window::Time { millis: 60_000 }] {
+            for error in [0.5, 0.1, 0.01, 1e-4, 1e-7] {
+                for capacity in [1, 3, 100, 12_345, 10_000_000, 1 << 40] {
+                    assert_eq!(
+                        ApbfShape::new(error, capacity, window),
+                        sized_the_long_way(error, capacity, window),
+                        "{error} {capacity} {window:?}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn sizing_meets_the_rate_with_the_fewest_bits_found() {
         for window in [Window::Count, Window::Time { millis: 60_000 }] {
