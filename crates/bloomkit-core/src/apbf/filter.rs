@@ -415,6 +415,33 @@ pub(super) mod tests {
         Apbf::new(ApbfParams { error, capacity, window }, now, Limits::NONE).unwrap()
     }
 
+    /// The rate as it was first written (a row per slice, summed whole),
+    /// apart from the code under test.
+    fn rate_the_long_way(s: &ApbfShape) -> f64 {
+        let k = s.k as usize;
+        let fill = |i: usize| {
+            let inserted = (i.min(k - 1) + 1) as f64 * s.generation as f64;
+            1.0 - (-inserted / s.slice_bits as f64).exp()
+        };
+        let mut run = vec![0.0f64; k];
+        run[0] = 1.0;
+        let mut hit = 0.0;
+        for i in 0..s.slices() as usize {
+            let p = fill(i);
+            let mut next = vec![0.0f64; k];
+            for (j, &q) in run.iter().enumerate() {
+                next[0] += q * (1.0 - p);
+                if j + 1 == k {
+                    hit += q * p;
+                } else {
+                    next[j + 1] += q * p;
+                }
+            }
+            run = next;
+        }
+        hit
+    }
+
     /// The sizing as it was first written (every `k`, every rate summed
     /// whole): what `ApbfShape::new` must still choose, since a replica
     /// of another release sizes the same `APBF.RESERVE` again.
@@ -430,7 +457,7 @@ pub(super) mod tests {
                 let l = if timed { 2 * lv - 1 } else { lv };
                 ApbfShape { k, l, slice_bits, generation, window_generations: lv }
             };
-            let fits = |lv: u32| shape(lv).false_positive_rate() <= error;
+            let fits = |lv: u32| rate_the_long_way(&shape(lv)) <= error;
             if most == 0 || !fits(1) {
                 continue;
             }
@@ -458,15 +485,27 @@ pub(super) mod tests {
     fn sizing_chooses_the_shape_the_long_way_chose() {
         for window in [Window::Count, Window::Time { millis: 60_000 }] {
             for error in [0.5, 0.1, 0.01, 1e-4, 1e-7] {
-                for capacity in [1, 3, 100, 12_345, 10_000_000, 1 << 40] {
+                for capacity in [1, 3, 100, 12_345, 10_000_000, 1 << 40, 1 << 52] {
+                    let shape = ApbfShape::new(error, capacity, window);
                     assert_eq!(
-                        ApbfShape::new(error, capacity, window),
+                        shape,
                         sized_the_long_way(error, capacity, window),
                         "{error} {capacity} {window:?}"
                     );
+                    if let Some(s) = shape {
+                        assert_eq!(s.false_positive_rate(), rate_the_long_way(&s), "{s:?}");
+                    }
                 }
             }
         }
+        // Shapes as the sizing of 120f96c chose them (APBF.INFO's slices,
+        // hashes and generation on its module).
+        let s = ApbfShape::new(0.001, 1_000_000, Window::Count).unwrap();
+        assert_eq!((s.slices(), s.k, s.generation), (155, 16, 7195), "{s:?}");
+        let s = ApbfShape::new(1e-9, 1_000_000, Window::Count).unwrap();
+        assert_eq!((s.slices(), s.k), (615, 38), "{s:?}");
+        let s = ApbfShape::new(0.001, 1_000_000, Window::Time { millis: 3_600_000 }).unwrap();
+        assert_eq!((s.slices(), s.k), (155, 16), "{s:?}");
     }
 
     #[test]

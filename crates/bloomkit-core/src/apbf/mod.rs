@@ -129,6 +129,8 @@ impl ApbfShape {
             if most == 0 {
                 continue;
             }
+            // Past 2^50 items a slice's bits saturate in `sized` and the
+            // floor's floats lose their last bits: no skipping there.
             let floor = || ApbfShape::fewest_bits(k, most, capacity);
             if capacity < 1 << 50 && best.is_some_and(|(b, _)| floor() >= b as f64) {
                 continue;

@@ -1186,7 +1186,7 @@ impl XfFilter {
 
     /// Asks for the lines of the block `h` falls in, as many as a block of
     /// the filter holds on average (rounded up to four: `Words::
-    /// prefetch_lines`), from the directory alone: a lookup's
+    /// prefetch_lines`; a lone block's first two), from the directory alone: a lookup's
     /// loads (the metadata, then the header and the fields it locates)
     /// would otherwise follow one another, and an insert's shift reads
     /// half the block line after line. Blind (the block's own size is in
@@ -1198,7 +1198,7 @@ impl XfFilter {
             Store::Many(d) => {
                 d.slots.prefetch(h.0, d.slots.hint_lines() as usize);
             }
-            Store::One(b) => b.prefetch_lines(1),
+            Store::One(b) => b.prefetch_lines(2),
             Store::Loading(_) => {}
         }
     }
