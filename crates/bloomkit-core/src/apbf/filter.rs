@@ -443,39 +443,24 @@ pub(super) mod tests {
     }
 
     /// The sizing as it was first written (every `k`, every rate summed
-    /// whole): what `ApbfShape::new` must still choose, since a replica
-    /// of another release sizes the same `APBF.RESERVE` again.
+    /// whole, by the shapes and the bisection the sizing still uses): what
+    /// `ApbfShape::new` must still choose, since a replica of another
+    /// release sizes the same `APBF.RESERVE` again.
     fn sized_the_long_way(error: f64, capacity: u64, window: Window) -> Option<ApbfShape> {
         let timed = matches!(window, Window::Time { .. });
         let mut best: Option<(u128, ApbfShape)> = None;
         for k in 1..=64u32 {
             let most = if timed { (MAX_SLICES - k).div_ceil(2) } else { MAX_SLICES - k };
             let most = most.min(capacity.min(u64::from(u32::MAX)) as u32);
-            let shape = |lv: u32| {
-                let generation = capacity.div_ceil(u64::from(lv));
-                let slice_bits = ((f64::from(k) * generation as f64) / LN_2).ceil().max(8.0) as u64;
-                let l = if timed { 2 * lv - 1 } else { lv };
-                ApbfShape { k, l, slice_bits, generation, window_generations: lv }
-            };
+            let shape = |lv: u32| ApbfShape::sized(k, lv, capacity, timed);
             let fits = |lv: u32| rate_the_long_way(&shape(lv)) <= error;
             if most == 0 || !fits(1) {
                 continue;
             }
-            let (mut lo, mut hi) = (1u32, most);
-            if fits(hi) {
-                lo = hi;
-            }
-            while hi - lo > 1 {
-                let mid = lo + (hi - lo) / 2;
-                if fits(mid) {
-                    lo = mid;
-                } else {
-                    hi = mid;
-                }
-            }
-            let bits = u128::from(shape(lo).slice_bits) * u128::from(shape(lo).slices());
+            let s = shape(largest_fitting(most, fits));
+            let bits = u128::from(s.slice_bits) * u128::from(s.slices());
             if best.is_none_or(|(b, _)| bits < b) {
-                best = Some((bits, shape(lo)));
+                best = Some((bits, s));
             }
         }
         best.map(|(_, s)| s)

@@ -103,6 +103,24 @@ pub struct ApbfShape {
 /// Largest `k + l` the sizing considers (and a decoded filter may have).
 pub const MAX_SLICES: u32 = 1024;
 
+/// The largest `l_v` in `1..=most` that `fits`, which `l_v = 1` does: the
+/// rate grows with `l_v`, so by bisection.
+pub(super) fn largest_fitting(most: u32, fits: impl Fn(u32) -> bool) -> u32 {
+    let (mut lo, mut hi) = (1u32, most);
+    if fits(hi) {
+        lo = hi;
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 impl ApbfShape {
     /// The smallest filter whose false-positive rate stays at or below
     /// `error` with `capacity` adds per window. Slices are sized for a fill
@@ -139,20 +157,7 @@ impl ApbfShape {
             if !fits(1) {
                 continue;
             }
-            // The rate grows with l_v: the largest l_v that fits, by bisection.
-            let (mut lo, mut hi) = (1u32, most);
-            if fits(hi) {
-                lo = hi;
-            }
-            while hi - lo > 1 {
-                let mid = lo + (hi - lo) / 2;
-                if fits(mid) {
-                    lo = mid;
-                } else {
-                    hi = mid;
-                }
-            }
-            let shape = ApbfShape::sized(k, lo, capacity, timed);
+            let shape = ApbfShape::sized(k, largest_fitting(most, fits), capacity, timed);
             let bits = u128::from(shape.slice_bits) * u128::from(shape.slices());
             if best.is_none() || best.is_some_and(|(b, _)| bits < b) {
                 best = Some((bits, shape));
@@ -172,7 +177,7 @@ impl ApbfShape {
         k * capacity as f64 / LN_2 * (1.0 + k / f64::from(most)) * 0.999
     }
 
-    fn sized(k: u32, lv: u32, capacity: u64, timed: bool) -> ApbfShape {
+    pub(super) fn sized(k: u32, lv: u32, capacity: u64, timed: bool) -> ApbfShape {
         let generation = capacity.div_ceil(u64::from(lv));
         // Saturates for absurd capacities; `bytes()` then refuses the shape.
         let slice_bits = ((u64::from(k) as f64 * generation as f64) / LN_2).ceil().max(8.0) as u64;
