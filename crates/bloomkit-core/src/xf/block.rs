@@ -1755,7 +1755,7 @@ impl Block {
         let meta = self.meta();
         let half = meta.q() / 2;
         if meta.index_bits() > 0 && half >= GROUP {
-            return get_short(&self.words, meta.index_at() + 16 * u64::from(half / GROUP - 1), 16) as u32;
+            return index_entry(&self.words, meta.index_at() + 16 * u64::from(half / GROUP - 1));
         }
         self.run(half).start
     }
