@@ -187,14 +187,22 @@ fn budget_left(error: f64, k: u32, last: u32, mass: f64) -> f64 {
     (error - mass) / ranks_left(k, last) / f64::from(k + 1)
 }
 
+/// The entries per quotient a rank `k` adds at most ([`fingerprint_bits`]).
+fn per_quotient(k: u32) -> f64 {
+    if k == 0 {
+        1.0
+    } else {
+        0.52
+    }
+}
+
 /// The lengths for `budget` at rank `k` ([`fingerprint_bits`]).
 fn lengths_for(budget: f64, k: u32) -> Lengths {
     let fixed = |f: u32| Lengths { p: 0.0, down: f as u8, up: f as u8 };
     if budget <= 0.0 {
         return fixed(MAX_F);
     }
-    let per_quotient = if k == 0 { 1.0 } else { 0.52 };
-    let x = per_quotient / budget; // 2^F*
+    let x = per_quotient(k) / budget; // 2^F*
     let up = ceil_log2(x);
     if up == 0 || up == u32::MAX {
         return fixed(up.clamp(1, MAX_F));
@@ -231,7 +239,8 @@ fn plan_of(k: u32, error: f64, hashing: Hashing, last: u32, level: u32) -> Plan 
     // The shorter length's entry adds the more mass: where it fits, both do.
     let shorter = u32::from(lengths.down.min(lengths.up));
     let fits_to = ceiling_of(error, hashing).checked_sub(units(level + shorter));
-    Plan::new(level, lengths, fits_to.map_or(0, |fits_to| fits_to.min(holds_to).saturating_add(1)))
+    let holds_below = fits_to.map_or(0, |fits_to| fits_to.min(holds_to).saturating_add(1));
+    Plan::new(level, lengths, holds_below, 1.0 / (per_quotient(k) * ranks_left(k, last) * f64::from(k + 1)))
 }
 
 /// The most mass a filter of rate `error` hashing by `hashing` may hold, in
@@ -1039,11 +1048,21 @@ impl XfFilter {
         let (error, hashing, last) = (self.params.error_rate, self.hashing(), last.saturating_sub(first));
         let (k, mass) = (level.saturating_sub(first), self.mass);
         let Store::Many(d) = &mut self.store else { return self.fbits_at(level, prefix) };
+        let u = place_hash(level.saturating_sub(qbits), prefix);
         let Some(lengths) = d.plans.lengths(level, mass, || plan_of(k, error, hashing, last, level)) else {
-            return self.fbits_at(level, prefix);
+            // Past the plan, the budget left's lengths without a division
+            // where they are clear (`plans.rs`), checked by the ceiling as
+            // `fbits_at_q` checks them.
+            let Some(f) = d.plans.past_plan(level, error - mass_rate(mass, hashing), u) else {
+                return self.fbits_at(level, prefix);
+            };
+            let f = fbits_within(f, level, u128::from(mass), u128::from(self.ceiling()))
+                .ok_or(XfError::RateSpent { rate: error });
+            debug_assert_eq!(f, self.fbits_at(level, prefix));
+            return f;
         };
         // Where the plan holds, the ceiling takes its lengths (`plan_of`).
-        let f = lengths.pick(place_hash(level.saturating_sub(qbits), prefix));
+        let f = lengths.pick(u);
         debug_assert_eq!(Ok(f), self.fbits_at(level, prefix));
         Ok(f)
     }
@@ -2136,6 +2155,87 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Masses to compare the lengths past a plan at: 513 steps from 0 to
+    /// past the rate, 80 within a few thousandths of where the budget left
+    /// meets the plan (found by bisection: the two roads must agree on
+    /// which is the lesser), and the last units below the rate (tiny
+    /// budgets, where lengths reach their longest).
+    fn masses_past_a_plan(error: f64, k: u32, last: u32, hashing: Hashing) -> Vec<u64> {
+        let top = rate_units(error);
+        let mut masses: Vec<u64> =
+            (0..=512u64).map(|s| (u128::from(top + top / 8) * u128::from(s) / 512) as u64).collect();
+        let planned = planned_budget(error, k, last);
+        let (mut lo, mut hi) = (0u64, top);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if budget_left(error, k, last, mass_rate(mid, hashing)) >= planned {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        for j in -40i64..40 {
+            masses.push((lo as f64 * (1.0 + j as f64 * 1e-4)) as u64);
+            masses.push(lo.saturating_add_signed(j));
+        }
+        masses.extend((0..60).map(|j| top.saturating_sub(1 << j)));
+        masses
+    }
+
+    /// Past a plan, its lengths worked out without a division
+    /// (`Plans::past_plan`) are the schedule's own wherever it gives them,
+    /// at masses from the plan's end to past the rate, for keyed and
+    /// murmur3 hashing and every rank, with places spread over `[0, 1)`
+    /// and places within a few ulps, a ten-millionth and a few millionths
+    /// of the chance of the shorter length (where an `f32` scale misleads
+    /// and the margin must refuse); and it gives them for nearly every
+    /// place where the budget left is the lesser and its lengths
+    /// unclamped, or it would save nothing.
+    #[test]
+    fn past_the_plan_the_lengths_are_the_schedule_s_without_a_division() {
+        let grid: Vec<f64> = (0..400).map(|i| (f64::from(i) + 0.5) / 400.0).collect();
+        let (mut given, mut asked) = (0u64, 0u64);
+        for hashing in [Hashing::Keyed(Seed([1, 2])), Hashing::Murmur { m0: 1000 }] {
+            for (error, last) in [(0.01, 12u32), (1e-3, 31), (1e-6, 30), (0.3, 5), (1e-9, 44)] {
+                for k in 0..=last + 2 {
+                    let level = 9 + k;
+                    let mut plans = Plans::default();
+                    for (i, mass) in masses_past_a_plan(error, k, last, hashing).into_iter().enumerate() {
+                        if plans.lengths(level, mass, || plan_of(k, error, hashing, last, level)).is_some() {
+                            continue;
+                        }
+                        let rate = mass_rate(mass, hashing);
+                        let left = budget_left(error, k, last, rate);
+                        let exact = lengths_for(planned_budget(error, k, last).min(left), k);
+                        let mut near = vec![exact.p, f64::from_bits(exact.p.to_bits() + 2)];
+                        for d in [1e-7, 2e-6, 5e-6, 1e-4] {
+                            near.extend([exact.p - d, exact.p + d]);
+                        }
+                        for &u in grid.iter().chain(&near) {
+                            let Some(f) = plans.past_plan(level, error - rate, u) else { continue };
+                            let slow = fingerprint_bits(error, k, last, rate, u);
+                            assert_eq!(f, slow, "{error} rank {k} of {last} at mass {mass}, u {u}");
+                        }
+                        // Counted on the even steps only: the others sit
+                        // at chosen points, some at powers of two.
+                        let counted = i <= 512
+                            && left < planned_budget(error, k, last) * 0.99
+                            && u32::from(exact.down) + 1 == u32::from(exact.up);
+                        if counted {
+                            asked += grid.len() as u64;
+                            given += grid
+                                .iter()
+                                .filter(|&&u| plans.past_plan(level, error - rate, u).is_some())
+                                .count() as u64;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(asked > 100_000, "{asked} places past a plan");
+        assert!(given * 1000 >= asked * 999, "given {given} of {asked}");
     }
 
     /// Invariant 6: the directory is at most 16 slots per block (1,024
