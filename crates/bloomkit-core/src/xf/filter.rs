@@ -27,19 +27,21 @@ pub use super::block::GROW_QBITS;
 const MAX_PREFETCH_LINES: u64 = 24;
 
 /// The most lines a batch's lookup asks for ahead: the block's first
-/// eight, its header and the first of its fields. A lookup reads the
+/// eight, its header (the first two or three) and the first third or so
+/// of its fields at 1%-0.1%. A lookup reads the
 /// header and its run's one or two lines; a batch asking for whole blocks
 /// (12-15 lines at 4M items, 1%-0.1%) eight items ahead filled the core's
 /// queue of misses with lines no lookup read: batches of 100 lookups at 4M
 /// items took 8-10% longer (`bench/xf-inproc.sh`, four alternations). A
 /// single lookup, with no other lookup's lines in flight, keeps the whole
 /// block (with eight, its hits took 10-25% longer), and adds, which shift
-/// a block's tail, ask for all of it ([`WHOLE_BLOCK`]).
+/// a block's tail, ask for as much as a block holds ([`AVERAGE_BLOCK`]).
 const LOOKUP_LINES: u32 = 8;
 
-/// A block's lines as [`XfFilter::prefetch_block`] asks for them all (the
-/// filter's average, at most [`MAX_PREFETCH_LINES`]).
-const WHOLE_BLOCK: u32 = u32::MAX;
+/// As many lines as [`XfFilter::prefetch_block`] asks for unbounded: the
+/// filter's average block, at most [`MAX_PREFETCH_LINES`].
+const AVERAGE_BLOCK: u32 = u32::MAX;
+
 /// The deepest first level: 2^16 blocks of 2^9 quotients (about 33 million
 /// items, a few MB laid out).
 pub const MAX_FIRST_LEVEL: u32 = 25;
@@ -1056,7 +1058,8 @@ impl XfFilter {
 
     /// [`XfFilter::fbits_at`] for an add to a filter of more than one
     /// block, from the lengths planned for its rank (`plans.rs`) while the
-    /// plan holds: the same answer, with no float division.
+    /// plan holds, and past it from the rate left by the plan's scale where
+    /// that is clear: the same answer, with no float division.
     fn fbits_for_add(&mut self, level: u32, prefix: u64) -> Result<u32, XfError> {
         let (first, last, qbits) =
             (u32::from(self.first_level), u32::from(self.last_level), u32::from(self.qbits));
@@ -1160,7 +1163,7 @@ impl XfFilter {
     }
 
     pub fn contains_hash(&self, h: XfHash) -> bool {
-        self.prefetch_block(h, WHOLE_BLOCK);
+        self.prefetch_block(h, AVERAGE_BLOCK);
         self.contains_asked(h)
     }
 
@@ -1171,8 +1174,9 @@ impl XfFilter {
     }
 
     /// [`XfFilter::contains_hash`] of each hash in turn, with the memory
-    /// loads of later items started early ([`XfFilter::prefetch_for`]). The
-    /// answers are `contains_hash`'s (prefetches are hints).
+    /// loads of later items started early (as [`XfFilter::prefetch_for`]
+    /// does, a block's first [`LOOKUP_LINES`] lines). The answers are
+    /// `contains_hash`'s (prefetches are hints).
     pub fn contains_each(&self, hashes: &[XfHash], mut answer: impl FnMut(bool)) {
         for (i, &h) in hashes.iter().enumerate() {
             self.ask_ahead(hashes, i, LOOKUP_LINES);
@@ -1180,7 +1184,8 @@ impl XfFilter {
         }
     }
 
-    /// Called before item `i` of a batch of lookups or adds of `hashes`:
+    /// Called before item `i` of a batch of adds of `hashes` (a batch of
+    /// lookups is [`XfFilter::contains_each`]'s, which asks for fewer lines):
     /// asks for the block of the item `PREFETCH_AHEAD` places on
     /// ([`XfFilter::prefetch_block`]), so that its lines arrive while the
     /// items before it are looked up or shift their blocks, and for the
@@ -1196,11 +1201,11 @@ impl XfFilter {
     /// its item comes makes one a wasted load.
     #[inline]
     pub fn prefetch_for(&self, hashes: &[XfHash], i: usize) {
-        self.ask_ahead(hashes, i, WHOLE_BLOCK);
+        self.ask_ahead(hashes, i, AVERAGE_BLOCK);
     }
 
     /// [`XfFilter::prefetch_for`], asking for at most `most` lines of a
-    /// block ([`LOOKUP_LINES`] or [`WHOLE_BLOCK`]).
+    /// block ([`LOOKUP_LINES`] or [`AVERAGE_BLOCK`]).
     #[inline]
     fn ask_ahead(&self, hashes: &[XfHash], i: usize, most: u32) {
         const AHEAD: usize = PREFETCH_AHEAD;
@@ -1288,7 +1293,7 @@ impl XfFilter {
     /// stored: at a limit an item already in answers false and is not
     /// stored, which a replica (that skips the limits) must be told.
     pub fn add_occurrence(&mut self, h: XfHash, limits: Limits) -> Result<Added, XfError> {
-        self.prefetch_block(h, WHOLE_BLOCK);
+        self.prefetch_block(h, AVERAGE_BLOCK);
         self.add_occurrence_with(h, limits, &mut Forget)
     }
 
@@ -1313,7 +1318,7 @@ impl XfFilter {
     }
 
     pub fn insert_if_absent_hash(&mut self, h: XfHash, limits: Limits) -> Result<bool, XfError> {
-        self.prefetch_block(h, WHOLE_BLOCK);
+        self.prefetch_block(h, AVERAGE_BLOCK);
         self.insert_if_absent_with(h, limits, &mut Forget)
     }
 
@@ -2179,13 +2184,16 @@ mod tests {
         }
     }
 
-    /// Masses to compare the lengths past a plan at: 513 steps from 0 to
-    /// past the rate, 80 within a few thousandths of where the budget left
-    /// meets the plan (found by bisection: the two roads must agree on
-    /// which is the lesser), and the last units below the rate (tiny
-    /// budgets, where lengths reach their longest).
+    /// Masses to compare the lengths past a plan at: 513 evenly spaced
+    /// from 0 to past the filter's ceiling (its rate as a mass); 320 around
+    /// where the budget left meets the plan (found by bisection: the two
+    /// roads must agree on which is the lesser), at relative distances of
+    /// 1e-8 to 4e-3; the last units below the ceiling (tiny budgets, where
+    /// lengths reach their longest); and, for each length, masses where the
+    /// budget left over the quotient's share is within 1e-8 to 2e-6 of that
+    /// power of two (where the longer length changes).
     fn masses_past_a_plan(error: f64, k: u32, last: u32, hashing: Hashing) -> Vec<u64> {
-        let top = rate_units(error);
+        let top = ceiling_of(error, hashing);
         let mut masses: Vec<u64> =
             (0..=512u64).map(|s| (u128::from(top + top / 8) * u128::from(s) / 512) as u64).collect();
         let planned = planned_budget(error, k, last);
@@ -2198,11 +2206,26 @@ mod tests {
                 hi = mid;
             }
         }
-        for j in -40i64..40 {
-            masses.push((lo as f64 * (1.0 + j as f64 * 1e-4)) as u64);
-            masses.push(lo.saturating_add_signed(j));
+        for j in 1..=40 {
+            for step in [1e-8, 1e-7, 1e-6, 1e-4] {
+                let d = f64::from(j) * step;
+                masses.extend([(lo as f64 * (1.0 - d)) as u64, (lo as f64 * (1.0 + d)) as u64]);
+            }
         }
         masses.extend((0..60).map(|j| top.saturating_sub(1 << j)));
+        // `y = left x scale = 2^-up (1 + d)` at `left = 2^-up (1 + d) /
+        // scale`, the mass being the rate less that, in units.
+        let scale = f64::from((1.0 / (per_quotient(k) * ranks_left(k, last) * f64::from(k + 1))) as f32);
+        let whole = mass_rate(1 << MASS_BITS, hashing);
+        for up in 2..=MAX_F as i32 {
+            for d in [-2e-6, -1e-7, -1e-8, 0.0, 1e-8, 1e-7, 2e-6] {
+                let left = 2f64.powi(-up) * (1.0 + d) / scale;
+                let rate = error - left;
+                if rate > 0.0 {
+                    masses.push((rate / whole * (1u64 << MASS_BITS) as f64) as u64);
+                }
+            }
+        }
         masses
     }
 
@@ -2211,8 +2234,9 @@ mod tests {
     /// at masses from the plan's end to past the rate, for keyed and
     /// murmur3 hashing and every rank, with places spread over `[0, 1)`
     /// and places within a few ulps, a ten-millionth and a few millionths
-    /// of the chance of the shorter length (where an `f32` scale misleads
-    /// and the margin must refuse); and it gives them for nearly every
+    /// of the chance of the shorter length, and at its ends (where an
+    /// `f32` scale misleads and the margin must refuse), at masses near
+    /// each length's power of two and near the plan; and it gives them for nearly every
     /// place where the budget left is the lesser and its lengths
     /// unclamped, or it would save nothing.
     #[test]
@@ -2235,13 +2259,16 @@ mod tests {
                         for d in [1e-7, 2e-6, 5e-6, 1e-4] {
                             near.extend([exact.p - d, exact.p + d]);
                         }
+                        // The places' ends, where a chance near 0 or 1 decides.
+                        near.extend([0.0, 2f64.powi(-53), 1.0 - 2f64.powi(-53)]);
                         for &u in grid.iter().chain(&near) {
                             let Some(f) = plans.past_plan(level, error - rate, u) else { continue };
                             let slow = fingerprint_bits(error, k, last, rate, u);
                             assert_eq!(f, slow, "{error} rank {k} of {last} at mass {mass}, u {u}");
                         }
-                        // Counted on the even steps only: the others sit
-                        // at chosen points, some at powers of two.
+                        // Counted on the evenly spaced masses only (the
+                        // first 513): the others sit at chosen points, some
+                        // at powers of two, where it must refuse.
                         let counted = i <= 512
                             && left < planned_budget(error, k, last) * 0.99
                             && u32::from(exact.down) + 1 == u32::from(exact.up);

@@ -16,8 +16,8 @@
 //! levels take turns in a slot), the lengths of the planned budget and the mass
 //! below which they hold (worked out by `filter.rs`'s `plan_of`), which is
 //! also below where the filter's ceiling (its rate as a mass) would take a
-//! longer length, so that an add under the plan checks neither; an add
-//! past that mass computes the lengths as before. The answers are the
+//! longer length, so that an add under the plan checks neither; past that
+//! mass, see below. The answers are the
 //! function's own, bit for bit (a unit test compares them around the mass
 //! where a plan stops, and debug builds check every add), so replicas and
 //! older releases agree.
@@ -72,8 +72,9 @@ pub(super) struct Plan {
 }
 
 /// How near a power of two, or the chance of the shorter length, a value
-/// [`Plans::past_plan`] works out may fall and still decide: ten times its
-/// largest error (the `f32` scale's 2^-24, and a few roundings of `f64`).
+/// [`Plans::past_plan`] works out may fall and still decide: about eight
+/// times its largest error on the chance (1.2e-7: the `f32` scale's 2^-24
+/// on a mantissa below 2, and a few roundings of `f64`).
 const MARGIN: f64 = 1e-6;
 
 impl Plan {
@@ -154,7 +155,8 @@ impl Plans {
     #[inline]
     pub(super) fn past_plan(&self, level: u32, left: f64, u: f64) -> Option<u32> {
         let slot = &self.0[(level & 1) as usize];
-        if u32::from(slot.level) != level {
+        // As `lengths`: no plan at 255 and past (an empty slot's level).
+        if level >= u32::from(u8::MAX) || u32::from(slot.level) != level {
             return None;
         }
         slot.past(left, u)
