@@ -87,7 +87,9 @@ for seed in "${seeds[@]}"; do
     else
       # The failures' whole output (the log is lost with the machine in CI).
       # A program that aborted has no failures section: its last lines then.
-      details=$(sed -n '/^failures:$/,/^failures:$/p' "${logs[$i]}" | head -150)
+      # (`|| true`: past 150 lines `head` closes the pipe, and under
+      # pipefail sed's SIGPIPE would end the script here, silently.)
+      details=$(sed -n '/^failures:$/,/^failures:$/p' "${logs[$i]}" | head -150 || true)
       if [ -n "$details" ]; then echo "$details" >&2; else tail -40 "${logs[$i]}" >&2; fi
       echo "seed-sweep: failed under BLOOMKIT_HASH_SEED=$seed (log: ${logs[$i]})" >&2
       failed+=("$seed")
