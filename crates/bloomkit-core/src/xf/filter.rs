@@ -32,9 +32,10 @@ const MAX_PREFETCH_LINES: u64 = 24;
 /// header and its run's one or two lines; a batch asking for whole blocks
 /// (12-15 lines at 4M items, 1%-0.1%) eight items ahead filled the core's
 /// queue of misses with lines no lookup read: batches of 100 lookups at 4M
-/// items took 8-10% longer (`bench/xf-inproc.sh`, four alternations). A
+/// items took 8-10% longer (`bench/xf-inproc.sh`, three alternations, medians). A
 /// single lookup, with no other lookup's lines in flight, keeps the whole
-/// block (with eight, its hits took 10-25% longer), and adds, which shift
+/// block (with eight, its hits took 17% and 34% longer at 0.1% and 1%, medians
+/// of three alternations), and adds, which shift
 /// a block's tail, ask for as much as a block holds ([`AVERAGE_BLOCK`]).
 const LOOKUP_LINES: u32 = 8;
 
