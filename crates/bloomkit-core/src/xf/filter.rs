@@ -214,6 +214,13 @@ fn per_quotient(k: u32) -> f64 {
     }
 }
 
+/// What turns the rate left into a rank-`k` entry's budget over its
+/// quotient's share (`budget_left / per_quotient`, with the divisions as
+/// one factor): a plan's scale past its end (`plans.rs`).
+fn left_scale(k: u32, last: u32) -> f64 {
+    1.0 / (per_quotient(k) * ranks_left(k, last) * f64::from(k + 1))
+}
+
 /// The lengths for `budget` at rank `k` ([`fingerprint_bits`]).
 fn lengths_for(budget: f64, k: u32) -> Lengths {
     let fixed = |f: u32| Lengths { p: 0.0, down: f as u8, up: f as u8 };
@@ -258,7 +265,7 @@ fn plan_of(k: u32, error: f64, hashing: Hashing, last: u32, level: u32) -> Plan 
     let shorter = u32::from(lengths.down.min(lengths.up));
     let fits_to = ceiling_of(error, hashing).checked_sub(units(level + shorter));
     let holds_below = fits_to.map_or(0, |fits_to| fits_to.min(holds_to).saturating_add(1));
-    Plan::new(level, lengths, holds_below, 1.0 / (per_quotient(k) * ranks_left(k, last) * f64::from(k + 1)))
+    Plan::new(level, lengths, holds_below, left_scale(k, last))
 }
 
 /// The most mass a filter of rate `error` hashing by `hashing` may hold, in
@@ -2216,7 +2223,7 @@ mod tests {
         masses.extend((0..60).map(|j| top.saturating_sub(1 << j)));
         // `y = left x scale = 2^-up (1 + d)` at `left = 2^-up (1 + d) /
         // scale`, the mass being the rate less that, in units.
-        let scale = f64::from((1.0 / (per_quotient(k) * ranks_left(k, last) * f64::from(k + 1))) as f32);
+        let scale = f64::from(left_scale(k, last) as f32);
         let whole = mass_rate(1 << MASS_BITS, hashing);
         for up in 2..=MAX_F as i32 {
             for d in [-2e-6, -1e-7, -1e-8, 0.0, 1e-8, 1e-7, 2e-6] {
