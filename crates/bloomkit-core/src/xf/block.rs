@@ -43,9 +43,12 @@
 //! swaps it in.
 
 use super::kernel::Kernel;
+mod split;
 #[cfg(target_arch = "x86_64")]
 use crate::common::cpu::has_avx2;
 use crate::common::memory::{alloc_class, OutOfMemory, Relocate};
+#[cfg(test)]
+pub(crate) use split::BY_WORDS;
 
 /// The longest fingerprint (bits) an entry keeps.
 pub const MAX_F: u32 = 52;
@@ -1097,6 +1100,10 @@ impl Block {
     /// from: the distinct entries of each length, the block's and the
     /// halves'.
     ///
+    /// Most blocks (at most a few voids) take a road by passes over words
+    /// ([`Block::split_words`], `block/split.rs`), the same bytes at about
+    /// half the instructions; this walk is the road for the others.
+    ///
     /// `None` (nothing made) for a counted block, a half that would fold
     /// copies, or an `extra` of the longest length: the caller builds the
     /// halves from their entries ([`Block::build`]), the same bytes by
@@ -1105,6 +1112,9 @@ impl Block {
         let meta = self.meta();
         if meta.counted || extra.f >= PACKED_FIELD_BITS {
             return None;
+        }
+        if let Some(done) = self.split_words(&meta, extra) {
+            return Some(done);
         }
         let halves = FieldSplit::new(self, &meta, extra).and_then(|split| split.walk(self, &meta));
         let (lo, hi, was) = match halves {

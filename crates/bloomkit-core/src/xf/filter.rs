@@ -1978,6 +1978,7 @@ mod tests {
         let mut r = crate::xf::block::tests::Rng(11);
         let mut next = move || r.next();
         let mut fast = 0;
+        let by_words = crate::xf::block::BY_WORDS.with(|n| n.get());
         for round in 0..1500u32 {
             let qbits = 3 + round % 10;
             let q = 1u32 << qbits;
@@ -1987,7 +1988,14 @@ mod tests {
             let mut entries = Vec::new();
             // Up to the most a block takes before it splits (1.44 a quotient).
             for _ in 0..(next() % u64::from(q + q / 2)) {
-                let f = if uniform { one } else { lengths[(next() % 12) as usize] };
+                // No voids in some rounds, a few in others: what honest
+                // blocks hold, and what a split by words takes.
+                let void_free = round % 5 == 2 || (round % 5 == 3 && next() % 128 != 0);
+                let f = match (uniform, void_free) {
+                    (true, _) => one,
+                    (false, true) => lengths[1 + (next() % 11) as usize],
+                    (false, false) => lengths[(next() % 12) as usize],
+                };
                 let e = Entry { quotient: (next() % u64::from(q)) as u32, f, fp: next() & ((1u64 << f) - 1) };
                 // Copies now and then; in some rounds, past a fold.
                 let most = if round % 50 == 0 { 6 } else { 4 };
@@ -2029,6 +2037,12 @@ mod tests {
             assert_eq!(mass_of_lengths(&got.now, level + 1), want.now, "{context}");
         }
         assert!(fast > 900, "{fast} of 1,500 splits from the fields");
+        // Of those, the blocks with a few voids at most by words, and
+        // some with voids.
+        let (words, voids) = crate::xf::block::BY_WORDS.with(|n| n.get());
+        let (by_words, voids) = (words - by_words.0, voids - by_words.1);
+        assert!(by_words > 700, "{by_words} of {fast} splits from the fields by words");
+        assert!(voids > 100, "{voids} voids split by words");
     }
 
     /// The harmonic numbers the compiler summed are the bits a loop at run
