@@ -129,7 +129,7 @@ struct PerKey {
 fn measure(server: &TestServer, make: &[&str]) -> PerKey {
     let size = {
         let c = &mut server.conn();
-        quiet(c);
+        c.quiet();
         c.ok("FLUSHALL SYNC");
         freed(c);
         assert_eq!(counted_bytes(c), 0, "a flush leaves nothing counted");
@@ -161,16 +161,6 @@ fn measure(server: &TestServer, make: &[&str]) -> PerKey {
         memory_usage: total as f64 / keys.len() as f64,
         counted: (counted_after - counted_before) as f64 / KEYS as f64,
     }
-}
-
-/// Nothing the server keeps about commands beside the keys: no slow-log
-/// entries (each keeps its command's arguments, and a debug build is slow)
-/// and no latency histograms (one is made, about 12 KB, at a command's
-/// first call).
-fn quiet(c: &mut Conn) {
-    c.ok("CONFIG SET slowlog-log-slower-than -1");
-    c.ok("SLOWLOG RESET");
-    c.ok("CONFIG SET latency-tracking no");
 }
 
 fn c_allocator(c: &mut Conn) -> String {
@@ -281,7 +271,7 @@ fn growth_cases() -> Vec<(&'static str, Vec<String>, Vec<String>)> {
 per_server!(writes_move_info_bytes_as_they_move_memory: all);
 fn writes_move_info_bytes_as_they_move_memory(server: Server) {
     let s = TestServer::start(server, &[Module::bloomkit()], &[]);
-    quiet(&mut s.conn());
+    s.conn().quiet();
     let keys: Vec<String> = (0..500).map(|i| format!("key:{i:08}")).collect();
     for (name, make, write) in growth_cases() {
         s.conn().ok("FLUSHALL SYNC");
