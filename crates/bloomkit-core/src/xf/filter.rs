@@ -1980,9 +1980,11 @@ mod tests {
         let mut fast = 0;
         let by_words = crate::xf::block::BY_WORDS.with(|n| n.get());
         for round in 0..1500u32 {
-            let qbits = 3 + round % 10;
+            // Every kind of block at every size: the kind from the round's
+            // tens, the size from its units.
+            let (qbits, kind) = (3 + round % 10, (round / 10) % 5);
             let q = 1u32 << qbits;
-            let uniform = round % 5 == 0;
+            let uniform = kind == 0;
             let lengths = [0, 1, 2, 5, 9, 9, 10, 10, 13, 30, 51, 52];
             let one = [1, 7, 20, 52][(next() % 4) as usize];
             let mut entries = Vec::new();
@@ -1990,7 +1992,7 @@ mod tests {
             for _ in 0..(next() % u64::from(q + q / 2)) {
                 // No voids in some rounds, a few in others: what honest
                 // blocks hold, and what a split by words takes.
-                let void_free = round % 5 == 2 || (round % 5 == 3 && next() % 128 != 0);
+                let void_free = kind == 2 || (kind == 3 && next() % 128 != 0);
                 let f = match (uniform, void_free) {
                     (true, _) => one,
                     (false, true) => lengths[1 + (next() % 11) as usize],
@@ -1998,7 +2000,7 @@ mod tests {
                 };
                 let e = Entry { quotient: (next() % u64::from(q)) as u32, f, fp: next() & ((1u64 << f) - 1) };
                 // Copies now and then; in some rounds, past a fold.
-                let most = if round % 50 == 0 { 6 } else { 4 };
+                let most = if round % 7 == 0 { 6 } else { 4 };
                 let copies = if next() % 6 == 0 { 1 + next() % most } else { 1 };
                 entries.extend(std::iter::repeat_n(e, copies as usize));
             }
@@ -2039,10 +2041,11 @@ mod tests {
         assert!(fast > 900, "{fast} of 1,500 splits from the fields");
         // Of those, the blocks with a few voids at most by words, and
         // some with voids.
-        let (words, voids) = crate::xf::block::BY_WORDS.with(|n| n.get());
-        let (by_words, voids) = (words - by_words.0, voids - by_words.1);
-        assert!(by_words > 700, "{by_words} of {fast} splits from the fields by words");
-        assert!(voids > 100, "{voids} voids split by words");
+        let (words, voids, shared) = crate::xf::block::BY_WORDS.with(|n| n.get());
+        let (by_words, voids, shared) = (words - by_words.0, voids - by_words.1, shared - by_words.2);
+        assert!(by_words > 600, "{by_words} of {fast} splits from the fields by words");
+        assert!(voids > 100, "{voids} runs with voids split by words");
+        assert!(shared > 20, "{shared} void children shared with a 1-bit entry's, split by words");
     }
 
     /// The harmonic numbers the compiler summed are the bits a loop at run

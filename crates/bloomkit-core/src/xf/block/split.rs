@@ -19,18 +19,24 @@
 //! - a child quotient is occupied when its parent's run starts with a 0
 //!   (`2x`) or ends with a 1 (`2x + 1`), a step per run.
 //!
-//! So a split is a pass over the fields for their first bits and the
-//! halves' shapes, a pass that writes them, and a step per run; the new
-//! entry then goes in by [`Block::insert_in`], as any add's. A void (an
-//! entry whose bits ran out, first in its run) goes to both children of
-//! its quotient: to `2x` with the run's 0s, and its second child after, by
-//! [`Block::insert_in`] too (half the blocks that split hold 2-4, so this
-//! is a few inserts, not a walk). A count list moves with its entries:
-//! those blocks keep the walk, as do blocks of more than [`MOST_VOIDS`]
-//! voids, halves that would fold copies, and a half whose shape the
-//! parent's fields cannot take by a shift (a uniform parent's half given a
-//! new entry of another length). Debug builds compare every split with the
-//! split through entries (`filter.rs`).
+//! So a split is one pass over the fields (the masses need each entry's
+//! length and whether it repeats the one before, so this pass cannot be
+//! words), which writes each child into a scratch vector at the width its
+//! half will most likely have; each half then takes its children by one
+//! copy (or a shift per field, when its shape is another), and its header
+//! from words and a step per run; the new entry goes in by
+//! [`Block::insert_in`], as any add's. A void (an entry whose bits ran
+//! out, first in its run) goes to both children of its quotient: to `2x`
+//! with the run's 0s, and its second child after, by [`Block::insert_in`]
+//! too (most blocks that split at 1% hold 2-4, so this is a few inserts,
+//! not a walk). The walk ([`super::FieldSplit`]) takes the blocks of more
+//! than [`MOST_ENTRIES`] entries or [`MOST_VOIDS`] voids in a half, of
+//! 1-bit uniform fields (`w < 2`) or a field with no stop bit, and a half
+//! whose shape the parent's fields cannot take by a shift (a uniform
+//! parent's half given a new entry of another length); counted blocks and
+//! halves that would fold copies are built from their entries
+//! (`split_entries` in `filter.rs`), which is also what debug builds
+//! compare every split with.
 
 use super::{
     get, get_short, narrowest, room_for, run_of, BitWriter, Block, Entry, Meta, OutOfMemory, SplitHalves,
@@ -49,9 +55,10 @@ const MOST_VOIDS: u32 = 16;
 
 #[cfg(test)]
 thread_local! {
-    /// Splits made by words on this thread, and voids' second children
-    /// they gave (tests count the road taken).
-    pub(crate) static BY_WORDS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+    /// Splits made by words on this thread, the runs with voids they
+    /// split, and the void children shared with a 1-bit entry's (tests
+    /// count the roads taken).
+    pub(crate) static BY_WORDS: std::cell::Cell<(u64, u64, u64)> = const { std::cell::Cell::new((0, 0, 0)) };
 }
 
 /// A half's stretch of the parent's entries and what its shape is read
@@ -137,7 +144,10 @@ impl Block {
         now[0] += 2 * read.was[0] - shared;
         now[extra.f as usize] += u32::from(lo_new || hi_new);
         #[cfg(test)]
-        BY_WORDS.with(|n| n.set((n.get().0 + 1, n.get().1 + u64::from(read.was[0]))));
+        BY_WORDS.with(|n| {
+            let (splits, voids, both) = n.get();
+            n.set((splits + 1, voids + u64::from(read.was[0]), both + u64::from(shared)));
+        });
         Some(Ok(SplitHalves { lo, hi, was: read.was, now }))
     }
 }
