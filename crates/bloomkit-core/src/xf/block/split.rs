@@ -81,6 +81,12 @@ impl Stretch {
     }
 }
 
+/// Bit `i` of one of [`Read`]'s vectors of a bit per entry.
+#[inline(always)]
+fn bit(v: &[u64; BIT_WORDS], i: u32) -> bool {
+    v[i as usize / 64] >> (i % 64) & 1 == 1
+}
+
 /// The parent's fields read once: their children, their first bits `T` (a
 /// void's 0: its first child goes with the run's 0s), its runends `R`, its
 /// voids `V`, the distinct entries of each length, the halves' stretches.
@@ -347,7 +353,6 @@ fn write_head(
 ) -> Option<(usize, u32)> {
     let stretch = &read.halves[h];
     let q = meta.q();
-    let bit = |v: &[u64; BIT_WORDS], i: u32| v[i as usize / 64] >> (i % 64) & 1 == 1;
     // Entries before each group of the half's quotients: a group of 64
     // children is 32 parents'.
     let mut groups = [0u32; (1 << super::MAX_QBITS) / GROUP as usize];
@@ -423,7 +428,6 @@ fn voids_of_run(
     seconds: &mut [u32; MOST_VOIDS as usize],
     held: &mut usize,
 ) -> Option<u32> {
-    let bit = |v: &[u64; BIT_WORDS], i: u32| v[i as usize / 64] >> (i % 64) & 1 == 1;
     let field = |i: u32| get_short(words, meta.fields_at() + u64::from(i) * u64::from(meta.w), meta.w);
     let mut i = start;
     while i <= end && bit(&read.voids, i) {
