@@ -172,23 +172,30 @@ impl Slots {
         }
     }
 
-    /// `write` on the block at `slot` (through its owning slot); if it
-    /// moved the block's words, every slot of the block is pointed at the
-    /// new ones. `write` keeps the block's depth (checked), and does not
-    /// panic once it has moved the words (none of the block's writes can:
-    /// they allocate before they move anything).
+    /// `write` on the block at `slot` (through that slot's handle: every
+    /// slot of a block holds the same words); if it moved the block's
+    /// words, every other slot of the block is pointed at the new ones.
+    /// `write` keeps the block's depth (checked), and does not panic once
+    /// it has moved the words (none of the block's writes can: they
+    /// allocate before they move anything).
     #[inline]
     pub fn update<R>(&mut self, slot: usize, write: impl FnOnce(&mut Block) -> R) -> R {
-        let range = self.range_of(slot);
-        let owner = &mut self.slots[range.start];
-        let (depth, was) = (owner.depth(), owner.alias_id());
-        let r = write(owner);
-        let (moved, depth_now) = (self.slots[range.start].alias_id() != was, self.slots[range.start].depth());
-        // The words' address before and after (an add in place, most
-        // writes, keeps it): no alias read, no other slot touched. Every
-        // slot points at the words before the check below may panic.
+        // The block's slots are found only when its words moved: an add in
+        // place (most writes) reads no depth for them and touches no other
+        // slot (the range first cost an add about 20 instructions).
+        let block = &mut self.slots[slot];
+        let (depth, was) = (block.depth(), block.alias_id());
+        let r = write(block);
+        let (moved, depth_now) = (self.slots[slot].alias_id() != was, self.slots[slot].depth());
         if moved {
-            self.point(range);
+            // Every slot points at the words before the check below may panic.
+            let span = 1usize << (self.depth - depth);
+            let first = slot & !(span - 1);
+            for s in (first..first + span).filter(|&s| s != slot) {
+                // SAFETY: an alias of the block `slot` holds now, which the
+                // directory frees once (from the first slot of the range).
+                self.slots[s] = unsafe { self.slots[slot].alias() };
+            }
         }
         assert_eq!(depth_now, depth, "a write keeps its block's depth");
         r
