@@ -271,8 +271,14 @@ fn plan_of(k: u32, error: f64, hashing: Hashing, last: u32, level: u32) -> Plan 
 /// The most mass a filter of rate `error` hashing by `hashing` may hold, in
 /// units ([`XfFilter::ceiling`]).
 fn ceiling_of(error: f64, hashing: Hashing) -> u64 {
-    // A murmur3 filter's mass counts for more than its units say.
-    rate_units(error / mass_rate(1u64 << MASS_BITS, hashing))
+    match hashing {
+        // A murmur3 filter's mass counts for more than its units say.
+        Hashing::Murmur { .. } => rate_units(error / mass_rate(1u64 << MASS_BITS, hashing)),
+        // The same as the division by 1.0 (exact), without it: past its
+        // rank's plan an add asks for the ceiling, and the division was
+        // most of its 18 instructions.
+        _ => rate_units(error),
+    }
 }
 
 /// The fingerprint length an entry of `f` bits at `level` takes so that
