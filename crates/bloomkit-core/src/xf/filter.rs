@@ -1192,9 +1192,38 @@ impl XfFilter {
     /// does, a block's first [`LOOKUP_LINES`] lines). The answers are
     /// `contains_hash`'s (prefetches are hints).
     pub fn contains_each(&self, hashes: &[XfHash], mut answer: impl FnMut(bool)) {
-        for (i, &h) in hashes.iter().enumerate() {
-            self.ask_ahead(hashes, i, LOOKUP_LINES);
-            answer(self.contains_asked(h));
+        let Store::Many(d) = &self.store else {
+            for (i, &h) in hashes.iter().enumerate() {
+                self.ask_ahead(hashes, i, LOOKUP_LINES);
+                answer(self.contains_asked(h));
+            }
+            return;
+        };
+        // A directory's batch in a loop of its own: the store matched once,
+        // not three times an item, and the hints' items past the batch's
+        // end tested only in its last `2 * PREFETCH_AHEAD` (8 instructions
+        // of an item's 460 at 200,000 items, 1%).
+        const AHEAD: usize = PREFETCH_AHEAD;
+        let (slots, qbits) = (&d.slots, u32::from(self.qbits));
+        let lines = slots.hint_lines().min(LOOKUP_LINES) as usize;
+        hashes.iter().skip(AHEAD).take(AHEAD).for_each(|h| slots.prefetch_slot(h.0));
+        hashes.iter().take(AHEAD).for_each(|h| slots.prefetch(h.0, lines));
+        let look = |h: XfHash| {
+            let b = slots.at(slots.slot_of(h.0));
+            let (quotient, rest) = position(h.0, b.depth() + qbits, qbits);
+            b.contains(quotient, rest)
+        };
+        let inner = hashes.len().saturating_sub(2 * AHEAD);
+        for (i, &h) in hashes[..inner].iter().enumerate() {
+            slots.prefetch_slot(hashes[i + 2 * AHEAD].0);
+            slots.prefetch(hashes[i + AHEAD].0, lines);
+            answer(look(h));
+        }
+        for (i, &h) in hashes.iter().enumerate().skip(inner) {
+            if let Some(&h) = hashes.get(i + AHEAD) {
+                slots.prefetch(h.0, lines);
+            }
+            answer(look(h));
         }
     }
 
@@ -2157,6 +2186,33 @@ mod tests {
             assert_eq!(done, Ok(()));
             let one_by_one: Vec<XfHash> = items.iter().map(|i| hashing.hash(i)).collect();
             assert_eq!(seen, one_by_one, "{hashing:?}");
+        }
+    }
+
+    /// A batch's lookups (`contains_each`, a loop of its own for a
+    /// directory) answer what lookups one by one answer, in order: for a
+    /// lone block and a directory, batches of every length around the
+    /// hints' reach (`PREFETCH_AHEAD` and twice it), hits and misses mixed.
+    #[test]
+    fn batch_lookups_answer_as_single_ones() {
+        let params = XfParams { error_rate: 0.01, capacity: 100, max_capacity: 1 << 30 };
+        for added in [50u32, 20_000] {
+            let mut f = XfFilter::with_seed(params, Seed([3, 4]), Limits::NONE).unwrap();
+            for i in 0..added {
+                f.insert(&i.to_le_bytes(), Limits::NONE).unwrap();
+            }
+            assert_eq!(matches!(f.store, Store::Many(_)), added > 50, "{added} items");
+            let hashes: Vec<XfHash> =
+                (0..200u32).map(|i| f.hash(&(i * 7919 % (2 * added)).to_le_bytes())).collect();
+            let one_by_one: Vec<bool> = hashes.iter().map(|&h| f.contains_hash(h)).collect();
+            assert!(one_by_one.iter().any(|&b| b) && one_by_one.iter().any(|&b| !b));
+            let ahead = PREFETCH_AHEAD;
+            for len in [0, 1, ahead - 1, ahead, ahead + 1, 2 * ahead - 1, 2 * ahead, 2 * ahead + 1, 100, 200]
+            {
+                let mut batch = Vec::new();
+                f.contains_each(&hashes[..len], |b| batch.push(b));
+                assert_eq!(batch, one_by_one[..len], "{added} items, a batch of {len}");
+            }
         }
     }
 
