@@ -1449,6 +1449,19 @@ impl Block {
         unsafe { probe_as(&self.words, Kernel::get(), quotient, rest) }.0
     }
 
+    /// [`Block::contains`] inlined into a caller compiled for a kernel's
+    /// instructions (`PDEP`: select by `pdep`): a batch's loop, which
+    /// chooses its kernel once and so calls no kernel's function an item
+    /// (`filter.rs`, `contains_each`). The caller must run only where the
+    /// CPU has the instructions it was compiled for.
+    #[inline(always)]
+    pub(super) fn contains_in<const PDEP: bool>(&self, quotient: u32, rest: u64) -> bool {
+        if !self.words.occupied(quotient) {
+            return false;
+        }
+        probe_in::<PDEP>(&self.words, quotient, rest).0
+    }
+
     /// Whether an entry of `quotient` matches `rest`, and the quotient's
     /// entries: an add looks the item up first, and its insert
     /// ([`Block::insert_in`]) starts from the same run. In the bit

@@ -11,6 +11,7 @@ use super::block::{
     max_entries, Block, Entry, Rebuild, SplitHalves, MAX_DEPTH, MAX_F, MAX_STORED_ENTRIES, MIN_QBITS,
 };
 use super::errors::XfError;
+use super::kernel::Kernel;
 use super::plans::{Lengths, Plan, Plans};
 use super::slots::{top_bits, Slots, Taken};
 use super::undo::{Forget, Journal, Undo};
@@ -1199,32 +1200,8 @@ impl XfFilter {
             }
             return;
         };
-        // A directory's batch in a loop of its own: the store matched once,
-        // not three times an item, and the hints' items past the batch's
-        // end tested only in its last `2 * PREFETCH_AHEAD` (8 instructions
-        // of an item's 460 at 200,000 items, 1%).
-        const AHEAD: usize = PREFETCH_AHEAD;
-        let (slots, qbits) = (&d.slots, u32::from(self.qbits));
-        let lines = slots.hint_lines().min(LOOKUP_LINES) as usize;
-        hashes.iter().skip(AHEAD).take(AHEAD).for_each(|h| slots.prefetch_slot(h.0));
-        hashes.iter().take(AHEAD).for_each(|h| slots.prefetch(h.0, lines));
-        let look = |h: XfHash| {
-            let b = slots.at(slots.slot_of(h.0));
-            let (quotient, rest) = position(h.0, b.depth() + qbits, qbits);
-            b.contains(quotient, rest)
-        };
-        let inner = hashes.len().saturating_sub(2 * AHEAD);
-        for (i, &h) in hashes[..inner].iter().enumerate() {
-            slots.prefetch_slot(hashes[i + 2 * AHEAD].0);
-            slots.prefetch(hashes[i + AHEAD].0, lines);
-            answer(look(h));
-        }
-        for (i, &h) in hashes.iter().enumerate().skip(inner) {
-            if let Some(&h) = hashes.get(i + AHEAD) {
-                slots.prefetch(h.0, lines);
-            }
-            answer(look(h));
-        }
+        // SAFETY: `Kernel::get` is never more than the CPU has.
+        unsafe { look_up_as(Kernel::get(), d, u32::from(self.qbits), hashes, &mut answer) }
     }
 
     /// Called before item `i` of a batch of adds of `hashes` (a batch of
@@ -1800,6 +1777,80 @@ pub fn scale(h: u128, m0: u64) -> u128 {
     }
 }
 
+/// [`XfFilter::contains_each`] of a directory in `kernel`'s instructions.
+///
+/// # Safety
+/// The CPU must have `kernel`'s instructions ([`Kernel::get`]'s are).
+unsafe fn look_up_as(kernel: Kernel, d: &Dir, qbits: u32, hashes: &[XfHash], answer: &mut impl FnMut(bool)) {
+    match kernel {
+        // SAFETY: the caller's promise.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Pdep => unsafe { look_up_pdep(d, qbits, hashes, answer) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Popcnt => unsafe { look_up_popcnt(d, qbits, hashes, answer) },
+        _ => look_up::<false>(d, qbits, hashes, answer),
+    }
+}
+
+/// [`XfFilter::contains_each`] of a directory, compiled for `pdep`.
+///
+/// # Safety
+/// The CPU must have `popcnt`, `lzcnt`, `bmi1` and `bmi2`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt,lzcnt,bmi1,bmi2")]
+unsafe fn look_up_pdep(d: &Dir, qbits: u32, hashes: &[XfHash], answer: &mut impl FnMut(bool)) {
+    look_up::<true>(d, qbits, hashes, answer);
+}
+
+/// [`XfFilter::contains_each`] of a directory, compiled for `popcnt`.
+///
+/// # Safety
+/// The CPU must have `popcnt`, `lzcnt` and `bmi1`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt,lzcnt,bmi1")]
+unsafe fn look_up_popcnt(d: &Dir, qbits: u32, hashes: &[XfHash], answer: &mut impl FnMut(bool)) {
+    look_up::<false>(d, qbits, hashes, answer);
+}
+
+/// A directory's batch of lookups in a loop of its own, inlined into a
+/// function compiled for the process's kernel (`kernel.rs`), so that an
+/// item calls nothing: one kernel's function an item (`Block::contains`,
+/// then its kernel's probe, each a frame and the kernel's dispatch) was
+/// about 45 instructions of a lookup's 450. The store is matched once, not
+/// three times an item, and the hints' items past the batch's end are
+/// tested only in its last `2 * PREFETCH_AHEAD`.
+#[inline(always)]
+fn look_up<const PDEP: bool>(d: &Dir, qbits: u32, hashes: &[XfHash], answer: &mut impl FnMut(bool)) {
+    const AHEAD: usize = PREFETCH_AHEAD;
+    let slots = &d.slots;
+    let lines = slots.hint_lines().min(LOOKUP_LINES) as usize;
+    hashes.iter().skip(AHEAD).take(AHEAD).for_each(|h| slots.prefetch_slot(h.0));
+    hashes.iter().take(AHEAD).for_each(|h| slots.prefetch(h.0, lines));
+    let inner = hashes.len().saturating_sub(2 * AHEAD);
+    for (i, &h) in hashes[..inner].iter().enumerate() {
+        slots.prefetch_slot(hashes[i + 2 * AHEAD].0);
+        slots.prefetch(hashes[i + AHEAD].0, lines);
+        answer(look_up_one::<PDEP>(slots, qbits, h));
+    }
+    for (i, &h) in hashes.iter().enumerate().skip(inner) {
+        if let Some(&h) = hashes.get(i + AHEAD) {
+            slots.prefetch(h.0, lines);
+        }
+        answer(look_up_one::<PDEP>(slots, qbits, h));
+    }
+}
+
+/// One lookup of [`look_up`]: a function, not a closure, so that it is
+/// compiled with the kernel's instructions it is inlined into (a closure
+/// is a function of its own, compiled for the baseline).
+#[inline(always)]
+fn look_up_one<const PDEP: bool>(slots: &Slots, qbits: u32, h: XfHash) -> bool {
+    let b = slots.at(slots.slot_of(h.0));
+    let (quotient, rest) = position(h.0, b.depth() + qbits, qbits);
+    b.contains_in::<PDEP>(quotient, rest)
+}
+
 /// The lines of a block of the average size, `block_bytes` over `blocks`,
 /// at most [`MAX_PREFETCH_LINES`].
 fn hint_lines(block_bytes: u64, blocks: usize) -> u32 {
@@ -2190,9 +2241,10 @@ mod tests {
     }
 
     /// A batch's lookups (`contains_each`, a loop of its own for a
-    /// directory) answer what lookups one by one answer, in order: for a
-    /// lone block and a directory, batches of every length around the
-    /// hints' reach (`PREFETCH_AHEAD` and twice it), hits and misses mixed.
+    /// directory, compiled for each kernel) answer what lookups one by one
+    /// answer, in order: for a lone block and a directory, batches of every
+    /// length around the hints' reach (`PREFETCH_AHEAD` and twice it), hits
+    /// and misses mixed, in every kernel the CPU has.
     #[test]
     fn batch_lookups_answer_as_single_ones() {
         let params = XfParams { error_rate: 0.01, capacity: 100, max_capacity: 1 << 30 };
@@ -2212,6 +2264,19 @@ mod tests {
                 let mut batch = Vec::new();
                 f.contains_each(&hashes[..len], |b| batch.push(b));
                 assert_eq!(batch, one_by_one[..len], "{added} items, a batch of {len}");
+                // Every kernel this CPU has, not only the process's.
+                let Store::Many(d) = &f.store else { continue };
+                for kernel in [Kernel::Portable, Kernel::Popcnt, Kernel::Pdep] {
+                    if kernel > Kernel::detected() {
+                        continue;
+                    }
+                    let mut batch = Vec::new();
+                    // SAFETY: no more than the CPU has.
+                    unsafe {
+                        look_up_as(kernel, d, u32::from(f.qbits), &hashes[..len], &mut |b| batch.push(b))
+                    };
+                    assert_eq!(batch, one_by_one[..len], "{added} items, a batch of {len}, {kernel:?}");
+                }
             }
         }
     }
