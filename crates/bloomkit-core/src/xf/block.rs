@@ -1452,10 +1452,12 @@ impl Block {
     /// [`Block::contains`] inlined into a caller compiled for a kernel's
     /// instructions (`PDEP`: select by `pdep`): a batch's loop, which
     /// chooses its kernel once and so calls no kernel's function an item
-    /// (`filter.rs`, `contains_each`). The caller must run only where the
-    /// CPU has the instructions it was compiled for.
+    /// (`filter.rs`, `contains_each`).
+    ///
+    /// # Safety
+    /// With `PDEP`, the CPU must have `bmi2` (the selects run `pdep`).
     #[inline(always)]
-    pub(super) fn contains_in<const PDEP: bool>(&self, quotient: u32, rest: u64) -> bool {
+    pub(super) unsafe fn contains_in<const PDEP: bool>(&self, quotient: u32, rest: u64) -> bool {
         if !self.words.occupied(quotient) {
             return false;
         }

@@ -175,9 +175,11 @@ impl Slots {
     /// `write` on the block at `slot` (through that slot's handle: every
     /// slot of a block holds the same words); if it moved the block's
     /// words, every other slot of the block is pointed at the new ones.
-    /// `write` keeps the block's depth (checked), and does not panic once
+    /// `write` keeps the block's depth (checked), and must not panic once
     /// it has moved the words (none of the block's writes can: they
-    /// allocate before they move anything).
+    /// allocate before they move anything): written through a slot other
+    /// than the block's first, a panic there would leave the first, which
+    /// frees the words, pointing at the freed ones.
     #[inline]
     pub fn update<R>(&mut self, slot: usize, write: impl FnOnce(&mut Block) -> R) -> R {
         // The block's slots are found only when its words moved: an add in
