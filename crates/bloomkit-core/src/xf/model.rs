@@ -438,14 +438,22 @@ mod tests {
 
     /// Kept to a part of the hash space from 4,096 entries on (halved five
     /// times by 2^17 items), the model's bytes, averaged over 16 of them,
-    /// are those of a real filter: within 4% at each of 16 points per
-    /// doubling, within 1% on average.
+    /// are those of a real filter (averaged over four: one filter of a few
+    /// dozen blocks is 2-4% above or below the mean, as its blocks happen
+    /// to fill): within 4% at each of 16 points per doubling, within 1% on
+    /// average.
     #[test]
     fn a_part_of_the_hash_space_stands_for_the_whole() {
         for (error_rate, capacity) in [(0.01, 100), (1e-4, 5000)] {
             let params = XfParams { error_rate, capacity, max_capacity: 1 << 36 };
             let points: Vec<u64> = points(1 << 17).into_iter().filter(|p| *p >= 1 << 13).collect();
-            let truth = real(params, 11, &points);
+            let truth: Vec<f64> = {
+                let seeds = [11, 12, 13, 14];
+                let each: Vec<Vec<f64>> = seeds.iter().map(|&s| real(params, s, &points)).collect();
+                (0..points.len())
+                    .map(|i| each.iter().map(|e| e[i]).sum::<f64>() / seeds.len() as f64)
+                    .collect()
+            };
             let mut sums = vec![0.0; points.len()];
             let runs = 16;
             for seed in 0..runs {
@@ -467,17 +475,25 @@ mod tests {
         }
     }
 
-    /// The mass, kept for the whole filter, is the rate a real one guarantees.
+    /// The mass, kept for the whole filter, is the rate a real one
+    /// guarantees: the mean of four models (each keeps its own part of the
+    /// hash space, and one part's splits move its rate by about 1%) within
+    /// 1% of a real filter's.
     #[test]
     fn the_rate_spent_is_the_filters() {
         let params = XfParams { error_rate: 0.01, capacity: 100, max_capacity: 1 << 36 };
-        let mut m = XfModel::with_resident(params, 5, 1 << 12);
         let mut f = XfFilter::with_seed(params, Seed([5, 6]), Limits::NONE).unwrap();
         for i in 0..1u64 << 16 {
             f.insert(&i.to_le_bytes(), Limits::NONE).unwrap();
         }
-        m.grow_to(1 << 16);
-        let d = m.guaranteed_rate() / f.guaranteed_rate() - 1.0;
-        assert!(d.abs() < 0.01, "{} against {}", m.guaranteed_rate(), f.guaranteed_rate());
+        let models: f64 = (0..4)
+            .map(|seed| {
+                let mut m = XfModel::with_resident(params, seed, 1 << 12);
+                m.grow_to(1 << 16);
+                m.guaranteed_rate()
+            })
+            .sum();
+        let (model, real) = (models / 4.0, f.guaranteed_rate());
+        assert!((model / real - 1.0).abs() < 0.01, "{model} against {real}");
     }
 }

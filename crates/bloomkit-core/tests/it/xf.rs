@@ -718,8 +718,10 @@ fn merged_filters_keep_growing_within_their_rate() {
     }
     let mut both = XfFilter::merged(Some(&a), &[&b, &a], true, NONE).unwrap();
     assert!(both.error_rate() > both.guaranteed_rate(), "RAISERATE leaves room to grow");
-    // Into a destination whose rate the merge nearly spends.
-    let mut kept = XfFilter::merged(Some(&seeded(0.014, 100, 1 << 30)), &[&a, &c], false, NONE).unwrap();
+    // Into a destination whose rate the merge nearly spends: a merge's mass
+    // is its sources' (their entries, kept), so a rate a tenth above theirs.
+    let rate = 1.1 * (a.guaranteed_rate() + c.guaranteed_rate());
+    let mut kept = XfFilter::merged(Some(&seeded(rate, 100, 1 << 30)), &[&a, &c], false, NONE).unwrap();
     assert!(kept.guaranteed_rate() > 0.8 * kept.error_rate(), "most of the rate is spent");
     for f in [&mut both, &mut kept] {
         for i in 0..60_000u64 {
