@@ -455,21 +455,20 @@ fn print_growth(rows: &[Row], rate: f64, max: u64) {
 /// XF's bits per item at the growth's points, hashing with `seed`, as the
 /// counting allocator says.
 fn xf_bits(rate: f64, seed: Seed, at: &[u64]) -> Vec<f64> {
+    // Everything but the filter is allocated before the count starts.
     let stream = items(99, *at.last().unwrap_or(&0));
+    let mut bits = Vec::with_capacity(at.len());
     let before = live();
     let params = XfParams { error_rate: rate, ..XfDefaults::BLOOMKIT.params() };
     let mut f = XfFilter::with_seed(params, seed, Limits::NONE).expect("XF with its defaults");
     let mut next = 0;
-    let bits = at
-        .iter()
-        .map(|&n| {
-            for x in &stream[next..n as usize] {
-                f.insert_hash(f.hash_of(x), Limits::NONE).expect("an insert without limits");
-            }
-            next = n as usize;
-            (live() - before) as f64 * 8.0 / n as f64
-        })
-        .collect();
+    for &n in at {
+        for x in &stream[next..n as usize] {
+            f.insert_hash(f.hash_of(x), Limits::NONE).expect("an insert without limits");
+        }
+        next = n as usize;
+        bits.push((live() - before) as f64 * 8.0 / n as f64);
+    }
     drop(f);
     bits
 }

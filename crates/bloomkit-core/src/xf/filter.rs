@@ -2222,7 +2222,7 @@ mod tests {
     fn split_thresholds_are_spread_evenly_over_the_blocks_of_a_depth() {
         let share = |depth: u32, prefix: u64| {
             SPREAD.iter().position(|&s| {
-                u64::from(s) * u64::from(least_split_at(GROW_QBITS)) >> 16
+                (u64::from(s) * u64::from(least_split_at(GROW_QBITS))) >> 16
                     == u64::from(split_at(GROW_QBITS, depth, prefix))
             })
         };
