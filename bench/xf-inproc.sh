@@ -5,6 +5,8 @@
 # comment of crates/bloomkit-bench/src/bin/xf-inproc.rs.
 #   bench/xf-inproc.sh                 4M items at 1% and 0.1%, 3 runs (about 5 minutes)
 #   bench/xf-inproc.sh --quick         smoke run: checks that it works, not figures
+#   bench/xf-inproc.sh --secrets 24    XF's memory under 24 more secrets (8 by default): the
+#                                      worst max/min of bits per item over secrets
 #   bench/xf-inproc.sh --merges 1000000,6000000 --items 10000 --rates 0.01 --memory no
 #                                      XF merges' ns per input entry by size (issue 47: linear)
 #   bench/xf-inproc.sh --output FILE   elsewhere; other flags go to xf-inproc

@@ -681,16 +681,18 @@ const SPREAD: [u32; 64] = [
 /// of depth `d` take evenly spaced shares, and a block's two halves take
 /// shares half the factor apart, one of them the lower, so that a filter of
 /// a few dozen blocks is spread as evenly as one of thousands. Each share is
-/// the middle of its interval, so the few blocks of a shallow filter
+/// the middle of its interval (to the table's 64 steps: from depth 6 on, the
+/// interval's start), so the few blocks of a shallow filter
 /// average the middle of the factor, as a hash's draws did (from the
 /// interval's start, their thresholds averaged lower, so they split sooner:
 /// 1-2% more bits per item from 1,000 to 10,000 items). With a hash, a few
 /// dozen blocks drew their shares at random, and the filter's bits per item
 /// where it is 20-40 blocks (11,000-15,000 items at 1%) depended on the
 /// draw: over 24 secrets, 16 points per doubling from 10,000 to 4M items,
-/// the most bits per item over the least was at worst 1.152 / 1.150 at 1% /
-/// 0.1% with the hash, 1.136 / 1.134 by the reversed prefix (mean bits
-/// unchanged, 17.12 / 20.74 -> 17.13 / 20.68). Changing the rule changes
+/// the most bits per item over the least (the filter's own bytes) was at
+/// worst 1.152 / 1.150 at 1% / 0.1% with the hash, 1.136 / 1.134 by the
+/// reversed prefix (mean bits unchanged, 17.12 / 20.74 -> 17.13 / 20.68;
+/// by `bench/xf-inproc.sh --secrets 24`'s allocator, 1.137 / 1.144). Changing the rule changes
 /// where blocks split, not what any stored form means: every filter loads
 /// as before.
 pub fn split_at(qbits: u32, depth: u32, prefix: u64) -> u32 {
@@ -703,7 +705,7 @@ pub fn split_at(qbits: u32, depth: u32, prefix: u64) -> u32 {
 
 /// The least [`split_at`] of a block of `2^qbits` quotients, whatever its
 /// place (`SPREAD` starts at 1): below it, no block of them splits, so an
-/// add need not hash its place for its own threshold.
+/// add need not work out its place's own threshold.
 #[inline]
 pub fn least_split_at(qbits: u32) -> u32 {
     ((u64::from(SPLIT_LOW_NUM) << qbits) / u64::from(SPLIT_LOW_DEN)) as u32
@@ -784,7 +786,8 @@ pub fn grow_threshold(one_block: bool, qbits: u32, depth: u32, prefix: u64) -> u
 
 /// Whether a block of `len` entries is at its [`grow_threshold`]. Most adds
 /// find their block below the least threshold of its kind and stop there,
-/// without the hash of its place (20 instructions an add).
+/// without their place's own threshold (when it was a hash of the place,
+/// 20 instructions an add; a few now).
 #[inline]
 pub fn at_grow_threshold(len: u32, one_block: bool, qbits: u32, depth: u32, prefix: u64) -> bool {
     (doubles(one_block, qbits) || len >= least_split_at(qbits))
@@ -2220,9 +2223,10 @@ mod tests {
         assert_eq!(grow_threshold(true, 5, 0, 0), 32);
     }
 
-    /// The blocks of one depth take every share of the factor once, and a
-    /// block's halves take shares half the factor apart: a filter of a few
-    /// dozen blocks is as evenly spread as a large one.
+    /// The blocks of one depth take every share of the factor once, each the
+    /// middle of its interval, and a block's halves take shares half the
+    /// factor apart: a filter of a few dozen blocks is as evenly spread as a
+    /// large one.
     #[test]
     fn split_thresholds_are_spread_evenly_over_the_blocks_of_a_depth() {
         let share = |depth: u32, prefix: u64| {
@@ -2238,6 +2242,10 @@ mod tests {
             }
             assert!(seen.iter().all(|&n| n == 1 << (depth - 6)), "{depth}: {seen:?}");
         }
+        // Each share the middle of its interval: a lone block's is the
+        // middle of the factor, two blocks' the quarters, and so on.
+        assert_eq!((share(0, 0), share(1, 0), share(1, 1)), (Some(32), Some(16), Some(48)));
+        assert_eq!((0..4).map(|p| share(2, p).unwrap()).collect::<Vec<_>>(), [8, 40, 24, 56]);
         for depth in 0..20 {
             for prefix in (0..1u64 << depth).step_by(1 + (1 << depth) / 64) {
                 let (low, high) = (share(depth + 1, 2 * prefix), share(depth + 1, 2 * prefix + 1));

@@ -17,7 +17,15 @@
 //! drops the rest, halving that part each time it fills again: hashes are
 //! uniform, so each half of a filter holds what the whole holds at half
 //! the items, block for block, and the part kept stands for the whole
-//! (its bytes times the halvings). Two things are global and are kept for
+//! (its bytes times the halvings). Block for block but for their split
+//! thresholds: a block's share of their spread is read from the last bits
+//! of its prefix (`split_at`), which within the part include the bits of
+//! the halvings' path, so a part's shallow blocks take the whole's shares
+//! offset by up to half an interval either way (a sixteenth of the spread
+//! three levels below the part's root). The offset averages out over parts, and
+//! at [`RESIDENT`] the part's blocks are eight levels or more below its
+//! root, where it is below the spread's resolution; the tests, which keep
+//! 4,096 entries, average several models. Two things are global and are kept for
 //! the whole filter rather than the part: the mass (every add counts as
 //! the adds it stands for, so the schedule sees the rate the real filter
 //! would have spent) and the directory (from the deepest block). Memory then stays under a few tens of MB
