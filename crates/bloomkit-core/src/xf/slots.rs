@@ -158,17 +158,28 @@ impl Slots {
     /// The slots the block at `slot` fills.
     #[inline]
     fn range_of(&self, slot: usize) -> Range<usize> {
-        let span = 1usize << (self.depth - self.slots[slot].depth());
+        self.range_at(slot, self.slots[slot].depth())
+    }
+
+    /// The slots of a block of `depth` that `slot` is one of.
+    fn range_at(&self, slot: usize, depth: u32) -> Range<usize> {
+        let span = 1usize << (self.depth - depth);
         let first = slot & !(span - 1);
         first..first + span
     }
 
     /// Points the slots of `range` after its first at the first's block.
     fn point(&mut self, range: Range<usize>) {
-        for s in range.start + 1..range.end {
-            // SAFETY: an alias of the block the first slot holds, which the
-            // directory frees once (from that slot).
-            self.slots[s] = unsafe { self.slots[range.start].alias() };
+        let first = range.start;
+        self.point_from(range, first);
+    }
+
+    /// Points the slots of `range` other than `from` at `from`'s block.
+    fn point_from(&mut self, range: Range<usize>, from: usize) {
+        for s in range.filter(|&s| s != from) {
+            // SAFETY: an alias of the block `from` holds, which the
+            // directory frees once (from the range's first slot).
+            self.slots[s] = unsafe { self.slots[from].alias() };
         }
     }
 
@@ -191,13 +202,7 @@ impl Slots {
         let (moved, depth_now) = (self.slots[slot].alias_id() != was, self.slots[slot].depth());
         if moved {
             // Every slot points at the words before the check below may panic.
-            let span = 1usize << (self.depth - depth);
-            let first = slot & !(span - 1);
-            for s in (first..first + span).filter(|&s| s != slot) {
-                // SAFETY: an alias of the block `slot` holds now, which the
-                // directory frees once (from the first slot of the range).
-                self.slots[s] = unsafe { self.slots[slot].alias() };
-            }
+            self.point_from(self.range_at(slot, depth), slot);
         }
         assert_eq!(depth_now, depth, "a write keeps its block's depth");
         r
