@@ -197,8 +197,13 @@ impl Row {
 }
 
 fn xf(rate: f64) -> Xf {
+    xf_seeded(rate, Seed::random())
+}
+
+/// [`xf`] hashing with `seed` (the secrets `--secrets` grows XF under).
+fn xf_seeded(rate: f64, seed: Seed) -> Xf {
     let params = XfParams { error_rate: rate, ..XfDefaults::BLOOMKIT.params() };
-    Xf(XfFilter::with_params(params, Limits::NONE).expect("XF with its defaults"))
+    Xf(XfFilter::with_seed(params, seed, Limits::NONE).expect("XF with its defaults"))
 }
 
 fn quotient(rate: f64, max: u64) -> Quotient {
@@ -452,27 +457,6 @@ fn print_growth(rows: &[Row], rate: f64, max: u64) {
     print_speed(rows, &grown, q, rate, &at);
 }
 
-/// XF's bits per item at the growth's points, hashing with `seed`, as the
-/// counting allocator says.
-fn xf_bits(rate: f64, seed: Seed, at: &[u64]) -> Vec<f64> {
-    // Everything but the filter is allocated before the count starts.
-    let stream = items(99, *at.last().unwrap_or(&0));
-    let mut bits = Vec::with_capacity(at.len());
-    let before = live();
-    let params = XfParams { error_rate: rate, ..XfDefaults::BLOOMKIT.params() };
-    let mut f = XfFilter::with_seed(params, seed, Limits::NONE).expect("XF with its defaults");
-    let mut next = 0;
-    for &n in at {
-        for x in &stream[next..n as usize] {
-            f.insert_hash(f.hash_of(x), Limits::NONE).expect("an insert without limits");
-        }
-        next = n as usize;
-        bits.push((live() - before) as f64 * 8.0 / n as f64);
-    }
-    drop(f);
-    bits
-}
-
 /// Why more secrets: where a filter is a few dozen blocks, its bits per
 /// item depend on how its blocks happen to fill, which the secret decides,
 /// so one run's max / min is one draw; the bound is a claim about all.
@@ -481,7 +465,8 @@ fn print_secrets(rate: f64, max: u64, secrets: u64) {
     let mut spans: Vec<(f64, u64)> = Vec::new();
     let mut means = 0.0;
     for s in 0..secrets {
-        let bits = xf_bits(rate, Seed::from_text(format!("xf-inproc-{s}").as_bytes()), &at);
+        let seed = Seed::from_text(format!("xf-inproc-{s}").as_bytes());
+        let bits = grow_subject(|| xf_seeded(rate, seed), &at).bits;
         let (lo, hi) = bits.iter().fold((f64::MAX, 0f64), |(lo, hi), &b| (lo.min(b), hi.max(b)));
         means += bits.iter().sum::<f64>() / bits.len() as f64;
         spans.push((hi / lo, s));
