@@ -1,6 +1,7 @@
 //! SipHash-1-3 with a 128-bit output (what `siphasher`'s `SipHasher13`
-//! and `finish128` give, bit for bit) of eight byte strings at once: two
-//! groups of four, each group in the four 64-bit lanes of AVX2 registers.
+//! and `finish128` give, bit for bit) of many byte strings at once: two
+//! registers' lanes side by side, four 64-bit lanes each with AVX2, eight
+//! with AVX-512.
 //!
 //! Why: a batch command (`XF.MEXISTS`, `XF.MADD`, `XF.INSERT` of 100 items)
 //! hashes every item before it looks any up (`xf/filter.rs`'s
@@ -11,22 +12,34 @@
 //! Four hashes in the lanes of one register share each instruction, and a
 //! second group's rounds fill the waits of the first: 17-byte items 15.7
 //! -> 8.1 ns each, 40-byte ones 22.5 -> 11.2, 8-byte ones 13.3 -> 7.6 (in
-//! process, this machine; one group alone, 9.9 ns for 17 bytes, a third
-//! no faster). The keyed PRF stays: this is the same function, checked
-//! against the crate on every length to 41 bytes (and longer ones to
-//! 120) and mixes of lengths in every lane.
+//! process, an AMD EPYC; one group alone, 9.9 ns for 17 bytes, a third
+//! no faster). AVX-512 rotates a lane in one instruction (`vprolq`, three
+//! of a round's five rotations were two shifts and an or) and holds eight
+//! lanes: on an Intel Xeon with AVX-512, 17-byte items 7.3 ns each in
+//! AVX2's lanes, 6.4 with AVX-512's rotation on them, 5.2 in AVX-512's
+//! eight (8 bytes 6.1 -> 4.2, 40 bytes 8.6 -> 6.2; the crate alone 13.4).
+//! The keyed PRF stays: this is the same function, checked against the
+//! crate on every length to 40 bytes (and longer ones to 120), batches
+//! of every size to 40 and mixes of lengths in every lane, in every kind
+//! of lanes the CPU runs ([`Lanes`]).
 //!
 //! Strings of different lengths share the registers: each lane absorbs its
 //! own words, its last (the length byte and the tail) at its own step, and
-//! is left as it was at the steps past that, so four strings cost the
-//! compression rounds of the longest. CPUs without AVX2 (and other
+//! is left as it was at the steps past that, so a register's strings cost
+//! the compression rounds of the longest. CPUs without AVX2 (and other
 //! architectures) hash one at a time through the crate, as does a batch's
-//! remainder past its last four. Every helper the kernel calls is itself
-//! compiled for AVX2 (`#[target_feature]`): a closure or a helper without
+//! remainder past its last four. The rounds are written once over a
+//! register type and inlined into one entry point per kind, compiled for
+//! its instructions (`#[target_feature]`): a closure or a helper outside
 //! it is a function of its own, whose intrinsics are calls, and a first
 //! version that built its words through `array::map` and copied tails
 //! with `copy_from_slice` (a call to `memcpy` each) ran slower than the
 //! scalar crate.
+//!
+//! Eight lanes are 512-bit instructions, which the first Xeons with
+//! AVX-512 (Skylake-SP to Cooper Lake) pay for by lowering the core's
+//! clock for a while after, every command on that core with it: those
+//! get AVX-512's rotation on AVX2's four lanes, which keeps the clock.
 
 use siphasher::sip128::{Hasher128, SipHasher13};
 use std::hash::Hasher;
@@ -40,45 +53,152 @@ pub fn sip13_128(k0: u64, k1: u64, item: &[u8]) -> u128 {
     h.finish128().as_u128()
 }
 
-/// [`sip13_128`] of each of `items` into `out` (the same length), eight
-/// (then four) at a time where the CPU has AVX2.
+/// [`sip13_128`] of each of `items` into `out` (the same length), in the
+/// vector lanes the CPU has ([`Lanes::get`]): sixteen at a time with
+/// AVX-512, eight with AVX2, then fewer.
+#[inline]
 pub fn sip13_128_each(k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) {
+    each_in(Lanes::get(), k0, k1, items, out);
+}
+
+/// How many lanes the CPU hashes in, and with which instructions: AVX2's
+/// four (with AVX-512VL's rotations where it has them), or AVX-512's eight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Lanes {
+    /// One item at a time (no AVX2, or not x86-64).
+    One,
+    /// Four lanes of AVX2; a rotation is two shifts and an or.
+    Avx2,
+    /// Four lanes, a rotation one `vprolq` (AVX-512VL).
+    Avx2Rotate,
+    /// Eight lanes of AVX-512.
+    Avx512,
+}
+
+impl Lanes {
+    /// Every kind, from least to most.
+    pub const ALL: [Lanes; 4] = [Lanes::One, Lanes::Avx2, Lanes::Avx2Rotate, Lanes::Avx512];
+
+    /// The most this CPU runs, less what `BLOOMKIT_SIP_LANES` (`one`,
+    /// `avx2`, `avx2-rotate`) asks to go without (for benchmarks: every
+    /// kind gives the same hashes); decided on the first call.
+    #[inline]
+    pub fn get() -> Lanes {
+        static CHOSEN: std::sync::OnceLock<Lanes> = std::sync::OnceLock::new();
+        *CHOSEN.get_or_init(|| Lanes::chosen(std::env::var("BLOOMKIT_SIP_LANES").ok().as_deref()))
+    }
+
+    /// The most this CPU runs of those no more than `asked` (a name; any
+    /// other word asks for the most).
+    fn chosen(asked: Option<&str>) -> Lanes {
+        let most = Lanes::ALL.into_iter().find(|l| Some(l.name()) == asked).unwrap_or(Lanes::Avx512);
+        Lanes::ALL.into_iter().rev().find(|l| l.runs() && *l <= most).unwrap_or(Lanes::One)
+    }
+
+    /// Its name, as `BLOOMKIT_SIP_LANES` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lanes::One => "one",
+            Lanes::Avx2 => "avx2",
+            Lanes::Avx2Rotate => "avx2-rotate",
+            Lanes::Avx512 => "avx512",
+        }
+    }
+
+    /// Whether this CPU has the instructions (`cpuid` once, then cached by
+    /// the standard library), and, for eight lanes, runs them at its clock.
+    pub fn runs(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            let avx2 = crate::common::cpu::has_avx2();
+            match self {
+                Lanes::One => true,
+                Lanes::Avx2 => avx2,
+                Lanes::Avx2Rotate => avx2 && has!("avx512f") && has!("avx512vl"),
+                Lanes::Avx512 => avx2 && has!("avx512f") && !wide_lowers_clock(),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            self == Lanes::One
+        }
+    }
+}
+
+/// Intel's family 6, model 0x55 (Skylake-SP, Cascade Lake, Cooper Lake,
+/// Skylake-X): 512-bit instructions lower the core's clock.
+#[cfg(target_arch = "x86_64")]
+fn wide_lowers_clock() -> bool {
+    use std::arch::x86_64::__cpuid;
+    static SLOWS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SLOWS.get_or_init(|| {
+        // `__cpuid` is safe from Rust 1.94 on, `unsafe` before (the MSRV).
+        // SAFETY: leaves 0 (vendor) and 1 (family, model) exist on every x86-64.
+        #[allow(unused_unsafe)]
+        let (vendor, signature) = unsafe { (__cpuid(0), __cpuid(1)) };
+        let intel = (vendor.ebx, vendor.edx, vendor.ecx) == (0x756e_6547, 0x4965_6e69, 0x6c65_746e); // "GenuineIntel"
+        let family = (signature.eax >> 8) & 0xf;
+        let model = ((signature.eax >> 4) & 0xf) | ((signature.eax >> 12) & 0xf0);
+        intel && family == 6 && model == 0x55
+    })
+}
+
+/// [`sip13_128_each`] in `lanes`, which the CPU must run.
+fn each_in(lanes: Lanes, k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) {
     assert_eq!(items.len(), out.len(), "one output per item");
-    let done = in_lanes(k0, k1, items, out);
+    debug_assert!(lanes.runs());
+    let mut done = in_lanes(lanes, k0, k1, items, out);
+    if lanes == Lanes::Avx512 && items.len() - done >= 4 {
+        // A remainder of four to seven in four lanes.
+        let four = if Lanes::Avx2Rotate.runs() { Lanes::Avx2Rotate } else { Lanes::Avx2 };
+        done += in_lanes(four, k0, k1, &items[done..done + 4], &mut out[done..done + 4]);
+    }
     for (item, h) in items[done..].iter().zip(&mut out[done..]) {
         *h = sip13_128(k0, k1, item);
     }
 }
 
-/// The first items of `items` hashed in AVX2 lanes into `out`: eight at a
-/// time (two groups of four side by side), then four; how many (0 without
-/// AVX2).
+/// The first items of `items` hashed in `lanes` into `out`: two registers'
+/// lanes at a time side by side, then one register's; how many (0 for
+/// [`Lanes::One`]).
 #[cfg(target_arch = "x86_64")]
-fn in_lanes(k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) -> usize {
-    if items.len() < 4 || !crate::common::cpu::has_avx2() {
-        return 0;
-    }
-    for (eight, hashes) in items.chunks_exact(8).zip(out.chunks_exact_mut(8)) {
-        // SAFETY: the CPU has AVX2 (checked above).
-        unsafe { x4::hash::<2>(k0, k1, eight, hashes) };
-    }
-    let mut done = items.len() / 8 * 8;
-    if items.len() - done >= 4 {
-        // SAFETY: as above.
-        unsafe { x4::hash::<1>(k0, k1, &items[done..done + 4], &mut out[done..done + 4]) };
-        done += 4;
+fn in_lanes(lanes: Lanes, k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) -> usize {
+    let n = match lanes {
+        Lanes::One => return 0,
+        Lanes::Avx512 => 8,
+        Lanes::Avx2 | Lanes::Avx2Rotate => 4,
+    };
+    let mut done = 0;
+    while items.len() - done >= n {
+        let g = if items.len() - done >= 2 * n { 2 } else { 1 };
+        let (items, out) = (&items[done..done + g * n], &mut out[done..done + g * n]);
+        // SAFETY: the caller's `lanes` runs on this CPU.
+        unsafe {
+            match (lanes, g) {
+                (Lanes::Avx512, 2) => x4::hash_avx512::<2>(k0, k1, items, out),
+                (Lanes::Avx512, _) => x4::hash_avx512::<1>(k0, k1, items, out),
+                (Lanes::Avx2Rotate, 2) => x4::hash_avx2_rotate::<2>(k0, k1, items, out),
+                (Lanes::Avx2Rotate, _) => x4::hash_avx2_rotate::<1>(k0, k1, items, out),
+                (_, 2) => x4::hash_avx2::<2>(k0, k1, items, out),
+                (_, _) => x4::hash_avx2::<1>(k0, k1, items, out),
+            }
+        }
+        done += g * n;
     }
     done
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn in_lanes(_: u64, _: u64, _: &[&[u8]], _: &mut [u128]) -> usize {
+fn in_lanes(_: Lanes, _: u64, _: u64, _: &[&[u8]], _: &mut [u128]) -> usize {
     0
 }
 
-/// The four-lane SipHash-1-3-128. Every function here is `unsafe` for its
-/// `#[target_feature]` alone: its caller must have found AVX2
-/// (`common::cpu::has_avx2`).
+/// SipHash-1-3-128 in the lanes of vector registers. Every function here
+/// is `unsafe` for the instructions it runs: its caller must have found
+/// them ([`Lanes::get`]). The rounds are written once, over [`Vector`];
+/// each kind of register is an entry point compiled for its instructions
+/// (`#[target_feature]`), into which the rest is inlined.
 #[cfg(target_arch = "x86_64")]
 mod x4 {
     use std::arch::x86_64::*;
@@ -116,85 +236,196 @@ mod x4 {
         tail | (len as u64 & 0xff) << 56
     }
 
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    unsafe fn rotl<const L: i32, const R: i32>(x: __m256i) -> __m256i {
-        _mm256_or_si256(_mm256_slli_epi64::<L>(x), _mm256_srli_epi64::<R>(x))
+    /// `N` 64-bit lanes and what a SipRound does to them.
+    pub(super) trait Vector: Copy {
+        const N: usize;
+        unsafe fn splat(x: u64) -> Self;
+        /// The first `N` of `x`.
+        unsafe fn load(x: &[u64; 8]) -> Self;
+        unsafe fn store(self) -> [u64; 8];
+        unsafe fn add(self, o: Self) -> Self;
+        unsafe fn xor(self, o: Self) -> Self;
+        /// Each lane rotated left by `L` (`R` is `64 - L`).
+        unsafe fn rotl<const L: i32, const R: i32>(self) -> Self;
+        /// `now`'s lanes where bit `l` of `live` is set, `was`'s elsewhere.
+        unsafe fn keep(was: Self, now: Self, live: u8) -> Self;
     }
 
-    /// One SipRound on the four lanes.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    unsafe fn round(v: &mut [__m256i; 4], rot16: __m256i) {
+    /// AVX2's four lanes; `ROTATE`: AVX-512VL's `vprolq` for rotations by
+    /// 13, 17 and 21 (two shifts and an or without; 16 and 32 are byte
+    /// and word shuffles either way).
+    #[derive(Clone, Copy)]
+    pub(super) struct Avx2<const ROTATE: bool>(__m256i);
+
+    impl<const ROTATE: bool> Vector for Avx2<ROTATE> {
+        const N: usize = 4;
+        #[inline(always)]
+        unsafe fn splat(x: u64) -> Self {
+            Avx2(_mm256_set1_epi64x(x as i64))
+        }
+        #[inline(always)]
+        unsafe fn load(x: &[u64; 8]) -> Self {
+            Avx2(_mm256_loadu_si256(x.as_ptr().cast()))
+        }
+        #[inline(always)]
+        unsafe fn store(self) -> [u64; 8] {
+            let mut out = [0u64; 8];
+            _mm256_storeu_si256(out.as_mut_ptr().cast(), self.0);
+            out
+        }
+        #[inline(always)]
+        unsafe fn add(self, o: Self) -> Self {
+            Avx2(_mm256_add_epi64(self.0, o.0))
+        }
+        #[inline(always)]
+        unsafe fn xor(self, o: Self) -> Self {
+            Avx2(_mm256_xor_si256(self.0, o.0))
+        }
+        #[inline(always)]
+        unsafe fn rotl<const L: i32, const R: i32>(self) -> Self {
+            let x = self.0;
+            Avx2(if L == 32 {
+                _mm256_shuffle_epi32::<0b10_11_00_01>(x)
+            } else if L == 16 {
+                // Bytes of each 64-bit lane rotated left by 16 bits.
+                let rot16 = _mm256_setr_epi8(
+                    6, 7, 0, 1, 2, 3, 4, 5, 14, 15, 8, 9, 10, 11, 12, 13, 6, 7, 0, 1, 2, 3, 4, 5, 14, 15, 8,
+                    9, 10, 11, 12, 13,
+                );
+                _mm256_shuffle_epi8(x, rot16)
+            } else if ROTATE {
+                _mm256_rol_epi64::<L>(x)
+            } else {
+                _mm256_or_si256(_mm256_slli_epi64::<L>(x), _mm256_srli_epi64::<R>(x))
+            })
+        }
+        #[inline(always)]
+        unsafe fn keep(was: Self, now: Self, live: u8) -> Self {
+            let mask = |l: u8| if live >> l & 1 == 1 { -1 } else { 0 };
+            let live = _mm256_set_epi64x(mask(3), mask(2), mask(1), mask(0));
+            Avx2(_mm256_blendv_epi8(was.0, now.0, live))
+        }
+    }
+
+    /// AVX-512's eight lanes (AVX-512F alone: its rotations, its masks).
+    #[derive(Clone, Copy)]
+    pub(super) struct Avx512(__m512i);
+
+    impl Vector for Avx512 {
+        const N: usize = 8;
+        #[inline(always)]
+        unsafe fn splat(x: u64) -> Self {
+            Avx512(_mm512_set1_epi64(x as i64))
+        }
+        #[inline(always)]
+        unsafe fn load(x: &[u64; 8]) -> Self {
+            Avx512(_mm512_loadu_si512(x.as_ptr().cast()))
+        }
+        #[inline(always)]
+        unsafe fn store(self) -> [u64; 8] {
+            let mut out = [0u64; 8];
+            _mm512_storeu_si512(out.as_mut_ptr().cast(), self.0);
+            out
+        }
+        #[inline(always)]
+        unsafe fn add(self, o: Self) -> Self {
+            Avx512(_mm512_add_epi64(self.0, o.0))
+        }
+        #[inline(always)]
+        unsafe fn xor(self, o: Self) -> Self {
+            Avx512(_mm512_xor_si512(self.0, o.0))
+        }
+        #[inline(always)]
+        unsafe fn rotl<const L: i32, const R: i32>(self) -> Self {
+            Avx512(_mm512_rol_epi64::<L>(self.0))
+        }
+        #[inline(always)]
+        unsafe fn keep(was: Self, now: Self, live: u8) -> Self {
+            Avx512(_mm512_mask_blend_epi64(live, was.0, now.0))
+        }
+    }
+
+    /// One SipRound on the lanes.
+    #[inline(always)]
+    unsafe fn round<V: Vector>(v: &mut [V; 4]) {
         let [mut v0, mut v1, mut v2, mut v3] = *v;
-        v0 = _mm256_add_epi64(v0, v1);
-        v1 = rotl::<13, 51>(v1);
-        v1 = _mm256_xor_si256(v1, v0);
-        v0 = _mm256_shuffle_epi32::<0b10_11_00_01>(v0); // rotl 32
-        v2 = _mm256_add_epi64(v2, v3);
-        v3 = _mm256_shuffle_epi8(v3, rot16);
-        v3 = _mm256_xor_si256(v3, v2);
-        v0 = _mm256_add_epi64(v0, v3);
-        v3 = rotl::<21, 43>(v3);
-        v3 = _mm256_xor_si256(v3, v0);
-        v2 = _mm256_add_epi64(v2, v1);
-        v1 = rotl::<17, 47>(v1);
-        v1 = _mm256_xor_si256(v1, v2);
-        v2 = _mm256_shuffle_epi32::<0b10_11_00_01>(v2);
+        v0 = v0.add(v1);
+        v1 = v1.rotl::<13, 51>();
+        v1 = v1.xor(v0);
+        v0 = v0.rotl::<32, 32>();
+        v2 = v2.add(v3);
+        v3 = v3.rotl::<16, 48>();
+        v3 = v3.xor(v2);
+        v0 = v0.add(v3);
+        v3 = v3.rotl::<21, 43>();
+        v3 = v3.xor(v0);
+        v2 = v2.add(v1);
+        v1 = v1.rotl::<17, 47>();
+        v1 = v1.xor(v2);
+        v2 = v2.rotl::<32, 32>();
         *v = [v0, v1, v2, v3];
     }
 
     /// One message word per lane: SipHash-1-3's one compression round.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    unsafe fn absorb(v: &mut [__m256i; 4], m: __m256i, rot16: __m256i) {
-        v[3] = _mm256_xor_si256(v[3], m);
-        round(v, rot16);
-        v[0] = _mm256_xor_si256(v[0], m);
+    #[inline(always)]
+    unsafe fn absorb<V: Vector>(v: &mut [V; 4], m: V) {
+        v[3] = v[3].xor(m);
+        round(v);
+        v[0] = v[0].xor(m);
     }
 
-    /// The four lanes' `v0 ^ v1 ^ v2 ^ v3`.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    unsafe fn fold(v: &[__m256i; 4]) -> [u64; 4] {
-        unlanes(_mm256_xor_si256(_mm256_xor_si256(v[0], v[1]), _mm256_xor_si256(v[2], v[3])))
+    /// The lanes' `v0 ^ v1 ^ v2 ^ v3`.
+    #[inline(always)]
+    unsafe fn fold<V: Vector>(v: &[V; 4]) -> [u64; 8] {
+        v[0].xor(v[1]).xor(v[2].xor(v[3])).store()
     }
 
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    unsafe fn lanes(x: [u64; 4]) -> __m256i {
-        _mm256_set_epi64x(x[3] as i64, x[2] as i64, x[1] as i64, x[0] as i64)
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    unsafe fn unlanes(x: __m256i) -> [u64; 4] {
-        let mut out = [0u64; 4];
-        _mm256_storeu_si256(out.as_mut_ptr().cast(), x);
-        out
-    }
-
-    /// The hashes of `G` groups of four strings (`items`, `4 * G` of them)
-    /// into `out`: the groups' rounds side by side, since one group's
-    /// rounds follow each other (each round's steps depend on the last),
-    /// and two groups fill what one leaves idle.
+    /// [`hash_in`] in AVX2's lanes.
     ///
     /// # Safety
     /// The CPU must have AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn hash<const G: usize>(k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) {
-        assert!(items.len() == 4 * G && out.len() == 4 * G);
-        // Bytes of each 64-bit lane rotated left by 16 bits.
-        let rot16 = _mm256_setr_epi8(
-            6, 7, 0, 1, 2, 3, 4, 5, 14, 15, 8, 9, 10, 11, 12, 13, 6, 7, 0, 1, 2, 3, 4, 5, 14, 15, 8, 9, 10,
-            11, 12, 13,
-        );
-        let (k0, k1) = (_mm256_set1_epi64x(k0 as i64), _mm256_set1_epi64x(k1 as i64));
+    pub(super) unsafe fn hash_avx2<const G: usize>(k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) {
+        hash_in::<Avx2<false>, G>(k0, k1, items, out)
+    }
+
+    /// [`hash_in`] in AVX2's lanes, rotated by AVX-512VL.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2, AVX-512F and AVX-512VL.
+    #[target_feature(enable = "avx2,avx512f,avx512vl")]
+    pub(super) unsafe fn hash_avx2_rotate<const G: usize>(
+        k0: u64,
+        k1: u64,
+        items: &[&[u8]],
+        out: &mut [u128],
+    ) {
+        hash_in::<Avx2<true>, G>(k0, k1, items, out)
+    }
+
+    /// [`hash_in`] in AVX-512's lanes.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn hash_avx512<const G: usize>(k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) {
+        hash_in::<Avx512, G>(k0, k1, items, out)
+    }
+
+    /// The hashes of `G` groups of `V::N` strings (`items`) into `out`: the
+    /// groups' rounds side by side, since one group's rounds follow each
+    /// other (each round's steps depend on the last), and two groups fill
+    /// what one leaves idle.
+    #[inline(always)]
+    unsafe fn hash_in<V: Vector, const G: usize>(k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) {
+        let n = V::N;
+        assert!(items.len() == n * G && out.len() == n * G);
+        let (k0, k1) = (V::splat(k0), V::splat(k1));
         let mut v = [[
-            _mm256_xor_si256(k0, _mm256_set1_epi64x(0x736f_6d65_7073_6575)),
-            _mm256_xor_si256(k1, _mm256_set1_epi64x(0x646f_7261_6e64_6f6d ^ 0xee)),
-            _mm256_xor_si256(k0, _mm256_set1_epi64x(0x6c79_6765_6e65_7261)),
-            _mm256_xor_si256(k1, _mm256_set1_epi64x(0x7465_6462_7974_6573)),
+            k0.xor(V::splat(0x736f_6d65_7073_6575)),
+            k1.xor(V::splat(0x646f_7261_6e64_6f6d ^ 0xee)),
+            k0.xor(V::splat(0x6c79_6765_6e65_7261)),
+            k1.xor(V::splat(0x7465_6462_7974_6573)),
         ]; G];
         let steps = items.iter().map(|i| i.len() / 8 + 1).max().unwrap_or(1);
         // The words every lane has: loaded straight, no lane waiting.
@@ -202,56 +433,56 @@ mod x4 {
         for step in 0..common {
             let at = 8 * step;
             for (g, v) in v.iter_mut().enumerate() {
-                let mut w = [0u64; 4];
-                for (l, w) in w.iter_mut().enumerate() {
-                    *w = u64::from_le_bytes(items[4 * g + l][at..at + 8].try_into().expect("8 bytes"));
+                let mut w = [0u64; 8];
+                for (l, w) in w.iter_mut().take(n).enumerate() {
+                    *w = u64::from_le_bytes(items[n * g + l][at..at + 8].try_into().expect("8 bytes"));
                 }
-                absorb(v, lanes(w), rot16);
+                absorb(v, V::load(&w));
             }
         }
+        let all = (1u16 << n) - 1;
         for step in common..steps {
             for (g, v) in v.iter_mut().enumerate() {
-                let (mut w, mut live) = ([0u64; 4], [0u64; 4]);
-                for l in 0..4 {
-                    if let Some(x) = word(items[4 * g + l], step) {
-                        (w[l], live[l]) = (x, u64::MAX);
+                let (mut w, mut live) = ([0u64; 8], 0u16);
+                for l in 0..n {
+                    if let Some(x) = word(items[n * g + l], step) {
+                        (w[l], live) = (x, live | 1 << l);
                     }
                 }
                 let was = *v;
-                absorb(v, lanes(w), rot16);
-                if live != [u64::MAX; 4] {
+                absorb(v, V::load(&w));
+                if live != all {
                     // Lanes past their last word keep their state.
-                    let live = lanes(live);
                     for (now, was) in v.iter_mut().zip(was) {
-                        *now = _mm256_blendv_epi8(was, *now, live);
+                        *now = V::keep(was, *now, live as u8);
                     }
                 }
             }
         }
         for v in &mut v {
-            v[2] = _mm256_xor_si256(v[2], _mm256_set1_epi64x(0xee));
+            v[2] = v[2].xor(V::splat(0xee));
         }
         for _ in 0..3 {
             for v in &mut v {
-                round(v, rot16);
+                round(v);
             }
         }
-        let mut h1 = [[0u64; 4]; G];
+        let mut h1 = [[0u64; 8]; G];
         for (h1, v) in h1.iter_mut().zip(&v) {
             *h1 = fold(v);
         }
         for v in &mut v {
-            v[1] = _mm256_xor_si256(v[1], _mm256_set1_epi64x(0xdd));
+            v[1] = v[1].xor(V::splat(0xdd));
         }
         for _ in 0..3 {
             for v in &mut v {
-                round(v, rot16);
+                round(v);
             }
         }
         for (g, v) in v.iter().enumerate() {
             let h2 = fold(v);
-            for l in 0..4 {
-                out[4 * g + l] = u128::from(h1[g][l]) | u128::from(h2[l]) << 64;
+            for l in 0..n {
+                out[n * g + l] = u128::from(h1[g][l]) | u128::from(h2[l]) << 64;
             }
         }
     }
@@ -262,41 +493,55 @@ mod tests {
     use super::*;
 
     /// Every length from 0 to 40 in every lane, beside strings of other
-    /// lengths (so that lanes wait for each other), in groups of eight, of
-    /// four and alone, under a few keys: the crate's answer each time.
+    /// lengths (so that lanes wait for each other), in batches of every
+    /// size from 1 to 40 (two registers side by side, one, four lanes
+    /// after eight, the rest alone), under a few keys, in every kind of
+    /// lanes this CPU runs: the crate's answer each time.
     #[test]
     fn many_at_once_is_the_crate_bit_for_bit() {
         let bytes: Vec<u8> = (0..200u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let kinds: Vec<Lanes> = Lanes::ALL.into_iter().filter(|l| l.runs()).collect();
+        assert!(kinds.contains(&Lanes::get()), "{:?} among {kinds:?}", Lanes::get());
         for (k0, k1) in [(0, 0), (1, 2), (0x0706_0504_0302_0100, 0x0f0e_0d0c_0b0a_0908), (u64::MAX, 7)] {
             for a in 0..=40usize {
                 for b in [0, 1, 7, 8, 9, 17, 40, 64, 120] {
-                    let items: Vec<&[u8]> = vec![
+                    let four: [&[u8]; 4] = [
                         &bytes[..a],
                         &bytes[3..3 + b],
                         &bytes[50..50 + (a + b) % 33],
                         &bytes[100..100 + b / 2],
                     ];
-                    for rotate in 0..4 {
-                        // Eight (two groups side by side), four, then one
-                        // more hashed alone.
-                        let mut items = items.clone();
-                        items.rotate_left(rotate);
-                        items.extend(items.clone().iter().rev());
-                        items.extend([&bytes[7..7 + a], &bytes[..b], &bytes[9..9 + a / 2], &bytes[..a + 1]]);
-                        items.push(&bytes[..a % 5]);
-                        let mut out = vec![0u128; items.len()];
-                        sip13_128_each(k0, k1, &items, &mut out);
-                        for (item, h) in items.iter().zip(&out) {
+                    let items: Vec<&[u8]> =
+                        (0..40).map(|i| four[(i + a) % 4].get(i % 3..).unwrap_or(&[])).collect();
+                    let expected: Vec<u128> = items.iter().map(|item| sip13_128(k0, k1, item)).collect();
+                    for &lanes in &kinds {
+                        for n in 1..=items.len() {
+                            let mut out = vec![0u128; n];
+                            each_in(lanes, k0, k1, &items[..n], &mut out);
                             assert_eq!(
-                                *h,
-                                sip13_128(k0, k1, item),
-                                "{} bytes, keys {k0:x} {k1:x}",
-                                item.len()
+                                out,
+                                expected[..n],
+                                "{lanes:?}, {n} items of {a} and {b} bytes, keys {k0:x} {k1:x}"
                             );
                         }
                     }
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_environment_asks_for_less_never_more() {
+        let best = Lanes::chosen(None);
+        assert!(best.runs() && Lanes::ALL.iter().all(|l| !l.runs() || *l <= best));
+        assert_eq!(Lanes::chosen(Some("more")), best);
+        for l in Lanes::ALL {
+            let got = Lanes::chosen(Some(l.name()));
+            assert!(got <= l && got.runs(), "{l:?} asked, {got:?} chosen");
+            if l.runs() {
+                assert_eq!(got, l);
+            }
+        }
+        assert_eq!(Lanes::chosen(Some("one")), Lanes::One);
     }
 }

@@ -25,7 +25,9 @@ pub const FAMILY: Family = Family {
 /// the current secret's id (what `XF.RESERVE ... KEYID` and every format
 /// carry; `none` before the first filter) and how many secrets it holds;
 /// then the bit instructions lookups run on (`portable`, `popcnt` or
-/// `pdep`: the CPU's, or what `BLOOMKIT_XF_KERNEL` asked for).
+/// `pdep`: the CPU's, or what `BLOOMKIT_XF_KERNEL` asked for) and the
+/// vector lanes batches hash in (`one`, `avx2`, `avx2-rotate` or
+/// `avx512`: the CPU's, or what `BLOOMKIT_SIP_LANES` asked for).
 fn info(ctx: *mut redis_module::raw::RedisModuleInfoCtx) {
     counters::COUNTERS.write_info(ctx);
     let (current, held) = secret::summary();
@@ -33,6 +35,7 @@ fn info(ctx: *mut redis_module::raw::RedisModuleInfoCtx) {
     crate::stats::add_text(ctx, c"xf_secret_id", &id);
     crate::stats::add_field(ctx, c"xf_secrets", held as u64);
     crate::stats::add_text(ctx, c"xf_kernel", bloomkit_core::xf::Kernel::get().name());
+    crate::stats::add_text(ctx, c"xf_hash_lanes", bloomkit_core::common::sip4::Lanes::get().name());
 }
 
 /// bloomkit's own commands: XF.* came with 0.1.0 (encoding 0), add-if-absent

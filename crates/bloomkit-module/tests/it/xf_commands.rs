@@ -21,8 +21,11 @@ fn commands_answer_and_refuse(server: Server) {
     answers(&mut c);
     refusals(&mut c);
     limits(&mut c);
-    // The server runs on this CPU with this environment: the same kernel.
+    // The server runs on this CPU with this environment: the same kernel
+    // and the same lanes.
     assert_eq!(c.info_field("bf", "bf_xf_kernel"), bloomkit_core::xf::Kernel::get().name(), "{server:?}");
+    let lanes = bloomkit_core::common::sip4::Lanes::get();
+    assert_eq!(c.info_field("bf", "bf_xf_hash_lanes"), lanes.name(), "{server:?}");
 }
 
 /// `XF.RESERVE {args}` with the pinned SEED: the keys whose answers are
