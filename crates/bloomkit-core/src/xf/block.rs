@@ -343,6 +343,10 @@ impl Layout {
         // 0 only in an empty stand-in, whose runs are empty: two shifts,
         // so that no shift is by 64).
         let first = (rest >> 1) >> (63 - w);
+        let len = run.end - run.start;
+        if u64::from(len) * w <= 56 {
+            return self.scan_few(words, run.start, len, first);
+        }
         let mut pos = self.fields_at + u64::from(run.start) * w;
         let end = self.fields_at + u64::from(run.end) * w;
         if self.uniform {
@@ -365,6 +369,39 @@ impl Layout {
             pos += w;
         }
         false
+    }
+
+    /// [`Layout::scan`] of a run whose fields fit in 56 bits (all but the
+    /// rare run of a crowded quotient or of long fingerprints): one read,
+    /// and every field tested at once, as lanes of one word, with no
+    /// branch. Whether an entry matches and where in its run is the item's
+    /// draw, so a scan that stops at its match mispredicts about once a
+    /// lookup. Without (with the start's select below): batches of 100
+    /// hits on a cache-resident filter (100,000 items, 1%) 26.8 -> 21.6 ns
+    /// an item with the hash, misses 24.1 -> 21.3; at 4M items 6-7%; six
+    /// fewer instructions a hit (444 -> 438 at 200,000 items). An early
+    /// version that tested four fields in a loop, masked, took 31 more.
+    ///
+    /// Lane `j` is field `j`, `w` bits. A uniform block's field matches
+    /// when it equals `first`; any other's when its bits above its stop
+    /// bit (its lowest one) are `first`'s: `v ^ (v - 1)` is the stop bit
+    /// and the zeros below it, which every field has, so no lane borrows
+    /// from the next. A lane of `bad` is zero where its field matches, and
+    /// `(x - ones) & !x & highs` is not zero exactly when some lane of `x`
+    /// is (the lowest zero lane borrows into its own top bit; no lane
+    /// borrows otherwise, and a lane whose top bit `x - 1` sets had it set).
+    #[inline(always)]
+    fn scan_few(&self, words: &[u64], start: u32, len: u32, first: u64) -> bool {
+        let w = self.w;
+        debug_assert!(len * w <= 56 && w <= MAX_F + 1);
+        // The lanes of the run's fields; past them, the next run's or
+        // zeros, which no lane of the run borrows from or tests.
+        let fields = get_short(words, self.fields_at + u64::from(start) * u64::from(w), 56);
+        let ones = LANE_ONES[w as usize] & ((1u64 << (len * w)) - 1);
+        let highs = ones << (w.max(1) - 1);
+        let low = if self.uniform { 0 } else { fields ^ fields.wrapping_sub(ones) };
+        let bad = (fields ^ first.wrapping_mul(ones)) & !low;
+        bad.wrapping_sub(ones) & !bad & highs != 0
     }
 
     /// Entry `i` (of `quotient`) of a block's words.
@@ -2301,6 +2338,24 @@ pub const FOLD_AT: u32 = 5;
 /// whole for every lookup (22 us a lookup at 16,000 entries).
 const LONG_RUN: usize = 32;
 
+/// For a field width `w`, a one at the bottom of each `w`-bit lane of a
+/// 56-bit word ([`Layout::scan_few`]).
+static LANE_ONES: [u64; 64] = lane_ones();
+
+const fn lane_ones() -> [u64; 64] {
+    let mut table = [0u64; 64];
+    let mut w = 1;
+    while w < 64 {
+        let mut at = 0;
+        while at + w <= 56 {
+            table[w] |= 1 << at;
+            at += w;
+        }
+        w += 1;
+    }
+    table
+}
+
 /// A long run's entries by bisection: they are sorted by `(fingerprint
 /// zero-padded, f)`, [`Long::key`].
 struct Long<'a> {
@@ -2769,7 +2824,10 @@ fn run_in<const PDEP: bool>(
     // pass: the one they look for is there when the count says so.
     let window = get_short(words, from, 57);
     if runs + u32::from(occupied) <= window.count_ones() {
-        let start = if runs == 0 { 0 } else { select::<PDEP>(window, runs - 1) + 1 };
+        // One past the runend before (the `runs - 1`-th): the `runs`-th
+        // one of the window moved up a bit over a one at bit 0, which is
+        // the first run's start (no branch on which run it is).
+        let start = select::<PDEP>(window << 1 | 1, runs);
         let end = if occupied { select::<PDEP>(window, runs) + 1 } else { start };
         return before + start..before + end;
     }
