@@ -57,7 +57,7 @@ pub fn sip13_128(k0: u64, k1: u64, item: &[u8]) -> u128 {
 /// vector lanes the CPU has ([`Lanes::get`]): sixteen at a time with
 /// AVX-512, eight with AVX2, then fewer.
 #[inline]
-pub fn sip13_128_each(k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) {
+pub fn sip13_128_each<T: From<u128>>(k0: u64, k1: u64, items: &[&[u8]], out: &mut [T]) {
     each_in(Lanes::get(), k0, k1, items, out);
 }
 
@@ -145,7 +145,7 @@ fn wide_lowers_clock() -> bool {
 }
 
 /// [`sip13_128_each`] in `lanes`, which the CPU must run.
-fn each_in(lanes: Lanes, k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) {
+fn each_in<T: From<u128>>(lanes: Lanes, k0: u64, k1: u64, items: &[&[u8]], out: &mut [T]) {
     assert_eq!(items.len(), out.len(), "one output per item");
     debug_assert!(lanes.runs());
     let mut done = in_lanes(lanes, k0, k1, items, out);
@@ -155,7 +155,7 @@ fn each_in(lanes: Lanes, k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) {
         done += in_lanes(four, k0, k1, &items[done..done + 4], &mut out[done..done + 4]);
     }
     for (item, h) in items[done..].iter().zip(&mut out[done..]) {
-        *h = sip13_128(k0, k1, item);
+        *h = T::from(sip13_128(k0, k1, item));
     }
 }
 
@@ -163,7 +163,7 @@ fn each_in(lanes: Lanes, k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) {
 /// lanes at a time side by side, then one register's; how many (0 for
 /// [`Lanes::One`]).
 #[cfg(target_arch = "x86_64")]
-fn in_lanes(lanes: Lanes, k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) -> usize {
+fn in_lanes<T: From<u128>>(lanes: Lanes, k0: u64, k1: u64, items: &[&[u8]], out: &mut [T]) -> usize {
     let n = match lanes {
         Lanes::One => return 0,
         Lanes::Avx512 => 8,
@@ -176,12 +176,12 @@ fn in_lanes(lanes: Lanes, k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) -
         // SAFETY: the caller's `lanes` runs on this CPU.
         unsafe {
             match (lanes, g) {
-                (Lanes::Avx512, 2) => x4::hash_avx512::<2>(k0, k1, items, out),
-                (Lanes::Avx512, _) => x4::hash_avx512::<1>(k0, k1, items, out),
-                (Lanes::Avx2Rotate, 2) => x4::hash_avx2_rotate::<2>(k0, k1, items, out),
-                (Lanes::Avx2Rotate, _) => x4::hash_avx2_rotate::<1>(k0, k1, items, out),
-                (_, 2) => x4::hash_avx2::<2>(k0, k1, items, out),
-                (_, _) => x4::hash_avx2::<1>(k0, k1, items, out),
+                (Lanes::Avx512, 2) => x4::hash_avx512::<2, T>(k0, k1, items, out),
+                (Lanes::Avx512, _) => x4::hash_avx512::<1, T>(k0, k1, items, out),
+                (Lanes::Avx2Rotate, 2) => x4::hash_avx2_rotate::<2, T>(k0, k1, items, out),
+                (Lanes::Avx2Rotate, _) => x4::hash_avx2_rotate::<1, T>(k0, k1, items, out),
+                (_, 2) => x4::hash_avx2::<2, T>(k0, k1, items, out),
+                (_, _) => x4::hash_avx2::<1, T>(k0, k1, items, out),
             }
         }
         done += g * n;
@@ -190,7 +190,7 @@ fn in_lanes(lanes: Lanes, k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) -
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn in_lanes(_: Lanes, _: u64, _: u64, _: &[&[u8]], _: &mut [u128]) -> usize {
+fn in_lanes<T>(_: Lanes, _: u64, _: u64, _: &[&[u8]], _: &mut [T]) -> usize {
     0
 }
 
@@ -385,8 +385,13 @@ mod x4 {
     /// # Safety
     /// The CPU must have AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn hash_avx2<const G: usize>(k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) {
-        hash_in::<Avx2<false>, G>(k0, k1, items, out)
+    pub(super) unsafe fn hash_avx2<const G: usize, T: From<u128>>(
+        k0: u64,
+        k1: u64,
+        items: &[&[u8]],
+        out: &mut [T],
+    ) {
+        hash_in::<Avx2<false>, G, T>(k0, k1, items, out)
     }
 
     /// [`hash_in`] in AVX2's lanes, rotated by AVX-512VL.
@@ -394,13 +399,13 @@ mod x4 {
     /// # Safety
     /// The CPU must have AVX2, AVX-512F and AVX-512VL.
     #[target_feature(enable = "avx2,avx512f,avx512vl")]
-    pub(super) unsafe fn hash_avx2_rotate<const G: usize>(
+    pub(super) unsafe fn hash_avx2_rotate<const G: usize, T: From<u128>>(
         k0: u64,
         k1: u64,
         items: &[&[u8]],
-        out: &mut [u128],
+        out: &mut [T],
     ) {
-        hash_in::<Avx2<true>, G>(k0, k1, items, out)
+        hash_in::<Avx2<true>, G, T>(k0, k1, items, out)
     }
 
     /// [`hash_in`] in AVX-512's lanes.
@@ -408,8 +413,13 @@ mod x4 {
     /// # Safety
     /// The CPU must have AVX-512F.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn hash_avx512<const G: usize>(k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) {
-        hash_in::<Avx512, G>(k0, k1, items, out)
+    pub(super) unsafe fn hash_avx512<const G: usize, T: From<u128>>(
+        k0: u64,
+        k1: u64,
+        items: &[&[u8]],
+        out: &mut [T],
+    ) {
+        hash_in::<Avx512, G, T>(k0, k1, items, out)
     }
 
     /// The hashes of `G` groups of `V::N` strings (`items`) into `out`: the
@@ -417,7 +427,12 @@ mod x4 {
     /// other (each round's steps depend on the last), and two groups fill
     /// what one leaves idle.
     #[inline(always)]
-    unsafe fn hash_in<V: Vector, const G: usize>(k0: u64, k1: u64, items: &[&[u8]], out: &mut [u128]) {
+    unsafe fn hash_in<V: Vector, const G: usize, T: From<u128>>(
+        k0: u64,
+        k1: u64,
+        items: &[&[u8]],
+        out: &mut [T],
+    ) {
         let n = V::N;
         assert!(items.len() == n * G && out.len() == n * G);
         let (k0, k1) = (V::splat(k0), V::splat(k1));
@@ -482,7 +497,7 @@ mod x4 {
         for (g, v) in v.iter().enumerate() {
             let h2 = fold(v);
             for l in 0..n {
-                out[n * g + l] = u128::from(h1[g][l]) | u128::from(h2[l]) << 64;
+                out[n * g + l] = T::from(u128::from(h1[g][l]) | u128::from(h2[l]) << 64);
             }
         }
     }

@@ -515,7 +515,6 @@ impl Hashing {
         mut each: impl FnMut(usize, &'t [T], &[XfHash]) -> Result<(), E>,
     ) -> Result<(), E> {
         let mut hashes = [XfHash(0); HASHED_AT_ONCE];
-        let mut raw = [0u128; HASHED_AT_ONCE];
         let mut strings: [&[u8]; HASHED_AT_ONCE] = [&[]; HASHED_AT_ONCE];
         for (c, chunk) in items.chunks(HASHED_AT_ONCE).enumerate() {
             let n = chunk.len();
@@ -530,10 +529,7 @@ impl Hashing {
                 for (s, item) in strings.iter_mut().zip(chunk) {
                     *s = bytes(item);
                 }
-                sip13_128_each(k0, k1, &strings[..n], &mut raw[..n]);
-                for (h, &r) in hashes.iter_mut().zip(&raw[..n]) {
-                    *h = XfHash(r);
-                }
+                sip13_128_each(k0, k1, &strings[..n], &mut hashes[..n]);
             }
             each(c * HASHED_AT_ONCE, chunk, &hashes[..n])?;
         }
@@ -560,6 +556,12 @@ pub struct Added {
 /// address (`XfFilter::hash`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct XfHash(pub u128);
+
+impl From<u128> for XfHash {
+    fn from(h: u128) -> XfHash {
+        XfHash(h)
+    }
+}
 
 /// What `XF.INFO` reports.
 #[derive(Clone, Debug, PartialEq)]
