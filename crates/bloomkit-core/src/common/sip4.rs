@@ -147,7 +147,8 @@ fn wide_lowers_clock() -> bool {
 /// [`sip13_128_each`] in `lanes`, which the CPU must run.
 fn each_in<T: From<u128>>(lanes: Lanes, k0: u64, k1: u64, items: &[&[u8]], out: &mut [T]) {
     assert_eq!(items.len(), out.len(), "one output per item");
-    debug_assert!(lanes.runs());
+    // What makes the lanes' `unsafe` calls sound (a few loads a batch).
+    assert!(lanes.runs(), "{lanes:?} asked of a CPU that does not run it");
     let mut done = in_lanes(lanes, k0, k1, items, out);
     if lanes == Lanes::Avx512 && items.len() - done >= 4 {
         // A remainder of four to seven in four lanes.
@@ -173,15 +174,16 @@ fn in_lanes<T: From<u128>>(lanes: Lanes, k0: u64, k1: u64, items: &[&[u8]], out:
     while items.len() - done >= n {
         let g = if items.len() - done >= 2 * n { 2 } else { 1 };
         let (items, out) = (&items[done..done + g * n], &mut out[done..done + g * n]);
-        // SAFETY: the caller's `lanes` runs on this CPU.
+        // SAFETY: `lanes` runs on this CPU (`each_in` checked it), and
+        // with AVX-512 so does AVX2 (`Lanes::runs`).
         unsafe {
             match (lanes, g) {
-                (Lanes::Avx512, 2) => x4::hash_avx512::<2, T>(k0, k1, items, out),
-                (Lanes::Avx512, _) => x4::hash_avx512::<1, T>(k0, k1, items, out),
-                (Lanes::Avx2Rotate, 2) => x4::hash_avx2_rotate::<2, T>(k0, k1, items, out),
-                (Lanes::Avx2Rotate, _) => x4::hash_avx2_rotate::<1, T>(k0, k1, items, out),
-                (_, 2) => x4::hash_avx2::<2, T>(k0, k1, items, out),
-                (_, _) => x4::hash_avx2::<1, T>(k0, k1, items, out),
+                (Lanes::Avx512, 2) => simd::hash_avx512::<2, T>(k0, k1, items, out),
+                (Lanes::Avx512, _) => simd::hash_avx512::<1, T>(k0, k1, items, out),
+                (Lanes::Avx2Rotate, 2) => simd::hash_avx2_rotate::<2, T>(k0, k1, items, out),
+                (Lanes::Avx2Rotate, _) => simd::hash_avx2_rotate::<1, T>(k0, k1, items, out),
+                (_, 2) => simd::hash_avx2::<2, T>(k0, k1, items, out),
+                (_, _) => simd::hash_avx2::<1, T>(k0, k1, items, out),
             }
         }
         done += g * n;
@@ -200,7 +202,7 @@ fn in_lanes<T>(_: Lanes, _: u64, _: u64, _: &[&[u8]], _: &mut [T]) -> usize {
 /// each kind of register is an entry point compiled for its instructions
 /// (`#[target_feature]`), into which the rest is inlined.
 #[cfg(target_arch = "x86_64")]
-mod x4 {
+mod simd {
     use std::arch::x86_64::*;
 
     /// The message word each lane absorbs at `step`: its `step`-th 8 bytes
