@@ -71,7 +71,7 @@ def measure_size(items, adds_per_round, rounds, module, redisbloom):
         # filter the first rounds after a fill ran 1.3-1.6x slower than the
         # later ones (98M items, every build alike), which five rounds do
         # not average away.
-        for name, s in servers.items():
+        for s in servers.values():
             prefix = "XF" if s is xf else "BF"
             benchmark(s, "%s.MEXISTS k %s" % (prefix, " ".join(["{item}"] * 100)), requests, 1, clients=1,
                       rand_range=items, prefix="fill:", seed=699)

@@ -16,8 +16,8 @@
 //! no faster). AVX-512 rotates a lane in one instruction (`vprolq`, three
 //! of a round's five rotations were two shifts and an or) and holds eight
 //! lanes: on an Intel Xeon with AVX-512, 17-byte items 7.3 ns each in
-//! AVX2's lanes, 6.4 with AVX-512's rotation on them, 5.2 in AVX-512's
-//! eight (8 bytes 6.1 -> 4.2, 40 bytes 8.6 -> 6.2; the crate alone 13.4).
+//! AVX2's lanes, 5.2 in AVX-512's eight (8 bytes 6.1 -> 4.2, 40 bytes 8.6
+//! -> 6.2; the crate alone 13.4).
 //! The keyed PRF stays: this is the same function, checked against the
 //! crate on every length to 40 bytes (and longer ones to 120), batches
 //! of every size to 40 and mixes of lengths in every lane, in every kind
@@ -39,7 +39,9 @@
 //! Eight lanes are 512-bit instructions, which the first Xeons with
 //! AVX-512 (Skylake-SP to Cooper Lake) pay for by lowering the core's
 //! clock for a while after, every command on that core with it: those
-//! get AVX-512's rotation on AVX2's four lanes, which keeps the clock.
+//! keep AVX2's four lanes. (AVX-512's rotation on AVX2's registers, 6.4
+//! ns for 17 bytes, was not kept for them: compiled with AVX-512's
+//! features, the compiler wrote its outputs with 512-bit stores anyway.)
 
 use siphasher::sip128::{Hasher128, SipHasher13};
 use std::hash::Hasher;
@@ -61,26 +63,23 @@ pub fn sip13_128_each<T: From<u128>>(k0: u64, k1: u64, items: &[&[u8]], out: &mu
     each_in(Lanes::get(), k0, k1, items, out);
 }
 
-/// How many lanes the CPU hashes in, and with which instructions: AVX2's
-/// four (with AVX-512VL's rotations where it has them), or AVX-512's eight.
+/// How many lanes the CPU hashes in: AVX2's four or AVX-512's eight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Lanes {
     /// One item at a time (no AVX2, or not x86-64).
     One,
     /// Four lanes of AVX2; a rotation is two shifts and an or.
     Avx2,
-    /// Four lanes, a rotation one `vprolq` (AVX-512VL).
-    Avx2Rotate,
-    /// Eight lanes of AVX-512.
+    /// Eight lanes of AVX-512; a rotation is one `vprolq`.
     Avx512,
 }
 
 impl Lanes {
     /// Every kind, from least to most.
-    pub const ALL: [Lanes; 4] = [Lanes::One, Lanes::Avx2, Lanes::Avx2Rotate, Lanes::Avx512];
+    pub const ALL: [Lanes; 3] = [Lanes::One, Lanes::Avx2, Lanes::Avx512];
 
-    /// The most this CPU runs, less what `BLOOMKIT_SIP_LANES` (`one`,
-    /// `avx2`, `avx2-rotate`) asks to go without (for benchmarks: every
+    /// The most this CPU runs, less what `BLOOMKIT_SIP_LANES` (`one` or
+    /// `avx2`) asks to go without (for benchmarks: every
     /// kind gives the same hashes); decided on the first call.
     #[inline]
     pub fn get() -> Lanes {
@@ -100,7 +99,6 @@ impl Lanes {
         match self {
             Lanes::One => "one",
             Lanes::Avx2 => "avx2",
-            Lanes::Avx2Rotate => "avx2-rotate",
             Lanes::Avx512 => "avx512",
         }
     }
@@ -115,7 +113,6 @@ impl Lanes {
             match self {
                 Lanes::One => true,
                 Lanes::Avx2 => avx2,
-                Lanes::Avx2Rotate => avx2 && has!("avx512f") && has!("avx512vl"),
                 Lanes::Avx512 => avx2 && has!("avx512f") && !wide_lowers_clock(),
             }
         }
@@ -152,8 +149,7 @@ fn each_in<T: From<u128>>(lanes: Lanes, k0: u64, k1: u64, items: &[&[u8]], out: 
     let mut done = in_lanes(lanes, k0, k1, items, out);
     if lanes == Lanes::Avx512 && items.len() - done >= 4 {
         // A remainder of four to seven in four lanes.
-        let four = if Lanes::Avx2Rotate.runs() { Lanes::Avx2Rotate } else { Lanes::Avx2 };
-        done += in_lanes(four, k0, k1, &items[done..done + 4], &mut out[done..done + 4]);
+        done += in_lanes(Lanes::Avx2, k0, k1, &items[done..done + 4], &mut out[done..done + 4]);
     }
     for (item, h) in items[done..].iter().zip(&mut out[done..]) {
         *h = T::from(sip13_128(k0, k1, item));
@@ -168,7 +164,7 @@ fn in_lanes<T: From<u128>>(lanes: Lanes, k0: u64, k1: u64, items: &[&[u8]], out:
     let n = match lanes {
         Lanes::One => return 0,
         Lanes::Avx512 => 8,
-        Lanes::Avx2 | Lanes::Avx2Rotate => 4,
+        Lanes::Avx2 => 4,
     };
     let mut done = 0;
     while items.len() - done >= n {
@@ -180,8 +176,6 @@ fn in_lanes<T: From<u128>>(lanes: Lanes, k0: u64, k1: u64, items: &[&[u8]], out:
             match (lanes, g) {
                 (Lanes::Avx512, 2) => simd::hash_avx512::<2, T>(k0, k1, items, out),
                 (Lanes::Avx512, _) => simd::hash_avx512::<1, T>(k0, k1, items, out),
-                (Lanes::Avx2Rotate, 2) => simd::hash_avx2_rotate::<2, T>(k0, k1, items, out),
-                (Lanes::Avx2Rotate, _) => simd::hash_avx2_rotate::<1, T>(k0, k1, items, out),
                 (_, 2) => simd::hash_avx2::<2, T>(k0, k1, items, out),
                 (_, _) => simd::hash_avx2::<1, T>(k0, k1, items, out),
             }
@@ -198,7 +192,7 @@ fn in_lanes<T>(_: Lanes, _: u64, _: u64, _: &[&[u8]], _: &mut [T]) -> usize {
 
 /// SipHash-1-3-128 in the lanes of vector registers. Every function here
 /// is `unsafe` for the instructions it runs: its caller must have found
-/// them ([`Lanes::get`]). The rounds are written once, over [`Vector`];
+/// them ([`Lanes::runs`]). The rounds are written once, over [`Vector`];
 /// each kind of register is an entry point compiled for its instructions
 /// (`#[target_feature]`), into which the rest is inlined.
 #[cfg(target_arch = "x86_64")]
@@ -253,13 +247,12 @@ mod simd {
         unsafe fn keep(was: Self, now: Self, live: u8) -> Self;
     }
 
-    /// AVX2's four lanes; `ROTATE`: AVX-512VL's `vprolq` for rotations by
-    /// 13, 17 and 21 (two shifts and an or without; 16 and 32 are byte
-    /// and word shuffles either way).
+    /// AVX2's four lanes: a rotation by 16 or 32 is a byte or word
+    /// shuffle, any other two shifts and an or.
     #[derive(Clone, Copy)]
-    pub(super) struct Avx2<const ROTATE: bool>(__m256i);
+    pub(super) struct Avx2(__m256i);
 
-    impl<const ROTATE: bool> Vector for Avx2<ROTATE> {
+    impl Vector for Avx2 {
         const N: usize = 4;
         #[inline(always)]
         unsafe fn splat(x: u64) -> Self {
@@ -295,8 +288,6 @@ mod simd {
                     9, 10, 11, 12, 13,
                 );
                 _mm256_shuffle_epi8(x, rot16)
-            } else if ROTATE {
-                _mm256_rol_epi64::<L>(x)
             } else {
                 _mm256_or_si256(_mm256_slli_epi64::<L>(x), _mm256_srli_epi64::<R>(x))
             })
@@ -393,21 +384,7 @@ mod simd {
         items: &[&[u8]],
         out: &mut [T],
     ) {
-        hash_in::<Avx2<false>, G, T>(k0, k1, items, out)
-    }
-
-    /// [`hash_in`] in AVX2's lanes, rotated by AVX-512VL.
-    ///
-    /// # Safety
-    /// The CPU must have AVX2, AVX-512F and AVX-512VL.
-    #[target_feature(enable = "avx2,avx512f,avx512vl")]
-    pub(super) unsafe fn hash_avx2_rotate<const G: usize, T: From<u128>>(
-        k0: u64,
-        k1: u64,
-        items: &[&[u8]],
-        out: &mut [T],
-    ) {
-        hash_in::<Avx2<true>, G, T>(k0, k1, items, out)
+        hash_in::<Avx2, G, T>(k0, k1, items, out)
     }
 
     /// [`hash_in`] in AVX-512's lanes.

@@ -378,7 +378,8 @@ impl Layout {
     /// draw, so a scan that stops at its match mispredicts about once a
     /// lookup. Without (with the start's select below): batches of 100
     /// hits on a cache-resident filter (100,000 items, 1%) 26.8 -> 21.6 ns
-    /// an item with the hash, misses 24.1 -> 21.3; at 4M items 6-7%; six
+    /// an item with the hash, misses 24.1 -> 21.3 (`DESIGN-NEXT.md` 4.11,
+    /// which adds the next two steps); at 4M items 6-8%; six
     /// fewer instructions a hit (444 -> 438 at 200,000 items). An early
     /// version that tested four fields in a loop, masked, took 31 more.
     ///
@@ -2716,8 +2717,8 @@ fn prefetched_run<const PDEP: bool>(words: &[u64], layout: &Layout, quotient: u3
 fn group_of(words: &[u64], layout: &Layout, quotient: u32) -> (u32, u32) {
     if layout.indexed {
         // No branch on the first group, which has no entry (a branch
-        // taken for one quotient in eight, at random): its read is the
-        // entry before the index's, masked off.
+        // taken for one quotient in eight, at random): it reads the
+        // index's first entry (group 1's) and masks it off.
         let g = quotient / GROUP;
         let first = u32::from(g == 0);
         let before = index_entry(words, layout.index_at + 16 * u64::from(g + first - 1));
@@ -3150,6 +3151,71 @@ pub(super) mod tests {
             assert_eq!(b.contains(quotient, rest), found, "{at} quotient {quotient}");
             assert_eq!(b.run(quotient), want, "{at} quotient {quotient}");
         }
+    }
+
+    /// A run's fields tested as lanes of one word (`Layout::scan_few`) and
+    /// one by one (past 56 bits) answer as the model does, at every width
+    /// of both kinds of block: uniform (every field its fingerprint) and
+    /// not (fingerprint, stop bit, zeros; voids among them), runs of every
+    /// length to two past what fits in 56 bits, with copies, between runs
+    /// of other quotients; hits, near misses (one bit turned) and any bits,
+    /// in every kernel the CPU runs.
+    #[test]
+    fn runs_of_every_width_answer_as_the_model() {
+        let mut r = Rng(56);
+        let mut laned = 0;
+        for (w, uniform) in (1..=MAX_F + 1).flat_map(|w| [(w, false), (w, true)]) {
+            if uniform && w > MAX_F {
+                continue;
+            }
+            for len in 0..=(56 / w + 2).min(14) {
+                let entry = |r: &mut Rng, quotient: u32, f: u32| Entry {
+                    quotient,
+                    f,
+                    fp: if f == 0 { 0 } else { r.next() >> (64 - f) },
+                };
+                let length = |r: &mut Rng| match (uniform, r.next() % 4) {
+                    (true, _) => w,
+                    (false, 0) => (r.next() % u64::from(w)) as u32,
+                    (false, _) => w - 1,
+                };
+                let mut run: Vec<Entry> = (0..len)
+                    .map(|_| {
+                        let f = length(&mut r);
+                        entry(&mut r, 9, f)
+                    })
+                    .collect();
+                if len >= 3 {
+                    run[2] = run[0];
+                }
+                // Neighbours that fix the shape: the widest length, and
+                // (not uniform) a void beside it.
+                let mut all = run.clone();
+                all.push(entry(&mut r, 8, if uniform { w } else { w - 1 }));
+                all.push(entry(&mut r, 10, if uniform { w } else { 0 }));
+                let b = Block::build(6, 0, &mut all, 0).unwrap();
+                assert_eq!((b.meta().w, b.meta().uniform), (w, uniform), "w {w}, {len} entries");
+                laned += usize::from(len * w <= 56 && len > 0);
+                for _ in 0..30 {
+                    let rest = match (run.get((r.next() % u64::from(len.max(1))) as usize), r.next() % 3) {
+                        (Some(e), 0) => padded(e.f, e.fp) | r.next() >> e.f.max(1),
+                        (Some(e), 1) if e.f > 0 => {
+                            (padded(e.f, e.fp) | r.next() >> e.f) ^ 1 << (63 - r.next() % u64::from(e.f))
+                        }
+                        _ => r.next(),
+                    };
+                    let found = run.iter().any(|e| e.matches(rest));
+                    let at = format!("w {w}, uniform {uniform}, {len} entries, rest {rest:x}");
+                    for k in runnable_kernels() {
+                        // SAFETY: the CPU has the kernel's instructions.
+                        let (got, _) = unsafe { probe_as(&b.words, k, 9, rest) };
+                        assert_eq!(got, found, "{k:?} {at}");
+                    }
+                    assert_eq!(b.contains(9, rest), found, "{at}");
+                }
+            }
+        }
+        assert!(laned > 300, "runs tested as lanes: {laned}");
     }
 
     /// Every kernel the CPU runs (`kernel.rs`) finds the runs and answers

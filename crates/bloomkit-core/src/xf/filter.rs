@@ -523,8 +523,9 @@ impl Hashing {
                     *h = self.hash(bytes(item));
                 }
             } else {
-                // Keyed: SipHash-1-3 of eight items at once (`common::sip4`:
-                // the same hashes as `hash`, checked there bit for bit).
+                // Keyed: SipHash-1-3 of many items at once in vector lanes
+                // (`common::sip4`: the same hashes as `hash`, checked there
+                // bit for bit).
                 let [k0, k1] = self.sip_key();
                 for (s, item) in strings.iter_mut().zip(chunk) {
                     *s = bytes(item);
@@ -2281,10 +2282,10 @@ mod tests {
         }
     }
 
-    /// A batch's hashes (`hash_chunks`: keyed ones eight at a time, in
-    /// AVX2 where the CPU has it) are `hash`'s, item by item, in order, for
-    /// every hashing: chunks of 64 and a remainder, items of every length
-    /// from 0 to 70 bytes mixed in each group of four.
+    /// A batch's hashes (`hash_chunks`: keyed ones in the vector lanes
+    /// the CPU has, `common::sip4`) are `hash`'s, item by item, in order,
+    /// for every hashing: chunks of 64 and a remainder, items of every
+    /// length from 0 to 70 bytes mixed in each register's lanes.
     #[test]
     fn batches_hash_as_items_do() {
         let items: Vec<Vec<u8>> =

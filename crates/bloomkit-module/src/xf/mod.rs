@@ -26,8 +26,7 @@ pub const FAMILY: Family = Family {
 /// carry; `none` before the first filter) and how many secrets it holds;
 /// then the bit instructions lookups run on (`portable`, `popcnt` or
 /// `pdep`: the CPU's, or what `BLOOMKIT_XF_KERNEL` asked for) and the
-/// vector lanes batches hash in (`one`, `avx2`, `avx2-rotate` or
-/// `avx512`: the CPU's, or what `BLOOMKIT_SIP_LANES` asked for).
+/// vector lanes batches hash in (`one`, `avx2` or `avx512`: the CPU's, or what `BLOOMKIT_SIP_LANES` asked for).
 fn info(ctx: *mut redis_module::raw::RedisModuleInfoCtx) {
     counters::COUNTERS.write_info(ctx);
     let (current, held) = secret::summary();
