@@ -127,18 +127,9 @@ impl Lanes {
 /// Skylake-X): 512-bit instructions lower the core's clock.
 #[cfg(target_arch = "x86_64")]
 fn wide_lowers_clock() -> bool {
-    use std::arch::x86_64::__cpuid;
-    static SLOWS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *SLOWS.get_or_init(|| {
-        // `__cpuid` is safe from Rust 1.94 on, `unsafe` before (the MSRV).
-        // SAFETY: leaves 0 (vendor) and 1 (family, model) exist on every x86-64.
-        #[allow(unused_unsafe)]
-        let (vendor, signature) = unsafe { (__cpuid(0), __cpuid(1)) };
-        let intel = (vendor.ebx, vendor.edx, vendor.ecx) == (0x756e_6547, 0x4965_6e69, 0x6c65_746e); // "GenuineIntel"
-        let family = (signature.eax >> 8) & 0xf;
-        let model = ((signature.eax >> 4) & 0xf) | ((signature.eax >> 12) & 0xf0);
-        intel && family == 6 && model == 0x55
-    })
+    use crate::common::cpu::{signature, INTEL};
+    let s = signature();
+    s.vendor == INTEL && s.family == 6 && s.model == 0x55
 }
 
 /// [`sip13_128_each`] in `lanes`, which the CPU must run.

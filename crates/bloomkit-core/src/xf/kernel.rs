@@ -81,17 +81,9 @@ impl Kernel {
 /// 0x18), run `pdep` in microcode.
 #[cfg(target_arch = "x86_64")]
 fn slow_pdep() -> bool {
-    use std::arch::x86_64::__cpuid;
-    // `__cpuid` is safe from Rust 1.94 on, `unsafe` before (the MSRV).
-    // SAFETY: leaves 0 (vendor) and 1 (family) exist on every x86-64.
-    #[allow(unused_unsafe)]
-    let (vendor, signature) = unsafe { (__cpuid(0), __cpuid(1)) };
-    let name = (vendor.ebx, vendor.edx, vendor.ecx);
-    let amd = name == (0x6874_7541, 0x6974_6e65, 0x444d_4163); // "AuthenticAMD"
-    let hygon = name == (0x6f67_7948, 0x6e65_476e, 0x656e_6975); // "HygonGenuine"
-    let base = (signature.eax >> 8) & 0xf;
-    let family = if base == 0xf { base + ((signature.eax >> 20) & 0xff) } else { base };
-    (amd || hygon) && family < 0x19
+    use crate::common::cpu::{signature, AMD, HYGON};
+    let s = signature();
+    (s.vendor == AMD || s.vendor == HYGON) && s.family < 0x19
 }
 
 #[cfg(test)]
