@@ -401,7 +401,9 @@ impl Layout {
         // empty one's lanes are none.
         let fields = get_near(words, self.fields_at + u64::from(start) * u64::from(w), 56);
         let ones = LANE_ONES[w as usize] & ((1u64 << (len * w)) - 1);
-        let highs = ones << (w.max(1) - 1);
+        // Each lane's top bit (`ones << (w - 1)`; no lane for `w` 0):
+        // the run's lanes end by bit 56, so `ones << w` loses none.
+        let highs = (ones << w) >> 1;
         let low = if self.uniform { 0 } else { fields ^ fields.wrapping_sub(ones) };
         let bad = (fields ^ first.wrapping_mul(ones)) & !low;
         bad.wrapping_sub(ones) & !bad & highs != 0
@@ -864,9 +866,25 @@ impl Words {
                 // SAFETY: as above.
                 return unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(64)) };
             }
-            // By address, not by a stepped range (whose iterator cost a
-            // dozen instructions a call).
-            let (mut at, end) = (base, base.wrapping_add(lines * 64));
+            // Four lines a step, the first two steps unrolled (a batch of
+            // lookups asks for eight: six instructions fewer an item than
+            // the loop took), then by address, not by a stepped range
+            // (whose iterator cost a dozen instructions a call).
+            for k in 0..4 {
+                // SAFETY: a prefetch of any address reads nothing and cannot fault.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(k * 64)) }
+            }
+            if lines <= 4 {
+                return;
+            }
+            for k in 4..8 {
+                // SAFETY: as above.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(k * 64)) }
+            }
+            if lines <= 8 {
+                return;
+            }
+            let (mut at, end) = (base.wrapping_add(8 * 64), base.wrapping_add(lines * 64));
             loop {
                 for k in 0..4 {
                     // SAFETY: a prefetch of any address reads nothing and cannot fault.
@@ -2709,7 +2727,7 @@ unsafe fn contains_popcnt(words: &Words, quotient: u32, rest: u64) -> bool {
 #[inline(always)]
 fn contains_by<const PDEP: bool, const HINT: bool>(words: &Words, quotient: u32, rest: u64) -> bool {
     let word = words.meta_word();
-    if word >> 40 & 0xff == u64::from(GROW_QBITS) {
+    if (word >> 40) as u8 == GROW_QBITS as u8 {
         return grown_contains::<PDEP, HINT>(words, word, quotient, rest);
     }
     words.occupied(quotient) && probe_in::<PDEP, HINT>(words, quotient, rest).0
