@@ -2704,8 +2704,17 @@ unsafe fn contains_as(words: &Words, kernel: Kernel, quotient: u32, rest: u64) -
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
         Kernel::Popcnt => unsafe { contains_popcnt(words, quotient, rest) },
-        _ => contains_by::<false, true>(words, quotient, rest),
+        _ => contains_portable(words, quotient, rest),
     }
+}
+
+/// [`contains_by`] for CPUs without `popcnt`: a function of its own like
+/// the other kernels', so that the caller, inlined into a single lookup,
+/// keeps no frame of its body (saving and restoring six registers every
+/// lookup took).
+#[inline(never)]
+fn contains_portable(words: &Words, quotient: u32, rest: u64) -> bool {
+    contains_by::<false, true>(words, quotient, rest)
 }
 
 #[cfg(target_arch = "x86_64")]
