@@ -867,9 +867,9 @@ impl Words {
                 return unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(64)) };
             }
             // Four lines a step, the first two steps unrolled (a batch of
-            // lookups asks for eight: six instructions fewer an item than
-            // the loop took), then by address, not by a stepped range
-            // (whose iterator cost a dozen instructions a call).
+            // lookups asks for at most eight: six instructions fewer an
+            // item than the loop took), then by address, not by a stepped
+            // range (whose iterator cost a dozen instructions a call).
             for k in 0..4 {
                 // SAFETY: a prefetch of any address reads nothing and cannot fault.
                 unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(k * 64)) }

@@ -28,17 +28,22 @@ pub use super::block::GROW_QBITS;
 const MAX_PREFETCH_LINES: u64 = 24;
 
 /// The most lines a batch's lookup asks for ahead: the block's first
-/// eight, its header (the first two or three) and the first third or so
-/// of its fields at 1%-0.1%. A lookup reads the
-/// header and its run's one or two lines; a batch asking for whole blocks
-/// (12-15 lines at 4M items, 1%-0.1%) eight items ahead filled the core's
-/// queue of misses with lines no lookup read: batches of 100 lookups at 4M
-/// items took 8-10% longer (`bench/xf-inproc.sh`, three alternations, medians). A
+/// four, its header (the first two or three) and the first fields. A
+/// lookup reads the header and its run's one or two lines; a batch asking
+/// for whole blocks (12-15 lines at 4M items, 1%-0.1%) eight items ahead
+/// filled the core's queue of misses with lines no lookup read: batches of
+/// 100 lookups at 4M items took 8-10% longer (`bench/xf-inproc.sh`, three
+/// alternations, medians). Eight lines, and then four once a lookup in a
+/// directory's block stopped asking for its run's lines
+/// (`grown_contains`): at 16M items, 1%, batches of 100 hits 48 -> 42 ns
+/// an item and misses 43 -> 35 (in process, two alternations); at 98M in
+/// the server 0.98x and 0.85x; cache-resident, hits as they were, misses
+/// 0.95x. Two lines were slower for hits (with the run's hint too). A
 /// single lookup, with no other lookup's lines in flight, keeps the whole
-/// block (with eight, its hits took 17% and 34% longer at 0.1% and 1%, medians
-/// of three alternations), and adds, which shift
-/// a block's tail, ask for as much as a block holds ([`AVERAGE_BLOCK`]).
-const LOOKUP_LINES: u32 = 8;
+/// block (with eight, its hits took 17% and 34% longer at 0.1% and 1%,
+/// medians of three alternations), and adds, which shift a block's tail,
+/// ask for as much as a block holds ([`AVERAGE_BLOCK`]).
+const LOOKUP_LINES: u32 = 4;
 
 /// As many lines as [`XfFilter::prefetch_block`] asks for unbounded: the
 /// filter's average block, at most [`MAX_PREFETCH_LINES`].
