@@ -473,23 +473,32 @@ fn get_short(words: &[u64], pos: u64, len: u32) -> u64 {
     debug_assert!(len <= 57);
     #[cfg(target_endian = "little")]
     {
-        let bytes = words.len() * 8;
-        if bytes == 0 {
-            return 0;
-        }
-        // The last 8 bytes at most: a field that ends in the last word is
-        // read from there, its shift up to 63.
-        let at = ((pos / 8) as usize).min(bytes - 8);
-        // SAFETY: `at + 8 <= bytes`, within the slice.
-        let v = unsafe { words.as_ptr().cast::<u8>().add(at).cast::<u64>().read_unaligned() };
+        let Some((v, shift)) = load8(words, pos) else { return 0 };
         // Bits past the end read as 0, as `get`'s (the shift is 64 or more
-        // there; a block's positions are far below 2^32, so it fits).
-        debug_assert!(pos - (at as u64) * 8 < 1 << 32);
-        let shift = (pos - at as u64 * 8) as u32;
+        // there).
         v.checked_shr(shift).unwrap_or(0) & ((1u64 << len) - 1)
     }
     #[cfg(not(target_endian = "little"))]
     get(words, pos, len)
+}
+
+/// The 8 bytes of `words` that hold bit `pos` and the next 57 (the last 8
+/// bytes at most: a field that ends in the last word is read from there),
+/// and `pos`'s shift within them: below 64 for a `pos` inside `words`, 64
+/// or more past them. `None` for no words.
+#[cfg(target_endian = "little")]
+#[inline(always)]
+fn load8(words: &[u64], pos: u64) -> Option<(u64, u32)> {
+    let bytes = words.len() * 8;
+    if bytes == 0 {
+        return None;
+    }
+    let at = ((pos / 8) as usize).min(bytes - 8);
+    // SAFETY: `at + 8 <= bytes`, within the slice.
+    let v = unsafe { words.as_ptr().cast::<u8>().add(at).cast::<u64>().read_unaligned() };
+    // A block's positions are far below 2^32, so the shift fits.
+    debug_assert!(pos - (at as u64) * 8 < 1 << 32);
+    Some((v, (pos - at as u64 * 8) as u32))
 }
 
 /// [`get_short`] of bits that start inside `words` (`pos` below their
@@ -502,16 +511,7 @@ fn get_near(words: &[u64], pos: u64, len: u32) -> u64 {
     debug_assert!(len <= 57 && pos <= words.len() as u64 * 64);
     #[cfg(target_endian = "little")]
     {
-        let bytes = words.len() * 8;
-        if bytes == 0 {
-            return 0;
-        }
-        let at = ((pos / 8) as usize).min(bytes - 8);
-        // SAFETY: `at + 8 <= bytes`, within the slice.
-        let v = unsafe { words.as_ptr().cast::<u8>().add(at).cast::<u64>().read_unaligned() };
-        // Below 64 for any `pos` before the end: `at` is `pos / 8` or
-        // the last 8 bytes' start.
-        let shift = (pos - at as u64 * 8) as u32;
+        let Some((v, shift)) = load8(words, pos) else { return 0 };
         (v >> (shift & 63)) & ((1u64 << len) - 1)
     }
     #[cfg(not(target_endian = "little"))]
@@ -867,8 +867,9 @@ impl Words {
                 return unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(64)) };
             }
             // Four lines a step, the first two steps unrolled (a batch of
-            // lookups asks for at most eight: six instructions fewer an
-            // item than the loop took), then by address, not by a stepped
+            // lookups asked for eight: six instructions fewer an item than
+            // the loop took; it asks for four now, single lookups and adds
+            // for a block's average), then by address, not by a stepped
             // range (whose iterator cost a dozen instructions a call).
             for k in 0..4 {
                 // SAFETY: a prefetch of any address reads nothing and cannot fault.
@@ -1525,7 +1526,10 @@ impl Block {
     pub fn contains(&self, quotient: u32, rest: u64) -> bool {
         // An empty quotient (about half of all misses) ends here, its bit
         // read without making the slice (whose length takes a dozen
-        // instructions to compute).
+        // instructions to compute), before the call to the kernel's
+        // function and its frame, which test the bit again (a lookup
+        // compiled whole per kernel took a miss 24 instructions more:
+        // DESIGN-NEXT's step 8).
         if !self.words.occupied(quotient) {
             return false;
         }
@@ -1536,7 +1540,9 @@ impl Block {
     /// [`Block::contains`] inlined into a caller compiled for a kernel's
     /// instructions (`PDEP`: select by `pdep`): a batch's loop, which
     /// chooses its kernel once and so calls no kernel's function an item
-    /// (`filter.rs`, `contains_each`).
+    /// (`filter.rs`, `contains_each`). It does not ask for the run's lines
+    /// (`HINT` false): the batch asked for the block's first lines items
+    /// before.
     ///
     /// # Safety
     /// With `PDEP`, the CPU must have `bmi2` (the selects run `pdep`).
@@ -2691,7 +2697,9 @@ unsafe fn probe_as(words: &Words, kernel: Kernel, quotient: u32, rest: u64) -> (
     }
 }
 
-/// [`Block::contains`] past its occupied bit, in `kernel`'s instructions.
+/// [`Block::contains`] in `kernel`'s instructions ([`contains_by`], which
+/// tests the occupied bit again: the caller's test ends most misses before
+/// this call).
 ///
 /// # Safety
 /// The CPU must have `kernel`'s instructions ([`Kernel::get`]'s are).
@@ -2736,7 +2744,7 @@ unsafe fn contains_popcnt(words: &Words, quotient: u32, rest: u64) -> bool {
 #[inline(always)]
 fn contains_by<const PDEP: bool, const HINT: bool>(words: &Words, quotient: u32, rest: u64) -> bool {
     let word = words.meta_word();
-    if (word >> 40) as u8 == GROW_QBITS as u8 {
+    if is_grown(word) {
         return grown_contains::<PDEP, HINT>(words, word, quotient, rest);
     }
     words.occupied(quotient) && probe_in::<PDEP, HINT>(words, quotient, rest).0
@@ -2766,11 +2774,19 @@ fn probe_in<const PDEP: bool, const HINT: bool>(
     // laid out from that constant, its offsets are constants (16
     // instructions a lookup); a lone block's, from its metadata.
     let word = words.meta_word();
-    if word >> 40 & 0xff == u64::from(GROW_QBITS) {
+    if is_grown(word) {
         probe_laid::<PDEP, HINT>(words, Layout::of_qbits(word, GROW_QBITS), quotient, rest)
     } else {
         probe_laid::<PDEP, HINT>(words, Layout::of(word), quotient, rest)
     }
+}
+
+/// Whether a metadata word is a block of [`GROW_QBITS`] quotient bits (every
+/// block of a filter of more than one): its layout's offsets are
+/// constants. One byte compared (two 64-bit constants as a masked word).
+#[inline(always)]
+fn is_grown(word: u64) -> bool {
+    (word >> 40) as u8 == GROW_QBITS as u8
 }
 
 /// [`probe_in`] of a block laid out as `layout` says.
@@ -2783,12 +2799,19 @@ fn probe_laid<const PDEP: bool, const HINT: bool>(
 ) -> (bool, std::ops::Range<u32>) {
     let words = words.probed(&layout);
     let run = prefetched_run::<PDEP, HINT>(words, &layout, quotient);
-    let found = if run.len() > LONG_RUN {
-        long_match(words, layout, quotient, run.clone(), rest)
+    (run_matches(words, layout, quotient, run.clone(), rest), run)
+}
+
+/// Whether an entry of `quotient`'s run matches `rest`: a crowded run by
+/// bisection, any other by its scan.
+#[inline(always)]
+fn run_matches(words: &[u64], layout: Layout, quotient: u32, run: std::ops::Range<u32>, rest: u64) -> bool {
+    // `end - start`, not `len()`: a run never ends before it starts.
+    if (run.end - run.start) as usize > LONG_RUN {
+        long_match(words, layout, quotient, run, rest)
     } else {
-        layout.scan(words, run.clone(), rest)
-    };
-    (found, run)
+        layout.scan(words, run, rest)
+    }
 }
 
 /// A long run's match, by bisection: out of the probe's line so that its
@@ -2800,9 +2823,10 @@ fn long_match(words: &[u64], layout: Layout, quotient: u32, run: std::ops::Range
     Long { words, layout: &layout, quotient }.longest(run, rest).is_some()
 }
 
-/// [`run_of`] for a lookup: the run's lines asked for as soon as the
-/// group's index says where they are, then the run found; the index read
-/// once for both.
+/// [`run_of`] for a lookup: with `HINT`, the run's lines asked for as soon
+/// as the group's index says where they are (a batch of lookups, which
+/// asked for its blocks' first lines before, goes without), then the run
+/// found; the index read once for both.
 #[inline(always)]
 fn prefetched_run<const PDEP: bool, const HINT: bool>(
     words: &[u64],
@@ -2862,6 +2886,9 @@ fn index_entry(words: &[u64], at: u64) -> u32 {
 /// of a block larger than those (a lookup of 32M items, DRAM-bound, took
 /// 5-10% longer without it). The occupied bit is in the block's first
 /// two lines, which that asked for (for a lone block, those two alone).
+/// Single lookups and adds ask; a batch's lookups do not (`HINT`), since
+/// their first lines were asked for items before: at 16M items, 1%, no
+/// slower without it, and four blind lines with it gained nothing.
 #[inline(always)]
 fn prefetch_run(words: &[u64], layout: &Layout, quotient: u32, (g, before): (u32, u32)) {
     let offset = quotient - g * GROUP;
@@ -2910,10 +2937,11 @@ fn run_of<const PDEP: bool>(words: &[u64], meta: &Meta, quotient: u32) -> std::o
 /// road reads the metadata for the occupied bit's test and again for the
 /// layout, the quotient's occupieds word for its bit and again for its
 /// rank, and checks each read against the block's length; here the
-/// layout's offsets are constants and the two header words are read once,
-/// without a check (the header ends where the runends start, inside every
-/// block). A hit took 228 -> 182 instructions in a batch of 100 at
-/// 100,000 items, 1% (DESIGN-NEXT 4.12, with [`get_near`]'s reads).
+/// layout's offsets are constants, the occupieds word is read once without
+/// a check (the header ends where the runends start, inside every block),
+/// and the index's entry through [`group_of`]. A hit took 228 -> 182
+/// instructions in a batch of 100 at 100,000 items, 1% (DESIGN-NEXT 4.12,
+/// with [`get_near`]'s reads).
 /// `HINT` asks for the run's lines as soon as the index says where they
 /// are ([`prefetch_run`]); a batch, which asked for its blocks' first lines
 /// items before, goes without.
@@ -2944,11 +2972,7 @@ fn grown_contains<const PDEP: bool, const HINT: bool>(
     }
     let runs = (occupieds & ((1u64 << offset) - 1)).count_ones();
     let run = run_at::<PDEP>(words, layout.ends_at + u64::from(before), before, runs, true);
-    if (run.end - run.start) as usize > LONG_RUN {
-        long_match(words, layout, quotient, run, rest)
-    } else {
-        layout.scan(words, run, rest)
-    }
+    run_matches(words, layout, quotient, run, rest)
 }
 
 /// [`run_of`], given [`group_of`] (which a lookup's prefetch reads first).
@@ -2991,7 +3015,8 @@ fn run_at<const PDEP: bool>(
     // one before it). Bits past the runends (fields) may follow in the
     // window, but only after the last runend, which the selects never
     // pass: the one they look for is there when the count says so.
-    // `from` is a runend's place, before the fields' room (`get_near`).
+    // `from` is a runend's place, at or before the fields' room's start
+    // (at it only for an empty block, whose run is empty: `get_near`).
     let window = get_near(words, from, 57);
     if runs + u32::from(occupied) <= window.count_ones() {
         // One past the runend before (the `runs - 1`-th): the `runs`-th
@@ -3290,12 +3315,38 @@ pub(super) mod tests {
     /// Whether every kernel finds `b`'s runs where `model` (its entries,
     /// sorted) has them, and answers as it does, for every quotient, with a
     /// rest that matches one of its entries about half the time.
-    fn kernels_agree_with(b: &Block, model: &[Entry], r: &mut Rng, at: &str) {
-        let mut start = 0u32;
+    /// The answers of a batch's road ([`contains_by`] without the run's
+    /// hint) in every kernel the CPU runs.
+    fn batch_answers(words: &Words, quotient: u32, rest: u64) -> Vec<bool> {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "popcnt,lzcnt,bmi1,bmi2")]
+        unsafe fn with_pdep(words: &Words, quotient: u32, rest: u64) -> bool {
+            contains_by::<true, false>(words, quotient, rest)
+        }
+        let mut answers = vec![contains_by::<false, false>(words, quotient, rest)];
+        #[cfg(target_arch = "x86_64")]
+        if runnable_kernels().contains(&Kernel::Pdep) {
+            // SAFETY: the CPU has BMI2.
+            answers.push(unsafe { with_pdep(words, quotient, rest) });
+        }
+        answers
+    }
+
+    /// Checks every road of `b` against `model`; returns how many of its
+    /// runs were long (bisected) and how many ended past their group's
+    /// first window of runends (`run_past`).
+    fn kernels_agree_with(b: &Block, model: &[Entry], r: &mut Rng, at: &str) -> (usize, usize) {
+        let (mut start, mut long, mut past) = (0u32, 0, 0);
+        let mut group_start = 0u32;
         for quotient in 0..(1u32 << b.qbits()) {
             let run: Vec<Entry> = model.iter().copied().filter(|e| e.quotient == quotient).collect();
             let want = start..start + run.len() as u32;
             start = want.end;
+            if quotient % GROUP == 0 && b.qbits() >= INDEXED_FROM.trailing_zeros() {
+                group_start = want.start;
+            }
+            long += usize::from(run.len() > LONG_RUN);
+            past += usize::from(!run.is_empty() && want.end - group_start > 57);
             // An entry's bits and any after them (a hit), the same with one
             // of its bits turned (a near miss: the scan compares fields
             // without decoding them), or any bits.
@@ -3318,11 +3369,13 @@ pub(super) mod tests {
                 assert_eq!(got, found, "{k:?} lookup, {at} quotient {quotient}");
             }
             // A batch's, which asks for no run's lines.
-            let got = contains_by::<false, false>(&b.words, quotient, rest);
-            assert_eq!(got, found, "batch, {at} quotient {quotient}");
+            for got in batch_answers(&b.words, quotient, rest) {
+                assert_eq!(got, found, "batch, {at} quotient {quotient}");
+            }
             assert_eq!(b.contains(quotient, rest), found, "{at} quotient {quotient}");
             assert_eq!(b.run(quotient), want, "{at} quotient {quotient}");
         }
+        (long, past)
     }
 
     /// A run's fields tested as lanes of one word (`Layout::scan_few`) and
@@ -3372,6 +3425,13 @@ pub(super) mod tests {
                 let mut all = run.clone();
                 all.push(entry(&mut r, q - 1, if uniform { w } else { w - 1 }));
                 all.push(entry(&mut r, q + 1, if uniform { w } else { 0 }));
+                if qbits == GROW_QBITS {
+                    // Entries in earlier groups: the index's entries read
+                    // for quotient `q` are not 0.
+                    for earlier in [10, 70, 70, 150] {
+                        all.push(entry(&mut r, earlier, if uniform { w } else { w - 1 }));
+                    }
+                }
                 let b = Block::build(qbits, 0, &mut all, 0).unwrap();
                 assert_eq!((b.meta().w, b.meta().uniform), (w, uniform), "w {w}, {len} entries");
                 laned += usize::from(len * w <= 56 && len > 0);
@@ -3393,7 +3453,9 @@ pub(super) mod tests {
                         let got = unsafe { contains_as(&b.words, k, q, rest) };
                         assert_eq!(got, found, "{k:?} lookup, {at}");
                     }
-                    assert_eq!(contains_by::<false, false>(&b.words, q, rest), found, "batch, {at}");
+                    for got in batch_answers(&b.words, q, rest) {
+                        assert_eq!(got, found, "batch, {at}");
+                    }
                     assert_eq!(b.contains(q, rest), found, "{at}");
                 }
             }
@@ -3409,6 +3471,10 @@ pub(super) mod tests {
     #[test]
     fn every_kernel_finds_the_model_runs() {
         let mut r = Rng(64);
+        // Runs of a directory's blocks (`GROW_QBITS`, which lookups read by
+        // a road of their own) long enough to be bisected, and ending past
+        // their group's first window of runends.
+        let (mut long, mut past) = (0, 0);
         for (qbits, n) in
             (MIN_QBITS..=MAX_QBITS).flat_map(|q| [0usize, 1, 3, 40, 300, 1000, 3000].map(|n| (q, n)))
         {
@@ -3435,9 +3501,13 @@ pub(super) mod tests {
                 let b = Block::build(qbits, 0, &mut v, 0).unwrap();
                 assert!(b.meta().uniform || lengths != 12 || n == 0);
                 let at = format!("q{qbits} n{n} lengths {lengths} width {width} from {from}");
-                kernels_agree_with(&b, &v, &mut r, &at);
+                let (l, p) = kernels_agree_with(&b, &v, &mut r, &at);
+                if qbits == GROW_QBITS {
+                    (long, past) = (long + l, past + p);
+                }
             }
         }
+        assert!(long > 0 && past > 0, "runs of GROW_QBITS blocks: {long} long, {past} past a window");
     }
 
     #[test]

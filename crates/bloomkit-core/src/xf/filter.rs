@@ -33,9 +33,9 @@ const MAX_PREFETCH_LINES: u64 = 24;
 /// for whole blocks (12-15 lines at 4M items, 1%-0.1%) eight items ahead
 /// filled the core's queue of misses with lines no lookup read: batches of
 /// 100 lookups at 4M items took 8-10% longer (`bench/xf-inproc.sh`, three
-/// alternations, medians). Eight lines, and then four once a lookup in a
-/// directory's block stopped asking for its run's lines
-/// (`grown_contains`): at 16M items, 1%, batches of 100 hits 48 -> 42 ns
+/// alternations, medians). Eight lines, and then four once a batch's
+/// lookups stopped asking for their runs' lines (`Block::contains_in`):
+/// at 16M items, 1%, batches of 100 hits 48 -> 42 ns
 /// an item and misses 43 -> 35 (in process, two alternations); at 98M in
 /// the server 0.98x and 0.85x; cache-resident, hits as they were, misses
 /// 0.95x. Two lines were slower for hits (with the run's hint too). A
