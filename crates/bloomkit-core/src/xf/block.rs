@@ -866,11 +866,11 @@ impl Words {
                 // SAFETY: as above.
                 return unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(64)) };
             }
-            // Four lines a step, the first two steps unrolled (a batch of
-            // lookups asked for eight: six instructions fewer an item than
-            // the loop took; it asks for four now, single lookups and adds
-            // for a block's average), then by address, not by a stepped
-            // range (whose iterator cost a dozen instructions a call).
+            // Four lines a step, the first unrolled (a batch of lookups asks
+            // for four: no loop's compare and branch an item; single
+            // lookups and adds for a block's average), then by address, not
+            // by a stepped range (whose iterator cost a dozen instructions
+            // a call).
             for k in 0..4 {
                 // SAFETY: a prefetch of any address reads nothing and cannot fault.
                 unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(k * 64)) }
@@ -878,14 +878,7 @@ impl Words {
             if lines <= 4 {
                 return;
             }
-            for k in 4..8 {
-                // SAFETY: as above.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(k * 64)) }
-            }
-            if lines <= 8 {
-                return;
-            }
-            let (mut at, end) = (base.wrapping_add(8 * 64), base.wrapping_add(lines * 64));
+            let (mut at, end) = (base.wrapping_add(4 * 64), base.wrapping_add(lines * 64));
             loop {
                 for k in 0..4 {
                     // SAFETY: a prefetch of any address reads nothing and cannot fault.
@@ -2693,7 +2686,7 @@ unsafe fn probe_as(words: &Words, kernel: Kernel, quotient: u32, rest: u64) -> (
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
         Kernel::Popcnt => unsafe { probe_popcnt(words, quotient, rest) },
-        _ => probe_in::<false, true>(words, quotient, rest),
+        _ => probe_in::<false>(words, quotient, rest),
     }
 }
 
@@ -2747,37 +2740,33 @@ fn contains_by<const PDEP: bool, const HINT: bool>(words: &Words, quotient: u32,
     if is_grown(word) {
         return grown_contains::<PDEP, HINT>(words, word, quotient, rest);
     }
-    words.occupied(quotient) && probe_in::<PDEP, HINT>(words, quotient, rest).0
+    words.occupied(quotient) && probe_laid::<PDEP, HINT>(words, Layout::of(word), quotient, rest).0
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt,lzcnt,bmi1,bmi2")]
 unsafe fn probe_pdep(words: &Words, quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
-    probe_in::<true, true>(words, quotient, rest)
+    probe_in::<true>(words, quotient, rest)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt,lzcnt,bmi1")]
 unsafe fn probe_popcnt(words: &Words, quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
-    probe_in::<false, true>(words, quotient, rest)
+    probe_in::<false>(words, quotient, rest)
 }
 
 /// [`Block::probe`]'s body, inlined into each kernel's function so that it
 /// is compiled with its instructions (`PDEP`: select by `pdep`).
 #[inline(always)]
-fn probe_in<const PDEP: bool, const HINT: bool>(
-    words: &Words,
-    quotient: u32,
-    rest: u64,
-) -> (bool, std::ops::Range<u32>) {
+fn probe_in<const PDEP: bool>(words: &Words, quotient: u32, rest: u64) -> (bool, std::ops::Range<u32>) {
     // Every block of a filter of more than one block has `GROW_QBITS`:
     // laid out from that constant, its offsets are constants (16
     // instructions a lookup); a lone block's, from its metadata.
     let word = words.meta_word();
     if is_grown(word) {
-        probe_laid::<PDEP, HINT>(words, Layout::of_qbits(word, GROW_QBITS), quotient, rest)
+        probe_laid::<PDEP, true>(words, Layout::of_qbits(word, GROW_QBITS), quotient, rest)
     } else {
-        probe_laid::<PDEP, HINT>(words, Layout::of(word), quotient, rest)
+        probe_laid::<PDEP, true>(words, Layout::of(word), quotient, rest)
     }
 }
 
