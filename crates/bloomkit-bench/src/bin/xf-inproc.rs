@@ -22,6 +22,14 @@
 //! same growth times the inserts between points and a sample of hits and
 //! misses at each point: speed over the whole range, mean and worst, beside
 //! the one size the first table measures.
+//!
+//! Batch columns take the items as `XF.MADD` / `XF.MEXISTS` and the client's
+//! in-process filter do: XF hashes a chunk at a time in vector lanes
+//! (`hash_chunks`), then looks up or adds with later items' loads started
+//! early. A second table looks up XF and qfilter given hashes made before the
+//! clock starts: a lookup's own work apart from its hash (XF's keyed
+//! SipHash-1-3, qfilter's unkeyed foldhash), which says how much of the
+//! distance to qfilter any cheaper hash could take (DESIGN-NEXT.md 4.13).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
@@ -104,9 +112,45 @@ trait Subject {
     fn insert_batch(&mut self, items: &[u64]) {
         items.iter().for_each(|&x| self.insert(x));
     }
+    /// Hits and misses (ns per item) with every item's hash computed
+    /// before the clock starts, for the filters whose API takes a hash:
+    /// the lookup's own work, apart from the hash (which for XF is a keyed
+    /// SipHash-1-3 and for qfilter an unkeyed foldhash).
+    fn lookups_hashed(&self, _added: &[u64], _absent: &[u64]) -> Option<(f64, f64)> {
+        None
+    }
+}
+
+/// [`Subject::lookups_hashed`] over hashes made by `hash`: ns per item for
+/// `added`'s hits and `absent`'s misses, checked against the item API's
+/// answers (`contains`), so that both roads look up the same positions.
+fn time_hashed<H: Copy>(
+    added: &[u64],
+    absent: &[u64],
+    hash: impl Fn(u64) -> H,
+    contains: impl Fn(H) -> bool,
+    by_item: impl Fn(u64) -> bool,
+) -> (f64, f64) {
+    let (hits, misses): (Vec<H>, Vec<H>) =
+        (added.iter().map(|&x| hash(x)).collect(), absent.iter().map(|&x| hash(x)).collect());
+    let t0 = cpu_seconds();
+    let found = hits.iter().filter(|&&h| contains(black_box(h))).count();
+    let t1 = cpu_seconds();
+    let false_found = misses.iter().filter(|&&h| contains(black_box(h))).count();
+    let t2 = cpu_seconds();
+    assert_eq!(found, added.len(), "a filter lost an item given its hash");
+    assert_eq!(false_found, absent.iter().filter(|&&x| by_item(x)).count(), "hashes answered otherwise");
+    ((t1 - t0) * 1e9 / added.len() as f64, (t2 - t1) * 1e9 / absent.len() as f64)
 }
 
 struct Xf(XfFilter);
+
+/// An item's bytes as `Hash` writes a `u64` (little-endian here, as
+/// SipHash reads them), so that a batch's hashes are `hash_of`'s.
+fn item_bytes(x: &u64) -> &[u8] {
+    // SAFETY: a `u64` is 8 initialised bytes, borrowed for as long as `x`.
+    unsafe { std::slice::from_raw_parts((x as *const u64).cast::<u8>(), 8) }
+}
 impl Subject for Xf {
     fn insert(&mut self, item: u64) {
         let h = self.0.hash_of(&item);
@@ -115,31 +159,39 @@ impl Subject for Xf {
     fn contains(&self, item: u64) -> bool {
         self.0.contains_hash(self.0.hash_of(&item))
     }
+    /// As XF.MEXISTS runs a batch: the items hashed a chunk at a time
+    /// (`hash_chunks`: SipHash-1-3 in vector lanes, the same hashes as
+    /// `hash_of`, which the answers' check below relies on), then looked
+    /// up with later items' loads started early.
     fn count_in(&self, items: &[u64]) -> usize {
-        let mut hashes = [bloomkit_core::xf::XfHash(0); BATCH];
         let mut n = 0;
-        for chunk in items.chunks(BATCH) {
-            for (h, x) in hashes.iter_mut().zip(chunk) {
-                *h = self.0.hash_of(black_box(x));
-            }
-            self.0.contains_each(&hashes[..chunk.len()], |found| n += usize::from(found));
-        }
+        let hashing = self.0.hashing();
+        let looked: Result<(), ()> = hashing.hash_chunks(black_box(items), item_bytes, |_, _, hashes| {
+            self.0.contains_each(hashes, |found| n += usize::from(found));
+            Ok(())
+        });
+        looked.expect("lookups do not fail");
         n
     }
-    /// As XF.MADD runs a batch: all or nothing, through an undo log, each
-    /// add asking for the block of an item a few places on.
+    /// As XF.MADD runs a batch: hashed as [`Subject::count_in`] does, then
+    /// all or nothing, through an undo log, each add asking for the block
+    /// of an item a few places on.
     fn insert_batch(&mut self, items: &[u64]) {
-        let mut hashes = [bloomkit_core::xf::XfHash(0); BATCH];
-        for (h, x) in hashes.iter_mut().zip(items) {
-            *h = self.0.hash_of(black_box(x));
-        }
-        let hashes = &hashes[..items.len()];
+        let hashing = self.0.hashing();
         let mut batch = self.0.batch();
-        for (i, &h) in hashes.iter().enumerate() {
-            batch.filter().prefetch_for(hashes, i);
-            batch.add_occurrence(h, Limits::NONE).expect("XF refused an insert without limits");
-        }
+        let added: Result<(), ()> = hashing.hash_chunks(black_box(items), item_bytes, |_, _, hashes| {
+            for (i, &h) in hashes.iter().enumerate() {
+                batch.filter().prefetch_for(hashes, i);
+                batch.add_occurrence(h, Limits::NONE).expect("XF refused an insert without limits");
+            }
+            Ok(())
+        });
+        added.expect("adds without limits do not fail");
         batch.commit();
+    }
+    fn lookups_hashed(&self, added: &[u64], absent: &[u64]) -> Option<(f64, f64)> {
+        let f = &self.0;
+        Some(time_hashed(added, absent, |x| f.hash_of(&x), |h| f.contains_hash(h), |x| self.contains(x)))
     }
 }
 
@@ -150,6 +202,12 @@ impl Subject for Quotient {
     }
     fn contains(&self, item: u64) -> bool {
         self.0.contains(item)
+    }
+    fn lookups_hashed(&self, added: &[u64], absent: &[u64]) -> Option<(f64, f64)> {
+        use std::hash::BuildHasher;
+        let f = &self.0;
+        let hash = |x: u64| qfilter::StableBuildHasher.hash_one(x);
+        Some(time_hashed(added, absent, hash, |h| f.contains_fingerprint(h), |x| self.contains(x)))
     }
 }
 
@@ -232,6 +290,8 @@ struct Timing {
     batch_hit: f64,
     batch_miss: f64,
     fpr: f64,
+    /// [`Subject::lookups_hashed`], where the filter has it.
+    hashed: Option<(f64, f64)>,
 }
 
 /// Items per batch lookup (a typical XF.MEXISTS).
@@ -259,6 +319,7 @@ fn time_subject<S: Subject>(mut s: S, mut b: S, added: &[u64], absent: &[u64]) -
     let t5 = cpu_seconds();
     assert_eq!(hits, added.len(), "a filter lost an item it was given");
     assert_eq!((batch_hits, batch_false), (hits, false_hits), "batches answered otherwise");
+    let hashed = s.lookups_hashed(added, absent);
     Timing {
         insert: per_item(t1 - t0, added.len()),
         hit: per_item(t2 - t1, added.len()),
@@ -267,6 +328,7 @@ fn time_subject<S: Subject>(mut s: S, mut b: S, added: &[u64], absent: &[u64]) -
         batch_hit: per_item(t4 - t3, added.len()),
         batch_miss: per_item(t5 - t4, absent.len()),
         fpr: false_hits as f64 / absent.len() as f64,
+        hashed,
     }
 }
 
@@ -328,6 +390,45 @@ fn print_timings(rows: &[Row], rate: f64, n: u64, runs: u64) {
             ns.join(" | "),
             ratios.join(" | "),
             100.0 * pick(|t| t.fpr),
+        );
+    }
+    print_hashed(rows, &by_row, q);
+}
+
+/// The rows that take a hash, looked up with their hashes made before the
+/// clock starts ([`Subject::lookups_hashed`]): how much of a lookup is the
+/// filter's own work, and how much the item's hash and the loop.
+fn print_hashed(rows: &[Row], by_row: &[Vec<Timing>], q: usize) {
+    println!(
+        "\nGiven their hashes (made before the clock starts; XF's is keyed SipHash-1-3, qfilter's unkeyed \
+         foldhash): the lookups' own work, same runs.\n"
+    );
+    println!(
+        "| filter | hit | miss | hit / qfilter | miss / qfilter | hash and loop, hit | hash and loop, miss |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for (i, row) in rows.iter().enumerate() {
+        // Per run: the hashed hit and miss, their ratios to qfilter's, and
+        // what the item API's lookups took beyond them.
+        let runs: Option<Vec<[f64; 6]>> = by_row[i]
+            .iter()
+            .zip(&by_row[q])
+            .map(|(a, b)| {
+                let ((hit, miss), (q_hit, q_miss)) = (a.hashed?, b.hashed?);
+                Some([hit, miss, hit / q_hit, miss / q_miss, a.hit - hit, a.miss - miss])
+            })
+            .collect();
+        let Some(runs) = runs else { continue };
+        let col = |k: usize| median(runs.iter().map(|r| r[k]).collect());
+        println!(
+            "| {} | {:.0} | {:.0} | {:.2} | {:.2} | {:.0} | {:.0} |",
+            row.name(),
+            col(0),
+            col(1),
+            col(2),
+            col(3),
+            col(4),
+            col(5)
         );
     }
 }
