@@ -32,6 +32,7 @@
 //! distance to qfilter any cheaper hash could take (DESIGN-NEXT.md 4.13).
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::hash::{BuildHasher, Hasher};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
@@ -40,7 +41,7 @@ mod items;
 use items::items;
 
 use bloomkit_core::common::memory::Limits;
-use bloomkit_core::xf::{Seed, XfDefaults, XfFilter, XfParams};
+use bloomkit_core::xf::{Hashing, Seed, XfDefaults, XfFilter, XfParams};
 
 // ---- the counting allocator ----
 
@@ -145,8 +146,9 @@ fn time_hashed<H: Copy>(
 
 struct Xf(XfFilter);
 
-/// An item's bytes as `Hash` writes a `u64` (little-endian here, as
-/// SipHash reads them), so that a batch's hashes are `hash_of`'s.
+/// An item's bytes as `Hash` writes a `u64` (in native order: SipHash's
+/// `write_u64` reads `to_le` of it as bytes), so that a batch's hashes are
+/// `hash_of`'s (the answers' check in [`time_subject`] would say if not).
 fn item_bytes(x: &u64) -> &[u8] {
     // SAFETY: a `u64` is 8 initialised bytes, borrowed for as long as `x`.
     unsafe { std::slice::from_raw_parts((x as *const u64).cast::<u8>(), 8) }
@@ -195,8 +197,10 @@ impl Subject for Xf {
     }
 }
 
-struct Quotient(qfilter::Filter);
-impl Subject for Quotient {
+/// qfilter, hashing with `S` (its own foldhash, or [`XfKeyed`]); the
+/// second field hashes for [`Subject::lookups_hashed`] as the filter does.
+struct Quotient<S = qfilter::StableBuildHasher>(qfilter::Filter<Box<[u8]>, S>, S);
+impl<S: BuildHasher + Clone> Subject for Quotient<S> {
     fn insert(&mut self, item: u64) {
         self.0.insert(item).expect("qfilter refused an insert below its maximum");
     }
@@ -204,10 +208,43 @@ impl Subject for Quotient {
         self.0.contains(item)
     }
     fn lookups_hashed(&self, added: &[u64], absent: &[u64]) -> Option<(f64, f64)> {
-        use std::hash::BuildHasher;
         let f = &self.0;
-        let hash = |x: u64| qfilter::StableBuildHasher.hash_one(x);
+        let hash = |x: u64| self.1.hash_one(x);
         Some(time_hashed(added, absent, hash, |h| f.contains_fingerprint(h), |x| self.contains(x)))
+    }
+}
+
+/// Hashes as XF does an item: SipHash-1-3 with 128 bits out, keyed by a
+/// random secret (`Hashing::hash`, the road of `XF.EXISTS`), of which qfilter
+/// takes the low 64 bits. qfilter with it is what qfilter's lookups cost
+/// under XF's keyed hash: the hash's share of the distance, measured
+/// rather than added up (DESIGN-NEXT.md 4.13).
+#[derive(Clone, Copy)]
+struct XfKeyed(Hashing);
+
+/// [`XfKeyed`]'s hasher: the bytes `Hash` writes (a `u64`'s eight), hashed
+/// at `finish`.
+struct XfKeyedHasher {
+    hashing: Hashing,
+    bytes: [u8; 16],
+    len: usize,
+}
+
+impl BuildHasher for XfKeyed {
+    type Hasher = XfKeyedHasher;
+    fn build_hasher(&self) -> XfKeyedHasher {
+        XfKeyedHasher { hashing: self.0, bytes: [0; 16], len: 0 }
+    }
+}
+
+impl Hasher for XfKeyedHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let end = self.len + bytes.len();
+        self.bytes.get_mut(self.len..end).expect("items of at most 16 bytes").copy_from_slice(bytes);
+        self.len = end;
+    }
+    fn finish(&self) -> u64 {
+        self.hashing.hash(&self.bytes[..self.len]).0 as u64
     }
 }
 
@@ -235,11 +272,12 @@ impl Subject for Sized {
 enum Row {
     Xf,
     Qfilter,
+    QfilterKeyed,
     Growable,
     Fastbloom,
 }
 
-const ROWS: [Row; 4] = [Row::Xf, Row::Qfilter, Row::Growable, Row::Fastbloom];
+const ROWS: [Row; 5] = [Row::Xf, Row::Qfilter, Row::QfilterKeyed, Row::Growable, Row::Fastbloom];
 /// Where the growing filters start: XF's default capacity.
 const START: u64 = 100;
 
@@ -248,6 +286,7 @@ impl Row {
         match self {
             Row::Xf => "XF (defaults, growing)",
             Row::Qfilter => "qfilter 0.3 (resizeable, told the maximum)",
+            Row::QfilterKeyed => "qfilter-keyed: qfilter hashing as XF (keyed SipHash-1-3, 128 bits)",
             Row::Growable => "growable-bloom-filter 2.1",
             Row::Fastbloom => "fastbloom 0.17 (sized exactly)",
         }
@@ -265,7 +304,16 @@ fn xf_seeded(rate: f64, seed: Seed) -> Xf {
 }
 
 fn quotient(rate: f64, max: u64) -> Quotient {
-    Quotient(qfilter::Filter::new_resizeable(START, max, rate).expect("qfilter parameters"))
+    Quotient(
+        qfilter::Filter::new_resizeable(START, max, rate).expect("qfilter parameters"),
+        qfilter::StableBuildHasher,
+    )
+}
+
+fn quotient_keyed(rate: f64, max: u64) -> Quotient<XfKeyed> {
+    let keyed = XfKeyed(Hashing::Keyed(Seed::random()));
+    let f = qfilter::Filter::new_resizeable_with_hasher(START, max, rate, keyed).expect("qfilter parameters");
+    Quotient(f, keyed)
 }
 
 fn growable(rate: f64) -> Growable {
@@ -337,6 +385,7 @@ fn time_row(row: Row, rate: f64, added: &[u64], absent: &[u64]) -> Timing {
     match row {
         Row::Xf => time_subject(xf(rate), xf(rate), added, absent),
         Row::Qfilter => time_subject(quotient(rate, n), quotient(rate, n), added, absent),
+        Row::QfilterKeyed => time_subject(quotient_keyed(rate, n), quotient_keyed(rate, n), added, absent),
         Row::Growable => time_subject(growable(rate), growable(rate), added, absent),
         Row::Fastbloom => time_subject(sized(rate, n), sized(rate, n), added, absent),
     }
@@ -397,14 +446,17 @@ fn print_timings(rows: &[Row], rate: f64, n: u64, runs: u64) {
 
 /// The rows that take a hash, looked up with their hashes made before the
 /// clock starts ([`Subject::lookups_hashed`]): how much of a lookup is the
-/// filter's own work, and how much the item's hash and the loop.
+/// filter's own work, and how much the item's hash adds (the item API's
+/// time less the hashed one's: what the hash costs beside the lookup's
+/// waits, not alone).
 fn print_hashed(rows: &[Row], by_row: &[Vec<Timing>], q: usize) {
     println!(
-        "\nGiven their hashes (made before the clock starts; XF's is keyed SipHash-1-3, qfilter's unkeyed \
-         foldhash): the lookups' own work, same runs.\n"
+        "\nGiven their hashes (made before the clock starts and read from an array; XF's is keyed SipHash-1-3, \
+         qfilter's unkeyed foldhash): the lookups without the hash, same runs. The hash's cost: the first \
+         table's time less this one's.\n"
     );
     println!(
-        "| filter | hit | miss | hit / qfilter | miss / qfilter | hash and loop, hit | hash and loop, miss |"
+        "| filter | hit | miss | hit / qfilter | miss / qfilter | the hash's cost, hit | the hash's cost, miss |"
     );
     println!("|---|---|---|---|---|---|---|");
     for (i, row) in rows.iter().enumerate() {
@@ -522,6 +574,7 @@ fn growth(row: Row, rate: f64, at: &[u64]) -> Growth {
     match row {
         Row::Xf => grow_subject(|| xf(rate), at),
         Row::Qfilter => grow_subject(|| quotient(rate, max), at),
+        Row::QfilterKeyed => grow_subject(|| quotient_keyed(rate, max), at),
         Row::Growable => grow_subject(|| growable(rate), at),
         Row::Fastbloom => sized_growth(rate, at),
     }
@@ -644,7 +697,7 @@ struct Args {
 }
 
 const USAGE: &str = "usage: xf-inproc [--items N (4000000)] [--runs N (3)] [--rates R,R (0.01,0.001)]
-                 [--rows xf,qfilter,growable,fastbloom (all; qfilter is always in)] [--memory yes|no (yes)]
+                 [--rows xf,qfilter,qfilter-keyed,growable,fastbloom (all; qfilter is always in)] [--memory yes|no (yes)]
                  [--secrets N (8: XF's memory over N more secrets)]
                  [--merges N,N (none: items per source of XF merges timed)]";
 
@@ -686,7 +739,9 @@ fn args() -> Args {
                 let mut rows: Vec<Row> = value
                     .split(',')
                     .map(|r| {
-                        row_named(r).unwrap_or_else(|| bad("rows among xf, qfilter, growable, fastbloom"))
+                        row_named(r).unwrap_or_else(|| {
+                            bad("rows among xf, qfilter, qfilter-keyed, growable, fastbloom")
+                        })
                     })
                     .collect();
                 if !rows.contains(&Row::Qfilter) {
