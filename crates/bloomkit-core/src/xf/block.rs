@@ -3301,9 +3301,6 @@ pub(super) mod tests {
         k
     }
 
-    /// Whether every kernel finds `b`'s runs where `model` (its entries,
-    /// sorted) has them, and answers as it does, for every quotient, with a
-    /// rest that matches one of its entries about half the time.
     /// The answers of a batch's road ([`contains_by`] without the run's
     /// hint) in every kernel the CPU runs.
     fn batch_answers(words: &Words, quotient: u32, rest: u64) -> Vec<bool> {
@@ -3321,7 +3318,10 @@ pub(super) mod tests {
         answers
     }
 
-    /// Checks every road of `b` against `model`; returns how many of its
+    /// Whether every kernel finds `b`'s runs where `model` (its entries,
+    /// sorted) has them, and answers as it does, for every quotient, with a
+    /// rest that matches one of its entries about half the time, by every
+    /// road (a probe, a single lookup, a batch's); returns how many of its
     /// runs were long (bisected) and how many ended past their group's
     /// first window of runends (`run_past`).
     fn kernels_agree_with(b: &Block, model: &[Entry], r: &mut Rng, at: &str) -> (usize, usize) {
